@@ -1,0 +1,112 @@
+package jose
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+)
+
+// NumericDate is an RFC 7519 NumericDate. Fractions are truncated.
+type NumericDate int64
+
+// UnmarshalJSON accepts a JSON number only.
+func (d *NumericDate) UnmarshalJSON(b []byte) error {
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1<<53 {
+		return errcode.New(errcode.InvalidClaim, "NumericDate is not a non-negative number")
+	}
+	*d = NumericDate(int64(f))
+	return nil
+}
+
+// Time converts to time.Time.
+func (d NumericDate) Time() time.Time { return time.Unix(int64(d), 0) }
+
+// Audience is an RFC 7519 aud: one string or an array of strings.
+type Audience []string
+
+// UnmarshalJSON accepts a string or an array of strings.
+func (a *Audience) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return errcode.New(errcode.InvalidClaim, "aud is not a string")
+		}
+		*a = Audience{s}
+		return nil
+	}
+	var ss []string
+	if err := json.Unmarshal(b, &ss); err != nil {
+		return errcode.New(errcode.InvalidClaim, "aud is neither a string nor an array of strings")
+	}
+	*a = ss
+	return nil
+}
+
+// MarshalJSON writes a single audience as a string (as most peers expect).
+func (a Audience) MarshalJSON() ([]byte, error) {
+	if len(a) == 1 {
+		return json.Marshal(a[0])
+	}
+	return json.Marshal([]string(a))
+}
+
+// Contains reports whether s is one of the audiences.
+func (a Audience) Contains(s string) bool {
+	for _, v := range a {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TimeRules configures CheckTimes.
+type TimeRules struct {
+	Now  time.Time
+	Skew time.Duration
+	// RequireExp makes a missing exp a MissingClaim error.
+	RequireExp bool
+	// MaxLifetime, when positive, refuses tokens whose exp lies further than this past
+	// now (LifetimeTooLong): a proof or token "valid for a year" is refused, not trusted.
+	MaxLifetime time.Duration
+}
+
+// CheckTimes validates exp, nbf and iat (RFC 7519 sections 4.1.4-4.1.6). The current time
+// must be before exp (plus skew); iat and nbf must not be after now (plus skew).
+func CheckTimes(r TimeRules, exp, nbf, iat *NumericDate) error {
+	now := r.Now
+	if exp == nil {
+		if r.RequireExp {
+			return errcode.New(errcode.MissingClaim, "exp is required")
+		}
+	} else if !now.Before(exp.Time().Add(r.Skew)) {
+		return errcode.New(errcode.Expired, "expired at %d, now %d", int64(*exp), now.Unix())
+	}
+	if iat != nil && iat.Time().After(now.Add(r.Skew)) {
+		return errcode.New(errcode.IssuedInFuture, "iat %d is after now %d", int64(*iat), now.Unix())
+	}
+	if nbf != nil && nbf.Time().After(now.Add(r.Skew)) {
+		return errcode.New(errcode.NotYetValid, "nbf %d is after now %d", int64(*nbf), now.Unix())
+	}
+	if exp != nil && r.MaxLifetime > 0 && exp.Time().Sub(now) > r.MaxLifetime+r.Skew {
+		return errcode.New(errcode.LifetimeTooLong, "expires %s from now, limit %s", exp.Time().Sub(now), r.MaxLifetime)
+	}
+	return nil
+}
+
+// DecodeClaims unmarshals an authenticated payload into v, mapping errors to codes.
+// A claim whose UnmarshalJSON returned an *errcode.Error keeps its code.
+func DecodeClaims(payload []byte, v any) error {
+	if err := json.Unmarshal(payload, v); err != nil {
+		if c := errcode.CodeOf(err); c != errcode.Unmapped {
+			return err
+		}
+		return errcode.Wrap(errcode.InvalidEncoding, err, "claims are not the expected JSON")
+	}
+	return nil
+}

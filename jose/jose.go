@@ -1,0 +1,252 @@
+package jose
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/keys"
+)
+
+// DefaultMaxTokenSize bounds a compact token (16 KiB).
+const DefaultMaxTokenSize = 16 << 10
+
+// Header is the protected header dialogtrust writes, in this member order.
+type Header struct {
+	Typ string `json:"typ,omitempty"`
+	Alg string `json:"alg"`
+	Kid string `json:"kid,omitempty"`
+}
+
+// Sign returns the compact JWS of payload with header {"typ","alg","kid"} (kid omitted
+// when withKID is false), signed by key with its one algorithm. The payload octets are
+// used exactly as given.
+func Sign(typ string, key *keys.PrivateKey, withKID bool, payload []byte) (string, error) {
+	h := Header{Typ: typ, Alg: key.Alg()}
+	if withKID {
+		h.Kid = key.KID()
+	}
+	hb, err := json.Marshal(h)
+	if err != nil {
+		return "", err
+	}
+	enc := base64.RawURLEncoding
+	buf := make([]byte, 0, enc.EncodedLen(len(hb))+enc.EncodedLen(len(payload))+2+enc.EncodedLen(64))
+	buf = enc.AppendEncode(buf, hb)
+	buf = append(buf, '.')
+	buf = enc.AppendEncode(buf, payload)
+	sig, err := key.Sign(buf)
+	if err != nil {
+		return "", err
+	}
+	buf = append(buf, '.')
+	buf = enc.AppendEncode(buf, sig)
+	return string(buf), nil
+}
+
+// SignClaims marshals claims with encoding/json (struct field order) and signs them.
+func SignClaims(typ string, key *keys.PrivateKey, withKID bool, claims any) (string, error) {
+	p, err := json.Marshal(claims)
+	if err != nil {
+		return "", err
+	}
+	return Sign(typ, key, withKID, p)
+}
+
+// Token is a parsed compact JWS. After Verify, Payload is authenticated.
+type Token struct {
+	Raw     string
+	Alg     string
+	Typ     string
+	Kid     string
+	Payload []byte
+
+	header       map[string]json.RawMessage
+	signingInput string
+	signature    []byte
+}
+
+// HeaderMember returns a raw header member, for callers that define more of them.
+func (t *Token) HeaderMember(name string) (json.RawMessage, bool) {
+	v, ok := t.header[name]
+	return v, ok
+}
+
+// Parse splits and decodes a compact JWS without verifying it.
+func Parse(raw string, maxSize int) (*Token, error) {
+	if maxSize <= 0 {
+		maxSize = DefaultMaxTokenSize
+	}
+	if len(raw) > maxSize {
+		return nil, errcode.New(errcode.TokenTooLong, "token is %d octets, limit %d", len(raw), maxSize)
+	}
+	h, rest, ok1 := strings.Cut(raw, ".")
+	p, s, ok2 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 || strings.IndexByte(s, '.') >= 0 || h == "" || s == "" {
+		return nil, errcode.New(errcode.MalformedToken, "not a compact JWS of three parts")
+	}
+	enc := base64.RawURLEncoding.Strict()
+	hb, err := enc.DecodeString(h)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "header is not base64url")
+	}
+	pb, err := enc.DecodeString(p)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "payload is not base64url")
+	}
+	sb, err := enc.DecodeString(s)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "signature is not base64url")
+	}
+	t := &Token{Raw: raw, Payload: pb, signingInput: raw[:len(h)+1+len(p)], signature: sb}
+	if err := decodeHeader(hb, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func decodeHeader(hb []byte, t *Token) error {
+	if err := checkNoDuplicateMembers(hb); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(hb, &t.header); err != nil || t.header == nil {
+		return errcode.New(errcode.InvalidEncoding, "header is not a JSON object")
+	}
+	for name, dst := range map[string]*string{"alg": &t.Alg, "typ": &t.Typ, "kid": &t.Kid} {
+		v, ok := t.header[name]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			return errcode.New(errcode.InvalidEncoding, "header %q is not a string", name)
+		}
+	}
+	return nil
+}
+
+// checkNoDuplicateMembers rejects a JSON object with a repeated top-level member name
+// (RFC 7515 section 5.2 allows rejecting; accepting "last wins" invites confusion
+// between parsers).
+func checkNoDuplicateMembers(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return errcode.New(errcode.InvalidEncoding, "header is not a JSON object")
+	}
+	seen := make(map[string]struct{}, 4)
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return errcode.New(errcode.InvalidEncoding, "header is not valid JSON")
+		}
+		name, _ := k.(string)
+		if _, dup := seen[name]; dup {
+			return errcode.New(errcode.InvalidEncoding, "header member %q appears twice", name)
+		}
+		seen[name] = struct{}{}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return errcode.New(errcode.InvalidEncoding, "header is not valid JSON")
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return errcode.New(errcode.InvalidEncoding, "header is not valid JSON")
+	}
+	if dec.More() {
+		return errcode.New(errcode.InvalidEncoding, "trailing data after header")
+	}
+	return nil
+}
+
+// TypeMatches reports whether a typ header value names want (RFC 7515 section 4.1.9:
+// compared case-insensitively; the "application/" prefix may be omitted).
+func TypeMatches(got, want string) bool {
+	if len(got) > 12 && strings.EqualFold(got[:12], "application/") {
+		got = got[12:]
+	}
+	return strings.EqualFold(got, want)
+}
+
+// forbiddenHeaders could make a verifier take a key from the token itself.
+var forbiddenHeaders = []string{"jku", "x5u", "jwk", "x5c"}
+
+// Options says what a token must be.
+type Options struct {
+	// Typ is the required media type without "application/", e.g. "wit+jwt". Required.
+	Typ string
+	// Algs is the allow-list; empty means every algorithm package keys supports.
+	Algs []string
+	// MaxSize bounds the compact token (default DefaultMaxTokenSize).
+	MaxSize int
+	// ExactAlg requires the token's alg to string-equal the key's alg (the WPT rule);
+	// otherwise the two names of Ed25519 ("EdDSA", "Ed25519") are the same algorithm.
+	ExactAlg bool
+}
+
+// Verify parses raw and checks it as the package documentation describes. The key comes
+// from ks by the token's kid. It returns the verified token.
+func Verify(ctx context.Context, raw string, opts Options, ks keys.KeySet) (*Token, error) {
+	t, err := Parse(raw, opts.MaxSize)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.CheckHeader(opts); err != nil {
+		return nil, err
+	}
+	key, err := ks.LookupKey(ctx, t.Kid)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.VerifyWith(key, opts.ExactAlg); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// CheckHeader applies steps 2 to 4 of Verify.
+func (t *Token) CheckHeader(opts Options) error {
+	if opts.Typ == "" {
+		return errcode.New(errcode.WrongType, "verifier has no expected typ")
+	}
+	if _, ok := t.header["typ"]; !ok || !TypeMatches(t.Typ, opts.Typ) {
+		return errcode.New(errcode.WrongType, "typ %q, want %q", t.Typ, opts.Typ)
+	}
+	if _, ok := t.header["crit"]; ok {
+		return errcode.New(errcode.UnsupportedCritical, "crit header is not supported")
+	}
+	for _, h := range forbiddenHeaders {
+		if _, ok := t.header[h]; ok {
+			return errcode.New(errcode.ForbiddenHeader, "header %q is refused: keys come from trust configuration", h)
+		}
+	}
+	if keys.IsForbiddenAlg(t.Alg) || keys.FamilyOf(t.Alg) == keys.FamilyNone {
+		return errcode.New(errcode.UnsupportedAlg, "alg %q is not accepted", t.Alg)
+	}
+	if len(opts.Algs) > 0 {
+		ok := false
+		for _, a := range opts.Algs {
+			if a == t.Alg {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return errcode.New(errcode.UnsupportedAlg, "alg %q is not allowed here", t.Alg)
+		}
+	}
+	return nil
+}
+
+// VerifyWith checks the signature with key, whose one algorithm must be the token's.
+func (t *Token) VerifyWith(key *keys.PublicKey, exactAlg bool) error {
+	if exactAlg && key.Alg() != t.Alg || keys.FamilyOf(t.Alg) != key.Family() {
+		return errcode.New(errcode.UnsupportedAlg, "alg %q does not match the key's %q", t.Alg, key.Alg())
+	}
+	if !key.Verify([]byte(t.signingInput), t.signature) {
+		return errcode.New(errcode.InvalidSignature, "signature does not verify")
+	}
+	return nil
+}

@@ -1,0 +1,20 @@
+// Package keys holds signing and verification keys and the trust configuration that says
+// which keys speak for which issuer or trust domain.
+//
+// Rules it enforces (wimse.md 2.1, 2.4 WIT-1; workload-creds-02 section 3):
+//   - every key is pinned to exactly one JWS algorithm: ES256 (P-256) or Ed25519, the
+//     latter under either name "EdDSA" or "Ed25519" (RFC 9864). A key without "alg" is
+//     refused; "none", MAC and encryption algorithms are refused.
+//   - the kid of a generated key is its RFC 7638 thumbprint (SHA-256, base64url); a loaded
+//     key keeps the kid it has (drafts' examples use kids such as "June 5").
+//   - keys come only from trust configuration (a JWKS file, a JWKS URL configured out of
+//     band, or an inline set), never from a token's jku, x5u, jwk or iss.
+//   - a Ring holds a signer's active key plus published keys, so rotation publishes a
+//     key before it is used and keeps the old one while tokens it signed can be valid.
+//
+// JWK parsing, thumbprints, JWKS serialization and the JWKS HTTP cache are jwx's
+// (github.com/lestrrat-go/jwx/v2). Signing and verification are crypto/ecdsa and
+// crypto/ed25519 directly: ES256 signs deterministically (RFC 6979) so that the
+// conformance vectors can be reproduced byte for byte, and the hot verify path carries no
+// per-call allocation of library machinery.
+package keys

@@ -1,0 +1,236 @@
+package wit
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/jose"
+	"github.com/dialogtrust/dialogtrust/keys"
+)
+
+// Type is the JOSE typ of a WIT.
+const Type = "wit+jwt"
+
+// HeaderName is the HTTP field that carries a WIT (creds-02 section 5.1.1).
+const HeaderName = "Workload-Identity-Token"
+
+// Defaults.
+const (
+	DefaultMaxLifetime = 24 * time.Hour
+	DefaultSkew        = 30 * time.Second
+	DefaultTTL         = time.Hour
+)
+
+// Claims are the WIT claims, in the order dialogtrust writes them.
+type Claims struct {
+	Iss string            `json:"iss,omitempty"`
+	Sub string            `json:"sub"`
+	Iat *jose.NumericDate `json:"iat,omitempty"`
+	Nbf *jose.NumericDate `json:"nbf,omitempty"`
+	Exp *jose.NumericDate `json:"exp"`
+	Jti string            `json:"jti,omitempty"`
+	Cnf *Confirmation     `json:"cnf"`
+}
+
+// Confirmation is the cnf claim (RFC 7800 section 3.2).
+type Confirmation struct {
+	JWK json.RawMessage `json:"jwk"`
+}
+
+// WIT is a validated Workload Identity Token.
+type WIT struct {
+	Raw     string
+	Claims  Claims
+	Subject identifier.ID
+	// Key is the confirmation key: every proof must be made with it and its Alg.
+	Key *keys.PublicKey
+	// IssuerKID is the kid of the trust-anchor key that signed the WIT.
+	IssuerKID string
+}
+
+// Expiry returns the WIT's exp.
+func (w *WIT) Expiry() time.Time { return w.Claims.Exp.Time() }
+
+// Hash returns base64url(SHA-256(raw)): the wth of a WPT and the log-safe name of a token.
+func Hash(raw string) string {
+	h := sha256.Sum256([]byte(raw))
+	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// TrustResolver gives the trust anchors of a trust domain (keys.Trust implements it).
+type TrustResolver interface {
+	ForTrustDomain(td string) (keys.KeySet, error)
+}
+
+// ValidatorOption configures a Validator.
+type ValidatorOption func(*Validator)
+
+// WithClock injects the clock.
+func WithClock(now func() time.Time) ValidatorOption { return func(v *Validator) { v.now = now } }
+
+// WithSkew sets the allowed clock skew (default 30s; the conformance runner uses 0).
+func WithSkew(d time.Duration) ValidatorOption { return func(v *Validator) { v.skew = d } }
+
+// WithMaxLifetime caps how far in the future exp may be (default 24h).
+func WithMaxLifetime(d time.Duration) ValidatorOption {
+	return func(v *Validator) { v.maxLifetime = d }
+}
+
+// WithIssuers requires iss to be one of these (wimse.md 2.5 step 8, creds §9.1).
+func WithIssuers(iss ...string) ValidatorOption {
+	return func(v *Validator) { v.issuers = append(v.issuers, iss...) }
+}
+
+// WithAlgorithms restricts the issuer's signing algorithms (default: all supported).
+func WithAlgorithms(algs ...string) ValidatorOption {
+	return func(v *Validator) { v.algs = append(v.algs, algs...) }
+}
+
+// WithConfirmationAlgorithms restricts cnf.jwk.alg (default: all supported).
+func WithConfirmationAlgorithms(algs ...string) ValidatorOption {
+	return func(v *Validator) { v.cnfAlgs = append(v.cnfAlgs, algs...) }
+}
+
+// WithMaxSize bounds the token size (default 8 KiB).
+func WithMaxSize(n int) ValidatorOption { return func(v *Validator) { v.maxSize = n } }
+
+// Validator validates WITs against trust configuration.
+type Validator struct {
+	trust       TrustResolver
+	now         func() time.Time
+	skew        time.Duration
+	maxLifetime time.Duration
+	issuers     []string
+	algs        []string
+	cnfAlgs     []string
+	maxSize     int
+}
+
+// NewValidator returns a Validator that takes trust anchors from trust.
+func NewValidator(trust TrustResolver, opts ...ValidatorOption) *Validator {
+	v := &Validator{trust: trust, now: time.Now, skew: DefaultSkew, maxLifetime: DefaultMaxLifetime, maxSize: 8 << 10}
+	for _, o := range opts {
+		o(v)
+	}
+	return v
+}
+
+// Now returns the validator's current time (its injected clock).
+func (v *Validator) Now() time.Time { return v.now() }
+
+// Skew returns the configured clock skew.
+func (v *Validator) Skew() time.Duration { return v.skew }
+
+// Validate checks raw as the package documentation describes.
+func (v *Validator) Validate(ctx context.Context, raw string) (*WIT, error) {
+	opts := jose.Options{Typ: Type, Algs: v.algs, MaxSize: v.maxSize}
+	t, err := jose.Parse(raw, opts.MaxSize)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.CheckHeader(opts); err != nil {
+		return nil, err
+	}
+	// The trust domain of sub selects the anchors (WIT-1), so sub is read before the
+	// signature is checked; it must be a canonical identifier before it is used for
+	// anything (identifier-03 section 7.1). Nothing else is trusted until the signature
+	// verifies.
+	var peek struct {
+		Sub *string `json:"sub"`
+	}
+	if err := json.Unmarshal(t.Payload, &peek); err != nil {
+		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "WIT claims are not a JSON object")
+	}
+	if peek.Sub == nil {
+		return nil, errcode.New(errcode.MissingClaim, "WIT has no sub")
+	}
+	sub, err := identifier.Parse(*peek.Sub)
+	if err != nil {
+		return nil, err
+	}
+	ks, err := v.trust.ForTrustDomain(sub.TrustDomain())
+	if err != nil {
+		return nil, err
+	}
+	anchor, err := ks.LookupKey(ctx, t.Kid)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.VerifyWith(anchor, false); err != nil {
+		return nil, err
+	}
+	return v.checkClaims(t, sub, anchor)
+}
+
+func (v *Validator) checkClaims(t *jose.Token, sub identifier.ID, anchor *keys.PublicKey) (*WIT, error) {
+	w := &WIT{Raw: t.Raw, Subject: sub, IssuerKID: anchor.KID()}
+	if err := jose.DecodeClaims(t.Payload, &w.Claims); err != nil {
+		return nil, err
+	}
+	if err := jose.CheckTimes(jose.TimeRules{
+		Now: v.now(), Skew: v.skew, RequireExp: true, MaxLifetime: v.maxLifetime,
+	}, w.Claims.Exp, w.Claims.Nbf, w.Claims.Iat); err != nil {
+		return nil, err
+	}
+	if len(v.issuers) > 0 && !contains(v.issuers, w.Claims.Iss) {
+		return nil, errcode.New(errcode.IssuerMismatch, "iss %q is not an accepted issuer", w.Claims.Iss)
+	}
+	key, err := ConfirmationKey(w.Claims.Cnf, v.cnfAlgs)
+	if err != nil {
+		return nil, err
+	}
+	w.Key = key
+	return w, nil
+}
+
+// ConfirmationKey validates cnf.jwk (creds-02 section 5.1: REQUIRED, with an alg that is
+// not none, not symmetric, not encryption, and fits the key) and returns it.
+func ConfirmationKey(cnf *Confirmation, allowed []string) (*keys.PublicKey, error) {
+	if cnf == nil || len(bytes.TrimSpace(cnf.JWK)) == 0 || string(bytes.TrimSpace(cnf.JWK)) == "null" {
+		return nil, errcode.New(errcode.MissingClaim, "cnf.jwk is required")
+	}
+	var members struct {
+		Alg *string          `json:"alg"`
+		D   *json.RawMessage `json:"d"`
+		K   *json.RawMessage `json:"k"`
+	}
+	if err := json.Unmarshal(cnf.JWK, &members); err != nil {
+		return nil, errcode.Wrap(errcode.InvalidKey, err, "cnf.jwk is not a JSON object")
+	}
+	if members.Alg == nil {
+		return nil, errcode.New(errcode.MissingConfirmationAlg, "cnf.jwk has no alg")
+	}
+	alg := *members.Alg
+	if keys.IsForbiddenAlg(alg) || members.K != nil {
+		return nil, errcode.New(errcode.ForbiddenConfirmationAlg, "cnf.jwk alg %q cannot prove possession", alg)
+	}
+	if keys.FamilyOf(alg) == keys.FamilyNone || (len(allowed) > 0 && !contains(allowed, alg)) {
+		return nil, errcode.New(errcode.UnsupportedConfirmationAlg, "cnf.jwk alg %q is not supported", alg)
+	}
+	if members.D != nil {
+		return nil, errcode.New(errcode.InvalidKey, "cnf.jwk carries a private key")
+	}
+	key, err := keys.ParsePublicJWK(cnf.JWK)
+	if err != nil {
+		if errcode.Is(err, errcode.UnsupportedAlg) {
+			return nil, errcode.Wrap(errcode.UnsupportedConfirmationAlg, err, "cnf.jwk alg does not fit the key")
+		}
+		return nil, err
+	}
+	return key, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
