@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
@@ -12,10 +13,11 @@ import (
 // NumericDate is an RFC 7519 NumericDate. Fractions are truncated.
 type NumericDate int64
 
-// UnmarshalJSON accepts a JSON number only.
+// UnmarshalJSON accepts a JSON number only. (encoding/json hands over a syntactically
+// valid value, so a number parses with strconv; a string or object does not.)
 func (d *NumericDate) UnmarshalJSON(b []byte) error {
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1<<53 {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || len(b) == 0 || b[0] == '+' || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1<<53 {
 		return errcode.New(errcode.InvalidClaim, "NumericDate is not a non-negative number")
 	}
 	*d = NumericDate(int64(f))

@@ -109,22 +109,56 @@ func Parse(raw string, maxSize int) (*Token, error) {
 }
 
 func decodeHeader(hb []byte, t *Token) error {
-	if err := checkNoDuplicateMembers(hb); err != nil {
-		return err
+	if mayHaveDuplicates(hb) {
+		if err := checkNoDuplicateMembers(hb); err != nil {
+			return err
+		}
+	}
+	var h struct {
+		Alg, Typ, Kid *string
 	}
 	if err := json.Unmarshal(hb, &t.header); err != nil || t.header == nil {
 		return errcode.New(errcode.InvalidEncoding, "header is not a JSON object")
 	}
-	for name, dst := range map[string]*string{"alg": &t.Alg, "typ": &t.Typ, "kid": &t.Kid} {
+	for name, dst := range map[string]**string{"alg": &h.Alg, "typ": &h.Typ, "kid": &h.Kid} {
 		v, ok := t.header[name]
 		if !ok {
 			continue
 		}
-		if err := json.Unmarshal(v, dst); err != nil {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
 			return errcode.New(errcode.InvalidEncoding, "header %q is not a string", name)
 		}
+		*dst = &s
+	}
+	if h.Alg != nil {
+		t.Alg = *h.Alg
+	}
+	if h.Typ != nil {
+		t.Typ = *h.Typ
+	}
+	if h.Kid != nil {
+		t.Kid = *h.Kid
 	}
 	return nil
+}
+
+// interpreted are the header members whose meaning a duplicate could change.
+var interpreted = [][]byte{[]byte(`"alg"`), []byte(`"typ"`), []byte(`"kid"`), []byte(`"crit"`), []byte(`"jku"`), []byte(`"x5u"`), []byte(`"jwk"`), []byte(`"x5c"`)}
+
+// mayHaveDuplicates is a cheap screen run on every header: only when a member name we
+// interpret appears twice in the text, or an escape could hide a name, does the exact
+// token-by-token check run. Headers are small, but this is on every verification.
+func mayHaveDuplicates(hb []byte) bool {
+	if bytes.IndexByte(hb, '\\') >= 0 {
+		return true
+	}
+	for _, name := range interpreted {
+		if bytes.Count(hb, name) > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // checkNoDuplicateMembers rejects a JSON object with a repeated top-level member name

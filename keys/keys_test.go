@@ -2,6 +2,7 @@ package keys_test
 
 import (
 	"context"
+	"crypto"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -232,5 +233,34 @@ func TestTrust(t *testing.T) {
 	parsed, err := keys.ParseJWKS(b)
 	if err != nil || len(parsed.Keys()) != 1 {
 		t.Fatal(err)
+	}
+}
+
+// The fast cnf parser and jwx must agree on every key they both accept.
+func TestConfirmationJWKAgreesWithJWX(t *testing.T) {
+	for i := 0; i < 50; i++ {
+		for _, alg := range []string{keys.ES256, keys.EdDSA, keys.Ed25519} {
+			k, _ := keys.Generate(alg)
+			b, _ := k.Public().ConfirmationJSON()
+			fast, err1 := keys.ParseConfirmationJWK(b)
+			slow, err2 := keys.ParsePublicJWK(b)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			if fast.Thumbprint() != slow.Thumbprint() || fast.Alg() != slow.Alg() || !fast.Crypto().(interface{ Equal(crypto.PublicKey) bool }).Equal(slow.Crypto()) {
+				t.Fatalf("%s: fast and jwx parse differ", alg)
+			}
+		}
+	}
+	// A point off the curve, a short coordinate, and a private key are refused.
+	for _, j := range []string{
+		`{"alg":"ES256","kty":"EC","crv":"P-256","x":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","y":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAE"}`,
+		`{"alg":"ES256","kty":"EC","crv":"P-256","x":"AAAA","y":"AAAA"}`,
+		`{"alg":"EdDSA","kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","d":"nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A"}`,
+		`{"alg":"EdDSA","kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHUR"}`,
+	} {
+		if _, err := keys.ParseConfirmationJWK([]byte(j)); errcode.CodeOf(err) != errcode.InvalidKey {
+			t.Errorf("%s: got %v, want invalid_key", j, err)
+		}
 	}
 }

@@ -137,20 +137,18 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*WIT, error) {
 	if err := t.CheckHeader(opts); err != nil {
 		return nil, err
 	}
-	// The trust domain of sub selects the anchors (WIT-1), so sub is read before the
-	// signature is checked; it must be a canonical identifier before it is used for
-	// anything (identifier-03 section 7.1). Nothing else is trusted until the signature
-	// verifies.
-	var peek struct {
-		Sub *string `json:"sub"`
+	// The trust domain of sub selects the anchors (WIT-1), so the claims are decoded
+	// before the signature is checked; sub must be a canonical identifier before it is
+	// used for anything (identifier-03 section 7.1). Nothing in them is trusted until
+	// the signature verifies.
+	w := &WIT{Raw: t.Raw}
+	if err := jose.DecodeClaims(t.Payload, &w.Claims); err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(t.Payload, &peek); err != nil {
-		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "WIT claims are not a JSON object")
-	}
-	if peek.Sub == nil {
+	if w.Claims.Sub == "" {
 		return nil, errcode.New(errcode.MissingClaim, "WIT has no sub")
 	}
-	sub, err := identifier.Parse(*peek.Sub)
+	sub, err := identifier.Parse(w.Claims.Sub)
 	if err != nil {
 		return nil, err
 	}
@@ -165,28 +163,28 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*WIT, error) {
 	if err := t.VerifyWith(anchor, false); err != nil {
 		return nil, err
 	}
-	return v.checkClaims(t, sub, anchor)
-}
-
-func (v *Validator) checkClaims(t *jose.Token, sub identifier.ID, anchor *keys.PublicKey) (*WIT, error) {
-	w := &WIT{Raw: t.Raw, Subject: sub, IssuerKID: anchor.KID()}
-	if err := jose.DecodeClaims(t.Payload, &w.Claims); err != nil {
+	w.Subject, w.IssuerKID = sub, anchor.KID()
+	if err := v.checkClaims(w); err != nil {
 		return nil, err
 	}
+	return w, nil
+}
+
+func (v *Validator) checkClaims(w *WIT) error {
 	if err := jose.CheckTimes(jose.TimeRules{
 		Now: v.now(), Skew: v.skew, RequireExp: true, MaxLifetime: v.maxLifetime,
 	}, w.Claims.Exp, w.Claims.Nbf, w.Claims.Iat); err != nil {
-		return nil, err
+		return err
 	}
 	if len(v.issuers) > 0 && !contains(v.issuers, w.Claims.Iss) {
-		return nil, errcode.New(errcode.IssuerMismatch, "iss %q is not an accepted issuer", w.Claims.Iss)
+		return errcode.New(errcode.IssuerMismatch, "iss %q is not an accepted issuer", w.Claims.Iss)
 	}
 	key, err := ConfirmationKey(w.Claims.Cnf, v.cnfAlgs)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	w.Key = key
-	return w, nil
+	return nil
 }
 
 // ConfirmationKey validates cnf.jwk (creds-02 section 5.1: REQUIRED, with an alg that is
@@ -195,33 +193,12 @@ func ConfirmationKey(cnf *Confirmation, allowed []string) (*keys.PublicKey, erro
 	if cnf == nil || len(bytes.TrimSpace(cnf.JWK)) == 0 || string(bytes.TrimSpace(cnf.JWK)) == "null" {
 		return nil, errcode.New(errcode.MissingClaim, "cnf.jwk is required")
 	}
-	var members struct {
-		Alg *string          `json:"alg"`
-		D   *json.RawMessage `json:"d"`
-		K   *json.RawMessage `json:"k"`
-	}
-	if err := json.Unmarshal(cnf.JWK, &members); err != nil {
-		return nil, errcode.Wrap(errcode.InvalidKey, err, "cnf.jwk is not a JSON object")
-	}
-	if members.Alg == nil {
-		return nil, errcode.New(errcode.MissingConfirmationAlg, "cnf.jwk has no alg")
-	}
-	alg := *members.Alg
-	if keys.IsForbiddenAlg(alg) || members.K != nil {
-		return nil, errcode.New(errcode.ForbiddenConfirmationAlg, "cnf.jwk alg %q cannot prove possession", alg)
-	}
-	if keys.FamilyOf(alg) == keys.FamilyNone || (len(allowed) > 0 && !contains(allowed, alg)) {
-		return nil, errcode.New(errcode.UnsupportedConfirmationAlg, "cnf.jwk alg %q is not supported", alg)
-	}
-	if members.D != nil {
-		return nil, errcode.New(errcode.InvalidKey, "cnf.jwk carries a private key")
-	}
-	key, err := keys.ParsePublicJWK(cnf.JWK)
+	key, err := keys.ParseConfirmationJWK(cnf.JWK)
 	if err != nil {
-		if errcode.Is(err, errcode.UnsupportedAlg) {
-			return nil, errcode.Wrap(errcode.UnsupportedConfirmationAlg, err, "cnf.jwk alg does not fit the key")
-		}
 		return nil, err
+	}
+	if len(allowed) > 0 && !contains(allowed, key.Alg()) {
+		return nil, errcode.New(errcode.UnsupportedConfirmationAlg, "cnf.jwk alg %q is not allowed here", key.Alg())
 	}
 	return key, nil
 }

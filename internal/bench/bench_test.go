@@ -1,0 +1,127 @@
+package bench
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/wpt"
+)
+
+var msg = []byte("eyJ0eXAiOiJ3aXQrand0IiwiYWxnIjoiRVMyNTYiLCJraWQiOiJpc3N1ZXIta2V5LTEifQ.eyJpc3MiOiJodHRwczovL2lzc3Vlci5leGFtcGxlIiwic3ViIjoic3BpZmZlOi8vZXhhbXBsZS5vcmcvd29ya2xvYWQvYXBpIiwiaWF0IjoxNzAwMDAwMDAwLCJleHAiOjE3MDAwMDM2MDAsImp0aSI6ImExYjJjMyJ9")
+
+func BenchmarkRawES256Sign(b *testing.B) {
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	b.ReportAllocs()
+	for b.Loop() {
+		h := sha256.Sum256(msg)
+		if _, err := ecdsa.SignASN1(rand.Reader, k, h[:]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRawES256Verify(b *testing.B) {
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	h := sha256.Sum256(msg)
+	sig, _ := ecdsa.SignASN1(rand.Reader, k, h[:])
+	b.ReportAllocs()
+	for b.Loop() {
+		h := sha256.Sum256(msg)
+		if !ecdsa.VerifyASN1(&k.PublicKey, h[:], sig) {
+			b.Fatal("verify")
+		}
+	}
+}
+
+func BenchmarkRawEd25519Sign(b *testing.B) {
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	b.ReportAllocs()
+	for b.Loop() {
+		ed25519.Sign(k, msg)
+	}
+}
+
+func BenchmarkRawEd25519Verify(b *testing.B) {
+	pub, k, _ := ed25519.GenerateKey(rand.Reader)
+	sig := ed25519.Sign(k, msg)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !ed25519.Verify(pub, msg, sig) {
+			b.Fatal("verify")
+		}
+	}
+}
+
+func algName(alg string) string {
+	if alg == keys.ES256 {
+		return "ES256"
+	}
+	return "Ed25519"
+}
+
+// BenchmarkWITVerify: one raw verification's worth of work plus parsing and checks.
+func BenchmarkWITVerify(b *testing.B) {
+	for _, alg := range []string{keys.ES256, keys.EdDSA} {
+		b.Run(algName(alg), func(b *testing.B) {
+			clock := testkit.NewClock(testkit.Epoch)
+			d := testkit.NewDomain(b, "a.example", alg, clock)
+			w := d.Workload(b, "/agent/a1", alg)
+			v := d.Validator()
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := v.Validate(ctx, w.WIT); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkWPTMint(b *testing.B) {
+	for _, alg := range []string{keys.ES256, keys.EdDSA} {
+		b.Run(algName(alg), func(b *testing.B) {
+			clock := testkit.NewClock(testkit.Epoch)
+			d := testkit.NewDomain(b, "a.example", alg, clock)
+			w := d.Workload(b, "/agent/a1", alg)
+			txn, dc := "txn.token.value", `dlg="D1";initiator="wimse://a.example/agent/a1"`
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := wpt.New(w.Key, w.WIT, "https://tool.a.example/invoke", wpt.Bound{TxnToken: &txn, DialogContext: &dc}, wpt.WithMintClock(clock.Now)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkWITPlusWPTVerify is the receiver's proof path: validate the WIT, then the WPT
+// made with its key (two raw verifications). Replay claims are measured in store.
+func BenchmarkWITPlusWPTVerify(b *testing.B) {
+	for _, alg := range []string{keys.ES256, keys.EdDSA} {
+		b.Run(algName(alg), func(b *testing.B) {
+			clock := testkit.NewClock(testkit.Epoch)
+			d := testkit.NewDomain(b, "a.example", alg, clock)
+			w := d.Workload(b, "/agent/a1", alg)
+			txn, dc := "txn.token.value", `dlg="D1";initiator="wimse://a.example/agent/a1"`
+			bound := wpt.Bound{TxnToken: &txn, DialogContext: &dc}
+			p, _ := wpt.New(w.Key, w.WIT, "https://tool.a.example/invoke", bound, wpt.WithMintClock(clock.Now), wpt.WithTTL(time.Minute))
+			v := wpt.NewVerifier(d.Validator(), wpt.WithAudiences("https://tool.a.example/invoke"))
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := v.Verify(ctx, w.WIT, p, bound); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

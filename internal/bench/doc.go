@@ -1,0 +1,6 @@
+// Package bench holds the benchmarks that must run together: the raw signature
+// operations (crypto/ecdsa, crypto/ed25519) and the credential paths built on them, so
+// that ratios come from one run on one machine (DEVELOPERS.md, "Speed is measured").
+//
+//	go test -run '^$' -bench . -benchmem ./internal/bench/
+package bench
