@@ -102,4 +102,12 @@ const (
 	BodyTooLarge Code = "body_too_large"
 	// InvalidRequest: a local API or CLI input is malformed (not a credential failure).
 	InvalidRequest Code = "invalid_request"
+	// Unauthenticated: no acceptable authentication was presented at all.
+	Unauthenticated Code = "unauthenticated"
+	// SubjectNotAllowed: policy does not let the authenticated identity obtain this subject.
+	SubjectNotAllowed Code = "subject_not_allowed"
+	// AlgNotAllowed: policy does not allow this key algorithm here.
+	AlgNotAllowed Code = "alg_not_allowed"
+	// Internal: the server failed in a way that is not the caller's fault (logged, hashed).
+	Internal Code = "internal_error"
 )

@@ -1,0 +1,85 @@
+// Package problem writes rejections as RFC 9457 problem details
+// (application/problem+json) with the stable code of package errcode.
+//
+// The status follows the kind and the code: a check that could not be completed is 503,
+// so that callers and load balancers can tell it from a bad credential; credential
+// failures are 401 or 400 as the WIMSE drafts recommend for their binding; policy
+// refusals are 403. The body never contains a token: details come from errcode errors,
+// which never carry whole tokens.
+package problem
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+)
+
+// TypeBase prefixes the code to form the problem "type" URI.
+const TypeBase = "urn:dialogtrust:error:"
+
+// Details is the problem document.
+type Details struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	// Kind is "failed" or "could_not_complete" (dialog-binding section 12).
+	Kind   string `json:"kind"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Status maps an error to its HTTP status.
+func Status(err error) int {
+	if errcode.KindOf(err) == errcode.Incomplete {
+		return http.StatusServiceUnavailable
+	}
+	switch errcode.CodeOf(err) {
+	case errcode.InvalidRequest, errcode.BodyTooLarge, errcode.DuplicateField:
+		if errcode.CodeOf(err) == errcode.BodyTooLarge {
+			return http.StatusRequestEntityTooLarge
+		}
+		return http.StatusBadRequest
+	case errcode.SubjectNotAllowed, errcode.AlgNotAllowed, errcode.LifetimeTooLong:
+		return http.StatusForbidden
+	case errcode.Internal, errcode.Unmapped:
+		return http.StatusInternalServerError
+	}
+	return http.StatusUnauthorized
+}
+
+// From builds the problem document for err.
+func From(err error) Details {
+	status := Status(err)
+	code := errcode.CodeOf(err)
+	d := Details{Type: TypeBase + string(code), Title: http.StatusText(status), Status: status, Code: string(code), Kind: errcode.KindOf(err).String()}
+	var e *errcode.Error
+	if errors.As(err, &e) && status != http.StatusInternalServerError {
+		d.Detail = e.Detail
+	}
+	return d
+}
+
+// Write sends err as application/problem+json.
+func Write(w http.ResponseWriter, err error) {
+	d := From(err)
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(d.Status)
+	_ = json.NewEncoder(w).Encode(d)
+}
+
+// Read decodes a problem document from a response body (clients use it to recover the
+// code). It returns an *errcode.Error carrying the remote code and kind.
+func Read(status int, body []byte) error {
+	var d Details
+	if err := json.Unmarshal(body, &d); err != nil || d.Code == "" {
+		return errcode.New(errcode.Unmapped, "HTTP %d without a problem document", status)
+	}
+	kind := errcode.Failed
+	if d.Kind == errcode.Incomplete.String() {
+		kind = errcode.Incomplete
+	}
+	return &errcode.Error{Code: errcode.Code(d.Code), Kind: kind, Detail: "remote: " + d.Detail}
+}

@@ -1,0 +1,39 @@
+package problem
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+)
+
+func TestStatusAndRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		status int
+	}{
+		{errcode.New(errcode.InvalidSignature, "x"), 401},
+		{errcode.Unavailable(errcode.StoreUnavailable, errors.New("down"), "x"), 503},
+		{errcode.New(errcode.SubjectNotAllowed, "x"), 403},
+		{errcode.New(errcode.InvalidRequest, "x"), 400},
+		{errors.New("plain"), 500},
+	} {
+		rec := httptest.NewRecorder()
+		Write(rec, c.err)
+		res := rec.Result()
+		if res.StatusCode != c.status || res.Header.Get("Content-Type") != "application/problem+json" {
+			t.Fatalf("%v: %d %s", c.err, res.StatusCode, res.Header.Get("Content-Type"))
+		}
+		body, _ := io.ReadAll(res.Body)
+		back := Read(res.StatusCode, body)
+		if errcode.CodeOf(back) != errcode.CodeOf(c.err) || errcode.KindOf(back) != errcode.KindOf(c.err) {
+			t.Fatalf("round trip %v -> %v", c.err, back)
+		}
+	}
+	if Status(errcode.New(errcode.Replayed, "")) != http.StatusUnauthorized {
+		t.Fatal("replay status")
+	}
+}
