@@ -1,0 +1,376 @@
+package httpsig
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"net/textproto"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/keys"
+)
+
+// Tag is the tag of every WIMSE signature (http-signature-07 section 3). Verifiers find
+// the WIMSE signature by it, never by its label.
+const Tag = "wimse-workload-to-workload"
+
+// DefaultLabel is the label this package signs with. Any label works: verifiers select
+// by Tag.
+const DefaultLabel = "wimse"
+
+// DefaultTTL is expires - created of a signature made by a Signer.
+const DefaultTTL = 60 * time.Second
+
+// Components covered when the message carries them (http-signature-07 section 3;
+// dialog-context: dialog-binding section 7), in the order they are listed in
+// Signature-Input.
+var (
+	requestOptionalFields  = []string{"content-type", "content-digest", "authorization", "txn-token", "workload-identity-token", "dialog-context"}
+	responseOptionalFields = []string{"content-type", "content-digest", "workload-identity-token", "dialog-context"}
+
+	requestFixed  = mustComponents(false, `"@method"`, `"@path"`, `"@query"`)
+	responseFixed = mustComponents(true, `"@status"`, `"@method";req`, `"@path";req`, `"@query";req`)
+)
+
+func mustComponents(response bool, ids ...string) []component {
+	cs, err := parseComponentIDs(ids, response)
+	if err != nil {
+		panic(err)
+	}
+	return cs
+}
+
+// Signer makes WIMSE HTTP signatures with a workload's WIT key. It is safe for
+// concurrent use: every signature gets its own created, expires and nonce.
+type Signer struct {
+	key   *keys.PrivateKey
+	wit   string
+	label string
+	ttl   time.Duration
+	now   func() time.Time
+	nonce func() string
+}
+
+// SignerOption configures a Signer.
+type SignerOption func(*Signer)
+
+// WithLabel sets the Signature-Input label (default DefaultLabel). It must be an RFC 8941
+// key (lowercase letter or '*', then lowercase letters, digits, '_', '-', '.', '*').
+func WithLabel(label string) SignerOption { return func(s *Signer) { s.label = label } }
+
+// WithTTL sets expires - created (default DefaultTTL). The profile wants it short
+// (minutes at most); a verifier refuses signatures that live longer than its maximum.
+func WithTTL(d time.Duration) SignerOption { return func(s *Signer) { s.ttl = d } }
+
+// WithSignerClock injects the clock that sets created.
+func WithSignerClock(now func() time.Time) SignerOption { return func(s *Signer) { s.now = now } }
+
+// WithNonceSource replaces the nonce generator (default: 128 random bits, base64url).
+// Every call must return a new, non-empty value of printable ASCII, and f must be safe
+// for concurrent use; tests use it for reproducible signatures.
+func WithNonceSource(f func() string) SignerOption { return func(s *Signer) { s.nonce = f } }
+
+// NewSigner returns a Signer for the workload whose WIT (compact JWT) binds key.
+func NewSigner(key *keys.PrivateKey, wit string, opts ...SignerOption) *Signer {
+	s := &Signer{key: key, wit: wit, label: DefaultLabel, ttl: DefaultTTL, now: time.Now, nonce: randomNonce}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// randomNonce returns 128 random bits: collisions stay negligible across everything a
+// recipient sees within a signature lifetime, without coordination (section 3).
+func randomNonce() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// RequestOption configures one SignRequest call.
+type RequestOption func(*requestOptions)
+
+type requestOptions struct{ signResponse bool }
+
+// RequestSignResponse sets wimse-sign-response: the caller will reject an unsigned
+// response (http-signature-07 section 3.3). A client configured to require signed
+// responses MUST send it.
+func RequestSignResponse(b bool) RequestOption {
+	return func(o *requestOptions) { o.signResponse = b }
+}
+
+// SignRequest signs req for the recipient named by audience (wimse-aud: by default the
+// target URI without query and fragment as the sender knows it, else a value agreed
+// with the recipient). It returns the nonce, which the caller keeps to check the
+// response's wimse-req-nonce.
+//
+// It sets Workload-Identity-Token (exactly one), Content-Digest (sha-256) when req has
+// content, and Signature-Input and Signature, replacing any that were there: a message
+// carries one WIMSE signature, and a forwarded request's earlier one would make it
+// ambiguous. The body is read and put back (through req.GetBody when set, so that a
+// retry can replay it). Covered: "@method" "@path" "@query", then whichever of
+// content-type, content-digest, authorization, txn-token, workload-identity-token and
+// dialog-context req carries.
+func (s *Signer) SignRequest(req *http.Request, audience string, opts ...RequestOption) (string, error) {
+	var o requestOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	if req == nil || req.URL == nil {
+		return "", errcode.New(errcode.InvalidRequest, "request has no URL")
+	}
+	if audience == "" {
+		return "", errcode.New(errcode.InvalidRequest, "wimse-aud must name the recipient")
+	}
+	if err := s.check(); err != nil {
+		return "", err
+	}
+	body, err := requestBody(req)
+	if err != nil {
+		return "", err
+	}
+	if req.Header == nil {
+		req.Header = make(http.Header)
+	}
+	h := req.Header
+	foldHeaderKeys(h)
+	h.Set(headerWIT, s.wit)
+	if len(body) > 0 {
+		d, err := contentDigest(body)
+		if err != nil {
+			return "", err
+		}
+		h.Set(headerContentDigest, d)
+	}
+	h.Del(headerSignatureInput)
+	h.Del(headerSignature)
+
+	m, err := requestMessage(req)
+	if err != nil {
+		return "", err
+	}
+	comps := coveredForSigning(requestFixed, requestOptionalFields, m)
+	p, err := s.params()
+	if err != nil {
+		return "", err
+	}
+	p.Audience = audience
+	p.SignResponse = o.signResponse
+	si, sig, err := sign(s.key, s.label, comps, p, m)
+	if err != nil {
+		return "", err
+	}
+	h.Set(headerSignatureInput, si)
+	h.Set(headerSignature, sig)
+	return p.Nonce, nil
+}
+
+// SignResponse signs a response a server is about to send: status, header h and body,
+// answering req (the request as the server received it) whose nonce was reqNonce (from
+// Result.Nonce). It sets the server's own Workload-Identity-Token, Content-Digest when
+// body is not empty, and Signature-Input/Signature (replacing any). Covered: "@status"
+// "@method";req "@path";req "@query";req, then whichever of content-type,
+// content-digest, workload-identity-token and dialog-context h carries. Parameters:
+// created, expires, nonce, tag and wimse-req-nonce; never wimse-aud.
+//
+// body must be exactly the octets that will be written. Without a Content-Type in h, the
+// type net/http would sniff from body is set (and so covered).
+func (s *Signer) SignResponse(status int, h http.Header, body []byte, req *http.Request, reqNonce string) error {
+	if h == nil {
+		return errcode.New(errcode.InvalidRequest, "nil response header")
+	}
+	if reqNonce == "" {
+		return errcode.New(errcode.InvalidRequest, "the request nonce is required (wimse-req-nonce)")
+	}
+	if req == nil {
+		return errcode.New(errcode.InvalidRequest, "the request being answered is required")
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	foldHeaderKeys(h)
+	h.Set(headerWIT, s.wit)
+	if len(body) > 0 {
+		d, err := contentDigest(body)
+		if err != nil {
+			return err
+		}
+		h.Set(headerContentDigest, d)
+		if _, ok := h["Content-Type"]; !ok {
+			// net/http would add a sniffed Content-Type after the signature is made, and
+			// the client would then refuse a present but uncovered content-type. Set the
+			// same value now, so that it is covered.
+			h.Set("Content-Type", http.DetectContentType(body))
+		}
+	}
+	h.Del(headerSignatureInput)
+	h.Del(headerSignature)
+	m, err := responseMessage(status, h, req)
+	if err != nil {
+		return err
+	}
+	comps := coveredForSigning(responseFixed, responseOptionalFields, m)
+	p, err := s.params()
+	if err != nil {
+		return err
+	}
+	p.ReqNonce = reqNonce
+	si, sig, err := sign(s.key, s.label, comps, p, m)
+	if err != nil {
+		return err
+	}
+	h.Set(headerSignatureInput, si)
+	h.Set(headerSignature, sig)
+	return nil
+}
+
+func (s *Signer) check() error {
+	if s.key == nil {
+		return errcode.New(errcode.InvalidRequest, "signer has no key")
+	}
+	if s.wit == "" || strings.ContainsAny(s.wit, "\r\n\x00, ") {
+		return errcode.New(errcode.InvalidRequest, "signer has no usable WIT")
+	}
+	if !validLabel(s.label) {
+		return errcode.New(errcode.InvalidRequest, "label %q is not an RFC 8941 key", truncate(s.label))
+	}
+	if s.ttl < time.Second {
+		return errcode.New(errcode.InvalidRequest, "signature TTL %v is under one second", s.ttl)
+	}
+	return nil
+}
+
+func (s *Signer) params() (Params, error) {
+	created := s.now().Unix()
+	nonce := s.nonce()
+	if nonce == "" || len(nonce) > maxNonceLen {
+		return Params{}, errcode.New(errcode.InvalidRequest, "the nonce source returned an unusable nonce")
+	}
+	return Params{
+		Created: created,
+		Expires: created + int64(s.ttl/time.Second),
+		Nonce:   nonce,
+		Tag:     Tag,
+	}, nil
+}
+
+// coveredForSigning is the fixed components plus the optional fields m carries.
+func coveredForSigning(fixed []component, optional []string, m *message) []component {
+	comps := append(make([]component, 0, len(fixed)+len(optional)), fixed...)
+	for _, name := range optional {
+		key := textproto.CanonicalMIMEHeaderKey(name)
+		if m.present(key) {
+			comps = append(comps, component{name: name, key: key})
+		}
+	}
+	return comps
+}
+
+// sign builds the base for comps and p over m, signs it with key and returns the
+// Signature-Input and Signature field values for label.
+func sign(key *keys.PrivateKey, label string, comps []component, p Params, m *message) (string, string, error) {
+	if key == nil {
+		return "", "", errcode.New(errcode.InvalidRequest, "no signing key")
+	}
+	il, sp, err := p.innerList(comps)
+	if err != nil {
+		return "", "", err
+	}
+	base, err := signatureBase(m, comps, sp)
+	if err != nil {
+		return "", "", err
+	}
+	sig, err := key.Sign(base)
+	if err != nil {
+		return "", "", err
+	}
+	return signatureFields(label, il, sig)
+}
+
+// SignRequestWithParams is the low-level signer under Signer.SignRequest: it signs req
+// as it is (no header is added or changed) over exactly components (identifiers as
+// serialized in Signature-Input, e.g. `"@method"`) with exactly p, and returns the
+// Signature-Input and Signature field values for label. It does not enforce the
+// profile; it exists to reproduce recorded signatures (the conformance vectors) and to
+// build test messages. Applications use Signer.
+func SignRequestWithParams(key *keys.PrivateKey, label string, components []string, p Params, req *http.Request) (signatureInput, signature string, err error) {
+	comps, err := parseComponentIDs(components, false)
+	if err != nil {
+		return "", "", err
+	}
+	m, err := requestMessage(req)
+	if err != nil {
+		return "", "", err
+	}
+	return sign(key, label, comps, p, m)
+}
+
+// SignResponseWithParams is SignRequestWithParams for a response with status and
+// header h, answering req (the source of ;req components).
+func SignResponseWithParams(key *keys.PrivateKey, label string, components []string, p Params, status int, h http.Header, req *http.Request) (signatureInput, signature string, err error) {
+	comps, err := parseComponentIDs(components, true)
+	if err != nil {
+		return "", "", err
+	}
+	m, err := responseMessage(status, h, req)
+	if err != nil {
+		return "", "", err
+	}
+	return sign(key, label, comps, p, m)
+}
+
+// requestBody reads req's content and leaves req able to send it again. With GetBody
+// (set by http.NewRequest for in-memory bodies) the body itself is left untouched.
+func requestBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	if req.GetBody != nil {
+		rc, err := req.GetBody()
+		if err != nil {
+			return nil, errcode.Wrap(errcode.InvalidRequest, err, "request body")
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		if err != nil {
+			return nil, errcode.Wrap(errcode.InvalidRequest, err, "request body")
+		}
+		return b, nil
+	}
+	b, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidRequest, err, "request body")
+	}
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	req.ContentLength = int64(len(b))
+	return b, nil
+}
+
+// foldHeaderKeys moves values stored under non-canonical keys (set by writing the map
+// directly) to the canonical key, so that the signer sees every field and net/http
+// sends them in the order that was signed. Non-canonical spellings are folded in sorted
+// order, after the canonical key's own values.
+func foldHeaderKeys(h http.Header) {
+	var odd []string
+	for k := range h {
+		if textproto.CanonicalMIMEHeaderKey(k) != k {
+			odd = append(odd, k)
+		}
+	}
+	if len(odd) == 0 {
+		return
+	}
+	sort.Strings(odd)
+	for _, k := range odd {
+		ck := textproto.CanonicalMIMEHeaderKey(k)
+		h[ck] = append(h[ck], h[k]...)
+		delete(h, k)
+	}
+}

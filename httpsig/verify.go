@@ -1,0 +1,436 @@
+package httpsig
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/textproto"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dunglas/httpsfv"
+)
+
+// Defaults of a Verifier.
+const (
+	DefaultMaxBodySize            = 1 << 20
+	DefaultMaxSignatureHeaderSize = 16 << 10
+	DefaultMaxLifetime            = 5 * time.Minute
+)
+
+// ReplayKeyPrefix prefixes the nonce in replay-store keys.
+const ReplayKeyPrefix = "httpsig:nonce:"
+
+// Fields the profile requires to be covered when the message carries them
+// (http-signature-07 section 3). Dialog-Context is checked separately, with its own
+// code (dialog-binding section 7).
+var (
+	requestMustCover  = headerKeys("content-type", "content-digest", "authorization", "txn-token", "workload-identity-token")
+	responseMustCover = headerKeys("content-type", "content-digest", "workload-identity-token")
+	dialogContext     = component{name: "dialog-context", key: headerDialogContext}
+)
+
+type fieldKey struct{ name, key string }
+
+func headerKeys(names ...string) []fieldKey {
+	ks := make([]fieldKey, len(names))
+	for i, n := range names {
+		ks[i] = fieldKey{n, textproto.CanonicalMIMEHeaderKey(n)}
+	}
+	return ks
+}
+
+// Result describes a verified WIMSE signature.
+type Result struct {
+	// WIT is the validated WIT whose cnf key made the signature: the sender.
+	WIT   *wit.WIT
+	Label string
+	// Created and Expires are the signature's validity window.
+	Created, Expires time.Time
+	Nonce            string
+	// Audience is wimse-aud (requests).
+	Audience string
+	// SignResponse is wimse-sign-response (requests): the client will reject an
+	// unsigned response, so the server MUST sign it or fail (section 3.5).
+	SignResponse bool
+	// ReqNonce is wimse-req-nonce (responses).
+	ReqNonce string
+	// Covered lists the covered component identifiers in signature order.
+	Covered []string
+}
+
+// Covers reports whether the signature covers the component with identifier id, e.g.
+// `"txn-token"` or `"@path";req`.
+func (r *Result) Covers(id string) bool {
+	for _, c := range r.Covered {
+		if c == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Verifier checks WIMSE HTTP signatures; see the package documentation for the order of
+// the checks. It is safe for concurrent use.
+type Verifier struct {
+	wits        *wit.Validator
+	audiences   map[string]struct{}
+	replay      store.Replay
+	reqExtra    []component
+	resExtra    []component
+	maxAge      time.Duration
+	maxLifetime time.Duration
+	now         func() time.Time
+	skew        time.Duration
+	skewSet     bool
+	maxBody     int64
+	maxSigHdr   int
+	configErr   error
+}
+
+// VerifierOption configures a Verifier.
+type VerifierOption func(*Verifier)
+
+// WithAudiences sets the wimse-aud values this recipient accepts, compared exactly.
+// They must come from trusted configuration, never from Host or X-Forwarded-Host
+// (SIG-7). Without any, every request is refused (audience_mismatch).
+func WithAudiences(aud ...string) VerifierOption {
+	return func(v *Verifier) {
+		for _, a := range aud {
+			if a != "" {
+				v.audiences[a] = struct{}{}
+			}
+		}
+	}
+}
+
+// WithReplay makes the verifier claim each verified nonce once in r (SIG-8), under
+// ReplayKeyPrefix+nonce until the signature expires (plus skew). A replay is rejected
+// with the store's Replayed error; a store failure with its Incomplete error.
+func WithReplay(r store.Replay) VerifierOption { return func(v *Verifier) { v.replay = r } }
+
+// WithRequiredComponents sets components a request signature must cover beyond the
+// profile's "@method" "@path" "@query", which are always required; identifiers are
+// given as serialized, e.g. `"txn-token"`. It replaces the set of an earlier call. An
+// invalid identifier makes every verification fail with invalid_request.
+func WithRequiredComponents(ids ...string) VerifierOption {
+	return func(v *Verifier) {
+		cs, err := parseComponentIDs(ids, false)
+		if err != nil {
+			v.configErr = err
+			return
+		}
+		v.reqExtra = cs
+	}
+}
+
+// WithRequiredResponseComponents is WithRequiredComponents for response signatures,
+// beyond "@status" "@method";req "@path";req "@query";req.
+func WithRequiredResponseComponents(ids ...string) VerifierOption {
+	return func(v *Verifier) {
+		cs, err := parseComponentIDs(ids, true)
+		if err != nil {
+			v.configErr = err
+			return
+		}
+		v.resExtra = cs
+	}
+}
+
+// WithMaxAge rejects signatures whose created is more than d ago (too_old), however far
+// away their expires is. Zero (the default) leaves freshness to expires.
+func WithMaxAge(d time.Duration) VerifierOption { return func(v *Verifier) { v.maxAge = d } }
+
+// WithMaxLifetime rejects signatures that are still valid for more than d (plus skew):
+// lifetime_too_long (default DefaultMaxLifetime). It also bounds how long a replay
+// claim is held.
+func WithMaxLifetime(d time.Duration) VerifierOption {
+	return func(v *Verifier) {
+		if d > 0 {
+			v.maxLifetime = d
+		}
+	}
+}
+
+// WithVerifierClock injects the clock (default: the WIT validator's).
+func WithVerifierClock(now func() time.Time) VerifierOption { return func(v *Verifier) { v.now = now } }
+
+// WithSkew sets the clock skew allowed around created and expires (default: the WIT
+// validator's).
+func WithSkew(d time.Duration) VerifierOption {
+	return func(v *Verifier) { v.skew, v.skewSet = d, true }
+}
+
+// WithMaxBodySize bounds the content read to check Content-Digest (default
+// DefaultMaxBodySize); a longer body is body_too_large.
+func WithMaxBodySize(n int64) VerifierOption {
+	return func(v *Verifier) {
+		if n > 0 {
+			v.maxBody = n
+		}
+	}
+}
+
+// WithMaxSignatureHeaderSize bounds each of Signature-Input and Signature (default
+// DefaultMaxSignatureHeaderSize); a longer one is parse_error.
+func WithMaxSignatureHeaderSize(n int) VerifierOption {
+	return func(v *Verifier) {
+		if n > 0 {
+			v.maxSigHdr = n
+		}
+	}
+}
+
+// NewVerifier returns a Verifier that validates senders' WITs with wits.
+func NewVerifier(wits *wit.Validator, opts ...VerifierOption) *Verifier {
+	v := &Verifier{
+		wits:        wits,
+		audiences:   map[string]struct{}{},
+		maxLifetime: DefaultMaxLifetime,
+		maxBody:     DefaultMaxBodySize,
+		maxSigHdr:   DefaultMaxSignatureHeaderSize,
+	}
+	for _, o := range opts {
+		o(v)
+	}
+	if wits == nil {
+		v.configErr = errcode.New(errcode.InvalidRequest, "verifier has no WIT validator")
+		return v
+	}
+	if v.now == nil {
+		v.now = wits.Now
+	}
+	if !v.skewSet {
+		v.skew = wits.Skew()
+	}
+	return v
+}
+
+// VerifyRequest verifies the WIMSE signature of a received request and returns who made
+// it. On success req.Body is the content that was checked against Content-Digest.
+// Every rejection is an *errcode.Error.
+func (v *Verifier) VerifyRequest(ctx context.Context, req *http.Request) (*Result, error) {
+	return v.verifyRequest(ctx, req, "")
+}
+
+// VerifyRequestWithWIT is VerifyRequest with the sender's WIT given by the caller instead
+// of read from the request's Workload-Identity-Token field. The WIT is validated exactly
+// like one read from the message. It serves callers that received the peer's WIT out of
+// band, and the conformance suite, whose vectors name the verifying identity apart from
+// the message. A Workload-Identity-Token field in the request must still be covered.
+func (v *Verifier) VerifyRequestWithWIT(ctx context.Context, req *http.Request, rawWIT string) (*Result, error) {
+	if rawWIT == "" {
+		return nil, errcode.New(errcode.InvalidRequest, "no WIT given")
+	}
+	return v.verifyRequest(ctx, req, rawWIT)
+}
+
+func (v *Verifier) verifyRequest(ctx context.Context, req *http.Request, rawWIT string) (*Result, error) {
+	if v.configErr != nil {
+		return nil, v.configErr
+	}
+	m, err := requestMessage(req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := v.verify(ctx, m, rawWIT, "", &req.Body, req.ContentLength)
+	if err == errUnsigned {
+		return nil, errcode.New(errcode.MissingCredential, "the request carries no HTTP signature")
+	}
+	return res, err
+}
+
+// VerifyResponse verifies the response res to req, the request this client sent with
+// nonce reqNonce (as returned by Signer.SignRequest). signedRequired is whether req
+// asked for a signed response (wimse-sign-response).
+//
+// A response without any signature is refused with missing_credential when
+// signedRequired, and accepted otherwise with a nil Result and a nil error: signing by
+// server policy alone is opportunistic (section 3.5). A response that carries a
+// signature is always verified and must pass. Its wimse-req-nonce must equal reqNonce.
+// On success res.Body is the content that was checked against Content-Digest.
+func (v *Verifier) VerifyResponse(ctx context.Context, res *http.Response, req *http.Request, reqNonce string, signedRequired bool) (*Result, error) {
+	return v.verifyResponse(ctx, res, req, reqNonce, signedRequired, "")
+}
+
+// VerifyResponseWithWIT is VerifyResponse with the server's WIT given by the caller
+// instead of read from the response; see VerifyRequestWithWIT.
+func (v *Verifier) VerifyResponseWithWIT(ctx context.Context, res *http.Response, req *http.Request, reqNonce string, signedRequired bool, rawWIT string) (*Result, error) {
+	if rawWIT == "" {
+		return nil, errcode.New(errcode.InvalidRequest, "no WIT given")
+	}
+	return v.verifyResponse(ctx, res, req, reqNonce, signedRequired, rawWIT)
+}
+
+func (v *Verifier) verifyResponse(ctx context.Context, res *http.Response, req *http.Request, reqNonce string, signedRequired bool, rawWIT string) (*Result, error) {
+	if v.configErr != nil {
+		return nil, v.configErr
+	}
+	if res == nil || req == nil {
+		return nil, errcode.New(errcode.InvalidRequest, "response and request are both required")
+	}
+	if reqNonce == "" {
+		return nil, errcode.New(errcode.InvalidRequest, "the request's nonce is required to check wimse-req-nonce")
+	}
+	m, err := responseMessage(res.StatusCode, res.Header, req)
+	if err != nil {
+		return nil, err
+	}
+	r, err := v.verify(ctx, m, rawWIT, reqNonce, &res.Body, res.ContentLength)
+	if err == errUnsigned {
+		if signedRequired {
+			return nil, errcode.New(errcode.MissingCredential, "the response is unsigned, but the request asked for a signed response (wimse-sign-response)")
+		}
+		return nil, nil
+	}
+	return r, err
+}
+
+// verify runs the checks in the order documented in doc.go. body points at the
+// message's body, which is replaced by a reader over the octets checked.
+func (v *Verifier) verify(ctx context.Context, m *message, rawWIT, reqNonce string, body *io.ReadCloser, contentLength int64) (*Result, error) {
+	// 1. SIG-1: find the one WIMSE signature.
+	rcv, err := selectSignature(m.header, v.maxSigHdr)
+	if err != nil {
+		return nil, err
+	}
+
+	// 2. SIG-3, parameters. Cheap and local, so before anything costs a signature check.
+	sp, err := checkParams(rcv.input.Params, m.response)
+	if err != nil {
+		return nil, err
+	}
+	if m.response {
+		if !sp.hasReqNonce || sp.reqNonce != reqNonce {
+			return nil, errcode.New(errcode.RequestNonceMismatch, "wimse-req-nonce is not this client's request nonce")
+		}
+	} else if _, ok := v.audiences[sp.audience]; !ok {
+		return nil, errcode.New(errcode.AudienceMismatch, "wimse-aud %q is not an accepted audience", truncate(sp.audience))
+	}
+
+	// 3. SIG-3, covered components.
+	comps, err := parseCovered(rcv.input.Items, m.response)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.checkCoverage(m, comps); err != nil {
+		return nil, err
+	}
+
+	// 4. SIG-6, the validity window, before the WIT: a signature from the future is
+	// created_in_future even when the WIT it names was issued after the verifier's now.
+	now := v.now()
+	created, expires := time.Unix(sp.created, 0), time.Unix(sp.expires, 0)
+	switch {
+	case sp.expires < sp.created:
+		return nil, errcode.New(errcode.InvalidTimeWindow, "expires %d is before created %d", sp.expires, sp.created)
+	case created.After(now.Add(v.skew)):
+		return nil, errcode.New(errcode.CreatedInFuture, "created %d is after now %d", sp.created, now.Unix())
+	case now.After(expires.Add(v.skew)):
+		return nil, errcode.New(errcode.Expired, "signature expired at %d, now %d", sp.expires, now.Unix())
+	case v.maxAge > 0 && now.Sub(created) > v.maxAge:
+		return nil, errcode.New(errcode.TooOld, "created %s ago, limit %s", now.Sub(created).Truncate(time.Second), v.maxAge)
+	case expires.Sub(now) > v.maxLifetime+v.skew:
+		return nil, errcode.New(errcode.LifetimeTooLong, "signature is valid for another %s, limit %s", expires.Sub(now).Truncate(time.Second), v.maxLifetime)
+	}
+
+	// 5. SIG-2: the WIT, validated before the signature is verified.
+	if rawWIT == "" {
+		vals := m.header.Values(headerWIT)
+		switch {
+		case len(vals) == 0:
+			return nil, errcode.New(errcode.MissingCredential, "no Workload-Identity-Token")
+		case len(vals) > 1:
+			return nil, errcode.New(errcode.DuplicateField, "%d Workload-Identity-Token fields, want one", len(vals))
+		}
+		rawWIT = vals[0]
+	}
+	w, err := v.wits.Validate(ctx, rawWIT)
+	if err != nil {
+		return nil, err
+	}
+
+	// 6. SIG-4: the content, bounded, against Content-Digest. The body is put back for
+	// the handler whatever the outcome.
+	content, rc, err := readBody(*body, contentLength, v.maxBody)
+	*body = rc
+	if err != nil {
+		return nil, err
+	}
+	if err := checkContentDigest(m.header, content); err != nil {
+		return nil, err
+	}
+
+	// 7. SIG-5: rebuild the base over the received parameters and verify with cnf.jwk.
+	sigParams, err := httpsfv.Marshal(rcv.input)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.ParseError, err, "Signature-Input member cannot be serialized")
+	}
+	base, err := signatureBase(m, comps, sigParams)
+	if err != nil {
+		return nil, err
+	}
+	if !w.Key.Verify(base, rcv.sig) {
+		return nil, errcode.New(errcode.InvalidSignature, "signature does not verify with the key of WIT %s", wit.Hash(rawWIT))
+	}
+
+	// 8. SIG-8: claim the nonce last, so that only authenticated messages spend one.
+	if v.replay != nil {
+		ttl := expires.Add(v.skew).Sub(now)
+		if ttl < time.Second {
+			ttl = time.Second
+		}
+		if err := v.replay.Claim(ctx, ReplayKeyPrefix+sp.nonce, ttl); err != nil {
+			if errcode.CodeOf(err) == errcode.Unmapped {
+				return nil, errcode.Unavailable(errcode.StoreUnavailable, err, "replay store")
+			}
+			return nil, err
+		}
+	}
+
+	covered := make([]string, len(comps))
+	for i, c := range comps {
+		covered[i] = c.id()
+	}
+	return &Result{
+		WIT: w, Label: rcv.label, Created: created, Expires: expires,
+		Nonce: sp.nonce, Audience: sp.audience, SignResponse: sp.signResponse,
+		ReqNonce: sp.reqNonce, Covered: covered,
+	}, nil
+}
+
+// checkCoverage: the profile's fixed components and the configured ones are covered,
+// and so is every field the profile requires to be covered when present.
+func (v *Verifier) checkCoverage(m *message, comps []component) error {
+	fixed, extra, must := requestFixed, v.reqExtra, requestMustCover
+	if m.response {
+		fixed, extra, must = responseFixed, v.resExtra, responseMustCover
+	}
+	for _, set := range [][]component{fixed, extra} {
+		for _, want := range set {
+			if !covers(comps, want) {
+				return errcode.New(errcode.MissingRequiredComponent, "the signature does not cover %s", want.id())
+			}
+		}
+	}
+	for _, f := range must {
+		if m.present(f.key) && !covers(comps, component{name: f.name, key: f.key}) {
+			return errcode.New(errcode.MissingRequiredComponent, "the message carries %s, which the signature does not cover", f.key)
+		}
+	}
+	if m.present(dialogContext.key) && !covers(comps, dialogContext) {
+		return errcode.New(errcode.DialogContextNotCovered, "the message carries Dialog-Context, which the signature does not cover")
+	}
+	return nil
+}
+
+func covers(comps []component, want component) bool {
+	for _, c := range comps {
+		if c.name == want.name && c.req == want.req {
+			return true
+		}
+	}
+	return false
+}
