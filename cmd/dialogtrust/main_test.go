@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// dt runs the command line in-process and returns stdout, stderr and the exit status.
+func dt(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func mustRun(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	out, errOut, code := dt(t, stdin, args...)
+	if code != 0 {
+		t.Fatalf("dialogtrust %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	return out
+}
+
+type env struct {
+	dir, issuer, workload, trust, wit string
+}
+
+func setup(t *testing.T, alg string) env {
+	d := t.TempDir()
+	e := env{dir: d, issuer: filepath.Join(d, "issuer.jwk"), workload: filepath.Join(d, "workload.jwk"), trust: filepath.Join(d, "trust.json")}
+	mustRun(t, "", "key generate", "--alg", "ES256", "--out", e.issuer)
+	mustRun(t, "", "key generate", "--alg", alg, "--out", e.workload)
+	pub := mustRun(t, "", "key public", "--in", e.issuer)
+	if strings.Contains(pub, `"d"`) {
+		t.Fatal("key public printed the private key")
+	}
+	if err := os.WriteFile(e.trust, []byte(`{"keys":[`+strings.TrimSpace(pub)+`]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.wit = strings.TrimSpace(mustRun(t, "", "wit issue", "--issuer-key", e.issuer, "--iss", "https://a.example",
+		"--sub", "wimse://a.example/agent/a1", "--cnf-key", e.workload, "--ttl", "1h"))
+	return e
+}
+
+func TestWITIssueVerify(t *testing.T) {
+	e := setup(t, "EdDSA")
+	out := mustRun(t, "", "wit verify", "--trust", e.trust, "--iss", "https://a.example", e.wit)
+	var claims map[string]any
+	if err := json.Unmarshal([]byte(out), &claims); err != nil || claims["sub"] != "wimse://a.example/agent/a1" {
+		t.Fatalf("claims %q: %v", out, err)
+	}
+	mustRun(t, e.wit, "wit verify", "--trust", e.trust, "-")
+
+	_, errOut, code := dt(t, "", "wit verify", "--trust", e.trust, "--now", "9999999999", e.wit)
+	if code != 1 || !strings.HasPrefix(errOut, "error: expired\n") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = dt(t, "", "wit verify", "--trust", e.trust, "--iss", "https://b.example", e.wit)
+	if code != 1 || !strings.HasPrefix(errOut, "error: issuer_mismatch\n") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	// A trust file holding another key.
+	other := filepath.Join(e.dir, "other.jwk")
+	mustRun(t, "", "key generate", "--alg", "ES256", "--out", other)
+	otherTrust := filepath.Join(e.dir, "other.json")
+	os.WriteFile(otherTrust, []byte(`{"keys":[`+strings.TrimSpace(mustRun(t, "", "key public", "--in", other))+`]}`), 0o600)
+	_, errOut, code = dt(t, "", "wit verify", "--trust", otherTrust, e.wit)
+	if code != 1 || !strings.HasPrefix(errOut, "error: unknown_key\n") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if _, _, code := dt(t, "", "wit issue"); code != 2 {
+		t.Fatalf("usage error exit %d", code)
+	}
+}
+
+func TestWPTNewVerify(t *testing.T) {
+	e := setup(t, "ES256")
+	dc := `dlg="D1";initiator="wimse://a.example/agent/a1"`
+	proof := strings.TrimSpace(mustRun(t, "", "wpt new", "--key", e.workload, "--wit", e.wit, "--aud", "https://b.example/x",
+		"--txn-token", "t.x.n", "--dialog-context", dc))
+	mustRun(t, "", "wpt verify", "--trust", e.trust, "--wit", e.wit, "--aud", "https://b.example/x", "--txn-token", "t.x.n", "--dialog-context", dc, proof)
+	for _, c := range []struct {
+		args []string
+		code string
+	}{
+		{[]string{"--txn-token", "t.x.n"}, "dialog_context_binding_mismatch"},
+		{[]string{"--txn-token", "other", "--dialog-context", dc}, "txn_token_binding_mismatch"},
+		{[]string{"--dialog-context", dc}, "txn_token_binding_mismatch"},
+	} {
+		args := append([]string{"wpt verify", "--trust", e.trust, "--wit", e.wit, "--aud", "https://b.example/x"}, c.args...)
+		_, errOut, code := dt(t, "", append(args, proof)...)
+		if code != 1 || !strings.HasPrefix(errOut, "error: "+c.code+"\n") {
+			t.Fatalf("%v: exit %d, stderr %q", c.args, code, errOut)
+		}
+	}
+	_, errOut, code := dt(t, "", "wpt verify", "--trust", e.trust, "--wit", e.wit, "--aud", "https://c.example/x", "--txn-token", "t.x.n", "--dialog-context", dc, proof)
+	if code != 1 || !strings.HasPrefix(errOut, "error: audience_mismatch\n") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestHTTPSigSignVerify(t *testing.T) {
+	e := setup(t, "EdDSA")
+	raw := "POST /invoke?x=1 HTTP/1.1\r\nHost: tool.a.example\r\nContent-Type: application/json\r\n" +
+		"Dialog-Context: dlg=\"D1\";initiator=\"wimse://a.example/agent/a1\"\r\nTxn-Token: t.x.n\r\nContent-Length: 13\r\n\r\n{\"amount\":10}"
+	signed := mustRun(t, raw, "httpsig sign", "--key", e.workload, "--wit", e.wit, "--aud", "https://tool.a.example/invoke", "--sign-response")
+	for _, want := range []string{"Signature-Input: wimse=(\"@method\" \"@path\" \"@query\"", "\"dialog-context\"", "\"txn-token\"", "Content-Digest: sha-256=", ";wimse-sign-response"} {
+		if !strings.Contains(signed, want) {
+			t.Fatalf("signed request lacks %q:\n%s", want, signed)
+		}
+	}
+	out := mustRun(t, signed, "httpsig verify", "--trust", e.trust, "--aud", "https://tool.a.example/invoke")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res["sub"] != "wimse://a.example/agent/a1" || res["sign_response"] != true {
+		t.Fatalf("%s: %v", out, err)
+	}
+	for name, c := range map[string]struct {
+		req, code string
+	}{
+		"body swapped":     {strings.Replace(signed, `{"amount":10}`, `{"amount":99}`, 1), "content_digest_mismatch"},
+		"dialog changed":   {strings.Replace(signed, `dlg="D1"`, `dlg="D2"`, 1), "invalid_signature"},
+		"path changed":     {strings.Replace(signed, "POST /invoke", "POST /admin", 1), "invalid_signature"},
+		"wrong audience":   {strings.Replace(signed, "wimse-aud=\"https://tool.a.example/invoke\"", "wimse-aud=\"https://other.example/\"", 1), "audience_mismatch"},
+		"signature absent": {raw, "missing_credential"},
+	} {
+		_, errOut, code := dt(t, c.req, "httpsig verify", "--trust", e.trust, "--aud", "https://tool.a.example/invoke")
+		if code != 1 || !strings.HasPrefix(errOut, "error: "+c.code+"\n") {
+			t.Errorf("%s: exit %d, stderr %q", name, code, errOut)
+		}
+	}
+}
+
+func TestConformanceCommand(t *testing.T) {
+	dir, _ := filepath.Abs("../../../shared/conformance/wimsey")
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("vectors not found at %s", dir)
+		}
+		t.Skip("vectors not found")
+	}
+	out, errOut, code := dt(t, "", "conformance", "--dir", dir)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	last := lines[len(lines)-1]
+	if code != 0 || !strings.HasSuffix(last, " passed, 0 failed") || len(lines) < 100 {
+		t.Fatalf("exit %d, last line %q, stderr %q", code, last, errOut)
+	}
+}
