@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strings"
+	"sync"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -89,9 +90,9 @@ func Parse(raw string, maxSize int) (*Token, error) {
 		return nil, errcode.New(errcode.MalformedToken, "not a compact JWS of three parts")
 	}
 	enc := base64.RawURLEncoding.Strict()
-	hb, err := enc.DecodeString(h)
+	hdr, err := headers.parse(h)
 	if err != nil {
-		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "header is not base64url")
+		return nil, err
 	}
 	pb, err := enc.DecodeString(p)
 	if err != nil {
@@ -101,11 +102,58 @@ func Parse(raw string, maxSize int) (*Token, error) {
 	if err != nil {
 		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "signature is not base64url")
 	}
-	t := &Token{Raw: raw, Payload: pb, signingInput: raw[:len(h)+1+len(p)], signature: sb}
-	if err := decodeHeader(hb, t); err != nil {
+	return &Token{Raw: raw, Alg: hdr.alg, Typ: hdr.typ, Kid: hdr.kid, Payload: pb,
+		header: hdr.members, signingInput: raw[:len(h)+1+len(p)], signature: sb}, nil
+}
+
+// parsedHeader is a decoded protected header; shared read-only between tokens.
+type parsedHeader struct {
+	alg, typ, kid string
+	members       map[string]json.RawMessage
+}
+
+// headerCache remembers decoded headers by their base64url text. Tokens of one issuer
+// or one workload repeat the same header octets ({"typ":"wpt+jwt","alg":"EdDSA"} on
+// every proof), and decoding them is a pure function of the text, so the JSON work is
+// done once. Bounded; on overflow it starts afresh.
+type headerCache struct {
+	mu sync.RWMutex
+	m  map[string]*parsedHeader
+}
+
+const (
+	headerCacheSize = 4096
+	maxCachedHeader = 512 // base64 characters
+)
+
+var headers = &headerCache{m: make(map[string]*parsedHeader)}
+
+func (c *headerCache) parse(h string) (*parsedHeader, error) {
+	c.mu.RLock()
+	ph, ok := c.m[h]
+	c.mu.RUnlock()
+	if ok {
+		return ph, nil
+	}
+	hb, err := base64.RawURLEncoding.Strict().DecodeString(h)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "header is not base64url")
+	}
+	var t Token
+	if err := decodeHeader(hb, &t); err != nil {
 		return nil, err
 	}
-	return t, nil
+	ph = &parsedHeader{alg: t.Alg, typ: t.Typ, kid: t.Kid, members: t.header}
+	if len(h) > maxCachedHeader {
+		return ph, nil // only ordinary headers are worth keeping; this bounds memory
+	}
+	c.mu.Lock()
+	if len(c.m) >= headerCacheSize {
+		c.m = make(map[string]*parsedHeader)
+	}
+	c.m[h] = ph
+	c.mu.Unlock()
+	return ph, nil
 }
 
 func decodeHeader(hb []byte, t *Token) error {

@@ -97,6 +97,17 @@ func WithConfirmationAlgorithms(algs ...string) ValidatorOption {
 	return func(v *Validator) { v.cnfAlgs = append(v.cnfAlgs, algs...) }
 }
 
+// WithCache keeps up to maxEntries validated WITs, each for at most maxAge (and never
+// past its exp), so that a WIT seen again skips its signature verification. Time rules
+// are still applied on every use. maxEntries <= 0 disables the cache (the default).
+func WithCache(maxEntries int, maxAge time.Duration) ValidatorOption {
+	return func(v *Validator) {
+		if maxEntries > 0 {
+			v.cache = newCache(maxEntries, maxAge)
+		}
+	}
+}
+
 // WithMaxSize bounds the token size (default 8 KiB).
 func WithMaxSize(n int) ValidatorOption { return func(v *Validator) { v.maxSize = n } }
 
@@ -110,6 +121,7 @@ type Validator struct {
 	algs        []string
 	cnfAlgs     []string
 	maxSize     int
+	cache       *cache
 }
 
 // NewValidator returns a Validator that takes trust anchors from trust.
@@ -129,6 +141,38 @@ func (v *Validator) Skew() time.Duration { return v.skew }
 
 // Validate checks raw as the package documentation describes.
 func (v *Validator) Validate(ctx context.Context, raw string) (*WIT, error) {
+	if v.cache != nil {
+		now := v.now()
+		if w, ok := v.cache.get(raw, now); ok {
+			if err := v.checkTimes(&w, now); err != nil {
+				return nil, err
+			}
+			return &w, nil
+		}
+		w, err := v.validate(ctx, raw)
+		if err == nil {
+			v.cache.put(w, now)
+		}
+		return w, err
+	}
+	return v.validate(ctx, raw)
+}
+
+// CacheLen reports how many validated WITs are cached (0 without a cache).
+func (v *Validator) CacheLen() int {
+	if v.cache == nil {
+		return 0
+	}
+	return v.cache.len()
+}
+
+func (v *Validator) checkTimes(w *WIT, now time.Time) error {
+	return jose.CheckTimes(jose.TimeRules{
+		Now: now, Skew: v.skew, RequireExp: true, MaxLifetime: v.maxLifetime,
+	}, w.Claims.Exp, w.Claims.Nbf, w.Claims.Iat)
+}
+
+func (v *Validator) validate(ctx context.Context, raw string) (*WIT, error) {
 	opts := jose.Options{Typ: Type, Algs: v.algs, MaxSize: v.maxSize}
 	t, err := jose.Parse(raw, opts.MaxSize)
 	if err != nil {
@@ -171,9 +215,7 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*WIT, error) {
 }
 
 func (v *Validator) checkClaims(w *WIT) error {
-	if err := jose.CheckTimes(jose.TimeRules{
-		Now: v.now(), Skew: v.skew, RequireExp: true, MaxLifetime: v.maxLifetime,
-	}, w.Claims.Exp, w.Claims.Nbf, w.Claims.Iat); err != nil {
+	if err := v.checkTimes(w, v.now()); err != nil {
 		return err
 	}
 	if len(v.issuers) > 0 && !contains(v.issuers, w.Claims.Iss) {

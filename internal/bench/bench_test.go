@@ -1,17 +1,23 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
 )
 
@@ -123,5 +129,95 @@ func BenchmarkWITPlusWPTVerify(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkWITPlusWPTVerifyCached: the same path with a validated-WIT cache, the
+// steady state of a receiver that sees a workload's WIT again: one raw verification
+// (the proof) remains.
+func BenchmarkWITPlusWPTVerifyCached(b *testing.B) {
+	for _, alg := range []string{keys.ES256, keys.EdDSA} {
+		b.Run(algName(alg), func(b *testing.B) {
+			clock := testkit.NewClock(testkit.Epoch)
+			d := testkit.NewDomain(b, "a.example", alg, clock)
+			w := d.Workload(b, "/agent/a1", alg)
+			txn, dc := "txn.token.value", `dlg="D1";initiator="wimse://a.example/agent/a1"`
+			bound := wpt.Bound{TxnToken: &txn, DialogContext: &dc}
+			p, _ := wpt.New(w.Key, w.WIT, "https://tool.a.example/invoke", bound, wpt.WithMintClock(clock.Now), wpt.WithTTL(time.Minute))
+			v := wpt.NewVerifier(d.Validator(wit.WithCache(1024, time.Minute)), wpt.WithAudiences("https://tool.a.example/invoke"))
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := v.Verify(ctx, w.WIT, p, bound); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func signedRequest(b *testing.B, w *testkit.Workload, clock *testkit.Clock) (*http.Request, []byte) {
+	body := []byte(`{"task":"book","amount":100}`)
+	req := httptest.NewRequest("POST", "https://tool.a.example/invoke", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Txn-Token", "txn.token.value")
+	req.Header.Set("Dialog-Context", `dlg="D1";initiator="wimse://a.example/agent/a1"`)
+	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithSignerClock(clock.Now)).SignRequest(req, "https://tool.a.example/invoke"); err != nil {
+		b.Fatal(err)
+	}
+	return req, body
+}
+
+func BenchmarkRequestSign(b *testing.B) {
+	for _, alg := range []string{keys.ES256, keys.EdDSA} {
+		b.Run(algName(alg), func(b *testing.B) {
+			clock := testkit.NewClock(testkit.Epoch)
+			d := testkit.NewDomain(b, "a.example", alg, clock)
+			w := d.Workload(b, "/agent/a1", alg)
+			s := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithSignerClock(clock.Now))
+			body := []byte(`{"task":"book","amount":100}`)
+			b.ReportAllocs()
+			for b.Loop() {
+				req := httptest.NewRequest("POST", "https://tool.a.example/invoke", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Txn-Token", "txn.token.value")
+				req.Header.Set("Dialog-Context", `dlg="D1";initiator="wimse://a.example/agent/a1"`)
+				if _, err := s.SignRequest(req, "https://tool.a.example/invoke"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRequestVerify is the receiver's WIT + HTTP signature path (cold: no WIT
+// cache; two raw verifications) and warm (WIT cached; one raw verification).
+func BenchmarkRequestVerify(b *testing.B) {
+	for _, cached := range []bool{false, true} {
+		for _, alg := range []string{keys.ES256, keys.EdDSA} {
+			name := algName(alg) + "/cold"
+			if cached {
+				name = algName(alg) + "/cached"
+			}
+			b.Run(name, func(b *testing.B) {
+				clock := testkit.NewClock(testkit.Epoch)
+				d := testkit.NewDomain(b, "a.example", alg, clock)
+				w := d.Workload(b, "/agent/a1", alg)
+				req, body := signedRequest(b, w, clock)
+				var vopts []wit.ValidatorOption
+				if cached {
+					vopts = append(vopts, wit.WithCache(1024, time.Minute))
+				}
+				v := httpsig.NewVerifier(d.Validator(vopts...), httpsig.WithAudiences("https://tool.a.example/invoke"))
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					req.Body = io.NopCloser(bytes.NewReader(body))
+					if _, err := v.VerifyRequest(ctx, req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
