@@ -111,31 +111,14 @@ func BenchmarkWPTMint(b *testing.B) {
 
 // BenchmarkWITPlusWPTVerify is the receiver's proof path: validate the WIT, then the WPT
 // made with its key (two raw verifications). Replay claims are measured in store.
-func BenchmarkWITPlusWPTVerify(b *testing.B) {
-	for _, alg := range []string{keys.ES256, keys.EdDSA} {
-		b.Run(algName(alg), func(b *testing.B) {
-			clock := testkit.NewClock(testkit.Epoch)
-			d := testkit.NewDomain(b, "a.example", alg, clock)
-			w := d.Workload(b, "/agent/a1", alg)
-			txn, dc := "txn.token.value", `dlg="D1";initiator="wimse://a.example/agent/a1"`
-			bound := wpt.Bound{TxnToken: &txn, DialogContext: &dc}
-			p, _ := wpt.New(w.Key, w.WIT, "https://tool.a.example/invoke", bound, wpt.WithMintClock(clock.Now), wpt.WithTTL(time.Minute))
-			v := wpt.NewVerifier(d.Validator(), wpt.WithAudiences("https://tool.a.example/invoke"))
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := v.Verify(ctx, w.WIT, p, bound); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
+func BenchmarkWITPlusWPTVerify(b *testing.B) { benchWITPlusWPT(b, false) }
 
 // BenchmarkWITPlusWPTVerifyCached: the same path with a validated-WIT cache, the
 // steady state of a receiver that sees a workload's WIT again: one raw verification
 // (the proof) remains.
-func BenchmarkWITPlusWPTVerifyCached(b *testing.B) {
+func BenchmarkWITPlusWPTVerifyCached(b *testing.B) { benchWITPlusWPT(b, true) }
+
+func benchWITPlusWPT(b *testing.B, cached bool) {
 	for _, alg := range []string{keys.ES256, keys.EdDSA} {
 		b.Run(algName(alg), func(b *testing.B) {
 			clock := testkit.NewClock(testkit.Epoch)
@@ -144,7 +127,11 @@ func BenchmarkWITPlusWPTVerifyCached(b *testing.B) {
 			txn, dc := "txn.token.value", `dlg="D1";initiator="wimse://a.example/agent/a1"`
 			bound := wpt.Bound{TxnToken: &txn, DialogContext: &dc}
 			p, _ := wpt.New(w.Key, w.WIT, "https://tool.a.example/invoke", bound, wpt.WithMintClock(clock.Now), wpt.WithTTL(time.Minute))
-			v := wpt.NewVerifier(d.Validator(wit.WithCache(1024, time.Minute)), wpt.WithAudiences("https://tool.a.example/invoke"))
+			var vopts []wit.ValidatorOption
+			if cached {
+				vopts = append(vopts, wit.WithCache(1024, time.Minute))
+			}
+			v := wpt.NewVerifier(d.Validator(vopts...), wpt.WithAudiences("https://tool.a.example/invoke"))
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
