@@ -111,3 +111,10 @@ const (
 	// Internal: the server failed in a way that is not the caller's fault (logged, hashed).
 	Internal Code = "internal_error"
 )
+
+// Codes for dialogs (package dialog; dialog-binding-wimse-oauth). Documented in README.md.
+const (
+	// InvalidDialogContext: the Dialog-Context field is malformed, not canonical, or
+	// lacks dlg or initiator (dialog-binding sections 4, 7).
+	InvalidDialogContext Code = "invalid_dialog_context"
+)
