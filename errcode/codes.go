@@ -112,9 +112,104 @@ const (
 	Internal Code = "internal_error"
 )
 
+// Codes added for the WIT issuer (issue 3). Each is documented in README.md.
+const (
+	// IssuerUnavailable: a WIT issuer could not be reached or gave no usable answer
+	// (Incomplete).
+	IssuerUnavailable Code = "issuer_unavailable"
+)
+
+// Codes for signed handoffs (package handoff; draft-srivastava-agentproto-handoff-context-01).
+// The first twelve name the draft's Reason values (section 2) one to one; handoff.Reason
+// maps between the two. Each is documented in README.md ("Error codes").
+const (
+	// HandoffBadSignature: reason "bad-signature": the signed form (typ or content type,
+	// v, type, CDDL) or the signature of a signed handoff is not acceptable.
+	HandoffBadSignature Code = "handoff_bad_signature"
+	// HandoffUntrustedKey: reason "untrusted-key": no key bound to iss in the trust
+	// configuration has the message's kid.
+	HandoffUntrustedKey Code = "handoff_untrusted_key"
+	// HandoffWrongAudience: reason "wrong-audience": aud is not this agent.
+	HandoffWrongAudience Code = "handoff_wrong_audience"
+	// HandoffStale: reason "stale": outside the freshness window (section 5.2).
+	HandoffStale Code = "handoff_stale"
+	// HandoffReplay: reason "replay": the (iss, hop) pair may have been seen by a
+	// receiver that lost its records (section 8.4).
+	HandoffReplay Code = "handoff_replay"
+	// HandoffEquivocation: reason "equivocation": a second offer for one (iss, hop) with
+	// different octets (section 5.6).
+	HandoffEquivocation Code = "handoff_equivocation"
+	// HandoffBrokenChain: reason "broken-chain": a chain element, link, continuity or
+	// timing check failed (section 5.5, checks 1 to 4).
+	HandoffBrokenChain Code = "handoff_broken_chain"
+	// HandoffCycle: reason "cycle": an agent appears twice in the chain (section 5.5, 6).
+	HandoffCycle Code = "handoff_cycle"
+	// HandoffTooDeep: reason "too-deep": the chain is longer than the maximum.
+	HandoffTooDeep Code = "handoff_too_deep"
+	// HandoffUnverifiableRef: reason "unverifiable-ref": a required reference could not
+	// be checked.
+	HandoffUnverifiableRef Code = "handoff_unverifiable_ref"
+	// HandoffRefMismatch: reason "ref-mismatch": a required reference did not match.
+	HandoffRefMismatch Code = "handoff_ref_mismatch"
+	// HandoffPolicy: reason "policy": local policy refused (dialog, chain policy, size).
+	HandoffPolicy Code = "handoff_policy"
+
+	// HandoffRetransmission: an exact copy of a remembered offer; it is answered as in
+	// section 5.3 and never processed again.
+	HandoffRetransmission Code = "handoff_retransmission"
+	// HandoffGrantMismatch: the credential that arrived with the hop is not the one the
+	// offer's grant names, or grant cannot be checked (section 5.7).
+	HandoffGrantMismatch Code = "handoff_grant_mismatch"
+	// HandoffOfferMismatch: a status names an offer (hop, digest) this party did not
+	// send or receive (section 5.6).
+	HandoffOfferMismatch Code = "handoff_offer_mismatch"
+	// HandoffUnresolvedWork: a new offer for work whose earlier hop is unresolved
+	// (section 5.3).
+	HandoffUnresolvedWork Code = "handoff_unresolved_work"
+	// HandoffInvalidTransition: a status the lifecycle forbids at this point (section 4),
+	// such as "rejected" for a hop already taken.
+	HandoffInvalidTransition Code = "handoff_invalid_transition"
+)
+
 // Codes for dialogs (package dialog; dialog-binding-wimse-oauth). Documented in README.md.
 const (
 	// InvalidDialogContext: the Dialog-Context field is malformed, not canonical, or
 	// lacks dlg or initiator (dialog-binding sections 4, 7).
 	InvalidDialogContext Code = "invalid_dialog_context"
+)
+
+// Codes for the Transaction Token Service (package tts, issue 4; oauth.md section 1).
+// Each is documented in README.md ("Error codes"); the token endpoint sends them as the
+// "code" member next to the RFC 6749 "error".
+const (
+	// UnsupportedGrantType: grant_type is not token exchange (RFC 6749 section 5.2).
+	UnsupportedGrantType Code = "unsupported_grant_type"
+	// UnsupportedTokenType: a requested_token_type or subject_token_type this TTS does
+	// not issue or accept (refresh tokens are always refused, oauth.md 1.4).
+	UnsupportedTokenType Code = "unsupported_token_type"
+	// AudienceNotServed: audience names no trust domain this TTS serves (oauth.md 1.11).
+	AudienceNotServed Code = "audience_not_served"
+	// ScopeTooBroad: the requested scope is broader than the subject token's, the input
+	// Txn-Token's, or what policy lets the workload request (oauth.md 1.5 step 4, 1.8).
+	ScopeTooBroad Code = "scope_too_broad"
+	// ScopeUnknown: the scope tied to the subject token cannot be determined, so nothing
+	// can be granted (oauth.md 1.5 step 4, TT section 13.14).
+	ScopeUnknown Code = "scope_unknown"
+	// WorkloadNotAllowed: policy does not let the authenticated workload make this
+	// request (this audience, subject token type or context).
+	WorkloadNotAllowed Code = "workload_not_allowed"
+	// ImmutableClaimChanged: a replacement would change txn, sub, aud, or a tctx or
+	// rctx member of the input Txn-Token (oauth.md 1.8).
+	ImmutableClaimChanged Code = "immutable_claim_changed"
+	// ReplacementLimitReached: the call chain of a replaced Txn-Token is at its
+	// configured maximum length (oauth.md 1.8).
+	ReplacementLimitReached Code = "replacement_limit_reached"
+	// TxnTokenNotCredential: a Txn-Token was presented as a credential (oauth.md 1.9
+	// item 4: it never authenticates anyone).
+	TxnTokenNotCredential Code = "txn_token_not_credential"
+	// DialogMismatch: tctx.dlg of a Txn-Token is absent or not the dialog of the request
+	// (dialog-binding sections 10 and 12 step 3).
+	DialogMismatch Code = "dialog_mismatch"
+	// TTSUnavailable: a TTS could not be reached or gave no usable answer (Incomplete).
+	TTSUnavailable Code = "tts_unavailable"
 )

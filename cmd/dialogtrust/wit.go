@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"net/http"
+	"strings"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -47,7 +50,7 @@ func witIssue(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 
 func witVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("wit verify", stderr)
-	trustFile := fs.String("trust", "", "JWKS file of the trusted issuer keys")
+	trustFile := fs.String("trust", "", "JWKS of the trusted issuer keys: a file, or an http(s) URL fetched once")
 	iss := fs.String("iss", "", "require this iss")
 	now := fs.Int64("now", 0, "verify at this Unix time instead of the clock")
 	skew := fs.Duration("skew", wit.DefaultSkew, "allowed clock skew")
@@ -73,7 +76,7 @@ func witVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 }
 
 func witValidator(trustFile, iss string, now int64, skew time.Duration) (*wit.Validator, error) {
-	set, err := keys.LoadJWKSFile(trustFile)
+	set, err := loadJWKS(trustFile)
 	if err != nil {
 		return nil, err
 	}
@@ -121,4 +124,33 @@ func loadAnyPublicKey(path string) (*keys.PublicKey, error) {
 		return k.Public(), nil
 	}
 	return keys.ParsePublicJWK(b)
+}
+
+// maxJWKSSize bounds a JWKS fetched from a URL (keys.ParseJWKS refuses more anyway).
+const maxJWKSSize = 1 << 20
+
+// loadJWKS reads a JWKS from a file or, for an http(s) URL, fetches it once. The URL is
+// the operator's choice on the command line, i.e. configured out of band (WIT-1), never
+// taken from a token.
+func loadJWKS(src string) (*keys.StaticSet, error) {
+	if !strings.HasPrefix(src, "https://") && !strings.HasPrefix(src, "http://") {
+		return keys.LoadJWKSFile(src)
+	}
+	c := &http.Client{Timeout: 10 * time.Second}
+	res, err := c.Get(src)
+	if err != nil {
+		return nil, errcode.Unavailable(errcode.KeysUnavailable, err, "fetching the JWKS")
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, errcode.Unavailable(errcode.KeysUnavailable, nil, "fetching the JWKS: HTTP %d", res.StatusCode)
+	}
+	b, err := io.ReadAll(io.LimitReader(res.Body, maxJWKSSize+1))
+	if err != nil {
+		return nil, errcode.Unavailable(errcode.KeysUnavailable, err, "reading the JWKS")
+	}
+	if len(b) > maxJWKSSize {
+		return nil, errcode.New(errcode.InvalidKey, "JWKS larger than %d octets", maxJWKSSize)
+	}
+	return keys.ParseJWKS(b)
 }

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/witissuer"
+)
+
+// witRequest obtains a WIT from a WIT issuer for a key generated here, and writes that
+// key next to it. Authentication: the X.509-SVID (--svid, --svid-key, --bundle), or a
+// client assertion signed by the workload's registered key (--assertion-key,
+// --workload), or, with neither, development mode, which names the workload by
+// --workload and proves nothing.
+func witRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("wit request", stderr)
+	issuer := fs.String("issuer", "", "base URL of the WIT issuer (its metadata is read from /.well-known/wit-issuer)")
+	svid := fs.String("svid", "", "X.509-SVID certificate chain (PEM) to authenticate with over mTLS")
+	svidKey := fs.String("svid-key", "", "private key (PEM) of --svid")
+	bundle := fs.String("bundle", "", "trust bundle (PEM) that the issuer's certificate must chain to")
+	serverID := fs.String("server-id", "", "the issuer's workload identifier in its certificate (default: check the URL's host name)")
+	assertionKey := fs.String("assertion-key", "", "the workload's registered private JWK, to sign a client assertion")
+	workload := fs.String("workload", "", "the workload identifier (assertion method; or the requested sub in development mode)")
+	sub := fs.String("sub", "", "request this identifier instead of the authenticated identity")
+	alg := fs.String("alg", keys.ES256, "algorithm of the new key: ES256, EdDSA or Ed25519")
+	ttl := fs.Duration("ttl", 0, "requested lifetime (default: the issuer's)")
+	keyOut := fs.String("key-out", "wit.key.jwk", "write the new private JWK here (mode 0600)")
+	timeout := fs.Duration("timeout", 30*time.Second, "overall time limit")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageError{"unexpected argument " + fs.Arg(0)}
+	}
+	if err := required(map[string]string{"issuer": *issuer, "key-out": *keyOut}); err != nil {
+		return err
+	}
+	useSVID := *svid != "" || *svidKey != ""
+	useAssertion := *assertionKey != ""
+	switch {
+	case useSVID && useAssertion:
+		return usageError{"--svid and --assertion-key exclude each other"}
+	case useSVID && (*svid == "" || *svidKey == "" || *bundle == ""):
+		return usageError{"--svid needs --svid-key and --bundle"}
+	case useAssertion && *workload == "":
+		return usageError{"--assertion-key needs --workload"}
+	case !useSVID && !useAssertion && *workload == "" && *sub == "":
+		return usageError{"give --svid, --assertion-key, or (development mode) --workload"}
+	}
+
+	var cert *tls.Certificate
+	if useSVID {
+		c, err := tls.LoadX509KeyPair(*svid, *svidKey)
+		if err != nil {
+			return errcode.Wrap(errcode.InvalidKey, err, "loading the SVID")
+		}
+		cert = &c
+	}
+	var sid identifier.ID
+	if *serverID != "" {
+		var err error
+		if sid, err = identifier.Parse(*serverID); err != nil {
+			return err
+		}
+	}
+	transport := &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext, TLSHandshakeTimeout: 10 * time.Second}
+	if *bundle != "" || cert != nil {
+		var roots []*x509.Certificate
+		if *bundle != "" {
+			var err error
+			if roots, err = witissuer.LoadPEMCertificates(*bundle); err != nil {
+				return errcode.Wrap(errcode.InvalidRequest, err, "--bundle")
+			}
+		}
+		transport.TLSClientConfig = witissuer.ClientTLSConfig(cert, roots, sid)
+	} else if !sid.IsZero() {
+		return usageError{"--server-id needs --bundle"}
+	}
+	hc := &http.Client{Transport: transport, Timeout: *timeout}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+
+	cl, _, err := witissuer.NewClient(ctx, hc, *issuer)
+	if err != nil {
+		return err
+	}
+	cl.Subject, cl.TTL = *sub, *ttl
+	switch {
+	case useAssertion:
+		ak, err := loadPrivateKey(*assertionKey, stdin)
+		if err != nil {
+			return err
+		}
+		id, err := identifier.Parse(*workload)
+		if err != nil {
+			return err
+		}
+		cl.Assertion = witissuer.AssertionFunc(ak, cl, id, time.Minute)
+	case !useSVID && cl.Subject == "":
+		cl.Subject = *workload
+	}
+	key, err := keys.Generate(*alg)
+	if err != nil {
+		return err
+	}
+	res, err := cl.Request(ctx, key)
+	if err != nil {
+		return err
+	}
+	if err := writePrivateJWK(*keyOut, key); err != nil {
+		return err
+	}
+	_, err = io.WriteString(stdout, res.WIT+"\n")
+	return err
+}
+
+// writePrivateJWK writes key with mode 0600, also when the file exists already
+// (os.WriteFile would keep an existing file's wider mode): a temporary file in the same
+// directory, renamed over the target.
+func writePrivateJWK(path string, key *keys.PrivateKey) error {
+	b, err := json.Marshal(key)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".wit-key-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/keys"
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The embedded default is development mode on loopback with an in-memory store.
+func TestEmbeddedDefault(t *testing.T) {
+	cfg, src, err := loadConfig(nil, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !src.embedded || cfg.Listen != "127.0.0.1:8080" || cfg.Issuer != "" || cfg.Store.Type != "memory" ||
+		len(cfg.TrustDomains) != 1 || cfg.TrustDomains[0] != "dev.local" || cfg.Auth.Dev == nil ||
+		cfg.Auth.X509SVID != nil || cfg.Auth.Assertion != nil || len(cfg.Routes) != 1 ||
+		strings.Join(cfg.Routes[0].Methods, ",") != "dev" || cfg.Keys.DataDir != "" {
+		t.Fatalf("embedded default: %+v", cfg)
+	}
+}
+
+const fullConfig = `
+listen: 127.0.0.1:9443
+issuer: https://wit.example.org
+public_url: https://wit.example.org
+trust_domains: [example.org]
+tls:
+  cert_file: /run/spire/svid.pem
+  key_file: /run/spire/svid_key.pem
+keys:
+  alg: EdDSA
+  data_dir: /var/lib/wit-issuer
+  rotation_period: 720h
+  publish_delay: 15m
+store:
+  type: redis
+  redis:
+    addrs: [10.0.0.1:6379]
+    prefix: "wit:"
+    timeout: 250ms
+policy:
+  allowed_algs: [ES256]
+  max_lifetime: 30m
+  default_lifetime: 10m
+  rules:
+    - {from_prefix: "spiffe://example.org/", to_prefix: "wimse://example.org/"}
+auth:
+  x509svid:
+    bundles:
+      - {trust_domain: example.org, file: /run/spire/bundle.pem}
+  assertion:
+    max_lifetime: 2m
+    workloads:
+      - id: wimse://example.org/batch/reporter
+        jwk: {kty: OKP, crv: Ed25519, alg: EdDSA, x: 11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo}
+routes:
+  - {path: /v1/wit, methods: [x509svid, assertion]}
+log:
+  level: warn
+proof_window: 30s
+shutdown_timeout: 5s
+`
+
+// The configuration file is strict YAML: every documented member parses, and an unknown
+// member anywhere (a typo) is an error instead of being silently ignored.
+func TestConfigStrictYAML(t *testing.T) {
+	cfg, _, err := loadConfig([]string{"--config", writeFile(t, "c.yaml", fullConfig)}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Keys.Alg != keys.EdDSA || cfg.Keys.RotationPeriod != 720*time.Hour || cfg.Policy.MaxLifetime != 30*time.Minute ||
+		cfg.Store.Redis.Timeout != 250*time.Millisecond || cfg.Auth.Assertion.Workloads[0].JWK["crv"] != "Ed25519" ||
+		cfg.Policy.Rules[0].ToPrefix != "wimse://example.org/" || cfg.ProofWindow != 30*time.Second {
+		t.Fatalf("parsed %+v", cfg)
+	}
+	// The inline JWK survives the YAML-to-JSON trip.
+	j, _ := json.Marshal(cfg.Auth.Assertion.Workloads[0].JWK)
+	if _, err := keys.ParsePublicJWK(j); err != nil {
+		t.Fatal(err)
+	}
+	for name, bad := range map[string]string{
+		"top-level typo": "listn: 127.0.0.1:1\n",
+		"nested typo":    "policy:\n  max_lifetme: 1h\n",
+		"deep typo":      "auth:\n  x509svid:\n    bundles:\n      - {trust_domain: a, fle: b}\n",
+		"wrong type":     "policy:\n  max_lifetime: [1h]\n",
+		"bad duration":   "policy:\n  max_lifetime: soon\n",
+		"duplicate key":  "listen: a\nlisten: b\n",
+	} {
+		if _, _, err := loadConfig([]string{"--config", writeFile(t, "bad.yaml", bad)}, nil, io.Discard); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// Precedence: flags over environment over the file over the embedded default. An
+// unknown DIALOGTRUST_WIT_ISSUER_* variable is an error.
+func TestConfigEnvAndFlagPrecedence(t *testing.T) {
+	file := writeFile(t, "c.yaml", "listen: 127.0.0.1:1001\ntrust_domains: [a.example]\nroutes: [{path: /v1/wit, methods: [dev]}]\nauth: {dev: {prefixes: ['wimse://a.example/']}}\n")
+	env := []string{"DIALOGTRUST_WIT_ISSUER_CONFIG=" + file}
+	cfg, src, err := loadConfig(nil, env, io.Discard)
+	if err != nil || cfg.Listen != "127.0.0.1:1001" || src.file != file || src.embedded {
+		t.Fatalf("file via env: %v %+v", err, cfg)
+	}
+	env = append(env, "DIALOGTRUST_WIT_ISSUER_LISTEN=127.0.0.1:1002", "DIALOGTRUST_WIT_ISSUER_MAX_LIFETIME=20m",
+		"DIALOGTRUST_WIT_ISSUER_TRUST_DOMAINS=a.example, b.example", "DIALOGTRUST_WIT_ISSUER_REDIS_CLUSTER=true", "UNRELATED=1")
+	cfg, _, err = loadConfig(nil, env, io.Discard)
+	if err != nil || cfg.Listen != "127.0.0.1:1002" || cfg.Policy.MaxLifetime != 20*time.Minute ||
+		strings.Join(cfg.TrustDomains, ",") != "a.example,b.example" || !cfg.Store.Redis.Cluster {
+		t.Fatalf("env: %v %+v", err, cfg)
+	}
+	cfg, _, err = loadConfig([]string{"--listen", "127.0.0.1:1003", "--log-level", "debug"}, env, io.Discard)
+	if err != nil || cfg.Listen != "127.0.0.1:1003" || cfg.Log.Level != "debug" {
+		t.Fatalf("flag: %v %+v", err, cfg)
+	}
+	// --config beats the environment's file.
+	other := writeFile(t, "o.yaml", "listen: 127.0.0.1:1004\n")
+	cfg, _, err = loadConfig([]string{"--config", other}, []string{"DIALOGTRUST_WIT_ISSUER_CONFIG=" + file}, io.Discard)
+	if err != nil || cfg.Listen != "127.0.0.1:1004" {
+		t.Fatalf("--config: %v %+v", err, cfg)
+	}
+	if _, _, err := loadConfig(nil, []string{"DIALOGTRUST_WIT_ISSUER_LISTN=x"}, io.Discard); err == nil {
+		t.Fatal("unknown environment variable accepted")
+	}
+	if _, _, err := loadConfig(nil, []string{"DIALOGTRUST_WIT_ISSUER_MAX_LIFETIME=long"}, io.Discard); err == nil {
+		t.Fatal("bad duration in the environment accepted")
+	}
+	if _, _, err := loadConfig([]string{"--nope"}, nil, io.Discard); err == nil {
+		t.Fatal("unknown flag accepted")
+	}
+}

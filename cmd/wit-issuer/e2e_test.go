@@ -1,0 +1,317 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/wic"
+	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dialogtrust/dialogtrust/witissuer"
+)
+
+// buildDialogtrust builds the real command line into a temporary directory.
+func buildDialogtrust(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(t.TempDir(), "dialogtrust")
+	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/dialogtrust/dialogtrust/cmd/dialogtrust")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func dialogtrust(t *testing.T, bin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// started is a wit-issuer running in this process through run(), as main runs it.
+type started struct {
+	url            string
+	stdout, stderr *syncBuffer
+	stop           func() error
+}
+
+func start(t *testing.T, args []string, env []string) *started {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &started{stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	urlc := make(chan string, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx, args, env, s.stdout, s.stderr, func(u string) { urlc <- u }) }()
+	select {
+	case s.url = <-urlc:
+	case err := <-errc:
+		cancel()
+		t.Fatalf("wit-issuer did not start: %v\n%s", err, s.stderr.String())
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("wit-issuer did not start within 30s")
+	}
+	var once sync.Once
+	var stopErr error
+	s.stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case stopErr = <-errc:
+			case <-time.After(30 * time.Second):
+				t.Error("wit-issuer did not stop within 30s")
+			}
+		})
+		return stopErr
+	}
+	t.Cleanup(func() { _ = s.stop() })
+	return s
+}
+
+// Acceptance: the embedded default (no configuration; here only the port is chosen so
+// the test cannot collide with anything on 8080) serves on 127.0.0.1 in development
+// mode; `dialogtrust wit request` gets a WIT from it, `dialogtrust wit verify` accepts
+// it through the JWKS URL the issuer serves; the issuer shuts down gracefully.
+func TestAcceptanceDefaultIssuerWithCLI(t *testing.T) {
+	bin := buildDialogtrust(t)
+	s := start(t, []string{"--listen", "127.0.0.1:0"}, nil)
+	if !strings.HasPrefix(s.url, "http://127.0.0.1:") {
+		t.Fatalf("url %s", s.url)
+	}
+	keyFile := filepath.Join(t.TempDir(), "wit.key.jwk")
+	out, errOut, code := dialogtrust(t, bin, "wit", "request", "--issuer", s.url, "--workload", "wimse://dev.local/agent/a1", "--key-out", keyFile)
+	if code != 0 {
+		t.Fatalf("wit request: exit %d: %s", code, errOut)
+	}
+	tok := strings.TrimSpace(out)
+	out, errOut, code = dialogtrust(t, bin, "wit", "verify", "--trust", s.url+witissuer.PathJWKS, "--iss", s.url, tok)
+	if code != 0 {
+		t.Fatalf("wit verify: exit %d: %s", code, errOut)
+	}
+	var c wit.Claims
+	if err := json.Unmarshal([]byte(out), &c); err != nil || c.Sub != "wimse://dev.local/agent/a1" || c.Iss != s.url {
+		t.Fatalf("claims %s: %v", out, err)
+	}
+	if st, err := os.Stat(keyFile); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file %v %v", st, err)
+	}
+	// Outside the development prefix: refused with its code.
+	_, errOut, code = dialogtrust(t, bin, "wit", "request", "--issuer", s.url, "--workload", "wimse://prod.example/agent", "--key-out", keyFile)
+	if code != 1 || !strings.HasPrefix(errOut, "error: unauthenticated") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+
+	if err := s.stop(); err != nil {
+		t.Fatalf("graceful shutdown: %v", err)
+	}
+	logs := s.stderr.String()
+	for _, want := range []string{"DEVELOPMENT MODE", `"msg":"wit-issuer started"`, `"config":"embedded development default"`,
+		wit.Hash(tok), `"msg":"stopped"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %q", want)
+		}
+	}
+	if strings.Contains(logs, tok) || strings.Contains(logs, strings.Split(tok, ".")[2]) {
+		t.Fatal("a WIT is in the log")
+	}
+	if !strings.Contains(s.stdout.String(), "listening on "+s.url) {
+		t.Fatalf("stdout %q", s.stdout.String())
+	}
+}
+
+// Development mode never binds to a non-loopback address by accident.
+func TestDevModeLoopbackOnly(t *testing.T) {
+	err := run(context.Background(), []string{"--listen", "0.0.0.0:0"}, nil, io.Discard, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Fatalf("got %v", err)
+	}
+	err = run(context.Background(), []string{"--listen", "127.0.0.1:0"}, []string{"DIALOGTRUST_WIT_ISSUER_STORE=disk"}, io.Discard, io.Discard, nil)
+	if err == nil {
+		t.Fatal("unknown store accepted")
+	}
+}
+
+func pemFile(t *testing.T, dir, name, typ string, der []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The SPIRE set-up of the README, end to end: the issuer serves TLS with an SVID from
+// files, verifies client SVIDs against a bundle file, keeps its keys in a data
+// directory, maps spiffe:// to wimse:// by a rule; a workload runs `dialogtrust wit
+// request` with its SVID files.
+func TestSPIRESetupEndToEnd(t *testing.T) {
+	bin := buildDialogtrust(t)
+	dir := t.TempDir()
+	now := time.Now()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caDER, err := wic.NewCA(caKey, now.Add(-time.Hour), now.Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	svid := func(name, id string) (string, string) {
+		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		der, err := wic.IssueWIC(caKey, caDER, k.Public(), identifier.MustParse(id), now.Add(-time.Minute), now.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p8, _ := x509.MarshalPKCS8PrivateKey(k)
+		return pemFile(t, dir, name+".pem", "CERTIFICATE", der), pemFile(t, dir, name+"_key.pem", "PRIVATE KEY", p8)
+	}
+	bundle := pemFile(t, dir, "bundle.pem", "CERTIFICATE", caDER)
+	srvCert, srvKey := svid("issuer", "spiffe://example.org/wit-issuer")
+	cliCert, cliKey := svid("client", "spiffe://example.org/ns/prod/sa/orders")
+	conf := `
+listen: 127.0.0.1:0
+issuer: https://wit-issuer.example.org
+trust_domains: [example.org]
+tls: {cert_file: ` + srvCert + `, key_file: ` + srvKey + `}
+keys: {data_dir: ` + filepath.Join(dir, "data") + `}
+policy:
+  max_lifetime: 30m
+  rules: [{from_prefix: "spiffe://example.org/", to_prefix: "wimse://example.org/"}]
+auth:
+  x509svid:
+    bundles: [{trust_domain: example.org, file: ` + bundle + `}]
+routes: [{path: /v1/wit, methods: [x509svid]}]
+`
+	cfgFile := filepath.Join(dir, "wit-issuer.yaml")
+	if err := os.WriteFile(cfgFile, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, []string{"--config", cfgFile}, nil)
+	if !strings.HasPrefix(s.url, "https://127.0.0.1:") || strings.Contains(s.stderr.String(), "DEVELOPMENT") {
+		t.Fatalf("url %s, logs %s", s.url, s.stderr.String())
+	}
+	keyFile := filepath.Join(dir, "wit.key.jwk")
+	out, errOut, code := dialogtrust(t, bin, "wit", "request", "--issuer", s.url, "--svid", cliCert, "--svid-key", cliKey,
+		"--bundle", bundle, "--server-id", "spiffe://example.org/wit-issuer", "--sub", "wimse://example.org/ns/prod/sa/orders",
+		"--ttl", "15m", "--key-out", keyFile)
+	if code != 0 {
+		t.Fatalf("wit request: exit %d: %s\n%s", code, errOut, s.stderr.String())
+	}
+	tok := strings.TrimSpace(out)
+
+	// The workload's verifier has the issuer's JWKS, fetched over verified TLS.
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: witissuer.ClientTLSConfig(nil, []*x509.Certificate{caCert}, identifier.MustParse("spiffe://example.org/wit-issuer")),
+		DialContext:     (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+	}}
+	get := func(path string) (int, []byte) {
+		res, err := hc.Get(s.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, b
+	}
+	_, jwks := get(witissuer.PathJWKS)
+	jwksFile := filepath.Join(dir, "jwks.json")
+	if err := os.WriteFile(jwksFile, jwks, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = dialogtrust(t, bin, "wit", "verify", "--trust", jwksFile, "--iss", "https://wit-issuer.example.org", tok)
+	if code != 0 || !strings.Contains(out, `"sub":"wimse://example.org/ns/prod/sa/orders"`) {
+		t.Fatalf("wit verify: exit %d: %s %s", code, out, errOut)
+	}
+	// Asking for more than the policy allows is refused, not trimmed.
+	_, errOut, code = dialogtrust(t, bin, "wit", "request", "--issuer", s.url, "--svid", cliCert, "--svid-key", cliKey,
+		"--bundle", bundle, "--server-id", "spiffe://example.org/wit-issuer", "--ttl", "31m", "--key-out", keyFile)
+	if code != 1 || !strings.HasPrefix(errOut, "error: lifetime_too_long") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if st, _ := get(witissuer.PathReadyz); st != 200 {
+		t.Fatalf("readyz %d", st)
+	}
+	if _, m := get(witissuer.PathMetrics); !strings.Contains(string(m), `dialogtrust_wit_issued_total{method="x509svid"} 1`) ||
+		!strings.Contains(string(m), `dialogtrust_wit_refused_total{code="lifetime_too_long"} 1`) {
+		t.Fatalf("metrics:\n%s", m)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "data", KeyringFile)); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("keyring %v %v", st, err)
+	}
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// store.type redis: /readyz pings Redis, and says 503 when it does not answer. The Redis
+// tests read DIALOGTRUST_TEST_REDIS and fail instead of skipping when CI=true.
+func TestRedisStoreReadiness(t *testing.T) {
+	addr := strings.TrimSpace(os.Getenv("DIALOGTRUST_TEST_REDIS"))
+	if addr == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("DIALOGTRUST_TEST_REDIS is not set and CI=true: the Redis tests must run")
+		}
+		t.Skip("DIALOGTRUST_TEST_REDIS not set")
+	}
+	prefix := "dialogtrust:test:wit-issuer:" + time.Now().Format(time.RFC3339Nano) + ":"
+	readyz := func(env ...string) int {
+		s := start(t, []string{"--listen", "127.0.0.1:0"}, append(env, "DIALOGTRUST_WIT_ISSUER_REDIS_PREFIX="+prefix))
+		defer s.stop()
+		res, err := http.Get(s.url + witissuer.PathReadyz)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if st := readyz("DIALOGTRUST_WIT_ISSUER_STORE=redis", "DIALOGTRUST_WIT_ISSUER_REDIS_ADDRS="+addr); st != 200 {
+		t.Fatalf("readyz with Redis up: %d", st)
+	}
+	if st := readyz("DIALOGTRUST_WIT_ISSUER_STORE=redis", "DIALOGTRUST_WIT_ISSUER_REDIS_ADDRS=127.0.0.1:1"); st != 503 {
+		t.Fatalf("readyz with Redis down: %d", st)
+	}
+}
