@@ -77,8 +77,10 @@
 //     supported (unsupported_component). The profile's set ("@method" "@path" "@query";
 //     responses: "@status" "@method";req "@path";req "@query";req), which configuration
 //     cannot remove, and the configured set are covered (missing_required_component).
-//     Those of content-type, content-digest, authorization, txn-token and
-//     workload-identity-token (responses: content-type, content-digest,
+//     Those of content-type, content-digest, authorization, txn-token,
+//     workload-identity-token and dialog-provenance (the experimental provenance field
+//     of package dialog, which must be covered so that earlier hops' records cannot be
+//     removed or reordered) (responses: content-type, content-digest,
 //     workload-identity-token) that the message carries are covered
 //     (missing_required_component), and so is Dialog-Context when present
 //     (dialog_context_not_covered, dialog-binding section 7).

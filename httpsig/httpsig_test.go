@@ -66,13 +66,14 @@ func TestHTTPSig07Sec3_RequestCoversRequiredComponents(t *testing.T) {
 
 func TestHTTPSig07Sec3_RequiredComponentsMustBeCovered(t *testing.T) {
 	f := newFixture(t, keys.EdDSA)
-	all := []string{`"@method"`, `"@path"`, `"@query"`, `"content-type"`, `"content-digest"`, `"authorization"`, `"txn-token"`, `"workload-identity-token"`}
+	all := []string{`"@method"`, `"@path"`, `"@query"`, `"content-type"`, `"content-digest"`, `"authorization"`, `"txn-token"`, `"workload-identity-token"`, `"dialog-provenance"`}
 	for i := range all {
 		t.Run(all[i], func(t *testing.T) {
 			req := newRequest(t, http.MethodPost, testURL, "{}")
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", "Bearer abc")
 			req.Header.Set("Txn-Token", "txn")
+			req.Header.Set("Dialog-Provenance", ":AAAA:")
 			_, err := f.client.signer.SignRequest(req, testAudience)
 			mustOK(t, err)
 			comps := append(append([]string(nil), all[:i]...), all[i+1:]...)

@@ -30,7 +30,7 @@ const DefaultTTL = 60 * time.Second
 // dialog-context: dialog-binding section 7), in the order they are listed in
 // Signature-Input.
 var (
-	requestOptionalFields  = []string{"content-type", "content-digest", "authorization", "txn-token", "workload-identity-token", "dialog-context"}
+	requestOptionalFields  = []string{"content-type", "content-digest", "authorization", "txn-token", "workload-identity-token", "dialog-context", "dialog-provenance"}
 	responseOptionalFields = []string{"content-type", "content-digest", "workload-identity-token", "dialog-context"}
 
 	requestFixed  = mustComponents(false, `"@method"`, `"@path"`, `"@query"`)

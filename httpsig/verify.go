@@ -27,7 +27,7 @@ const ReplayKeyPrefix = "httpsig:nonce:"
 // (http-signature-07 section 3). Dialog-Context is checked separately, with its own
 // code (dialog-binding section 7).
 var (
-	requestMustCover  = headerKeys("content-type", "content-digest", "authorization", "txn-token", "workload-identity-token")
+	requestMustCover  = headerKeys("content-type", "content-digest", "authorization", "txn-token", "workload-identity-token", "dialog-provenance")
 	responseMustCover = headerKeys("content-type", "content-digest", "workload-identity-token")
 	dialogContext     = component{name: "dialog-context", key: headerDialogContext}
 )
@@ -59,6 +59,11 @@ type Result struct {
 	ReqNonce string
 	// Covered lists the covered component identifiers in signature order.
 	Covered []string
+	// Base and Signature are the signature base the verifier rebuilt and the signature
+	// it checked: together with the WIT, a self-contained record of this hop's proof
+	// (the dialog package carries them to later hops as provenance, section 9).
+	Base      []byte
+	Signature []byte
 }
 
 // Covers reports whether the signature covers the component with identifier id, e.g.
@@ -397,7 +402,7 @@ func (v *Verifier) verify(ctx context.Context, m *message, rawWIT, reqNonce stri
 	return &Result{
 		WIT: w, Label: rcv.label, Created: created, Expires: expires,
 		Nonce: sp.nonce, Audience: sp.audience, SignResponse: sp.signResponse,
-		ReqNonce: sp.reqNonce, Covered: covered,
+		ReqNonce: sp.reqNonce, Covered: covered, Base: base, Signature: rcv.sig,
 	}, nil
 }
 
