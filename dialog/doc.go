@@ -6,12 +6,12 @@
 // The field is an RFC 8941/9651 structured-field Dictionary. This package defines two
 // members and keeps every other one untouched:
 //
-//	Dialog-Context: dlg="7f3c9a2e-5b1d-4e8a-9c6f-0d2b8e4a1f37", initiator="wimse://a.example/agent/a1"
+//		Dialog-Context: dlg="7f3c9a2e-5b1d-4e8a-9c6f-0d2b8e4a1f37", initiator="wimse://a.example/agent/a1"
 //
-//   - dlg: the dialog identifier, an sf-string of 1 to 128 characters from
-//     [A-Za-z0-9._~:-] (UUIDs, ULIDs, URNs), without parameters;
-//   - initiator: the initiator's workload identifier, an sf-string holding a canonical
-//     spiffe:// or wimse:// identifier (package identifier), without parameters.
+//	  - dlg: the dialog identifier, an sf-string of 1 to 128 characters from
+//	    [A-Za-z0-9._~:-] (UUIDs, ULIDs, URNs), without parameters;
+//	  - initiator: the initiator's workload identifier, an sf-string holding a canonical
+//	    spiffe:// or wimse:// identifier (package identifier), without parameters.
 //
 // Parsing is strict and bounded (4 KiB, 16 members): the value must be exactly the
 // canonical serialization of the dictionary, so a repeated member, extra whitespace or

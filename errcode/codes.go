@@ -176,6 +176,19 @@ const (
 	// InvalidDialogContext: the Dialog-Context field is malformed, not canonical, or
 	// lacks dlg or initiator (dialog-binding sections 4, 7).
 	InvalidDialogContext Code = "invalid_dialog_context"
+	// DialogInUse: the proposed dialog identifier is held by another initiator (section 5).
+	DialogInUse Code = "dialog_in_use"
+	// InitiatorMismatch: the initiator named in Dialog-Context is not the workload that
+	// proved the request (when establishing), not the dialog's recorded initiator, or not
+	// the origin of the provenance chain (sections 5, 9, 12).
+	InitiatorMismatch Code = "initiator_mismatch"
+	// InvalidProvenance: the experimental Dialog-Provenance field or one of its records
+	// is malformed (section 9).
+	InvalidProvenance Code = "invalid_provenance"
+	// ProvenanceBroken: a provenance record was removed, reordered or inserted.
+	ProvenanceBroken Code = "provenance_broken"
+	// ProvenanceDialogMismatch: a provenance record was made for another Dialog-Context.
+	ProvenanceDialogMismatch Code = "provenance_dialog_mismatch"
 )
 
 // Codes for the Transaction Token Service (package tts, issue 4; oauth.md section 1).
