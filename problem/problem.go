@@ -41,8 +41,15 @@ func Status(err error) int {
 			return http.StatusRequestEntityTooLarge
 		}
 		return http.StatusBadRequest
-	case errcode.SubjectNotAllowed, errcode.AlgNotAllowed, errcode.LifetimeTooLong:
+	case errcode.SubjectNotAllowed, errcode.AlgNotAllowed, errcode.LifetimeTooLong,
+		errcode.DialogMismatch, errcode.InitiatorMismatch:
 		return http.StatusForbidden
+	case errcode.DialogInUse:
+		return http.StatusConflict
+	case errcode.ResponseNotSignable:
+		return http.StatusNotImplemented
+	case errcode.InvalidDialogContext:
+		return http.StatusBadRequest
 	case errcode.Internal, errcode.Unmapped:
 		return http.StatusInternalServerError
 	}
