@@ -31,6 +31,11 @@ var commands = []command{
 	{"wpt verify", "--trust JWKS_FILE --wit WIT --aud URL [--txn-token T] [--dialog-context V] [--now UNIX] PROOF", wptVerify},
 	{"httpsig sign", "--key FILE --wit WIT --aud URL [--sign-response] < raw HTTP/1.1 request", httpsigSign},
 	{"httpsig verify", "--trust JWKS_FILE --aud URL [--now UNIX] < raw HTTP/1.1 request", httpsigVerify},
+	{"handoff offer", "--key FILE [--form jws|cose] [--prev-handoff FILE [--no-chain]] [--ttl 120s] [--now UNIX] [OFFER_JSON|@FILE|-]", handoffOffer},
+	{"handoff verify", "--trust FILE --self AGENTID [--dialog D] [--now UNIX] [--require-full-chain] [--trusted-origin ID]... [--allow-reentry ID]... [--max-chain 16] [--credential C] [HANDOFF|-]", handoffVerify},
+	{"handoff status verify", "--trust FILE --offer HANDOFF [--self AGENTID] [STATUS|-]", handoffStatusVerify},
+	{"handoff status", "--key FILE --offer HANDOFF --state STATE [--reason R] [--detail D] [--ref FILE]... [--now UNIX]", handoffStatus},
+	{"handoff digest", "[--raw] [SIGNED|HANDOFF|@FILE|-]", handoffDigest},
 	{"conformance", "--dir DIR", conformanceRun},
 }
 

@@ -1,0 +1,96 @@
+// Package handoff implements signed handoff context for agent dialogs:
+// draft-srivastava-agentproto-handoff-context-01 (shared/specs), all of it.
+//
+// What is where, by section of the draft:
+//
+//   - 2, 2.1, 2.2 data model: Offer, Status, Handoff, ContextRef, Digest, Principal, in
+//     JSON (ParseOfferJSON, Offer.MarshalJSON ...) and CBOR (ParseOfferCBOR,
+//     Offer.MarshalCBOR ...), every CDDL constraint checked, unknown members kept.
+//   - 3 signing: SignOffer, SignStatus, VerifyOffer, VerifyStatusSignature; JWS through
+//     package jose (the one typed-token path), COSE_Sign1 through go-cose; the handoff
+//     digest (Signed.Digest) over the octets as sent; Trust binds keys to AgentIds.
+//   - 4 lifecycle: the delegate's states (Receiver.Accept, Reject, Complete, Fail,
+//     HandleCancel) and the delegator's (Delegator), Table 1 (A2ATaskState).
+//   - 5.1 to 5.6 processing: Receiver.Receive (steps 1 to 7, first failure wins),
+//     freshness and replay with store.Records, retransmissions, outcomes, chains
+//     (VerifyChain, ChainPolicy), equivocation, status checks (CheckStatus).
+//   - 5.7 grants: BindGrant, CheckGrant, CheckBinding (for the dialog middleware).
+//   - 6 carriage: PutA2AMessage, A2AMessageHandoff, PutMCPRequest ... .
+//   - 8 security: 8.3 ChainPolicy.TrustedOrigins, 8.4 WithRecordsLostAt and
+//     Inbound.AuthenticatedSender, 8.6 typ and content type, 8.8 size and length bounds.
+//   - Appendices A and B: ParseSCITTReceipt, SCITTStatementDigest, ParseLearnlogHead,
+//     ProofVerifier.
+//
+// Every rejection is an *errcode.Error. The twelve Reason values of section 2 map one
+// to one onto the errcode.Handoff* codes (Reason.Code, ReasonOf); a check that could
+// not be completed (store or key source down) is Incomplete and carries no reason.
+//
+// Choices where the draft is open, and why:
+//
+//   - Reasons for failures the draft does not name. A payload that violates the CDDL,
+//     an oversized offer, or a header that breaks section 3.1 or 3.2 fails step 1 with
+//     "bad-signature" (its signed form is not acceptable). A chain element that fails
+//     check 1 under a key the receiver trusts (malformed, unsigned, bad signature,
+//     oversized) is "broken-chain": step 6 names only broken-chain, cycle and too-deep.
+//     A grant that does not match is "policy" (code handoff_grant_mismatch), checked at
+//     step 5 with the dialog, since both bind the offer to the carrying request.
+//   - "An unsigned element MUST be treated as absent": alg "none" is rejected with
+//     bad-signature but nothing is answered or remembered; an unsigned chain element
+//     breaks the chain.
+//   - What is remembered. Only pairs that passed steps 1 to 3 are recorded (section
+//     5.2), so rejections at steps 1 to 4 (including stale and replay) set no state and
+//     are not resent; rejections at steps 5 to 7 are the hop's last status and are
+//     resent to retransmissions. A "received" pair is kept until exp plus skew; a taken
+//     hop without a terminal status is kept without expiry (store.NoExpiry) until a
+//     terminal status or Receiver.Forget; after a terminal status, for the retention
+//     period (default 24 h) and at least until exp plus skew. When a step after the
+//     pair was recorded cannot be completed, the record is removed so that the
+//     retransmission is processed afresh.
+//   - Retransmissions are answered only when Inbound.AuthenticatedSender equals
+//     offer.iss (section 8.4's SHOULD taken as a rule); otherwise Decision.Withheld.
+//   - Section 8.4 after a loss of records: an unremembered offer with iat at or before
+//     the loss (whole seconds, so an offer from the same second counts as before) is
+//     rejected with "replay". Later offers are exp-bounded by step 3 anyway, so the
+//     rule lapses by itself once the maximum lifetime has passed.
+//   - Equivocation (5.6) by the delegate's state: received and unanswered, "rejected"
+//     with reason "equivocation" for the first offer; taken, Decision.StopWork and a
+//     later Fail defaults to reason "equivocation"; terminal, nothing. Always flagged.
+//   - Statuses are signed in the form of the offer they answer.
+//   - kid. Offers and statuses are signed with the RFC 7638 thumbprint as kid, in COSE
+//     as the UTF-8 octets of the same base64url string, so one trust configuration
+//     serves both forms. StaticTrust finds a key by its configured kid or by its
+//     thumbprint. A JWS must carry kid (3.1: MUST); a COSE message without kid is
+//     accepted when the issuer has exactly one key (3.2: SHOULD).
+//   - Algorithms: what package keys supports, one per key (ES256, and EdDSA/Ed25519);
+//     for COSE, ES256 (-7) and EdDSA (-8). The JWS alg must string-equal the key's.
+//     COSE crit is refused like JWS crit; COSE typ (label 16, an open issue) is ignored.
+//   - Chains. The length (too-deep) is checked before any element is parsed (8.8).
+//     Signatures are verified newest first; at the first element whose iss has no
+//     trusted key the chain is unverifiable from there back and nothing older is
+//     verified, but checks 2 to 4 still run over all elements, so a chain that does not
+//     hang together is broken whether or not it is verifiable. Timing allows the skew
+//     after the earlier offer's exp. Re-entry is admitted per AgentId by policy.
+//   - Encodings. JSON members are split by hand over json.Valid: duplicate names are
+//     refused, integers must be plain integer literals (no sign, fraction or exponent),
+//     text must be UTF-8. CBOR refuses duplicate keys, indefinite lengths and tags on
+//     the members this package interprets. Times above 2^63-1 are refused. A Digest val
+//     decodes to at least 32 octets for any alg (exactly 32 for sha-256), since no hash
+//     shorter than 256 bits may be defined. Encoding writes the CDDL member order in
+//     JSON (the example of section 2.3 comes out byte for byte) and Core Deterministic
+//     Encoding in CBOR. Unknown members are generic values; converting an element
+//     between encodings turns CBOR byte strings into base64url text.
+//   - References. Only the references RefPolicy.Require selects are checked; the rest
+//     are reported "not checked". This package fetches nothing (8.8: loc is the
+//     caller's business, through RefSource). A salt shorter than 16 octets makes a
+//     salted digest unverifiable. scitt-receipt and learnlog-head are parsed (and a
+//     SCITT statement's dig is compared when the statement is at hand) and are
+//     unverifiable unless a ProofVerifier for the kind is configured.
+//   - Grants. A credential that arrived is always checked against grant; a missing
+//     credential or grant fails only WithGrantRequired (grant may name a credential
+//     the delegate presents rather than receives, section 5.7).
+//   - The delegator keeps its hops in memory, bounded; "the same work" is a key the
+//     caller names (OfferRequest.Work). A "canceled" from the delegator keeps the hop
+//     canceled; a later completed, failed or rejected resolves it (HopState.Outcome).
+//   - A2A: a handoff in metadata whose URI is not listed in extensions is an error,
+//     not silently ignored.
+package handoff

@@ -1,0 +1,746 @@
+package handoff
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"math"
+	"math/big"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+)
+
+// JSON decoding is done by hand over encoding/json's validator: json.Valid first, then a
+// walk over the members of each object. This finds duplicate member names (which
+// encoding/json would silently resolve "last wins", a classic parser-differential hole),
+// keeps the raw text of the members this package does not understand, and decodes the
+// members it does without reflection: a chain of 16 decodes 17 payloads, and that cost
+// counts against the 1.2x budget of the chain benchmark.
+
+// member is one member of a JSON object: its unescaped name and the raw text of its
+// value.
+type member struct {
+	name string
+	val  []byte
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// scanString returns the index just past the JSON string starting at b[i] == '"'.
+func scanString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// scanValue returns the index just past the JSON value starting at b[i]. b is valid JSON.
+func scanValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return scanString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = scanString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for i < len(b) && !isSpace(b[i]) && b[i] != ',' && b[i] != '}' && b[i] != ']' {
+		i++
+	}
+	return i
+}
+
+// objectMembers splits a JSON object (already known to be valid JSON) into members and
+// refuses a repeated name.
+func objectMembers(b []byte) ([]member, error) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, invalid("not a JSON object")
+	}
+	// Size the slice from a cheap upper bound on the member count (one colon per
+	// member at least), so that a two-member Digest does not allocate room for sixteen.
+	ms := make([]member, 0, min(bytes.Count(b, []byte{':'}), 16))
+	var seen map[string]struct{}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return ms, nil
+	}
+	for i < len(b) {
+		end := scanString(b, i)
+		name, err := jsonString(b[i:end])
+		if err != nil {
+			return nil, err
+		}
+		i = skipSpace(b, end)
+		i = skipSpace(b, i+1) // ':'
+		vend := scanValue(b, i)
+		// A linear scan for the dozen members of an element; a set once an object is
+		// larger, so that a Handoff of a megabyte of members costs linear time.
+		if seen != nil {
+			if _, dup := seen[name]; dup {
+				return nil, invalid("member %q appears twice", name)
+			}
+			seen[name] = struct{}{}
+		} else {
+			for _, m := range ms {
+				if m.name == name {
+					return nil, invalid("member %q appears twice", name)
+				}
+			}
+			if len(ms) == 32 {
+				seen = make(map[string]struct{}, 64)
+				for _, m := range ms {
+					seen[m.name] = struct{}{}
+				}
+				seen[name] = struct{}{}
+			}
+		}
+		ms = append(ms, member{name: name, val: b[i:vend]})
+		i = skipSpace(b, vend)
+		if i < len(b) && b[i] == '}' {
+			return ms, nil
+		}
+		i = skipSpace(b, i+1) // ','
+	}
+	return nil, invalid("truncated JSON object")
+}
+
+// jsonString decodes a JSON string token. Invalid UTF-8 is refused rather than replaced.
+func jsonString(raw []byte) (string, error) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", invalid("not a JSON string")
+	}
+	in := raw[1 : len(raw)-1]
+	if bytes.IndexByte(in, '\\') < 0 {
+		if !utf8.Valid(in) {
+			return "", invalid("string is not UTF-8")
+		}
+		return string(in), nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", invalid("bad JSON string")
+	}
+	return s, nil
+}
+
+// jsonUint decodes a JSON number that is an unsigned integer written as one (CDDL uint:
+// no sign, fraction or exponent). Values past 2^63-1 are refused: times are int64 here.
+func jsonUint(raw []byte) (int64, error) {
+	if len(raw) == 0 || len(raw) > 19 || (len(raw) > 1 && raw[0] == '0') {
+		return 0, invalid("not an unsigned integer")
+	}
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return 0, invalid("not an unsigned integer")
+		}
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return 0, invalid("integer out of range")
+	}
+	return n, nil
+}
+
+// jsonAny decodes a value this package does not interpret, keeping numbers exact.
+func jsonAny(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, invalid("bad JSON value")
+	}
+	return v, nil
+}
+
+func jsonText(raw []byte, what string) (string, error) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", invalid("%s is not text", what)
+	}
+	return jsonString(raw)
+}
+
+func jsonDigest(raw []byte) (Digest, error) {
+	ms, err := objectMembers(raw)
+	if err != nil {
+		return Digest{}, err
+	}
+	var d Digest
+	var seen int
+	for _, m := range ms {
+		switch m.name {
+		case "alg":
+			d.Alg, err = jsonText(m.val, "digest alg")
+		case "val":
+			d.Val, err = jsonText(m.val, "digest val")
+		default:
+			return Digest{}, invalid("digest has member %q: Digest is a closed map", m.name)
+		}
+		if err != nil {
+			return Digest{}, err
+		}
+		seen++
+	}
+	if seen != 2 {
+		return Digest{}, invalid("digest needs alg and val")
+	}
+	return d, d.Validate()
+}
+
+func jsonPrincipal(raw []byte) (*Principal, error) {
+	ms, err := objectMembers(raw)
+	if err != nil {
+		return nil, invalid("obo is not a map")
+	}
+	p := &Principal{}
+	hasSub := false
+	for _, m := range ms {
+		switch m.name {
+		case "sub":
+			p.Sub, err = jsonText(m.val, "obo.sub")
+			hasSub = true
+		case "iss":
+			var s string
+			s, err = jsonText(m.val, "obo.iss")
+			p.Iss = &s
+		default:
+			err = putExtra(&p.Extra, m)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !hasSub {
+		return nil, invalid("obo needs sub")
+	}
+	return p, nil
+}
+
+func putExtra(extra *map[string]any, m member) error {
+	v, err := jsonAny(m.val)
+	if err != nil {
+		return err
+	}
+	if *extra == nil {
+		*extra = make(map[string]any)
+	}
+	(*extra)[m.name] = v
+	return nil
+}
+
+func jsonRef(raw []byte) (ContextRef, error) {
+	ms, err := objectMembers(raw)
+	if err != nil {
+		return ContextRef{}, invalid("reference is not a map")
+	}
+	var r ContextRef
+	var hasKind, hasDig bool
+	for _, m := range ms {
+		switch m.name {
+		case "kind":
+			r.Kind, err = jsonText(m.val, "kind")
+			hasKind = true
+		case "dig":
+			r.Dig, err = jsonDigest(m.val)
+			hasDig = true
+		case "loc":
+			var s string
+			s, err = jsonText(m.val, "loc")
+			r.Loc = &s
+		case "proof":
+			r.Proof, err = jsonAny(m.val)
+			if r.Proof == nil && err == nil {
+				r.Proof = Null{}
+			}
+		default:
+			err = putExtra(&r.Extra, m)
+		}
+		if err != nil {
+			return ContextRef{}, err
+		}
+	}
+	if !hasKind || !hasDig {
+		return ContextRef{}, invalid("reference needs kind and dig")
+	}
+	return r, r.Validate()
+}
+
+func jsonRefs(raw []byte) ([]ContextRef, error) {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, invalid("refs is not an array")
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, invalid("refs is not an array")
+	}
+	if len(items) == 0 {
+		return nil, invalid("refs is empty")
+	}
+	refs := make([]ContextRef, len(items))
+	for i, it := range items {
+		r, err := jsonRef(it)
+		if err != nil {
+			return nil, err
+		}
+		refs[i] = r
+	}
+	return refs, nil
+}
+
+// header checks v and type.
+func jsonHeader(ms []member, want string) error {
+	var v, typ bool
+	for _, m := range ms {
+		switch m.name {
+		case "v":
+			if string(m.val) != "1" {
+				return invalid("v is not 1")
+			}
+			v = true
+		case "type":
+			s, err := jsonText(m.val, "type")
+			if err != nil || s != want {
+				return invalid("type is not %q", want)
+			}
+			typ = true
+		}
+	}
+	if !v || !typ {
+		return invalid("v and type are required")
+	}
+	return nil
+}
+
+// ParseOfferJSON decodes the JSON form of a HandoffOffer and checks it against the CDDL.
+func ParseOfferJSON(b []byte) (*Offer, error) {
+	if !json.Valid(b) {
+		return nil, errcode.New(errcode.InvalidEncoding, "offer is not JSON")
+	}
+	ms, err := objectMembers(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := jsonHeader(ms, "offer"); err != nil {
+		return nil, err
+	}
+	o := &Offer{}
+	var have uint
+	for _, m := range ms {
+		switch m.name {
+		case "v", "type":
+		case "hop":
+			o.Hop, err = jsonText(m.val, "hop")
+			have |= 1
+		case "dialog":
+			o.Dialog, err = jsonText(m.val, "dialog")
+			have |= 2
+		case "task":
+			var s string
+			s, err = jsonText(m.val, "task")
+			o.Task = &s
+		case "iss":
+			o.Iss, err = jsonText(m.val, "iss")
+			have |= 4
+		case "aud":
+			o.Aud, err = jsonText(m.val, "aud")
+			have |= 8
+		case "iat":
+			o.Iat, err = jsonUint(m.val)
+			have |= 16
+		case "exp":
+			o.Exp, err = jsonUint(m.val)
+			have |= 32
+		case "obo":
+			o.Obo, err = jsonPrincipal(m.val)
+		case "grant":
+			var d Digest
+			d, err = jsonDigest(m.val)
+			o.Grant = &d
+		case "prev":
+			var d Digest
+			d, err = jsonDigest(m.val)
+			o.Prev = &d
+		case "refs":
+			o.Refs, err = jsonRefs(m.val)
+		default:
+			err = putExtra(&o.Extra, m)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if have != 63 {
+		return nil, invalid("offer needs hop, dialog, iss, aud, iat and exp")
+	}
+	return o, o.Validate()
+}
+
+// ParseStatusJSON decodes the JSON form of a HandoffStatus and checks it against the CDDL.
+func ParseStatusJSON(b []byte) (*Status, error) {
+	if !json.Valid(b) {
+		return nil, errcode.New(errcode.InvalidEncoding, "status is not JSON")
+	}
+	ms, err := objectMembers(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := jsonHeader(ms, "status"); err != nil {
+		return nil, err
+	}
+	s := &Status{}
+	var have uint
+	for _, m := range ms {
+		switch m.name {
+		case "v", "type":
+		case "hop":
+			s.Hop, err = jsonText(m.val, "hop")
+			have |= 1
+		case "offer":
+			s.Offer, err = jsonDigest(m.val)
+			have |= 2
+		case "iss":
+			s.Iss, err = jsonText(m.val, "iss")
+			have |= 4
+		case "aud":
+			s.Aud, err = jsonText(m.val, "aud")
+			have |= 8
+		case "iat":
+			s.Iat, err = jsonUint(m.val)
+			have |= 16
+		case "state":
+			var v string
+			v, err = jsonText(m.val, "state")
+			s.State = State(v)
+			have |= 32
+		case "reason":
+			var v string
+			v, err = jsonText(m.val, "reason")
+			r := Reason(v)
+			s.Reason = &r
+		case "detail":
+			var v string
+			v, err = jsonText(m.val, "detail")
+			s.Detail = &v
+		case "refs":
+			s.Refs, err = jsonRefs(m.val)
+		default:
+			err = putExtra(&s.Extra, m)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if have != 63 {
+		return nil, invalid("status needs hop, offer, iss, aud, iat and state")
+	}
+	return s, s.Validate()
+}
+
+// jsonWriter writes JSON in a fixed member order without HTML escaping.
+type jsonWriter struct {
+	buf   bytes.Buffer
+	first []bool
+	err   error
+}
+
+func (w *jsonWriter) open() {
+	w.buf.WriteByte('{')
+	w.first = append(w.first, true)
+}
+
+func (w *jsonWriter) close() {
+	w.buf.WriteByte('}')
+	w.first = w.first[:len(w.first)-1]
+}
+
+func (w *jsonWriter) key(k string) {
+	if !w.first[len(w.first)-1] {
+		w.buf.WriteByte(',')
+	}
+	w.first[len(w.first)-1] = false
+	w.str(k)
+	w.buf.WriteByte(':')
+}
+
+func (w *jsonWriter) str(s string) {
+	if !utf8.ValidString(s) && w.err == nil {
+		w.err = invalid("text is not UTF-8")
+	}
+	w.buf.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			w.buf.WriteByte('\\')
+			w.buf.WriteByte(c)
+		case c == '\n':
+			w.buf.WriteString(`\n`)
+		case c == '\r':
+			w.buf.WriteString(`\r`)
+		case c == '\t':
+			w.buf.WriteString(`\t`)
+		case c < 0x20:
+			w.buf.WriteString(`\u00`)
+			w.buf.WriteByte("0123456789abcdef"[c>>4])
+			w.buf.WriteByte("0123456789abcdef"[c&15])
+		default:
+			w.buf.WriteByte(c)
+		}
+	}
+	w.buf.WriteByte('"')
+}
+
+func (w *jsonWriter) int(n int64) { w.buf.WriteString(strconv.FormatInt(n, 10)) }
+
+func (w *jsonWriter) any(v any) {
+	jv, err := toJSONValue(v)
+	if err != nil {
+		if w.err == nil {
+			w.err = err
+		}
+		return
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(jv); err != nil {
+		if w.err == nil {
+			w.err = invalid("value cannot be written as JSON: %v", err)
+		}
+		return
+	}
+	w.buf.Write(bytes.TrimRight(b.Bytes(), "\n"))
+}
+
+func (w *jsonWriter) extra(m map[string]any) {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		w.key(k)
+		w.any(m[k])
+	}
+}
+
+func (w *jsonWriter) digest(d Digest) {
+	w.open()
+	w.key("alg")
+	w.str(d.Alg)
+	w.key("val")
+	w.str(d.Val)
+	w.close()
+}
+
+func (w *jsonWriter) refs(refs []ContextRef) {
+	w.buf.WriteByte('[')
+	for i, r := range refs {
+		if i > 0 {
+			w.buf.WriteByte(',')
+		}
+		w.open()
+		w.key("kind")
+		w.str(r.Kind)
+		w.key("dig")
+		w.digest(r.Dig)
+		if r.Loc != nil {
+			w.key("loc")
+			w.str(*r.Loc)
+		}
+		if r.Proof != nil {
+			w.key("proof")
+			w.any(r.Proof)
+		}
+		w.extra(r.Extra)
+		w.close()
+	}
+	w.buf.WriteByte(']')
+}
+
+// MarshalJSON writes the JSON form of the offer: members in the order of the CDDL, then
+// the extra members sorted by name, no insignificant whitespace. (The example offer of
+// section 2.3 comes out byte for byte.)
+func (o *Offer) MarshalJSON() ([]byte, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	w := &jsonWriter{}
+	w.open()
+	w.key("v")
+	w.int(Version)
+	w.key("type")
+	w.str("offer")
+	w.key("hop")
+	w.str(o.Hop)
+	w.key("dialog")
+	w.str(o.Dialog)
+	if o.Task != nil {
+		w.key("task")
+		w.str(*o.Task)
+	}
+	w.key("iss")
+	w.str(o.Iss)
+	w.key("aud")
+	w.str(o.Aud)
+	w.key("iat")
+	w.int(o.Iat)
+	w.key("exp")
+	w.int(o.Exp)
+	if o.Obo != nil {
+		w.key("obo")
+		w.open()
+		w.key("sub")
+		w.str(o.Obo.Sub)
+		if o.Obo.Iss != nil {
+			w.key("iss")
+			w.str(*o.Obo.Iss)
+		}
+		w.extra(o.Obo.Extra)
+		w.close()
+	}
+	if o.Grant != nil {
+		w.key("grant")
+		w.digest(*o.Grant)
+	}
+	if o.Prev != nil {
+		w.key("prev")
+		w.digest(*o.Prev)
+	}
+	if o.Refs != nil {
+		w.key("refs")
+		w.refs(o.Refs)
+	}
+	w.extra(o.Extra)
+	w.close()
+	return w.buf.Bytes(), w.err
+}
+
+// MarshalJSON writes the JSON form of the status (CDDL order, then extras by name).
+func (s *Status) MarshalJSON() ([]byte, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	w := &jsonWriter{}
+	w.open()
+	w.key("v")
+	w.int(Version)
+	w.key("type")
+	w.str("status")
+	w.key("hop")
+	w.str(s.Hop)
+	w.key("offer")
+	w.digest(s.Offer)
+	w.key("iss")
+	w.str(s.Iss)
+	w.key("aud")
+	w.str(s.Aud)
+	w.key("iat")
+	w.int(s.Iat)
+	w.key("state")
+	w.str(string(s.State))
+	if s.Reason != nil {
+		w.key("reason")
+		w.str(string(*s.Reason))
+	}
+	if s.Detail != nil {
+		w.key("detail")
+		w.str(*s.Detail)
+	}
+	if s.Refs != nil {
+		w.key("refs")
+		w.refs(s.Refs)
+	}
+	w.extra(s.Extra)
+	w.close()
+	return w.buf.Bytes(), w.err
+}
+
+// toJSONValue converts a generic value (from JSON or CBOR) into one encoding/json
+// writes as the draft's JSON form would have it: byte strings become base64url text
+// (as a proof is carried in JSON, Appendix A), CBOR maps need text keys.
+func toJSONValue(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, bool, string, json.Number, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return x, nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, invalid("NaN or infinity has no JSON form")
+		}
+		return x, nil
+	case *big.Int:
+		return json.Number(x.String()), nil
+	case big.Int:
+		return json.Number(x.String()), nil
+	case Null:
+		return nil, nil
+	case []byte:
+		return base64.RawURLEncoding.EncodeToString(x), nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			c, err := toJSONValue(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			c, err := toJSONValue(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return out, nil
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			ks, ok := k.(string)
+			if !ok {
+				return nil, invalid("a map with a non-text key has no JSON form")
+			}
+			c, err := toJSONValue(e)
+			if err != nil {
+				return nil, err
+			}
+			out[ks] = c
+		}
+		return out, nil
+	case cbor.Tag, cbor.SimpleValue:
+		return nil, invalid("a CBOR tag or simple value has no JSON form")
+	}
+	return nil, invalid("value of type %T has no JSON form", v)
+}

@@ -1,0 +1,792 @@
+package handoff
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/store"
+)
+
+// Defaults of a Receiver (section 5.2 and local policy).
+const (
+	DefaultSkew        = 60 * time.Second
+	DefaultMaxLifetime = 300 * time.Second
+	// DefaultRetention is how long a delegate keeps a hop's record after it sent
+	// "rejected", "completed" or "failed" (section 5.2: "a further retention period,
+	// set by local policy and made known to its delegators").
+	DefaultRetention = 24 * time.Hour
+)
+
+// Outcome is what a Receiver decided about an offer.
+type Outcome string
+
+// Outcomes.
+const (
+	// OutcomeAccepted: every check of section 5.1 passed. The delegate takes the work
+	// by calling Receiver.Accept, which sends "accepted", or refuses it with
+	// Receiver.Reject.
+	OutcomeAccepted Outcome = "accepted"
+	// OutcomeRejected: a check failed (Decision.Reason), or could not be completed
+	// (Decision.Err is Incomplete and Reason is empty).
+	OutcomeRejected Outcome = "rejected"
+	// OutcomeRetransmission: an exact copy of a remembered offer; it is not processed
+	// again and is answered as section 5.3 says (Decision.Reply).
+	OutcomeRetransmission Outcome = "retransmission"
+	// OutcomeEquivocation: a second offer for a remembered (iss, hop) with other octets
+	// (section 5.6). It is never accepted and never answered; Decision.Reply, when set,
+	// is a status for the first offer.
+	OutcomeEquivocation Outcome = "equivocation"
+)
+
+// Decision is the result of Receiver.Receive.
+type Decision struct {
+	Outcome Outcome
+	// Reason is the reason value of a rejection (empty when the check could not be
+	// completed).
+	Reason Reason
+	// Step is the step of section 5.1 that decided (1 to 7; 0 when all passed).
+	Step int
+	// Offer is the verified offer (nil when step 1 failed).
+	Offer *VerifiedOffer
+	// Chain is the chain after section 5.5 (nil when step 6 was not reached).
+	Chain *ChainResult
+	// Refs are the reference outcomes (nil when step 7 was not reached).
+	Refs []RefResult
+	// Reply is a signed status for the caller to send, or nil.
+	Reply *Signed
+	// Withheld is true when a status would have been resent but the sender of this
+	// message was not authenticated as offer.iss (section 8.4).
+	Withheld bool
+	// StopWork asks the delegate to stop the work of the first offer if it can: the
+	// hop was taken and then equivocated (section 5.6).
+	StopWork bool
+	// Flagged is true when the operator was (and should be) told: equivocation.
+	Flagged bool
+	// Err is the rejection as an *errcode.Error (nil when accepted).
+	Err error
+}
+
+// Inbound is an offer as it arrived.
+type Inbound struct {
+	Handoff *Handoff
+	// Dialog is the dialog identifier of the host protocol message that carried the
+	// handoff (for example an A2A contextId, or the Dialog-Context dlg); "" when the
+	// message carries none. Step 5 compares it with offer.dialog.
+	Dialog string
+	// Credential is the credential that arrived with the request, exactly as presented
+	// (the Txn-Token within a trust domain, the access token across one); nil when none
+	// did. When the offer has a grant, it must be this credential's digest (section 5.7).
+	Credential []byte
+	// AuthenticatedSender is the AgentId the host protocol authenticated as the sender
+	// of this message, "" when none. A remembered status is resent only to offer.iss
+	// (section 8.4).
+	AuthenticatedSender string
+}
+
+// Flag is something the operator should be told (sections 5.3, 5.4, 5.6).
+type Flag struct {
+	Kind   string // "equivocation" or "conflict"
+	Iss    string
+	Hop    string
+	Detail string
+}
+
+// ReceiverOption configures NewReceiver.
+type ReceiverOption func(*Receiver)
+
+// WithClock injects the clock (tests move it; they never sleep).
+func WithClock(now func() time.Time) ReceiverOption {
+	return func(r *Receiver) {
+		if now != nil {
+			r.now = now
+		}
+	}
+}
+
+// WithSkew sets the allowed clock skew (default 60 s).
+func WithSkew(d time.Duration) ReceiverOption { return func(r *Receiver) { r.skew = d } }
+
+// WithMaxLifetime sets the maximum exp - iat of an offer (default 300 s).
+func WithMaxLifetime(d time.Duration) ReceiverOption {
+	return func(r *Receiver) { r.maxLifetime = d }
+}
+
+// WithRetention sets how long a hop's record is kept after a terminal status.
+func WithRetention(d time.Duration) ReceiverOption { return func(r *Receiver) { r.retention = d } }
+
+// WithChainPolicy sets the chain policy (section 5.5; default: partial chains
+// accepted, maximum length 16, no re-entry).
+func WithChainPolicy(p ChainPolicy) ReceiverOption { return func(r *Receiver) { r.chain = p } }
+
+// WithRefPolicy sets which references are checked before accepting (step 7).
+func WithRefPolicy(p RefPolicy) ReceiverOption { return func(r *Receiver) { r.refs = p } }
+
+// WithStatusKey sets the delegate's signing key for statuses. Without one, no status
+// is produced and Accept, Reject, Complete and Fail fail.
+func WithStatusKey(k *keys.PrivateKey) ReceiverOption { return func(r *Receiver) { r.key = k } }
+
+// WithRecordsLostAt says when the records were last lost (for example the start of a
+// process whose records are in memory). Until the maximum lifetime has passed, offers
+// issued at or before that time that the receiver does not remember are rejected with
+// reason "replay" (section 8.4). A store that survives restarts (Redis) needs none.
+func WithRecordsLostAt(t time.Time) ReceiverOption { return func(r *Receiver) { r.lostAt = t } }
+
+// WithMaxElementSize bounds each signed handoff (default DefaultMaxElementSize).
+func WithMaxElementSize(n int) ReceiverOption { return func(r *Receiver) { r.maxElem = n } }
+
+// WithQuietReasons lists reasons for which no "rejected" status is produced (section
+// 5.1: "unless doing so would itself leak information its policy protects").
+func WithQuietReasons(rs ...Reason) ReceiverOption {
+	return func(r *Receiver) {
+		for _, x := range rs {
+			r.quiet[x] = true
+		}
+	}
+}
+
+// WithGrantRequired rejects (reason policy) an offer without a grant, or whose grant
+// cannot be checked because no credential arrived with it.
+func WithGrantRequired() ReceiverOption { return func(r *Receiver) { r.grantRequired = true } }
+
+// WithFlags sets the function told about flagged hops.
+func WithFlags(f func(Flag)) ReceiverOption { return func(r *Receiver) { r.flag = f } }
+
+// Receiver is the delegate's side of handoffs: it checks offers (section 5.1), keeps
+// the (iss, hop) records of section 5.2 in a store.Records, answers retransmissions
+// (5.3), handles equivocation (5.6) and cancels, and signs the delegate's statuses
+// (section 4). It is safe for concurrent use; concurrent changes to one hop are
+// serialised by the store's compare-and-swap.
+type Receiver struct {
+	self          string
+	trust         Trust
+	records       store.Records
+	key           *keys.PrivateKey
+	now           func() time.Time
+	skew          time.Duration
+	maxLifetime   time.Duration
+	retention     time.Duration
+	lostAt        time.Time
+	maxElem       int
+	chain         ChainPolicy
+	refs          RefPolicy
+	quiet         map[Reason]bool
+	grantRequired bool
+	flag          func(Flag)
+}
+
+// NewReceiver returns the receiver of agent self.
+func NewReceiver(self string, trust Trust, records store.Records, opts ...ReceiverOption) *Receiver {
+	r := &Receiver{self: self, trust: trust, records: records, now: time.Now, skew: DefaultSkew,
+		maxLifetime: DefaultMaxLifetime, retention: DefaultRetention, maxElem: DefaultMaxElementSize,
+		quiet: map[Reason]bool{}}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// Delegate-side record states. "received" is a remembered offer on which the delegate
+// has decided nothing and sent nothing.
+const (
+	recReceived = "received"
+)
+
+// hopRecord is what the delegate keeps per (iss, hop) (section 5.2): the handoff digest
+// of the offer, the state, and the octets of the last status it sent.
+type hopRecord struct {
+	Digest      []byte `cbor:"1,keyasint"`
+	Form        int    `cbor:"2,keyasint"`
+	State       string `cbor:"3,keyasint"`
+	Status      []byte `cbor:"4,keyasint,omitempty"`
+	Exp         int64  `cbor:"5,keyasint"`
+	Equivocated bool   `cbor:"6,keyasint,omitempty"`
+	// Outcome is "completed" or "failed" when it was sent after a cancel (the state
+	// stays "canceled": each party keeps the first terminal state, section 5.6).
+	Outcome string `cbor:"7,keyasint,omitempty"`
+}
+
+func (h *hopRecord) encode() []byte {
+	b, err := cborEnc.Marshal(h)
+	if err != nil {
+		panic(err) // a struct of plain fields always encodes
+	}
+	return b
+}
+
+func decodeRecord(b []byte) (*hopRecord, error) {
+	var h hopRecord
+	if err := cbor.Unmarshal(b, &h); err != nil || len(h.Digest) == 0 {
+		return nil, errcode.Unavailable(errcode.StoreUnavailable, err, "unreadable handoff record")
+	}
+	return &h, nil
+}
+
+func (h *hopRecord) digest() Digest {
+	return Digest{Alg: SHA256, Val: base64.RawURLEncoding.EncodeToString(h.Digest)}
+}
+
+func (h *hopRecord) lastStatus() *Signed {
+	if len(h.Status) == 0 {
+		return nil
+	}
+	return &Signed{Form: Form(h.Form), Octets: bytes.Clone(h.Status)}
+}
+
+// terminal reports whether the delegate has sent a terminal status for the hop.
+func (h *hopRecord) terminal() bool {
+	switch State(h.State) {
+	case StateRejected, StateCompleted, StateFailed:
+		return true
+	}
+	return h.Outcome != ""
+}
+
+func recordKey(iss, hop string) string { return "handoff\x00" + iss + "\x00" + hop }
+
+func (r *Receiver) seconds(d time.Duration) int64 { return int64(d / time.Second) }
+
+// receivedTTL keeps a remembered pair at least until exp plus the skew (section 5.2).
+func (r *Receiver) receivedTTL(exp int64, now time.Time) time.Duration {
+	until := time.Unix(min(exp, 1<<40), 0).Add(r.skew).Sub(now)
+	return max(until, time.Second)
+}
+
+// terminalTTL keeps a hop for the retention period after a terminal status, and at
+// least as long as the pair itself must be remembered.
+func (r *Receiver) terminalTTL(exp int64, now time.Time) time.Duration {
+	return max(r.receivedTTL(exp, now), r.retention, time.Second)
+}
+
+// Receive checks an offer as section 5.1 says: steps 1 to 7 in order, the first
+// failure wins. It returns the Decision and, unless the offer passed, its Err.
+func (r *Receiver) Receive(ctx context.Context, in Inbound) (*Decision, error) {
+	if in.Handoff == nil {
+		err := errcode.New(errcode.InvalidRequest, "no handoff")
+		return &Decision{Outcome: OutcomeRejected, Err: err}, err
+	}
+	now := r.now()
+	h := in.Handoff
+
+	// Step 1: signed form, v and type, signature with a key bound to iss.
+	e, err := parseElement(h.Offer, "offer", r.maxElem)
+	if err != nil {
+		// Nothing is answered: the payload is unreadable, or the element is unsigned,
+		// which section 3 treats as absent.
+		return r.decide(&Decision{Outcome: OutcomeRejected, Step: 1, Reason: ReasonBadSignature,
+			Err: rejectWrap(ReasonBadSignature, err, "signed offer")})
+	}
+	vo, err := e.verifiedOffer(ctx, r.trust)
+	if err != nil {
+		if errcode.KindOf(err) == errcode.Incomplete {
+			return r.decide(&Decision{Outcome: OutcomeRejected, Step: 1, Err: err})
+		}
+		return r.rejectUnrecorded(e.offer, h.Offer, &Decision{Step: 1, Err: err})
+	}
+	o := vo.Offer
+	d := &Decision{Offer: vo}
+
+	// Step 2: audience.
+	if o.Aud != r.self {
+		d.Step, d.Err = 2, reject(ReasonWrongAudience, "offer is for %q, this agent is %q", o.Aud, r.self)
+		return r.rejectUnrecorded(o, h.Offer, d)
+	}
+
+	// A remembered pair skips step 3 and is handled by step 4 (retransmission or
+	// equivocation, even after exp).
+	key := recordKey(o.Iss, o.Hop)
+	raw, err := r.records.Get(ctx, key)
+	if err != nil {
+		d.Outcome, d.Step, d.Err = OutcomeRejected, 3, err
+		return r.decide(d)
+	}
+	if raw != nil {
+		return r.remembered(ctx, key, raw, vo, in)
+	}
+
+	// Step 3: freshness (section 5.2). A stale offer is not remembered and sets no
+	// state.
+	if err := r.fresh(o, now); err != nil {
+		d.Step, d.Err = 3, err
+		return r.rejectUnrecorded(o, h.Offer, d)
+	}
+
+	// Step 4: not seen before. After a loss of records, an offer issued before the
+	// loss may have been seen: "replay" (section 8.4).
+	if !r.lostAt.IsZero() && o.Iat <= r.lostAt.Unix() {
+		d.Step, d.Err = 4, reject(ReasonReplay, "records were lost at %d and this offer was issued at %d", r.lostAt.Unix(), o.Iat)
+		return r.rejectUnrecorded(o, h.Offer, d)
+	}
+	digestRaw, _ := base64.RawURLEncoding.DecodeString(vo.Digest.Val)
+	rec := &hopRecord{Digest: digestRaw, Form: int(h.Offer.Form), State: recReceived, Exp: o.Exp}
+	recRaw := rec.encode()
+	existing, err := r.records.Create(ctx, key, recRaw, r.receivedTTL(o.Exp, now))
+	if err != nil {
+		d.Outcome, d.Step, d.Err = OutcomeRejected, 4, err
+		return r.decide(d)
+	}
+	if existing != nil { // a concurrent copy got there first
+		return r.remembered(ctx, key, existing, vo, in)
+	}
+
+	// Step 5: dialog, and the grant binding of section 5.7.
+	if in.Dialog != "" && o.Dialog != in.Dialog {
+		d.Step, d.Err = 5, reject(ReasonPolicy, "offer is for dialog %q, the message is in %q", o.Dialog, in.Dialog)
+		return r.rejectRecorded(ctx, key, rec, recRaw, d, now)
+	}
+	if err := r.checkGrant(o, in.Credential); err != nil {
+		d.Step, d.Err = 5, err
+		return r.rejectRecorded(ctx, key, rec, recRaw, d, now)
+	}
+
+	// Step 6: the chain.
+	cc := &chainChecker{trust: r.trust, self: r.self, skew: r.skew, maxElem: r.maxElem, policy: r.chain}
+	d.Chain, err = cc.check(ctx, vo, h.Chain)
+	if err != nil {
+		d.Step, d.Err = 6, err
+		if errcode.KindOf(err) == errcode.Incomplete {
+			return r.undo(ctx, key, recRaw, d)
+		}
+		return r.rejectRecorded(ctx, key, rec, recRaw, d, now)
+	}
+
+	// Step 7: references local policy requires.
+	d.Refs, err = checkRefs(ctx, o.Refs, r.refs)
+	if err != nil {
+		d.Step, d.Err = 7, err
+		return r.rejectRecorded(ctx, key, rec, recRaw, d, now)
+	}
+	d.Outcome = OutcomeAccepted
+	return d, nil
+}
+
+func (r *Receiver) decide(d *Decision) (*Decision, error) {
+	if d.Outcome == "" {
+		d.Outcome = OutcomeRejected
+	}
+	if d.Reason == "" {
+		d.Reason = ReasonOf(d.Err)
+	}
+	return d, d.Err
+}
+
+// undo forgets a pair whose processing could not be completed, so that a
+// retransmission is processed afresh instead of being taken for a copy of an offer on
+// which nothing was decided.
+func (r *Receiver) undo(ctx context.Context, key string, recRaw []byte, d *Decision) (*Decision, error) {
+	_, _ = r.records.Delete(ctx, key, recRaw)
+	d.Outcome, d.Reason = OutcomeRejected, ""
+	return d, d.Err
+}
+
+// fresh applies section 5.2.
+func (r *Receiver) fresh(o *Offer, now time.Time) error {
+	n := now.Unix()
+	switch {
+	case o.Exp <= o.Iat:
+		return reject(ReasonStale, "exp %d is not later than iat %d", o.Exp, o.Iat)
+	case o.Iat > satAdd(n, r.seconds(r.skew)):
+		return reject(ReasonStale, "issued at %d, after now %d plus skew", o.Iat, n)
+	case o.Exp <= n:
+		return reject(ReasonStale, "expired at %d, now %d", o.Exp, n)
+	case o.Exp-o.Iat > r.seconds(r.maxLifetime):
+		return reject(ReasonStale, "lifetime %ds exceeds the maximum %s", o.Exp-o.Iat, r.maxLifetime)
+	}
+	return nil
+}
+
+func (r *Receiver) checkGrant(o *Offer, credential []byte) error {
+	if o.Grant == nil {
+		if r.grantRequired {
+			return errcode.New(errcode.HandoffGrantMismatch, "the offer names no grant")
+		}
+		return nil
+	}
+	if credential == nil {
+		if r.grantRequired {
+			return errcode.New(errcode.HandoffGrantMismatch, "no credential arrived to check the grant against")
+		}
+		return nil
+	}
+	return CheckGrant(o, credential)
+}
+
+// rejectUnrecorded rejects at steps 1 to 4 without remembering the pair. It still
+// produces a "rejected" status when the payload could be read, a key is configured and
+// the reason is not quiet; the status never sets the hop's state at the delegate
+// (nothing is recorded).
+func (r *Receiver) rejectUnrecorded(o *Offer, s Signed, d *Decision) (*Decision, error) {
+	d.Outcome = OutcomeRejected
+	d.Reason = ReasonOf(d.Err)
+	if o != nil && r.key != nil && !r.quiet[d.Reason] {
+		if st, err := r.sign(s.Form, o.Hop, s.Digest(), o.Iss, StateRejected, d.Reason, "", nil); err == nil {
+			d.Reply = &st
+		}
+	}
+	return d, d.Err
+}
+
+// rejectRecorded rejects at steps 5 to 7: the pair is remembered, and the "rejected"
+// status becomes its last status, resent to retransmissions.
+func (r *Receiver) rejectRecorded(ctx context.Context, key string, rec *hopRecord, old []byte, d *Decision, now time.Time) (*Decision, error) {
+	d.Outcome = OutcomeRejected
+	d.Reason = ReasonOf(d.Err)
+	o := d.Offer
+	next := *rec
+	next.State = string(StateRejected)
+	var st Signed
+	if r.key != nil && !r.quiet[d.Reason] {
+		var err error
+		st, err = r.sign(Form(rec.Form), o.Hop, o.Digest, o.Iss, StateRejected, d.Reason, "", nil)
+		if err == nil {
+			next.Status = st.Octets
+		}
+	}
+	ok, err := r.records.Swap(ctx, key, old, next.encode(), r.terminalTTL(o.Exp, now))
+	if err == nil && ok && next.Status != nil {
+		d.Reply = &st
+	}
+	return d, d.Err
+}
+
+// remembered handles an offer whose (iss, hop) is remembered: a retransmission (same
+// digest, section 5.3) or equivocation (different digest, section 5.6).
+func (r *Receiver) remembered(ctx context.Context, key string, raw []byte, vo *VerifiedOffer, in Inbound) (*Decision, error) {
+	rec, err := decodeRecord(raw)
+	if err != nil {
+		return r.decide(&Decision{Outcome: OutcomeRejected, Step: 4, Offer: vo, Err: err})
+	}
+	o := vo.Offer
+	digest, _ := base64.RawURLEncoding.DecodeString(vo.Digest.Val)
+	d := &Decision{Offer: vo, Step: 4}
+	if bytes.Equal(digest, rec.Digest) {
+		d.Outcome = OutcomeRetransmission
+		d.Err = errcode.New(errcode.HandoffRetransmission, "offer %s was already received; it is not processed again", o.Hop)
+		reply := rec.lastStatus()
+		if reply == nil && State(rec.State) == StateAccepted && r.key != nil {
+			// Taken, but no status was sent (a crash between the two): send "accepted".
+			st, err := r.sign(Form(rec.Form), o.Hop, vo.Digest, o.Iss, StateAccepted, "", "", nil)
+			if err == nil {
+				next := *rec
+				next.Status = st.Octets
+				if ok, err := r.records.Swap(ctx, key, raw, next.encode(), store.NoExpiry); err == nil && ok {
+					reply = &st
+				}
+			}
+		}
+		if reply != nil {
+			if in.AuthenticatedSender == o.Iss {
+				d.Reply = reply
+			} else {
+				d.Withheld = true
+			}
+		}
+		return d, d.Err
+	}
+
+	// Equivocation: never accepted, never answered for itself.
+	d.Outcome, d.Reason, d.Flagged = OutcomeEquivocation, ReasonEquivocation, true
+	d.Err = reject(ReasonEquivocation, "a second offer for hop %s of %q with other octets", o.Hop, o.Iss)
+	if r.flag != nil {
+		r.flag(Flag{Kind: "equivocation", Iss: o.Iss, Hop: o.Hop, Detail: "offer " + vo.Digest.Val + " conflicts with " + rec.digest().Val})
+	}
+	next := *rec
+	next.Equivocated = true
+	now := r.now()
+	switch {
+	case rec.State == recReceived && len(rec.Status) == 0:
+		// Neither taken nor answered: reject the first, with reason equivocation.
+		next.State = string(StateRejected)
+		var st Signed
+		if r.key != nil {
+			if st, err = r.sign(Form(rec.Form), o.Hop, rec.digest(), o.Iss, StateRejected, ReasonEquivocation, "", nil); err == nil {
+				next.Status = st.Octets
+			}
+		}
+		if ok, err := r.records.Swap(ctx, key, raw, next.encode(), r.terminalTTL(rec.Exp, now)); err == nil && ok && next.Status != nil {
+			d.Reply = &st
+		}
+	case rec.terminal():
+		// Already rejected or terminal: no other status for the first offer.
+	default:
+		// Taken, no terminal status: stop the work if possible; once the outcome is
+		// known, Complete or Fail (which then defaults to reason equivocation).
+		d.StopWork = true
+		_, _ = r.records.Swap(ctx, key, raw, next.encode(), store.NoExpiry)
+	}
+	return d, d.Err
+}
+
+// sign makes one of the delegate's statuses.
+func (r *Receiver) sign(form Form, hop string, offer Digest, aud string, state State, reason Reason, detail string, refs []ContextRef) (Signed, error) {
+	if r.key == nil {
+		return Signed{}, errcode.New(errcode.InvalidRequest, "the receiver has no status key")
+	}
+	st := &Status{Hop: hop, Offer: offer, Iss: r.self, Aud: aud, Iat: r.now().Unix(), State: state, Refs: refs}
+	if reason != "" {
+		st.Reason = &reason
+	}
+	if detail != "" {
+		st.Detail = &detail
+	}
+	return SignStatus(r.key, form, st)
+}
+
+// load returns the record of (iss, hop) and its raw value.
+func (r *Receiver) load(ctx context.Context, iss, hop string) (*hopRecord, []byte, error) {
+	raw, err := r.records.Get(ctx, recordKey(iss, hop))
+	if err != nil {
+		return nil, nil, err
+	}
+	if raw == nil {
+		return nil, nil, errcode.New(errcode.HandoffOfferMismatch, "no record of hop %s of %q", hop, iss)
+	}
+	rec, err := decodeRecord(raw)
+	return rec, raw, err
+}
+
+// change is a status the delegate is about to send for a remembered hop.
+type change struct {
+	state  State
+	reason Reason
+	detail string
+	refs   []ContextRef
+}
+
+// transition signs a status for a remembered hop and records it as the last status,
+// atomically with the state change (compare and swap on the record). plan sees the
+// record, refuses what section 4 forbids, and says what to send.
+func (r *Receiver) transition(ctx context.Context, iss, hop string, plan func(*hopRecord) (change, error)) (Signed, error) {
+	rec, raw, err := r.load(ctx, iss, hop)
+	if err != nil {
+		return Signed{}, err
+	}
+	c, err := plan(rec)
+	if err != nil {
+		return Signed{}, err
+	}
+	st, err := r.sign(Form(rec.Form), hop, rec.digest(), iss, c.state, c.reason, c.detail, c.refs)
+	if err != nil {
+		return Signed{}, err
+	}
+	next := *rec
+	next.Status = st.Octets
+	ttl := store.NoExpiry
+	switch {
+	case State(rec.State) == StateCanceled:
+		next.Outcome = string(c.state)
+		ttl = r.terminalTTL(rec.Exp, r.now())
+	case c.state == StateAccepted:
+		next.State = string(c.state)
+	default:
+		next.State = string(c.state)
+		ttl = r.terminalTTL(rec.Exp, r.now())
+	}
+	ok, err := r.records.Swap(ctx, recordKey(iss, hop), raw, next.encode(), ttl)
+	if err != nil {
+		return Signed{}, err
+	}
+	if !ok {
+		return Signed{}, errcode.New(errcode.HandoffInvalidTransition, "hop %s changed while its status was made; try again", hop)
+	}
+	return st, nil
+}
+
+func badTransition(rec *hopRecord, want string) error {
+	return errcode.New(errcode.HandoffInvalidTransition, "hop is %s: %s is not allowed (section 4)", rec.State, want)
+}
+
+// Accept takes the work of a hop that passed Receive and returns the signed
+// "accepted" status to send. The undecided pair is remembered until the offer's exp
+// plus the skew; after that there is nothing left to accept. The hop is then kept until a terminal status (or until
+// its operator forgets it), since its outcome is not known yet (section 5.2).
+func (r *Receiver) Accept(ctx context.Context, iss, hop string) (Signed, error) {
+	return r.transition(ctx, iss, hop, func(rec *hopRecord) (change, error) {
+		if rec.State != recReceived {
+			return change{}, badTransition(rec, "accepted")
+		}
+		return change{state: StateAccepted}, nil
+	})
+}
+
+// Reject refuses a remembered hop that has not been taken (a delegate sends at most
+// one of "accepted" and "rejected", and never "rejected" for a hop it has taken).
+// "stale" and "replay" are reserved for hops the delegate does not remember.
+func (r *Receiver) Reject(ctx context.Context, iss, hop string, reason Reason, detail string) (Signed, error) {
+	if reason == "" || reason.nonterminal() {
+		return Signed{}, errcode.New(errcode.InvalidRequest, "reason %q cannot reject a remembered hop", reason)
+	}
+	return r.transition(ctx, iss, hop, func(rec *hopRecord) (change, error) {
+		if rec.State != recReceived {
+			return change{}, badTransition(rec, "rejected")
+		}
+		return change{state: StateRejected, reason: reason, detail: detail}, nil
+	})
+}
+
+// Complete sends "completed" for a hop whose work took full effect. Call it only when
+// that is known (section 5.4): while it is not, the hop stays "accepted". refs may name
+// the results. "accepted" need not have been sent before (section 4).
+func (r *Receiver) Complete(ctx context.Context, iss, hop string, refs []ContextRef) (Signed, error) {
+	if len(refs) == 0 {
+		refs = nil
+	}
+	return r.transition(ctx, iss, hop, func(rec *hopRecord) (change, error) {
+		if err := outcomeAllowed(rec, "completed"); err != nil {
+			return change{}, err
+		}
+		return change{state: StateCompleted, refs: refs}, nil
+	})
+}
+
+// Failure describes a failed hop.
+type Failure struct {
+	Reason Reason
+	Detail string
+	// Effects names, by digest, a record of each part of the work that took effect.
+	Effects []ContextRef
+	// Partial says that part of the work took effect: Effects must then list it
+	// (section 5.4). A failure with no effects says the work took no effect.
+	Partial bool
+}
+
+// Fail sends "failed" for a hop whose outcome is known (section 5.4). After
+// equivocation, the reason defaults to "equivocation" (section 5.6).
+func (r *Receiver) Fail(ctx context.Context, iss, hop string, f Failure) (Signed, error) {
+	if f.Partial && len(f.Effects) == 0 {
+		return Signed{}, errcode.New(errcode.InvalidRequest, "part of the work took effect: refs must list it (section 5.4)")
+	}
+	var refs []ContextRef
+	if len(f.Effects) > 0 {
+		refs = f.Effects
+	}
+	return r.transition(ctx, iss, hop, func(rec *hopRecord) (change, error) {
+		if err := outcomeAllowed(rec, "failed"); err != nil {
+			return change{}, err
+		}
+		reason := f.Reason
+		if reason == "" && rec.Equivocated {
+			reason = ReasonEquivocation
+		}
+		return change{state: StateFailed, reason: reason, detail: f.Detail, refs: refs}, nil
+	})
+}
+
+// outcomeAllowed: "completed" or "failed" go out at most once, for a hop that was
+// received or accepted, or canceled by the delegator meanwhile (section 5.6: a late
+// outcome still resolves the hop for the delegator).
+func outcomeAllowed(rec *hopRecord, what string) error {
+	switch {
+	case rec.State == recReceived, State(rec.State) == StateAccepted:
+		return nil
+	case State(rec.State) == StateCanceled && rec.Outcome == "":
+		return nil
+	}
+	return badTransition(rec, what)
+}
+
+// CancelResult is what Receiver.HandleCancel found.
+type CancelResult struct {
+	Status *VerifiedStatus
+	// Offer is the handoff digest of the canceled offer: the prev of the offers this
+	// delegate issued for the same work, to which the cancel propagates (section 4,
+	// Delegator.PropagateCancel).
+	Offer Digest
+	// StopWork is true when the work had been taken and no terminal status was sent.
+	StopWork bool
+	// AlreadyTerminal is true when the delegate had sent a terminal status first; it
+	// keeps that state (section 5.6).
+	AlreadyTerminal bool
+}
+
+// HandleCancel checks a "canceled" status from the delegator (section 5.6: signed by
+// a key bound to status.iss, status.iss the offer's iss, status.aud this agent,
+// status.offer the offer's digest) and records the hop as canceled.
+func (r *Receiver) HandleCancel(ctx context.Context, s Signed) (*CancelResult, error) {
+	vs, err := VerifyStatusSignature(ctx, r.trust, s, r.maxElem)
+	if err != nil {
+		return nil, err
+	}
+	if vs.State != StateCanceled {
+		return nil, errcode.New(errcode.HandoffInvalidTransition, "a delegate is sent only %q, not %q", StateCanceled, vs.State)
+	}
+	// The record is found under (status.iss, hop): a cancel from any party but the
+	// offer's iss finds none.
+	rec, raw, err := r.load(ctx, vs.Iss, vs.Hop)
+	if err != nil {
+		return nil, err
+	}
+	if vs.Aud != r.self {
+		return nil, reject(ReasonWrongAudience, "cancel is for %q", vs.Aud)
+	}
+	if !vs.Offer.Equal(rec.digest()) {
+		return nil, errcode.New(errcode.HandoffOfferMismatch, "cancel names offer %s, the hop's offer is %s", vs.Offer.Val, rec.digest().Val)
+	}
+	res := &CancelResult{Status: vs, Offer: rec.digest()}
+	switch {
+	case rec.terminal():
+		res.AlreadyTerminal = true
+		return res, nil
+	case State(rec.State) == StateCanceled:
+		return res, nil
+	}
+	next := *rec
+	ttl := store.NoExpiry // taken: the outcome may still have to be learned and sent
+	if rec.State == recReceived {
+		ttl = r.terminalTTL(rec.Exp, r.now())
+	} else {
+		res.StopWork = true
+	}
+	next.State = string(StateCanceled)
+	ok, err := r.records.Swap(ctx, recordKey(vs.Iss, vs.Hop), raw, next.encode(), ttl)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errcode.New(errcode.HandoffInvalidTransition, "hop changed while the cancel was recorded; try again")
+	}
+	return res, nil
+}
+
+// HopRecord is the delegate's view of one hop.
+type HopRecord struct {
+	Offer Digest
+	// State is "received" (remembered, nothing decided), or a status state.
+	State       string
+	Outcome     State
+	LastStatus  *Signed
+	Equivocated bool
+}
+
+// Lookup returns the delegate's record of (iss, hop).
+func (r *Receiver) Lookup(ctx context.Context, iss, hop string) (*HopRecord, error) {
+	rec, _, err := r.load(ctx, iss, hop)
+	if err != nil {
+		return nil, err
+	}
+	return &HopRecord{Offer: rec.digest(), State: rec.State, Outcome: State(rec.Outcome), LastStatus: rec.lastStatus(),
+		Equivocated: rec.Equivocated}, nil
+}
+
+// Forget drops the record of a hop, for an operator who has resolved a hop whose
+// outcome could not be learned (section 5.4). A forgotten hop identifier can be reused
+// undetected (section 8.4).
+func (r *Receiver) Forget(ctx context.Context, iss, hop string) error {
+	_, raw, err := r.load(ctx, iss, hop)
+	if err != nil {
+		return err
+	}
+	ok, err := r.records.Delete(ctx, recordKey(iss, hop), raw)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errcode.New(errcode.HandoffInvalidTransition, "hop changed while it was forgotten; try again")
+	}
+	return nil
+}
