@@ -44,7 +44,10 @@ func Status(err error) int {
 	case errcode.SubjectNotAllowed, errcode.AlgNotAllowed, errcode.LifetimeTooLong,
 		errcode.DialogMismatch, errcode.InitiatorMismatch:
 		return http.StatusForbidden
-	case errcode.DialogInUse:
+	case errcode.HandoffPolicy, errcode.HandoffGrantMismatch:
+		return http.StatusForbidden
+	case errcode.DialogInUse, errcode.HandoffEquivocation, errcode.HandoffUnresolvedWork,
+		errcode.HandoffInvalidTransition:
 		return http.StatusConflict
 	case errcode.ResponseNotSignable:
 		return http.StatusNotImplemented
