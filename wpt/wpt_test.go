@@ -66,7 +66,7 @@ func newRequest(t *testing.T, f *fixture, hdr map[string]string) *http.Request {
 func TestRequestRoundTrip(t *testing.T) {
 	for _, alg := range []string{keys.ES256, keys.EdDSA, keys.Ed25519} {
 		f := newFixture(t, alg)
-		req := newRequest(t, f, map[string]string{"Txn-Token": "txn.tok.en", "Dialog-Context": `dlg="D1";initiator="wimse://a.example/agent/a1"`})
+		req := newRequest(t, f, map[string]string{"Txn-Token": "txn.tok.en", "Dialog-Context": `dlg="D1", initiator="wimse://a.example/agent/a1"`})
 		res, err := f.v.VerifyRequest(context.Background(), req, wpt.RequestOptions{})
 		if err != nil {
 			t.Fatalf("%s: %v", alg, err)
@@ -243,7 +243,7 @@ func TestWPT02Sec2_ContextTokenBindings(t *testing.T) {
 func TestDialogBindingSec8_DTHRequiredAndMatched(t *testing.T) {
 	f := newFixture(t, keys.ES256)
 	ctx := context.Background()
-	dc := `dlg="D1";initiator="wimse://a.example/agent/a1"`
+	dc := `dlg="D1", initiator="wimse://a.example/agent/a1"`
 
 	req := newRequest(t, f, nil) // signed without Dialog-Context
 	req.Header.Set("Dialog-Context", dc)
@@ -251,7 +251,7 @@ func TestDialogBindingSec8_DTHRequiredAndMatched(t *testing.T) {
 	wantCode(t, err, errcode.DialogContextBindingMismatch)
 
 	req = newRequest(t, f, map[string]string{"Dialog-Context": dc})
-	req.Header.Set("Dialog-Context", `dlg="D2";initiator="wimse://a.example/agent/a1"`)
+	req.Header.Set("Dialog-Context", `dlg="D2", initiator="wimse://a.example/agent/a1"`)
 	_, err = f.v.VerifyRequest(ctx, req, wpt.RequestOptions{})
 	wantCode(t, err, errcode.DialogContextBindingMismatch)
 

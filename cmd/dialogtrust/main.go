@@ -36,6 +36,8 @@ var commands = []command{
 	{"handoff status verify", "--trust FILE --offer HANDOFF [--self AGENTID] [STATUS|-]", handoffStatusVerify},
 	{"handoff status", "--key FILE --offer HANDOFF --state STATE [--reason R] [--detail D] [--ref FILE]... [--now UNIX]", handoffStatus},
 	{"handoff digest", "[--raw] [SIGNED|HANDOFF|@FILE|-]", handoffDigest},
+	{"txn request", "--tts URL --wit WIT --key FILE (--subject-token T --subject-token-type URI | --self-signed SUB) --scope S --audience TD [--dialog D] [--details JSON] [--context JSON] [--proof wpt|httpsig]", txnRequest},
+	{"txn verify", "--jwks URL|FILE --audience TD [--dialog D] [--dialog-context V] [--iss URI] [--now UNIX] TOKEN", txnVerify},
 	{"conformance", "--dir DIR", conformanceRun},
 }
 

@@ -80,7 +80,7 @@ func TestWITIssueVerify(t *testing.T) {
 
 func TestWPTNewVerify(t *testing.T) {
 	e := setup(t, "ES256")
-	dc := `dlg="D1";initiator="wimse://a.example/agent/a1"`
+	dc := `dlg="D1", initiator="wimse://a.example/agent/a1"`
 	proof := strings.TrimSpace(mustRun(t, "", "wpt new", "--key", e.workload, "--wit", e.wit, "--aud", "https://b.example/x",
 		"--txn-token", "t.x.n", "--dialog-context", dc))
 	mustRun(t, "", "wpt verify", "--trust", e.trust, "--wit", e.wit, "--aud", "https://b.example/x", "--txn-token", "t.x.n", "--dialog-context", dc, proof)
@@ -107,7 +107,7 @@ func TestWPTNewVerify(t *testing.T) {
 func TestHTTPSigSignVerify(t *testing.T) {
 	e := setup(t, "EdDSA")
 	raw := "POST /invoke?x=1 HTTP/1.1\r\nHost: tool.a.example\r\nContent-Type: application/json\r\n" +
-		"Dialog-Context: dlg=\"D1\";initiator=\"wimse://a.example/agent/a1\"\r\nTxn-Token: t.x.n\r\nContent-Length: 13\r\n\r\n{\"amount\":10}"
+		"Dialog-Context: dlg=\"D1\", initiator=\"wimse://a.example/agent/a1\"\r\nTxn-Token: t.x.n\r\nContent-Length: 13\r\n\r\n{\"amount\":10}"
 	signed := mustRun(t, raw, "httpsig sign", "--key", e.workload, "--wit", e.wit, "--aud", "https://tool.a.example/invoke", "--sign-response")
 	for _, want := range []string{"Signature-Input: wimse=(\"@method\" \"@path\" \"@query\"", "\"dialog-context\"", "\"txn-token\"", "Content-Digest: sha-256=", ";wimse-sign-response"} {
 		if !strings.Contains(signed, want) {

@@ -98,7 +98,7 @@ func BenchmarkWPTMint(b *testing.B) {
 			clock := testkit.NewClock(testkit.Epoch)
 			d := testkit.NewDomain(b, "a.example", alg, clock)
 			w := d.Workload(b, "/agent/a1", alg)
-			txn, dc := "txn.token.value", `dlg="D1";initiator="wimse://a.example/agent/a1"`
+			txn, dc := "txn.token.value", `dlg="D1", initiator="wimse://a.example/agent/a1"`
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := wpt.New(w.Key, w.WIT, "https://tool.a.example/invoke", wpt.Bound{TxnToken: &txn, DialogContext: &dc}, wpt.WithMintClock(clock.Now)); err != nil {
@@ -124,7 +124,7 @@ func benchWITPlusWPT(b *testing.B, cached bool) {
 			clock := testkit.NewClock(testkit.Epoch)
 			d := testkit.NewDomain(b, "a.example", alg, clock)
 			w := d.Workload(b, "/agent/a1", alg)
-			txn, dc := "txn.token.value", `dlg="D1";initiator="wimse://a.example/agent/a1"`
+			txn, dc := "txn.token.value", `dlg="D1", initiator="wimse://a.example/agent/a1"`
 			bound := wpt.Bound{TxnToken: &txn, DialogContext: &dc}
 			p, _ := wpt.New(w.Key, w.WIT, "https://tool.a.example/invoke", bound, wpt.WithMintClock(clock.Now), wpt.WithTTL(time.Minute))
 			var vopts []wit.ValidatorOption
@@ -148,7 +148,7 @@ func signedRequest(b *testing.B, w *testkit.Workload, clock *testkit.Clock) (*ht
 	req := httptest.NewRequest("POST", "https://tool.a.example/invoke", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Txn-Token", "txn.token.value")
-	req.Header.Set("Dialog-Context", `dlg="D1";initiator="wimse://a.example/agent/a1"`)
+	req.Header.Set("Dialog-Context", `dlg="D1", initiator="wimse://a.example/agent/a1"`)
 	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithSignerClock(clock.Now)).SignRequest(req, "https://tool.a.example/invoke"); err != nil {
 		b.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func BenchmarkRequestSign(b *testing.B) {
 				req := httptest.NewRequest("POST", "https://tool.a.example/invoke", bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Txn-Token", "txn.token.value")
-				req.Header.Set("Dialog-Context", `dlg="D1";initiator="wimse://a.example/agent/a1"`)
+				req.Header.Set("Dialog-Context", `dlg="D1", initiator="wimse://a.example/agent/a1"`)
 				if _, err := s.SignRequest(req, "https://tool.a.example/invoke"); err != nil {
 					b.Fatal(err)
 				}

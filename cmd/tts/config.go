@@ -1,0 +1,302 @@
+package main
+
+import (
+	_ "embed"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// Config is the YAML configuration file. Every member is documented in README.md
+// ("Transaction Token Service", "Configuration").
+type Config struct {
+	// Development marks a development configuration: a generated signing key is
+	// allowed, the listener must be loopback, and the start says so loudly.
+	Development   bool                `yaml:"development"`
+	Listen        string              `yaml:"listen"`
+	Issuer        string              `yaml:"issuer"`
+	TrustDomains  []string            `yaml:"trust_domains"`
+	TLS           TLSConfig           `yaml:"tls"`
+	Keys          KeysConfig          `yaml:"keys"`
+	Store         StoreConfig         `yaml:"store"`
+	WITs          []WITTrustConfig    `yaml:"wits"`
+	WITIssuers    []string            `yaml:"wit_issuers"`
+	Auth          AuthConfig          `yaml:"auth"`
+	SubjectTokens SubjectTokensConfig `yaml:"subject_tokens"`
+	Policy        PolicyConfig        `yaml:"policy"`
+	Log           LogConfig           `yaml:"log"`
+	Skew          time.Duration       `yaml:"skew"`
+	// JWKSRetry bounds how often a JWKS URL that has not answered yet is tried again
+	// (default 5s).
+	JWKSRetry       time.Duration `yaml:"jwks_retry"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+}
+
+// TLSConfig: the serving certificate. Without it the TTS speaks plain HTTP, which only
+// a development configuration should do (oauth.md 1.9 item 2).
+type TLSConfig struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// KeysConfig: where the signing key comes from and how it rotates.
+type KeysConfig struct {
+	Alg            string        `yaml:"alg"`
+	SigningKeyFile string        `yaml:"signing_key_file"`
+	DataDir        string        `yaml:"data_dir"`
+	RotationPeriod time.Duration `yaml:"rotation_period"`
+	PublishDelay   time.Duration `yaml:"publish_delay"`
+}
+
+// StoreConfig: the replay store of WPT jtis, signature nonces and assertion jtis.
+type StoreConfig struct {
+	Type  string      `yaml:"type"`
+	Redis RedisConfig `yaml:"redis"`
+}
+
+// RedisConfig: a Redis node or Cluster.
+type RedisConfig struct {
+	Addrs   []string      `yaml:"addrs"`
+	Cluster bool          `yaml:"cluster"`
+	Prefix  string        `yaml:"prefix"`
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// WITTrustConfig: the keys of one trust domain's WIT issuer, by JWKS URL (fetched
+// lazily, cached, refreshed on an unknown kid) or file.
+type WITTrustConfig struct {
+	TrustDomain string `yaml:"trust_domain"`
+	JWKSURL     string `yaml:"jwks_url"`
+	JWKSFile    string `yaml:"jwks_file"`
+}
+
+// AuthConfig: the client authentication methods, in the order they are tried.
+type AuthConfig struct {
+	Methods     []string       `yaml:"methods"`
+	X509Bundles []BundleConfig `yaml:"x509_bundles"`
+	Clients     []ClientConfig `yaml:"clients"`
+}
+
+// BundleConfig: one trust domain's X.509 authorities (PEM) for tls_client_auth.
+type BundleConfig struct {
+	TrustDomain string `yaml:"trust_domain"`
+	File        string `yaml:"file"`
+}
+
+// ClientConfig: a workload registered for private_key_jwt, with its keys.
+type ClientConfig struct {
+	ID       string `yaml:"id"`
+	JWKSFile string `yaml:"jwks_file"`
+	JWKSURL  string `yaml:"jwks_url"`
+}
+
+// SubjectTokensConfig: the subject token types accepted.
+type SubjectTokensConfig struct {
+	SelfSigned   *PrefixedConfig   `yaml:"self_signed"`
+	UnsignedJSON *PrefixedConfig   `yaml:"unsigned_json"`
+	JWTIssuers   []JWTIssuerConfig `yaml:"jwt_issuers"`
+}
+
+// PrefixedConfig: a handler that can be switched on, with a sub prefix.
+type PrefixedConfig struct {
+	Enabled       bool   `yaml:"enabled"`
+	SubjectPrefix string `yaml:"subject_prefix"`
+}
+
+// JWTIssuerConfig: an issuer of JWT access tokens or ID tokens.
+type JWTIssuerConfig struct {
+	Issuer        string   `yaml:"issuer"`
+	JWKSURL       string   `yaml:"jwks_url"`
+	JWKSFile      string   `yaml:"jwks_file"`
+	Types         []string `yaml:"types"`
+	Typ           string   `yaml:"typ"`
+	Audiences     []string `yaml:"audiences"`
+	SubjectPrefix string   `yaml:"subject_prefix"`
+	Scope         []string `yaml:"scope"`
+}
+
+// PolicyConfig: see tts.Policy.
+type PolicyConfig struct {
+	Lifetime              time.Duration `yaml:"lifetime"`
+	BeyondSubjectExpiry   bool          `yaml:"beyond_subject_expiry"`
+	MaxLifetimeExtensions int           `yaml:"max_lifetime_extensions"`
+	MaxCallChain          int           `yaml:"max_call_chain"`
+	Rules                 []RuleConfig  `yaml:"rules"`
+}
+
+// RuleConfig: see tts.Rule. Subject token types may be short names (self_signed) or
+// URNs.
+type RuleConfig struct {
+	Workload          string   `yaml:"workload"`
+	Audiences         []string `yaml:"audiences"`
+	SubjectTokenTypes []string `yaml:"subject_token_types"`
+	Scopes            []string `yaml:"scopes"`
+	SubjectScopes     []string `yaml:"subject_scopes"`
+	Details           []string `yaml:"details"`
+	Context           []string `yaml:"context"`
+}
+
+// LogConfig: the slog level (debug, info, warn, error).
+type LogConfig struct {
+	Level string `yaml:"level"`
+}
+
+// EnvPrefix starts every environment override.
+const EnvPrefix = "DIALOGTRUST_TTS_"
+
+// parseYAML decodes strictly: an unknown member anywhere is an error, so a misspelt
+// option cannot be silently ignored.
+func parseYAML(b []byte, v any) error {
+	return yaml.UnmarshalWithOptions(b, v, yaml.Strict())
+}
+
+type source struct {
+	file     string
+	embedded bool
+}
+
+// loadConfig builds the configuration: the embedded default, or the file named by
+// --config or DIALOGTRUST_TTS_CONFIG; then environment overrides; then flags. Each
+// later layer wins.
+func loadConfig(args, env []string, stderr io.Writer) (*Config, source, error) {
+	envm := map[string]string{}
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && strings.HasPrefix(k, EnvPrefix) {
+			envm[strings.TrimPrefix(k, EnvPrefix)] = v
+		}
+	}
+	fs := flag.NewFlagSet("tts", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		configFile     = fs.String("config", "", "YAML configuration file (default: the embedded development configuration)")
+		listen         = fs.String("listen", "", "listen address host:port")
+		issuer         = fs.String("issuer", "", "issuer identifier (iss of Txn-Tokens; default http(s)://<listen>)")
+		trustDomains   = fs.String("trust-domains", "", "comma-separated trust domains served")
+		dataDir        = fs.String("data-dir", "", "directory for the signing keys (rotated)")
+		signingKeyFile = fs.String("signing-key-file", "", "private JWK file of the signing key")
+		storeType      = fs.String("store", "", "replay store: memory or redis")
+		redisAddrs     = fs.String("redis-addrs", "", "comma-separated Redis addresses")
+		logLevel       = fs.String("log-level", "", "debug, info, warn or error")
+	)
+	if err := fs.Parse(args); err != nil {
+		return nil, source{}, err
+	}
+	if fs.NArg() > 0 {
+		return nil, source{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	file := *configFile
+	if file == "" {
+		file = envm["CONFIG"]
+	}
+	cfg := &Config{}
+	src := source{file: file, embedded: file == ""}
+	raw := defaultYAML
+	if !src.embedded {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, src, err
+		}
+		raw = b
+	}
+	if err := parseYAML(raw, cfg); err != nil {
+		if src.embedded {
+			return nil, src, fmt.Errorf("embedded default: %w", err)
+		}
+		return nil, src, fmt.Errorf("%s: %w", file, err)
+	}
+	if err := applyEnv(cfg, envm); err != nil {
+		return nil, src, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, apply := range map[string]func(){
+		"listen":           func() { cfg.Listen = *listen },
+		"issuer":           func() { cfg.Issuer = *issuer },
+		"trust-domains":    func() { cfg.TrustDomains = splitList(*trustDomains) },
+		"data-dir":         func() { cfg.Keys.DataDir = *dataDir },
+		"signing-key-file": func() { cfg.Keys.SigningKeyFile = *signingKeyFile },
+		"store":            func() { cfg.Store.Type = *storeType },
+		"redis-addrs":      func() { cfg.Store.Redis.Addrs = splitList(*redisAddrs) },
+		"log-level":        func() { cfg.Log.Level = *logLevel },
+	} {
+		if set[name] {
+			apply()
+		}
+	}
+	return cfg, src, nil
+}
+
+// applyEnv applies DIALOGTRUST_TTS_* overrides. An unknown name is an error, like an
+// unknown YAML member.
+func applyEnv(cfg *Config, env map[string]string) error {
+	for name, v := range env {
+		var err error
+		switch name {
+		case "CONFIG":
+		case "LISTEN":
+			cfg.Listen = v
+		case "ISSUER":
+			cfg.Issuer = v
+		case "TRUST_DOMAINS":
+			cfg.TrustDomains = splitList(v)
+		case "DATA_DIR":
+			cfg.Keys.DataDir = v
+		case "SIGNING_KEY_FILE":
+			cfg.Keys.SigningKeyFile = v
+		case "KEY_ALG":
+			cfg.Keys.Alg = v
+		case "ROTATION_PERIOD":
+			cfg.Keys.RotationPeriod, err = time.ParseDuration(v)
+		case "PUBLISH_DELAY":
+			cfg.Keys.PublishDelay, err = time.ParseDuration(v)
+		case "STORE":
+			cfg.Store.Type = v
+		case "REDIS_ADDRS":
+			cfg.Store.Redis.Addrs = splitList(v)
+		case "REDIS_CLUSTER":
+			cfg.Store.Redis.Cluster, err = strconv.ParseBool(v)
+		case "REDIS_PREFIX":
+			cfg.Store.Redis.Prefix = v
+		case "TLS_CERT_FILE":
+			cfg.TLS.CertFile = v
+		case "TLS_KEY_FILE":
+			cfg.TLS.KeyFile = v
+		case "LIFETIME":
+			cfg.Policy.Lifetime, err = time.ParseDuration(v)
+		case "WIT_JWKS_URL":
+			// The development default's one WIT issuer, elsewhere.
+			if len(cfg.WITs) != 1 {
+				return fmt.Errorf("%sWIT_JWKS_URL needs exactly one wits entry, the configuration has %d", EnvPrefix, len(cfg.WITs))
+			}
+			cfg.WITs[0].JWKSURL, cfg.WITs[0].JWKSFile = v, ""
+		case "LOG_LEVEL":
+			cfg.Log.Level = v
+		default:
+			return fmt.Errorf("unknown environment variable %s%s", EnvPrefix, name)
+		}
+		if err != nil {
+			return fmt.Errorf("%s%s: %w", EnvPrefix, name, err)
+		}
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,26 @@
+// Command tts is the Transaction Token Service of a trust domain: package tts behind a
+// configuration file, environment overrides, flags, listeners and a graceful shutdown.
+// README.md ("Transaction Token Service", "Configuration") documents every option.
+//
+//	go run ./cmd/tts                    # the embedded development default
+//	go run ./cmd/tts --config tts.yaml  # anything real
+//
+// Only this command reads flags, files and environment (notes/architecture.md); the
+// library takes options. Configuration layers: the embedded default (default.yaml) or
+// the file named by --config or DIALOGTRUST_TTS_CONFIG, decoded strictly so that a
+// misspelt option is an error; then DIALOGTRUST_TTS_* variables; then flags.
+//
+// Why it is built this way:
+//
+//   - Development mode is explicit (development: true): only then may the signing key
+//     be generated at start, and then the listener must be loopback and the start says
+//     loudly what is not trustworthy. Outside it a key file or a data directory is
+//     required, so that a restart does not silently invalidate every token in flight.
+//   - WIT issuer keys and subject token issuer keys given by URL are fetched lazily
+//     (tts.LazyRemoteSet): services can start in any order, and until a JWKS answers
+//     every check that needs it is "could not be completed" (503, keys_unavailable),
+//     never an acceptance; /readyz says so too.
+//   - Keys in a data directory are written atomically with mode 0600 and rotated
+//     publish-before-use by tts.Rotator.
+//   - Logs are JSON (slog) on stderr; tokens appear only as SHA-256 hashes.
+package main

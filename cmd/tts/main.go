@@ -1,0 +1,484 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spiffe/go-spiffe/v2/bundle/x509bundle"
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
+
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/wit"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr, nil); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "tts:", err)
+		os.Exit(1)
+	}
+}
+
+// Defaults for options the configuration leaves out.
+const (
+	defaultListen          = "127.0.0.1:8081"
+	defaultShutdownTimeout = 10 * time.Second
+	rotationStepInterval   = 30 * time.Second
+	witCacheSize           = 10000
+	// witCacheMaxAge bounds how long a cached WIT keeps vouching after its issuer key
+	// left the trust configuration.
+	witCacheMaxAge = time.Minute
+)
+
+// run is the whole program: it returns when ctx ends (after a graceful shutdown) or
+// when the server cannot start or fails. ready, if set, hears the base URL once the
+// listener is up (tests use it).
+func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, ready func(url string)) error {
+	cfg, src, err := loadConfig(args, env, stderr)
+	if err != nil {
+		return err
+	}
+	logger, err := newLogger(cfg.Log.Level, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a, err := build(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	from := "embedded development default"
+	if !src.embedded {
+		from = src.file
+	}
+	logger.Info("tts started", "url", a.url, "issuer", a.issuer, "config", from, "trust_domains", cfg.TrustDomains,
+		"methods", cfg.Auth.Methods, "keys", a.keysFrom, "kid", a.rot.Ring().Active().KID(), "store", cfg.Store.Type, "tls", a.tls)
+	if cfg.Development {
+		logger.Warn("DEVELOPMENT MODE: generated or file keys, " + cfg.Store.Type + " replay store, and trust in WITs from " +
+			witSources(cfg) + ". A development wit-issuer authenticates nobody, so neither does this TTS. Never run this configuration in production.")
+		banner(stderr, "tts: DEVELOPMENT MODE. Tokens are only as trustworthy as the development wit-issuer (which authenticates nobody).",
+			"Signing key: "+a.keysFrom+". Use a configuration file with TLS, a data_dir and real WIT trust for anything real.")
+	}
+	fmt.Fprintf(stdout, "tts listening on %s (issuer %s, trust domains %v)\n", a.url, a.issuer, cfg.TrustDomains)
+	if ready != nil {
+		ready(a.url)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- a.srv.Serve(a.ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
+	sctx, scancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer scancel()
+	if err := a.srv.Shutdown(sctx); err != nil {
+		logger.Error("shutdown", "error", err.Error())
+		_ = a.srv.Close()
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+func witSources(cfg *Config) string {
+	s := ""
+	for i, w := range cfg.WITs {
+		if i > 0 {
+			s += ", "
+		}
+		s += w.TrustDomain + " (" + w.JWKSURL + w.JWKSFile + ")"
+	}
+	return s
+}
+
+func banner(w io.Writer, lines ...string) {
+	const bar = "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+	fmt.Fprintln(w, bar)
+	for _, l := range lines {
+		fmt.Fprintln(w, "!! "+l)
+	}
+	fmt.Fprintln(w, bar)
+}
+
+func newLogger(level string, w io.Writer) (*slog.Logger, error) {
+	var l slog.Level
+	if level == "" {
+		level = "info"
+	}
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log.level: %w", err)
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// app is a built, not yet serving, TTS.
+type app struct {
+	srv      *http.Server
+	ln       net.Listener
+	url      string
+	issuer   string
+	rot      *tts.Rotator
+	keysFrom string
+	tls      bool
+	closers  []func()
+}
+
+func (a *app) close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+}
+
+func applyDefaults(cfg *Config) {
+	if cfg.Listen == "" {
+		cfg.Listen = defaultListen
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = defaultShutdownTimeout
+	}
+	if cfg.Store.Type == "" {
+		cfg.Store.Type = "memory"
+	}
+	if cfg.Skew <= 0 {
+		cfg.Skew = tts.DefaultSkew
+	}
+	if len(cfg.Auth.Methods) == 0 {
+		cfg.Auth.Methods = []string{tts.MethodHTTPSig, tts.MethodWPT}
+	}
+}
+
+// build turns the configuration into a listener and a server; key rotation runs until
+// ctx ends.
+func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err error) {
+	applyDefaults(cfg)
+	a := &app{}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
+	if len(cfg.TrustDomains) == 0 {
+		return nil, fmt.Errorf("trust_domains: at least one is required")
+	}
+	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
+		return nil, fmt.Errorf("tls: cert_file and key_file go together")
+	}
+	a.tls = cfg.TLS.CertFile != ""
+	if cfg.Development && !isLoopback(cfg.Listen) {
+		return nil, fmt.Errorf("development: listen must be a loopback address")
+	}
+	if !cfg.Development && !a.tls {
+		logger.Warn("no TLS: the token endpoint carries subject tokens and proofs in clear text (oauth.md 1.9 item 2)")
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, func() { _ = ln.Close() })
+	scheme := "http"
+	if a.tls {
+		pair, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		// Client certificates are requested, not verified by crypto/tls: the
+		// tls_client_auth method verifies the chain on every request (resumed
+		// sessions included), and the other methods need none.
+		ln = tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequestClientCert})
+		scheme = "https"
+	}
+	a.ln = ln
+	a.url = scheme + "://" + ln.Addr().String()
+	a.issuer = cfg.Issuer
+	if a.issuer == "" {
+		a.issuer = a.url
+	}
+
+	replay, readyChecks, closeStore, err := openStore(cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, closeStore)
+
+	a.rot, a.keysFrom, err = openKeys(cfg.Keys, cfg.Development, tts.MaxLifetime+cfg.Skew, time.Now)
+	if err != nil {
+		return nil, err
+	}
+	go a.rot.Run(ctx, ticker(ctx, rotationStepInterval), func(err error) {
+		logger.Error("key rotation step failed", "error", err.Error())
+	})
+
+	trust := keys.NewTrust()
+	for _, w := range cfg.WITs {
+		ks, ready, err := keySource(ctx, cfg.JWKSRetry, "wits["+w.TrustDomain+"]", w.JWKSURL, w.JWKSFile)
+		if err != nil {
+			return nil, err
+		}
+		trust.AddTrustDomain(w.TrustDomain, ks)
+		if ready != nil {
+			readyChecks = append(readyChecks, ready)
+		}
+	}
+	vopts := []wit.ValidatorOption{wit.WithCache(witCacheSize, witCacheMaxAge), wit.WithSkew(cfg.Skew)}
+	if len(cfg.WITIssuers) > 0 {
+		vopts = append(vopts, wit.WithIssuers(cfg.WITIssuers...))
+	}
+	wits := wit.NewValidator(trust, vopts...)
+	tokenEndpoint := a.issuer + tts.PathToken
+	auths, err := buildAuth(ctx, cfg, wits, replay, a.issuer, tokenEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	handlers, handlerReady, err := buildSubjectHandlers(ctx, cfg, a.issuer, tokenEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	readyChecks = append(readyChecks, handlerReady...)
+	policy, err := buildPolicy(cfg.Policy)
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s, err := tts.New(tts.Config{
+		Issuer: a.issuer, TokenEndpoint: tokenEndpoint, TrustDomains: cfg.TrustDomains, Keys: a.rot.Ring(),
+		Authenticators: auths, SubjectHandlers: handlers, Replay: replay, Policy: policy,
+		Registry: reg, Logger: logger, Skew: cfg.Skew, ReadyChecks: readyChecks,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.srv = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	return a, nil
+}
+
+// keySource is a JWKS URL (lazy: the TTS may start before the issuer it trusts, and
+// until the keys arrive every check is "could not be completed") or a JWKS file.
+func keySource(ctx context.Context, retry time.Duration, what, url, file string) (keys.KeySet, tts.ReadyCheck, error) {
+	switch {
+	case url != "" && file != "":
+		return nil, nil, fmt.Errorf("%s: jwks_url and jwks_file exclude each other", what)
+	case url != "":
+		l := tts.NewLazyRemoteSet(ctx, url, retry, nil)
+		return l, l.Ready, nil
+	case file != "":
+		set, err := keys.LoadJWKSFile(file)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", what, err)
+		}
+		return set, nil, nil
+	}
+	return nil, nil, fmt.Errorf("%s: a jwks_url or jwks_file is required", what)
+}
+
+func buildAuth(ctx context.Context, cfg *Config, wits *wit.Validator, replay store.Replay, issuer, tokenEndpoint string) ([]tts.Authenticator, error) {
+	wimse := tts.WIMSEAuthenticators(wits, replay, tokenEndpoint)
+	var out []tts.Authenticator
+	seen := map[string]bool{}
+	for _, m := range cfg.Auth.Methods {
+		if seen[m] {
+			return nil, fmt.Errorf("auth.methods: %s twice", m)
+		}
+		seen[m] = true
+		switch m {
+		case tts.MethodHTTPSig:
+			out = append(out, wimse[0])
+		case tts.MethodWPT:
+			out = append(out, wimse[1])
+		case tts.MethodTLSClientAuth:
+			if len(cfg.Auth.X509Bundles) == 0 {
+				return nil, fmt.Errorf("auth.methods names tls_client_auth but auth.x509_bundles is empty")
+			}
+			if cfg.TLS.CertFile == "" {
+				return nil, fmt.Errorf("tls_client_auth needs TLS (tls.cert_file, tls.key_file)")
+			}
+			var bundles []*x509bundle.Bundle
+			for _, b := range cfg.Auth.X509Bundles {
+				td, err := spiffeid.TrustDomainFromString(b.TrustDomain)
+				if err != nil {
+					return nil, fmt.Errorf("auth.x509_bundles %q: %w", b.TrustDomain, err)
+				}
+				bundle, err := x509bundle.Load(td, b.File)
+				if err != nil {
+					return nil, fmt.Errorf("auth.x509_bundles %q: %w", b.TrustDomain, err)
+				}
+				bundles = append(bundles, bundle)
+			}
+			out = append(out, tts.NewTLSClientAuth(x509bundle.NewSet(bundles...), nil))
+		case tts.MethodPrivateKeyJWT:
+			var clients []tts.RegisteredClient
+			for _, c := range cfg.Auth.Clients {
+				id, err := identifier.Parse(c.ID)
+				if err != nil {
+					return nil, fmt.Errorf("auth.clients %q: %w", c.ID, err)
+				}
+				ks, _, err := keySource(ctx, cfg.JWKSRetry, "auth.clients["+c.ID+"]", c.JWKSURL, c.JWKSFile)
+				if err != nil {
+					return nil, err
+				}
+				clients = append(clients, tts.RegisteredClient{ID: id, Keys: ks})
+			}
+			p, err := tts.NewPrivateKeyJWT([]string{issuer, tokenEndpoint}, clients, replay, nil, cfg.Skew)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+		default:
+			return nil, fmt.Errorf("auth.methods: unknown method %q (wit_httpsig, wit_wpt, tls_client_auth, private_key_jwt)", m)
+		}
+	}
+	return out, nil
+}
+
+func buildSubjectHandlers(ctx context.Context, cfg *Config, issuer, tokenEndpoint string) ([]tts.SubjectTokenHandler, []tts.ReadyCheck, error) {
+	var (
+		out   []tts.SubjectTokenHandler
+		ready []tts.ReadyCheck
+	)
+	hopts := tts.HandlerOptions{Skew: cfg.Skew}
+	st := cfg.SubjectTokens
+	if st.SelfSigned != nil && st.SelfSigned.Enabled {
+		out = append(out, tts.NewSelfSignedHandler([]string{issuer, tokenEndpoint},
+			tts.SelfSignedOptions{HandlerOptions: hopts, SubjectPrefix: st.SelfSigned.SubjectPrefix}))
+	}
+	if st.UnsignedJSON != nil && st.UnsignedJSON.Enabled {
+		out = append(out, tts.NewUnsignedJSONHandler(st.UnsignedJSON.SubjectPrefix))
+	}
+	byType := map[string][]tts.JWTIssuer{}
+	var order []string
+	for _, is := range st.JWTIssuers {
+		ks, r, err := keySource(ctx, cfg.JWKSRetry, "subject_tokens.jwt_issuers["+is.Issuer+"]", is.JWKSURL, is.JWKSFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r != nil {
+			ready = append(ready, r)
+		}
+		types := is.Types
+		if len(types) == 0 {
+			types = []string{"access_token"}
+		}
+		for _, t := range types {
+			urn, err := tokenType(t)
+			if err != nil {
+				return nil, nil, fmt.Errorf("subject_tokens.jwt_issuers[%s]: %w", is.Issuer, err)
+			}
+			if _, ok := byType[urn]; !ok {
+				order = append(order, urn)
+			}
+			byType[urn] = append(byType[urn], tts.JWTIssuer{Issuer: is.Issuer, Keys: ks, Typ: is.Typ, Audiences: is.Audiences, SubjectPrefix: is.SubjectPrefix, Scope: is.Scope})
+		}
+	}
+	for _, urn := range order {
+		h, err := tts.NewJWTHandler(urn, byType[urn], hopts)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, h)
+	}
+	return out, ready, nil
+}
+
+// tokenType maps a short name (self_signed) or a URN to the URN.
+func tokenType(s string) (string, error) {
+	switch s {
+	case "access_token", "id_token", "jwt", "self_signed", "unsigned_json", "txn_token", "refresh_token", "saml1", "saml2":
+		return "urn:ietf:params:oauth:token-type:" + s, nil
+	}
+	if len(s) > len("urn:") && s[:4] == "urn:" {
+		return s, nil
+	}
+	return "", fmt.Errorf("unknown token type %q", s)
+}
+
+func buildPolicy(pc PolicyConfig) (tts.Policy, error) {
+	p := tts.Policy{Lifetime: pc.Lifetime, BeyondSubjectExpiry: pc.BeyondSubjectExpiry, MaxLifetimeExtensions: pc.MaxLifetimeExtensions, MaxCallChain: pc.MaxCallChain}
+	for _, r := range pc.Rules {
+		rule := tts.Rule{Workload: r.Workload, Audiences: r.Audiences, Scopes: r.Scopes, SubjectScopes: r.SubjectScopes, Details: r.Details, Context: r.Context}
+		for _, t := range r.SubjectTokenTypes {
+			urn, err := tokenType(t)
+			if err != nil {
+				return p, fmt.Errorf("policy rule %s: %w", r.Workload, err)
+			}
+			rule.SubjectTokenTypes = append(rule.SubjectTokenTypes, urn)
+		}
+		p.Rules = append(p.Rules, rule)
+	}
+	if len(p.Rules) == 0 {
+		return p, fmt.Errorf("policy.rules: at least one is required (no rule: no workload may request)")
+	}
+	return p, nil
+}
+
+func openStore(sc StoreConfig) (store.Replay, []tts.ReadyCheck, func(), error) {
+	switch sc.Type {
+	case "memory":
+		return store.NewMemory(), nil, func() {}, nil
+	case "redis":
+		client := store.NewRedisClient(sc.Redis.Addrs, sc.Redis.Cluster)
+		var opts []store.RedisOption
+		if sc.Redis.Prefix != "" {
+			opts = append(opts, store.WithPrefix(sc.Redis.Prefix))
+		}
+		if sc.Redis.Timeout > 0 {
+			opts = append(opts, store.WithTimeout(sc.Redis.Timeout))
+		}
+		ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
+		return store.NewRedis(client, opts...), []tts.ReadyCheck{ping}, func() { _ = client.Close() }, nil
+	}
+	return nil, nil, nil, fmt.Errorf("store.type %q: memory or redis", sc.Type)
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ticker delivers ticks until ctx ends.
+func ticker(ctx context.Context, d time.Duration) <-chan time.Time {
+	t := time.NewTicker(d)
+	go func() {
+		<-ctx.Done()
+		t.Stop()
+	}()
+	return t.C
+}

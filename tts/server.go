@@ -1,0 +1,547 @@
+package tts
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/store"
+)
+
+// Paths the Server serves.
+const (
+	PathToken    = "/token"
+	PathMetadata = "/.well-known/oauth-authorization-server"
+	PathJWKS     = "/.well-known/jwks.json"
+	PathHealthz  = "/healthz"
+	PathReadyz   = "/readyz"
+	PathMetrics  = "/metrics"
+)
+
+// Pinger is implemented by replay stores that can say cheaply whether they answer;
+// /readyz uses it.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// ReadyCheck is an extra readiness check; an error without a code is reported as
+// keys_unavailable.
+type ReadyCheck func(ctx context.Context) error
+
+// Config configures a Server.
+type Config struct {
+	// Issuer is the TTS's issuer identifier: the iss of every Txn-Token, the issuer of
+	// the metadata, an accepted aud of self_signed tokens and client assertions.
+	Issuer string
+	// TokenEndpoint is the URL of the token endpoint as clients reach it (default
+	// Issuer + PathToken); WPTs and HTTP signatures name it as their audience.
+	TokenEndpoint string
+	// TrustDomains are the trust domains this TTS serves (the audience values).
+	TrustDomains []string
+	// Keys signs Txn-Tokens (its active key) and is published as the JWKS.
+	Keys *keys.Ring
+	// Authenticators are tried in order (see Authenticator).
+	Authenticators []Authenticator
+	// SubjectHandlers validate the subject token types this TTS accepts. The txn_token
+	// handler (replacement) is built in; refresh tokens are always refused.
+	SubjectHandlers []SubjectTokenHandler
+	// Replay is the replay store of the authenticators; /readyz pings it if it can.
+	Replay store.Replay
+	// Policy decides who may ask for what.
+	Policy Policy
+	// Registry receives the metrics and is served at /metrics (default: a new one).
+	Registry *prometheus.Registry
+	// Logger for JSON logs (default: discard). Tokens appear only as SHA-256 hashes.
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Skew is the clock skew accepted on Txn-Tokens presented for replacement.
+	Skew time.Duration
+	// MaxBodySize bounds a token request (default and maximum DefaultMaxBodySize).
+	MaxBodySize int64
+	// ReadyChecks run on /readyz after the built-in ones.
+	ReadyChecks []ReadyCheck
+}
+
+// Server is the Transaction Token Service's HTTP face: the token endpoint, metadata,
+// JWKS, health, readiness and metrics.
+type Server struct {
+	cfg      Config
+	handlers map[string]SubjectTokenHandler
+	replace  *txnTokenHandler
+	metrics  *metrics
+	log      *slog.Logger
+	router   chi.Router
+	proofAud []string
+}
+
+// New checks cfg and builds the server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Issuer == "" {
+		return nil, fmt.Errorf("tts: issuer identifier is required")
+	}
+	if cfg.Keys == nil || cfg.Keys.Active() == nil {
+		return nil, fmt.Errorf("tts: a signing key ring is required")
+	}
+	if len(cfg.TrustDomains) == 0 {
+		return nil, fmt.Errorf("tts: at least one trust domain is required")
+	}
+	for _, td := range cfg.TrustDomains {
+		if _, err := identifier.Parse("wimse://" + td + "/x"); err != nil {
+			return nil, fmt.Errorf("tts: trust domain %q: %w", td, err)
+		}
+	}
+	if len(cfg.Authenticators) == 0 {
+		return nil, fmt.Errorf("tts: at least one authentication method is required")
+	}
+	if err := cfg.Policy.normalize(); err != nil {
+		return nil, err
+	}
+	if cfg.TokenEndpoint == "" {
+		cfg.TokenEndpoint = strings.TrimSuffix(cfg.Issuer, "/") + PathToken
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Skew <= 0 {
+		cfg.Skew = DefaultSkew
+	}
+	if cfg.MaxBodySize <= 0 || cfg.MaxBodySize > DefaultMaxBodySize {
+		cfg.MaxBodySize = DefaultMaxBodySize
+	}
+	s := &Server{cfg: cfg, handlers: map[string]SubjectTokenHandler{}, log: cfg.Logger}
+	for _, h := range cfg.SubjectHandlers {
+		t := h.Type()
+		if t == TokenTypeRefreshToken || t == TokenTypeTxnToken {
+			return nil, fmt.Errorf("tts: a handler for %s cannot be configured", t)
+		}
+		if _, dup := s.handlers[t]; dup {
+			return nil, fmt.Errorf("tts: two handlers for %s", t)
+		}
+		s.handlers[t] = h
+	}
+	s.replace = &txnTokenHandler{v: newVerifier(ringKeys{cfg.Keys}, cfg.TrustDomains,
+		WithIssuer(cfg.Issuer), WithVerifierClock(cfg.Now), WithVerifierSkew(cfg.Skew), WithMaxLifetime(MaxLifetime))}
+	s.proofAud = []string{cfg.TokenEndpoint}
+	m, err := newMetrics(cfg.Registry, s.cacheLen)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	s.router = s.routes()
+	return s, nil
+}
+
+func (s *Server) cacheLen() float64 {
+	n := 0
+	for _, h := range s.handlers {
+		if c, ok := h.(interface{ CacheLen() int }); ok {
+			n += c.CacheLen()
+		}
+	}
+	return float64(n)
+}
+
+// Handler returns the HTTP handler (a chi router) of every endpoint.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// TokenEndpoint returns the token endpoint URL.
+func (s *Server) TokenEndpoint() string { return s.cfg.TokenEndpoint }
+
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Post(PathToken, s.serveToken)
+	r.Method(http.MethodGet, PathJWKS, s.cfg.Keys)
+	r.Method(http.MethodHead, PathJWKS, s.cfg.Keys)
+	r.Get(PathMetadata, s.serveMetadata)
+	r.Get(PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.Get(PathReadyz, s.serveReady)
+	r.Method(http.MethodGet, PathMetrics, promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	return r
+}
+
+// Metadata is the RFC 8414 authorization server metadata of the TTS (oauth.md 5.2, Q3:
+// Transaction Tokens define no discovery; this is the proposed one). response_types_supported
+// is omitted although RFC 8414 calls it REQUIRED: a TTS has no authorization endpoint,
+// any value would be false, and empty arrays MUST be omitted (Q6).
+type Metadata struct {
+	Issuer                                     string   `json:"issuer"`
+	TokenEndpoint                              string   `json:"token_endpoint"`
+	JWKSURI                                    string   `json:"jwks_uri"`
+	GrantTypesSupported                        []string `json:"grant_types_supported"`
+	TokenEndpointAuthMethodsSupported          []string `json:"token_endpoint_auth_methods_supported"`
+	TokenEndpointAuthSigningAlgValuesSupported []string `json:"token_endpoint_auth_signing_alg_values_supported,omitempty"`
+	// The following are dialogtrust's: the token types the endpoint issues and accepts,
+	// and the trust domains it serves (the audience values).
+	IssuedTokenTypesSupported  []string `json:"issued_token_types_supported"`
+	SubjectTokenTypesSupported []string `json:"subject_token_types_supported"`
+	TrustDomainsSupported      []string `json:"trust_domains_supported"`
+}
+
+// Metadata returns the current metadata document.
+func (s *Server) Metadata() Metadata {
+	base := strings.TrimSuffix(s.cfg.Issuer, "/")
+	md := Metadata{
+		Issuer:                    s.cfg.Issuer,
+		TokenEndpoint:             s.cfg.TokenEndpoint,
+		JWKSURI:                   base + PathJWKS,
+		GrantTypesSupported:       []string{GrantTypeTokenExchange},
+		IssuedTokenTypesSupported: []string{TokenTypeTxnToken},
+		TrustDomainsSupported:     slices.Clone(s.cfg.TrustDomains),
+	}
+	for _, a := range s.cfg.Authenticators {
+		md.TokenEndpointAuthMethodsSupported = append(md.TokenEndpointAuthMethodsSupported, a.Name())
+		if a.Name() == MethodPrivateKeyJWT {
+			md.TokenEndpointAuthSigningAlgValuesSupported = []string{keys.ES256, keys.EdDSA}
+		}
+	}
+	for t := range s.handlers {
+		md.SubjectTokenTypesSupported = append(md.SubjectTokenTypesSupported, t)
+	}
+	md.SubjectTokenTypesSupported = append(md.SubjectTokenTypesSupported, TokenTypeTxnToken)
+	slices.Sort(md.SubjectTokenTypesSupported)
+	return md
+}
+
+func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	writeJSON(w, http.StatusOK, s.Metadata())
+}
+
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.ready(ctx); err != nil {
+		s.log.Warn("not ready", "code", string(errcode.CodeOf(err)), "error", err.Error())
+		problem.Write(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *Server) ready(ctx context.Context) error {
+	if s.cfg.Keys.Active() == nil {
+		return errcode.Unavailable(errcode.KeysUnavailable, nil, "no signing key")
+	}
+	checks := slices.Clone(s.cfg.ReadyChecks)
+	if p, ok := s.cfg.Replay.(Pinger); ok {
+		checks = append([]ReadyCheck{func(ctx context.Context) error {
+			if err := p.Ping(ctx); err != nil {
+				return errcode.Unavailable(errcode.StoreUnavailable, err, "replay store")
+			}
+			return nil
+		}}, checks...)
+	}
+	for _, c := range checks {
+		if err := c(ctx); err != nil {
+			if errcode.CodeOf(err) == errcode.Unmapped {
+				err = errcode.Unavailable(errcode.KeysUnavailable, err, "readiness check")
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// TokenResponse is the Txn-Token response (oauth.md 1.6; RFC 8693 section 2.2.1).
+type TokenResponse struct {
+	AccessToken     string `json:"access_token"`
+	IssuedTokenType string `json:"issued_token_type"`
+	TokenType       string `json:"token_type"`
+	ExpiresIn       int64  `json:"expires_in"`
+	Scope           string `json:"scope"`
+}
+
+// requestLog is what a request's log line says; tokens only by hash.
+type requestLog struct {
+	grantType, subjectType, method, requester, subjectHash string
+}
+
+func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var rl requestLog
+	resp, claims, kid, err := s.token(w, r, &rl)
+	s.metrics.duration.Observe(time.Since(start).Seconds())
+	grant := metricGrant(rl.grantType, rl.subjectType)
+	if err != nil {
+		code := errcode.CodeOf(err)
+		if code == errcode.Unmapped {
+			// A failure without a code is ours, not the caller's; its text stays in
+			// the log and out of the response.
+			err = errcode.Wrap(errcode.Internal, err, "internal error")
+			code = errcode.Internal
+		}
+		oauth, _ := OAuthError(err)
+		s.metrics.refused.WithLabelValues(grant, metricType(rl.subjectType), oauth, string(code)).Inc()
+		level := slog.LevelInfo
+		if errcode.KindOf(err) == errcode.Incomplete || code == errcode.Internal {
+			level = slog.LevelError
+		}
+		s.log.Log(r.Context(), level, "txn token refused", "error", oauth, "code", string(code),
+			"kind", errcode.KindOf(err).String(), "grant", grant, "subject_token_type", rl.subjectType,
+			"subject_token_sha256", rl.subjectHash, "method", rl.method, "requester", rl.requester,
+			"remote", r.RemoteAddr, "detail", err.Error())
+		writeError(w, r, err)
+		return
+	}
+	s.metrics.issued.WithLabelValues(grant, metricType(rl.subjectType), rl.method).Inc()
+	// Typed attributes: this line is written for every token issued.
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "txn token issued", slog.String("grant", grant),
+		slog.String("subject_token_type", rl.subjectType), slog.String("subject_token_sha256", rl.subjectHash),
+		slog.String("method", rl.method), slog.String("requester", rl.requester), slog.String("aud", claims.Aud[0]),
+		slog.String("txn", claims.Txn), slog.String("txn_token_sha256", Hash(resp.AccessToken)), slog.String("kid", kid),
+		slog.Int64("exp", int64(*claims.Exp)), slog.Int("call_chain", max(1, len(claims.ReqChain))), slog.String("remote", r.RemoteAddr))
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(resp.appendJSON(make([]byte, 0, len(resp.AccessToken)+192)))
+}
+
+// appendJSON writes the response as encoding/json would (TestTT1_6_Response decodes
+// it), without reflection: it is written for every token issued.
+func (t *TokenResponse) appendJSON(b []byte) []byte {
+	b = append(b, `{"access_token":`...)
+	b = appendJSONString(b, t.AccessToken)
+	b = append(b, `,"issued_token_type":`...)
+	b = appendJSONString(b, t.IssuedTokenType)
+	b = append(b, `,"token_type":`...)
+	b = appendJSONString(b, t.TokenType)
+	b = append(b, `,"expires_in":`...)
+	b = strconv.AppendInt(b, t.ExpiresIn, 10)
+	b = append(b, `,"scope":`...)
+	b = appendJSONString(b, t.Scope)
+	return append(b, "}\n"...)
+}
+
+// token runs one token request through its steps, in an order chosen so that cheap,
+// stateless checks come before any signature verification, and the replay store is
+// touched only by an authenticator whose signature verified:
+//
+//  1. form, sizes, REQUIRED parameters, grant and requested token types (oauth.md 1.3);
+//  2. no Txn-Token as a credential; client authentication (1.9);
+//  3. policy: the workload, the audience (1.5 step 1, 1.11 invalid_target);
+//  4. the subject token type and the subject token (1.4, 1.5 steps 2-3);
+//  5. scope, context, lifetime; replacement rules (1.5 steps 4-10, 1.8);
+//  6. claims and signature (1.7).
+func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *requestLog) (*TokenResponse, *Claims, string, error) {
+	ctx := r.Context()
+	if ct := r.Header.Get("Content-Type"); ct != "application/x-www-form-urlencoded" && !isFormType(ct) {
+		return nil, nil, "", at(stageRequest, errcode.New(errcode.InvalidRequest, "Content-Type must be application/x-www-form-urlencoded"))
+	}
+	body, err := readBody(w, r, s.cfg.MaxBodySize)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, nil, "", at(stageRequest, errcode.New(errcode.BodyTooLarge, "body over %d octets", s.cfg.MaxBodySize))
+		}
+		return nil, nil, "", at(stageRequest, errcode.Wrap(errcode.InvalidRequest, err, "reading the body"))
+	}
+	// The authenticators read the body again (Content-Digest), so it is put back.
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	tr, err := ParseTokenRequest(body)
+	if err != nil {
+		return nil, nil, "", at(stageRequest, err)
+	}
+	rl.grantType, rl.subjectType = tr.GrantType, tr.SubjectTokenType
+	if tr.SubjectToken != "" {
+		rl.subjectHash = Hash(tr.SubjectToken)
+	}
+	if err := tr.CheckRequired(); err != nil {
+		return nil, nil, "", at(stageRequest, err)
+	}
+
+	var auth Authenticator
+	for _, a := range s.cfg.Authenticators {
+		if a.Present(r, tr) {
+			auth = a
+			break
+		}
+	}
+	// A Txn-Token offered as a credential is named as such (oauth.md 1.9 item 4). It can
+	// never pass an authenticator (each requires its own typ), so the check only runs
+	// when authentication did not succeed, and costs nothing on the path that issues.
+	txnAsCredential := func() error {
+		return at(stageClient, errcode.New(errcode.TxnTokenNotCredential, "a Txn-Token never authenticates a workload; authenticate with a WIT and a proof, mTLS or private_key_jwt"))
+	}
+	if auth == nil {
+		if presentedTxnToken(r, tr, false) {
+			return nil, nil, "", txnAsCredential()
+		}
+		return nil, nil, "", at(stageClient, errcode.New(errcode.Unauthenticated, "no client authentication this TTS accepts"))
+	}
+	rl.method = auth.Name()
+	req, err := auth.Authenticate(ctx, r, tr)
+	if err != nil {
+		if presentedTxnToken(r, tr, true) {
+			return nil, nil, "", txnAsCredential()
+		}
+		return nil, nil, "", at(stageClient, err)
+	}
+	rl.requester = req.ID.String()
+
+	rule, err := s.cfg.Policy.rule(req.ID)
+	if err != nil {
+		return nil, nil, "", at(stagePolicy, err)
+	}
+	if !slices.Contains(s.cfg.TrustDomains, tr.Audience) {
+		return nil, nil, "", at(stageRequest, errcode.New(errcode.AudienceNotServed, "audience %q is not a trust domain this TTS serves", truncate(tr.Audience)))
+	}
+	if !rule.mayAudience(tr.Audience, req.ID) {
+		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not request Txn-Tokens for %s", req.ID, tr.Audience))
+	}
+
+	var h SubjectTokenHandler
+	switch tr.SubjectTokenType {
+	case TokenTypeRefreshToken:
+		return nil, nil, "", at(stageSubject, errcode.New(errcode.UnsupportedTokenType, "a refresh token is never a subject token (TT section 13.3)"))
+	case TokenTypeTxnToken:
+		h = s.replace
+	default:
+		h = s.handlers[tr.SubjectTokenType]
+	}
+	if h == nil {
+		return nil, nil, "", at(stageSubject, errcode.New(errcode.UnsupportedTokenType, "subject_token_type %q is not accepted", truncate(tr.SubjectTokenType)))
+	}
+	if !rule.mayType(tr.SubjectTokenType) {
+		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not present %s subject tokens", req.ID, tr.SubjectTokenType))
+	}
+	subj, err := h.Validate(ctx, tr.SubjectToken, req)
+	if err != nil {
+		return nil, nil, "", at(stageSubject, err)
+	}
+
+	now := s.cfg.Now()
+	var claims *Claims
+	if subj.Input != nil {
+		claims, err = s.replacement(tr, req, rule, subj, now)
+	} else {
+		claims, err = s.first(tr, req, rule, subj, now)
+	}
+	if err != nil {
+		return nil, nil, "", err
+	}
+	// One key for the whole issuance, so the log names the key that really signed
+	// even if a rotation activates another meanwhile.
+	key := s.cfg.Keys.Active()
+	tok, err := signClaims(key, claims)
+	if err != nil {
+		return nil, nil, "", at(stageIssue, errcode.Wrap(errcode.Internal, err, "signing"))
+	}
+	return &TokenResponse{
+		AccessToken: tok, IssuedTokenType: TokenTypeTxnToken, TokenType: "N_A",
+		ExpiresIn: int64(*claims.Exp) - now.Unix(), Scope: claims.Scope,
+	}, claims, key.KID(), nil
+}
+
+func isFormType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/x-www-form-urlencoded"
+}
+
+// readBody reads the bounded body, in one allocation when Content-Length is given.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	rd := http.MaxBytesReader(w, r.Body, max)
+	if n := r.ContentLength; n > 0 && n <= max {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(rd, b); err != nil {
+			return nil, err
+		}
+		// Nothing may follow the declared length.
+		var one [1]byte
+		if m, _ := rd.Read(one[:]); m != 0 {
+			return nil, errcode.New(errcode.InvalidRequest, "body longer than Content-Length")
+		}
+		return b, nil
+	}
+	return io.ReadAll(rd)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// ringKeys lets a Ring's published keys serve as a KeySet (for replacement).
+type ringKeys struct{ r *keys.Ring }
+
+func (k ringKeys) LookupKey(ctx context.Context, kid string) (*keys.PublicKey, error) {
+	if a := k.r.Active(); a != nil && kid != "" && a.KID() == kid {
+		return a.Public(), nil
+	}
+	return k.r.KeySet().LookupKey(ctx, kid)
+}
+
+// Discover fetches a TTS's metadata from baseURL + PathMetadata and checks it (RFC
+// 8414 section 3.3: issuer must equal baseURL; oauth.md 1.9 item 5: configuration from
+// a trusted source): the token endpoint and JWKS must be on baseURL's origin, so that
+// metadata cannot send a workload's credentials elsewhere.
+func Discover(ctx context.Context, hc *http.Client, baseURL string) (*Metadata, error) {
+	base, err := url.Parse(baseURL)
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" || base.RawQuery != "" || base.Fragment != "" {
+		return nil, errcode.New(errcode.InvalidRequest, "TTS URL must be an absolute http(s) URL without query or fragment")
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	u := *base
+	// RFC 8414 section 3.1: the well-known suffix goes between host and path.
+	u.Path = PathMetadata + strings.TrimSuffix(base.Path, "/")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidRequest, err, "metadata request")
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		return nil, errcode.Unavailable(errcode.TTSUnavailable, err, "fetching TTS metadata")
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	if err != nil || res.StatusCode != http.StatusOK {
+		return nil, errcode.Unavailable(errcode.TTSUnavailable, err, "TTS metadata: HTTP %d", res.StatusCode)
+	}
+	var md Metadata
+	if err := json.Unmarshal(b, &md); err != nil {
+		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "TTS metadata")
+	}
+	if md.Issuer != strings.TrimSuffix(baseURL, "/") && md.Issuer != baseURL {
+		return nil, errcode.New(errcode.IssuerMismatch, "metadata issuer %q is not %q", truncate(md.Issuer), baseURL)
+	}
+	for _, link := range []string{md.TokenEndpoint, md.JWKSURI} {
+		l, err := url.Parse(link)
+		if err != nil || l.Scheme != base.Scheme || l.Host != base.Host {
+			return nil, errcode.New(errcode.IssuerMismatch, "metadata link %q is not on %s://%s", truncate(link), base.Scheme, base.Host)
+		}
+	}
+	return &md, nil
+}
