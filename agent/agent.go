@@ -1,0 +1,64 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"net/http"
+
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/identifier"
+)
+
+// Agent is a participant that calls others through a signing Transport.
+type Agent struct {
+	// Self is the agent's workload identifier (its WIT sub): the initiator of the
+	// dialogs it starts.
+	Self identifier.ID
+	// Client sends the requests; its Transport should be a *Transport.
+	Client *http.Client
+}
+
+// NewDialogID returns a fresh dialog identifier (128 random bits, base32).
+func NewDialogID() string { return rand.Text() }
+
+// Start proposes a new dialog with the agent as initiator in req (which may carry the
+// dialog's first input, so establishing adds no round trip) and returns the response
+// and the dialog context. The server's signed response must echo exactly the proposed
+// context (section 5); the Transport checks that for signed responses, and Start also
+// refuses an unsigned answer that echoes another context. dlg "" picks a fresh one.
+func (a *Agent) Start(ctx context.Context, req *http.Request, dlg string) (*http.Response, *dialog.Context, error) {
+	if dlg == "" {
+		dlg = NewDialogID()
+	}
+	dc, err := dialog.New(dlg, a.Self)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := a.Continue(ctx, req, dc, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.StatusCode < 300 {
+		got, err := dialog.FromHeader(res.Header)
+		if err == nil && got != nil && !got.Equal(dc) {
+			res.Body.Close()
+			return nil, nil, errcode.New(errcode.DialogContextMismatch, "the server accepted a different Dialog-Context than proposed")
+		}
+	}
+	return res, dc, nil
+}
+
+// Continue sends req in dialog dc, with the provenance prov of earlier hops when the
+// agent forwards a request it received (dialog.Verified.Forward), else nil.
+func (a *Agent) Continue(ctx context.Context, req *http.Request, dc *dialog.Context, prov *dialog.Provenance) (*http.Response, error) {
+	ctx = WithDialog(ctx, dc)
+	if prov != nil {
+		ctx = WithProvenance(ctx, prov)
+	}
+	c := a.Client
+	if c == nil {
+		c = http.DefaultClient
+	}
+	return c.Do(req.WithContext(ctx))
+}

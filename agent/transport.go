@@ -1,0 +1,175 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dialogtrust/dialogtrust/wpt"
+)
+
+// Proof selects how a request proves possession of the WIT key.
+type Proof int
+
+const (
+	// HTTPSig is the WIMSE HTTP signature (http-signature-07): covers method, path,
+	// query, body digest and the credential fields, and lets the server sign its
+	// response. The default.
+	HTTPSig Proof = iota
+	// WPT is the Workload Proof Token (wpt-02) with tth and dth.
+	WPT
+)
+
+// maxRequestBody bounds a request body the transport reads to digest and sign.
+const maxRequestBody = 8 << 20
+
+type ctxKey int
+
+const (
+	dialogKey ctxKey = iota
+	provenanceKey
+	tokenKey
+)
+
+// WithDialog puts the dialog a request belongs to on its context; the Transport sends
+// its Dialog-Context value octet for octet.
+func WithDialog(ctx context.Context, dc *dialog.Context) context.Context {
+	return context.WithValue(ctx, dialogKey, dc)
+}
+
+// WithProvenance puts the provenance a forwarder sends (dialog.Verified.Forward).
+func WithProvenance(ctx context.Context, p *dialog.Provenance) context.Context {
+	return context.WithValue(ctx, provenanceKey, p)
+}
+
+// WithTxnTokenSource overrides the Transport's token source for one request (for
+// example Forwarded, the token received with the request being handled).
+func WithTxnTokenSource(ctx context.Context, s TxnTokenSource) context.Context {
+	return context.WithValue(ctx, tokenKey, s)
+}
+
+// Transport signs outgoing requests as the package documentation describes.
+type Transport struct {
+	// Base carries the signed request (default http.DefaultTransport).
+	Base http.RoundTripper
+	// Source gives the agent's WIT and its key. Required.
+	Source wit.Source
+	// Tokens gives the Txn-Token of a dialog (optional; per-request override with
+	// WithTxnTokenSource). Without one no Txn-Token is sent.
+	Tokens TxnTokenSource
+	// Proof is HTTPSig (default) or WPT.
+	Proof Proof
+	// Responses verifies signed responses (the server's WIT, by trust configuration).
+	// With HTTPSig a signed response is always verified, so it is required.
+	Responses *httpsig.Verifier
+	// RequireSignedResponse sends wimse-sign-response and refuses an unsigned response.
+	RequireSignedResponse bool
+	// Audience names the recipient for wimse-aud or the WPT aud; default: the target
+	// URI without query and fragment.
+	Audience func(*http.Request) string
+}
+
+// RoundTrip implements http.RoundTripper. It does not modify req.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	if t.Source == nil {
+		return nil, errcode.New(errcode.InvalidRequest, "agent transport has no WIT source")
+	}
+	cred, err := t.Source.Credential(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := req.Clone(ctx)
+	if req.Body != nil && req.Body != http.NoBody {
+		body, err := io.ReadAll(io.LimitReader(req.Body, maxRequestBody+1))
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		if len(body) > maxRequestBody {
+			return nil, errcode.New(errcode.BodyTooLarge, "request body over %d octets", maxRequestBody)
+		}
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		out.ContentLength = int64(len(body))
+	}
+	dc, _ := ctx.Value(dialogKey).(*dialog.Context)
+	if dc != nil {
+		dc.Set(out.Header)
+	}
+	if p, _ := ctx.Value(provenanceKey).(*dialog.Provenance); p != nil {
+		out.Header.Set(dialog.ProvenanceHeader, p.Value())
+	}
+	tokens := t.Tokens
+	if s, ok := ctx.Value(tokenKey).(TxnTokenSource); ok {
+		tokens = s
+	}
+	if tokens != nil && dc != nil {
+		tok, err := tokens.TxnToken(ctx, dc.DLG())
+		if err != nil {
+			return nil, err
+		}
+		out.Header.Set(tts.HeaderName, tok)
+	}
+	aud := audienceOf(out)
+	if t.Audience != nil {
+		aud = t.Audience(out)
+	}
+	var nonce string
+	switch t.Proof {
+	case WPT:
+		// The provenance field is bound as a context token (oth).
+		if err := wpt.SignRequest(out, cred.Key, cred.WIT, aud, wpt.RequestOptions{ContextTokenFields: []string{dialog.ProvenanceHeader}}); err != nil {
+			return nil, err
+		}
+	default:
+		if t.Responses == nil {
+			return nil, errcode.New(errcode.InvalidRequest, "HTTP-signature transport needs a response verifier")
+		}
+		if nonce, err = httpsig.NewSigner(cred.Key, cred.WIT).SignRequest(out, aud, httpsig.RequestSignResponse(t.RequireSignedResponse)); err != nil {
+			return nil, err
+		}
+	}
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	res, err := base.RoundTrip(out)
+	if err != nil || t.Proof == WPT {
+		return res, err
+	}
+	// A signed response is always verified; an unsigned one only passes when it was not
+	// demanded (http-signature-07 section 3.5).
+	vr, err := t.Responses.VerifyResponse(ctx, res, out, nonce, t.RequireSignedResponse)
+	if err != nil {
+		res.Body.Close()
+		return nil, err
+	}
+	if vr != nil && dc != nil {
+		// Section 7: the requester MUST check that the response's Dialog-Context
+		// matches its request's.
+		got, err := dialog.FromHeader(res.Header)
+		if err != nil || got == nil || !got.Equal(dc) {
+			res.Body.Close()
+			return nil, errcode.New(errcode.DialogContextMismatch, "the signed response does not echo the request's Dialog-Context")
+		}
+	}
+	return res, nil
+}
+
+// audienceOf is the default recipient name: the target URI without query and fragment
+// (wpt-02 section 2, http-signature-07 section 3.2).
+func audienceOf(r *http.Request) string {
+	u := *r.URL
+	u.RawQuery, u.Fragment, u.RawFragment, u.ForceQuery = "", "", "", false
+	if u.Path == "" {
+		u.Path = "/"
+	}
+	return u.String()
+}

@@ -1,0 +1,335 @@
+package dialog
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dialogtrust/dialogtrust/wpt"
+)
+
+// TxnTokenVerifier validates a Txn-Token (tts.Verifier implements it).
+type TxnTokenVerifier interface {
+	Verify(ctx context.Context, raw string) (*tts.Claims, error)
+}
+
+// Verified is what the receiver learned about a request, from three independent
+// sources that it checked agree (section 1): who sent it, what it may do, which dialog.
+type Verified struct {
+	// Sender is the workload whose proof verified (the WIT sub).
+	Sender identifier.ID
+	// SenderWIT is the sender's validated WIT.
+	SenderWIT *wit.WIT
+	// Proof is "httpsig" or "wpt".
+	Proof string
+	// Signature is the verified HTTP signature (nil with a WPT).
+	Signature *httpsig.Result
+	// Context is the verified Dialog-Context (nil when the request carried none).
+	Context *Context
+	// Outcome says whether this request established the dialog (stateful receivers).
+	Outcome Outcome
+	// InitiatorVerified: the initiator was proved, by the sender being the initiator or
+	// by a provenance chain whose origin is the initiator (section 12 step 2).
+	InitiatorVerified bool
+	// Chain is the verified provenance (nil without one).
+	Chain *Chain
+	// Provenance is the provenance as received (nil without one); Forward appends the
+	// sender's record to it for the next hop.
+	Provenance *Provenance
+	// TxnToken is the raw Txn-Token and Txn its validated claims (nil without one).
+	TxnToken string
+	Txn      *tts.Claims
+}
+
+// Forward returns the provenance a forwarder sends with its next request in the same
+// dialog: the records received plus the sender's own (section 9). It needs an HTTP
+// signature (a WPT carries no signature base).
+func (v *Verified) Forward() (*Provenance, error) {
+	if v.Signature == nil {
+		return nil, errcode.New(errcode.InvalidProvenance, "the request was proved with a WPT: there is no signature to record")
+	}
+	r, err := RecordOf(v.Signature)
+	if err != nil {
+		return nil, err
+	}
+	return Append(v.Provenance, r)
+}
+
+type verifiedKey struct{}
+
+// FromRequest returns what the Receiver verified, or nil outside a Receiver.
+func FromRequest(r *http.Request) *Verified {
+	v, _ := r.Context().Value(verifiedKey{}).(*Verified)
+	return v
+}
+
+// Receiver verifies requests as section 12 says and hands the handler one verified
+// context. Build it with NewReceiver; use Middleware with net/http or chi.
+type Receiver struct {
+	sig            *httpsig.Verifier
+	wpt            *wpt.Verifier
+	txn            TxnTokenVerifier
+	prov           *ProvenanceVerifier
+	registry       *Registry
+	requireTxn     bool
+	requireDialog  bool
+	requireOrigin  bool
+	responseSigner func(ctx context.Context) (*httpsig.Signer, error)
+}
+
+// ReceiverOption configures a Receiver.
+type ReceiverOption func(*Receiver)
+
+// WithHTTPSignatures accepts WIMSE HTTP signatures verified by v (with its replay store).
+func WithHTTPSignatures(v *httpsig.Verifier) ReceiverOption { return func(r *Receiver) { r.sig = v } }
+
+// WithWPT accepts Workload Proof Tokens verified by v (with its replay store).
+func WithWPT(v *wpt.Verifier) ReceiverOption { return func(r *Receiver) { r.wpt = v } }
+
+// WithTxnTokens validates Txn-Tokens with v. Without it a request carrying a Txn-Token
+// is refused: the receiver could not check it (section 12 step 3).
+func WithTxnTokens(v TxnTokenVerifier) ReceiverOption { return func(r *Receiver) { r.txn = v } }
+
+// WithProvenance verifies earlier hops' records with v (section 9). Without it a request
+// carrying provenance is refused rather than half-checked.
+func WithProvenance(v *ProvenanceVerifier) ReceiverOption { return func(r *Receiver) { r.prov = v } }
+
+// WithRegistry makes the receiver a stateful participant that creates and tracks
+// dialogs (section 5). Without it the receiver is stateless, like a tool.
+func WithRegistry(reg *Registry) ReceiverOption { return func(r *Receiver) { r.registry = reg } }
+
+// RequireTxnToken refuses requests without a Txn-Token.
+func RequireTxnToken() ReceiverOption { return func(r *Receiver) { r.requireTxn = true } }
+
+// RequireDialog refuses requests without a Dialog-Context.
+func RequireDialog() ReceiverOption { return func(r *Receiver) { r.requireDialog = true } }
+
+// RequireVerifiedInitiator refuses a request whose initiator is not proved: the sender
+// is not the initiator and no provenance chain leads back to it.
+func RequireVerifiedInitiator() ReceiverOption { return func(r *Receiver) { r.requireOrigin = true } }
+
+// WithResponseSigner signs responses to HTTP-signed requests with the server's own WIT
+// and key (section 7: the signature covers Dialog-Context). signer is asked per request
+// so that a refreshed WIT is used.
+func WithResponseSigner(signer func(ctx context.Context) (*httpsig.Signer, error)) ReceiverOption {
+	return func(r *Receiver) { r.responseSigner = signer }
+}
+
+// NewReceiver builds a Receiver; at least one proof method is required.
+func NewReceiver(opts ...ReceiverOption) (*Receiver, error) {
+	r := &Receiver{}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.sig == nil && r.wpt == nil {
+		return nil, errcode.New(errcode.InvalidRequest, "a receiver needs HTTP signatures or WPTs")
+	}
+	return r, nil
+}
+
+// Verify runs section 12 on r and returns what it verified. Every rejection is an
+// *errcode.Error whose kind says whether a check failed or could not be completed.
+func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, error) {
+	v := &Verified{}
+	// Step 1: the sending hop's WIT and proof, which must cover Dialog-Context (and
+	// Txn-Token and the provenance field): httpsig and wpt enforce the coverage.
+	switch {
+	case len(r.Header.Values("Signature-Input")) > 0 || len(r.Header.Values("Signature")) > 0:
+		if rc.sig == nil {
+			return nil, errcode.New(errcode.MissingCredential, "HTTP signatures are not accepted here")
+		}
+		res, err := rc.sig.VerifyRequest(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		v.Sender, v.SenderWIT, v.Proof, v.Signature = res.WIT.Subject, res.WIT, "httpsig", res
+	case hasWPT(r.Header):
+		if rc.wpt == nil {
+			return nil, errcode.New(errcode.MissingCredential, "WPTs are not accepted here")
+		}
+		// The provenance field is a context token for the WPT: bound through oth.
+		res, err := rc.wpt.VerifyRequest(ctx, r, wpt.RequestOptions{ContextTokenFields: []string{ProvenanceHeader}})
+		if err != nil {
+			return nil, err
+		}
+		v.Sender, v.SenderWIT, v.Proof = res.WIT.Subject, res.WIT, "wpt"
+	default:
+		return nil, errcode.New(errcode.MissingCredential, "the request carries no WIMSE proof")
+	}
+
+	dc, err := FromHeader(r.Header)
+	if err != nil {
+		return nil, err
+	}
+	v.Context = dc
+	if dc == nil && rc.requireDialog {
+		return nil, errcode.New(errcode.InvalidDialogContext, "this endpoint requires a Dialog-Context")
+	}
+	provValues := r.Header.Values(ProvenanceHeader)
+	if len(provValues) > 1 {
+		return nil, errcode.New(errcode.DuplicateField, "more than one %s field", ProvenanceHeader)
+	}
+	if dc != nil {
+		v.InitiatorVerified = v.Sender.Equal(dc.Initiator())
+		// Step 2: earlier hops' proofs, whose origin must be the initiator.
+		if len(provValues) == 1 {
+			if rc.prov == nil {
+				return nil, errcode.New(errcode.InvalidProvenance, "provenance is not accepted here")
+			}
+			p, err := ParseProvenance(provValues[0])
+			if err != nil {
+				return nil, err
+			}
+			chain, err := rc.prov.Verify(ctx, p, dc)
+			if err != nil {
+				return nil, err
+			}
+			v.Provenance, v.Chain, v.InitiatorVerified = p, chain, true
+		}
+		if rc.requireOrigin && !v.InitiatorVerified {
+			return nil, errcode.New(errcode.InitiatorMismatch, "the initiator %s is not proved: the sender is %s and no provenance leads back to the initiator", dc.Initiator(), v.Sender)
+		}
+		if rc.registry != nil {
+			out, err := rc.registry.Accept(ctx, dc, v.Sender)
+			if err != nil {
+				return nil, err
+			}
+			v.Outcome = out
+		}
+	} else if len(provValues) == 1 {
+		return nil, errcode.New(errcode.InvalidProvenance, "provenance without a Dialog-Context")
+	}
+
+	// Step 3: the Txn-Token, recorded for this very dialog.
+	txnValues := r.Header.Values(tts.HeaderName)
+	switch {
+	case len(txnValues) > 1:
+		return nil, errcode.New(errcode.DuplicateField, "more than one Txn-Token field")
+	case len(txnValues) == 0 && rc.requireTxn:
+		return nil, errcode.New(errcode.MissingCredential, "this endpoint requires a Txn-Token")
+	case len(txnValues) == 1:
+		if rc.txn == nil {
+			return nil, errcode.New(errcode.UntrustedIssuer, "no Txn-Token verifier is configured, so the Txn-Token cannot be checked")
+		}
+		raw := strings.TrimSpace(txnValues[0])
+		claims, err := rc.txn.Verify(ctx, raw)
+		if err != nil {
+			return nil, err
+		}
+		// Dialog-bound authorization (section 13): a token recorded for a dialog is used
+		// only in that dialog, and never outside one.
+		switch {
+		case dc != nil:
+			if err := tts.DialogMatches(claims, dc.DLG()); err != nil {
+				return nil, err
+			}
+		case claims.Dialog() != "":
+			return nil, errcode.New(errcode.DialogMismatch, "the Txn-Token records a dialog but the request carries no Dialog-Context")
+		}
+		v.TxnToken, v.Txn = raw, claims
+	}
+	return v, nil
+}
+
+func hasWPT(h http.Header) bool {
+	if len(h.Values(wpt.LegacyHeader)) > 0 {
+		return true
+	}
+	for _, a := range h.Values("Authorization") {
+		if scheme, _, ok := strings.Cut(strings.TrimSpace(a), " "); ok && strings.EqualFold(scheme, wpt.AuthScheme) {
+			return true
+		}
+	}
+	return false
+}
+
+// Middleware verifies every request before next sees it. A rejection is an RFC 9457
+// problem document with the stable code; a check that could not be completed answers
+// 503, a failed one 400/401/403 (section 12: the error says which happened). When the
+// request was HTTP-signed and a response signer is configured, the response is signed
+// (covering the Dialog-Context it echoes); when the client demanded a signed response
+// and none can be made, no unsigned success is sent (http-signature-07 section 3.5).
+func (rc *Receiver) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := rc.Verify(r.Context(), r)
+		if err != nil {
+			problem.Write(w, err)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), verifiedKey{}, v))
+		if v.Signature == nil || (rc.responseSigner == nil && !v.Signature.SignResponse) {
+			if v.Context != nil {
+				w.Header().Set(HeaderName, v.Context.Value())
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		if rc.responseSigner == nil {
+			problem.Write(w, errcode.New(errcode.ResponseNotSignable, "the client requires a signed response and this server has no response signer"))
+			return
+		}
+		signer, err := rc.responseSigner(r.Context())
+		if err != nil {
+			problem.Write(w, err)
+			return
+		}
+		buf := &bufferedResponse{header: http.Header{}}
+		next.ServeHTTP(buf, r)
+		h := buf.header
+		if v.Context != nil {
+			h.Set(HeaderName, v.Context.Value())
+		}
+		status := buf.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		body := buf.body.Bytes()
+		if err := signer.SignResponse(status, h, body, r, v.Signature.Nonce); err != nil {
+			problem.Write(w, err)
+			return
+		}
+		for k, vals := range h {
+			w.Header()[k] = vals
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+	})
+}
+
+// bufferedResponse holds a handler's response until it is signed: the signature covers
+// the status, the fields and the body's digest, all of which must be final first.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header { return b.header }
+
+func (b *bufferedResponse) WriteHeader(status int) {
+	if b.status == 0 {
+		b.status = status
+	}
+}
+
+func (b *bufferedResponse) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	if b.body.Len()+len(p) > MaxSignedResponseBody {
+		return 0, errcode.New(errcode.BodyTooLarge, "response over %d octets cannot be signed", MaxSignedResponseBody)
+	}
+	return b.body.Write(p)
+}
+
+// MaxSignedResponseBody bounds a response that is buffered to be signed.
+const MaxSignedResponseBody = 8 << 20

@@ -1,0 +1,268 @@
+package dialog_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
+	"github.com/dialogtrust/dialogtrust/jose"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dialogtrust/dialogtrust/wpt"
+)
+
+// figure3 is the topology of dialog-binding Figure 2/3 on loopback: A1 and A2 are
+// agents, A2 is a stateful participant that signs its responses, the tool is stateless.
+type figure3 struct {
+	clock      *testkit.Clock
+	d          *testkit.Domain
+	ttsKey     *keys.PrivateKey
+	a1, a2, t1 *testkit.Workload
+	a2Srv      *httptest.Server
+	toolSrv    *httptest.Server
+	seen       chan *dialog.Verified
+}
+
+func (f *figure3) source(w *testkit.Workload) wit.Source {
+	return staticSource{w}
+}
+
+type staticSource struct{ w *testkit.Workload }
+
+func (s staticSource) Credential(context.Context) (*wit.Credential, error) {
+	return &wit.Credential{WIT: s.w.WIT, Key: s.w.Key, Expiry: time.Now().Add(time.Hour)}, nil
+}
+
+// txnToken mints a real Txn-Token signed by the domain's TTS key.
+func (f *figure3) txnToken(t *testing.T, dlg, aud string) string {
+	now := f.clock.Now().Unix()
+	c := map[string]any{"iss": "https://tts.a.example", "iat": now, "exp": now + 300, "aud": aud,
+		"txn": "97053963-771d-49cc-a4e3-20aad399c312", "sub": "user@a.example", "scope": "trip.book",
+		"req_wl": f.a1.ID.String(), "tctx": map[string]any{"dlg": dlg}}
+	tok, err := jose.SignClaims(tts.Type, f.ttsKey, true, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func (f *figure3) receiver(t *testing.T, aud string, self *testkit.Workload, stateful bool) *dialog.Receiver {
+	replay := store.NewMemory(store.WithClock(f.clock.Now))
+	wits := f.d.Validator(wit.WithCache(64, time.Minute))
+	ttsKeys, _ := keys.NewStaticSet(f.ttsKey.Public())
+	opts := []dialog.ReceiverOption{
+		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(aud), httpsig.WithReplay(replay), httpsig.WithVerifierClock(f.clock.Now))),
+		dialog.WithWPT(wpt.NewVerifier(wits, wpt.WithAudiences(aud), wpt.WithReplay(replay), wpt.WithClock(f.clock.Now))),
+		dialog.WithTxnTokens(tts.NewVerifier(ttsKeys, "a.example", tts.WithVerifierClock(f.clock.Now))),
+		dialog.WithProvenance(dialog.NewProvenanceVerifier(wits, 0)),
+		dialog.WithResponseSigner(func(context.Context) (*httpsig.Signer, error) {
+			return httpsig.NewSigner(self.Key, self.WIT, httpsig.WithSignerClock(f.clock.Now)), nil
+		}),
+	}
+	if stateful {
+		opts = append(opts, dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords(store.WithRecordsClock(f.clock.Now)))))
+	}
+	rc, err := dialog.NewReceiver(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc
+}
+
+func newFigure3(t *testing.T) *figure3 {
+	clock := testkit.NewClock(time.Now().Truncate(time.Second))
+	f := &figure3{clock: clock, d: testkit.NewDomain(t, "a.example", keys.ES256, clock), seen: make(chan *dialog.Verified, 16)}
+	f.ttsKey, _ = keys.Generate(keys.ES256)
+	f.a1 = f.d.Workload(t, "/agent/a1", keys.EdDSA)
+	f.a2 = f.d.Workload(t, "/agent/a2", keys.ES256)
+	f.t1 = f.d.Workload(t, "/tool/t1", keys.EdDSA)
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		f.seen <- dialog.FromRequest(r)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true}`)
+	}
+	f.a2Srv = httptest.NewUnstartedServer(nil)
+	f.a2Srv.Start()
+	f.a2Srv.Config.Handler = f.receiver(t, f.a2Srv.URL+"/task", f.a2, true).Middleware(http.HandlerFunc(handler))
+	f.toolSrv = httptest.NewUnstartedServer(nil)
+	f.toolSrv.Start()
+	f.toolSrv.Config.Handler = f.receiver(t, f.toolSrv.URL+"/invoke", f.t1, false).Middleware(http.HandlerFunc(handler))
+	t.Cleanup(func() { f.a2Srv.Close(); f.toolSrv.Close() })
+	return f
+}
+
+func (f *figure3) agent(w *testkit.Workload, tokens agent.TxnTokenSource, proof agent.Proof) *agent.Agent {
+	return f.agentOpts(w, tokens, proof, proof == agent.HTTPSig)
+}
+
+// agentOpts: refusals are unsigned problem documents, so tests that read them do not
+// demand signed responses (a client that does gets missing_credential instead).
+func (f *figure3) agentOpts(w *testkit.Workload, tokens agent.TxnTokenSource, proof agent.Proof, requireSigned bool) *agent.Agent {
+	wits := f.d.Validator()
+	tr := &agent.Transport{Source: f.source(w), Tokens: tokens, Proof: proof, RequireSignedResponse: requireSigned,
+		Responses: httpsig.NewVerifier(wits, httpsig.WithVerifierClock(f.clock.Now))}
+	return &agent.Agent{Self: w.ID, Client: &http.Client{Transport: tr}}
+}
+
+func (f *figure3) agentLax(w *testkit.Workload, tokens agent.TxnTokenSource, proof agent.Proof) *agent.Agent {
+	return f.agentOpts(w, tokens, proof, false)
+}
+
+type tokenFunc func(ctx context.Context, dlg string) (string, error)
+
+func (fn tokenFunc) TxnToken(ctx context.Context, dlg string) (string, error) { return fn(ctx, dlg) }
+
+func post(t *testing.T, url string) *http.Request {
+	req, err := http.NewRequest("POST", url, strings.NewReader(`{"task":"book"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return req
+}
+
+func wantProblem(t *testing.T, res *http.Response, err error, code errcode.Code) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("transport error %v, want a %s rejection", err, code)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if got := errcode.CodeOf(problem.Read(res.StatusCode, body)); got != code {
+		t.Fatalf("status %d code %s (%s), want %s", res.StatusCode, got, body, code)
+	}
+}
+
+// Figure 3: A1 starts D1 with A2; A2 calls the tool in D1 with a Txn-Token recording
+// D1 and the provenance of A1's hop; the tool verifies who sent it (A2), what it may do
+// (the Txn-Token), which dialog (D1), that the three agree, and that A1 initiated D1.
+func TestDialogBindingFigure3_ToolVerifiesAllThree(t *testing.T) {
+	f := newFigure3(t)
+	ctx := context.Background()
+	tok := f.txnToken(t, "D1", "a.example")
+	a1 := f.agent(f.a1, agent.Forwarded(tok), agent.HTTPSig)
+	res, dc, err := a1.Start(ctx, post(t, f.a2Srv.URL+"/task"), "D1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	atA2 := <-f.seen
+	if atA2.Outcome != dialog.Established || !atA2.Sender.Equal(f.a1.ID) || atA2.Txn.Dialog() != "D1" || !atA2.InitiatorVerified {
+		t.Fatalf("at A2: %+v", atA2)
+	}
+	// A2 forwards in D1 to the tool, with A1's record and the Txn-Token it received.
+	prov, err := atA2.Forward()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2 := f.agent(f.a2, agent.Forwarded(atA2.TxnToken), agent.HTTPSig)
+	res, err = a2.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), dc, prov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	atTool := <-f.seen
+	switch {
+	case !atTool.Sender.Equal(f.a2.ID):
+		t.Fatalf("sender %s", atTool.Sender)
+	case atTool.Context.DLG() != "D1" || atTool.Txn.Dialog() != "D1":
+		t.Fatal("dialog answers disagree")
+	case !atTool.InitiatorVerified || len(atTool.Chain.Hops) != 1 || !atTool.Chain.Hops[0].Equal(f.a1.ID):
+		t.Fatalf("initiator not proved: %+v", atTool.Chain)
+	case atTool.Outcome != 0:
+		t.Fatal("a stateless tool created a dialog")
+	}
+	// The same with a WPT from A2 (no provenance: the tool verifies A2 and D1 only).
+	a2wpt := f.agent(f.a2, agent.Forwarded(atA2.TxnToken), agent.WPT)
+	res, err = a2wpt.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), dc, nil)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("WPT: %v %v", err, res)
+	}
+	res.Body.Close()
+	if v := <-f.seen; v.Proof != "wpt" || v.InitiatorVerified {
+		t.Fatalf("WPT: %+v", v)
+	}
+}
+
+// Figure 3 refusals: a Txn-Token for another dialog, a modified Dialog-Context, an
+// uncovered Dialog-Context, and a forged initiator.
+func TestDialogBindingFigure3_Refusals(t *testing.T) {
+	f := newFigure3(t)
+	ctx := context.Background()
+	d1, _ := dialog.New("D1", f.a1.ID)
+
+	// A client that demanded a signed response refuses the unsigned refusal.
+	strict := f.agent(f.a2, agent.Forwarded(f.txnToken(t, "D2", "a.example")), agent.HTTPSig)
+	if _, err := strict.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), d1, nil); errcode.CodeOf(err) != errcode.MissingCredential {
+		t.Fatalf("unsigned refusal accepted by a client that demanded a signature: %v", err)
+	}
+
+	// Section 13, dialog-bound authorization: a token recorded for D2 used in D1.
+	other := f.agentLax(f.a2, agent.Forwarded(f.txnToken(t, "D2", "a.example")), agent.HTTPSig)
+	res, err := other.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), d1, nil)
+	wantProblem(t, res, err, errcode.DialogMismatch)
+
+	// A token for another trust domain.
+	foreign := f.agentLax(f.a2, agent.Forwarded(f.txnToken(t, "D1", "b.example")), agent.HTTPSig)
+	res, err = foreign.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), d1, nil)
+	wantProblem(t, res, err, errcode.AudienceMismatch)
+
+	// Section 7: an intermediary modifies Dialog-Context after A2 signed.
+	a2 := f.agentLax(f.a2, agent.Forwarded(f.txnToken(t, "D1", "a.example")), agent.HTTPSig)
+	a2.Client.Transport.(*agent.Transport).Base = rewrite(func(r *http.Request) {
+		r.Header.Set(dialog.HeaderName, `dlg="D1", initiator="wimse://a.example/agent/a2"`)
+	})
+	res, err = a2.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), d1, nil)
+	wantProblem(t, res, err, errcode.InvalidSignature)
+
+	// Section 7: Dialog-Context added after signing: not covered.
+	plain := f.agentLax(f.a2, nil, agent.HTTPSig)
+	plain.Client.Transport.(*agent.Transport).Base = rewrite(func(r *http.Request) { d1.Set(r.Header) })
+	res, err = plain.Client.Do(post(t, f.toolSrv.URL+"/invoke"))
+	wantProblem(t, res, err, errcode.DialogContextNotCovered)
+
+	// Section 5: A2 proposes a dialog naming A1 as initiator (forged initiator) at A2's
+	// own peer... here at A2: the sender is not the named initiator of an unknown dialog.
+	forger := f.agentLax(f.t1, nil, agent.HTTPSig)
+	res, err = forger.Continue(ctx, post(t, f.a2Srv.URL+"/task"), d1, nil)
+	wantProblem(t, res, err, errcode.InitiatorMismatch)
+
+	// With WPT, Dialog-Context added after the proof was made: dth missing.
+	wptAgent := f.agent(f.a2, nil, agent.WPT)
+	wptAgent.Client.Transport.(*agent.Transport).Base = rewrite(func(r *http.Request) { d1.Set(r.Header) })
+	res, err = wptAgent.Client.Do(post(t, f.toolSrv.URL+"/invoke"))
+	wantProblem(t, res, err, errcode.DialogContextBindingMismatch)
+}
+
+// Section 5: the dialog identifier must not be in use by another initiator.
+func TestDialogBindingSec5_DialogInUse(t *testing.T) {
+	f := newFigure3(t)
+	ctx := context.Background()
+	res, _, err := f.agent(f.a1, nil, agent.HTTPSig).Start(ctx, post(t, f.a2Srv.URL+"/task"), "D7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	<-f.seen
+	res, _, err = f.agentLax(f.t1, nil, agent.HTTPSig).Start(ctx, post(t, f.a2Srv.URL+"/task"), "D7")
+	wantProblem(t, res, err, errcode.DialogInUse)
+}
+
+type rewrite func(*http.Request)
+
+func (rw rewrite) RoundTrip(r *http.Request) (*http.Response, error) {
+	rw(r)
+	return http.DefaultTransport.RoundTrip(r)
+}
