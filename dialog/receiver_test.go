@@ -2,6 +2,7 @@ package dialog_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
+	"github.com/go-chi/chi/v5"
 )
 
 // figure3 is the topology of dialog-binding Figure 2/3 on loopback: A1 and A2 are
@@ -265,4 +267,75 @@ type rewrite func(*http.Request)
 func (rw rewrite) RoundTrip(r *http.Request) (*http.Response, error) {
 	rw(r)
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+type downReplay struct{}
+
+func (downReplay) Claim(context.Context, string, time.Duration) error {
+	return errcode.Unavailable(errcode.StoreUnavailable, io.ErrUnexpectedEOF, "replay store unreachable")
+}
+
+// Section 12: when a check cannot be completed (here the replay store is down) the
+// request is rejected, and the error says it could not be completed: a distinct status
+// (503) and kind, not the 4xx of a failed check.
+func TestDialogBindingSec12_CouldNotCompleteIsDistinct(t *testing.T) {
+	f := newFigure3(t)
+	aud := f.toolSrv.URL + "/invoke"
+	wits := f.d.Validator()
+	rc, err := dialog.NewReceiver(dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(aud),
+		httpsig.WithReplay(downReplay{}), httpsig.WithVerifierClock(f.clock.Now))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.toolSrv.Config.Handler = rc.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Error("the handler ran although a check could not be completed")
+	}))
+	d1, _ := dialog.New("D1", f.a1.ID)
+	res, err := f.agentLax(f.a2, nil, agent.HTTPSig).Continue(context.Background(), post(t, aud), d1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	var p problem.Details
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusServiceUnavailable || p.Kind != "could_not_complete" || p.Code != "store_unavailable" {
+		t.Fatalf("status %d, %+v", res.StatusCode, p)
+	}
+	// A failed check, for contrast: 4xx and kind failed.
+	res, err = f.agentLax(f.a2, agent.Forwarded("not-a-token"), agent.HTTPSig).Continue(context.Background(), post(t, f.a2Srv.URL+"/task"), d1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ = io.ReadAll(res.Body)
+	_ = json.Unmarshal(body, &p)
+	if res.StatusCode >= 500 || p.Kind != "failed" {
+		t.Fatalf("failed check: status %d, %+v", res.StatusCode, p)
+	}
+}
+
+// The middleware composes with chi like any net/http middleware.
+func TestReceiverWithChi(t *testing.T) {
+	f := newFigure3(t)
+	r := chi.NewRouter()
+	rc := f.receiver(t, f.toolSrv.URL+"/tools/search", f.t1, false)
+	r.Use(rc.Middleware)
+	r.Post("/tools/{name}", func(w http.ResponseWriter, r *http.Request) {
+		v := dialog.FromRequest(r)
+		w.Write([]byte(chi.URLParam(r, "name") + " for " + v.Sender.String()))
+	})
+	f.toolSrv.Config.Handler = r
+	d1, _ := dialog.New("D1", f.a1.ID)
+	res, err := f.agentLax(f.a2, nil, agent.HTTPSig).Continue(context.Background(), post(t, f.toolSrv.URL+"/tools/search"), d1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 || string(body) != "search for "+f.a2.ID.String() {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
@@ -310,4 +311,29 @@ func (rp replay) RoundTrip(r *http.Request) (*http.Response, error) {
 	res.Body = io.NopCloser(bytes.NewReader(rp.body))
 	res.Request = r
 	return &res, nil
+}
+
+// The agent's Txn-Token source asks the TTS once per dialog and keeps the token until
+// shortly before it expires.
+func TestTTSSourceCachesPerDialog(t *testing.T) {
+	f := newFigure3(t)
+	now := time.Now()
+	clock := func() time.Time { return now }
+	src := agent.NewTTSSource(f.a.ttsClient(f.a1.src), "a.example", "trip.book", f.a.selfSigned(f.a1.id, f.a1.src), clock)
+	ctx := context.Background()
+	t1, err := src.TxnToken(ctx, "D1")
+	mustOK(t, err)
+	t2, err := src.TxnToken(ctx, "D1")
+	mustOK(t, err)
+	t3, err := src.TxnToken(ctx, "D2")
+	mustOK(t, err)
+	if t1 != t2 || t1 == t3 {
+		t.Fatal("one token per dialog, reused while fresh")
+	}
+	now = now.Add(10 * time.Minute) // past the 5-minute Txn-Token lifetime
+	t4, err := src.TxnToken(ctx, "D1")
+	mustOK(t, err)
+	if t4 == t1 {
+		t.Fatal("an expiring token was served from the cache")
+	}
 }
