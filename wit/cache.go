@@ -1,7 +1,6 @@
 package wit
 
 import (
-	"crypto/sha256"
 	"sync"
 	"time"
 )
@@ -33,8 +32,7 @@ func newCache(max int, maxAge time.Duration) *cache {
 	return &cache{entries: make(map[[32]byte]cacheEntry, max), max: max, maxAge: maxAge}
 }
 
-func (c *cache) get(raw string, now time.Time) (WIT, bool) {
-	k := sha256.Sum256([]byte(raw))
+func (c *cache) getKey(k [32]byte, raw string, now time.Time) (WIT, bool) {
 	c.mu.RLock()
 	e, ok := c.entries[k]
 	c.mu.RUnlock()
@@ -44,12 +42,11 @@ func (c *cache) get(raw string, now time.Time) (WIT, bool) {
 	return e.wit, true
 }
 
-func (c *cache) put(w *WIT, now time.Time) {
+func (c *cache) put(k [32]byte, w *WIT, now time.Time) {
 	until := now.Add(c.maxAge)
 	if exp := w.Claims.Exp.Time(); exp.Before(until) {
 		until = exp
 	}
-	k := sha256.Sum256([]byte(w.Raw))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) >= c.max {

@@ -52,6 +52,16 @@ type WIT struct {
 	Key *keys.PublicKey
 	// IssuerKID is the kid of the trust-anchor key that signed the WIT.
 	IssuerKID string
+
+	hash string // Hash(Raw), computed once (the cache key and every WPT's wth need it)
+}
+
+// Hash returns Hash(w.Raw), computed at most once per validation.
+func (w *WIT) Hash() string {
+	if w.hash == "" {
+		w.hash = Hash(w.Raw)
+	}
+	return w.hash
 }
 
 // Expiry returns the WIT's exp.
@@ -143,7 +153,8 @@ func (v *Validator) Skew() time.Duration { return v.skew }
 func (v *Validator) Validate(ctx context.Context, raw string) (*WIT, error) {
 	if v.cache != nil {
 		now := v.now()
-		if w, ok := v.cache.get(raw, now); ok {
+		k := sha256.Sum256([]byte(raw))
+		if w, ok := v.cache.getKey(k, raw, now); ok {
 			if err := v.checkTimes(&w, now); err != nil {
 				return nil, err
 			}
@@ -151,7 +162,8 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*WIT, error) {
 		}
 		w, err := v.validate(ctx, raw)
 		if err == nil {
-			v.cache.put(w, now)
+			w.hash = base64.RawURLEncoding.EncodeToString(k[:])
+			v.cache.put(k, w, now)
 		}
 		return w, err
 	}

@@ -170,7 +170,7 @@ func (v *Verifier) Verify(ctx context.Context, witRaw, proof string, b Bound) (*
 	if err != nil {
 		return nil, err
 	}
-	c, err := v.VerifyProof(ctx, proof, w.Key, witRaw, b)
+	c, err := v.verifyProof(proof, w.Key, w.Hash(), b)
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +187,11 @@ func (v *Verifier) Verify(ctx context.Context, witRaw, proof string, b Bound) (*
 // VerifyProof checks a proof against an already validated WIT key (steps 2-6). It does
 // not claim the jti.
 func (v *Verifier) VerifyProof(ctx context.Context, proof string, key *keys.PublicKey, witRaw string, b Bound) (*Claims, error) {
+	return v.verifyProof(proof, key, wit.Hash(witRaw), b)
+}
+
+// verifyProof is VerifyProof with the WIT's hash (its wth) already computed.
+func (v *Verifier) verifyProof(proof string, key *keys.PublicKey, wth string, b Bound) (*Claims, error) {
 	opts := jose.Options{Typ: Type, MaxSize: v.maxSize, ExactAlg: true}
 	t, err := jose.Parse(proof, opts.MaxSize)
 	if err != nil {
@@ -211,7 +216,7 @@ func (v *Verifier) VerifyProof(ctx context.Context, proof string, key *keys.Publ
 	if len(c.Aud) != 1 || !contains(v.audiences, c.Aud[0]) {
 		return nil, errcode.New(errcode.AudienceMismatch, "aud is not this recipient")
 	}
-	if c.Wth == "" || c.Wth != wit.Hash(witRaw) {
+	if c.Wth == "" || c.Wth != wth {
 		return nil, errcode.New(errcode.WITBindingMismatch, "wth does not match the WIT")
 	}
 	if err := checkBinding(c.Ath, b.AccessToken, errcode.OtherTokenBindingMismatch, "ath", "access token"); err != nil {
