@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/problem"
@@ -47,6 +48,10 @@ type Verified struct {
 	// TxnToken is the raw Txn-Token and Txn its validated claims (nil without one).
 	TxnToken string
 	Txn      *tts.Claims
+	// Handoff is the handoff receiver's decision on a handoff that travelled with the
+	// request (nil without one, or without WithHandoffs). A rejected offer never reaches
+	// the handler; a retransmission or equivocation does, with its Reply to send.
+	Handoff *handoff.Decision
 }
 
 // Forward returns the provenance a forwarder sends with its next request in the same
@@ -83,6 +88,8 @@ type Receiver struct {
 	requireDialog  bool
 	requireOrigin  bool
 	responseSigner func(ctx context.Context) (*httpsig.Signer, error)
+	handoffs       *handoff.Receiver
+	extract        HandoffExtractor
 }
 
 // ReceiverOption configures a Receiver.
@@ -235,6 +242,11 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 			return nil, errcode.New(errcode.DialogMismatch, "the Txn-Token records a dialog but the request carries no Dialog-Context")
 		}
 		v.TxnToken, v.Txn = raw, claims
+	}
+	if rc.handoffs != nil {
+		if err := rc.receiveHandoff(r, v); err != nil {
+			return nil, err
+		}
 	}
 	return v, nil
 }

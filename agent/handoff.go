@@ -1,0 +1,58 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/handoff"
+)
+
+// OfferInDialog signs a handoff of work to a delegate in dialog dc, within a trust
+// domain (handoff-context section 5.7): the offer's dialog is dc's dlg and its grant is
+// the digest of the Txn-Token the request will carry. It returns the handoff and a
+// context on which the Transport sends exactly that token, so that the grant and the
+// credential cannot drift apart.
+func OfferInDialog(ctx context.Context, d *handoff.Delegator, tokens TxnTokenSource, dc *dialog.Context, req handoff.OfferRequest) (*handoff.Handoff, context.Context, error) {
+	if tokens == nil || dc == nil {
+		return nil, nil, errcode.New(errcode.InvalidRequest, "a handoff in a dialog needs the dialog and its Txn-Token source")
+	}
+	tok, err := tokens.TxnToken(ctx, dc.DLG())
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := OfferWithCredential(ctx, d, tok, dc, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, WithTxnTokenSource(ctx, Forwarded(tok)), nil
+}
+
+// OfferWithCredential signs a handoff whose grant is the digest of credential: the
+// access token the request across a trust boundary carries as `Authorization: Bearer`
+// (the receiver checks the same octets). dc may be nil for a request outside a dialog.
+func OfferWithCredential(ctx context.Context, d *handoff.Delegator, credential string, dc *dialog.Context, req handoff.OfferRequest) (*handoff.Handoff, error) {
+	if credential == "" {
+		return nil, errcode.New(errcode.InvalidRequest, "no credential to bind the grant to")
+	}
+	g := handoff.BindGrant([]byte(credential))
+	req.Offer.Grant = &g
+	if dc != nil {
+		req.Offer.Dialog = dc.DLG()
+	}
+	return d.Offer(ctx, req)
+}
+
+// A2AMessageSend builds the JSON-RPC body of an A2A "message/send" whose message
+// carries h (handoff-context section 6): the form dialog.JSONRPCHandoff reads.
+func A2AMessageSend(id any, message json.RawMessage, h *handoff.Handoff) ([]byte, error) {
+	msg, err := handoff.PutA2AMessage(message, h)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": id, "method": "message/send",
+		"params": map[string]json.RawMessage{"message": msg},
+	})
+}
