@@ -108,4 +108,3 @@ func bearer(h http.Header) string {
 	}
 	return strings.TrimSpace(tok)
 }
-
