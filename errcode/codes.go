@@ -232,3 +232,26 @@ const (
 	// TTSUnavailable: a TTS could not be reached or gave no usable answer (Incomplete).
 	TTSUnavailable Code = "tts_unavailable"
 )
+
+// Codes for identity chaining (package chaining, issue 5; oauth.md section 2,
+// dialog-binding section 11). Each is documented in README.md ("Error codes").
+const (
+	// UnknownPeer: the audience or resource of a grant request names no peer
+	// authorization server this AS issues grants for (RFC 8693 invalid_target).
+	UnknownPeer Code = "unknown_peer"
+	// GrantBindingMismatch: a grant's requested_cnf.jkt (RFC 7523 invalid_grant), or an
+	// access token's cnf.jkt, is absent or is not the thumbprint of the WIT key of the
+	// workload presenting it.
+	GrantBindingMismatch Code = "grant_binding_mismatch"
+	// SubjectNotMapped: the subject policy for the peer has no mapping for the subject
+	// (AS A: invalid_request; AS B: invalid_grant, "MUST deny if the subject cannot be
+	// identified", oauth.md 2.4).
+	SubjectNotMapped Code = "subject_not_mapped"
+	// ASUnavailable: an authorization server (AS A or AS B) could not be reached or gave
+	// no usable answer (client side; Incomplete).
+	ASUnavailable Code = "as_unavailable"
+	// CrossesTrustBoundary: a request of a linked dialog would carry the original
+	// domain's Txn-Token, dialog identifier or provenance across the trust boundary
+	// (dialog-binding sections 11 and 13, domain separation).
+	CrossesTrustBoundary Code = "crosses_trust_boundary"
+)

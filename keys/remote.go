@@ -19,6 +19,7 @@ type RemoteSet struct {
 	cache      *jwk.Cache
 	minRefresh time.Duration
 	now        func() time.Time
+	hook       func(RefreshEvent)
 
 	mu          sync.Mutex
 	lastRefresh time.Time
@@ -42,6 +43,22 @@ func WithMinRefresh(d time.Duration) RemoteOption {
 // WithRefreshClock injects the clock that rate-limits forced refreshes.
 func WithRefreshClock(now func() time.Time) RemoteOption {
 	return func(r *RemoteSet, _ *[]jwk.RegisterOption) { r.now = now }
+}
+
+// RefreshEvent describes one JWKS fetch of a RemoteSet, for metrics: Forced is a
+// fetch forced by an unknown kid (or the first one); otherwise the background refresh
+// of the cache delivered a new set. Err is the fetch's error (nil on success).
+type RefreshEvent struct {
+	URL    string
+	Forced bool
+	Err    error
+}
+
+// WithRefreshHook calls hook after every forced fetch (the first one, and each
+// unknown-kid refresh that the rate limit lets through) and whenever a background
+// refresh delivered a new key set. hook must be fast and must not call the set.
+func WithRefreshHook(hook func(RefreshEvent)) RemoteOption {
+	return func(r *RemoteSet, _ *[]jwk.RegisterOption) { r.hook = hook }
 }
 
 // NewRemoteSet registers url with a jwx cache that lives as long as ctx. The first fetch
@@ -79,8 +96,14 @@ func (r *RemoteSet) refresh(ctx context.Context, force bool) (*StaticSet, error)
 		}
 		r.lastRefresh = r.now()
 		src, err = r.cache.Refresh(ctx, r.url)
+		if r.hook != nil {
+			r.hook(RefreshEvent{URL: r.url, Forced: true, Err: err})
+		}
 	} else {
 		src, err = r.cache.Get(ctx, r.url)
+		if err == nil && r.hook != nil && r.currentSrc != nil && src != r.currentSrc {
+			r.hook(RefreshEvent{URL: r.url})
+		}
 	}
 	if err != nil {
 		return nil, errcode.Unavailable(errcode.KeysUnavailable, err, "fetching JWKS")

@@ -90,5 +90,10 @@
 // LazyRemoteSet trusts a JWKS URL that may not answer yet (the development default
 // starts before its WIT issuer).
 //
+// Other grant handlers may share the token endpoint (package chaining, identity
+// chaining: AS A and AS B in the TTS binary): Config.AmendMetadata adds what they serve
+// to the metadata, Server.TxnTokenVerifier validates this server's Txn-Tokens for them,
+// and WriteError writes their RFC 6749 errors the way the TTS does.
+//
 // Nothing here logs a whole token: tokens appear as base64url(SHA-256) (Hash).
 package tts

@@ -106,6 +106,16 @@ func OAuthError(err error) (string, int) {
 // which never holds a whole token; a server_error says nothing more.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	oauth, status := OAuthError(err)
+	WriteError(w, r, err, oauth, status)
+}
+
+// WriteError sends the RFC 6749 error document for err with the given OAuth error and
+// status: error_description from the errcode detail (which never holds a whole token;
+// none for a 500), dialogtrust's code and kind, WWW-Authenticate on a 401 to a client
+// that used the Authorization field, Retry-After on a 503, and no caching. Exported for
+// the other grant handlers of a token endpoint (package chaining), whose mapping from
+// code to OAuth error differs (RFC 7523: invalid_grant).
+func WriteError(w http.ResponseWriter, r *http.Request, err error, oauth string, status int) {
 	resp := ErrorResponse{Error: oauth, Code: string(errcode.CodeOf(err)), Kind: errcode.KindOf(err).String()}
 	var e *errcode.Error
 	if errors.As(err, &e) && status != http.StatusInternalServerError {

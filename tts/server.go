@@ -22,6 +22,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/reqid"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/store"
@@ -80,6 +81,10 @@ type Config struct {
 	MaxBodySize int64
 	// ReadyChecks run on /readyz after the built-in ones.
 	ReadyChecks []ReadyCheck
+	// AmendMetadata, when set, amends the RFC 8414 metadata document before it is
+	// served: other grant handlers behind the same token endpoint (package chaining)
+	// add their grant types and identity_chaining_requested_token_types_supported.
+	AmendMetadata func(*Metadata)
 }
 
 // Server is the Transaction Token Service's HTTP face: the token endpoint, metadata,
@@ -173,6 +178,12 @@ func (s *Server) Handler() http.Handler { return s.router }
 // TokenEndpoint returns the token endpoint URL.
 func (s *Server) TokenEndpoint() string { return s.cfg.TokenEndpoint }
 
+// TxnTokenVerifier returns the verifier of Txn-Tokens this server issued: its own keys,
+// the trust domains it serves, its issuer identifier, its clock and skew (the one used
+// for replacement). Identity chaining's grant issuer (AS A) validates its subject
+// tokens with it.
+func (s *Server) TxnTokenVerifier() *Verifier { return s.replace.v }
+
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Post(PathToken, s.serveToken)
@@ -203,6 +214,10 @@ type Metadata struct {
 	IssuedTokenTypesSupported  []string `json:"issued_token_types_supported"`
 	SubjectTokenTypesSupported []string `json:"subject_token_types_supported"`
 	TrustDomainsSupported      []string `json:"trust_domains_supported"`
+	// IdentityChainingRequestedTokenTypesSupported is draft-ietf-oauth-identity-chaining
+	// section 3 (oauth.md 2.5): set through Config.AmendMetadata when identity chaining
+	// is served at this token endpoint.
+	IdentityChainingRequestedTokenTypesSupported []string `json:"identity_chaining_requested_token_types_supported,omitempty"`
 }
 
 // Metadata returns the current metadata document.
@@ -227,6 +242,9 @@ func (s *Server) Metadata() Metadata {
 	}
 	md.SubjectTokenTypesSupported = append(md.SubjectTokenTypesSupported, TokenTypeTxnToken)
 	slices.Sort(md.SubjectTokenTypesSupported)
+	if s.cfg.AmendMetadata != nil {
+		s.cfg.AmendMetadata(&md)
+	}
 	return md
 }
 
@@ -281,12 +299,13 @@ type TokenResponse struct {
 
 // requestLog is what a request's log line says; tokens only by hash.
 type requestLog struct {
-	grantType, subjectType, method, requester, subjectHash string
+	grantType, subjectType, method, requester, subjectHash, dialog string
 }
 
 func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var rl requestLog
+	rid := reqid.Set(w, r)
 	resp, claims, kid, err := s.token(w, r, &rl)
 	s.metrics.duration.Observe(time.Since(start).Seconds())
 	grant := metricGrant(rl.grantType, rl.subjectType)
@@ -304,7 +323,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		if errcode.KindOf(err) == errcode.Incomplete || code == errcode.Internal {
 			level = slog.LevelError
 		}
-		s.log.Log(r.Context(), level, "txn token refused", "error", oauth, "code", string(code),
+		s.log.Log(r.Context(), level, "txn token refused", "request_id", rid, "dlg", rl.dialog, "error", oauth, "code", string(code),
 			"kind", errcode.KindOf(err).String(), "grant", grant, "subject_token_type", rl.subjectType,
 			"subject_token_sha256", rl.subjectHash, "method", rl.method, "requester", rl.requester,
 			"remote", r.RemoteAddr, "detail", err.Error())
@@ -313,7 +332,8 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.issued.WithLabelValues(grant, metricType(rl.subjectType), rl.method).Inc()
 	// Typed attributes: this line is written for every token issued.
-	s.log.LogAttrs(r.Context(), slog.LevelInfo, "txn token issued", slog.String("grant", grant),
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "txn token issued", slog.String("request_id", rid),
+		slog.String("dlg", claims.Dialog()), slog.String("grant", grant),
 		slog.String("subject_token_type", rl.subjectType), slog.String("subject_token_sha256", rl.subjectHash),
 		slog.String("method", rl.method), slog.String("requester", rl.requester), slog.String("aud", claims.Aud[0]),
 		slog.String("txn", claims.Txn), slog.String("txn_token_sha256", Hash(resp.AccessToken)), slog.String("kid", kid),
@@ -372,7 +392,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *requestLog) (
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
 	}
-	rl.grantType, rl.subjectType = tr.GrantType, tr.SubjectTokenType
+	rl.grantType, rl.subjectType, rl.dialog = tr.GrantType, tr.SubjectTokenType, tr.Dialog()
 	if tr.SubjectToken != "" {
 		rl.subjectHash = Hash(tr.SubjectToken)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/reqid"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/store"
@@ -238,14 +239,15 @@ func (s *Server) ready(ctx context.Context) error {
 func (s *Server) issueHandler(methods []Authenticator) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		rid := reqid.Set(w, r)
 		method, resp, err := s.issue(w, r, methods)
 		s.metrics.duration.Observe(time.Since(start).Seconds())
 		if err != nil {
-			s.refuse(w, r, method, err)
+			s.refuse(w, r, rid, method, err)
 			return
 		}
 		s.metrics.issued.WithLabelValues(method).Inc()
-		attrs := []any{"method", method, "sub", resp.Sub, "expires_at", resp.ExpiresAt,
+		attrs := []any{"request_id", rid, "method", method, "sub", resp.Sub, "expires_at", resp.ExpiresAt,
 			"kid", resp.kid, "wit_sha256", wit.Hash(resp.WIT), "remote", r.RemoteAddr}
 		if method == MethodDev {
 			s.log.Warn("DEVELOPMENT MODE: WIT issued WITHOUT authenticating the workload", attrs...)
@@ -337,7 +339,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*RequestBody,
 	return ParseBody(b)
 }
 
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, method string, err error) {
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, rid, method string, err error) {
 	code := errcode.CodeOf(err)
 	if code == errcode.Unmapped {
 		// A failure that carries no code is ours, not the caller's; its text stays in
@@ -350,7 +352,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, method string, e
 	if errcode.KindOf(err) == errcode.Incomplete || code == errcode.Internal {
 		level = slog.LevelError
 	}
-	s.log.Log(r.Context(), level, "wit refused", "code", string(code), "kind", errcode.KindOf(err).String(),
+	s.log.Log(r.Context(), level, "wit refused", "request_id", rid, "code", string(code), "kind", errcode.KindOf(err).String(),
 		"method", method, "remote", r.RemoteAddr, "error", err.Error())
 	problem.Write(w, err)
 }

@@ -33,8 +33,11 @@ type Config struct {
 	Auth          AuthConfig          `yaml:"auth"`
 	SubjectTokens SubjectTokensConfig `yaml:"subject_tokens"`
 	Policy        PolicyConfig        `yaml:"policy"`
-	Log           LogConfig           `yaml:"log"`
-	Skew          time.Duration       `yaml:"skew"`
+	// Chaining, when set, serves identity chaining at the token endpoint (package
+	// chaining): grants for peer domains (as_a) and their redemption (as_b).
+	Chaining *ChainingConfig `yaml:"chaining"`
+	Log      LogConfig       `yaml:"log"`
+	Skew     time.Duration   `yaml:"skew"`
 	// JWKSRetry bounds how often a JWKS URL that has not answered yet is tried again
 	// (default 5s).
 	JWKSRetry       time.Duration `yaml:"jwks_retry"`
@@ -55,6 +58,9 @@ type KeysConfig struct {
 	DataDir        string        `yaml:"data_dir"`
 	RotationPeriod time.Duration `yaml:"rotation_period"`
 	PublishDelay   time.Duration `yaml:"publish_delay"`
+	// StepInterval is how often the rotation schedule is checked (default 30s). Only
+	// tests with seconds-scale rotation periods need it shorter (internal/faulttest).
+	StepInterval time.Duration `yaml:"step_interval"`
 }
 
 // StoreConfig: the replay store of WPT jtis, signature nonces and assertion jtis.
@@ -143,6 +149,69 @@ type RuleConfig struct {
 	SubjectScopes     []string `yaml:"subject_scopes"`
 	Details           []string `yaml:"details"`
 	Context           []string `yaml:"context"`
+}
+
+// ChainingConfig: identity chaining across trust domains (README, "Identity
+// chaining"). peers names the other domains' authorization servers once; as_a and as_b
+// say what this AS does with each, in each direction.
+type ChainingConfig struct {
+	Peers []ChainPeerConfig `yaml:"peers"`
+	ASA   *ASAConfig        `yaml:"as_a"`
+	ASB   *ASBConfig        `yaml:"as_b"`
+}
+
+// ChainPeerConfig: a peer authorization server (usually another domain's TTS binary).
+// Its keys (one of jwks_url, jwks_file, metadata) are needed when as_b redeems its
+// grants.
+type ChainPeerConfig struct {
+	Issuer        string   `yaml:"issuer"`
+	TokenEndpoint string   `yaml:"token_endpoint"`
+	Audiences     []string `yaml:"audiences"`
+	JWKSURL       string   `yaml:"jwks_url"`
+	JWKSFile      string   `yaml:"jwks_file"`
+	// Metadata: find jwks_uri in the peer's RFC 8414 metadata at its issuer.
+	Metadata bool     `yaml:"metadata"`
+	Typs     []string `yaml:"typs"`
+	Algs     []string `yaml:"algs"`
+}
+
+// ASAConfig: grants this AS issues (AS A).
+type ASAConfig struct {
+	GrantLifetime time.Duration   `yaml:"grant_lifetime"`
+	Peers         []ASAPeerConfig `yaml:"peers"`
+}
+
+// ASAPeerConfig: what may cross to one peer.
+type ASAPeerConfig struct {
+	Issuer    string        `yaml:"issuer"`
+	Scopes    []string      `yaml:"scopes"`
+	Subject   SubjectConfig `yaml:"subject"`
+	Workloads []string      `yaml:"workloads"`
+}
+
+// ASBConfig: grants this AS redeems (AS B) and the access tokens it issues.
+type ASBConfig struct {
+	// Audience of the access tokens (default: the first trust domain).
+	Audience            string          `yaml:"audience"`
+	AccessTokenLifetime time.Duration   `yaml:"access_token_lifetime"`
+	MaxGrantAge         time.Duration   `yaml:"max_grant_age"`
+	Peers               []ASBPeerConfig `yaml:"peers"`
+}
+
+// ASBPeerConfig: what may come in from one peer.
+type ASBPeerConfig struct {
+	Issuer       string        `yaml:"issuer"`
+	Scopes       []string      `yaml:"scopes"`
+	Subject      SubjectConfig `yaml:"subject"`
+	Clients      []string      `yaml:"clients"`
+	AllowUnbound bool          `yaml:"allow_unbound"`
+}
+
+// SubjectConfig: see chaining.SubjectMap (mode keep, prefix or table).
+type SubjectConfig struct {
+	Mode   string            `yaml:"mode"`
+	Prefix string            `yaml:"prefix"`
+	Table  map[string]string `yaml:"table"`
 }
 
 // LogConfig: the slog level (debug, info, warn, error).

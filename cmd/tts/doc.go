@@ -23,4 +23,12 @@
 //   - Keys in a data directory are written atomically with mode 0600 and rotated
 //     publish-before-use by tts.Rotator.
 //   - Logs are JSON (slog) on stderr; tokens appear only as SHA-256 hashes.
+//   - Identity chaining (the chaining section, off by default) runs in the same binary
+//     behind the same token endpoint: chaining.Mux hands token exchanges for a JWT
+//     authorization grant to AS A and jwt-bearer grants to AS B, which sign with the
+//     TTS's key ring and authenticate with its WIT methods only (grants and access
+//     tokens are bound to the client's WIT key). When AS B is on, the TTS accepts the
+//     access tokens of its own AS B as subject tokens. The section is checked before
+//     anything opens (also by --check-config); peers' keys given by URL or metadata
+//     are fetched lazily, like the WIT issuers'.
 package main

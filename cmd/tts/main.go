@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/graceful"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
@@ -54,6 +57,7 @@ const (
 // when the server cannot start or fails. ready, if set, hears the base URL once the
 // listener is up (tests use it).
 func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, ready func(url string)) error {
+	args, checkOnly := checkConfigFlag(args)
 	cfg, src, err := loadConfig(args, env, stderr)
 	if err != nil {
 		return err
@@ -61,6 +65,15 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, read
 	logger, err := newLogger(cfg.Log.Level, stderr)
 	if err != nil {
 		return err
+	}
+	if checkOnly {
+		// Deployment kits (deploy/) check their configuration files with this before
+		// shipping them; it opens no listener, file, key or store.
+		if err := validate(cfg); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "tts: configuration ok")
+		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -95,6 +108,8 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, read
 	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
 	sctx, scancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer scancel()
+	// Requests already sent are answered first (internal/graceful); then Shutdown.
+	a.drain.Drain(sctx, graceful.Duration(cfg.ShutdownTimeout))
 	if err := a.srv.Shutdown(sctx); err != nil {
 		logger.Error("shutdown", "error", err.Error())
 		_ = a.srv.Close()
@@ -145,6 +160,7 @@ type app struct {
 	keysFrom string
 	tls      bool
 	closers  []func()
+	drain    graceful.Drainer
 }
 
 func (a *app) close() {
@@ -171,26 +187,74 @@ func applyDefaults(cfg *Config) {
 	}
 }
 
+// validate applies the defaults and makes the checks that need no listener, file, key
+// or store.
+func validate(cfg *Config) error {
+	applyDefaults(cfg)
+	if len(cfg.TrustDomains) == 0 {
+		return fmt.Errorf("trust_domains: at least one is required")
+	}
+	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
+		return fmt.Errorf("tls: cert_file and key_file go together")
+	}
+	if cfg.Development && !isLoopback(cfg.Listen) {
+		return fmt.Errorf("development: listen must be a loopback address")
+	}
+	if !cfg.Development && cfg.Keys.SigningKeyFile == "" && cfg.Keys.DataDir == "" {
+		return fmt.Errorf("keys: signing_key_file or data_dir is required outside development mode")
+	}
+	if cfg.Store.Type != "memory" && cfg.Store.Type != "redis" {
+		return fmt.Errorf("store.type %q: memory or redis", cfg.Store.Type)
+	}
+	if err := checkChaining(cfg); err != nil {
+		return err
+	}
+	_, err := buildPolicy(cfg.Policy)
+	return err
+}
+
+// checkConfigFlag removes -check-config (or --check-config[=bool]) from args, before a
+// "--" terminator, and reports whether it asked for a check only. It lives here rather
+// than in loadConfig's flag set so that loadConfig keeps meaning "the configuration".
+func checkConfigFlag(args []string) ([]string, bool) {
+	var out []string
+	check := false
+	for i, a := range args {
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		name, val, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if name == a || name != "check-config" {
+			out = append(out, a)
+			continue
+		}
+		b, err := strconv.ParseBool(val)
+		switch {
+		case !hasVal:
+			check = true
+		case err != nil:
+			out = append(out, a) // let the flag set report the bad value
+		default:
+			check = b
+		}
+	}
+	return out, check
+}
+
 // build turns the configuration into a listener and a server; key rotation runs until
 // ctx ends.
 func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err error) {
-	applyDefaults(cfg)
 	a := &app{}
 	defer func() {
 		if err != nil {
 			a.close()
 		}
 	}()
-	if len(cfg.TrustDomains) == 0 {
-		return nil, fmt.Errorf("trust_domains: at least one is required")
-	}
-	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
-		return nil, fmt.Errorf("tls: cert_file and key_file go together")
+	if err := validate(cfg); err != nil {
+		return nil, err
 	}
 	a.tls = cfg.TLS.CertFile != ""
-	if cfg.Development && !isLoopback(cfg.Listen) {
-		return nil, fmt.Errorf("development: listen must be a loopback address")
-	}
 	if !cfg.Development && !a.tls {
 		logger.Warn("no TLS: the token endpoint carries subject tokens and proofs in clear text (oauth.md 1.9 item 2)")
 	}
@@ -228,7 +292,11 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 	if err != nil {
 		return nil, err
 	}
-	go a.rot.Run(ctx, ticker(ctx, rotationStepInterval), func(err error) {
+	step := rotationStepInterval
+	if cfg.Keys.StepInterval > 0 {
+		step = cfg.Keys.StepInterval
+	}
+	go a.rot.Run(ctx, ticker(ctx, step), func(err error) {
 		logger.Error("key rotation step failed", "error", err.Error())
 	})
 
@@ -253,27 +321,39 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 	if err != nil {
 		return nil, err
 	}
-	handlers, handlerReady, err := buildSubjectHandlers(ctx, cfg, a.issuer, tokenEndpoint)
+	chain, err := prepareChaining(ctx, cfg, a.issuer, tokenEndpoint, a.rot.Ring(), auths, replay)
+	if err != nil {
+		return nil, err
+	}
+	handlers, handlerReady, err := buildSubjectHandlers(ctx, cfg, a.issuer, tokenEndpoint, chain.ownAccessTokens()...)
 	if err != nil {
 		return nil, err
 	}
 	readyChecks = append(readyChecks, handlerReady...)
+	if chain != nil {
+		readyChecks = append(readyChecks, chain.ready...)
+	}
 	policy, err := buildPolicy(cfg.Policy)
 	if err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), jwksRefreshes)
 	s, err := tts.New(tts.Config{
 		Issuer: a.issuer, TokenEndpoint: tokenEndpoint, TrustDomains: cfg.TrustDomains, Keys: a.rot.Ring(),
 		Authenticators: auths, SubjectHandlers: handlers, Replay: replay, Policy: policy,
-		Registry: reg, Logger: logger, Skew: cfg.Skew, ReadyChecks: readyChecks,
+		Registry: reg, Logger: logger, Skew: cfg.Skew, ReadyChecks: readyChecks, AmendMetadata: chain.metadata(),
 	})
 	if err != nil {
 		return nil, err
 	}
+	handler, err := chain.handler(s, cfg.Skew, reg, logger)
+	if err != nil {
+		return nil, err
+	}
 	a.srv = &http.Server{
-		Handler:           s.Handler(),
+		Handler:           a.drain.Handler(handler),
+		ConnState:         a.drain.ConnState,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -291,7 +371,7 @@ func keySource(ctx context.Context, retry time.Duration, what, url, file string)
 	case url != "" && file != "":
 		return nil, nil, fmt.Errorf("%s: jwks_url and jwks_file exclude each other", what)
 	case url != "":
-		l := tts.NewLazyRemoteSet(ctx, url, retry, nil)
+		l := tts.NewLazyRemoteSet(ctx, url, retry, nil, jwksRefreshHook())
 		return l, l.Ready, nil
 	case file != "":
 		set, err := keys.LoadJWKSFile(file)
@@ -362,7 +442,10 @@ func buildAuth(ctx context.Context, cfg *Config, wits *wit.Validator, replay sto
 	return out, nil
 }
 
-func buildSubjectHandlers(ctx context.Context, cfg *Config, issuer, tokenEndpoint string) ([]tts.SubjectTokenHandler, []tts.ReadyCheck, error) {
+// buildSubjectHandlers builds one handler per subject token type; own are further
+// access token issuers (the access tokens of this binary's own AS B, when chaining
+// redeems grants).
+func buildSubjectHandlers(ctx context.Context, cfg *Config, issuer, tokenEndpoint string, own ...tts.JWTIssuer) ([]tts.SubjectTokenHandler, []tts.ReadyCheck, error) {
 	var (
 		out   []tts.SubjectTokenHandler
 		ready []tts.ReadyCheck
@@ -400,6 +483,12 @@ func buildSubjectHandlers(ctx context.Context, cfg *Config, issuer, tokenEndpoin
 			}
 			byType[urn] = append(byType[urn], tts.JWTIssuer{Issuer: is.Issuer, Keys: ks, Typ: is.Typ, Audiences: is.Audiences, SubjectPrefix: is.SubjectPrefix, Scope: is.Scope})
 		}
+	}
+	if len(own) > 0 {
+		if _, ok := byType[tts.TokenTypeAccessToken]; !ok {
+			order = append(order, tts.TokenTypeAccessToken)
+		}
+		byType[tts.TokenTypeAccessToken] = append(byType[tts.TokenTypeAccessToken], own...)
 	}
 	for _, urn := range order {
 		h, err := tts.NewJWTHandler(urn, byType[urn], hopts)

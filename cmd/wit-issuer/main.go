@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/graceful"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/witissuer"
@@ -51,6 +53,7 @@ const (
 // when the server cannot start or fails. ready, if set, hears the base URL once the
 // listener is up (tests use it).
 func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, ready func(url string)) error {
+	args, checkOnly := checkConfigFlag(args)
 	cfg, src, err := loadConfig(args, env, stderr)
 	if err != nil {
 		return err
@@ -58,6 +61,15 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, read
 	logger, err := newLogger(cfg.Log.Level, stderr)
 	if err != nil {
 		return err
+	}
+	if checkOnly {
+		// Deployment kits (deploy/) check their configuration files with this before
+		// shipping them; it opens no listener, file, key or store.
+		if _, err := validate(cfg); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "wit-issuer: configuration ok")
+		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -95,6 +107,8 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, read
 	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
 	sctx, scancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer scancel()
+	// Requests already sent are answered first (internal/graceful); then Shutdown.
+	a.drain.Drain(sctx, graceful.Duration(cfg.ShutdownTimeout))
 	if err := a.srv.Shutdown(sctx); err != nil {
 		logger.Error("shutdown", "error", err.Error())
 		_ = a.srv.Close()
@@ -134,6 +148,7 @@ type app struct {
 	tls      bool
 	dev      bool
 	closers  []func()
+	drain    graceful.Drainer
 }
 
 func (a *app) close() {
@@ -163,16 +178,10 @@ func applyDefaults(cfg *Config) {
 	}
 }
 
-// build turns the configuration into a listener and a server; background loops (bundle
-// and certificate reloads, key rotation) run until ctx ends.
-func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err error) {
+// validate applies the defaults and makes the checks that need no listener, file, key
+// or store; it returns the authentication methods the routes use.
+func validate(cfg *Config) (used map[string]bool, err error) {
 	applyDefaults(cfg)
-	a := &app{}
-	defer func() {
-		if err != nil {
-			a.close()
-		}
-	}()
 	if len(cfg.TrustDomains) == 0 {
 		return nil, fmt.Errorf("trust_domains: at least one is required")
 	}
@@ -186,19 +195,16 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
 		return nil, fmt.Errorf("tls: cert_file and key_file go together")
 	}
-	used := map[string]bool{}
+	used = map[string]bool{}
 	for _, r := range cfg.Routes {
 		for _, m := range r.Methods {
 			used[m] = true
 		}
 	}
-	a.tls = cfg.TLS.CertFile != ""
-	if used[witissuer.MethodX509SVID] && !a.tls {
+	if used[witissuer.MethodX509SVID] && cfg.TLS.CertFile == "" {
 		return nil, fmt.Errorf("the x509svid method needs TLS (tls.cert_file, tls.key_file): client certificates only exist in TLS")
 	}
-
 	if used[witissuer.MethodDev] {
-		a.dev = true
 		if cfg.Auth.Dev == nil {
 			return nil, fmt.Errorf("routes name the dev method but auth.dev is not configured")
 		}
@@ -208,6 +214,56 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 			return nil, fmt.Errorf("the dev method authenticates nobody: listen must be a loopback address unless auth.dev.allow_non_loopback is true")
 		}
 	}
+	if cfg.Store.Type != "memory" && cfg.Store.Type != "redis" {
+		return nil, fmt.Errorf("store.type %q: memory or redis", cfg.Store.Type)
+	}
+	return used, nil
+}
+
+// checkConfigFlag removes -check-config (or --check-config[=bool]) from args, before a
+// "--" terminator, and reports whether it asked for a check only. It lives here rather
+// than in loadConfig's flag set so that loadConfig keeps meaning "the configuration".
+func checkConfigFlag(args []string) ([]string, bool) {
+	var out []string
+	check := false
+	for i, a := range args {
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		name, val, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if name == a || name != "check-config" {
+			out = append(out, a)
+			continue
+		}
+		b, err := strconv.ParseBool(val)
+		switch {
+		case !hasVal:
+			check = true
+		case err != nil:
+			out = append(out, a) // let the flag set report the bad value
+		default:
+			check = b
+		}
+	}
+	return out, check
+}
+
+// build turns the configuration into a listener and a server; background loops (bundle
+// and certificate reloads, key rotation) run until ctx ends.
+func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err error) {
+	a := &app{}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
+	used, err := validate(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.tls = cfg.TLS.CertFile != ""
+	a.dev = used[witissuer.MethodDev]
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, err
@@ -279,7 +335,8 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 		return nil, err
 	}
 	a.srv = &http.Server{
-		Handler:           s.Handler(),
+		Handler:           a.drain.Handler(s.Handler()),
+		ConnState:         a.drain.ConnState,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,

@@ -1,0 +1,392 @@
+package chaining
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/jose"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tts"
+)
+
+// Access token lifetimes and grant limits of AS B.
+const (
+	DefaultAccessTokenLifetime = 5 * time.Minute
+	MaxAccessTokenLifetime     = time.Hour
+	// DefaultMaxGrantAge bounds how far ahead a grant's exp may lie (oauth.md 4.2 item
+	// 4: MAY reject an exp far in the future); grants are short-lived (oauth.md 2.3).
+	DefaultMaxGrantAge = 5 * time.Minute
+	// maxJTI bounds the jti that is written to the replay store.
+	maxJTI = 256
+)
+
+// BearerPeer is a peer authorization server (AS A) whose grants this AS redeems, and
+// the policy of what it may bring in.
+type BearerPeer struct {
+	// Issuer is the grant's iss, compared exactly (oauth.md 4.2 item 1).
+	Issuer string
+	// Keys are the peer's signing keys: a JWKS file or URL (keys.NewRemoteSet,
+	// tts.LazyRemoteSet) or its RFC 8414 metadata (NewDiscoveredKeys). Never from the
+	// grant.
+	Keys keys.KeySet
+	// Typs are the accepted JOSE typ values (default: exactly GrantTyp).
+	Typs []string
+	// Algs is the algorithm allow-list (default: every algorithm package keys supports;
+	// never none, never a MAC).
+	Algs []string
+	// Scopes are the scope tokens a grant of this peer may bring in; the granted scope
+	// is the grant's intersected with them. Required: nothing is allowed by default.
+	Scopes []string
+	// Subject maps the grant's sub to the access token's (default: keep).
+	Subject SubjectMap
+	// Clients, when set, are the workloads (identifiers, or prefixes ending in "/")
+	// that may present this peer's grants. Default: any workload whose WIT this AS
+	// trusts.
+	Clients []string
+	// AllowUnbound accepts grants without requested_cnf (from peers that do not bind
+	// grants to the client's key). Off: a grant must name the presenting workload's key.
+	AllowUnbound bool
+}
+
+// JWTBearerConfig configures a JWTBearer.
+type JWTBearerConfig struct {
+	// Issuer is this AS's issuer identifier: the aud grants must name (oauth.md 4.2
+	// item 3) and the iss of its access tokens.
+	Issuer string
+	// TokenEndpoint is this AS's token endpoint URL (default Issuer + /token), also
+	// accepted as a grant's aud.
+	TokenEndpoint string
+	// Keys signs access tokens (active key, with kid).
+	Keys *keys.Ring
+	// Authenticators authenticate the client workload; it must present a WIT
+	// (the grant's requested_cnf and the access token's cnf name its key).
+	Authenticators []tts.Authenticator
+	// Replay claims every grant's jti once, until its exp plus skew.
+	Replay store.Replay
+	// Peers whose grants are redeemed.
+	Peers []BearerPeer
+	// Audiences are the aud values of issued access tokens: the resource audience of
+	// this domain (e.g. its trust domain). The first is used unless the request names
+	// another with resource (RFC 8707). Required.
+	Audiences []string
+	// Lifetime of an access token (default 5 minutes, at most an hour).
+	Lifetime time.Duration
+	// MaxGrantAge bounds exp - now of a grant (default 5 minutes).
+	MaxGrantAge time.Duration
+	// Skew is the clock skew allowed on exp, nbf and iat (default 30 s).
+	Skew time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger for JSON logs (default: discard). Tokens appear only as SHA-256 hashes.
+	Logger *slog.Logger
+	// Registry, when set, receives the metrics.
+	Registry prometheus.Registerer
+}
+
+// JWTBearer is AS B: the RFC 7523 jwt-bearer grant handler that redeems a peer's JWT
+// authorization grant for an access token of this domain (oauth.md 2.4, 4.2;
+// dialog-binding section 11 step 2). It never issues a refresh token (oauth.md 2.4
+// item 6, RFC 7521 section 4.1).
+type JWTBearer struct {
+	cfg     JWTBearerConfig
+	peers   map[string]*BearerPeer
+	metrics *metrics
+}
+
+// NewJWTBearer checks cfg and builds the handler.
+func NewJWTBearer(cfg JWTBearerConfig) (*JWTBearer, error) {
+	if cfg.Issuer == "" || cfg.Keys == nil || cfg.Keys.Active() == nil {
+		return nil, fmt.Errorf("chaining: a jwt-bearer AS needs its issuer identifier and signing keys")
+	}
+	if len(cfg.Authenticators) == 0 || cfg.Replay == nil {
+		return nil, fmt.Errorf("chaining: a jwt-bearer AS needs authenticators and a replay store")
+	}
+	if len(cfg.Audiences) == 0 {
+		return nil, fmt.Errorf("chaining: a jwt-bearer AS needs the audience of its access tokens")
+	}
+	if len(cfg.Peers) == 0 {
+		return nil, fmt.Errorf("chaining: a jwt-bearer AS needs at least one peer")
+	}
+	if cfg.TokenEndpoint == "" {
+		cfg.TokenEndpoint = strings.TrimSuffix(cfg.Issuer, "/") + tts.PathToken
+	}
+	if cfg.Lifetime <= 0 {
+		cfg.Lifetime = DefaultAccessTokenLifetime
+	}
+	if cfg.Lifetime > MaxAccessTokenLifetime {
+		return nil, fmt.Errorf("chaining: access token lifetime %s is over the limit %s", cfg.Lifetime, MaxAccessTokenLifetime)
+	}
+	if cfg.MaxGrantAge <= 0 {
+		cfg.MaxGrantAge = DefaultMaxGrantAge
+	}
+	if cfg.Skew <= 0 {
+		cfg.Skew = tts.DefaultSkew
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	b := &JWTBearer{cfg: cfg, peers: map[string]*BearerPeer{}}
+	for _, p := range cfg.Peers {
+		switch {
+		case p.Issuer == "" || p.Keys == nil:
+			return nil, fmt.Errorf("chaining: a jwt-bearer peer needs its issuer identifier and keys")
+		case p.Issuer == cfg.Issuer:
+			return nil, fmt.Errorf("chaining: peer %s is this AS itself", p.Issuer)
+		case len(p.Scopes) == 0:
+			return nil, fmt.Errorf("chaining: peer %s: scopes is required (nothing crosses by default)", p.Issuer)
+		}
+		if _, dup := b.peers[p.Issuer]; dup {
+			return nil, fmt.Errorf("chaining: peer %s configured twice", p.Issuer)
+		}
+		if err := checkScopes(p.Scopes); err != nil {
+			return nil, fmt.Errorf("chaining: peer %s: %w", p.Issuer, err)
+		}
+		if err := p.Subject.Check(); err != nil {
+			return nil, fmt.Errorf("chaining: peer %s: %w", p.Issuer, err)
+		}
+		if err := checkPatterns(p.Clients); err != nil {
+			return nil, fmt.Errorf("chaining: peer %s: %w", p.Issuer, err)
+		}
+		if len(p.Typs) == 0 {
+			p.Typs = []string{GrantTyp}
+		}
+		for _, a := range p.Algs {
+			if err := keys.CheckSignatureAlg(a); err != nil || keys.IsForbiddenAlg(a) {
+				return nil, fmt.Errorf("chaining: peer %s: algorithm %q cannot be allowed", p.Issuer, a)
+			}
+		}
+		b.peers[p.Issuer] = &p
+	}
+	m, err := newMetrics(cfg.Registry, "access_tokens")
+	if err != nil {
+		return nil, err
+	}
+	b.metrics = m
+	return b, nil
+}
+
+// AccessTokenResponse is the RFC 6749 section 5.1 response of AS B. It never carries a
+// refresh_token.
+type AccessTokenResponse struct {
+	AccessToken string `json:"access_token"`
+	TokenType   string `json:"token_type"`
+	ExpiresIn   int64  `json:"expires_in"`
+	Scope       string `json:"scope"`
+}
+
+type bearerLog struct {
+	grantLog
+	grantHash, grantJTI string
+}
+
+// ServeHTTP implements http.Handler for POST to the token endpoint.
+func (b *JWTBearer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var bl bearerLog
+	resp, claims, kid, err := b.redeem(w, r, &bl)
+	if err != nil {
+		code := errcode.CodeOf(err)
+		if code == errcode.Unmapped {
+			err = errcode.Wrap(errcode.Internal, err, "internal error")
+			code = errcode.Internal
+		}
+		oauth, _ := OAuthError(err)
+		b.metrics.refused.WithLabelValues(oauth, string(code)).Inc()
+		level := slog.LevelInfo
+		if errcode.KindOf(err) == errcode.Incomplete || code == errcode.Internal {
+			level = slog.LevelError
+		}
+		b.cfg.Logger.Log(r.Context(), level, "chaining access token refused", "error", oauth, "code", string(code),
+			"kind", errcode.KindOf(err).String(), "peer", bl.peer, "method", bl.method, "requester", bl.requester,
+			"grant_sha256", bl.grantHash, "grant_jti", bl.grantJTI, "remote", r.RemoteAddr, "detail", err.Error())
+		writeError(w, r, err)
+		return
+	}
+	b.metrics.issued.WithLabelValues(bl.peer).Inc()
+	b.cfg.Logger.LogAttrs(r.Context(), slog.LevelInfo, "chaining access token issued", slog.String("peer", bl.peer),
+		slog.String("method", bl.method), slog.String("requester", bl.requester), slog.String("grant_sha256", bl.grantHash),
+		slog.String("grant_jti", bl.grantJTI), slog.String("jti", claims.Jti), slog.String("access_token_sha256", tts.Hash(resp.AccessToken)),
+		slog.String("kid", kid), slog.String("scope", claims.Scope), slog.Int64("exp", int64(*claims.Exp)), slog.String("remote", r.RemoteAddr))
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// redeem runs a jwt-bearer request through its steps, first failure wins, the replay
+// store last so that nothing unauthenticated or invalid is ever written to it:
+//
+//  1. form, bounds, grant_type, one assertion (invalid_request);
+//  2. client authentication with a WIT and a proof (invalid_client);
+//  3. resource, if any, is an audience this AS issues for (invalid_target);
+//  4. the grant (oauth.md 4.2, everything invalid_grant): iss a configured peer; typ
+//     one of the peer's; alg allowed; the key by kid from the peer's keys only; the
+//     signature; sub; aud naming this AS (issuer identifier or token endpoint, exact);
+//     exp required and at most MaxGrantAge ahead, nbf, iat not in the future; jti;
+//     requested_cnf.jkt equal to the thumbprint of the client's WIT key;
+//  5. the client may present this peer's grants (unauthorized_client);
+//  6. scope: the grant's, intersected with the peer's allowed scopes, and what the
+//     request asks within that (invalid_scope);
+//  7. subject mapping (invalid_grant: the subject cannot be identified, oauth.md 2.4);
+//  8. the grant's jti claimed once until exp plus skew (replayed: invalid_grant; a store
+//     that does not answer: temporarily_unavailable);
+//  9. the RFC 9068 access token, bound to the client's WIT key (cnf.jkt).
+func (b *JWTBearer) redeem(w http.ResponseWriter, r *http.Request, bl *bearerLog) (*AccessTokenResponse, *AccessTokenClaims, string, error) {
+	ctx := r.Context()
+	body, err := readForm(w, r)
+	if err != nil {
+		return nil, nil, "", at(stageRequest, err)
+	}
+	br, err := ParseJWTBearerRequest(body)
+	if err != nil {
+		return nil, nil, "", at(stageRequest, err)
+	}
+	bl.grantHash = tts.Hash(br.Assertion)
+	req, err := authenticate(ctx, r, br.form, b.cfg.Authenticators, &bl.grantLog)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	aud := b.cfg.Audiences[0]
+	if br.Resource != "" {
+		if !slices.Contains(b.cfg.Audiences, br.Resource) {
+			return nil, nil, "", at(stageRequest, errcode.New(errcode.AudienceNotServed, "resource %q is not served by this authorization server", truncate(br.Resource)))
+		}
+		aud = br.Resource
+	}
+	now := b.cfg.Now()
+	peer, g, err := b.verifyGrant(ctx, br.Assertion, now)
+	if peer != nil {
+		bl.peer = peer.Issuer
+	}
+	if g != nil {
+		bl.grantJTI = truncate(g.Jti)
+	}
+	if err != nil {
+		return nil, nil, "", at(stageGrant, err)
+	}
+	holder := Thumbprint(req.WIT.Key)
+	switch {
+	case g.RequestedCnf == nil && !peer.AllowUnbound:
+		return nil, nil, "", at(stageGrant, errcode.New(errcode.GrantBindingMismatch, "the grant names no requested_cnf: it is not bound to a client"))
+	case g.RequestedCnf != nil && g.RequestedCnf.JKT != holder:
+		return nil, nil, "", at(stageGrant, errcode.New(errcode.GrantBindingMismatch, "the grant was issued for another workload's key (requested_cnf.jkt)"))
+	}
+	if len(peer.Clients) > 0 && !matchWorkload(peer.Clients, req.ID) {
+		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not present grants of %s", req.ID, peer.Issuer))
+	}
+	scope, err := bearerScope(br.Scope, g.Scope, peer.Scopes)
+	if err != nil {
+		return nil, nil, "", at(stageRequest, err)
+	}
+	sub, err := peer.Subject.Map(g.Sub)
+	if err != nil {
+		return nil, nil, "", at(stageGrant, err)
+	}
+	// Held until the grant can no longer be accepted: exp plus skew.
+	ttl := g.Exp.Time().Add(b.cfg.Skew).Sub(now)
+	if err := b.cfg.Replay.Claim(ctx, "chaining:grant:"+peer.Issuer+"\x00"+g.Jti, ttl); err != nil {
+		return nil, nil, "", at(stageGrant, err)
+	}
+	iat, exp := jose.NumericDate(now.Unix()), jose.NumericDate(now.Add(b.cfg.Lifetime).Unix())
+	sc := strings.Join(scope, " ")
+	claims := &AccessTokenClaims{Iss: b.cfg.Issuer, Sub: sub, Aud: jose.Audience{aud}, ClientID: req.ID.String(),
+		Scope: sc, Iat: &iat, Exp: &exp, Jti: newJTI(), Cnf: &Confirmation{JKT: holder}}
+	key := b.cfg.Keys.Active()
+	tok, err := jose.SignClaims(AccessTokenTyp, key, true, claims)
+	if err != nil {
+		return nil, nil, "", at(stageIssue, errcode.Wrap(errcode.Internal, err, "signing"))
+	}
+	return &AccessTokenResponse{AccessToken: tok, TokenType: "Bearer", ExpiresIn: int64(exp - iat), Scope: sc}, claims, key.KID(), nil
+}
+
+// verifyGrant applies oauth.md 4.2 to a grant through the one typed-token path
+// (package jose). The claims are decoded before the signature is checked only to find
+// the peer by iss (as a WIT's sub selects its anchors); nothing in them counts until the
+// signature verified with that peer's key.
+func (b *JWTBearer) verifyGrant(ctx context.Context, raw string, now time.Time) (*BearerPeer, *GrantClaims, error) {
+	t, err := jose.Parse(raw, MaxAssertion)
+	if err != nil {
+		return nil, nil, err
+	}
+	var g GrantClaims
+	if err := jose.DecodeClaims(t.Payload, &g); err != nil {
+		return nil, nil, err
+	}
+	if g.Iss == "" {
+		return nil, nil, errcode.New(errcode.MissingClaim, "the grant has no iss")
+	}
+	peer, ok := b.peers[g.Iss]
+	if !ok {
+		return nil, nil, errcode.New(errcode.UntrustedIssuer, "grants of %q are not accepted here", truncate(g.Iss))
+	}
+	typ := peer.Typs[0]
+	for _, ty := range peer.Typs {
+		if jose.TypeMatches(t.Typ, ty) {
+			typ = ty
+			break
+		}
+	}
+	if err := t.CheckHeader(jose.Options{Typ: typ, Algs: peer.Algs}); err != nil {
+		return peer, nil, err
+	}
+	key, err := peer.Keys.LookupKey(ctx, t.Kid)
+	if err != nil {
+		return peer, nil, err
+	}
+	if err := t.VerifyWith(key, false); err != nil {
+		return peer, nil, err
+	}
+	switch {
+	case g.Sub == "":
+		return peer, &g, errcode.New(errcode.MissingClaim, "the grant has no sub")
+	case !g.Aud.Contains(b.cfg.Issuer) && !g.Aud.Contains(b.cfg.TokenEndpoint):
+		return peer, &g, errcode.New(errcode.AudienceMismatch, "the grant's aud does not name this authorization server")
+	}
+	if err := jose.CheckTimes(jose.TimeRules{Now: now, Skew: b.cfg.Skew, RequireExp: true, MaxLifetime: b.cfg.MaxGrantAge}, g.Exp, g.Nbf, g.Iat); err != nil {
+		return peer, &g, err
+	}
+	if g.Jti == "" || len(g.Jti) > maxJTI {
+		return peer, &g, errcode.New(errcode.MissingClaim, "the grant needs a jti of at most %d octets: it is redeemed once", maxJTI)
+	}
+	return peer, &g, nil
+}
+
+// bearerScope: what may be granted is the grant's scope within the peer's allowed
+// scopes; a request asks within that (more is refused, never trimmed), or takes all of
+// it. A grant without scope says nothing about what it authorizes: refused
+// (scope_unknown), never treated as unconstrained.
+func bearerScope(requested []string, grant *string, allowed []string) ([]string, error) {
+	if grant == nil {
+		return nil, errcode.New(errcode.ScopeUnknown, "the grant carries no scope")
+	}
+	gs, err := tts.ParseScope(*grant)
+	if err != nil {
+		return nil, errcode.New(errcode.ScopeUnknown, "the grant's scope is not a valid scope")
+	}
+	var may []string
+	for _, s := range gs {
+		if slices.Contains(allowed, s) {
+			may = append(may, s)
+		}
+	}
+	if requested == nil {
+		if len(may) == 0 {
+			return nil, errcode.New(errcode.ScopeTooBroad, "no scope of the grant may be granted in this domain")
+		}
+		return may, nil
+	}
+	for _, s := range requested {
+		if !slices.Contains(may, s) {
+			return nil, errcode.New(errcode.ScopeTooBroad, "scope %q is not within the grant's scope as this domain allows it", truncate(s))
+		}
+	}
+	return requested, nil
+}

@@ -1,0 +1,116 @@
+package chaining
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+
+	"github.com/dialogtrust/dialogtrust/jose"
+	"github.com/dialogtrust/dialogtrust/keys"
+)
+
+// URNs and media types of identity chaining (oauth.md sections 2-4).
+const (
+	// GrantTypeJWTBearer is the RFC 7523 grant (AS B).
+	GrantTypeJWTBearer = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+	// TokenTypeJWT is the requested and issued token type of a JWT authorization grant
+	// (RFC 8693 section 3; the identity chaining example, oauth.md 2.2).
+	TokenTypeJWT = "urn:ietf:params:oauth:token-type:jwt"
+
+	// GrantTyp is the JOSE typ of the JWT authorization grants this AS issues. The
+	// identity chaining draft leaves typing open (oauth.md 2.3, Q10); dialogtrust types
+	// its grants explicitly (RFC 8725 section 3.11) so that a grant can never be taken
+	// for another JWT signed by the same key (a Txn-Token, an access token). AS B
+	// accepts a configured list of typs per peer, by default exactly this one.
+	GrantTyp = "oauth-chain-grant+jwt"
+	// AccessTokenTyp is the JOSE typ of the access tokens AS B issues (RFC 9068).
+	AccessTokenTyp = "at+jwt"
+)
+
+// Confirmation is the cnf (RFC 7800) or requested_cnf (identity chaining App. B.3)
+// member: the RFC 7638 SHA-256 thumbprint of the workload's WIT confirmation key.
+type Confirmation struct {
+	JKT string `json:"jkt"`
+}
+
+// GrantClaims are the claims of a JWT authorization grant, in the order AS A writes
+// them (oauth.md 2.3; RFC 7523 section 3). They never contain tctx, tctx.dlg, txn or the
+// subject Txn-Token or its hash: nothing of the original domain's transaction crosses
+// the trust boundary (dialog-binding section 13, domain separation).
+type GrantClaims struct {
+	Iss          string            `json:"iss"`
+	Sub          string            `json:"sub"`
+	Aud          jose.Audience     `json:"aud"`
+	Iat          *jose.NumericDate `json:"iat,omitempty"`
+	Nbf          *jose.NumericDate `json:"nbf,omitempty"`
+	Exp          *jose.NumericDate `json:"exp"`
+	Jti          string            `json:"jti,omitempty"`
+	Scope        *string           `json:"scope,omitempty"`
+	RequestedCnf *Confirmation     `json:"requested_cnf,omitempty"`
+}
+
+// AccessTokenClaims are the claims of an RFC 9068 access token issued by AS B, in the
+// order it writes them. cnf.jkt binds the token to the WIT key of the client that
+// redeemed the grant: a resource server checks it against the key that proved the
+// request (CheckHolder).
+type AccessTokenClaims struct {
+	Iss      string            `json:"iss"`
+	Sub      string            `json:"sub"`
+	Aud      jose.Audience     `json:"aud"`
+	ClientID string            `json:"client_id"`
+	Scope    string            `json:"scope"`
+	Iat      *jose.NumericDate `json:"iat"`
+	Exp      *jose.NumericDate `json:"exp"`
+	Jti      string            `json:"jti"`
+	Cnf      *Confirmation     `json:"cnf,omitempty"`
+}
+
+// Thumbprint returns the RFC 7638 SHA-256 thumbprint (base64url) of k, computed from
+// the required members only ({"crv","kty","x","y"} for P-256, {"crv","kty","x"} for
+// Ed25519, in lexicographic order, no whitespace). It equals k.Thumbprint() (jwx), a
+// test checks that, but costs no JWK conversion: it runs on every grant and redemption.
+func Thumbprint(k *keys.PublicKey) string {
+	if k == nil {
+		return ""
+	}
+	enc := base64.RawURLEncoding
+	var b []byte
+	switch pk := k.Crypto().(type) {
+	case *ecdsa.PublicKey:
+		var x, y [32]byte
+		pk.X.FillBytes(x[:])
+		pk.Y.FillBytes(y[:])
+		b = make([]byte, 0, 128)
+		b = append(b, `{"crv":"P-256","kty":"EC","x":"`...)
+		b = enc.AppendEncode(b, x[:])
+		b = append(b, `","y":"`...)
+		b = enc.AppendEncode(b, y[:])
+		b = append(b, `"}`...)
+	case ed25519.PublicKey:
+		b = make([]byte, 0, 96)
+		b = append(b, `{"crv":"Ed25519","kty":"OKP","x":"`...)
+		b = enc.AppendEncode(b, pk)
+		b = append(b, `"}`...)
+	default:
+		return ""
+	}
+	h := sha256.Sum256(b)
+	return enc.EncodeToString(h[:])
+}
+
+// RingKeySet lets a key ring's published keys serve as a keys.KeySet, read live on
+// every lookup, so that a rotated-in key is found at once. The TTS binary uses it for
+// the access tokens its own AS B issues (the TTS accepts them as subject tokens) and
+// the grants its AS A issues are verified by peers through the same JWKS.
+func RingKeySet(r *keys.Ring) keys.KeySet { return ringSet{r} }
+
+type ringSet struct{ r *keys.Ring }
+
+func (s ringSet) LookupKey(ctx context.Context, kid string) (*keys.PublicKey, error) {
+	if a := s.r.Active(); a != nil && kid != "" && a.KID() == kid {
+		return a.Public(), nil
+	}
+	return s.r.KeySet().LookupKey(ctx, kid)
+}

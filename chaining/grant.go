@@ -1,0 +1,446 @@
+package chaining
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/jose"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/tts"
+)
+
+// Grant lifetimes (oauth.md 2.3: short; the draft's example is 60 s).
+const (
+	DefaultGrantLifetime = 60 * time.Second
+	MaxGrantLifetime     = 5 * time.Minute
+)
+
+// TxnTokenVerifier validates a Txn-Token of this trust domain (tts.Server's
+// TxnTokenVerifier: its keys, served trust domains and issuer).
+type TxnTokenVerifier interface {
+	Verify(ctx context.Context, raw string) (*tts.Claims, error)
+}
+
+// GrantPeer is a peer authorization server (AS B) this AS issues grants for, and the
+// policy of what crosses to it.
+type GrantPeer struct {
+	// Issuer is AS B's issuer identifier: the grant's aud (one string, oauth.md 4.3),
+	// and a name a request may give as audience or resource.
+	Issuer string
+	// TokenEndpoint is AS B's token endpoint URL, also accepted as resource.
+	TokenEndpoint string
+	// Audiences are further names a request may give as audience (logical names).
+	Audiences []string
+	// Scopes, when set, are the only scope tokens that may cross to this peer.
+	Scopes []string
+	// Subject transcribes the Txn-Token's sub into the grant's (default: keep).
+	Subject SubjectMap
+	// Workloads, when set, are the workloads (identifiers, or prefixes ending in "/")
+	// that may ask for grants for this peer. Default: any workload of the Txn-Token's
+	// trust domain.
+	Workloads []string
+}
+
+// GrantIssuerConfig configures a GrantIssuer.
+type GrantIssuerConfig struct {
+	// Issuer is this AS's issuer identifier (the TTS's): the grant's iss.
+	Issuer string
+	// TokenEndpoint is the URL the proofs name (default Issuer + /token).
+	TokenEndpoint string
+	// Keys signs grants (its active key, with kid); the TTS's ring, published at its
+	// JWKS, so that peers find the keys through the TTS's RFC 8414 metadata.
+	Keys *keys.Ring
+	// Authenticators authenticate the requesting workload. Only methods that yield a
+	// WIT (WIT + HTTP signature or WPT) can be used: the grant binds the workload's WIT
+	// key (requested_cnf).
+	Authenticators []tts.Authenticator
+	// TxnTokens validates the subject Txn-Token.
+	TxnTokens TxnTokenVerifier
+	// Peers this AS issues grants for.
+	Peers []GrantPeer
+	// Lifetime of a grant (default 60 s, at most 5 minutes); never beyond the subject
+	// Txn-Token's exp.
+	Lifetime time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger for JSON logs (default: discard). Tokens appear only as SHA-256 hashes.
+	Logger *slog.Logger
+	// Registry, when set, receives the metrics.
+	Registry prometheus.Registerer
+}
+
+// GrantIssuer is AS A: the token exchange handler that turns a Txn-Token of this
+// domain into a JWT authorization grant for a peer AS (oauth.md 2.2, 2.3;
+// dialog-binding section 11 step 1).
+type GrantIssuer struct {
+	cfg     GrantIssuerConfig
+	peers   []GrantPeer
+	metrics *metrics
+}
+
+// NewGrantIssuer checks cfg and builds the handler.
+func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
+	if cfg.Issuer == "" || cfg.Keys == nil || cfg.Keys.Active() == nil {
+		return nil, fmt.Errorf("chaining: a grant issuer needs its issuer identifier and signing keys")
+	}
+	if len(cfg.Authenticators) == 0 || cfg.TxnTokens == nil {
+		return nil, fmt.Errorf("chaining: a grant issuer needs authenticators and a Txn-Token verifier")
+	}
+	if len(cfg.Peers) == 0 {
+		return nil, fmt.Errorf("chaining: a grant issuer needs at least one peer")
+	}
+	if cfg.TokenEndpoint == "" {
+		cfg.TokenEndpoint = strings.TrimSuffix(cfg.Issuer, "/") + tts.PathToken
+	}
+	if cfg.Lifetime <= 0 {
+		cfg.Lifetime = DefaultGrantLifetime
+	}
+	if cfg.Lifetime > MaxGrantLifetime {
+		return nil, fmt.Errorf("chaining: grant lifetime %s is over the limit %s", cfg.Lifetime, MaxGrantLifetime)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	g := &GrantIssuer{cfg: cfg}
+	names := map[string]string{}
+	for _, p := range cfg.Peers {
+		if p.Issuer == "" {
+			return nil, fmt.Errorf("chaining: a grant peer needs its issuer identifier")
+		}
+		if p.Issuer == cfg.Issuer {
+			return nil, fmt.Errorf("chaining: peer %s is this AS itself", p.Issuer)
+		}
+		if err := p.Subject.Check(); err != nil {
+			return nil, fmt.Errorf("chaining: peer %s: %w", p.Issuer, err)
+		}
+		if err := checkPatterns(p.Workloads); err != nil {
+			return nil, fmt.Errorf("chaining: peer %s: %w", p.Issuer, err)
+		}
+		if err := checkScopes(p.Scopes); err != nil {
+			return nil, fmt.Errorf("chaining: peer %s: %w", p.Issuer, err)
+		}
+		for _, n := range p.names() {
+			if other, dup := names[n]; dup && other != p.Issuer {
+				return nil, fmt.Errorf("chaining: %q names two peers (%s, %s)", n, other, p.Issuer)
+			} else if dup {
+				continue
+			}
+			names[n] = p.Issuer
+		}
+		g.peers = append(g.peers, p)
+	}
+	m, err := newMetrics(cfg.Registry, "grants")
+	if err != nil {
+		return nil, err
+	}
+	g.metrics = m
+	return g, nil
+}
+
+func (p *GrantPeer) names() []string {
+	n := []string{p.Issuer}
+	if p.TokenEndpoint != "" {
+		n = append(n, p.TokenEndpoint)
+	}
+	return append(n, p.Audiences...)
+}
+
+// peer resolves audience and resource to one peer: each present value must name it.
+func (g *GrantIssuer) peer(audience, resource string) (*GrantPeer, error) {
+	var found *GrantPeer
+	for _, v := range []struct{ val, param string }{{audience, "audience"}, {resource, "resource"}} {
+		if v.val == "" {
+			continue
+		}
+		p := g.lookup(v.val)
+		if p == nil {
+			return nil, errcode.New(errcode.UnknownPeer, "%s %q names no peer authorization server this AS issues grants for", v.param, truncate(v.val))
+		}
+		if found != nil && found != p {
+			return nil, errcode.New(errcode.UnknownPeer, "audience and resource name different peers")
+		}
+		found = p
+	}
+	return found, nil
+}
+
+func (g *GrantIssuer) lookup(name string) *GrantPeer {
+	for i := range g.peers {
+		if slices.Contains(g.peers[i].names(), name) {
+			return &g.peers[i]
+		}
+	}
+	return nil
+}
+
+// IsPeer reports whether name (an audience or resource value) names a peer AS; Mux uses
+// it to route a token exchange without requested_token_type.
+func (g *GrantIssuer) IsPeer(name string) bool { return name != "" && g.lookup(name) != nil }
+
+// GrantResponse is the RFC 8693 section 2.2.1 response carrying a grant (oauth.md 2.2).
+type GrantResponse struct {
+	AccessToken     string `json:"access_token"`
+	IssuedTokenType string `json:"issued_token_type"`
+	TokenType       string `json:"token_type"`
+	ExpiresIn       int64  `json:"expires_in"`
+	Scope           string `json:"scope,omitempty"`
+}
+
+type grantLog struct {
+	method, requester, peer, subjectHash string
+}
+
+// ServeHTTP implements http.Handler for POST to the token endpoint.
+func (g *GrantIssuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var gl grantLog
+	resp, claims, kid, err := g.issue(w, r, &gl)
+	if err != nil {
+		code := errcode.CodeOf(err)
+		if code == errcode.Unmapped {
+			err = errcode.Wrap(errcode.Internal, err, "internal error")
+			code = errcode.Internal
+		}
+		oauth, _ := OAuthError(err)
+		g.metrics.refused.WithLabelValues(oauth, string(code)).Inc()
+		level := slog.LevelInfo
+		if errcode.KindOf(err) == errcode.Incomplete || code == errcode.Internal {
+			level = slog.LevelError
+		}
+		g.cfg.Logger.Log(r.Context(), level, "chaining grant refused", "error", oauth, "code", string(code),
+			"kind", errcode.KindOf(err).String(), "peer", gl.peer, "method", gl.method, "requester", gl.requester,
+			"subject_token_sha256", gl.subjectHash, "remote", r.RemoteAddr, "detail", err.Error())
+		writeError(w, r, err)
+		return
+	}
+	g.metrics.issued.WithLabelValues(gl.peer).Inc()
+	g.cfg.Logger.LogAttrs(r.Context(), slog.LevelInfo, "chaining grant issued", slog.String("peer", gl.peer),
+		slog.String("method", gl.method), slog.String("requester", gl.requester), slog.String("subject_token_sha256", gl.subjectHash),
+		slog.String("jti", claims.Jti), slog.String("grant_sha256", tts.Hash(resp.AccessToken)), slog.String("kid", kid),
+		slog.Int64("exp", int64(*claims.Exp)), slog.String("remote", r.RemoteAddr))
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// issue runs a grant request through its steps, cheap and stateless checks first:
+//
+//  1. form, bounds, grant type, requested and subject token types, REQUIRED
+//     parameters;
+//  2. client authentication: a WIT and a proof (its key is what requested_cnf binds);
+//  3. the peer named by audience or resource (invalid_target), and whether the
+//     workload may ask for it (unauthorized_client);
+//  4. the subject Txn-Token: this TTS's, for a trust domain it serves, not expired;
+//     presented by a workload of that trust domain (oauth.md 2.2 item 5: no lateral
+//     movement across domains);
+//  5. scope: never broader than the Txn-Token's, nor than the peer's allowed scopes;
+//  6. subject transcription, claims, signature.
+func (g *GrantIssuer) issue(w http.ResponseWriter, r *http.Request, gl *grantLog) (*GrantResponse, *GrantClaims, string, error) {
+	ctx := r.Context()
+	body, err := readForm(w, r)
+	if err != nil {
+		return nil, nil, "", at(stageRequest, err)
+	}
+	gr, err := ParseGrantRequest(body)
+	if err != nil {
+		return nil, nil, "", at(stageRequest, err)
+	}
+	gl.subjectHash = tts.Hash(gr.SubjectToken)
+	if gr.SubjectTokenType != tts.TokenTypeTxnToken {
+		return nil, nil, "", at(stageRequest, errcode.New(errcode.UnsupportedTokenType, "subject_token_type must be %s: a grant is issued on a Txn-Token of this domain", tts.TokenTypeTxnToken))
+	}
+	req, err := authenticate(ctx, r, gr.form, g.cfg.Authenticators, gl)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	peer, err := g.peer(gr.Audience, gr.Resource)
+	if err != nil {
+		return nil, nil, "", at(stageRequest, err)
+	}
+	gl.peer = peer.Issuer
+	if len(peer.Workloads) > 0 && !matchWorkload(peer.Workloads, req.ID) {
+		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not request grants for %s", req.ID, peer.Issuer))
+	}
+	txn, err := g.cfg.TxnTokens.Verify(ctx, gr.SubjectToken)
+	if err != nil {
+		return nil, nil, "", at(stageRequest, err)
+	}
+	if len(txn.Aud) != 1 || txn.Aud[0] != req.ID.TrustDomain() {
+		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s is not a workload of the Txn-Token's trust domain", req.ID))
+	}
+	scope, err := grantScope(gr.Scope, txn.ScopeList(), peer.Scopes)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	sub, err := peer.Subject.Map(txn.Sub)
+	if err != nil {
+		return nil, nil, "", at(stageRequest, err)
+	}
+	now := g.cfg.Now()
+	exp := now.Add(g.cfg.Lifetime)
+	if te := txn.Exp.Time(); te.Before(exp) {
+		// A grant does not outlive the authorization it was made from (oauth.md 1.5
+		// step 10 by analogy).
+		exp = te
+	}
+	iat, e := jose.NumericDate(now.Unix()), jose.NumericDate(exp.Unix())
+	if e <= iat {
+		return nil, nil, "", at(stageRequest, errcode.New(errcode.Expired, "the subject Txn-Token expires within the second"))
+	}
+	sc := strings.Join(scope, " ")
+	// Only these claims, by construction: nothing of the Txn-Token but its subject (as
+	// policy transcribes it) and a scope within its own crosses to the peer.
+	claims := &GrantClaims{Iss: g.cfg.Issuer, Sub: sub, Aud: jose.Audience{peer.Issuer}, Iat: &iat, Exp: &e,
+		Jti: newJTI(), Scope: &sc, RequestedCnf: &Confirmation{JKT: Thumbprint(req.WIT.Key)}}
+	key := g.cfg.Keys.Active()
+	tok, err := jose.SignClaims(GrantTyp, key, true, claims)
+	if err != nil {
+		return nil, nil, "", at(stageIssue, errcode.Wrap(errcode.Internal, err, "signing"))
+	}
+	return &GrantResponse{AccessToken: tok, IssuedTokenType: TokenTypeJWT, TokenType: "N_A",
+		ExpiresIn: int64(e - iat), Scope: sc}, claims, key.KID(), nil
+}
+
+// grantScope: requested (or, when nothing is requested, the whole subject scope) must
+// lie within the subject's scope and, when the peer limits it, the peer's. A request
+// for more is refused, never trimmed; an unrequested default is narrowed to what may
+// cross, and refused when nothing may.
+func grantScope(requested, subject, allowed []string) ([]string, error) {
+	if requested == nil {
+		var out []string
+		for _, s := range subject {
+			if len(allowed) == 0 || slices.Contains(allowed, s) {
+				out = append(out, s)
+			}
+		}
+		if len(out) == 0 {
+			return nil, at(stageRequest, errcode.New(errcode.ScopeTooBroad, "no scope of the Txn-Token may cross to this peer"))
+		}
+		return out, nil
+	}
+	for _, s := range requested {
+		if !slices.Contains(subject, s) {
+			return nil, at(stageRequest, errcode.New(errcode.ScopeTooBroad, "scope %q is not within the Txn-Token's scope", truncate(s)))
+		}
+		if len(allowed) > 0 && !slices.Contains(allowed, s) {
+			return nil, at(stageRequest, errcode.New(errcode.ScopeTooBroad, "scope %q may not cross to this peer", truncate(s)))
+		}
+	}
+	return requested, nil
+}
+
+// authenticate runs the first authenticator whose credential is present (tts
+// semantics: a present but bad credential is a rejection, never a fall-through) and
+// requires a WIT, whose key the grant or the access token is bound to.
+func authenticate(ctx context.Context, r *http.Request, f form, auths []tts.Authenticator, gl *grantLog) (*tts.Requester, error) {
+	tr := f.tokenRequest()
+	var auth tts.Authenticator
+	for _, a := range auths {
+		if a.Present(r, tr) {
+			auth = a
+			break
+		}
+	}
+	if auth == nil {
+		return nil, at(stageClient, errcode.New(errcode.Unauthenticated, "no client authentication this AS accepts: a WIT with an HTTP signature or a WPT"))
+	}
+	gl.method = auth.Name()
+	req, err := auth.Authenticate(ctx, r, tr)
+	if err != nil {
+		return nil, at(stageClient, err)
+	}
+	gl.requester = req.ID.String()
+	if req.WIT == nil || req.WIT.Key == nil {
+		return nil, at(stageClient, errcode.New(errcode.Unauthenticated, "identity chaining requires a WIT: the grant and the access token are bound to its key"))
+	}
+	if id := f["client_id"]; id != "" && id != req.ID.String() {
+		return nil, at(stageClient, errcode.New(errcode.InvalidClaim, "client_id is not the authenticated workload"))
+	}
+	return req, nil
+}
+
+// readForm checks the Content-Type and reads the bounded body, then puts it back for
+// the authenticators (Content-Digest).
+func readForm(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/x-www-form-urlencoded" {
+		return nil, errcode.New(errcode.InvalidRequest, "Content-Type must be application/x-www-form-urlencoded")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodySize))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, errcode.New(errcode.BodyTooLarge, "body over %d octets", MaxBodySize)
+		}
+		return nil, errcode.Wrap(errcode.InvalidRequest, err, "reading the body")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	return body, nil
+}
+
+// checkPatterns: identifiers, or prefixes ending in "/" that name a whole trust
+// domain and path segments.
+func checkPatterns(ps []string) error {
+	for _, p := range ps {
+		probe := p
+		if strings.HasSuffix(p, "/") {
+			probe = p + "x"
+		}
+		if _, err := identifier.Parse(probe); err != nil {
+			return fmt.Errorf("workload %q is not an identifier or a prefix ending in /: %w", p, err)
+		}
+	}
+	return nil
+}
+
+func matchWorkload(ps []string, id identifier.ID) bool {
+	s := id.String()
+	for _, p := range ps {
+		if p == s || strings.HasSuffix(p, "/") && strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func checkScopes(ss []string) error {
+	for _, s := range ss {
+		if sc, err := tts.ParseScope(s); err != nil || len(sc) != 1 {
+			return fmt.Errorf("%q is not one scope token", s)
+		}
+	}
+	return nil
+}
+
+// newJTI returns 128 random bits, base64url.
+func newJTI() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dialogtrust/dialogtrust/chaining"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tts"
+)
+
+// chainingSetup is the identity chaining part of the configuration, checked and with
+// its key sources built, before the TTS exists; handler finishes it once it does (the
+// grant issuer validates Txn-Tokens with the TTS's own verifier).
+type chainingSetup struct {
+	cfg      *ChainingConfig
+	issuer   string
+	endpoint string
+	ring     *keys.Ring
+	auths    []tts.Authenticator
+	replay   store.Replay
+	asA      []chaining.GrantPeer
+	asB      []chaining.BearerPeer
+	audience string
+	ready    []tts.ReadyCheck
+}
+
+// checkChaining checks the chaining section without opening anything (tts
+// --check-config runs it too): as_a or as_b; every peer named once, used, and referred
+// to only when configured; keys (exactly one of jwks_url, jwks_file, metadata) for the
+// peers as_b redeems grants of; scopes for them; subject policies that can work;
+// lifetimes within the limits; a WIT authentication method.
+func checkChaining(cfg *Config) error {
+	cc := cfg.Chaining
+	if cc == nil {
+		return nil
+	}
+	if cc.ASA == nil && cc.ASB == nil {
+		return fmt.Errorf("chaining: as_a, as_b or both are required")
+	}
+	methods := cfg.Auth.Methods
+	if len(methods) == 0 {
+		methods = []string{tts.MethodHTTPSig, tts.MethodWPT}
+	}
+	if !slices.Contains(methods, tts.MethodHTTPSig) && !slices.Contains(methods, tts.MethodWPT) {
+		return fmt.Errorf("chaining: auth.methods must include wit_httpsig or wit_wpt (grants are bound to the client's WIT key)")
+	}
+	peers := map[string]*ChainPeerConfig{}
+	for i := range cc.Peers {
+		p := &cc.Peers[i]
+		if p.Issuer == "" {
+			return fmt.Errorf("chaining.peers: an issuer is required")
+		}
+		if _, dup := peers[p.Issuer]; dup {
+			return fmt.Errorf("chaining.peers: %s twice", p.Issuer)
+		}
+		peers[p.Issuer] = p
+	}
+	used := map[string]bool{}
+	ref := func(section, iss string, sub SubjectConfig) (*ChainPeerConfig, error) {
+		p, ok := peers[iss]
+		if !ok {
+			return nil, fmt.Errorf("chaining.%s.peers: %q is not in chaining.peers", section, iss)
+		}
+		m := subjectMap(sub)
+		if err := m.Check(); err != nil {
+			return nil, fmt.Errorf("chaining.%s.peers[%s].subject: %w", section, iss, err)
+		}
+		used[iss] = true
+		return p, nil
+	}
+	if a := cc.ASA; a != nil {
+		if len(a.Peers) == 0 {
+			return fmt.Errorf("chaining.as_a.peers: at least one")
+		}
+		if a.GrantLifetime < 0 || a.GrantLifetime > chaining.MaxGrantLifetime {
+			return fmt.Errorf("chaining.as_a.grant_lifetime: at most %s", chaining.MaxGrantLifetime)
+		}
+		for _, ap := range a.Peers {
+			if _, err := ref("as_a", ap.Issuer, ap.Subject); err != nil {
+				return err
+			}
+		}
+	}
+	if b := cc.ASB; b != nil {
+		if len(b.Peers) == 0 {
+			return fmt.Errorf("chaining.as_b.peers: at least one")
+		}
+		if b.AccessTokenLifetime < 0 || b.AccessTokenLifetime > chaining.MaxAccessTokenLifetime {
+			return fmt.Errorf("chaining.as_b.access_token_lifetime: at most %s", chaining.MaxAccessTokenLifetime)
+		}
+		for _, bp := range b.Peers {
+			p, err := ref("as_b", bp.Issuer, bp.Subject)
+			if err != nil {
+				return err
+			}
+			n := 0
+			for _, set := range []bool{p.JWKSURL != "", p.JWKSFile != "", p.Metadata} {
+				if set {
+					n++
+				}
+			}
+			if n != 1 {
+				return fmt.Errorf("chaining.peers[%s]: as_b redeems its grants, so exactly one of jwks_url, jwks_file, metadata is required", p.Issuer)
+			}
+			if len(bp.Scopes) == 0 {
+				return fmt.Errorf("chaining.as_b.peers[%s].scopes: at least one (nothing crosses by default)", p.Issuer)
+			}
+		}
+	}
+	for iss := range peers {
+		if !used[iss] {
+			return fmt.Errorf("chaining.peers: %s is used by neither as_a nor as_b", iss)
+		}
+	}
+	return nil
+}
+
+// prepareChaining builds the peers' key sources for a checked chaining section. It
+// returns nil when chaining is not configured.
+func prepareChaining(ctx context.Context, cfg *Config, issuer, endpoint string, ring *keys.Ring, auths []tts.Authenticator, replay store.Replay) (*chainingSetup, error) {
+	if err := checkChaining(cfg); err != nil {
+		return nil, err
+	}
+	cc := cfg.Chaining
+	if cc == nil {
+		return nil, nil
+	}
+	c := &chainingSetup{cfg: cc, issuer: issuer, endpoint: endpoint, ring: ring, replay: replay}
+	// The grant and the access token bind the client's WIT key: only the WIT methods
+	// authenticate chaining requests.
+	for _, a := range auths {
+		if a.Name() == tts.MethodHTTPSig || a.Name() == tts.MethodWPT {
+			c.auths = append(c.auths, a)
+		}
+	}
+	peers := map[string]*ChainPeerConfig{}
+	for i := range cc.Peers {
+		peers[cc.Peers[i].Issuer] = &cc.Peers[i]
+	}
+	if a := cc.ASA; a != nil {
+		for _, ap := range a.Peers {
+			p := peers[ap.Issuer]
+			c.asA = append(c.asA, chaining.GrantPeer{Issuer: p.Issuer, TokenEndpoint: p.TokenEndpoint, Audiences: p.Audiences,
+				Scopes: ap.Scopes, Subject: subjectMap(ap.Subject), Workloads: ap.Workloads})
+		}
+	}
+	if b := cc.ASB; b != nil {
+		c.audience = b.Audience
+		if c.audience == "" {
+			c.audience = cfg.TrustDomains[0]
+		}
+		for _, bp := range b.Peers {
+			p := peers[bp.Issuer]
+			ks, ready, err := peerKeys(ctx, cfg.JWKSRetry, p)
+			if err != nil {
+				return nil, err
+			}
+			if ready != nil {
+				c.ready = append(c.ready, ready)
+			}
+			c.asB = append(c.asB, chaining.BearerPeer{Issuer: p.Issuer, Keys: ks, Typs: p.Typs, Algs: p.Algs, Scopes: bp.Scopes,
+				Subject: subjectMap(bp.Subject), Clients: bp.Clients, AllowUnbound: bp.AllowUnbound})
+		}
+	}
+	return c, nil
+}
+
+// peerKeys: exactly one of jwks_url (lazy), jwks_file, metadata (lazy discovery).
+func peerKeys(ctx context.Context, retry time.Duration, p *ChainPeerConfig) (keys.KeySet, tts.ReadyCheck, error) {
+	what := "chaining.peers[" + p.Issuer + "]"
+	if p.Metadata {
+		if p.JWKSURL != "" || p.JWKSFile != "" {
+			return nil, nil, fmt.Errorf("%s: metadata, jwks_url and jwks_file exclude each other", what)
+		}
+		d := chaining.NewDiscoveredKeys(ctx, p.Issuer, nil, retry, nil)
+		return d, d.Ready, nil
+	}
+	return keySource(ctx, retry, what, p.JWKSURL, p.JWKSFile)
+}
+
+func subjectMap(s SubjectConfig) chaining.SubjectMap {
+	return chaining.SubjectMap{Mode: s.Mode, Prefix: s.Prefix, Table: s.Table}
+}
+
+// ownAccessTokens is the subject token issuer entry for the access tokens this TTS
+// binary's AS B issues: the TTS of domain B accepts them as subject tokens (section 11
+// step 4), with typ at+jwt and the configured audience required.
+func (c *chainingSetup) ownAccessTokens() []tts.JWTIssuer {
+	if c == nil || c.cfg.ASB == nil {
+		return nil
+	}
+	return []tts.JWTIssuer{{Issuer: c.issuer, Keys: chaining.RingKeySet(c.ring), Typ: chaining.AccessTokenTyp, Audiences: []string{c.audience}}}
+}
+
+func (c *chainingSetup) metadata() func(*tts.Metadata) {
+	if c == nil {
+		return nil
+	}
+	return chaining.MetadataFunc(c.cfg.ASA != nil, c.cfg.ASB != nil)
+}
+
+// handler builds the chaining handlers and returns the token endpoint's dispatcher in
+// front of the TTS.
+func (c *chainingSetup) handler(s *tts.Server, skew time.Duration, reg prometheus.Registerer, logger *slog.Logger) (http.Handler, error) {
+	if c == nil {
+		return s.Handler(), nil
+	}
+	var (
+		asA *chaining.GrantIssuer
+		asB *chaining.JWTBearer
+		err error
+	)
+	if a := c.cfg.ASA; a != nil {
+		asA, err = chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: c.issuer, TokenEndpoint: c.endpoint, Keys: c.ring,
+			Authenticators: c.auths, TxnTokens: s.TxnTokenVerifier(), Peers: c.asA, Lifetime: a.GrantLifetime,
+			Logger: logger, Registry: reg})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if b := c.cfg.ASB; b != nil {
+		asB, err = chaining.NewJWTBearer(chaining.JWTBearerConfig{Issuer: c.issuer, TokenEndpoint: c.endpoint, Keys: c.ring,
+			Authenticators: c.auths, Replay: c.replay, Peers: c.asB, Audiences: []string{c.audience},
+			Lifetime: b.AccessTokenLifetime, MaxGrantAge: b.MaxGrantAge, Skew: skew, Logger: logger, Registry: reg})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return chaining.Mux(s.Handler(), asA, asB), nil
+}

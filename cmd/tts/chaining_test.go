@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/chaining"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/wit"
+)
+
+// witDomain is a trust domain's WIT issuer key, published as a JWKS file the TTS trusts.
+type witDomain struct {
+	td   string
+	key  *keys.PrivateKey
+	file string
+}
+
+func newWITDomain(t *testing.T, td string) *witDomain {
+	k, _ := keys.Generate(keys.ES256)
+	set, _ := keys.NewStaticSet(k.Public())
+	b, _ := set.MarshalJSON()
+	f := filepath.Join(t.TempDir(), td+".jwks.json")
+	if err := os.WriteFile(f, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &witDomain{td: td, key: k, file: f}
+}
+
+// workload returns an identifier, a key and a WIT for it.
+func (d *witDomain) workload(t *testing.T, path string) (identifier.ID, *keys.PrivateKey, string) {
+	id := identifier.MustParse("wimse://" + d.td + path)
+	k, _ := keys.Generate(keys.ES256)
+	w, _, err := wit.NewIssuer("https://wit."+d.td, func() *keys.PrivateKey { return d.key }).Issue(id, k.Public(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, k, w
+}
+
+func writeConfig(t *testing.T, yaml string) string {
+	f := filepath.Join(t.TempDir(), "tts.yaml")
+	if err := os.WriteFile(f, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// Identity chaining configured in two tts processes (run, as main runs them): AS A in
+// the TTS of a.example issues a grant for the TTS of b.example, whose AS B finds AS A's
+// keys through its RFC 8414 metadata, redeems the grant, and whose TTS accepts the
+// access token and records the linked dialog.
+func TestChainingTwoDomains(t *testing.T) {
+	ctx := context.Background()
+	da, db := newWITDomain(t, "a.example"), newWITDomain(t, "b.example")
+	addrA, addrB := freeLoopback(t), freeLoopback(t)
+	urlA, urlB := "http://"+addrA, "http://"+addrB
+	cfgA := `development: true
+listen: ` + addrA + `
+trust_domains: [a.example]
+wits:
+  - {trust_domain: a.example, jwks_file: ` + da.file + `}
+subject_tokens:
+  self_signed: {enabled: true}
+policy:
+  rules:
+    - workload: "wimse://a.example/"
+chaining:
+  peers:
+    - issuer: ` + urlB + `
+      audiences: [as.b.example]
+  as_a:
+    grant_lifetime: 30s
+    peers:
+      - issuer: ` + urlB + `
+        scopes: [trip.read]
+`
+	cfgB := `development: true
+listen: ` + addrB + `
+trust_domains: [b.example]
+jwks_retry: 1ns
+wits:
+  - {trust_domain: b.example, jwks_file: ` + db.file + `}
+  - {trust_domain: a.example, jwks_file: ` + da.file + `}
+policy:
+  rules:
+    - workload: "wimse://b.example/"
+chaining:
+  peers:
+    - {issuer: ` + urlA + `, metadata: true}
+  as_b:
+    audience: b.example
+    access_token_lifetime: 2m
+    peers:
+      - issuer: ` + urlA + `
+        scopes: [trip.read, trip.book]
+        subject: {mode: prefix, prefix: "a.example:"}
+`
+	procB := start(t, []string{"--config", writeConfig(t, cfgB)}, nil)
+	procA := start(t, []string{"--config", writeConfig(t, cfgA)}, nil)
+
+	mdA, err := tts.Discover(ctx, nil, procA.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(mdA.IdentityChainingRequestedTokenTypesSupported, chaining.TokenTypeJWT) {
+		t.Fatalf("AS A metadata %+v", mdA)
+	}
+	mdB, err := tts.Discover(ctx, nil, procB.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(mdB.GrantTypesSupported, chaining.GrantTypeJWTBearer) || len(mdB.IdentityChainingRequestedTokenTypesSupported) != 0 {
+		t.Fatalf("AS B metadata %+v", mdB)
+	}
+
+	a2, a2Key, a2WIT := da.workload(t, "/agent/a2")
+	ss, _ := tts.NewSelfSignedToken(a2Key, a2, "alice@a.example", urlA, "trip.read trip.book", 5*time.Minute, time.Now())
+	txn, err := (&tts.Client{TokenEndpoint: mdA.TokenEndpoint, WIT: a2WIT, Key: a2Key}).Request(ctx,
+		tts.Request{Audience: "a.example", Scope: "trip.read trip.book", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D1-cmd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &chaining.Client{WIT: a2WIT, Key: a2Key}
+	g, err := cc.Grant(ctx, chaining.GrantParams{TokenEndpoint: mdA.TokenEndpoint, TxnToken: txn.AccessToken, Audience: "as.b.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.ExpiresIn != 30 || g.Scope != "trip.read" {
+		t.Fatalf("grant %+v", g)
+	}
+	at, err := cc.Redeem(ctx, mdB.TokenEndpoint, g.AccessToken, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at.ExpiresIn != 120 || at.Scope != "trip.read" {
+		t.Fatalf("access token %+v", at)
+	}
+	if getJSON(t, procB.url+tts.PathReadyz, nil) != 200 {
+		t.Fatal("TTS B not ready once AS A's metadata and keys answered")
+	}
+	b1, b1Key, b1WIT := db.workload(t, "/agent/b1")
+	res, err := (&tts.Client{TokenEndpoint: mdB.TokenEndpoint, WIT: b1WIT, Key: b1Key, Proof: tts.ProofHTTPSig}).Request(ctx,
+		tts.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken, Dialog: "D2-cmd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := keys.NewRemoteSet(ctx, mdB.JWKSURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := tts.NewVerifier(ks, "b.example", tts.WithIssuer(urlB)).Verify(ctx, res.AccessToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claims.Dialog() != "D2-cmd" || claims.Sub != "a.example:alice@a.example" || claims.ReqWL != b1.String() {
+		t.Fatalf("domain-B Txn-Token %+v", claims)
+	}
+	// A domain-A workload cannot get domain-B Txn-Tokens although TTS B trusts its WIT
+	// (for AS B's client authentication): no policy rule names it.
+	if _, err := (&tts.Client{TokenEndpoint: mdB.TokenEndpoint, WIT: a2WIT, Key: a2Key}).Request(ctx,
+		tts.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken}); err == nil {
+		t.Fatal("a domain-A workload got a domain-B Txn-Token")
+	}
+	logs := procA.stderr.String() + procB.stderr.String()
+	for _, want := range []string{`"chaining grant issued"`, `"chaining access token issued"`, `"grant_sha256":"` + tts.Hash(g.AccessToken) + `"`} {
+		if !strings.Contains(logs, want) {
+			t.Fatalf("logs lack %s", want)
+		}
+	}
+	for _, tok := range []string{txn.AccessToken, g.AccessToken, at.AccessToken} {
+		if strings.Contains(logs, tok) {
+			t.Fatal("the logs must name tokens by hash only")
+		}
+	}
+}
+
+// The chaining section is strict and checked before anything opens (also by
+// --check-config).
+func TestChainingConfigErrors(t *testing.T) {
+	base := `development: true
+listen: 127.0.0.1:0
+trust_domains: [b.example]
+wits:
+  - {trust_domain: b.example, jwks_file: /nonexistent}
+policy:
+  rules:
+    - workload: "wimse://b.example/"
+`
+	for _, tc := range []struct{ chaining, want string }{
+		{"chaining: {}\n", "as_a, as_b or both"},
+		{"chaining:\n  as_a: {peers: [{issuer: https://b}]}\n", "not in chaining.peers"},
+		{"chaining:\n  peers: [{issuer: https://b}]\n  as_a: {peers: [{issuer: https://b}]}\n  as_b: {peers: [{issuer: https://b, scopes: [x]}]}\n", "exactly one of jwks_url, jwks_file, metadata"},
+		{"chaining:\n  peers: [{issuer: https://a, metadata: true}]\n  as_b: {peers: [{issuer: https://a}]}\n", "scopes: at least one"},
+		{"chaining:\n  peers: [{issuer: https://a, metadata: true}, {issuer: https://c}]\n  as_b: {peers: [{issuer: https://a, scopes: [x]}]}\n", "used by neither"},
+		{"chaining:\n  peers: [{issuer: https://b}]\n  as_a: {grant_lifetime: 10m, peers: [{issuer: https://b}]}\n", "grant_lifetime"},
+		{"chaining:\n  peers: [{issuer: https://b}]\n  as_a: {peers: [{issuer: https://b, subject: {mode: prefix}}]}\n", "subject"},
+		{"chaining:\n  peers: [{issuer: https://b}]\n  as_a: {peers: [{issuer: https://b}]}\nauth:\n  methods: [private_key_jwt]\n", "wit_httpsig or wit_wpt"},
+		{"chaining:\n  peers: [{issuer: https://b, jwks: x}]\n  as_a: {peers: [{issuer: https://b}]}\n", "unknown field"},
+	} {
+		f := writeConfig(t, base+tc.chaining)
+		err := run(context.Background(), []string{"--config", f, "--check-config"}, nil, &syncBuffer{}, &syncBuffer{}, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%s: got %v, want %q", tc.chaining, err, tc.want)
+		}
+	}
+	ok := base + "chaining:\n  peers: [{issuer: https://a, jwks_file: /x}, {issuer: https://c}]\n  as_a: {peers: [{issuer: https://c}]}\n  as_b: {peers: [{issuer: https://a, scopes: [x]}]}\n"
+	out := &syncBuffer{}
+	if err := run(context.Background(), []string{"--config", writeConfig(t, ok), "--check-config"}, nil, out, &syncBuffer{}, nil); err != nil {
+		t.Fatal(err)
+	}
+}

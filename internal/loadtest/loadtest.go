@@ -1,0 +1,356 @@
+// Package loadtest runs a closed-loop load against a server and measures it: a fixed
+// number of workers, each sending its next request as soon as the previous one is
+// answered, for a fixed duration after a warm-up. Every latency is kept (one
+// time.Duration per request, per worker, without locks) and the percentiles are exact,
+// read from the sorted samples. Errors are counted by their errcode code.
+//
+// It also reads what the server says about itself: process_cpu_seconds_total and
+// process_resident_memory_bytes from a Prometheus /metrics page (the Go client's
+// process collector exposes both on Linux), and VmRSS/VmHWM from /proc/PID/status when
+// the server runs on this machine. The loops are bounded in time and stop by themselves.
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"math"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+)
+
+// MaxSamples bounds the latencies kept in one run (8 octets each). Requests beyond it
+// are still counted; the percentiles then describe the first MaxSamples.
+const MaxSamples = 32 << 20
+
+// Config describes a run.
+type Config struct {
+	// Concurrency is the number of workers (each with one request in flight).
+	Concurrency int
+	// Duration is the measured time; Warmup runs before it and is not recorded.
+	Duration, Warmup time.Duration
+	// Sample, when set, is called about every SampleEvery during the measured time
+	// (for example to read the server's resident memory).
+	Sample      func()
+	SampleEvery time.Duration
+	// Rate, when positive, makes the run open-loop: requests are released at Rate per
+	// second (by a pacer, in batches of about a millisecond) whether or not earlier
+	// ones were answered, and each latency counts from its request's release, so that
+	// time spent waiting for a free worker is measured (no coordinated omission).
+	// Concurrency then bounds the requests in flight; a request not yet picked up
+	// when the run ends is counted in Result.Backlog. Zero: closed loop.
+	Rate float64
+	// Begin and End, when set, are called as the measured time begins and ends (for
+	// example to read the server's CPU counter).
+	Begin, End func()
+}
+
+// Op is one request made by worker w. It returns nil on success; an error's code (an
+// *errcode.Error) names it in the error counts.
+type Op func(ctx context.Context, w int) error
+
+// Result is what a run measured.
+type Result struct {
+	Concurrency int           `json:"concurrency"`
+	Duration    time.Duration `json:"-"`
+	Seconds     float64       `json:"duration_seconds"`
+	Requests    int64         `json:"requests"`
+	OK          int64         `json:"ok"`
+	Failed      int64         `json:"failed"`
+	// Errors counts the failed requests by error code.
+	Errors map[string]int64 `json:"errors"`
+	// Throughput is successful requests per second of measured time.
+	Throughput float64 `json:"throughput_per_second"`
+	// Latency of every request of the measured time (successful or not).
+	Latency Percentiles `json:"latency"`
+	// Rate is the offered rate of an open-loop run (0: closed loop); Backlog the
+	// released requests no worker had picked up when it ended.
+	Rate    float64 `json:"offered_rate_per_second,omitempty"`
+	Backlog int64   `json:"backlog,omitempty"`
+	// ClientCPUSeconds is the CPU this process used during the measured time (user and
+	// system, every thread): with an in-process server it includes the server's.
+	ClientCPUSeconds float64 `json:"client_cpu_seconds"`
+}
+
+// Percentiles of the latency, in milliseconds in JSON.
+type Percentiles struct {
+	Samples int           `json:"samples"`
+	Min     time.Duration `json:"-"`
+	Mean    time.Duration `json:"-"`
+	P50     time.Duration `json:"-"`
+	P90     time.Duration `json:"-"`
+	P95     time.Duration `json:"-"`
+	P99     time.Duration `json:"-"`
+	P999    time.Duration `json:"-"`
+	Max     time.Duration `json:"-"`
+	// Milliseconds, for JSON.
+	MinMS  float64 `json:"min_ms"`
+	MeanMS float64 `json:"mean_ms"`
+	P50MS  float64 `json:"p50_ms"`
+	P90MS  float64 `json:"p90_ms"`
+	P95MS  float64 `json:"p95_ms"`
+	P99MS  float64 `json:"p99_ms"`
+	P999MS float64 `json:"p99_9_ms"`
+	MaxMS  float64 `json:"max_ms"`
+}
+
+type worker struct {
+	lat    []time.Duration
+	ok     int64
+	failed int64
+	errs   map[string]int64
+}
+
+// Run runs op with cfg.Concurrency workers for cfg.Warmup plus cfg.Duration (or until
+// ctx ends) and measures the cfg.Duration part.
+func Run(ctx context.Context, cfg Config, op Op) (*Result, error) {
+	if cfg.Concurrency <= 0 {
+		return nil, errors.New("loadtest: concurrency must be positive")
+	}
+	if cfg.Duration <= 0 {
+		return nil, errors.New("loadtest: duration must be positive")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		measuring = make(chan struct{})
+		stop      = make(chan struct{})
+		wg        sync.WaitGroup
+		ws        = make([]*worker, cfg.Concurrency)
+		budget    = int64(MaxSamples)
+		budgetMu  sync.Mutex
+	)
+	// Open loop: the pacer releases tickets (their release times) at cfg.Rate.
+	var tickets chan time.Time
+	if cfg.Rate > 0 {
+		tickets = make(chan time.Time, int(cfg.Rate)+cfg.Concurrency)
+		go pace(tickets, cfg.Rate, stop, ctx.Done())
+	}
+	// Each worker takes room for its samples in chunks from a shared budget.
+	take := func() int {
+		budgetMu.Lock()
+		defer budgetMu.Unlock()
+		n := int64(1 << 14)
+		if n > budget {
+			n = budget
+		}
+		budget -= n
+		return int(n)
+	}
+	for i := range ws {
+		ws[i] = &worker{errs: map[string]int64{}}
+		wg.Add(1)
+		go func(w int, st *worker) {
+			defer wg.Done()
+			room := 0
+			recording := false
+			for {
+				select {
+				case <-stop:
+					return
+				case <-ctx.Done():
+					return
+				default:
+				}
+				if !recording {
+					select {
+					case <-measuring:
+						recording = true
+					default:
+					}
+				}
+				start := time.Now()
+				if tickets != nil {
+					select {
+					case start = <-tickets:
+					case <-stop:
+						return
+					case <-ctx.Done():
+						return
+					}
+				}
+				err := op(ctx, w)
+				d := time.Since(start)
+				if !recording {
+					continue
+				}
+				// A request answered after the end is not counted: the run is over.
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					st.failed++
+					st.errs[codeOf(err)]++
+				} else {
+					st.ok++
+				}
+				if room == 0 {
+					room = take()
+					if room > 0 {
+						st.lat = slices.Grow(st.lat, room)
+					}
+				}
+				if room > 0 {
+					st.lat = append(st.lat, d)
+					room--
+				}
+			}
+		}(i, ws[i])
+	}
+	if cfg.Warmup > 0 {
+		select {
+		case <-time.After(cfg.Warmup):
+		case <-ctx.Done():
+		}
+	}
+	if cfg.Begin != nil {
+		cfg.Begin()
+	}
+	cpu0 := processCPU()
+	t0 := time.Now()
+	close(measuring)
+	end := time.NewTimer(cfg.Duration)
+	var tick <-chan time.Time
+	if cfg.Sample != nil {
+		every := cfg.SampleEvery
+		if every <= 0 {
+			every = time.Second
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+		cfg.Sample()
+	}
+loop:
+	for {
+		select {
+		case <-end.C:
+			break loop
+		case <-ctx.Done():
+			break loop
+		case <-tick:
+			cfg.Sample()
+		}
+	}
+	elapsed := time.Since(t0)
+	close(stop)
+	cpu1 := processCPU()
+	if cfg.End != nil {
+		cfg.End()
+	}
+	cancel() // requests in flight are abandoned; they are not counted
+	wg.Wait()
+
+	res := &Result{Concurrency: cfg.Concurrency, Duration: elapsed, Seconds: elapsed.Seconds(), Errors: map[string]int64{},
+		ClientCPUSeconds: (cpu1 - cpu0).Seconds()}
+	var all []time.Duration
+	for _, w := range ws {
+		res.OK += w.ok
+		res.Failed += w.failed
+		for c, n := range w.errs {
+			res.Errors[c] += n
+		}
+		all = append(all, w.lat...)
+		w.lat = nil
+	}
+	res.Requests = res.OK + res.Failed
+	if tickets != nil {
+		res.Rate, res.Backlog = cfg.Rate, int64(len(tickets))
+	}
+	res.Throughput = float64(res.OK) / elapsed.Seconds()
+	res.Latency = Summarize(all)
+	return res, nil
+}
+
+// pace sends the release time of each request into tickets at rate per second, about
+// every millisecond, until stop or done. When the channel is full (the workers are that
+// far behind) the excess is dropped: it would only measure the backlog's growth.
+func pace(tickets chan<- time.Time, rate float64, stop <-chan struct{}, done <-chan struct{}) {
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	start := time.Now()
+	var sent int64
+	for {
+		select {
+		case <-stop:
+			return
+		case <-done:
+			return
+		case now := <-t.C:
+			due := int64(now.Sub(start).Seconds() * rate)
+			for ; sent < due; sent++ {
+				select {
+				case tickets <- now:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// Summarize computes exact percentiles of d (which it sorts).
+func Summarize(d []time.Duration) Percentiles {
+	p := Percentiles{Samples: len(d)}
+	if len(d) == 0 {
+		return p
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	var sum float64
+	for _, x := range d {
+		sum += float64(x)
+	}
+	p.Min, p.Max = d[0], d[len(d)-1]
+	p.Mean = time.Duration(sum / float64(len(d)))
+	p.P50, p.P90, p.P95 = Quantile(d, 0.50), Quantile(d, 0.90), Quantile(d, 0.95)
+	p.P99, p.P999 = Quantile(d, 0.99), Quantile(d, 0.999)
+	ms := func(x time.Duration) float64 { return math.Round(float64(x)/1e3) / 1e3 }
+	p.MinMS, p.MeanMS, p.P50MS, p.P90MS = ms(p.Min), ms(p.Mean), ms(p.P50), ms(p.P90)
+	p.P95MS, p.P99MS, p.P999MS, p.MaxMS = ms(p.P95), ms(p.P99), ms(p.P999), ms(p.Max)
+	return p
+}
+
+// Quantile is the nearest-rank q-quantile of sorted samples: the smallest sample at or
+// above which lie at least q of all samples.
+func Quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	i = max(0, min(i, len(sorted)-1))
+	return sorted[i]
+}
+
+// codeOf names an error for the error counts: its errcode code, "timeout" for a run
+// deadline, else "unmapped".
+func codeOf(err error) string {
+	var ce *errcode.Error
+	if errors.As(err, &ce) {
+		return string(ce.Code)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timeout"
+	}
+	return string(errcode.Unmapped)
+}
+
+// processCPU is the user plus system CPU time of this process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Procs is GOMAXPROCS, for reports.
+func Procs() int { return runtime.GOMAXPROCS(0) }
