@@ -44,7 +44,8 @@ func Status(err error) int {
 	case errcode.SubjectNotAllowed, errcode.AlgNotAllowed, errcode.LifetimeTooLong,
 		errcode.DialogMismatch, errcode.InitiatorMismatch:
 		return http.StatusForbidden
-	case errcode.HandoffPolicy, errcode.HandoffGrantMismatch:
+	case errcode.HandoffPolicy, errcode.HandoffGrantMismatch, errcode.CrossesTrustBoundary,
+		errcode.SubjectNotMapped:
 		return http.StatusForbidden
 	case errcode.DialogInUse, errcode.HandoffEquivocation, errcode.HandoffUnresolvedWork,
 		errcode.HandoffInvalidTransition:
