@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -67,6 +69,10 @@ type LinkConfig struct {
 	Request *http.Request
 	// Dialog is D2's identifier; "" picks a fresh one. It is never D1's.
 	Dialog string
+	// Body, when set, gives the first request's body once the access token and D2's
+	// identifier are known: for example a handoff offer whose grant is the digest of
+	// that access token (handoff-context section 5.7, across a trust boundary).
+	Body func(accessToken, dlg string) ([]byte, error)
 }
 
 // Linked is a started linked dialog.
@@ -145,6 +151,15 @@ func (l *Linker) Link(ctx context.Context, c LinkConfig) (*Linked, error) {
 	// WithTxnTokenSource); neither goes to domain B.
 	ctx = context.WithValue(context.WithValue(ctx, provenanceKey, (*dialog.Provenance)(nil)), tokenKey, nil)
 	req := c.Request.Clone(ctx)
+	if c.Body != nil {
+		b, err := c.Body(at.AccessToken, c.Dialog)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		req.ContentLength = int64(len(b))
+	}
 	req.Header.Set("Authorization", "Bearer "+at.AccessToken)
 	a := &Agent{Self: l.Self, Client: &http.Client{Transport: &peer}}
 	res, dc, err := a.Start(ctx, req, c.Dialog)

@@ -150,3 +150,10 @@ func TestConformanceCommand(t *testing.T) {
 		t.Fatalf("exit %d, last line %q, stderr %q", code, last, errOut)
 	}
 }
+
+func TestDemoCommand(t *testing.T) {
+	out, errOut, code := dt(t, "", "demo")
+	if code != 0 || !strings.HasSuffix(strings.TrimSpace(out), " passed, 0 failed") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}

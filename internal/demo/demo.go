@@ -1,0 +1,417 @@
+// Package demo runs the whole idea of dialogtrust on loopback in one call: the topology
+// of dialog-binding Figure 5 (two trust domains, each with its WIT issuer and its TTS
+// with the identity-chaining authorization server; agents A1, A2 and a tool in domain A;
+// agent B1 in domain B), with real HTTP servers, real keys and real signatures, and the
+// flow: D1 established, a tool call in D1, a signed handoff from A2 to B1 whose grant is
+// the digest of the domain-B access token, the linked dialog D2, B1's domain-B
+// Txn-Token recording D2, and the handoff statuses back. Every step and check is
+// printed as it happens; Run fails if any check fails.
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/chaining"
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/wit"
+)
+
+// steps is the number of numbered steps, for the progress line.
+const steps = 8
+
+// printer writes the steps and checks and counts failures.
+type printer struct {
+	w              io.Writer
+	step           int
+	passed, failed int
+	start          time.Time
+}
+
+func (p *printer) stepf(format string, args ...any) {
+	p.step++
+	fmt.Fprintf(p.w, "\n[%d/%d %4.1fs] %s\n", p.step, steps, time.Since(p.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (p *printer) info(format string, args ...any) {
+	fmt.Fprintf(p.w, "        %s\n", fmt.Sprintf(format, args...))
+}
+
+// check prints one check; it returns ok so callers can stop when a later step needs it.
+func (p *printer) check(ok bool, what string, detail ...any) bool {
+	if ok {
+		p.passed++
+		fmt.Fprintf(p.w, "   ok   %s\n", what)
+	} else {
+		p.failed++
+		fmt.Fprintf(p.w, "  FAIL  %s %v\n", what, detail)
+	}
+	return ok
+}
+
+// Run runs the demo and writes what happens to w. It returns an error when any check
+// failed or a step could not run.
+func Run(ctx context.Context, w io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	p := &printer{w: w, start: time.Now()}
+	fmt.Fprintln(w, "dialogtrust demo: dialog-binding Figure 5 on loopback, every credential real")
+	err := run(ctx, p)
+	fmt.Fprintf(w, "\n%d passed, %d failed\n", p.passed, p.failed)
+	if err != nil {
+		return err
+	}
+	if p.failed > 0 {
+		return fmt.Errorf("%d checks failed", p.failed)
+	}
+	return nil
+}
+
+func run(ctx context.Context, p *printer) error {
+	// Step 1: the two trust domains.
+	p.stepf("Starting trust domains a.example and b.example: a WIT issuer and a TTS (with its authorization server) each")
+	a, err := newDomain("a.example")
+	if err != nil {
+		return err
+	}
+	b, err := newDomain("b.example")
+	if err != nil {
+		return err
+	}
+	// Everything that reaches domain B is recorded, for the domain-separation check.
+	rec := &recorder{}
+	b.wrap = rec.wrap
+	servers := []*server{a.wit, a.tts, b.wit, b.tts}
+	defer func() {
+		for _, s := range servers {
+			s.close()
+		}
+	}()
+	if err := a.startWITIssuer(); err != nil {
+		return err
+	}
+	if err := b.startWITIssuer(); err != nil {
+		return err
+	}
+	scopes := []string{"trip.read", "trip.book"}
+	if err := a.startTTS(ctx, []*domain{a}, []chaining.GrantPeer{{Issuer: b.tts.URL, TokenEndpoint: b.endpoint(), Scopes: scopes}}, nil); err != nil {
+		return err
+	}
+	bKeys := chaining.NewDiscoveredKeys(ctx, a.tts.URL, nil, 100*time.Millisecond, time.Now)
+	if err := b.startTTS(ctx, []*domain{b, a}, nil, []chaining.BearerPeer{{Issuer: a.tts.URL, Keys: bKeys, Scopes: scopes,
+		Subject: chaining.SubjectMap{Mode: chaining.SubjectPrefix, Prefix: "a.example:"}}}); err != nil {
+		return err
+	}
+	p.info("WIT issuer A %s   TTS/AS A %s", a.wit.URL, a.tts.URL)
+	p.info("WIT issuer B %s   TTS/AS B %s", b.wit.URL, b.tts.URL)
+	for _, s := range []*server{a.wit, a.tts, b.wit, b.tts} {
+		res, err := http.Get(s.URL + "/healthz")
+		ok := err == nil && res.StatusCode == 200
+		if err == nil {
+			res.Body.Close()
+		}
+		p.check(ok, "healthy: "+s.URL)
+	}
+
+	// Step 2: the workloads and their WITs.
+	p.stepf("Workloads get their WITs from their domain's issuer (a fresh key each)")
+	a1, a2, t1 := a.workload("/agent/a1", keys.EdDSA), a.workload("/agent/a2", keys.ES256), a.workload("/tool/search", keys.EdDSA)
+	b1 := b.workload("/agent/b1", keys.ES256)
+	witsA, witsAB := wits(ctx, a), wits(ctx, a, b)
+	for _, wl := range []workload{a1, a2, t1, b1} {
+		cred, err := wl.src.Credential(ctx)
+		if err != nil {
+			return fmt.Errorf("WIT for %s: %w", wl.id, err)
+		}
+		v, err := witsAB.Validate(ctx, cred.WIT)
+		p.check(err == nil && v.Subject.Equal(wl.id), fmt.Sprintf("WIT of %s verifies through its issuer's JWKS (%s key)", wl.id, cred.Key.Alg()), err)
+	}
+
+	// Participants as servers.
+	ttsAKeys := tts.NewLazyRemoteSet(ctx, a.tts.URL+tts.PathJWKS, 100*time.Millisecond, time.Now)
+	ttsBKeys := tts.NewLazyRemoteSet(ctx, b.tts.URL+tts.PathJWKS, 100*time.Millisecond, time.Now)
+	atA2, atTool := make(chan *dialog.Verified, 4), make(chan *dialog.Verified, 4)
+	a2Srv, err := listen()
+	if err != nil {
+		return err
+	}
+	toolSrv, err := listen()
+	if err != nil {
+		return err
+	}
+	b1Srv, err := listen()
+	if err != nil {
+		return err
+	}
+	servers = append(servers, a2Srv, toolSrv, b1Srv)
+	a2Srv.serve(receiver(a2Srv.URL+"/task", a2, witsA, tts.NewVerifier(ttsAKeys, "a.example"), true, nil).Middleware(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { atA2 <- dialog.FromRequest(r); okJSON(w) })))
+	toolSrv.serve(receiver(toolSrv.URL+"/invoke", t1, witsA, tts.NewVerifier(ttsAKeys, "a.example"), false, nil).Middleware(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { atTool <- dialog.FromRequest(r); okJSON(w) })))
+
+	// Handoff keys: the AgentIds are the workload identifiers.
+	a2HK, _ := keys.Generate(keys.ES256)
+	b1HK, _ := keys.Generate(keys.ES256)
+	htrust := handoff.NewStaticTrust()
+	_ = htrust.Bind(a2.id.String(), a2HK.Public())
+	_ = htrust.Bind(b1.id.String(), b1HK.Public())
+	b1Handoffs := handoff.NewReceiver(b1.id.String(), htrust, store.NewMemoryRecords(), handoff.WithStatusKey(b1HK), handoff.WithGrantRequired())
+	acceptor := &agent.LinkAcceptor{
+		TTS:          &tts.Client{TokenEndpoint: b.endpoint(), WITSource: b1.src, Proof: tts.ProofHTTPSig},
+		AccessTokens: &chaining.AccessTokenVerifier{Keys: ttsBKeys, Issuer: b.tts.URL, Audience: "b.example"},
+		TrustDomain:  "b.example",
+	}
+	atB1 := make(chan b1Event, 4)
+	b1Srv.serve(rec.wrap(receiver(b1Srv.URL+"/a2a", b1, witsAB, nil, true, b1Handoffs).Middleware(b1Handler(acceptor, b1Handoffs, atB1))))
+
+	// Step 3: D1.
+	p.stepf("A1 starts dialog D1 with A2: a signed request with a Txn-Token from TTS A recording D1")
+	a1Tokens := agent.NewTTSSource(&tts.Client{TokenEndpoint: a.endpoint(), WITSource: a1.src, Proof: tts.ProofHTTPSig},
+		"a.example", "trip.read trip.book", selfSigned(a, a1), nil)
+	a1Agent := &agent.Agent{Self: a1.id, Client: &http.Client{Transport: transport(a1, a1Tokens, witsA)}}
+	res, d1, err := a1Agent.Start(ctx, post(a2Srv.URL+"/task", `{"task":"plan a trip to b.example"}`), "")
+	if !p.check(err == nil && res.StatusCode == 200, "A2 answered with a signed response that echoes D1 (A1 verified it)", err) {
+		return fmt.Errorf("D1 not established: %v", err)
+	}
+	res.Body.Close()
+	v := <-atA2
+	p.info("D1 = %s", d1.DLG())
+	p.check(v.Sender.Equal(a1.id), "A2: the request was signed by A1's WIT key (who sent it)")
+	p.check(v.Outcome == dialog.Established && v.Context.Initiator().Equal(a1.id), "A2: created D1 with A1 as initiator (section 5)")
+	p.check(v.Txn != nil && v.Txn.Dialog() == d1.DLG(), "A2: the Txn-Token records D1 in tctx.dlg (what it may do, in which dialog)")
+
+	// Step 4: the tool call in D1.
+	p.stepf("A2 calls the tool in D1, forwarding the Txn-Token and A1's proof as provenance")
+	prov, err := v.Forward()
+	if err != nil {
+		return err
+	}
+	a2Agent := &agent.Agent{Self: a2.id, Client: &http.Client{Transport: transport(a2, agent.Forwarded(v.TxnToken), witsA)}}
+	res, err = a2Agent.Continue(ctx, post(toolSrv.URL+"/invoke", `{"query":"hotels in b.example"}`), d1, prov)
+	if !p.check(err == nil && res.StatusCode == 200, "the tool accepted the call", err) {
+		return fmt.Errorf("tool call failed: %v", err)
+	}
+	res.Body.Close()
+	tv := <-atTool
+	p.check(tv.Sender.Equal(a2.id), "tool: who sent it: A2 (its HTTP signature covers Dialog-Context and Txn-Token)")
+	p.check(tv.Txn != nil && tv.Txn.Dialog() == d1.DLG() && tv.Context.DLG() == d1.DLG(), "tool: the Txn-Token's dialog and the Dialog-Context agree: D1")
+	p.check(tv.InitiatorVerified && tv.Chain != nil && tv.Chain.Hops[0].Equal(a1.id), "tool: A1 initiated D1, proved by A1's own signature carried as provenance")
+	p.check(tv.Outcome == 0, "tool: stateless, it created no dialog")
+
+	// Step 5: chaining and the linked dialog with a handoff.
+	p.stepf("A2 hands work to B1 across the trust boundary: grant from AS A, access token from AS B, new dialog D2")
+	delegator, err := handoff.NewDelegator(handoff.DelegatorConfig{Self: a2.id.String(), Key: a2HK, Trust: htrust})
+	if err != nil {
+		return err
+	}
+	var offer *handoff.Handoff
+	linker := &agent.Linker{Self: a2.id, Transport: transport(a2, nil, witsAB), Tokens: &chaining.Client{}}
+	linked, err := linker.Link(ctx, agent.LinkConfig{
+		TxnToken: v.TxnToken, GrantEndpoint: a.endpoint(), PeerIssuer: b.tts.URL, PeerTokenEndpoint: b.endpoint(),
+		Scope: "trip.book", Request: post(b1Srv.URL+"/a2a", "{}"),
+		Body: func(accessToken, dlg string) ([]byte, error) {
+			g := handoff.BindGrant([]byte(accessToken))
+			task := "book the hotel"
+			h, err := delegator.Offer(ctx, handoff.OfferRequest{Offer: handoff.Offer{Aud: b1.id.String(), Dialog: dlg, Task: &task, Grant: &g}, Work: "hotel"})
+			if err != nil {
+				return nil, err
+			}
+			offer = h
+			return agent.A2AMessageSend(1, json.RawMessage(`{"role":"user","parts":[{"kind":"text","text":"book the hotel"}],"messageId":"m1"}`), h)
+		},
+	})
+	if !p.check(err == nil, "AS A issued a grant for AS B; AS B redeemed it for a domain-B access token; B1 answered D2's first request", err) {
+		return fmt.Errorf("linked dialog failed: %v", err)
+	}
+	defer linked.Response.Body.Close()
+	ev := <-atB1
+	p.info("D2 = %s", linked.Dialog.DLG())
+	p.check(ev.v != nil && ev.v.Sender.Equal(a2.id), "B1: the request was signed by A2, whose WIT B1 verified with domain A's issuer keys")
+	p.check(ev.v != nil && ev.v.Outcome == dialog.Established && ev.v.Context.Initiator().Equal(a2.id), "B1: created D2 with A2 as initiator")
+	p.check(ev.v != nil && ev.v.Handoff != nil && ev.v.Handoff.Outcome == handoff.OutcomeAccepted, "B1: the signed handoff offer verified (signature, audience, freshness, chain)", ev.err)
+	if ev.v != nil && ev.v.Handoff != nil && ev.v.Handoff.Offer != nil {
+		o := ev.v.Handoff.Offer
+		p.check(o.Dialog == linked.Dialog.DLG(), "B1: the offer's dialog is D2, the request's Dialog-Context")
+		p.check(o.Grant != nil && o.Grant.Val == handoff.BindGrant([]byte(linked.AccessToken)).Val, "B1: the offer's grant is the SHA-256 of the access token that came with the request")
+	}
+
+	// Step 6: B1's Txn-Token for D2.
+	p.stepf("B1 exchanges the access token at TTS B for a Txn-Token of domain B recording D2")
+	if p.check(ev.acc != nil, "TTS B issued the Txn-Token", ev.err) {
+		claims, err := tts.NewVerifier(ttsBKeys, "b.example").Verify(ctx, ev.acc.TxnToken.AccessToken)
+		p.check(err == nil && claims.Dialog() == linked.Dialog.DLG(), "the domain-B Txn-Token verifies through TTS B's JWKS and records D2 in tctx.dlg", err)
+		if err == nil {
+			p.info("sub %q, scope %q, req_wl %s", claims.Sub, claims.Scope, claims.ReqWL)
+		}
+	}
+
+	// Step 7: the statuses back.
+	p.stepf("The handoff statuses come back to A2, signed by B1")
+	body, _ := io.ReadAll(linked.Response.Body)
+	if st, err := taskStatus(body); p.check(err == nil, "B1's answer carries a signed status", err) {
+		up, err := delegator.HandleStatus(ctx, *st)
+		p.check(err == nil && up.Hop.State == handoff.StateAccepted, "A2 verified B1's \"accepted\" status for its offer", err)
+	}
+	// A2 asks for the task's outcome in D2, with the access token again.
+	getReq := post(b1Srv.URL+"/a2a", fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":%q}}`, hopOf(offer)))
+	getReq.Header.Set("Authorization", "Bearer "+linked.AccessToken)
+	linkedAgent := &agent.Agent{Self: a2.id, Client: &http.Client{Transport: pinnedTransport(a2, linked.Credential, witsAB)}}
+	res, err = linkedAgent.Continue(ctx, getReq, linked.Dialog, nil)
+	if p.check(err == nil && res.StatusCode == 200, "A2 continued D2 with B1 (tasks/get)", err) {
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		<-atB1
+		if st, err := taskStatus(body); p.check(err == nil, "B1's answer carries the final signed status", err) {
+			up, err := delegator.HandleStatus(ctx, *st)
+			p.check(err == nil && up.Hop.State == handoff.StateCompleted, "A2 verified B1's \"completed\" status: the hop is resolved", err)
+		}
+	}
+
+	// Step 8: domain separation.
+	p.stepf("Domain separation: nothing of D1 crossed into domain B")
+	p.info("%d requests reached domain B's servers", rec.count())
+	p.check(!rec.contains(d1.DLG()), "D1's identifier never reached domain B")
+	p.check(!rec.contains(v.TxnToken), "the domain-A Txn-Token never reached domain B")
+	p.check(!rec.contains(tts.Hash(v.TxnToken)), "not even its hash")
+	return nil
+}
+
+type b1Event struct {
+	v   *dialog.Verified
+	acc *agent.Accepted
+	err error
+}
+
+// b1Handler is B1's work: on the first request of D2 it takes the handed-off work and
+// gets its own Txn-Token; on tasks/get it reports the work done.
+func b1Handler(acceptor *agent.LinkAcceptor, rcv *handoff.Receiver, out chan<- b1Event) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := dialog.FromRequest(r)
+		ev := b1Event{v: v}
+		var status handoff.Signed
+		var err error
+		if v.Handoff != nil && v.Handoff.Offer != nil {
+			ev.acc, ev.err = acceptor.Accept(r.Context(), r)
+			if ev.err == nil {
+				status, err = rcv.Accept(r.Context(), v.Handoff.Offer.Iss, v.Handoff.Offer.Hop)
+			} else {
+				status, err = rcv.Reject(r.Context(), v.Handoff.Offer.Iss, v.Handoff.Offer.Hop, handoff.ReasonPolicy, "no Txn-Token for the linked dialog")
+			}
+		} else {
+			var q struct {
+				Params struct {
+					ID string `json:"id"`
+				} `json:"params"`
+			}
+			body, _ := io.ReadAll(r.Body)
+			_ = json.Unmarshal(body, &q)
+			status, err = rcv.Complete(r.Context(), v.Sender.String(), q.Params.ID, nil)
+		}
+		if err != nil && ev.err == nil {
+			ev.err = err
+		}
+		out <- ev
+		task, _ := handoff.PutA2ATaskStatus([]byte(`{"kind":"task","status":{"state":"working","message":{"role":"agent","parts":[],"messageId":"s1"}}}`), status)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": 1, "result": json.RawMessage(task)})
+	})
+}
+
+func taskStatus(body []byte) (*handoff.Signed, error) {
+	var env struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return nil, err
+	}
+	return handoff.A2ATaskStatus(env.Result)
+}
+
+func hopOf(h *handoff.Handoff) string {
+	if h == nil {
+		return ""
+	}
+	o, err := handoff.DecodeOffer(h.Offer)
+	if err != nil {
+		return ""
+	}
+	return o.Hop
+}
+
+func receiver(aud string, self workload, v *wit.Validator, txn dialog.TxnTokenVerifier, stateful bool, handoffs *handoff.Receiver) *dialog.Receiver {
+	replay := store.NewMemory()
+	opts := []dialog.ReceiverOption{
+		dialog.WithHTTPSignatures(httpsig.NewVerifier(v, httpsig.WithAudiences(aud), httpsig.WithReplay(replay))),
+		dialog.WithProvenance(dialog.NewProvenanceVerifier(v, 0)),
+		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
+			c, err := self.src.Credential(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpsig.NewSigner(c.Key, c.WIT), nil
+		}),
+	}
+	if txn != nil {
+		opts = append(opts, dialog.WithTxnTokens(txn))
+	}
+	if stateful {
+		opts = append(opts, dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())))
+	}
+	if handoffs != nil {
+		opts = append(opts, dialog.WithHandoffs(handoffs, nil))
+	}
+	rc, err := dialog.NewReceiver(opts...)
+	if err != nil {
+		panic(err) // only misconfiguration of this file can cause it
+	}
+	return rc
+}
+
+func transport(wl workload, tokens agent.TxnTokenSource, v *wit.Validator) *agent.Transport {
+	return &agent.Transport{Source: wl.src, Tokens: tokens, RequireSignedResponse: true, Responses: httpsig.NewVerifier(v)}
+}
+
+// pinnedTransport signs with the one credential the linked dialog's access token is
+// bound to.
+func pinnedTransport(wl workload, c *wit.Credential, v *wit.Validator) *agent.Transport {
+	t := transport(wl, nil, v)
+	t.Source = fixed{c}
+	return t
+}
+
+type fixed struct{ c *wit.Credential }
+
+func (f fixed) Credential(context.Context) (*wit.Credential, error) { return f.c, nil }
+
+func selfSigned(d *domain, wl workload) agent.SubjectFunc {
+	return func(ctx context.Context) (string, string, error) {
+		c, err := wl.src.Credential(ctx)
+		if err != nil {
+			return "", "", err
+		}
+		tok, err := tts.NewSelfSignedToken(c.Key, wl.id, "alice@a.example", d.tts.URL, "trip.read trip.book", 5*time.Minute, time.Now())
+		return tok, tts.TokenTypeSelfSigned, err
+	}
+}
+
+func post(url, body string) *http.Request {
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	return req
+}
+
+func okJSON(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"ok":true}`)
+}
