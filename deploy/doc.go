@@ -1,0 +1,22 @@
+// Package deploy holds no code: its tests check the deployment kit in this directory.
+//
+//   - docker/: one multi-stage Dockerfile per command (static, non-root, distroless);
+//     checked textually, since the tests cannot run a container build.
+//   - compose/: two trust domains (a.example, b.example) and Redis in containers; the
+//     compose file is decoded strictly, and every configuration file it mounts must be
+//     accepted by the real cmd/wit-issuer or cmd/tts (-check-config).
+//   - k8s/: a kustomize base and the two-domains overlay; every manifest is decoded
+//     strictly into the Kubernetes API types, and names, selectors, ports, mounts and
+//     configuration files are checked against each other.
+//   - local/: up.sh and down.sh run both domains as local processes with a throwaway
+//     redis-server; the test obtains a WIT and a Txn-Token from them with the
+//     dialogtrust command line and checks that down.sh leaves no process behind.
+//
+// It is a module of its own so that the Kubernetes API types, which only these tests
+// need, stay out of the services' dependency graph: k8s.io/apimachinery imports
+// golang.org/x/net, and once that is in the build the versions the main module's other
+// requirements ask for (prometheus/client_golang wants x/net v0.59.0) would move
+// golang.org/x/crypto from v0.53.0 to v0.57.0 for every binary. The tests build and run
+// the commands of the main module from the repository root and import none of its
+// packages. .ci/run vets and tests this module too.
+package deploy

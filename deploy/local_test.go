@@ -1,0 +1,311 @@
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// localBudget bounds the whole local deployment test: build, start, checks, stop.
+const localBudget = 4 * time.Minute
+
+// TestLocalDeployment runs deploy/local/up.sh, which builds the commands and starts a
+// redis-server and both trust domains' wit-issuer and TTS as processes on loopback; then
+// checks that every /readyz answers 200, that each domain issues a WIT (dialogtrust wit
+// request) and, for it, a Txn-Token (dialogtrust txn request) that verifies against the
+// TTS's JWKS with the requested audience and dialog; that the other domain's TTS refuses
+// that WIT; and that the replay claims went to Redis under each service's prefix. Then
+// deploy/local/down.sh must stop exactly the processes up.sh recorded, leaving none.
+//
+// It needs redis-server: without it the test skips, except under CI=true, where it
+// fails, so that CI cannot silently stop running it.
+func TestLocalDeployment(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server is not installed and CI=true: the local deployment test must run in CI (use .ci/run)")
+		}
+		t.Skip("redis-server is not installed; skipping the local deployment test")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Fatal("bash is needed for deploy/local/up.sh")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), localBudget)
+	defer cancel()
+
+	dir := filepath.Join(t.TempDir(), "local")
+	env := cleanEnv(map[string]string{
+		"DIALOGTRUST_LOCAL_DIR":           dir,
+		"DIALOGTRUST_LOCAL_READY_TIMEOUT": "60",
+		// up.sh runs go build; make sure it finds the same go as this test.
+		"PATH": filepath.Dir(goBin()) + string(os.PathListSeparator) + os.Getenv("PATH"),
+	})
+	script := func(name string, args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join("local", name)}, args...)...)
+		cmd.Env = env
+		cmd.WaitDelay = 5 * time.Second
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
+
+	// Whatever happens below, stop what up.sh started (down.sh without --keep is
+	// idempotent: a second run finds no directory and does nothing).
+	stopped := false
+	t.Cleanup(func() {
+		if stopped {
+			return
+		}
+		if out, err := script("down.sh", dir); err != nil {
+			t.Errorf("down.sh during clean-up: %v\n%s", err, out)
+		}
+	})
+
+	start := time.Now()
+	out, err := script("up.sh")
+	if err != nil {
+		t.Fatalf("up.sh: %v\n%s", err, out)
+	}
+	t.Logf("up.sh took %v", time.Since(start).Round(time.Millisecond))
+	if !strings.Contains(out, "env file: "+filepath.Join(dir, "env")) {
+		t.Errorf("up.sh did not print the env file:\n%s", out)
+	}
+
+	vars := readEnvFile(t, filepath.Join(dir, "env"))
+	procs := readPIDs(t, filepath.Join(dir, "pids"))
+	if len(procs) != 5 {
+		t.Fatalf("pids: %v, want redis and four services", procs)
+	}
+	for name := range procs {
+		if !running(procs[name]) {
+			t.Errorf("%s (pid %d) is not running", name, procs[name])
+		}
+	}
+
+	dt := filepath.Join(vars["DIALOGTRUST_LOCAL_BIN"], "dialogtrust")
+	work := t.TempDir()
+	cli := func(args ...string) (string, string, error) {
+		cmd := exec.CommandContext(ctx, dt, args...)
+		cmd.Dir = work
+		cmd.Env = cleanEnv(nil)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), stderr.String(), err
+	}
+	var urls []string
+	for _, d := range []string{"A", "B"} {
+		urls = append(urls, vars["DIALOGTRUST_LOCAL_"+d+"_WIT_ISSUER"], vars["DIALOGTRUST_LOCAL_"+d+"_TTS"])
+	}
+	for _, u := range urls {
+		if !strings.HasPrefix(u, "http://127.0.0.1:") {
+			t.Fatalf("service URL %q is not on loopback", u)
+		}
+		if code := getStatus(ctx, t, u+"/readyz"); code != http.StatusOK {
+			t.Errorf("GET %s/readyz: %d", u, code)
+		}
+	}
+
+	wits := map[string]string{}
+	for _, d := range []string{"a", "b"} {
+		D := strings.ToUpper(d)
+		td := vars["DIALOGTRUST_LOCAL_"+D+"_TRUST_DOMAIN"]
+		if td != d+".example" {
+			t.Fatalf("trust domain %q", td)
+		}
+		workload := "wimse://" + td + "/agent/" + d + "1"
+		keyFile := filepath.Join(work, d+"1.jwk")
+		wit, errOut, err := cli("wit", "request", "--issuer", vars["DIALOGTRUST_LOCAL_"+D+"_WIT_ISSUER"],
+			"--workload", workload, "--key-out", keyFile)
+		if err != nil {
+			t.Fatalf("%s: wit request: %v\n%s", td, err, errOut)
+		}
+		witFile := filepath.Join(work, d+"1.wit")
+		if err := os.WriteFile(witFile, []byte(strings.TrimSpace(wit)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wits[d] = witFile
+		dialog := "D-local-" + d
+		txn, errOut, err := cli("txn", "request", "--tts", vars["DIALOGTRUST_LOCAL_"+D+"_TTS"], "--wit", "@"+witFile,
+			"--key", keyFile, "--self-signed", "alice@"+td, "--scope", "trip.read", "--audience", td, "--dialog", dialog)
+		if err != nil {
+			t.Fatalf("%s: txn request: %v\n%s", td, err, errOut)
+		}
+		txnFile := filepath.Join(work, d+"1.txn")
+		if err := os.WriteFile(txnFile, []byte(strings.TrimSpace(txn)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		claimsJSON, errOut, err := cli("txn", "verify", "--jwks", vars["DIALOGTRUST_LOCAL_"+D+"_TTS"]+"/.well-known/jwks.json",
+			"--audience", td, "--dialog", dialog, "@"+txnFile)
+		if err != nil {
+			t.Fatalf("%s: txn verify: %v\n%s", td, err, errOut)
+		}
+		var claims struct {
+			Iss   string         `json:"iss"`
+			Aud   string         `json:"aud"`
+			Sub   string         `json:"sub"`
+			ReqWL string         `json:"req_wl"`
+			Tctx  map[string]any `json:"tctx"`
+		}
+		if err := json.Unmarshal([]byte(claimsJSON), &claims); err != nil {
+			t.Fatalf("%s: txn verify printed %q: %v", td, claimsJSON, err)
+		}
+		if claims.Iss != vars["DIALOGTRUST_LOCAL_"+D+"_TTS"] || claims.Aud != td || claims.Sub != "alice@"+td ||
+			claims.ReqWL != workload || claims.Tctx["dlg"] != dialog {
+			t.Errorf("%s: Txn-Token claims %+v", td, claims)
+		}
+	}
+	// The domains are separate: b's TTS does not trust a's wit-issuer.
+	keyA := filepath.Join(work, "a1.jwk")
+	_, errOut, err := cli("txn", "request", "--tts", vars["DIALOGTRUST_LOCAL_B_TTS"], "--wit", "@"+wits["a"],
+		"--key", keyA, "--self-signed", "alice@a.example", "--scope", "trip.read", "--audience", "b.example")
+	if err == nil || !strings.Contains(errOut, "untrusted_issuer") {
+		t.Errorf("b.example's TTS with a.example's WIT: err %v, stderr %q; want untrusted_issuer", err, errOut)
+	}
+
+	// The stores are Redis: each service claimed its request proofs under its prefix.
+	rdb := redis.NewClient(&redis.Options{Addr: vars["DIALOGTRUST_LOCAL_REDIS"]})
+	defer rdb.Close()
+	for _, d := range []string{"a", "b"} {
+		for _, svc := range []string{"wit-issuer", "tts"} {
+			prefix := "dialogtrust:" + d + ".example:" + svc + ":replay:"
+			keys, err := rdb.Keys(ctx, prefix+"*").Result()
+			if err != nil {
+				t.Fatalf("redis: %v", err)
+			}
+			if len(keys) == 0 {
+				t.Errorf("no replay claims under %s in Redis", prefix)
+			}
+		}
+	}
+	// File-backed keys: each service's key material is in the data directory.
+	for _, f := range []string{"a/wit-issuer/keyring.json", "b/wit-issuer/keyring.json", "a/tts/tts-keys.json", "b/tts/tts-keys.json"} {
+		if st, err := os.Stat(filepath.Join(dir, "data", f)); err != nil || st.Mode().Perm()&0o077 != 0 {
+			t.Errorf("data/%s: %v (mode %v); want a file readable by its owner only", f, err, st)
+		}
+	}
+
+	out, err = script("down.sh", dir)
+	if err != nil {
+		t.Fatalf("down.sh: %v\n%s", err, out)
+	}
+	stopped = true
+	for name, pid := range procs {
+		if running(pid) {
+			t.Errorf("%s (pid %d) still runs after down.sh", name, pid)
+		}
+	}
+	for _, u := range urls {
+		host := strings.TrimPrefix(u, "http://")
+		if c, err := net.DialTimeout("tcp", host, time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s still accepts connections after down.sh", u)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("down.sh left %s behind (%v)", dir, err)
+	}
+	// down.sh again, with nothing running, is harmless.
+	if out, err := script("down.sh", dir); err != nil {
+		t.Errorf("second down.sh: %v\n%s", err, out)
+	}
+}
+
+func readEnvFile(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	vars := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if !ok || !strings.HasPrefix(k, "DIALOGTRUST_LOCAL_") {
+			t.Fatalf("%s: line %q", path, sc.Text())
+		}
+		vars[k] = v
+	}
+	for _, k := range []string{"DIALOGTRUST_LOCAL_BIN", "DIALOGTRUST_LOCAL_REDIS", "DIALOGTRUST_LOCAL_A_WIT_ISSUER",
+		"DIALOGTRUST_LOCAL_A_TTS", "DIALOGTRUST_LOCAL_B_WIT_ISSUER", "DIALOGTRUST_LOCAL_B_TTS"} {
+		if vars[k] == "" {
+			t.Fatalf("%s: no %s", path, k)
+		}
+	}
+	return vars
+}
+
+// readPIDs reads up.sh's record of what it started: "name pid executable" per line.
+func readPIDs(t *testing.T, path string) map[string]int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			t.Fatalf("%s: line %q", path, l)
+		}
+		pid, err := strconv.Atoi(f[1])
+		if err != nil || pid <= 1 {
+			t.Fatalf("%s: line %q", path, l)
+		}
+		out[f[0]] = pid
+	}
+	return out
+}
+
+// running reports whether pid is a live process. A zombie has exited: it only waits for
+// whoever inherited it (up.sh has exited) to collect it, which a container's init may
+// never do.
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		if _, statErr := os.Stat("/proc/self/stat"); statErr != nil {
+			// No procfs: kill(pid, 0).
+			p, err := os.FindProcess(pid)
+			return err == nil && p.Signal(syscall.Signal(0)) == nil
+		}
+		return false
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
+}
+
+func getStatus(ctx context.Context, t *testing.T, u string) int {
+	t.Helper()
+	if _, err := url.Parse(u); err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Errorf("GET %s: %v", u, err)
+		return 0
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
