@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"io"
 	"log/slog"
 	"net"
@@ -14,7 +15,6 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -53,7 +53,7 @@ const (
 // when the server cannot start or fails. ready, if set, hears the base URL once the
 // listener is up (tests use it).
 func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, ready func(url string)) error {
-	args, checkOnly := checkConfigFlag(args)
+	args, checkOnly := cmdutil.CheckConfigFlag(args)
 	cfg, src, err := loadConfig(args, env, stderr)
 	if err != nil {
 		return err
@@ -218,35 +218,6 @@ func validate(cfg *Config) (used map[string]bool, err error) {
 		return nil, fmt.Errorf("store.type %q: memory or redis", cfg.Store.Type)
 	}
 	return used, nil
-}
-
-// checkConfigFlag removes -check-config (or --check-config[=bool]) from args, before a
-// "--" terminator, and reports whether it asked for a check only. It lives here rather
-// than in loadConfig's flag set so that loadConfig keeps meaning "the configuration".
-func checkConfigFlag(args []string) ([]string, bool) {
-	var out []string
-	check := false
-	for i, a := range args {
-		if a == "--" {
-			out = append(out, args[i:]...)
-			break
-		}
-		name, val, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
-		if name == a || name != "check-config" {
-			out = append(out, a)
-			continue
-		}
-		b, err := strconv.ParseBool(val)
-		switch {
-		case !hasVal:
-			check = true
-		case err != nil:
-			out = append(out, a) // let the flag set report the bad value
-		default:
-			check = b
-		}
-	}
-	return out, check
 }
 
 // build turns the configuration into a listener and a server; background loops (bundle
