@@ -87,6 +87,7 @@ type subjectCache struct {
 	entries map[[32]byte]*cacheEntry
 	max     int
 	maxAge  time.Duration
+	swept   time.Time // last sweep of expired entries
 }
 
 type cacheEntry struct {
@@ -138,12 +139,21 @@ func (c *subjectCache) put(e *cacheEntry, now time.Time) {
 	k := cacheKey(e.raw, e.requester)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.entries) >= c.max {
+	interval := c.maxAge
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	if len(c.entries) >= c.max || now.Sub(c.swept) >= interval {
+		// Expired entries go at least once per interval, so that memory follows the
+		// live entries under churn instead of growing to the bound first.
 		for key, old := range c.entries {
 			if !now.Before(old.until) {
 				delete(c.entries, key)
 			}
 		}
+		c.swept = now
+	}
+	if len(c.entries) >= c.max {
 		for key := range c.entries {
 			if len(c.entries) < c.max*3/4 {
 				break

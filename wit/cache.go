@@ -18,6 +18,7 @@ type cache struct {
 	entries map[[32]byte]cacheEntry
 	max     int
 	maxAge  time.Duration
+	swept   time.Time // last sweep of expired entries
 }
 
 type cacheEntry struct {
@@ -51,6 +52,10 @@ func (c *cache) put(k [32]byte, w *WIT, now time.Time) {
 	defer c.mu.Unlock()
 	if len(c.entries) >= c.max {
 		c.evict(now)
+	} else if now.Sub(c.swept) >= c.maxAge {
+		// Drop expired entries once per maxAge, so that memory follows the live
+		// entries under churn instead of growing to the bound first.
+		c.sweep(now)
 	}
 	c.entries[k] = cacheEntry{wit: *w, until: until}
 }
@@ -58,17 +63,23 @@ func (c *cache) put(k [32]byte, w *WIT, now time.Time) {
 // evict drops expired entries, then, if the cache is still full, arbitrary ones (map
 // order is random) down to three quarters: the cache is bounded whatever the traffic.
 func (c *cache) evict(now time.Time) {
-	for k, e := range c.entries {
-		if !now.Before(e.until) {
-			delete(c.entries, k)
-		}
-	}
+	c.sweep(now)
 	for k := range c.entries {
 		if len(c.entries) < c.max*3/4 {
 			break
 		}
 		delete(c.entries, k)
 	}
+}
+
+// sweep drops expired entries; the caller holds the lock.
+func (c *cache) sweep(now time.Time) {
+	for k, e := range c.entries {
+		if !now.Before(e.until) {
+			delete(c.entries, k)
+		}
+	}
+	c.swept = now
 }
 
 func (c *cache) len() int {

@@ -73,3 +73,29 @@ func TestCacheEntryMaxAge(t *testing.T) {
 		t.Fatalf("after maxAge the removed key must not vouch: %v", err)
 	}
 }
+
+// Expired entries leave within maxAge even when the cache is far from full, so memory
+// follows the live WITs under churn.
+func TestCacheSweepsExpired(t *testing.T) {
+	clock := testkit.NewClock(testkit.Epoch)
+	d := testkit.NewDomain(t, "a.example", keys.EdDSA, clock)
+	v := d.Validator(wit.WithCache(1000, time.Minute), wit.WithSkew(0))
+	ctx := context.Background()
+	for i := 0; i < 5; i++ {
+		w := d.Workload(t, "/svc/a", keys.EdDSA)
+		if _, err := v.Validate(ctx, w.WIT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v.CacheLen() != 5 {
+		t.Fatalf("cache holds %d", v.CacheLen())
+	}
+	clock.Advance(2 * time.Minute) // past maxAge: the five entries are stale
+	w := d.Workload(t, "/svc/b", keys.EdDSA)
+	if _, err := v.Validate(ctx, w.WIT); err != nil {
+		t.Fatal(err)
+	}
+	if v.CacheLen() != 1 {
+		t.Fatalf("stale entries kept: cache holds %d", v.CacheLen())
+	}
+}
