@@ -13,10 +13,8 @@
 //     dialogtrust command line and checks that down.sh leaves no process behind.
 //
 // It is a module of its own so that the Kubernetes API types, which only these tests
-// need, stay out of the services' dependency graph: k8s.io/apimachinery imports
-// golang.org/x/net, and once that is in the build the versions the main module's other
-// requirements ask for (prometheus/client_golang wants x/net v0.59.0) would move
-// golang.org/x/crypto from v0.53.0 to v0.57.0 for every binary. The tests build and run
+// need, stay out of the services' dependency graph: nothing k8s.io/api or
+// k8s.io/apimachinery requires can change a dependency of a service binary. The tests build and run
 // the commands of the main module from the repository root and import none of its
 // packages. .ci/run vets and tests this module too.
 package deploy

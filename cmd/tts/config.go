@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/dialogtrust/dialogtrust/internal/tracing"
 )
 
 //go:embed default.yaml
@@ -37,7 +39,9 @@ type Config struct {
 	// chaining): grants for peer domains (as_a) and their redemption (as_b).
 	Chaining *ChainingConfig `yaml:"chaining"`
 	Log      LogConfig       `yaml:"log"`
-	Skew     time.Duration   `yaml:"skew"`
+	// Tracing is OpenTelemetry export over OTLP/HTTP; off unless otlp_endpoint is set.
+	Tracing tracing.Config `yaml:"tracing"`
+	Skew    time.Duration  `yaml:"skew"`
 	// JWKSRetry bounds how often a JWKS URL that has not answered yet is tried again
 	// (default 5s).
 	JWKSRetry       time.Duration `yaml:"jwks_retry"`
@@ -350,6 +354,12 @@ func applyEnv(cfg *Config, env map[string]string) error {
 			cfg.WITs[0].JWKSURL, cfg.WITs[0].JWKSFile = v, ""
 		case "LOG_LEVEL":
 			cfg.Log.Level = v
+		case "TRACING_OTLP_ENDPOINT":
+			cfg.Tracing.OTLPEndpoint = v
+		case "TRACING_SAMPLE_RATIO":
+			var r float64
+			r, err = strconv.ParseFloat(v, 64)
+			cfg.Tracing.SampleRatio = &r
 		default:
 			return fmt.Errorf("unknown environment variable %s%s", EnvPrefix, name)
 		}

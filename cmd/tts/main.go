@@ -23,6 +23,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/graceful"
+	"github.com/dialogtrust/dialogtrust/internal/tracing"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
@@ -150,6 +151,15 @@ func newLogger(level string, w io.Writer) (*slog.Logger, error) {
 }
 
 // app is a built, not yet serving, TTS.
+// shutdownTracer exports the spans still buffered, for at most five seconds.
+func shutdownTracer(t *tracing.Tracer, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.Shutdown(ctx); err != nil {
+		logger.Warn("tracing: final export", "error", err.Error())
+	}
+}
+
 type app struct {
 	srv      *http.Server
 	ln       net.Listener
@@ -192,6 +202,9 @@ func validate(cfg *Config) error {
 	applyDefaults(cfg)
 	if len(cfg.TrustDomains) == 0 {
 		return fmt.Errorf("trust_domains: at least one is required")
+	}
+	if err := cfg.Tracing.Validate(); err != nil {
+		return err
 	}
 	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
 		return fmt.Errorf("tls: cert_file and key_file go together")
@@ -321,8 +334,16 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 	if err != nil {
 		return nil, err
 	}
+	tracer, err := tracing.Start(cfg.Tracing, "dialogtrust-tts")
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, func() { shutdownTracer(tracer, logger) })
+	if tracer.Enabled() {
+		logger.Info("tracing on", "otlp_endpoint", cfg.Tracing.OTLPEndpoint)
+	}
 	a.srv = &http.Server{
-		Handler:           a.drain.Handler(handler),
+		Handler:           a.drain.Handler(tracer.Handler(handler, tts.PathToken, tts.PathMetadata, tts.PathJWKS)),
 		ConnState:         a.drain.ConnState,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/dialogtrust/dialogtrust/internal/tracing"
 )
 
 //go:embed default.yaml
@@ -19,21 +21,23 @@ var defaultYAML []byte
 // Config is the YAML configuration file. Every member is documented in README.md
 // ("WIT issuer", "Configuration").
 type Config struct {
-	Listen          string        `yaml:"listen"`
-	Issuer          string        `yaml:"issuer"`
-	PublicURL       string        `yaml:"public_url"`
-	TrustDomains    []string      `yaml:"trust_domains"`
-	TLS             TLSConfig     `yaml:"tls"`
-	Keys            KeysConfig    `yaml:"keys"`
-	Store           StoreConfig   `yaml:"store"`
-	Policy          PolicyConfig  `yaml:"policy"`
-	Auth            AuthConfig    `yaml:"auth"`
-	Routes          []RouteConfig `yaml:"routes"`
-	Log             LogConfig     `yaml:"log"`
-	ProofWindow     time.Duration `yaml:"proof_window"`
-	Skew            time.Duration `yaml:"skew"`
-	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
-	ReloadInterval  time.Duration `yaml:"reload_interval"`
+	Listen       string        `yaml:"listen"`
+	Issuer       string        `yaml:"issuer"`
+	PublicURL    string        `yaml:"public_url"`
+	TrustDomains []string      `yaml:"trust_domains"`
+	TLS          TLSConfig     `yaml:"tls"`
+	Keys         KeysConfig    `yaml:"keys"`
+	Store        StoreConfig   `yaml:"store"`
+	Policy       PolicyConfig  `yaml:"policy"`
+	Auth         AuthConfig    `yaml:"auth"`
+	Routes       []RouteConfig `yaml:"routes"`
+	Log          LogConfig     `yaml:"log"`
+	// Tracing is OpenTelemetry export over OTLP/HTTP; off unless otlp_endpoint is set.
+	Tracing         tracing.Config `yaml:"tracing"`
+	ProofWindow     time.Duration  `yaml:"proof_window"`
+	Skew            time.Duration  `yaml:"skew"`
+	ShutdownTimeout time.Duration  `yaml:"shutdown_timeout"`
+	ReloadInterval  time.Duration  `yaml:"reload_interval"`
 }
 
 // TLSConfig: the serving certificate. Without it the issuer speaks plain HTTP, which
@@ -269,6 +273,12 @@ func applyEnv(cfg *Config, env map[string]string) error {
 			cfg.Policy.DefaultLifetime, err = time.ParseDuration(v)
 		case "LOG_LEVEL":
 			cfg.Log.Level = v
+		case "TRACING_OTLP_ENDPOINT":
+			cfg.Tracing.OTLPEndpoint = v
+		case "TRACING_SAMPLE_RATIO":
+			var r float64
+			r, err = strconv.ParseFloat(v, 64)
+			cfg.Tracing.SampleRatio = &r
 		default:
 			return fmt.Errorf("unknown environment variable %s%s", EnvPrefix, name)
 		}

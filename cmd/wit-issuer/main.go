@@ -24,6 +24,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/graceful"
+	"github.com/dialogtrust/dialogtrust/internal/tracing"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/witissuer"
@@ -138,6 +139,15 @@ func routeSummary(rs []RouteConfig) []string {
 }
 
 // app is a built, not yet serving, issuer.
+// shutdownTracer exports the spans still buffered, for at most five seconds.
+func shutdownTracer(t *tracing.Tracer, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.Shutdown(ctx); err != nil {
+		logger.Warn("tracing: final export", "error", err.Error())
+	}
+}
+
 type app struct {
 	srv      *http.Server
 	ln       net.Listener
@@ -184,6 +194,9 @@ func validate(cfg *Config) (used map[string]bool, err error) {
 	applyDefaults(cfg)
 	if len(cfg.TrustDomains) == 0 {
 		return nil, fmt.Errorf("trust_domains: at least one is required")
+	}
+	if err := cfg.Tracing.Validate(); err != nil {
+		return nil, err
 	}
 	if len(cfg.Routes) == 0 {
 		return nil, fmt.Errorf("routes: at least one is required")
@@ -305,8 +318,20 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 	if err != nil {
 		return nil, err
 	}
+	tracer, err := tracing.Start(cfg.Tracing, "dialogtrust-wit-issuer")
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, func() { shutdownTracer(tracer, logger) })
+	if tracer.Enabled() {
+		logger.Info("tracing on", "otlp_endpoint", cfg.Tracing.OTLPEndpoint)
+	}
+	spanRoutes := []string{witissuer.PathWIT, witissuer.PathJWKS, witissuer.PathMetadata}
+	for _, r := range cfg.Routes {
+		spanRoutes = append(spanRoutes, r.Path)
+	}
 	a.srv = &http.Server{
-		Handler:           a.drain.Handler(s.Handler()),
+		Handler:           a.drain.Handler(tracer.Handler(s.Handler(), spanRoutes...)),
 		ConnState:         a.drain.ConnState,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
