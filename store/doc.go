@@ -27,10 +27,14 @@
 //
 //   - Memory, for a single broker process: bounded, sharded, expiry by min-heap, with an
 //     injectable clock so tests never sleep.
-//   - Redis, for several brokers sharing one view (single node or Cluster): one
-//     SET key value PX ttl NX per claim.
+//   - Redis, for several brokers sharing one view (single node or Cluster): one Lua
+//     script per claim, SET key value PX ttl NX behind a check of the claim's epoch key
+//     (LossTags hash tags, each with an epoch), so that a Redis that lost its data (a
+//     restart without persistence, a flush, an eviction) is noticed by the brokers that
+//     were running and its claims refused until everything claimed before the loss has
+//     expired (WithLossQuarantine). See Redis for what it cannot notice.
 //
 // The claim windows of brokers that share a Redis only agree if they use the same key
-// prefix and the same version of this package: the digest layout is part of the
-// deployment contract.
+// prefix and the same version of this package: the digest layout (prefix, "{xx}" tag,
+// digest; and the epoch keys prefix + "{xx}epoch") is part of the deployment contract.
 package store

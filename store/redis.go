@@ -5,10 +5,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"math"
 	"net"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -53,22 +57,156 @@ func WithTimeout(d time.Duration) RedisOption {
 // example, an EOF on a pooled connection, and a Cluster client retries on another
 // node), a "not set" that is really this claim's own earlier write is recognised
 // instead of being reported as a replay.
+//
+// Data loss. A Redis that restarts without persistence (or is flushed, or evicts keys)
+// forgets the claims it held, and every proof accepted before would be accepted once
+// more. To notice, the keys are spread over LossTags hash tags ("{xx}", so that in a
+// Cluster each tag is one slot) and each tag has an epoch key, written once with a
+// random value; every claim runs as one script that checks, atomically on the slot's
+// node, that the tag's epoch is still the one this broker saw last. When the epoch is
+// gone (or replaced by a broker that knew nothing), the data was lost: the tag goes
+// into quarantine, recorded in its epoch key so that every broker honours it, and its
+// claims are refused ("could not be completed") until every claim that could have been
+// made before the loss has expired (WithLossQuarantine). Then a new epoch starts.
+//
+// Every broker learns all the epochs at its first claim, so the loss is seen by any
+// broker that was running across it. What this cannot see: a loss while no broker was
+// running (a fresh broker cannot tell a new Redis from an emptied one), and a partial
+// loss that keeps the epoch keys (an RDB snapshot or appendfsync everysec losing the
+// last writes, a Cluster failover to a replica that lagged). Persistence with
+// appendfsync always, or waiting for replicas, is what covers those (README, "Replay
+// store").
 type Redis struct {
-	client   redis.UniversalClient
-	prefix   string
-	timeout  time.Duration
-	newValue func() string // a test hook; crypto/rand otherwise
+	client     redis.UniversalClient
+	prefix     string
+	timeout    time.Duration
+	quarantine time.Duration
+	now        func() time.Time
+	newValue   func() string // a test hook; crypto/rand otherwise
+
+	maxTTL atomic.Int64 // the longest claim seen, in ns: the quarantine is at least this
+	// epochs[tag] is the epoch this broker saw last for the tag; nil until learned.
+	epochs  [LossTags]atomic.Pointer[string]
+	learned atomic.Bool
+	learnMu sync.Mutex
 }
 
 var _ Replay = (*Redis)(nil)
 
+// LossTags is the number of hash tags the claims are spread over, each with its epoch.
+const LossTags = 256
+
+// DefaultLossQuarantine covers every claim this project makes: proofs, assertions and
+// grants live at most 5 minutes, plus clock skew.
+const DefaultLossQuarantine = 6 * time.Minute
+
+// WithLossQuarantine sets how long claims are refused after a data loss is seen: at
+// least the longest time-to-live any broker sharing the prefix gives a claim, plus the
+// clock difference between brokers. The store also never quarantines for less than the
+// longest claim it has made itself. A value of zero or less keeps
+// DefaultLossQuarantine.
+func WithLossQuarantine(d time.Duration) RedisOption {
+	return func(r *Redis) {
+		if d > 0 {
+			r.quarantine = d
+		}
+	}
+}
+
+// WithRedisClock sets the clock the quarantine is measured with (default time.Now).
+// Brokers compare a quarantine's end with their own clocks, which is why the
+// quarantine should exceed the longest claim by the clock difference between them.
+func WithRedisClock(now func() time.Time) RedisOption {
+	return func(r *Redis) {
+		if now != nil {
+			r.now = now
+		}
+	}
+}
+
 // NewRedis returns a Replay backed by client. The store does not close the client.
 func NewRedis(client redis.UniversalClient, opts ...RedisOption) *Redis {
-	r := &Redis{client: client, prefix: DefaultRedisPrefix, timeout: DefaultRedisTimeout, newValue: rand.Text}
+	r := &Redis{client: client, prefix: DefaultRedisPrefix, timeout: DefaultRedisTimeout, quarantine: DefaultLossQuarantine,
+		now: time.Now, newValue: rand.Text}
 	for _, o := range opts {
 		o(r)
 	}
 	return r
+}
+
+// Epoch values: "f:" a tag first used by a broker that knew nothing; "r:" a tag
+// restarted at the end of a quarantine; "q:<until-unix-ms>:" a quarantine.
+//
+// claimScript: KEYS[1] the tag's epoch key, KEYS[2] the claim's key. ARGV[1] the epoch
+// this broker knows ("" if none), ARGV[2] the claim's value, ARGV[3] its ttl in ms,
+// ARGV[4] a fresh random value, ARGV[5] now (unix ms), ARGV[6] the quarantine in ms.
+// It returns {1, epoch} claimed, {0, epoch} replayed, {-1, epoch} quarantined.
+var claimScript = redis.NewScript(`
+local e = redis.call('GET', KEYS[1])
+local known = ARGV[1]
+local now = tonumber(ARGV[5])
+local function quarantine()
+  e = 'q:' .. string.format('%d', now + tonumber(ARGV[6])) .. ':' .. ARGV[4]
+  redis.call('SET', KEYS[1], e)
+  return {-1, e}
+end
+if not e then
+  if known ~= '' then return quarantine() end
+  e = 'f:' .. ARGV[4]
+  redis.call('SET', KEYS[1], e)
+elseif string.sub(e, 1, 2) == 'q:' then
+  local untilms = tonumber(string.match(e, '^q:(%d+):'))
+  if untilms == nil or now < untilms then return {-1, e} end
+  e = 'r:' .. ARGV[4]
+  redis.call('SET', KEYS[1], e)
+elseif known ~= '' and e ~= known and string.sub(e, 1, 2) == 'f:' then
+  -- Replaced by a broker that knew nothing: the data was lost after this broker looked.
+  return quarantine()
+end
+if redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3], 'NX') then return {1, e} end
+if redis.call('GET', KEYS[2]) == ARGV[2] then return {1, e} end
+return {0, e}
+`)
+
+// learnScript: KEYS[1] an epoch key, ARGV[1] a fresh random value. It returns the
+// tag's epoch, starting one if there is none.
+var learnScript = redis.NewScript(`
+local e = redis.call('GET', KEYS[1])
+if not e then
+  e = 'f:' .. ARGV[1]
+  redis.call('SET', KEYS[1], e)
+end
+return e
+`)
+
+// learn reads (or starts) every tag's epoch in one round trip, once per store.
+func (r *Redis) learn(ctx context.Context) error {
+	if r.learned.Load() {
+		return nil
+	}
+	r.learnMu.Lock()
+	defer r.learnMu.Unlock()
+	if r.learned.Load() {
+		return nil
+	}
+	pipe := r.client.Pipeline()
+	cmds := make([]*redis.Cmd, LossTags)
+	for tag := range LossTags {
+		cmds[tag] = learnScript.Eval(ctx, pipe, []string{r.epochKey(tag)}, r.newValue())
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return unavailable(err)
+	}
+	for tag, c := range cmds {
+		e, err := c.Text()
+		if err != nil {
+			return unavailable(err)
+		}
+		// A claim may have taught this tag already; keep the newer knowledge.
+		r.epochs[tag].CompareAndSwap(nil, &e)
+	}
+	r.learned.Store(true)
+	return nil
 }
 
 // Claim implements Replay.
@@ -78,37 +216,73 @@ func (r *Redis) Claim(ctx context.Context, key string, ttl time.Duration) error 
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
+	if err := r.learn(ctx); err != nil {
+		return err
+	}
+	for {
+		old := r.maxTTL.Load()
+		if int64(ttl) <= old || r.maxTTL.CompareAndSwap(old, int64(ttl)) {
+			break
+		}
+	}
+	quarantine := max(r.quarantine, time.Duration(r.maxTTL.Load())+time.Second)
 
-	k := r.key(key)
-	v := r.newValue()
-	ok, err := r.client.SetNX(ctx, k, v, redisTTL(ttl)).Result()
+	tag, k := r.keyTag(key)
+	known := ""
+	if e := r.epochs[tag].Load(); e != nil {
+		known = *e
+	}
+	res, err := claimScript.Run(ctx, r.client, []string{r.epochKey(tag), k},
+		known, r.newValue(), redisTTL(ttl).Milliseconds(), r.newValue(), r.now().UnixMilli(), quarantine.Milliseconds()).Slice()
 	if err != nil {
 		return unavailable(err)
 	}
-	if ok {
-		return nil
+	if len(res) != 2 {
+		return unavailable(errors.New("unexpected reply from the claim script"))
 	}
-	// Not set: someone holds the key. Only a replay if that someone is not this claim.
-	got, err := r.client.Get(ctx, k).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		// It expired between the two commands; whose it was is unknown.
-		return errcode.Unavailable(errcode.StoreUnavailable, nil, "replay claim outcome unknown")
-	case err != nil:
-		return unavailable(err)
-	case got == v:
+	status, ok1 := res[0].(int64)
+	epoch, ok2 := res[1].(string)
+	if !ok1 || !ok2 {
+		return unavailable(errors.New("unexpected reply from the claim script"))
+	}
+	r.epochs[tag].Store(&epoch)
+	switch status {
+	case 1:
 		return nil
-	default:
+	case 0:
 		return replayed()
+	default:
+		until := "later"
+		if rest, ok := strings.CutPrefix(epoch, "q:"); ok {
+			if ms, _, ok := strings.Cut(rest, ":"); ok {
+				if n, err := strconv.ParseInt(ms, 10, 64); err == nil {
+					until = time.UnixMilli(n).UTC().Format(time.RFC3339)
+				}
+			}
+		}
+		return errcode.Unavailable(errcode.StoreUnavailable, nil,
+			"the replay store lost its data (a Redis restart without persistence?); claims are refused until %s, when every claim made before the loss has expired", until)
 	}
 }
 
-// key maps a caller's key to the Redis key. The digest keeps keys short, keeps the
-// senders' values out of Redis, and contains no "{" or "}", so a sender cannot choose
-// the Cluster slot of its claims.
-func (r *Redis) key(key string) string {
+// keyTag maps a caller's key to its hash tag and the Redis key. The digest keeps keys
+// short, keeps the senders' values out of Redis, and decides the tag, so a sender
+// cannot choose the Cluster slot of its claims.
+func (r *Redis) keyTag(key string) (int, string) {
 	sum := sha256.Sum256([]byte(key))
-	return r.prefix + base64.RawURLEncoding.EncodeToString(sum[:])
+	tag := int(sum[0])
+	return tag, r.prefix + "{" + hex.EncodeToString(sum[:1]) + "}" + base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// key is keyTag's Redis key.
+func (r *Redis) key(key string) string {
+	_, k := r.keyTag(key)
+	return k
+}
+
+// epochKey is the tag's epoch key, in the tag's slot.
+func (r *Redis) epochKey(tag int) string {
+	return r.prefix + "{" + hex.EncodeToString([]byte{byte(tag)}) + "}epoch"
 }
 
 // redisTTL rounds ttl up to whole milliseconds, the unit of PX: rounding down could

@@ -117,11 +117,23 @@ func TestRedisStoresOnlyDigests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(keys) != 1 {
-		t.Fatalf("keys under prefix: %q, want one", keys)
+	var claims, epochs []string
+	for _, k := range keys {
+		if strings.HasSuffix(k, "}epoch") {
+			epochs = append(epochs, k)
+		} else {
+			claims = append(claims, k)
+		}
 	}
-	if k := keys[0]; k != r.key(secretish) || strings.Contains(k, "nonce") || strings.ContainsAny(k[len(prefix):], "{}") {
-		t.Errorf("stored key %q does not look like prefix+digest", k)
+	if len(claims) != 1 || len(epochs) != LossTags {
+		t.Fatalf("%d claim keys %q and %d epoch keys under the prefix, want 1 and %d", len(claims), claims, len(epochs), LossTags)
+	}
+	// prefix, a hash tag of two hex digits taken from the digest, the digest.
+	k := claims[0]
+	rest := k[len(prefix):]
+	if k != r.key(secretish) || strings.Contains(k, "nonce") || strings.Contains(k, "slot-steering") ||
+		len(rest) != 4+43 || rest[0] != '{' || rest[3] != '}' || strings.ContainsAny(rest[4:], "{}") {
+		t.Errorf("stored key %q does not look like prefix+{tag}+digest", k)
 	}
 }
 

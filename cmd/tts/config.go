@@ -79,6 +79,9 @@ type RedisConfig struct {
 	Cluster bool          `yaml:"cluster"`
 	Prefix  string        `yaml:"prefix"`
 	Timeout time.Duration `yaml:"timeout"`
+	// LossQuarantine: how long claims are refused after the store sees that Redis lost
+	// its data (store.WithLossQuarantine; default store.DefaultLossQuarantine).
+	LossQuarantine time.Duration `yaml:"loss_quarantine"`
 }
 
 // WITTrustConfig: the keys of one trust domain's WIT issuer, by JWKS URL (fetched

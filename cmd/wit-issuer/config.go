@@ -71,6 +71,9 @@ type RedisConfig struct {
 	Cluster bool          `yaml:"cluster"`
 	Prefix  string        `yaml:"prefix"`
 	Timeout time.Duration `yaml:"timeout"`
+	// LossQuarantine: how long claims are refused after the store sees that Redis lost
+	// its data (store.WithLossQuarantine; default store.DefaultLossQuarantine).
+	LossQuarantine time.Duration `yaml:"loss_quarantine"`
 }
 
 // PolicyConfig: see witissuer.Policy.

@@ -365,6 +365,9 @@ func openStore(sc StoreConfig) (store.Replay, []witissuer.ReadyCheck, func(), er
 		if sc.Redis.Timeout > 0 {
 			opts = append(opts, store.WithTimeout(sc.Redis.Timeout))
 		}
+		if sc.Redis.LossQuarantine > 0 {
+			opts = append(opts, store.WithLossQuarantine(sc.Redis.LossQuarantine))
+		}
 		ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
 		return store.NewRedis(client, opts...), []witissuer.ReadyCheck{ping}, func() { _ = client.Close() }, nil
 	}

@@ -413,6 +413,9 @@ type service struct {
 type witIssuerConfig struct {
 	redis           string
 	shutdownTimeout time.Duration
+	// proofWindow and skew, when set, shorten how long request jtis are held;
+	// lossQuarantine is store.redis.loss_quarantine.
+	proofWindow, skew, lossQuarantine time.Duration
 }
 
 func (h *harness) startWITIssuer(t *testing.T, c witIssuerConfig) *service {
@@ -436,7 +439,13 @@ routes:
   - {path: /v1/wit, methods: [dev]}
 log: {level: error}
 shutdown_timeout: %s
-`, trustDomain, filepath.Join(dir, "keys"), storeYAML(c.redis, "faulttest:wit:"), trustDomain, c.shutdownTimeout)
+`, trustDomain, filepath.Join(dir, "keys"), storeYAML(c.redis, "faulttest:wit:", c.lossQuarantine), trustDomain, c.shutdownTimeout)
+	if c.proofWindow > 0 {
+		y += fmt.Sprintf("proof_window: %s\n", c.proofWindow)
+	}
+	if c.skew > 0 {
+		y += fmt.Sprintf("skew: %s\n", c.skew)
+	}
 	cfg := filepath.Join(dir, "wit-issuer.yaml")
 	if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
@@ -447,11 +456,15 @@ shutdown_timeout: %s
 	return s
 }
 
-func storeYAML(redis, prefix string) string {
+func storeYAML(redis, prefix string, lossQuarantine time.Duration) string {
 	if redis == "" {
 		return "{type: memory}"
 	}
-	return fmt.Sprintf("{type: redis, redis: {addrs: [%q], prefix: %q, timeout: 500ms}}", redis, prefix)
+	q := ""
+	if lossQuarantine > 0 {
+		q = ", loss_quarantine: " + lossQuarantine.String()
+	}
+	return fmt.Sprintf("{type: redis, redis: {addrs: [%q], prefix: %q, timeout: 500ms%s}}", redis, prefix, q)
 }
 
 // ttsConfig: what a test varies in a TTS.
@@ -463,6 +476,8 @@ type ttsConfig struct {
 	publishDelay    time.Duration
 	stepInterval    time.Duration
 	shutdownTimeout time.Duration
+	// skew and lossQuarantine, when set: the TTS's skew and store.redis.loss_quarantine.
+	skew, lossQuarantine time.Duration
 }
 
 func (h *harness) startTTS(t *testing.T, c ttsConfig) *service {
@@ -500,7 +515,10 @@ policy:
       details: ["*"]
 log: {level: warn}
 shutdown_timeout: %s
-`, ttsIssuer, trustDomain, keysYAML, storeYAML(c.redis, "faulttest:tts:"), trustDomain, c.witJWKS, trustDomain, c.shutdownTimeout)
+`, ttsIssuer, trustDomain, keysYAML, storeYAML(c.redis, "faulttest:tts:", c.lossQuarantine), trustDomain, c.witJWKS, trustDomain, c.shutdownTimeout)
+	if c.skew > 0 {
+		y += fmt.Sprintf("skew: %s\n", c.skew)
+	}
 	cfg := filepath.Join(dir, "tts.yaml")
 	if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
 		t.Fatal(err)

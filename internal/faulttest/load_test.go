@@ -37,6 +37,8 @@ type workload struct {
 	key    *keys.PrivateKey
 	wit    string
 	signer *httpsig.Signer
+	// proofTTL, when set, is the lifetime of its WPTs and signatures (else the defaults).
+	proofTTL time.Duration
 
 	mu      sync.Mutex
 	subject string
@@ -45,6 +47,11 @@ type workload struct {
 
 // newWorkloads gets n WITs from the issuer (development method).
 func newWorkloads(t *testing.T, issuer *service, n int) []*workload {
+	return newWorkloadsTTL(t, issuer, n, 0)
+}
+
+// newWorkloadsTTL is newWorkloads whose proofs live proofTTL (0: the defaults).
+func newWorkloadsTTL(t *testing.T, issuer *service, n int, proofTTL time.Duration) []*workload {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -65,7 +72,11 @@ func newWorkloads(t *testing.T, issuer *service, n int) []*workload {
 		if err != nil {
 			t.Fatalf("WIT for %s: %v", id, err)
 		}
-		out[i] = &workload{id: id, key: key, wit: res.WIT, signer: httpsig.NewSigner(key, res.WIT)}
+		var sopts []httpsig.SignerOption
+		if proofTTL > 0 {
+			sopts = append(sopts, httpsig.WithTTL(proofTTL))
+		}
+		out[i] = &workload{id: id, key: key, wit: res.WIT, signer: httpsig.NewSigner(key, res.WIT, sopts...), proofTTL: proofTTL}
 	}
 	return out
 }
@@ -119,7 +130,11 @@ func (w *workload) tokenRequest(proof, dialog string) (*prepared, error) {
 	req.Header.Set("Accept", "application/json")
 	switch proof {
 	case tts.ProofWPT:
-		err = wpt.SignRequest(req, w.key, w.wit, tokenEndpoint, wpt.RequestOptions{})
+		var mopts []wpt.MintOption
+		if w.proofTTL > 0 {
+			mopts = append(mopts, wpt.WithTTL(w.proofTTL))
+		}
+		err = wpt.SignRequest(req, w.key, w.wit, tokenEndpoint, wpt.RequestOptions{}, mopts...)
 	case tts.ProofHTTPSig:
 		_, err = w.signer.SignRequest(req, tokenEndpoint)
 	default:
@@ -311,6 +326,7 @@ func (c counts) total() int {
 // recorder keeps the outcomes of a run, one slice per worker (no lock on the hot
 // path), up to a bound.
 type recorder struct {
+	mu  sync.Mutex // all may run while the workers add
 	per [][]outcome
 	max int
 }
@@ -320,12 +336,16 @@ func newRecorder(workers, maxPerWorker int) *recorder {
 }
 
 func (r *recorder) add(w int, o outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if len(r.per[w]) < r.max {
 		r.per[w] = append(r.per[w], o)
 	}
 }
 
 func (r *recorder) all() []outcome {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var out []outcome
 	for _, p := range r.per {
 		out = append(out, p...)

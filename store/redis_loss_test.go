@@ -1,0 +1,191 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+)
+
+// ownRedis is a redis-server of the test's own, without persistence, so that it can be
+// killed and restarted (the shared test server cannot).
+type ownRedis struct {
+	t    *testing.T
+	port int
+	dir  string
+	cmd  *exec.Cmd
+}
+
+func startOwnRedis(t *testing.T) *ownRedis {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server is not on PATH and CI=true")
+		}
+		t.Skip("redis-server is not on PATH")
+	}
+	_ = bin
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	r := &ownRedis{t: t, port: port, dir: t.TempDir()}
+	r.start()
+	t.Cleanup(r.kill)
+	return r
+}
+
+func (r *ownRedis) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
+
+func (r *ownRedis) start() {
+	r.t.Helper()
+	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--daemonize", "no", "--dir", r.dir, "--loglevel", "warning")
+	r.cmd.Stdout, r.cmd.Stderr = nil, nil
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	client := NewRedisClient([]string{r.addr()}, false)
+	defer client.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := client.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("redis-server on %s did not answer: %v", r.addr(), err)
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for a process to listen, not for expiry
+	}
+}
+
+// kill is SIGKILL: nothing is saved (there is no persistence anyway).
+func (r *ownRedis) kill() {
+	if r.cmd != nil && r.cmd.Process != nil {
+		_ = r.cmd.Process.Kill()
+		_ = r.cmd.Wait()
+		r.cmd = nil
+	}
+}
+
+type testClock struct{ ns atomic.Int64 }
+
+func newTestClock() *testClock {
+	c := &testClock{}
+	c.ns.Store(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+func (c *testClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+func wantLost(t *testing.T, err error, what string) {
+	t.Helper()
+	if errcode.CodeOf(err) != errcode.StoreUnavailable || errcode.KindOf(err) != errcode.Incomplete {
+		t.Fatalf("%s: %v; want store_unavailable (could not be completed): the store lost its data", what, err)
+	}
+}
+
+// Issue 7, "no replay is ever accepted": a Redis restart without persistence empties the
+// store. A broker that was running across it sees the loss at its next claim in a tag,
+// refuses claims there (and so does every other broker, a new one included) until every
+// claim made before the loss has expired, and then works again.
+func TestRedisRestartWithoutPersistenceIsSeen(t *testing.T) {
+	srv := startOwnRedis(t)
+	clock := newTestClock()
+	client := NewRedisClient([]string{srv.addr()}, false)
+	defer client.Close()
+	a := NewRedis(client, WithLossQuarantine(2*time.Minute), WithRedisClock(clock.now))
+	ctx := context.Background()
+	jtis := make([]string, 40)
+	for i := range jtis {
+		jtis[i] = fmt.Sprintf("jti-%d", i)
+		mustClaim(t, a, jtis[i], time.Minute)
+	}
+	wantReplayed(t, a.Claim(ctx, jtis[0], time.Minute), "before the restart")
+
+	srv.kill()
+	srv.start()
+
+	// Every replay of a proof accepted before the restart is refused.
+	for _, j := range jtis {
+		wantLost(t, a.Claim(ctx, j, time.Minute), "replay after the restart of "+j)
+	}
+	// A broker started after the restart honours the quarantine the first one recorded
+	// in the tags it saw.
+	b := NewRedis(NewRedisClient([]string{srv.addr()}, false), WithLossQuarantine(2*time.Minute), WithRedisClock(clock.now))
+	for _, j := range jtis {
+		wantLost(t, b.Claim(ctx, j, time.Minute), "replay at a new broker of "+j)
+	}
+	// Once every claim made before the loss has expired, claims work again, with
+	// replay protection.
+	clock.advance(2*time.Minute + time.Second)
+	for _, j := range jtis {
+		mustClaim(t, b, j, time.Minute)
+		wantReplayed(t, a.Claim(ctx, j, time.Minute), "after the quarantine, "+j+" again")
+	}
+}
+
+// The quarantine covers the longest claim this broker made, even when configured
+// shorter.
+func TestRedisQuarantineCoversLongestClaim(t *testing.T) {
+	client, prefix := newTestRedis(t, testRedisAddr(t))
+	clock := newTestClock()
+	r := NewRedis(client, WithPrefix(prefix), WithLossQuarantine(time.Second), WithRedisClock(clock.now))
+	ctx := context.Background()
+	mustClaim(t, r, "long", 10*time.Minute)
+	tag, k := r.keyTag("long")
+	// The tag's data is lost: its epoch and the claim.
+	if err := client.Del(ctx, r.epochKey(tag), k).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantLost(t, r.Claim(ctx, "long", 10*time.Minute), "replay after the loss")
+	clock.advance(5 * time.Minute)
+	wantLost(t, r.Claim(ctx, "long", 10*time.Minute), "5 minutes later (the claim lived 10)")
+	clock.advance(5*time.Minute + 2*time.Second)
+	mustClaim(t, r, "long", 10*time.Minute)
+}
+
+// A broker that knew nothing may start a tag again after a loss (it cannot tell an
+// emptied Redis from a new one); a broker that was running sees the difference at its
+// next claim there and quarantines the tag.
+func TestRedisLossSeenLateThroughAFreshEpoch(t *testing.T) {
+	client, prefix := newTestRedis(t, testRedisAddr(t))
+	clock := newTestClock()
+	a := NewRedis(client, WithPrefix(prefix), WithLossQuarantine(time.Minute), WithRedisClock(clock.now))
+	ctx := context.Background()
+	mustClaim(t, a, "k1", time.Minute)
+	tag, k := a.keyTag("k1")
+	if err := client.Del(ctx, a.epochKey(tag), k).Err(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := NewRedis(client, WithPrefix(prefix), WithLossQuarantine(time.Minute), WithRedisClock(clock.now))
+	mustClaim(t, fresh, "k1", time.Minute) // accepted: nothing told the new broker
+	same := ""
+	for i := 0; same == ""; i++ {
+		if tg, _ := a.keyTag(fmt.Sprintf("k-%d", i)); tg == tag {
+			same = fmt.Sprintf("k-%d", i)
+		}
+	}
+	wantLost(t, a.Claim(ctx, same, time.Minute), "the running broker's next claim in the tag")
+	wantLost(t, fresh.Claim(ctx, "k1", time.Minute), "the new broker, once the tag is quarantined")
+	other := ""
+	for i := 0; other == ""; i++ {
+		if tg, _ := a.keyTag(fmt.Sprintf("o-%d", i)); tg != tag {
+			other = fmt.Sprintf("o-%d", i)
+		}
+	}
+	mustClaim(t, a, other, time.Minute) // other tags lost nothing
+}
