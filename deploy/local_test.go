@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,9 +29,15 @@ const localBudget = 4 * time.Minute
 // redis-server and both trust domains' wit-issuer and TTS as processes on loopback; then
 // checks that every /readyz answers 200, that each domain issues a WIT (dialogtrust wit
 // request) and, for it, a Txn-Token (dialogtrust txn request) that verifies against the
-// TTS's JWKS with the requested audience and dialog; that the other domain's TTS refuses
-// that WIT; and that the replay claims went to Redis under each service's prefix. Then
-// deploy/local/down.sh must stop exactly the processes up.sh recorded, leaving none.
+// TTS's JWKS with the requested audience and dialog; that TTS A refuses b.example's WIT
+// and TTS B, which trusts a.example's WITs for identity chaining only, gives no
+// a.example workload a Txn-Token; that both TTSs run with the chaining configuration
+// up.sh wrote from the templates; that `dialogtrust demo --local ENVFILE` runs the whole
+// demo flow (dialogs, tool call, signed handoff, grant from TTS A, access token from TTS
+// B, linked dialog, domain separation) against the deployed services with no failed
+// check, and fails when the env file points it at the wrong TTS; and that the replay
+// claims went to Redis under each service's prefix. Then deploy/local/down.sh must stop
+// exactly the processes up.sh recorded, leaving none.
 //
 // It needs redis-server: without it the test skips, except under CI=true, where it
 // fails, so that CI cannot silently stop running it.
@@ -169,12 +177,91 @@ func TestLocalDeployment(t *testing.T) {
 			t.Errorf("%s: Txn-Token claims %+v", td, claims)
 		}
 	}
-	// The domains are separate: b's TTS does not trust a's wit-issuer.
-	keyA := filepath.Join(work, "a1.jwk")
-	_, errOut, err := cli("txn", "request", "--tts", vars["DIALOGTRUST_LOCAL_B_TTS"], "--wit", "@"+wits["a"],
-		"--key", keyA, "--self-signed", "alice@a.example", "--scope", "trip.read", "--audience", "b.example")
+	// The domains are separate. TTS A does not trust b.example's wit-issuer at all.
+	keyB := filepath.Join(work, "b1.jwk")
+	_, errOut, err := cli("txn", "request", "--tts", vars["DIALOGTRUST_LOCAL_A_TTS"], "--wit", "@"+wits["b"],
+		"--key", keyB, "--self-signed", "alice@b.example", "--scope", "trip.read", "--audience", "a.example")
 	if err == nil || !strings.Contains(errOut, "untrusted_issuer") {
-		t.Errorf("b.example's TTS with a.example's WIT: err %v, stderr %q; want untrusted_issuer", err, errOut)
+		t.Errorf("a.example's TTS with b.example's WIT: err %v, stderr %q; want untrusted_issuer", err, errOut)
+	}
+	// TTS B trusts a.example's WITs, but only for its authorization server (redeeming
+	// TTS A's grants): no policy rule gives an a.example workload a Txn-Token of
+	// b.example, for either audience.
+	keyA := filepath.Join(work, "a1.jwk")
+	for _, aud := range []string{"b.example", "a.example"} {
+		_, errOut, err = cli("txn", "request", "--tts", vars["DIALOGTRUST_LOCAL_B_TTS"], "--wit", "@"+wits["a"],
+			"--key", keyA, "--self-signed", "alice@a.example", "--scope", "trip.read", "--audience", aud)
+		if err == nil || !strings.Contains(errOut, "workload_not_allowed") {
+			t.Errorf("b.example's TTS with a.example's WIT, audience %s: err %v, stderr %q; want workload_not_allowed", aud, err, errOut)
+		}
+	}
+
+	// Identity chaining is configured between the two TTSs: each runs with the
+	// configuration up.sh wrote from its template, which names the other's URL, and
+	// which the TTS itself accepts.
+	for _, d := range []string{"A", "B"} {
+		other := map[string]string{"A": "B", "B": "A"}[d]
+		cfg := vars["DIALOGTRUST_LOCAL_"+d+"_TTS_CONFIG"]
+		b, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatalf("TTS %s configuration: %v", d, err)
+		}
+		if !strings.Contains(string(b), "issuer: \""+vars["DIALOGTRUST_LOCAL_"+other+"_TTS"]+"\"") || regexp.MustCompile(`@[A-Z_]+@`).Match(b) {
+			t.Errorf("%s: does not name TTS %s as chaining peer, or has a placeholder left:\n%s", cfg, other, b)
+		}
+		cmd := exec.CommandContext(ctx, filepath.Join(vars["DIALOGTRUST_LOCAL_BIN"], "tts"), "-check-config", "--config", cfg)
+		cmd.Env = cleanEnv(nil)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("tts -check-config --config %s: %v\n%s", cfg, err, out)
+		}
+	}
+
+	// The acceptance point: the demo flow of `dialogtrust demo` (dialog D1, a tool
+	// call, a signed handoff from A2 to B1 across the boundary, grant from TTS A,
+	// access token from TTS B, linked dialog D2, B1's Txn-Token of b.example, statuses
+	// back, domain separation) runs against the deployed services and every check
+	// passes. The workloads run in the demo process; the WIT issuers and TTSs are the
+	// deployed ones, found through the env file.
+	envFile := filepath.Join(dir, "env")
+	demoOut, errOut, code := runDemo(ctx, t, dt, work, "--local", envFile)
+	t.Logf("dialogtrust demo --local %s:\n%s", envFile, demoOut)
+	if code != 0 || !regexp.MustCompile(`(?m)^\d+ passed, 0 failed(, \d+ skipped)?$`).MatchString(demoOut) || strings.Contains(demoOut, "  FAIL  ") {
+		t.Errorf("dialogtrust demo --local: exit %d, stderr %q; want exit 0 and 0 failed", code, errOut)
+	}
+	if !strings.HasPrefix(demoOut, "dialogtrust demo: dialog-binding Figure 5 against deployed services") {
+		t.Errorf("dialogtrust demo --local did not run against the deployed services")
+	}
+	for _, want := range []string{
+		"TTS A's metadata names it as issuer and offers identity-chaining grants (AS A)",
+		"TTS B's metadata names it as issuer and offers the jwt-bearer grant (AS B)",
+		"AS A issued a grant for AS B; AS B redeemed it for a domain-B access token",
+		"B1: the offer's grant is the SHA-256 of the access token",
+		"the domain-B Txn-Token verifies through TTS B's JWKS and records D2 in tctx.dlg",
+		"A2 verified B1's \"completed\" status",
+		"D1's identifier never reached domain B",
+		"TTS B's log records B1's exchange",
+		"TTS B's log has neither the domain-A Txn-Token nor its hash",
+	} {
+		if !strings.Contains(demoOut, "\n   ok   "+want) {
+			t.Errorf("dialogtrust demo --local: no passed check %q", want)
+		}
+	}
+	for _, u := range []string{vars["DIALOGTRUST_LOCAL_A_TTS"], vars["DIALOGTRUST_LOCAL_B_TTS"]} {
+		if !strings.Contains(demoOut, u) {
+			t.Errorf("dialogtrust demo --local did not use %s", u)
+		}
+	}
+	// And it really talks to what the env file names: with TTS B's URL pointing at
+	// TTS A, it fails (non-zero exit, failed checks), it does not fall back to an
+	// in-process domain.
+	bad := filepath.Join(work, "bad.env")
+	badVars := strings.ReplaceAll(mustRead(t, envFile), "DIALOGTRUST_LOCAL_B_TTS="+vars["DIALOGTRUST_LOCAL_B_TTS"],
+		"DIALOGTRUST_LOCAL_B_TTS="+vars["DIALOGTRUST_LOCAL_A_TTS"])
+	if err := os.WriteFile(bad, []byte(badVars), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, code := runDemo(ctx, t, dt, work, "--local", bad); code == 0 || strings.Contains(out, " passed, 0 failed") {
+		t.Errorf("dialogtrust demo --local with TTS B replaced by TTS A: exit %d; want a failure\n%s", code, out)
 	}
 
 	// The stores are Redis: each service claimed its request proofs under its prefix.
@@ -225,6 +312,43 @@ func TestLocalDeployment(t *testing.T) {
 	}
 }
 
+// demoBudget bounds one run of `dialogtrust demo --local` (it takes well under a
+// second on loopback).
+const demoBudget = time.Minute
+
+// runDemo runs `dialogtrust demo ARGS...` in work and returns its stdout, stderr and
+// exit code.
+func runDemo(ctx context.Context, t *testing.T, dt, work string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, demoBudget)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, dt, append([]string{"demo"}, args...)...)
+	cmd.Dir = work
+	cmd.Env = cleanEnv(nil)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("dialogtrust demo: %v\n%s", err, stderr.String())
+		}
+		code = ee.ExitCode()
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func readEnvFile(t *testing.T, path string) map[string]string {
 	t.Helper()
 	f, err := os.Open(path)
@@ -242,7 +366,8 @@ func readEnvFile(t *testing.T, path string) map[string]string {
 		vars[k] = v
 	}
 	for _, k := range []string{"DIALOGTRUST_LOCAL_BIN", "DIALOGTRUST_LOCAL_REDIS", "DIALOGTRUST_LOCAL_A_WIT_ISSUER",
-		"DIALOGTRUST_LOCAL_A_TTS", "DIALOGTRUST_LOCAL_B_WIT_ISSUER", "DIALOGTRUST_LOCAL_B_TTS"} {
+		"DIALOGTRUST_LOCAL_A_TTS", "DIALOGTRUST_LOCAL_B_WIT_ISSUER", "DIALOGTRUST_LOCAL_B_TTS",
+		"DIALOGTRUST_LOCAL_A_TTS_CONFIG", "DIALOGTRUST_LOCAL_B_TTS_CONFIG", "DIALOGTRUST_LOCAL_B_TTS_LOG"} {
 		if vars[k] == "" {
 			t.Fatalf("%s: no %s", path, k)
 		}

@@ -3,7 +3,7 @@
 # recorded, each only while it still runs the executable recorded for it (a reused PID
 # is left alone). SIGTERM first (the services shut down gracefully), SIGKILL after
 # $DIALOGTRUST_LOCAL_STOP_TIMEOUT seconds (default 15). Then removes the directory's
-# contents (binaries, keys, logs) unless --keep is given.
+# contents (binaries, configurations, keys, logs) unless --keep is given.
 #
 #   deploy/local/down.sh [--keep] [DIR]     # DIR: default as in up.sh
 set -euo pipefail
@@ -91,7 +91,7 @@ done
 
 rm -f "$dir/pids"
 if [ "$keep" -eq 0 ]; then
-  rm -rf "$dir/bin" "$dir/logs" "$dir/data" "$dir/env"
+  rm -rf "$dir/bin" "$dir/logs" "$dir/data" "$dir/config" "$dir/env"
   rm -f "$dir/.dialogtrust-local"
   rmdir "$dir" 2>/dev/null || true
 fi

@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
 # Starts two trust domains (a.example and b.example) on this machine, each a wit-issuer
-# and a Transaction Token Service, sharing one throwaway redis-server, all on loopback:
+# and a Transaction Token Service, sharing one throwaway redis-server, all on loopback.
+# The TTSs chain identities as `dialogtrust demo` does in process: TTS A is AS A, which
+# issues grants for TTS B; TTS B is AS B, which redeems them (jwt-bearer) for access
+# tokens of b.example, accepts those as subject tokens, and trusts a.example's WITs for
+# that (only b.example's workloads get its Txn-Tokens).
 #
 #   deploy/local/up.sh        # builds, starts, waits for /readyz, prints URLs and an env file
+#   <dir>/bin/dialogtrust demo --local <dir>/env      # the demo flow against it (<dir>: below)
 #   deploy/local/down.sh      # stops exactly the processes up.sh started
 #
 # Everything lives in one directory, $DIALOGTRUST_LOCAL_DIR (default
-# ${TMPDIR:-/tmp}/dialogtrust-local-<uid>): the binaries, the signing keys (generated at
-# first start), the logs, the list of PIDs and the env file. Needs bash, go and
+# ${TMPDIR:-/tmp}/dialogtrust-local-<uid>): the binaries, the TTS configurations written
+# from the templates tts-{a,b}.yaml (config/), the signing keys (generated at first
+# start), the logs, the list of PIDs and the env file. Needs bash, go and
 # redis-server; no root, no Docker, no curl (HTTP and RESP go through bash's /dev/tcp).
+#
+# Ports: redis-server and the wit-issuers take free ports (the wit-issuers print their
+# URLs); the two TTSs must know each other's URL before they start, so up.sh chooses
+# two free ports for them, and chooses again if one was taken meanwhile.
 #
 # DEVELOPMENT ONLY: the wit-issuers use the dev method, which authenticates nobody.
 set -euo pipefail
@@ -51,7 +61,7 @@ fi
 mkdir -p "$dir"
 chmod 700 "$dir"
 touch "$dir/.dialogtrust-local"
-rm -rf "$dir/bin" "$dir/logs" "$dir/data" "$dir/pids" "$dir/env"
+rm -rf "$dir/bin" "$dir/logs" "$dir/data" "$dir/config" "$dir/pids" "$dir/env"
 mkdir -p "$dir/bin" "$dir/logs" "$dir/data/redis"
 : >"$dir/pids"
 
@@ -145,10 +155,11 @@ done
 redis_addr="127.0.0.1:$redis_port"
 log "redis-server on $redis_addr"
 
-# wait_url NAME LOGFILE PREFIX: the base URL the service prints once it listens
-# ("wit-issuer listening on http://127.0.0.1:PORT (...)").
-wait_url() {
-  local name=$1 file=$2 prefix=$3 pid=$4 line
+# wait_listening LOGFILE PREFIX PID: prints the base URL the service prints once it
+# listens ("tts listening on http://127.0.0.1:PORT (...)"). Returns 1 if the process
+# exited first, 2 if it did not listen within the ready timeout.
+wait_listening() {
+  local file=$1 prefix=$2 pid=$3 line
   for _ in $(seq 1 $((ready_timeout * 10))); do
     line="$(grep -m1 "^$prefix listening on " "$file" 2>/dev/null || true)"
     if [ -n "$line" ]; then
@@ -156,34 +167,128 @@ wait_url() {
       echo "${line%% *}"
       return 0
     fi
-    kill -0 "$pid" 2>/dev/null || die "$name exited during start (log: ${file%.out}.err)"
+    kill -0 "$pid" 2>/dev/null || return 1
     sleep 0.1
   done
-  die "$name did not start listening within ${ready_timeout}s"
+  return 2
+}
+
+# stop_started NAME PID: stops a process of a failed start attempt and forgets it.
+stop_started() {
+  kill "$2" 2>/dev/null || true
+  wait "$2" 2>/dev/null || true
+  grep -v "^$1 $2 " "$dir/pids" >"$dir/pids.tmp" || true
+  mv "$dir/pids.tmp" "$dir/pids"
 }
 
 declare -A urls
+# The wit-issuers listen on free ports (listen: 127.0.0.1:0); each prints its URL.
 for d in "${domains[@]}"; do
-  td="$d.example"
-  mkdir -p "$dir/data/$d/wit-issuer" "$dir/data/$d/tts"
-
+  mkdir -p "$dir/data/$d/wit-issuer"
   "$dir/bin/wit-issuer" --config "$here/wit-issuer-$d.yaml" --data-dir "$dir/data/$d/wit-issuer" \
     --redis-addrs "$redis_addr" </dev/null >"$dir/logs/wit-issuer-$d.out" 2>"$dir/logs/wit-issuer-$d.err" &
   pid=$!
   record "wit-issuer-$d" "$pid" "$dir/bin/wit-issuer"
-  urls[wit_$d]="$(wait_url "wit-issuer-$d" "$dir/logs/wit-issuer-$d.out" wit-issuer "$pid")"
+  if ! urls[wit_$d]="$(wait_listening "$dir/logs/wit-issuer-$d.out" wit-issuer "$pid")"; then
+    die "wit-issuer-$d did not start listening (log: $dir/logs/wit-issuer-$d.err)"
+  fi
+  log "$d.example: wit-issuer ${urls[wit_$d]}"
+done
 
-  DIALOGTRUST_TTS_WIT_JWKS_URL="${urls[wit_$d]}/.well-known/jwks.json" \
-    "$dir/bin/tts" --config "$here/tts-$d.yaml" --data-dir "$dir/data/$d/tts" \
-    --redis-addrs "$redis_addr" </dev/null >"$dir/logs/tts-$d.out" 2>"$dir/logs/tts-$d.err" &
-  pid=$!
-  record "tts-$d" "$pid" "$dir/bin/tts"
-  urls[tts_$d]="$(wait_url "tts-$d" "$dir/logs/tts-$d.out" tts "$pid")"
-  log "$td: wit-issuer ${urls[wit_$d]}, tts ${urls[tts_$d]}"
+# The TTSs chain identities: TTS A names TTS B's issuer (its URL) in its configuration
+# and TTS B names TTS A's, so both URLs are fixed before either starts. up.sh chooses
+# two free loopback ports below the ephemeral range, writes the configurations from the
+# templates deploy/local/tts-{a,b}.yaml into $dir/config, checks them, and starts both.
+# A port can be taken between the choice and the bind: then both stop and it tries
+# again with other ports.
+
+# port_free PORT: nothing accepts connections on 127.0.0.1:PORT.
+port_free() {
+  ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# free_port [TAKEN...]: a port in 20000-31999 that nothing listens on, not one of TAKEN.
+free_port() {
+  local p t ok
+  for _ in $(seq 1 100); do
+    p=$((20000 + RANDOM % 12000))
+    ok=1
+    for t in "$redis_port" "$@"; do
+      [ "$p" != "$t" ] || ok=0
+    done
+    if [ "$ok" -eq 1 ] && port_free "$p"; then
+      echo "$p"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# render TEMPLATE OUT: the template with every @NAME@ placeholder replaced from
+# placeholders[NAME]; an unknown placeholder is an error.
+declare -A placeholders
+render() {
+  local text name
+  text="$(<"$1")"
+  for name in "${!placeholders[@]}"; do
+    text="${text//"@$name@"/"${placeholders[$name]}"}"
+  done
+  if [[ $text =~ @[A-Z_]+@ ]]; then
+    die "$1: no value for the placeholder ${BASH_REMATCH[0]}"
+  fi
+  printf '%s\n' "$text" >"$2"
+}
+
+mkdir -p "$dir/config"
+tts_ok=0
+for attempt in 1 2 3 4 5; do
+  pa="$(free_port)" || die "no free port for tts-a"
+  pb="$(free_port "$pa")" || die "no free port for tts-b"
+  placeholders=(
+    [A_WIT_ISSUER]="${urls[wit_a]}" [B_WIT_ISSUER]="${urls[wit_b]}"
+    [A_TTS_ADDR]="127.0.0.1:$pa" [B_TTS_ADDR]="127.0.0.1:$pb"
+    [A_TTS]="http://127.0.0.1:$pa" [B_TTS]="http://127.0.0.1:$pb"
+  )
+  declare -A tts_pids=()
+  for d in "${domains[@]}"; do
+    mkdir -p "$dir/data/$d/tts"
+    render "$here/tts-$d.yaml" "$dir/config/tts-$d.yaml"
+    "$dir/bin/tts" -check-config --config "$dir/config/tts-$d.yaml" >"$dir/logs/tts-$d.check" 2>&1 ||
+      die "$dir/config/tts-$d.yaml: $(tail -n 1 "$dir/logs/tts-$d.check")"
+  done
+  for d in "${domains[@]}"; do
+    "$dir/bin/tts" --config "$dir/config/tts-$d.yaml" --data-dir "$dir/data/$d/tts" \
+      --redis-addrs "$redis_addr" </dev/null >"$dir/logs/tts-$d.out" 2>"$dir/logs/tts-$d.err" &
+    tts_pids[$d]=$!
+    record "tts-$d" "${tts_pids[$d]}" "$dir/bin/tts"
+  done
+  retry=0
+  for d in "${domains[@]}"; do
+    want="${placeholders[${d^^}_TTS]}"
+    if urls[tts_$d]="$(wait_listening "$dir/logs/tts-$d.out" tts "${tts_pids[$d]}")"; then
+      [ "${urls[tts_$d]}" = "$want" ] || die "tts-$d listens on ${urls[tts_$d]}, not $want"
+    elif grep -q "address already in use" "$dir/logs/tts-$d.err" 2>/dev/null; then
+      log "tts-$d: port ${want##*:} was taken (attempt $attempt)"
+      retry=1
+    else
+      die "tts-$d did not start listening (log: $dir/logs/tts-$d.err)"
+    fi
+  done
+  if [ "$retry" -eq 0 ]; then
+    tts_ok=1
+    break
+  fi
+  for d in "${domains[@]}"; do
+    stop_started "tts-$d" "${tts_pids[$d]}"
+  done
+done
+[ "$tts_ok" -eq 1 ] || die "could not start the TTSs on free ports"
+for d in "${domains[@]}"; do
+  log "$d.example: tts ${urls[tts_$d]} (configuration $dir/config/tts-$d.yaml)"
 done
 
 # /readyz is 200 once the signing key is loaded, Redis answers and (for a TTS) the
-# wit-issuer's JWKS has been fetched.
+# wit-issuers' JWKS and, for TTS B, TTS A's metadata and JWKS have been fetched.
 for key in "${!urls[@]}"; do
   u="${urls[$key]}"
   hostport="${u#http://}"
@@ -207,6 +312,9 @@ done
     echo "DIALOGTRUST_LOCAL_${D}_TRUST_DOMAIN=$d.example"
     echo "DIALOGTRUST_LOCAL_${D}_WIT_ISSUER=${urls[wit_$d]}"
     echo "DIALOGTRUST_LOCAL_${D}_TTS=${urls[tts_$d]}"
+    echo "DIALOGTRUST_LOCAL_${D}_TTS_CONFIG=$dir/config/tts-$d.yaml"
+    echo "DIALOGTRUST_LOCAL_${D}_WIT_ISSUER_LOG=$dir/logs/wit-issuer-$d.err"
+    echo "DIALOGTRUST_LOCAL_${D}_TTS_LOG=$dir/logs/tts-$d.err"
   done
 } >"$dir/env"
 
@@ -227,4 +335,8 @@ Try it:
       --workload wimse://a.example/agent/a1 --key-out a1.jwk > a1.wit
   \$DIALOGTRUST_LOCAL_BIN/dialogtrust txn request --tts \$DIALOGTRUST_LOCAL_A_TTS --wit @a1.wit \\
       --key a1.jwk --self-signed alice@a.example --scope trip.read --audience a.example --dialog D1
+
+The whole demo (dialogs, a tool call, a signed handoff and identity chaining from
+a.example to b.example) against these services:
+  $dir/bin/dialogtrust demo --local $dir/env
 EOF

@@ -1,19 +1,29 @@
-// Package demo runs the whole idea of dialogtrust on loopback in one call: the topology
-// of dialog-binding Figure 5 (two trust domains, each with its WIT issuer and its TTS
-// with the identity-chaining authorization server; agents A1, A2 and a tool in domain A;
+// Package demo runs the whole idea of dialogtrust in one call: the topology of
+// dialog-binding Figure 5 (two trust domains, each with its WIT issuer and its TTS with
+// the identity-chaining authorization server; agents A1, A2 and a tool in domain A;
 // agent B1 in domain B), with real HTTP servers, real keys and real signatures, and the
 // flow: D1 established, a tool call in D1, a signed handoff from A2 to B1 whose grant is
 // the digest of the domain-B access token, the linked dialog D2, B1's domain-B
 // Txn-Token recording D2, and the handoff statuses back. Every step and check is
-// printed as it happens; Run fails if any check fails.
+// printed as it happens; a run fails if any check fails.
+//
+// The Topology says where the WIT issuers and TTSs run: Run starts them in this process
+// (InProcess); RunTopology with LocalTopology uses those that deploy/local/up.sh started
+// (the workloads still run in this process). Only the domain-separation step differs:
+// in process it records what reached domain B's servers; against deployed services it
+// records what the workloads sent there and reads TTS B's log, and prints what it
+// cannot see as skipped.
 package demo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,10 +32,12 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dialogtrust/dialogtrust/witissuer"
 )
 
 // steps is the number of numbered steps, for the progress line.
@@ -33,10 +45,10 @@ const steps = 8
 
 // printer writes the steps and checks and counts failures.
 type printer struct {
-	w              io.Writer
-	step           int
-	passed, failed int
-	start          time.Time
+	w                       io.Writer
+	step                    int
+	passed, failed, skipped int
+	start                   time.Time
 }
 
 func (p *printer) stepf(format string, args ...any) {
@@ -60,15 +72,37 @@ func (p *printer) check(ok bool, what string, detail ...any) bool {
 	return ok
 }
 
-// Run runs the demo and writes what happens to w. It returns an error when any check
-// failed or a step could not run.
-func Run(ctx context.Context, w io.Writer) error {
+// skip prints a check that cannot be made here, and why; it is counted apart, never as
+// passed.
+func (p *printer) skip(what, why string) {
+	p.skipped++
+	fmt.Fprintf(p.w, "  skip  %s: %s\n", what, why)
+}
+
+// Run runs the demo with both trust domains in this process (InProcess) and writes
+// what happens to w. It returns an error when any check failed or a step could not run.
+func Run(ctx context.Context, w io.Writer) error { return RunTopology(ctx, w, InProcess()) }
+
+// RunTopology runs the demo against the trust domains of topo: the same flow and the
+// same checks whether the WIT issuers and TTSs run in this process or were deployed
+// (External, LocalTopology). The workloads (A1, A2, the tool and B1) always run in this
+// process, on loopback. Checks that need to see inside a deployed service and cannot
+// are printed as skipped, with the reason.
+func RunTopology(ctx context.Context, w io.Writer, topo Topology) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	p := &printer{w: w, start: time.Now()}
-	fmt.Fprintln(w, "dialogtrust demo: dialog-binding Figure 5 on loopback, every credential real")
-	err := run(ctx, p)
-	fmt.Fprintf(w, "\n%d passed, %d failed\n", p.passed, p.failed)
+	if _, ok := topo.(external); ok {
+		fmt.Fprintln(w, "dialogtrust demo: dialog-binding Figure 5 against deployed services, every credential real")
+	} else {
+		fmt.Fprintln(w, "dialogtrust demo: dialog-binding Figure 5 on loopback, every credential real")
+	}
+	err := run(ctx, p, topo)
+	fmt.Fprintf(w, "\n%d passed, %d failed", p.passed, p.failed)
+	if p.skipped > 0 {
+		fmt.Fprintf(w, ", %d skipped", p.skipped)
+	}
+	fmt.Fprintln(w)
 	if err != nil {
 		return err
 	}
@@ -78,58 +112,78 @@ func Run(ctx context.Context, w io.Writer) error {
 	return nil
 }
 
-func run(ctx context.Context, p *printer) error {
+func run(ctx context.Context, p *printer, topo Topology) error {
 	// Step 1: the two trust domains.
-	p.stepf("Starting trust domains a.example and b.example: a WIT issuer and a TTS (with its authorization server) each")
-	a, err := newDomain("a.example")
-	if err != nil {
-		return err
+	if _, ok := topo.(external); ok {
+		p.stepf("Using the deployed trust domains: a WIT issuer and a TTS (with its authorization server) each")
+	} else {
+		p.stepf("Starting trust domains a.example and b.example: a WIT issuer and a TTS (with its authorization server) each")
 	}
-	b, err := newDomain("b.example")
-	if err != nil {
-		return err
-	}
-	// Everything that reaches domain B is recorded, for the domain-separation check.
+	// Everything that reaches domain B is recorded, for the domain-separation check:
+	// by the servers themselves when they run here, else as the workloads send it.
 	rec := &recorder{}
-	b.wrap = rec.wrap
-	servers := []*server{a.wit, a.tts, b.wit, b.tts}
+	ds, err := topo.start(ctx, rec.wrap)
+	if err != nil {
+		return err
+	}
+	defer ds.close()
+	a, b := ds.a, ds.b
+	if !ds.serverSide {
+		for _, u := range []string{b.WITIssuer, b.TTS} {
+			if err := rec.watchURL(u); err != nil {
+				return err
+			}
+		}
+	}
+	// Every HTTP request of the demo's workloads goes through hc.
+	hc := &http.Client{Transport: rec.transport(http.DefaultTransport), Timeout: 30 * time.Second}
+	var servers []*server
 	defer func() {
 		for _, s := range servers {
 			s.close()
 		}
 	}()
-	if err := a.startWITIssuer(); err != nil {
-		return err
+	p.info("%s: WIT issuer %s   TTS/AS A %s", a.Name, a.WITIssuer, a.TTS)
+	p.info("%s: WIT issuer %s   TTS/AS B %s", b.Name, b.WITIssuer, b.TTS)
+	for _, u := range []string{a.WITIssuer, a.TTS, b.WITIssuer, b.TTS} {
+		code, err := getStatus(ctx, hc, u+tts.PathReadyz)
+		p.check(err == nil && code == http.StatusOK, "ready: "+u, code, err)
 	}
-	if err := b.startWITIssuer(); err != nil {
-		return err
+	mdA, err := tts.Discover(ctx, hc, a.TTS)
+	if !p.check(err == nil && slices.Contains(mdA.IdentityChainingRequestedTokenTypesSupported, chaining.TokenTypeJWT),
+		"TTS A's metadata names it as issuer and offers identity-chaining grants (AS A)", err) {
+		return fmt.Errorf("TTS A at %s does not issue identity-chaining grants", a.TTS)
 	}
-	scopes := []string{"trip.read", "trip.book"}
-	if err := a.startTTS(ctx, []*domain{a}, []chaining.GrantPeer{{Issuer: b.tts.URL, TokenEndpoint: b.endpoint(), Scopes: scopes}}, nil); err != nil {
-		return err
+	mdB, err := tts.Discover(ctx, hc, b.TTS)
+	if !p.check(err == nil && slices.Contains(mdB.GrantTypesSupported, chaining.GrantTypeJWTBearer),
+		"TTS B's metadata names it as issuer and offers the jwt-bearer grant (AS B)", err) {
+		return fmt.Errorf("TTS B at %s does not redeem grants", b.TTS)
 	}
-	bKeys := chaining.NewDiscoveredKeys(ctx, a.tts.URL, nil, 100*time.Millisecond, time.Now)
-	if err := b.startTTS(ctx, []*domain{b, a}, nil, []chaining.BearerPeer{{Issuer: a.tts.URL, Keys: bKeys, Scopes: scopes,
-		Subject: chaining.SubjectMap{Mode: chaining.SubjectPrefix, Prefix: "a.example:"}}}); err != nil {
-		return err
-	}
-	p.info("WIT issuer A %s   TTS/AS A %s", a.wit.URL, a.tts.URL)
-	p.info("WIT issuer B %s   TTS/AS B %s", b.wit.URL, b.tts.URL)
-	for _, s := range []*server{a.wit, a.tts, b.wit, b.tts} {
-		res, err := http.Get(s.URL + "/healthz")
-		ok := err == nil && res.StatusCode == 200
-		if err == nil {
-			res.Body.Close()
+	witMD := map[string]*witissuer.Metadata{}
+	for _, d := range []Domain{a, b} {
+		md, err := witissuer.Discover(ctx, hc, d.WITIssuer)
+		if !p.check(err == nil, "WIT issuer metadata of "+d.Name+" (issuance endpoint and JWKS on its own origin)", err) {
+			return fmt.Errorf("WIT issuer of %s: %w", d.Name, err)
 		}
-		p.check(ok, "healthy: "+s.URL)
+		witMD[d.Name] = md
 	}
 
 	// Step 2: the workloads and their WITs.
 	p.stepf("Workloads get their WITs from their domain's issuer (a fresh key each)")
-	a1, a2, t1 := a.workload("/agent/a1", keys.EdDSA), a.workload("/agent/a2", keys.ES256), a.workload("/tool/search", keys.EdDSA)
-	b1 := b.workload("/agent/b1", keys.ES256)
-	witsA, witsAB := wits(ctx, a), wits(ctx, a, b)
-	for _, wl := range []workload{a1, a2, t1, b1} {
+	var wls []workload
+	for _, w := range []struct {
+		d         Domain
+		path, alg string
+	}{{a, "/agent/a1", keys.EdDSA}, {a, "/agent/a2", keys.ES256}, {a, "/tool/search", keys.EdDSA}, {b, "/agent/b1", keys.ES256}} {
+		wl, err := newWorkload(w.d, witMD[w.d.Name], w.path, w.alg, hc)
+		if err != nil {
+			return err
+		}
+		wls = append(wls, wl)
+	}
+	a1, a2, t1, b1 := wls[0], wls[1], wls[2], wls[3]
+	witsA, witsAB := witValidator(ctx, hc, a), witValidator(ctx, hc, a, b)
+	for _, wl := range wls {
 		cred, err := wl.src.Credential(ctx)
 		if err != nil {
 			return fmt.Errorf("WIT for %s: %w", wl.id, err)
@@ -139,25 +193,27 @@ func run(ctx context.Context, p *printer) error {
 	}
 
 	// Participants as servers.
-	ttsAKeys := tts.NewLazyRemoteSet(ctx, a.tts.URL+tts.PathJWKS, 100*time.Millisecond, time.Now)
-	ttsBKeys := tts.NewLazyRemoteSet(ctx, b.tts.URL+tts.PathJWKS, 100*time.Millisecond, time.Now)
+	ttsAKeys := tts.NewLazyRemoteSet(ctx, mdA.JWKSURI, 100*time.Millisecond, time.Now, keys.WithHTTPClient(hc))
+	ttsBKeys := tts.NewLazyRemoteSet(ctx, mdB.JWKSURI, 100*time.Millisecond, time.Now, keys.WithHTTPClient(hc))
 	atA2, atTool := make(chan *dialog.Verified, 4), make(chan *dialog.Verified, 4)
 	a2Srv, err := listen()
 	if err != nil {
 		return err
 	}
+	servers = append(servers, a2Srv)
 	toolSrv, err := listen()
 	if err != nil {
 		return err
 	}
+	servers = append(servers, toolSrv)
 	b1Srv, err := listen()
 	if err != nil {
 		return err
 	}
-	servers = append(servers, a2Srv, toolSrv, b1Srv)
-	a2Srv.serve(receiver(a2Srv.URL+"/task", a2, witsA, tts.NewVerifier(ttsAKeys, "a.example"), true, nil).Middleware(
+	servers = append(servers, b1Srv)
+	a2Srv.serve(receiver(a2Srv.URL+"/task", a2, witsA, tts.NewVerifier(ttsAKeys, a.Name), true, nil).Middleware(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { atA2 <- dialog.FromRequest(r); okJSON(w) })))
-	toolSrv.serve(receiver(toolSrv.URL+"/invoke", t1, witsA, tts.NewVerifier(ttsAKeys, "a.example"), false, nil).Middleware(
+	toolSrv.serve(receiver(toolSrv.URL+"/invoke", t1, witsA, tts.NewVerifier(ttsAKeys, a.Name), false, nil).Middleware(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { atTool <- dialog.FromRequest(r); okJSON(w) })))
 
 	// Handoff keys: the AgentIds are the workload identifiers.
@@ -168,19 +224,19 @@ func run(ctx context.Context, p *printer) error {
 	_ = htrust.Bind(b1.id.String(), b1HK.Public())
 	b1Handoffs := handoff.NewReceiver(b1.id.String(), htrust, store.NewMemoryRecords(), handoff.WithStatusKey(b1HK), handoff.WithGrantRequired())
 	acceptor := &agent.LinkAcceptor{
-		TTS:          &tts.Client{TokenEndpoint: b.endpoint(), WITSource: b1.src, Proof: tts.ProofHTTPSig},
-		AccessTokens: &chaining.AccessTokenVerifier{Keys: ttsBKeys, Issuer: b.tts.URL, Audience: "b.example"},
-		TrustDomain:  "b.example",
+		TTS:          &tts.Client{TokenEndpoint: mdB.TokenEndpoint, WITSource: b1.src, Proof: tts.ProofHTTPSig, HTTPClient: hc},
+		AccessTokens: &chaining.AccessTokenVerifier{Keys: ttsBKeys, Issuer: b.TTS, Audience: b.Name},
+		TrustDomain:  b.Name,
 	}
 	atB1 := make(chan b1Event, 4)
 	b1Srv.serve(rec.wrap(receiver(b1Srv.URL+"/a2a", b1, witsAB, nil, true, b1Handoffs).Middleware(b1Handler(acceptor, b1Handoffs, atB1))))
 
 	// Step 3: D1.
 	p.stepf("A1 starts dialog D1 with A2: a signed request with a Txn-Token from TTS A recording D1")
-	a1Tokens := agent.NewTTSSource(&tts.Client{TokenEndpoint: a.endpoint(), WITSource: a1.src, Proof: tts.ProofHTTPSig},
-		"a.example", "trip.read trip.book", selfSigned(a, a1), nil)
-	a1Agent := &agent.Agent{Self: a1.id, Client: &http.Client{Transport: transport(a1, a1Tokens, witsA)}}
-	res, d1, err := a1Agent.Start(ctx, post(a2Srv.URL+"/task", `{"task":"plan a trip to b.example"}`), "")
+	a1Tokens := agent.NewTTSSource(&tts.Client{TokenEndpoint: mdA.TokenEndpoint, WITSource: a1.src, Proof: tts.ProofHTTPSig, HTTPClient: hc},
+		a.Name, "trip.read trip.book", selfSigned(a, a1), nil)
+	a1Agent := &agent.Agent{Self: a1.id, Client: &http.Client{Transport: transport(a1, a1Tokens, witsA, hc)}}
+	res, d1, err := a1Agent.Start(ctx, post(a2Srv.URL+"/task", `{"task":"plan a trip to `+b.Name+`"}`), "")
 	if !p.check(err == nil && res.StatusCode == 200, "A2 answered with a signed response that echoes D1 (A1 verified it)", err) {
 		return fmt.Errorf("D1 not established: %v", err)
 	}
@@ -197,8 +253,8 @@ func run(ctx context.Context, p *printer) error {
 	if err != nil {
 		return err
 	}
-	a2Agent := &agent.Agent{Self: a2.id, Client: &http.Client{Transport: transport(a2, agent.Forwarded(v.TxnToken), witsA)}}
-	res, err = a2Agent.Continue(ctx, post(toolSrv.URL+"/invoke", `{"query":"hotels in b.example"}`), d1, prov)
+	a2Agent := &agent.Agent{Self: a2.id, Client: &http.Client{Transport: transport(a2, agent.Forwarded(v.TxnToken), witsA, hc)}}
+	res, err = a2Agent.Continue(ctx, post(toolSrv.URL+"/invoke", `{"query":"hotels in `+b.Name+`"}`), d1, prov)
 	if !p.check(err == nil && res.StatusCode == 200, "the tool accepted the call", err) {
 		return fmt.Errorf("tool call failed: %v", err)
 	}
@@ -216,9 +272,9 @@ func run(ctx context.Context, p *printer) error {
 		return err
 	}
 	var offer *handoff.Handoff
-	linker := &agent.Linker{Self: a2.id, Transport: transport(a2, nil, witsAB), Tokens: &chaining.Client{}}
+	linker := &agent.Linker{Self: a2.id, Transport: transport(a2, nil, witsAB, hc), Tokens: &chaining.Client{HTTPClient: hc}}
 	linked, err := linker.Link(ctx, agent.LinkConfig{
-		TxnToken: v.TxnToken, GrantEndpoint: a.endpoint(), PeerIssuer: b.tts.URL, PeerTokenEndpoint: b.endpoint(),
+		TxnToken: v.TxnToken, GrantEndpoint: mdA.TokenEndpoint, PeerIssuer: b.TTS, PeerTokenEndpoint: mdB.TokenEndpoint,
 		Scope: "trip.book", Request: post(b1Srv.URL+"/a2a", "{}"),
 		Body: func(accessToken, dlg string) ([]byte, error) {
 			g := handoff.BindGrant([]byte(accessToken))
@@ -249,7 +305,7 @@ func run(ctx context.Context, p *printer) error {
 	// Step 6: B1's Txn-Token for D2.
 	p.stepf("B1 exchanges the access token at TTS B for a Txn-Token of domain B recording D2")
 	if p.check(ev.acc != nil, "TTS B issued the Txn-Token", ev.err) {
-		claims, err := tts.NewVerifier(ttsBKeys, "b.example").Verify(ctx, ev.acc.TxnToken.AccessToken)
+		claims, err := tts.NewVerifier(ttsBKeys, b.Name).Verify(ctx, ev.acc.TxnToken.AccessToken)
 		p.check(err == nil && claims.Dialog() == linked.Dialog.DLG(), "the domain-B Txn-Token verifies through TTS B's JWKS and records D2 in tctx.dlg", err)
 		if err == nil {
 			p.info("sub %q, scope %q, req_wl %s", claims.Sub, claims.Scope, claims.ReqWL)
@@ -266,7 +322,7 @@ func run(ctx context.Context, p *printer) error {
 	// A2 asks for the task's outcome in D2, with the access token again.
 	getReq := post(b1Srv.URL+"/a2a", fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":%q}}`, hopOf(offer)))
 	getReq.Header.Set("Authorization", "Bearer "+linked.AccessToken)
-	linkedAgent := &agent.Agent{Self: a2.id, Client: &http.Client{Transport: pinnedTransport(a2, linked.Credential, witsAB)}}
+	linkedAgent := &agent.Agent{Self: a2.id, Client: &http.Client{Transport: pinnedTransport(a2, linked.Credential, witsAB, hc)}}
 	res, err = linkedAgent.Continue(ctx, getReq, linked.Dialog, nil)
 	if p.check(err == nil && res.StatusCode == 200, "A2 continued D2 with B1 (tasks/get)", err) {
 		body, _ := io.ReadAll(res.Body)
@@ -280,11 +336,65 @@ func run(ctx context.Context, p *printer) error {
 
 	// Step 8: domain separation.
 	p.stepf("Domain separation: nothing of D1 crossed into domain B")
-	p.info("%d requests reached domain B's servers", rec.count())
+	if ds.serverSide {
+		p.info("%d requests reached domain B's servers (recorded by WIT issuer B, TTS B and B1 themselves)", rec.count())
+	} else {
+		p.info("%d requests reached domain B (recorded by B1 itself, and as the workloads sent them for WIT issuer B and TTS B)", rec.count())
+	}
+	p.check(rec.contains(linked.Dialog.DLG()) && rec.contains(linked.AccessToken),
+		"the record holds D2's identifier and the domain-B access token: it saw the requests of D2")
 	p.check(!rec.contains(d1.DLG()), "D1's identifier never reached domain B")
 	p.check(!rec.contains(v.TxnToken), "the domain-A Txn-Token never reached domain B")
 	p.check(!rec.contains(tts.Hash(v.TxnToken)), "not even its hash")
+	if !ds.serverSide {
+		// The deployed services run in other processes: what reached them from anywhere
+		// but this process is seen only through TTS B's log, which names every subject
+		// token by its hash and every dialog it issued a Txn-Token for.
+		if b.TTSLog == "" {
+			p.skip("TTS B's own record of what reached it", "no log file named (DIALOGTRUST_LOCAL_B_TTS_LOG)")
+		} else {
+			log, err := os.ReadFile(b.TTSLog)
+			if p.check(err == nil && bytes.Contains(log, []byte(tts.Hash(linked.AccessToken))) && bytes.Contains(log, []byte(linked.Dialog.DLG())),
+				"TTS B's log records B1's exchange (D2, the access token's hash): it is the log of what reached TTS B", b.TTSLog, err) {
+				p.check(!bytes.Contains(log, []byte(d1.DLG())), "TTS B's log never names D1")
+				p.check(!bytes.Contains(log, []byte(v.TxnToken)) && !bytes.Contains(log, []byte(tts.Hash(v.TxnToken))),
+					"TTS B's log has neither the domain-A Txn-Token nor its hash")
+			}
+		}
+		p.skip("what reached WIT issuer B from other processes", "a deployed service in another process, and its log does not record request contents; the in-process demo records it")
+	}
 	return nil
+}
+
+// getStatus is the status code of GET u.
+func getStatus(ctx context.Context, hc *http.Client, u string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, err
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
+	res.Body.Close()
+	return res.StatusCode, nil
+}
+
+// workload is a participant's credentials: WITs from its domain's issuer, a fresh key
+// for each.
+type workload struct {
+	id  identifier.ID
+	src wit.Source
+}
+
+func newWorkload(d Domain, md *witissuer.Metadata, path, alg string, hc *http.Client) (workload, error) {
+	id, err := identifier.Parse("wimse://" + d.Name + path)
+	if err != nil {
+		return workload{}, fmt.Errorf("trust domain %q: %w", d.Name, err)
+	}
+	c := &witissuer.Client{Endpoint: md.WITEndpoint, Audience: md.Issuer, Subject: id.String(), HTTPClient: hc}
+	return workload{id: id, src: c.Source(wit.SourceAlg(alg))}, nil
 }
 
 type b1Event struct {
@@ -378,14 +488,14 @@ func receiver(aud string, self workload, v *wit.Validator, txn dialog.TxnTokenVe
 	return rc
 }
 
-func transport(wl workload, tokens agent.TxnTokenSource, v *wit.Validator) *agent.Transport {
-	return &agent.Transport{Source: wl.src, Tokens: tokens, RequireSignedResponse: true, Responses: httpsig.NewVerifier(v)}
+func transport(wl workload, tokens agent.TxnTokenSource, v *wit.Validator, hc *http.Client) *agent.Transport {
+	return &agent.Transport{Base: hc.Transport, Source: wl.src, Tokens: tokens, RequireSignedResponse: true, Responses: httpsig.NewVerifier(v)}
 }
 
 // pinnedTransport signs with the one credential the linked dialog's access token is
 // bound to.
-func pinnedTransport(wl workload, c *wit.Credential, v *wit.Validator) *agent.Transport {
-	t := transport(wl, nil, v)
+func pinnedTransport(wl workload, c *wit.Credential, v *wit.Validator, hc *http.Client) *agent.Transport {
+	t := transport(wl, nil, v, hc)
 	t.Source = fixed{c}
 	return t
 }
@@ -394,13 +504,13 @@ type fixed struct{ c *wit.Credential }
 
 func (f fixed) Credential(context.Context) (*wit.Credential, error) { return f.c, nil }
 
-func selfSigned(d *domain, wl workload) agent.SubjectFunc {
+func selfSigned(d Domain, wl workload) agent.SubjectFunc {
 	return func(ctx context.Context) (string, string, error) {
 		c, err := wl.src.Credential(ctx)
 		if err != nil {
 			return "", "", err
 		}
-		tok, err := tts.NewSelfSignedToken(c.Key, wl.id, "alice@a.example", d.tts.URL, "trip.read trip.book", 5*time.Minute, time.Now())
+		tok, err := tts.NewSelfSignedToken(c.Key, wl.id, "alice@"+d.Name, d.TTS, "trip.read trip.book", 5*time.Minute, time.Now())
 		return tok, tts.TokenTypeSelfSigned, err
 	}
 }
