@@ -45,8 +45,9 @@ type Config struct {
 type TLSConfig struct {
 	CertFile string `yaml:"cert_file"`
 	KeyFile  string `yaml:"key_file"`
-	// WorkloadAPISocket would take the serving SVID from the SPIFFE Workload API; it is
-	// refused (README: not done, and why).
+	// WorkloadAPISocket takes the serving X.509-SVID from the SPIFFE Workload API at this
+	// address (unix:///run/spire/sockets/agent.sock), kept current as SPIRE rotates it;
+	// it excludes CertFile and KeyFile.
 	WorkloadAPISocket string `yaml:"workload_api_socket"`
 }
 

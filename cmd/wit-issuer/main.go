@@ -23,6 +23,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/spiffe/go-spiffe/v2/workloadapi"
+
 	"github.com/dialogtrust/dialogtrust/internal/graceful"
 	"github.com/dialogtrust/dialogtrust/internal/tracing"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -202,8 +204,12 @@ func validate(cfg *Config) (used map[string]bool, err error) {
 		return nil, fmt.Errorf("routes: at least one is required")
 	}
 	if cfg.TLS.WorkloadAPISocket != "" {
-		return nil, fmt.Errorf("tls.workload_api_socket: the SPIFFE Workload API is not supported in this build; " +
-			"let spiffe-helper write the SVID and bundle files and use tls.cert_file, tls.key_file and auth.x509svid.bundles (README: SPIRE set-up)")
+		if cfg.TLS.CertFile != "" || cfg.TLS.KeyFile != "" {
+			return nil, fmt.Errorf("tls: workload_api_socket excludes cert_file and key_file")
+		}
+		if err := workloadapi.ValidateAddress(cfg.TLS.WorkloadAPISocket); err != nil {
+			return nil, fmt.Errorf("tls.workload_api_socket: %w", err)
+		}
 	}
 	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
 		return nil, fmt.Errorf("tls: cert_file and key_file go together")
@@ -214,8 +220,8 @@ func validate(cfg *Config) (used map[string]bool, err error) {
 			used[m] = true
 		}
 	}
-	if used[witissuer.MethodX509SVID] && cfg.TLS.CertFile == "" {
-		return nil, fmt.Errorf("the x509svid method needs TLS (tls.cert_file, tls.key_file): client certificates only exist in TLS")
+	if used[witissuer.MethodX509SVID] && cfg.TLS.CertFile == "" && cfg.TLS.WorkloadAPISocket == "" {
+		return nil, fmt.Errorf("the x509svid method needs TLS (tls.cert_file and key_file, or workload_api_socket): client certificates only exist in TLS")
 	}
 	if used[witissuer.MethodDev] {
 		if cfg.Auth.Dev == nil {
@@ -246,7 +252,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 	if err != nil {
 		return nil, err
 	}
-	a.tls = cfg.TLS.CertFile != ""
+	a.tls = cfg.TLS.CertFile != "" || cfg.TLS.WorkloadAPISocket != ""
 	a.dev = used[witissuer.MethodDev]
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -254,7 +260,15 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 	}
 	a.closers = append(a.closers, func() { _ = ln.Close() })
 	scheme := "http"
-	if a.tls {
+	if cfg.TLS.WorkloadAPISocket != "" {
+		getCert, closeSource, err := openWorkloadAPI(ctx, cfg.TLS.WorkloadAPISocket, logger)
+		if err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, closeSource)
+		ln = tls.NewListener(ln, witissuer.ServerTLSConfig(getCert))
+		scheme = "https"
+	} else if a.tls {
 		fc, err := witissuer.LoadFileCertificate(cfg.TLS.CertFile, cfg.TLS.KeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("tls: %w", err)
