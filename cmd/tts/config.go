@@ -357,14 +357,11 @@ func applyEnv(cfg *Config, env map[string]string) error {
 			cfg.WITs[0].JWKSURL, cfg.WITs[0].JWKSFile = v, ""
 		case "LOG_LEVEL":
 			cfg.Log.Level = v
-		case "TRACING_OTLP_ENDPOINT":
-			cfg.Tracing.OTLPEndpoint = v
-		case "TRACING_SAMPLE_RATIO":
-			var r float64
-			r, err = strconv.ParseFloat(v, 64)
-			cfg.Tracing.SampleRatio = &r
 		default:
-			return fmt.Errorf("unknown environment variable %s%s", EnvPrefix, name)
+			var known bool
+			if known, err = cfg.Tracing.ApplyEnv(name, v); !known {
+				return fmt.Errorf("unknown environment variable %s%s", EnvPrefix, name)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("%s%s: %w", EnvPrefix, name, err)

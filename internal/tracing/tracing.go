@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +41,25 @@ type Config struct {
 
 // Enabled reports whether an endpoint is configured.
 func (c Config) Enabled() bool { return c.OTLPEndpoint != "" }
+
+// ApplyEnv applies a service's environment override, named without the service's
+// prefix: TRACING_OTLP_ENDPOINT or TRACING_SAMPLE_RATIO. known is false for any other
+// name.
+func (c *Config) ApplyEnv(name, value string) (known bool, err error) {
+	switch name {
+	case "TRACING_OTLP_ENDPOINT":
+		c.OTLPEndpoint = value
+	case "TRACING_SAMPLE_RATIO":
+		r, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return true, err
+		}
+		c.SampleRatio = &r
+	default:
+		return false, nil
+	}
+	return true, nil
+}
 
 // Validate checks the section without opening anything.
 func (c Config) Validate() error {
