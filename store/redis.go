@@ -86,9 +86,10 @@ type Redis struct {
 
 	maxTTL atomic.Int64 // the longest claim seen, in ns: the quarantine is at least this
 	// epochs[tag] is the epoch this broker saw last for the tag; nil until learned.
-	epochs  [LossTags]atomic.Pointer[string]
-	learned atomic.Bool
-	learnMu sync.Mutex
+	epochs    [LossTags]atomic.Pointer[string]
+	learned   atomic.Bool
+	learnMu   sync.Mutex
+	lastLearn atomic.Int64 // unix ns of the last attempt, to try at most once a second
 }
 
 var _ Replay = (*Redis)(nil)
@@ -179,34 +180,39 @@ end
 return e
 `)
 
-// learn reads (or starts) every tag's epoch in one round trip, once per store.
-func (r *Redis) learn(ctx context.Context) error {
-	if r.learned.Load() {
-		return nil
+// learn reads (or starts) every tag's epoch in one round trip, so that this broker
+// knows all of them from its first claim and can see a later loss in any tag. It never
+// fails a claim: a tag it could not read (a Cluster shard down at start) is learned by
+// the first claim there, as the claim script adopts the epoch it finds, and the whole
+// read is tried again at most once a second until it succeeds. A claim that finds
+// another claim learning does not wait.
+func (r *Redis) learn(ctx context.Context) {
+	if r.learned.Load() || !r.learnMu.TryLock() {
+		return
 	}
-	r.learnMu.Lock()
 	defer r.learnMu.Unlock()
-	if r.learned.Load() {
-		return nil
+	now := time.Now().UnixNano()
+	if last := r.lastLearn.Load(); r.learned.Load() || (last != 0 && now-last < int64(time.Second)) {
+		return
 	}
+	r.lastLearn.Store(now)
 	pipe := r.client.Pipeline()
 	cmds := make([]*redis.Cmd, LossTags)
 	for tag := range LossTags {
 		cmds[tag] = learnScript.Eval(ctx, pipe, []string{r.epochKey(tag)}, r.newValue())
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return unavailable(err)
-	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	all := true
 	for tag, c := range cmds {
 		e, err := c.Text()
 		if err != nil {
-			return unavailable(err)
+			all = false
+			continue
 		}
 		// A claim may have taught this tag already; keep the newer knowledge.
 		r.epochs[tag].CompareAndSwap(nil, &e)
 	}
-	r.learned.Store(true)
-	return nil
+	r.learned.Store(all)
 }
 
 // Claim implements Replay.
@@ -216,9 +222,7 @@ func (r *Redis) Claim(ctx context.Context, key string, ttl time.Duration) error 
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	if err := r.learn(ctx); err != nil {
-		return err
-	}
+	r.learn(ctx)
 	for {
 		old := r.maxTTL.Load()
 		if int64(ttl) <= old || r.maxTTL.CompareAndSwap(old, int64(ttl)) {

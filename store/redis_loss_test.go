@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 )
@@ -188,4 +191,53 @@ func TestRedisLossSeenLateThroughAFreshEpoch(t *testing.T) {
 		}
 	}
 	mustClaim(t, a, other, time.Minute) // other tags lost nothing
+}
+
+// failFirstPipeline fails the first pipeline the client sends (the store's read of
+// every epoch), as a Cluster shard that is down at start would.
+type failFirstPipeline struct{ failed atomic.Bool }
+
+func (h *failFirstPipeline) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *failFirstPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (h *failFirstPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.failed.CompareAndSwap(false, true) {
+			err := errors.New("shard down")
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+			return err
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A failed read of the epochs does not fail claims (the claim script adopts the epoch of
+// its tag); the read is tried again later, and then every tag is known.
+func TestRedisEpochReadFailureDoesNotFailClaims(t *testing.T) {
+	client, prefix := newTestRedis(t, testRedisAddr(t))
+	hook := &failFirstPipeline{}
+	client.AddHook(hook)
+	r := NewRedis(client, WithPrefix(prefix))
+	mustClaim(t, r, "first", time.Minute)
+	if !hook.failed.Load() || r.learned.Load() {
+		t.Fatalf("the first read of the epochs did not fail as arranged (failed %v, learned %v)", hook.failed.Load(), r.learned.Load())
+	}
+	tag, _ := r.keyTag("first")
+	if r.epochs[tag].Load() == nil {
+		t.Fatal("the claim did not teach its tag's epoch")
+	}
+	wantReplayed(t, r.Claim(context.Background(), "first", time.Minute), "again")
+	r.lastLearn.Store(0) // the once-a-second limit, passed
+	mustClaim(t, r, "second", time.Minute)
+	if !r.learned.Load() {
+		t.Fatal("the epochs were not read again")
+	}
+	for tag := range LossTags {
+		if r.epochs[tag].Load() == nil {
+			t.Fatalf("tag %d unknown after the read", tag)
+		}
+	}
 }
