@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -30,13 +32,13 @@ func Sign(typ string, key *keys.PrivateKey, withKID bool, payload []byte) (strin
 	if withKID {
 		h.Kid = key.KID()
 	}
-	hb, err := json.Marshal(h)
+	eh, err := signHeaders.encoded(h)
 	if err != nil {
 		return "", err
 	}
 	enc := base64.RawURLEncoding
-	buf := make([]byte, 0, enc.EncodedLen(len(hb))+enc.EncodedLen(len(payload))+2+enc.EncodedLen(64))
-	buf = enc.AppendEncode(buf, hb)
+	buf := make([]byte, 0, len(eh)+enc.EncodedLen(len(payload))+2+enc.EncodedLen(64))
+	buf = append(buf, eh...)
 	buf = append(buf, '.')
 	buf = enc.AppendEncode(buf, payload)
 	sig, err := key.Sign(buf)
@@ -45,7 +47,60 @@ func Sign(typ string, key *keys.PrivateKey, withKID bool, payload []byte) (strin
 	}
 	buf = append(buf, '.')
 	buf = enc.AppendEncode(buf, sig)
-	return string(buf), nil
+	// buf is neither kept nor written after this point, so the string can own its
+	// octets without a copy (as strings.Builder does).
+	return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
+}
+
+// encodedHeaders remembers the base64url text of the headers Sign writes: a signer
+// writes the same few headers ({"typ","alg","kid"} of its active key) on every token,
+// and the text is a pure function of the three strings. Bounded; on overflow it starts
+// afresh.
+type encodedHeaders struct {
+	// last is the most recent header and its text: a signer repeats one header
+	// (its active key's) token after token, and comparing three strings costs less
+	// than hashing them for the map.
+	last atomic.Pointer[encodedHeader]
+	mu   sync.RWMutex
+	m    map[Header]string
+}
+
+type encodedHeader struct {
+	h    Header
+	text string
+}
+
+const signHeaderCacheSize = 256
+
+var signHeaders = &encodedHeaders{m: make(map[Header]string)}
+
+func (c *encodedHeaders) encoded(h Header) (string, error) {
+	if l := c.last.Load(); l != nil && l.h == h {
+		return l.text, nil
+	}
+	c.mu.RLock()
+	eh, ok := c.m[h]
+	c.mu.RUnlock()
+	if ok {
+		c.last.Store(&encodedHeader{h, eh})
+		return eh, nil
+	}
+	hb, err := json.Marshal(h)
+	if err != nil {
+		return "", err
+	}
+	eh = base64.RawURLEncoding.EncodeToString(hb)
+	if len(h.Typ)+len(h.Alg)+len(h.Kid) > maxCachedHeader {
+		return eh, nil
+	}
+	c.mu.Lock()
+	if len(c.m) >= signHeaderCacheSize {
+		c.m = make(map[Header]string)
+	}
+	c.m[h] = eh
+	c.mu.Unlock()
+	c.last.Store(&encodedHeader{h, eh})
+	return eh, nil
 }
 
 // SignClaims marshals claims with encoding/json (struct field order) and signs them.
@@ -94,17 +149,25 @@ func Parse(raw string, maxSize int) (*Token, error) {
 	if err != nil {
 		return nil, err
 	}
-	pb, err := enc.DecodeString(p)
+	// Payload and signature share one buffer, each capped at its own length.
+	buf := make([]byte, enc.DecodedLen(len(p))+enc.DecodedLen(len(s)))
+	np, err := enc.Decode(buf, stringView(p))
 	if err != nil {
 		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "payload is not base64url")
 	}
-	sb, err := enc.DecodeString(s)
+	pb, sb := buf[:np:np], buf[np:]
+	ns, err := enc.Decode(sb, stringView(s))
 	if err != nil {
 		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "signature is not base64url")
 	}
 	return &Token{Raw: raw, Alg: hdr.alg, Typ: hdr.typ, Kid: hdr.kid, Payload: pb,
-		header: hdr.members, signingInput: raw[:len(h)+1+len(p)], signature: sb}, nil
+		header: hdr.members, signingInput: raw[:len(h)+1+len(p)], signature: sb[:ns:ns]}, nil
 }
+
+// stringView views s as bytes without copying it, for functions that only read their
+// argument and do not keep it (decoding, hashing, verification). The bytes must never
+// be written.
+func stringView(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // parsedHeader is a decoded protected header; shared read-only between tokens.
 type parsedHeader struct {
@@ -151,7 +214,9 @@ func (c *headerCache) parse(h string) (*parsedHeader, error) {
 	if len(c.m) >= headerCacheSize {
 		c.m = make(map[string]*parsedHeader)
 	}
-	c.m[h] = ph
+	// A copy of the key: h is a substring of the token, which may itself be a
+	// substring of a whole request body, none of which the cache should keep alive.
+	c.m[strings.Clone(h)] = ph
 	c.mu.Unlock()
 	return ph, nil
 }
@@ -304,7 +369,7 @@ func (t *Token) CheckHeader(opts Options) error {
 			return errcode.New(errcode.ForbiddenHeader, "header %q is refused: keys come from trust configuration", h)
 		}
 	}
-	if keys.IsForbiddenAlg(t.Alg) || keys.FamilyOf(t.Alg) == keys.FamilyNone {
+	if keys.FamilyOf(t.Alg) == keys.FamilyNone || keys.IsForbiddenAlg(t.Alg) {
 		return errcode.New(errcode.UnsupportedAlg, "alg %q is not accepted", t.Alg)
 	}
 	if len(opts.Algs) > 0 {
@@ -327,7 +392,9 @@ func (t *Token) VerifyWith(key *keys.PublicKey, exactAlg bool) error {
 	if exactAlg && key.Alg() != t.Alg || keys.FamilyOf(t.Alg) != key.Family() {
 		return errcode.New(errcode.UnsupportedAlg, "alg %q does not match the key's %q", t.Alg, key.Alg())
 	}
-	if !key.Verify([]byte(t.signingInput), t.signature) {
+	// A view, not a copy: Verify only reads the message (it is hashed), and the string
+	// outlives the call.
+	if !key.Verify(stringView(t.signingInput), t.signature) {
 		return errcode.New(errcode.InvalidSignature, "signature does not verify")
 	}
 	return nil

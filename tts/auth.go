@@ -41,6 +41,26 @@ type Requester struct {
 	Keys []*keys.PublicKey
 	// WIT is the validated WIT for the WIT-based methods.
 	WIT *wit.WIT
+
+	id  string             // ID.String(), computed once per request (see idString)
+	key [1]*keys.PublicKey // backs Keys for the methods that prove one key
+}
+
+// withKey returns r with Keys set to the one key k, held in r itself (one allocation
+// for the requester and its key list).
+func (r *Requester) withKey(k *keys.PublicKey) *Requester {
+	r.key[0] = k
+	r.Keys = r.key[:]
+	return r
+}
+
+// idString returns ID.String(), building it once: the requester's identifier is
+// written into policy lookups, req_wl and the log line of the same request.
+func (r *Requester) idString() string {
+	if r.id == "" {
+		r.id = r.ID.String()
+	}
+	return r.id
 }
 
 // Authenticator is one way for a workload to authenticate to the token endpoint
@@ -89,7 +109,7 @@ func (a *WPTAuth) Authenticate(ctx context.Context, r *http.Request, _ *TokenReq
 	if err != nil {
 		return nil, err
 	}
-	return &Requester{ID: res.WIT.Subject, Method: MethodWPT, Keys: []*keys.PublicKey{res.WIT.Key}, WIT: res.WIT}, nil
+	return (&Requester{ID: res.WIT.Subject, Method: MethodWPT, WIT: res.WIT, id: res.WIT.SubjectString()}).withKey(res.WIT.Key), nil
 }
 
 // HTTPSigAuth authenticates with a WIT and a WIMSE HTTP signature. The signature must
@@ -116,7 +136,7 @@ func (a *HTTPSigAuth) Authenticate(ctx context.Context, r *http.Request, _ *Toke
 	if err != nil {
 		return nil, err
 	}
-	return &Requester{ID: res.WIT.Subject, Method: MethodHTTPSig, Keys: []*keys.PublicKey{res.WIT.Key}, WIT: res.WIT}, nil
+	return (&Requester{ID: res.WIT.Subject, Method: MethodHTTPSig, WIT: res.WIT, id: res.WIT.SubjectString()}).withKey(res.WIT.Key), nil
 }
 
 // WIMSEAuthenticators returns the primary methods of oauth.md 1.9, HTTP signature first
@@ -311,7 +331,7 @@ func (p *PrivateKeyJWT) Authenticate(ctx context.Context, _ *http.Request, tr *T
 	if err := p.replay.Claim(ctx, "tts:assertion:"+id.String()+"\x00"+c.Jti, ttl); err != nil {
 		return nil, err
 	}
-	return &Requester{ID: id, Method: MethodPrivateKeyJWT, Keys: []*keys.PublicKey{key}}, nil
+	return (&Requester{ID: id, Method: MethodPrivateKeyJWT}).withKey(key), nil
 }
 
 // NewClientAssertion mints a private_key_jwt client assertion for workload, for the

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -75,11 +76,14 @@ type Claims struct {
 // MarshalJSON writes the claims in field order. It is the encoding/json output of the
 // struct (TestClaimsMarshalMatchesReflection keeps the two equal) without reflection,
 // since it runs for every token issued.
-func (c Claims) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 512)
+func (c Claims) MarshalJSON() ([]byte, error) { return c.appendJSON(make([]byte, 0, 512)) }
+
+// appendJSON appends MarshalJSON's document to b.
+func (c *Claims) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, '{')
+	start := len(b)
 	str := func(name, v string) {
-		if len(b) > 1 {
+		if len(b) > start {
 			b = append(b, ',')
 		}
 		b = append(b, '"')
@@ -92,7 +96,7 @@ func (c Claims) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return err
 		}
-		if len(b) > 1 {
+		if len(b) > start {
 			b = append(b, ',')
 		}
 		b = append(b, '"')
@@ -102,7 +106,7 @@ func (c Claims) MarshalJSON() ([]byte, error) {
 		return nil
 	}
 	num := func(name string, d *jose.NumericDate) {
-		if len(b) > 1 {
+		if len(b) > start {
 			b = append(b, ',')
 		}
 		b = append(b, '"')
@@ -137,34 +141,108 @@ func (c Claims) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"ext":`...)
 		b = strconv.AppendInt(b, int64(c.Ext), 10)
 	}
-	if len(c.Tctx) > 0 {
-		if err := raw("tctx", c.Tctx); err != nil {
-			return nil, err
-		}
-	}
-	if len(c.Rctx) > 0 {
-		if err := raw("rctx", c.Rctx); err != nil {
-			return nil, err
+	for _, o := range [...]struct {
+		name string
+		m    map[string]any
+	}{{`,"tctx":`, c.Tctx}, {`,"rctx":`, c.Rctx}} {
+		if len(o.m) > 0 {
+			b = append(b, o.name...)
+			var err error
+			if b, err = appendJSONObject(b, o.m); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// appendJSONObject appends m as encoding/json writes a map[string]any: members sorted
+// by name (octet order), each value as json.Marshal writes it. The values a token
+// request puts there (strings, and JSON text as the client sent it) are written
+// directly; any other value goes through json.Marshal.
+func appendJSONObject(b []byte, m map[string]any) ([]byte, error) {
+	var arr [8]string
+	names := arr[:0]
+	for name := range m {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	b = append(b, '{')
+	for i, name := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, name)
+		b = append(b, ':')
+		switch v := m[name].(type) {
+		case string:
+			b = appendJSONString(b, v)
+		case json.RawMessage:
+			if plainJSONText(v) {
+				b = append(b, v...)
+				continue
+			}
+			enc, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, enc...)
+		default:
+			enc, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, enc...)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// plainJSONText reports JSON text that encoding/json would write unchanged: valid, with
+// no white space to compact away and nothing it escapes for HTML safety ('<', '>', '&',
+// and U+2028 and U+2029, whose UTF-8 encodings begin with 0xE2).
+func plainJSONText(v []byte) bool {
+	for _, c := range v {
+		switch c {
+		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xE2:
+			return false
+		}
+	}
+	return json.Valid(v)
 }
 
 // appendJSONString appends s as a JSON string the way encoding/json writes it
 // (including its HTML-safe escapes), falling back to encoding/json for anything but
 // plain printable ASCII.
 func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			enc, _ := json.Marshal(s)
-			return append(b, enc...)
-		}
+	if !plainJSONString(s) {
+		enc, _ := json.Marshal(s)
+		return append(b, enc...)
 	}
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// plainJSONString reports a string encoding/json writes between quotes unchanged.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !plainJSONByte[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// plainJSONByte marks the octets encoding/json writes unchanged inside a string:
+// printable ASCII but '"', '\\' and the HTML-sensitive '<', '>' and '&'. (A table: the
+// response repeats the whole Txn-Token, a kilobyte, through this test.)
+var plainJSONByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // Dialog returns tctx.dlg, or "" when the token records no dialog.
 func (c *Claims) Dialog() string {
@@ -208,14 +286,19 @@ func (c *Claims) CallChain() []string {
 func newTxn() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	// base64url of 16 octets, encoded on the stack: one allocation.
+	var enc [22]byte
+	base64.RawURLEncoding.Encode(enc[:], b[:])
+	return string(enc[:])
 }
 
 // Hash returns base64url(SHA-256(token)): the only form in which a token is logged
 // (oauth.md 1.12).
 func Hash(token string) string {
 	h := sha256.Sum256(stringBytes(token))
-	return base64.RawURLEncoding.EncodeToString(h[:])
+	var enc [43]byte // base64url of 32 octets, encoded on the stack: one allocation
+	base64.RawURLEncoding.Encode(enc[:], h[:])
+	return string(enc[:])
 }
 
 // stringBytes views s as bytes without copying it, for hashing: two hashes of a token

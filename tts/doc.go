@@ -63,9 +63,13 @@
 //
 // Issuance with warm caches costs one proof verification and one signature. The WIT
 // validator caches validated WITs (wit.WithCache), and the JWT and self_signed handlers
-// cache validated subject tokens by SHA-256 until their exp (bounded, at most
-// CacheMaxAge); the time rules run on every use. See README, "Transaction Token
-// Service", for the measured figures.
+// cache validated subject tokens by their exact text until their exp (bounded, at most
+// CacheMaxAge); the time rules run on every use. The rest of a request avoids
+// reflection and copies where it can: the plain JSON this project writes (WPT claims,
+// request_details, tctx) is read and written directly (jose.ScanPlainObject, with
+// encoding/json for anything else and fuzz tests holding the two equal), the log line's
+// repeating attributes are pre-formatted, and POST /token bypasses the router. See
+// README, "Transaction Token Service", for the measured figures.
 //
 // # Receiver library
 //

@@ -1,6 +1,7 @@
 package tts
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -37,15 +38,22 @@ func (s *Server) first(tr *TokenRequest, req *Requester, rule *Rule, subj *Subje
 		}
 	}
 	var tctx map[string]any
+	d := tr.Dialog()
 	for name, v := range tr.RequestDetails {
+		if name == DialogMember && d != "" {
+			continue // written below, as the string it decoded to
+		}
 		if name == DialogMember || rule.mayDetail(name) {
 			if tctx == nil {
-				tctx = map[string]any{}
+				tctx = make(map[string]any, len(tr.RequestDetails))
 			}
 			tctx[name] = v
 		}
 	}
-	if d := tr.Dialog(); d != "" {
+	if d != "" {
+		if tctx == nil {
+			tctx = make(map[string]any, len(tr.RequestDetails))
+		}
 		tctx[DialogMember] = d
 	}
 	var rctx map[string]any
@@ -69,10 +77,17 @@ func (s *Server) first(tr *TokenRequest, req *Requester, rule *Rule, subj *Subje
 	if e <= iat {
 		return nil, at(stageSubject, errcode.New(errcode.Expired, "the subject token expires within the second"))
 	}
-	return &Claims{
-		Iss: s.cfg.Issuer, Iat: &iat, Exp: &e, Aud: jose.Audience{tr.Audience}, Txn: newTxn(),
-		Sub: subj.Sub, Scope: strings.Join(scope, " "), ReqWL: req.ID.String(), Tctx: tctx, Rctx: rctx,
-	}, nil
+	// The claims, their two dates and their one audience in one allocation.
+	n := &struct {
+		c        Claims
+		iat, exp jose.NumericDate
+		aud      [1]string
+	}{iat: iat, exp: e, aud: [1]string{tr.Audience}}
+	n.c = Claims{
+		Iss: s.cfg.Issuer, Iat: &n.iat, Exp: &n.exp, Aud: n.aud[:], Txn: newTxn(),
+		Sub: subj.Sub, Scope: strings.Join(scope, " "), ReqWL: req.idString(), Tctx: tctx, Rctx: rctx,
+	}
+	return &n.c, nil
 }
 
 // replacement builds a replacement Txn-Token (oauth.md 1.8), row by row:
@@ -141,7 +156,7 @@ func (s *Server) replacement(tr *TokenRequest, req *Requester, rule *Rule, subj 
 			rctx[name] = v
 		}
 	}
-	chain := append(in.CallChain(), req.ID.String())
+	chain := append(in.CallChain(), req.idString())
 	if len(chain) > s.cfg.Policy.MaxCallChain {
 		return nil, at(stageSubject, errcode.New(errcode.ReplacementLimitReached, "the call chain already has %d requesters, limit %d", len(chain)-1, s.cfg.Policy.MaxCallChain))
 	}
@@ -235,7 +250,7 @@ func notEmbedded(subjectToken string, objs ...map[string]json.RawMessage) error 
 	}
 	for _, o := range objs {
 		for _, v := range o {
-			if strings.Contains(string(v), subjectToken) {
+			if bytes.Contains(v, stringBytes(subjectToken)) {
 				return at(stageRequest, errcode.New(errcode.InvalidRequest, "request context or details carry the subject token, which is never embedded in a Txn-Token"))
 			}
 		}
@@ -265,9 +280,11 @@ func canonicalJSON(v any) ([]byte, error) {
 // signClaims signs a Txn-Token: typ txntoken+jwt, the key's one alg, kid for rotation
 // (oauth.md 1.7), claims in Claims' field order.
 func signClaims(key *keys.PrivateKey, c *Claims) (string, error) {
-	// Claims.MarshalJSON directly: through json.Marshal its output would be validated
-	// and compacted once more.
-	payload, err := c.MarshalJSON()
+	// Claims.MarshalJSON's document directly (through json.Marshal it would be
+	// validated and compacted once more), written into a buffer on the stack: Sign
+	// only reads it.
+	var buf [1024]byte
+	payload, err := c.appendJSON(buf[:0])
 	if err != nil {
 		return "", err
 	}

@@ -121,9 +121,8 @@ func checkPrefix(pre string) error {
 	return nil
 }
 
-// rule returns the rule governing id.
-func (p *Policy) rule(id identifier.ID) (*Rule, error) {
-	s := id.String()
+// rule returns the rule governing the workload whose identifier (ID.String()) is s.
+func (p *Policy) rule(s string) (*Rule, error) {
 	var best *Rule
 	for i := range p.Rules {
 		r := &p.Rules[i]

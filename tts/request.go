@@ -3,11 +3,12 @@ package tts
 import (
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/jose"
 )
 
 // Bounds of a token request. A Txn-Token request is small: a subject token of a few
@@ -106,14 +107,22 @@ func ParseTokenRequest(body []byte) (*TokenRequest, error) {
 	if len(body) > DefaultMaxBodySize {
 		return nil, errcode.New(errcode.BodyTooLarge, "request body over %d octets", DefaultMaxBodySize)
 	}
+	// The body is copied once, as a whole (the caller's buffer is never retained).
+	return parseTokenRequest(string(body))
+}
+
+// parseTokenRequest is ParseTokenRequest of a body the request may keep: a value
+// without escapes is a substring of it, one with escapes is unescaped into a string of
+// its own.
+func parseTokenRequest(rest string) (*TokenRequest, error) {
+	if len(rest) > DefaultMaxBodySize {
+		return nil, errcode.New(errcode.BodyTooLarge, "request body over %d octets", DefaultMaxBodySize)
+	}
 	var (
 		vals    [nParams]string
 		present [nParams]bool
 		others  []string
 	)
-	// The body is read through a view, not copied: only the values are copied out,
-	// once each (unescape allocates them).
-	rest := unsafe.String(unsafe.SliceData(body), len(body))
 	for n := 0; rest != ""; n++ {
 		if n >= maxParams {
 			return nil, invalid("more than %d parameters", maxParams)
@@ -181,21 +190,39 @@ func ParseTokenRequest(body []byte) (*TokenRequest, error) {
 		}
 	}
 	if d, ok := r.RequestDetails[DialogMember]; ok {
-		if json.Unmarshal(d, &r.dialog) != nil || !validDialog(r.dialog) {
+		if !decodeDialog(d, &r.dialog) || !validDialog(r.dialog) {
 			return nil, invalid("request_details.dlg must be a string of 1 to %d printable ASCII characters", MaxDialogLength)
 		}
 	}
 	return r, nil
 }
 
-// unescape is url.QueryUnescape, always returning a string of its own (s may be a
-// view of the request body, which must not be retained).
+// unescape is url.QueryUnescape; s itself when it has nothing to unescape, and the
+// constant when s is the escaped form of one of the URNs in escapedURNs.
 func unescape(s string) (string, error) {
 	if strings.IndexByte(s, '%') < 0 && strings.IndexByte(s, '+') < 0 {
-		return strings.Clone(s), nil
+		return s, nil
+	}
+	if u, ok := escapedURNs[s]; ok {
+		return u, nil
 	}
 	return url.QueryUnescape(s)
 }
+
+// escapedURNs maps the text url.QueryEscape (and so url.Values.Encode) writes for each
+// URN of this profile back to the URN: grant_type, requested_token_type and
+// subject_token_type arrive in this form on every request, and the table spares each
+// of them an unescaped copy. QueryUnescape(QueryEscape(u)) is u, so the answer is the
+// one QueryUnescape would give (TestEscapedURNs); any other spelling takes that path.
+var escapedURNs = func() map[string]string {
+	m := map[string]string{}
+	for _, u := range []string{GrantTypeTokenExchange, TokenTypeTxnToken, TokenTypeTxnToken08, TokenTypeAccessToken,
+		TokenTypeIDToken, TokenTypeJWT, TokenTypeRefreshToken, TokenTypeSAML1, TokenTypeSAML2, TokenTypeSelfSigned,
+		TokenTypeUnsignedJSON, ClientAssertionTypeJWTBearer} {
+		m[url.QueryEscape(u)] = u
+	}
+	return m
+}()
 
 // CheckRequired applies the REQUIRED rules of oauth.md 1.3 in a fixed order, so that
 // the error a client sees does not depend on map iteration: first the grant type
@@ -228,10 +255,15 @@ func ParseScope(s string) ([]string, error) {
 	if s == "" {
 		return nil, invalid("scope is empty")
 	}
-	parts := strings.Split(s, " ")
-	out := make([]string, 0, len(parts))
-	seen := make(map[string]bool, len(parts))
-	for _, p := range parts {
+	n := strings.Count(s, " ") + 1
+	out := make([]string, 0, n)
+	// A few tokens are checked for repeats by a scan of out; a map only for many.
+	var seen map[string]bool
+	if n > 16 {
+		seen = make(map[string]bool, n)
+	}
+	for rest := s; ; {
+		p, after, more := strings.Cut(rest, " ")
 		if p == "" {
 			return nil, invalid("scope has an empty scope token (two spaces, or a leading or trailing space)")
 		}
@@ -241,10 +273,19 @@ func ParseScope(s string) ([]string, error) {
 				return nil, invalid("scope token has character %q, outside RFC 6749 section 3.3", c)
 			}
 		}
-		if !seen[p] {
+		switch {
+		case seen == nil:
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		case !seen[p]:
 			seen[p] = true
 			out = append(out, p)
 		}
+		if !more {
+			break
+		}
+		rest = after
 	}
 	return out, nil
 }
@@ -257,9 +298,13 @@ func contextParam(raw, name string) (map[string]json.RawMessage, error) {
 	if err := checkDepth(raw, MaxContextDepth); err != nil {
 		return nil, invalid("%s: %v", name, err)
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(raw), &m); err != nil || m == nil {
-		return nil, invalid("%s must be a JSON object", name)
+	m, ok := plainContext(raw)
+	if !ok {
+		var decoded map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(raw), &decoded); err != nil || decoded == nil {
+			return nil, invalid("%s must be a JSON object", name)
+		}
+		m = decoded
 	}
 	if len(m) > maxContextMembers {
 		return nil, invalid("%s has more than %d members", name, maxContextMembers)
@@ -270,6 +315,33 @@ func contextParam(raw, name string) (map[string]json.RawMessage, error) {
 		}
 	}
 	return m, nil
+}
+
+// plainContext decodes a context object in the plain form of jose.ScanPlainObject
+// (members with plain names and plain string or integer values, each name once) to
+// what json.Unmarshal into a map[string]json.RawMessage gives: each value's JSON text.
+// Anything else, a repeated name included, is left to encoding/json (ok false).
+// FuzzPlainContext compares the two.
+func plainContext(raw string) (map[string]json.RawMessage, bool) {
+	var (
+		m    map[string]json.RawMessage
+		text []byte // the values' text, copied once; each value is a capped slice of it
+	)
+	ok := jose.ScanPlainObject(raw, func(ns, vs jose.Span) bool {
+		if m == nil {
+			m, text = make(map[string]json.RawMessage), []byte(raw)
+		}
+		name := raw[ns.Start:ns.End]
+		if _, dup := m[name]; dup {
+			return false
+		}
+		m[name] = json.RawMessage(text[vs.Start:vs.End:vs.End])
+		return true
+	})
+	if ok && m == nil {
+		m = map[string]json.RawMessage{} // {}
+	}
+	return m, ok
 }
 
 // checkDepth refuses JSON nested deeper than max, before it is decoded. Brackets inside
@@ -300,6 +372,27 @@ func checkDepth(s string, max int) error {
 		}
 	}
 	return nil
+}
+
+// decodeDialog decodes the JSON string d into *dst. A dialog identifier is printable
+// ASCII (validDialog), so the common case is a string literal without escapes, which
+// decodes to the octets between its quotes; anything else is left to encoding/json.
+func decodeDialog(d json.RawMessage, dst *string) bool {
+	if len(d) >= 2 && d[0] == '"' && d[len(d)-1] == '"' {
+		in := d[1 : len(d)-1]
+		plain := true
+		for _, c := range in {
+			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			*dst = string(in)
+			return true
+		}
+	}
+	return json.Unmarshal(d, dst) == nil
 }
 
 // validDialog: a dialog identifier is opaque to the TTS (dialog-binding section 4), but

@@ -14,7 +14,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -95,6 +97,7 @@ type Server struct {
 	replace  *txnTokenHandler
 	metrics  *metrics
 	log      *slog.Logger
+	logs     issuedLoggers
 	router   chi.Router
 	proofAud []string
 }
@@ -172,8 +175,22 @@ func (s *Server) cacheLen() float64 {
 	return float64(n)
 }
 
-// Handler returns the HTTP handler (a chi router) of every endpoint.
-func (s *Server) Handler() http.Handler { return s.router }
+// Handler returns the HTTP handler of every endpoint: a chi router, in front of which a
+// token request (POST /token, the one hot route) goes straight to the token endpoint.
+func (s *Server) Handler() http.Handler { return (*serverHandler)(s) }
+
+type serverHandler Server
+
+// ServeHTTP routes as the chi router would: POST with the path /token (no escaped form,
+// not inside another chi router, whose route context could say otherwise) is the
+// token endpoint; everything else goes to the router.
+func (h *serverHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.URL.Path == PathToken && r.URL.RawPath == "" && chi.RouteContext(r.Context()) == nil {
+		(*Server)(h).serveToken(w, r)
+		return
+	}
+	h.router.ServeHTTP(w, r)
+}
 
 // TokenEndpoint returns the token endpoint URL.
 func (s *Server) TokenEndpoint() string { return s.cfg.TokenEndpoint }
@@ -297,9 +314,58 @@ type TokenResponse struct {
 	Scope           string `json:"scope"`
 }
 
+// issuedLoggers caches child loggers of the server's logger that carry, pre-formatted
+// by the handler (slog.Logger.With), the attributes of the "txn token issued" line that
+// repeat between requests: grant, subject_token_type, method, requester, aud and kid.
+// The line then formats only the attributes of its own request. The values come from
+// fixed sets (metrics labels), authenticated workloads, served trust domains and the
+// TTS's own keys; the cache is bounded all the same and starts afresh when full.
+type issuedLoggers struct {
+	mu sync.RWMutex
+	m  map[issuedLogKey]*slog.Logger
+}
+
+type issuedLogKey struct{ grant, subjectType, method, requester, aud, kid string }
+
+const maxIssuedLoggers = 1024
+
+func (c *issuedLoggers) issued(base *slog.Logger, grant, subjectType, method, requester, aud, kid string) *slog.Logger {
+	k := issuedLogKey{grant, subjectType, method, requester, aud, kid}
+	c.mu.RLock()
+	l, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return l
+	}
+	// The cache keeps copies: a value may be a substring of a whole request body.
+	k = issuedLogKey{strings.Clone(grant), strings.Clone(subjectType), strings.Clone(method),
+		strings.Clone(requester), strings.Clone(aud), strings.Clone(kid)}
+	grant, subjectType, method, requester, aud, kid = k.grant, k.subjectType, k.method, k.requester, k.aud, k.kid
+	l = base.With(slog.String("grant", grant), slog.String("subject_token_type", subjectType), slog.String("method", method),
+		slog.String("requester", requester), slog.String("aud", aud), slog.String("kid", kid))
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxIssuedLoggers {
+		c.m = make(map[issuedLogKey]*slog.Logger)
+	}
+	c.m[k] = l
+	c.mu.Unlock()
+	return l
+}
+
 // requestLog is what a request's log line says; tokens only by hash.
 type requestLog struct {
-	grantType, subjectType, method, requester, subjectHash, dialog string
+	grantType, subjectType, method, requester, subjectToken, dialog string
+	// subjectSHA256 is Hash(subjectToken) when the subject handler already knew it
+	// (a cached token); else it is computed for the log line, only if one is written.
+	subjectSHA256 string
+}
+
+// subjectHash is the subject token's hash for the log line ("" without one).
+func (rl *requestLog) subjectHash() string {
+	if rl.subjectSHA256 == "" && rl.subjectToken != "" {
+		rl.subjectSHA256 = Hash(rl.subjectToken)
+	}
+	return rl.subjectSHA256
 }
 
 func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
@@ -325,26 +391,49 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		}
 		s.log.Log(r.Context(), level, "txn token refused", "request_id", rid, "dlg", rl.dialog, "error", oauth, "code", string(code),
 			"kind", errcode.KindOf(err).String(), "grant", grant, "subject_token_type", rl.subjectType,
-			"subject_token_sha256", rl.subjectHash, "method", rl.method, "requester", rl.requester,
+			"subject_token_sha256", rl.subjectHash(), "method", rl.method, "requester", rl.requester,
 			"remote", r.RemoteAddr, "detail", err.Error())
 		writeError(w, r, err)
 		return
 	}
-	s.metrics.issued.WithLabelValues(grant, metricType(rl.subjectType), rl.method).Inc()
-	// Typed attributes: this line is written for every token issued.
-	s.log.LogAttrs(r.Context(), slog.LevelInfo, "txn token issued", slog.String("request_id", rid),
-		slog.String("dlg", claims.Dialog()), slog.String("grant", grant),
-		slog.String("subject_token_type", rl.subjectType), slog.String("subject_token_sha256", rl.subjectHash),
-		slog.String("method", rl.method), slog.String("requester", rl.requester), slog.String("aud", claims.Aud[0]),
-		slog.String("txn", claims.Txn), slog.String("txn_token_sha256", Hash(resp.AccessToken)), slog.String("kid", kid),
-		slog.Int64("exp", int64(*claims.Exp)), slog.Int("call_chain", max(1, len(claims.ReqChain))), slog.String("remote", r.RemoteAddr))
+	s.metrics.issuedCounter(grant, metricType(rl.subjectType), rl.method).Inc()
+	// This line is written for every token issued: typed attributes, the ones that
+	// repeat between requests pre-formatted in a cached child logger (issuedLoggers),
+	// and the two hashes computed only when the line is.
+	if ctx := r.Context(); s.log.Enabled(ctx, slog.LevelInfo) {
+		s.logs.issued(s.log, grant, rl.subjectType, rl.method, rl.requester, claims.Aud[0], kid).LogAttrs(ctx, slog.LevelInfo,
+			"txn token issued", slog.String("request_id", rid), slog.String("dlg", claims.Dialog()),
+			slog.String("subject_token_sha256", rl.subjectHash()), slog.String("txn", claims.Txn),
+			slog.String("txn_token_sha256", Hash(resp.AccessToken)), slog.Int64("exp", int64(*claims.Exp)),
+			slog.Int("call_chain", max(1, len(claims.ReqChain))), slog.String("remote", r.RemoteAddr))
+	}
+	// The three fields in one allocation; each slice is capped at its element, so an
+	// Add by a wrapper appends to a copy, never into its neighbour.
+	vals := &[3]string{"no-store", "no-cache", "application/json"}
 	h := w.Header()
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
-	h.Set("Content-Type", "application/json")
+	h["Cache-Control"], h["Pragma"], h["Content-Type"] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(resp.appendJSON(make([]byte, 0, len(resp.AccessToken)+192)))
+	resp.writeJSON(w)
 }
+
+// writeJSON writes appendJSON's document to w in one Write, from a pooled buffer (a
+// Writer never keeps what it is given, io.Writer).
+func (t *TokenResponse) writeJSON(w io.Writer) {
+	bp := responseBuffers.Get().(*[]byte)
+	b := t.appendJSON((*bp)[:0])
+	_, _ = w.Write(b)
+	if cap(b) <= maxPooledResponse {
+		clear(b) // the pool does not hold on to a bearer token
+		*bp = b
+		responseBuffers.Put(bp)
+	}
+}
+
+// responseBuffers hold the documents of token responses while they are written.
+var responseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// maxPooledResponse: a larger buffer (a token with a large tctx) is left to the GC.
+const maxPooledResponse = 16 << 10
 
 // appendJSON writes the response as encoding/json would (TestTT1_6_Response decodes
 // it), without reflection: it is written for every token issued.
@@ -372,32 +461,34 @@ func (t *TokenResponse) appendJSON(b []byte) []byte {
 //  4. the subject token type and the subject token (1.4, 1.5 steps 2-3);
 //  5. scope, context, lifetime; replacement rules (1.5 steps 4-10, 1.8);
 //  6. claims and signature (1.7).
-func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *requestLog) (*TokenResponse, *Claims, string, error) {
+func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *requestLog) (TokenResponse, *Claims, string, error) {
 	ctx := r.Context()
 	if ct := r.Header.Get("Content-Type"); ct != "application/x-www-form-urlencoded" && !isFormType(ct) {
-		return nil, nil, "", at(stageRequest, errcode.New(errcode.InvalidRequest, "Content-Type must be application/x-www-form-urlencoded"))
+		return TokenResponse{}, nil, "", at(stageRequest, errcode.New(errcode.InvalidRequest, "Content-Type must be application/x-www-form-urlencoded"))
 	}
 	body, err := readBody(w, r, s.cfg.MaxBodySize)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, nil, "", at(stageRequest, errcode.New(errcode.BodyTooLarge, "body over %d octets", s.cfg.MaxBodySize))
+			return TokenResponse{}, nil, "", at(stageRequest, errcode.New(errcode.BodyTooLarge, "body over %d octets", s.cfg.MaxBodySize))
 		}
-		return nil, nil, "", at(stageRequest, errcode.Wrap(errcode.InvalidRequest, err, "reading the body"))
+		return TokenResponse{}, nil, "", at(stageRequest, errcode.Wrap(errcode.InvalidRequest, err, "reading the body"))
 	}
 	// The authenticators read the body again (Content-Digest), so it is put back.
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	br := new(bodyReader)
+	br.Reset(body)
+	r.Body = br
 	r.ContentLength = int64(len(body))
-	tr, err := ParseTokenRequest(body)
+	// The body is read-only from here on (the authenticators get a reader over it), so
+	// the request is parsed from a string view of it rather than a copy.
+	tr, err := parseTokenRequest(unsafe.String(unsafe.SliceData(body), len(body)))
 	if err != nil {
-		return nil, nil, "", at(stageRequest, err)
+		return TokenResponse{}, nil, "", at(stageRequest, err)
 	}
 	rl.grantType, rl.subjectType, rl.dialog = tr.GrantType, tr.SubjectTokenType, tr.Dialog()
-	if tr.SubjectToken != "" {
-		rl.subjectHash = Hash(tr.SubjectToken)
-	}
+	rl.subjectToken = tr.SubjectToken
 	if err := tr.CheckRequired(); err != nil {
-		return nil, nil, "", at(stageRequest, err)
+		return TokenResponse{}, nil, "", at(stageRequest, err)
 	}
 
 	var auth Authenticator
@@ -415,50 +506,51 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *requestLog) (
 	}
 	if auth == nil {
 		if presentedTxnToken(r, tr, false) {
-			return nil, nil, "", txnAsCredential()
+			return TokenResponse{}, nil, "", txnAsCredential()
 		}
-		return nil, nil, "", at(stageClient, errcode.New(errcode.Unauthenticated, "no client authentication this TTS accepts"))
+		return TokenResponse{}, nil, "", at(stageClient, errcode.New(errcode.Unauthenticated, "no client authentication this TTS accepts"))
 	}
 	rl.method = auth.Name()
 	req, err := auth.Authenticate(ctx, r, tr)
 	if err != nil {
 		if presentedTxnToken(r, tr, true) {
-			return nil, nil, "", txnAsCredential()
+			return TokenResponse{}, nil, "", txnAsCredential()
 		}
-		return nil, nil, "", at(stageClient, err)
+		return TokenResponse{}, nil, "", at(stageClient, err)
 	}
-	rl.requester = req.ID.String()
+	rl.requester = req.idString()
 
-	rule, err := s.cfg.Policy.rule(req.ID)
+	rule, err := s.cfg.Policy.rule(rl.requester)
 	if err != nil {
-		return nil, nil, "", at(stagePolicy, err)
+		return TokenResponse{}, nil, "", at(stagePolicy, err)
 	}
 	if !slices.Contains(s.cfg.TrustDomains, tr.Audience) {
-		return nil, nil, "", at(stageRequest, errcode.New(errcode.AudienceNotServed, "audience %q is not a trust domain this TTS serves", truncate(tr.Audience)))
+		return TokenResponse{}, nil, "", at(stageRequest, errcode.New(errcode.AudienceNotServed, "audience %q is not a trust domain this TTS serves", truncate(tr.Audience)))
 	}
 	if !rule.mayAudience(tr.Audience, req.ID) {
-		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not request Txn-Tokens for %s", req.ID, tr.Audience))
+		return TokenResponse{}, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not request Txn-Tokens for %s", req.ID, tr.Audience))
 	}
 
 	var h SubjectTokenHandler
 	switch tr.SubjectTokenType {
 	case TokenTypeRefreshToken:
-		return nil, nil, "", at(stageSubject, errcode.New(errcode.UnsupportedTokenType, "a refresh token is never a subject token (TT section 13.3)"))
+		return TokenResponse{}, nil, "", at(stageSubject, errcode.New(errcode.UnsupportedTokenType, "a refresh token is never a subject token (TT section 13.3)"))
 	case TokenTypeTxnToken:
 		h = s.replace
 	default:
 		h = s.handlers[tr.SubjectTokenType]
 	}
 	if h == nil {
-		return nil, nil, "", at(stageSubject, errcode.New(errcode.UnsupportedTokenType, "subject_token_type %q is not accepted", truncate(tr.SubjectTokenType)))
+		return TokenResponse{}, nil, "", at(stageSubject, errcode.New(errcode.UnsupportedTokenType, "subject_token_type %q is not accepted", truncate(tr.SubjectTokenType)))
 	}
 	if !rule.mayType(tr.SubjectTokenType) {
-		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not present %s subject tokens", req.ID, tr.SubjectTokenType))
+		return TokenResponse{}, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not present %s subject tokens", req.ID, tr.SubjectTokenType))
 	}
 	subj, err := h.Validate(ctx, tr.SubjectToken, req)
 	if err != nil {
-		return nil, nil, "", at(stageSubject, err)
+		return TokenResponse{}, nil, "", at(stageSubject, err)
 	}
+	rl.subjectSHA256 = subj.hash
 
 	now := s.cfg.Now()
 	var claims *Claims
@@ -468,20 +560,27 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *requestLog) (
 		claims, err = s.first(tr, req, rule, subj, now)
 	}
 	if err != nil {
-		return nil, nil, "", err
+		return TokenResponse{}, nil, "", err
 	}
 	// One key for the whole issuance, so the log names the key that really signed
 	// even if a rotation activates another meanwhile.
 	key := s.cfg.Keys.Active()
 	tok, err := signClaims(key, claims)
 	if err != nil {
-		return nil, nil, "", at(stageIssue, errcode.Wrap(errcode.Internal, err, "signing"))
+		return TokenResponse{}, nil, "", at(stageIssue, errcode.Wrap(errcode.Internal, err, "signing"))
 	}
-	return &TokenResponse{
+	return TokenResponse{
 		AccessToken: tok, IssuedTokenType: TokenTypeTxnToken, TokenType: "N_A",
 		ExpiresIn: int64(*claims.Exp) - now.Unix(), Scope: claims.Scope,
 	}, claims, key.KID(), nil
 }
+
+// bodyReader is the body put back for the authenticators: a reader over the octets
+// already read, whose Close does nothing (io.NopCloser of a bytes.Reader, in one
+// allocation).
+type bodyReader struct{ bytes.Reader }
+
+func (*bodyReader) Close() error { return nil }
 
 func isFormType(ct string) bool {
 	mt, _, err := mime.ParseMediaType(ct)

@@ -2,7 +2,6 @@ package tts
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"strings"
 	"sync"
@@ -31,6 +30,8 @@ type Subject struct {
 	Issuer string
 	// Input is the Txn-Token being replaced (txn_token subjects only).
 	Input *Claims
+
+	hash string // Hash of the token when the handler knows it ("" otherwise), for the log
 }
 
 // SubjectTokenHandler validates one subject_token_type (in the style of fosite's token
@@ -49,8 +50,8 @@ type HandlerOptions struct {
 	// Skew is the clock skew allowed on exp, nbf and iat (default 30s).
 	Skew time.Duration
 	// CacheSize bounds the cache of validated tokens (0: DefaultCacheSize; negative:
-	// no cache). Tokens are cached by SHA-256 until their exp, never longer than
-	// CacheMaxAge, and the time rules run on every use.
+	// no cache). Tokens are cached by their exact text until their exp, never longer
+	// than CacheMaxAge, and the time rules run on every use.
 	CacheSize   int
 	CacheMaxAge time.Duration
 }
@@ -76,15 +77,19 @@ func (o *HandlerOptions) fill() {
 	}
 }
 
-// subjectCache keeps validated subject tokens by the SHA-256 of the token (and the
+// subjectCache keeps validated subject tokens by the token's exact text (and the
 // requester, for tokens whose validity depends on who presents them). A hit skips the
 // parse and the signature; it does not skip the time rules, which run on every use
 // with the entry's exp, nbf and iat. An entry lives until the token's exp, at most
 // maxAge, so a key withdrawn from trust stops vouching within maxAge. Failures are
 // never cached. Bounded: when full, expired entries go first, then arbitrary ones.
+//
+// The map is keyed by the text itself, not a digest: the lookup hashes it with the
+// map's seeded hash and compares it octet for octet, so a hit costs no SHA-256; the
+// token's SHA-256 (for the log line) is computed once, when it is cached.
 type subjectCache struct {
 	mu      sync.RWMutex
-	entries map[[32]byte]*cacheEntry
+	entries map[cacheKey]*cacheEntry
 	max     int
 	maxAge  time.Duration
 	swept   time.Time // last sweep of expired entries
@@ -101,28 +106,19 @@ func newSubjectCache(max int, maxAge time.Duration) *subjectCache {
 	if max <= 0 {
 		return nil
 	}
-	return &subjectCache{entries: make(map[[32]byte]*cacheEntry), max: max, maxAge: maxAge}
+	return &subjectCache{entries: make(map[cacheKey]*cacheEntry), max: max, maxAge: maxAge}
 }
 
-func cacheKey(raw, requester string) [32]byte {
-	h := sha256.New()
-	h.Write(stringBytes(raw))
-	h.Write([]byte{0})
-	h.Write(stringBytes(requester))
-	var k [32]byte
-	h.Sum(k[:0])
-	return k
-}
+type cacheKey struct{ raw, requester string }
 
 func (c *subjectCache) get(raw, requester string, now time.Time) (*cacheEntry, bool) {
 	if c == nil {
 		return nil, false
 	}
-	k := cacheKey(raw, requester)
 	c.mu.RLock()
-	e, ok := c.entries[k]
+	e, ok := c.entries[cacheKey{raw, requester}]
 	c.mu.RUnlock()
-	if !ok || !now.Before(e.until) || e.raw != raw || e.requester != requester {
+	if !ok || !now.Before(e.until) {
 		return nil, false
 	}
 	return e, true
@@ -132,11 +128,15 @@ func (c *subjectCache) put(e *cacheEntry, now time.Time) {
 	if c == nil {
 		return
 	}
+	// The entry keeps a copy of the token: the caller's string may be a substring of a
+	// whole request body (ParseTokenRequest), which the cache must not keep alive.
+	e.raw = strings.Clone(e.raw)
+	e.subject.hash = Hash(e.raw)
 	e.until = now.Add(c.maxAge)
 	if e.exp != nil && e.exp.Time().Before(e.until) {
 		e.until = e.exp.Time()
 	}
-	k := cacheKey(e.raw, e.requester)
+	k := cacheKey{e.raw, e.requester}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	interval := c.maxAge
@@ -300,7 +300,9 @@ func (h *JWTHandler) Validate(ctx context.Context, token string, _ *Requester) (
 	case len(is.Scope) > 0:
 		s.Scope, s.ScopeKnown = append([]string(nil), is.Scope...), true
 	}
-	h.cache.put(&cacheEntry{raw: token, subject: s, exp: c.Exp, nbf: c.Nbf, iat: c.Iat}, now)
+	e := &cacheEntry{raw: token, subject: s, exp: c.Exp, nbf: c.Nbf, iat: c.Iat}
+	h.cache.put(e, now)
+	s = e.subject // with its hash, when cached
 	return &s, nil
 }
 
@@ -382,7 +384,7 @@ type SelfSignedClaims struct {
 // Validate implements SubjectTokenHandler.
 func (h *SelfSignedHandler) Validate(_ context.Context, token string, req *Requester) (*Subject, error) {
 	now := h.o.Now()
-	who := req.ID.String()
+	who := req.idString()
 	if e, ok := h.cache.get(token, who, now); ok {
 		if err := h.times(e.exp, e.iat, now); err != nil {
 			return nil, err
@@ -444,7 +446,9 @@ func (h *SelfSignedHandler) Validate(_ context.Context, token string, req *Reque
 		}
 		s.ScopeKnown = true
 	}
-	h.cache.put(&cacheEntry{raw: token, requester: who, subject: s, exp: c.Exp, iat: c.Iat}, now)
+	e := &cacheEntry{raw: token, requester: who, subject: s, exp: c.Exp, iat: c.Iat}
+	h.cache.put(e, now)
+	s = e.subject // with its hash, when cached
 	return &s, nil
 }
 

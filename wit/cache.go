@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// cache keeps validated WITs by the SHA-256 of the token. A receiver sees the same WIT
+// cache keeps validated WITs by their exact text. A receiver sees the same WIT
 // on every request of a workload for the WIT's lifetime, and re-validating it costs a
 // signature verification each time; the proof that accompanies it still costs one.
 //
@@ -13,9 +13,13 @@ import (
 // skip: the time checks, which run against the clock on every use. An entry lives at most
 // maxAge (default one minute), so a key removed from trust configuration stops
 // vouching for cached WITs within that time. Failures are never cached.
+//
+// The map is keyed by the token's text itself, not by a digest of it: the lookup hashes
+// the key with the map's own seeded hash and compares it octet for octet, so a hit needs
+// no SHA-256 of the token, and the WIT's wth hash is computed once, when it is cached.
 type cache struct {
 	mu      sync.RWMutex
-	entries map[[32]byte]cacheEntry
+	entries map[string]cacheEntry
 	max     int
 	maxAge  time.Duration
 	swept   time.Time // last sweep of expired entries
@@ -30,20 +34,21 @@ func newCache(max int, maxAge time.Duration) *cache {
 	if maxAge <= 0 {
 		maxAge = time.Minute
 	}
-	return &cache{entries: make(map[[32]byte]cacheEntry, max), max: max, maxAge: maxAge}
+	return &cache{entries: make(map[string]cacheEntry, max), max: max, maxAge: maxAge}
 }
 
-func (c *cache) getKey(k [32]byte, raw string, now time.Time) (WIT, bool) {
+func (c *cache) get(raw string, now time.Time) (WIT, bool) {
 	c.mu.RLock()
-	e, ok := c.entries[k]
+	e, ok := c.entries[raw]
 	c.mu.RUnlock()
-	if !ok || !now.Before(e.until) || e.wit.Raw != raw {
+	if !ok || !now.Before(e.until) {
 		return WIT{}, false
 	}
 	return e.wit, true
 }
 
-func (c *cache) put(k [32]byte, w *WIT, now time.Time) {
+// put caches w, whose hash must be set, under w.Raw.
+func (c *cache) put(w *WIT, now time.Time) {
 	until := now.Add(c.maxAge)
 	if exp := w.Claims.Exp.Time(); exp.Before(until) {
 		until = exp
@@ -57,7 +62,7 @@ func (c *cache) put(k [32]byte, w *WIT, now time.Time) {
 		// entries under churn instead of growing to the bound first.
 		c.sweep(now)
 	}
-	c.entries[k] = cacheEntry{wit: *w, until: until}
+	c.entries[w.Raw] = cacheEntry{wit: *w, until: until}
 }
 
 // evict drops expired entries, then, if the cache is still full, arbitrary ones (map

@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
@@ -53,7 +55,17 @@ type WIT struct {
 	// IssuerKID is the kid of the trust-anchor key that signed the WIT.
 	IssuerKID string
 
-	hash string // Hash(Raw), computed once (the cache key and every WPT's wth need it)
+	hash    string // Hash(Raw), computed once (every WPT's wth needs it)
+	subject string // Subject.String(), computed once (replay keys and requester names need it)
+}
+
+// SubjectString returns Subject.String(); a validated WIT (cached ones too) carries it,
+// so it is built once per validation rather than on every use.
+func (w *WIT) SubjectString() string {
+	if w.subject != "" {
+		return w.subject
+	}
+	return w.Subject.String()
 }
 
 // Hash returns Hash(w.Raw), computed at most once per validation.
@@ -69,8 +81,10 @@ func (w *WIT) Expiry() time.Time { return w.Claims.Exp.Time() }
 
 // Hash returns base64url(SHA-256(raw)): the wth of a WPT and the log-safe name of a token.
 func Hash(raw string) string {
-	h := sha256.Sum256([]byte(raw))
-	return base64.RawURLEncoding.EncodeToString(h[:])
+	h := sha256.Sum256(unsafe.Slice(unsafe.StringData(raw), len(raw)))
+	var enc [43]byte // base64url of 32 octets
+	base64.RawURLEncoding.Encode(enc[:], h[:])
+	return string(enc[:])
 }
 
 // TrustResolver gives the trust anchors of a trust domain (keys.Trust implements it).
@@ -153,8 +167,7 @@ func (v *Validator) Skew() time.Duration { return v.skew }
 func (v *Validator) Validate(ctx context.Context, raw string) (*WIT, error) {
 	if v.cache != nil {
 		now := v.now()
-		k := sha256.Sum256([]byte(raw))
-		if w, ok := v.cache.getKey(k, raw, now); ok {
+		if w, ok := v.cache.get(raw, now); ok {
 			if err := v.checkTimes(&w, now); err != nil {
 				return nil, err
 			}
@@ -162,8 +175,12 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*WIT, error) {
 		}
 		w, err := v.validate(ctx, raw)
 		if err == nil {
-			w.hash = base64.RawURLEncoding.EncodeToString(k[:])
-			v.cache.put(k, w, now)
+			// The cached copy owns its text (raw may be a substring of a larger
+			// string) and carries its hash, so a hit computes neither.
+			c := *w
+			c.Raw = strings.Clone(raw)
+			w.hash = c.Hash()
+			v.cache.put(&c, now)
 		}
 		return w, err
 	}
@@ -219,7 +236,7 @@ func (v *Validator) validate(ctx context.Context, raw string) (*WIT, error) {
 	if err := t.VerifyWith(anchor, false); err != nil {
 		return nil, err
 	}
-	w.Subject, w.IssuerKID = sub, anchor.KID()
+	w.Subject, w.IssuerKID, w.subject = sub, anchor.KID(), sub.String()
 	if err := v.checkClaims(w); err != nil {
 		return nil, err
 	}

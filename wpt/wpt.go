@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -170,68 +171,169 @@ func (v *Verifier) Verify(ctx context.Context, witRaw, proof string, b Bound) (*
 	if err != nil {
 		return nil, err
 	}
-	c, err := v.verifyProof(proof, w.Key, w.Hash(), b)
-	if err != nil {
+	res := &Result{WIT: w}
+	c := &res.Claims
+	if err := v.verifyProof(c, proof, w.Key, w.Hash(), b); err != nil {
 		return nil, err
 	}
 	if v.replay != nil {
 		// Scoped to the sender (wpt-02 section 3.1): one workload cannot burn another's jti.
 		ttl := c.Exp.Time().Sub(v.now()) + v.skew
-		if err := v.replay.Claim(ctx, "wpt:jti:"+w.Subject.String()+"\x00"+c.Jti, ttl); err != nil {
+		if err := v.replay.Claim(ctx, "wpt:jti:"+w.SubjectString()+"\x00"+c.Jti, ttl); err != nil {
 			return nil, err
 		}
 	}
-	return &Result{WIT: w, Claims: *c}, nil
+	return res, nil
 }
 
 // VerifyProof checks a proof against an already validated WIT key (steps 2-6). It does
 // not claim the jti.
 func (v *Verifier) VerifyProof(ctx context.Context, proof string, key *keys.PublicKey, witRaw string, b Bound) (*Claims, error) {
-	return v.verifyProof(proof, key, wit.Hash(witRaw), b)
-}
-
-// verifyProof is VerifyProof with the WIT's hash (its wth) already computed.
-func (v *Verifier) verifyProof(proof string, key *keys.PublicKey, wth string, b Bound) (*Claims, error) {
-	opts := jose.Options{Typ: Type, MaxSize: v.maxSize, ExactAlg: true}
-	t, err := jose.Parse(proof, opts.MaxSize)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.CheckHeader(opts); err != nil {
-		return nil, err
-	}
-	if err := t.VerifyWith(key, true); err != nil {
-		return nil, err
-	}
 	var c Claims
-	if err := jose.DecodeClaims(t.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := jose.CheckTimes(jose.TimeRules{Now: v.now(), Skew: v.skew, RequireExp: true, MaxLifetime: v.maxLifetime}, c.Exp, nil, nil); err != nil {
-		return nil, err
-	}
-	if c.Jti == "" {
-		return nil, errcode.New(errcode.MissingClaim, "jti is required")
-	}
-	if len(c.Aud) != 1 || !contains(v.audiences, c.Aud[0]) {
-		return nil, errcode.New(errcode.AudienceMismatch, "aud is not this recipient")
-	}
-	if c.Wth == "" || c.Wth != wth {
-		return nil, errcode.New(errcode.WITBindingMismatch, "wth does not match the WIT")
-	}
-	if err := checkBinding(c.Ath, b.AccessToken, errcode.OtherTokenBindingMismatch, "ath", "access token"); err != nil {
-		return nil, err
-	}
-	if err := checkBinding(c.Tth, b.TxnToken, errcode.TxnTokenBindingMismatch, "tth", "Txn-Token"); err != nil {
-		return nil, err
-	}
-	if err := checkOther(c.Oth, b.Other); err != nil {
-		return nil, err
-	}
-	if err := checkBinding(c.Dth, b.DialogContext, errcode.DialogContextBindingMismatch, "dth", "Dialog-Context"); err != nil {
+	if err := v.verifyProof(&c, proof, key, wit.Hash(witRaw), b); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// verifyProof is VerifyProof with the WIT's hash (its wth) already computed; the claims
+// are decoded into *c, which the caller may use only when it returns nil.
+func (v *Verifier) verifyProof(c *Claims, proof string, key *keys.PublicKey, wth string, b Bound) error {
+	opts := jose.Options{Typ: Type, MaxSize: v.maxSize, ExactAlg: true}
+	t, err := jose.Parse(proof, opts.MaxSize)
+	if err != nil {
+		return err
+	}
+	if err := t.CheckHeader(opts); err != nil {
+		return err
+	}
+	if err := t.VerifyWith(key, true); err != nil {
+		return err
+	}
+	if err := decodeClaims(t.Payload, c); err != nil {
+		return err
+	}
+	if err := jose.CheckTimes(jose.TimeRules{Now: v.now(), Skew: v.skew, RequireExp: true, MaxLifetime: v.maxLifetime}, c.Exp, nil, nil); err != nil {
+		return err
+	}
+	if c.Jti == "" {
+		return errcode.New(errcode.MissingClaim, "jti is required")
+	}
+	if len(c.Aud) != 1 || !contains(v.audiences, c.Aud[0]) {
+		return errcode.New(errcode.AudienceMismatch, "aud is not this recipient")
+	}
+	if c.Wth == "" || c.Wth != wth {
+		return errcode.New(errcode.WITBindingMismatch, "wth does not match the WIT")
+	}
+	if err := checkBinding(c.Ath, b.AccessToken, errcode.OtherTokenBindingMismatch, "ath", "access token"); err != nil {
+		return err
+	}
+	if err := checkBinding(c.Tth, b.TxnToken, errcode.TxnTokenBindingMismatch, "tth", "Txn-Token"); err != nil {
+		return err
+	}
+	if err := checkOther(c.Oth, b.Other); err != nil {
+		return err
+	}
+	if err := checkBinding(c.Dth, b.DialogContext, errcode.DialogContextBindingMismatch, "dth", "Dialog-Context"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// decodeClaims decodes an authenticated payload into the zero Claims *c: directly when
+// it is in the plain form New writes (jose.ScanPlainObject: each known claim once, string
+// claims as plain strings, exp as an integer), else with encoding/json through
+// jose.DecodeClaims. The two agree on every plain payload (FuzzDecodeClaims).
+func decodeClaims(payload []byte, c *Claims) error {
+	if decodePlainClaims(payload, c) {
+		return nil
+	}
+	*c = Claims{}
+	return jose.DecodeClaims(payload, c)
+}
+
+// decodePlainClaims is the direct path of decodeClaims; false leaves *c to be reset.
+// Anything it does not know, or knows in another form (a repeated claim, an array aud,
+// oth, a member outside Claims), is left to encoding/json.
+func decodePlainClaims(payload []byte, c *Claims) bool {
+	// One copy of the payload; the claim strings are substrings of it. aud and exp are
+	// held in one allocation.
+	text := string(payload)
+	var seen [7]bool // aud exp jti wth ath tth dth
+	var held *struct {
+		aud [1]string
+		exp jose.NumericDate
+	}
+	hold := func() {
+		if held == nil {
+			held = &struct {
+				aud [1]string
+				exp jose.NumericDate
+			}{}
+		}
+	}
+	return jose.ScanPlainObject(text, func(ns, vs jose.Span) bool {
+		name, value := text[ns.Start:ns.End], text[vs.Start:vs.End]
+		var i int
+		var dst *string
+		switch name {
+		case "aud":
+			i = 0
+		case "exp":
+			i = 1
+		case "jti":
+			i, dst = 2, &c.Jti
+		case "wth":
+			i, dst = 3, &c.Wth
+		case "ath":
+			i, dst = 4, &c.Ath
+		case "tth":
+			i, dst = 5, &c.Tth
+		case "dth":
+			i, dst = 6, &c.Dth
+		default:
+			return false
+		}
+		if seen[i] {
+			return false
+		}
+		seen[i] = true
+		isString := value[0] == '"'
+		switch {
+		case i == 0:
+			if !isString {
+				return false
+			}
+			hold()
+			held.aud[0] = value[1 : len(value)-1]
+			c.Aud = held.aud[:]
+		case i == 1:
+			if isString {
+				return false
+			}
+			var d jose.NumericDate
+			if len(value) <= 15 {
+				// At most 15 digits (ScanPlainObject: digits only, no leading zero):
+				// below 2^53, so the integer UnmarshalJSON would read through a float.
+				n, err := strconv.ParseInt(value, 10, 64)
+				if err != nil {
+					return false
+				}
+				d = jose.NumericDate(n)
+			} else if d.UnmarshalJSON([]byte(value)) != nil {
+				return false
+			}
+			hold()
+			held.exp = d
+			c.Exp = &held.exp
+		default:
+			if !isString {
+				return false
+			}
+			*dst = value[1 : len(value)-1]
+		}
+		return true
+	})
 }
 
 // checkBinding: the claim is present exactly when the field is, and matches its hash.
@@ -250,6 +352,9 @@ func checkBinding(claim string, field *string, code errcode.Code, name, what str
 // checkOther: every oth entry must be understood (a field present with that hash), and
 // every context token in the request must be covered (WPT-9).
 func checkOther(oth map[string]string, other map[string]string) error {
+	if len(oth) == 0 && len(other) == 0 {
+		return nil // nothing claimed, nothing to cover
+	}
 	names := make([]string, 0, len(oth))
 	for n := range oth {
 		names = append(names, n)

@@ -1,0 +1,102 @@
+package tts
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// The line written for each token issued carries every field with this request's
+// values, also when the repeating ones come from a cached child logger and the subject
+// token's hash from the subject cache.
+func TestIssuedLogLine(t *testing.T) {
+	e := newEnv(t)
+	a1, a2 := e.workload("/agent/a1"), e.workload("/agent/a2")
+	at := e.accessToken("alice", "trip.read", 0)
+	type sent struct {
+		w       string
+		subject string
+		typ     string
+		resp    *TokenResponse
+		claims  *Claims
+		dlg     string
+	}
+	var all []sent
+	for _, c := range []struct {
+		w        string
+		subject  string
+		typ, dlg string
+	}{
+		{"/agent/a1", at, TokenTypeAccessToken, "D1"},
+		{"/agent/a1", at, TokenTypeAccessToken, "D2"}, // cached subject, cached logger
+		{"/agent/a2", at, TokenTypeAccessToken, ""},   // another requester
+		{"/agent/a2", e.selfSigned(a2, "bob", "trip.read"), TokenTypeSelfSigned, "D3"},
+	} {
+		w := a1
+		if c.w == "/agent/a2" {
+			w = a2
+		}
+		resp, claims := e.mustRequest(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: c.subject, SubjectTokenType: c.typ, Dialog: c.dlg})
+		all = append(all, sent{c.w, c.subject, c.typ, resp, claims, c.dlg})
+	}
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(e.logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not JSON: %s", l)
+		}
+		if m["msg"] == "txn token issued" {
+			lines = append(lines, m)
+		}
+	}
+	if len(lines) != len(all) {
+		t.Fatalf("%d issued lines for %d tokens", len(lines), len(all))
+	}
+	for i, s := range all {
+		m := lines[i]
+		want := map[string]any{
+			"level": "INFO", "dlg": s.dlg, "grant": "token_exchange", "subject_token_type": s.typ,
+			"subject_token_sha256": Hash(s.subject), "method": MethodWPT, "requester": "wimse://a.example" + s.w,
+			"aud": tdA, "txn": s.claims.Txn, "txn_token_sha256": Hash(s.resp.AccessToken), "kid": e.ttsKey.KID(),
+			"exp": float64(*s.claims.Exp), "call_chain": float64(1),
+		}
+		for k, v := range want {
+			if m[k] != v {
+				t.Errorf("line %d: %s = %v, want %v", i, k, m[k], v)
+			}
+		}
+		for _, k := range []string{"time", "request_id", "remote"} {
+			if v, _ := m[k].(string); v == "" {
+				t.Errorf("line %d: no %s", i, k)
+			}
+		}
+		if len(m) != len(want)+4 { // + time, msg, request_id, remote
+			t.Errorf("line %d has %d fields: %v", i, len(m), m)
+		}
+	}
+}
+
+// Handler's shortcut to the token endpoint routes exactly as the router does.
+func TestHandlerRoutesAsRouter(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct{ method, target string }{
+		{"POST", "/token"}, {"GET", "/token"}, {"PUT", "/token"}, {"POST", "/token/"}, {"POST", "/%74oken"},
+		{"POST", "/Token"}, {"POST", "//token"}, {"GET", PathJWKS}, {"POST", PathJWKS}, {"GET", PathMetadata},
+	} {
+		var codes [2]int
+		var bodies [2]string
+		for i, h := range []http.Handler{e.srv.Handler(), e.srv.router} {
+			req := httptest.NewRequest(c.method, c.target, strings.NewReader("grant_type=x"))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("X-Request-Id", "r1")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			codes[i], bodies[i] = rec.Code, rec.Body.String()
+		}
+		if codes[0] != codes[1] || bodies[0] != bodies[1] {
+			t.Fatalf("%s %s: handler %d %s, router %d %s", c.method, c.target, codes[0], bodies[0], codes[1], bodies[1])
+		}
+	}
+}
