@@ -2,7 +2,10 @@ package httpsig
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"crypto/sha512"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -16,17 +19,23 @@ const maxDigestFieldSize = 1024
 
 // digestSchemes are the RFC 9530 algorithms a received Content-Digest may use. A sender
 // of this package always writes sha-256 (the profile's examples); sha-512 is accepted
-// because RFC 9530 allows it and it is no weaker.
-var digestSchemes = []string{httpsign.DigestSha256, httpsign.DigestSha512}
+// because RFC 9530 allows it and it is no weaker. checkContentDigest relies on the
+// order: sha-256, then sha-512.
+var digestSchemes = [2]string{httpsign.DigestSha256, httpsign.DigestSha512}
 
-// contentDigest returns the Content-Digest value (sha-256) of body.
+// contentDigest returns the Content-Digest value (sha-256) of body: the digest is
+// computed here over the octets already in hand (httpsign's helper would copy the body
+// through a reader first) and serialized by httpsfv, exactly as
+// httpsign.GenerateContentDigestHeader does.
 func contentDigest(body []byte) (string, error) {
-	rc := io.NopCloser(bytes.NewReader(body))
-	d, err := httpsign.GenerateContentDigestHeader(&rc, []string{httpsign.DigestSha256})
+	sum := sha256.Sum256(body)
+	d := httpsfv.NewDictionary()
+	d.Add(httpsign.DigestSha256, httpsfv.Item{Value: sum[:], Params: itemParams.none})
+	s, err := httpsfv.Marshal(d)
 	if err != nil {
 		return "", errcode.Wrap(errcode.InvalidRequest, err, "computing Content-Digest")
 	}
-	return d, nil
+	return s, nil
 }
 
 // readBody reads a received body, at most max octets, and returns it with a fresh reader
@@ -38,32 +47,55 @@ func readBody(body io.ReadCloser, contentLength, max int64) ([]byte, io.ReadClos
 	if contentLength > max {
 		return nil, body, errcode.New(errcode.BodyTooLarge, "body is %d octets, limit %d", contentLength, max)
 	}
-	// MaxBytesReader rather than LimitReader: it reports the overrun as an error instead
-	// of silently truncating, so a digest is never checked over part of a body.
-	b, err := readAll(http.MaxBytesReader(nil, body, max), contentLength)
+	// Reading stops one octet past max, and an overrun is an error, never a silent
+	// truncation: a digest is never checked over part of a body.
+	b, err := readAll(body, contentLength, max)
 	_ = body.Close()
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		var tooLarge *http.MaxBytesError // also what a handler's own MaxBytesReader returns
+		if err == errOverLimit || errors.As(err, &tooLarge) {
 			return nil, http.NoBody, errcode.New(errcode.BodyTooLarge, "body is longer than %d octets", max)
 		}
 		return nil, http.NoBody, errcode.Unavailable(errcode.InvalidRequest, err, "the body could not be read")
 	}
-	return b, io.NopCloser(bytes.NewReader(b)), nil
+	return b, &bodyReader{Reader: *bytes.NewReader(b)}, nil
 }
+
+// bodyReader is the body handed back to the handler: io.NopCloser(bytes.NewReader(b))
+// in one allocation instead of two.
+type bodyReader struct{ bytes.Reader }
+
+func (*bodyReader) Close() error { return nil }
+
+// errOverLimit: the body is longer than the limit readAll was given.
+var errOverLimit = errors.New("body over limit")
 
 // readAll is io.ReadAll starting from the announced length, so that a body of known
 // size is read into one allocation. The announcement is not trusted beyond 64 KiB:
-// memory beyond that is spent only on octets that actually arrive.
-func readAll(r io.Reader, contentLength int64) ([]byte, error) {
-	size := 512
+// memory beyond that is spent only on octets that actually arrive. It never asks r for
+// more than max+1 octets in all (what http.MaxBytesReader does): having more than max
+// is errOverLimit.
+func readAll(r io.Reader, contentLength, max int64) ([]byte, error) {
+	size := int64(512)
 	if contentLength >= 0 {
-		size = int(min(contentLength, 64<<10)) + 1 // +1 to see EOF without growing
+		size = min(contentLength, 64<<10) + 1 // +1 to see EOF without growing
 	}
+	limit := max + 1 // octets ever asked for
+	if limit < max {
+		limit = max // max is math.MaxInt64
+	}
+	size = min(size, limit)
 	b := make([]byte, 0, size)
 	for {
-		n, err := r.Read(b[len(b):cap(b)])
+		p := b[len(b):cap(b)]
+		if rest := limit - int64(len(b)); int64(len(p)) > rest {
+			p = p[:rest]
+		}
+		n, err := r.Read(p)
 		b = b[:len(b)+n]
+		if int64(len(b)) > max {
+			return nil, errOverLimit
+		}
 		if err == io.EOF {
 			return b, nil
 		}
@@ -80,8 +112,14 @@ func readAll(r io.Reader, contentLength int64) ([]byte, error) {
 // the digest is recomputed over the octets received and compared. Content without
 // Content-Digest is missing_component (http-signature-07 section 3: the sender MUST send
 // it). Every sha-256 and sha-512 member present must match, and at least one must be.
+//
+// The rules are those of httpsign.ValidateContentDigestHeader (which this replaced: it
+// copies the body and parses the field twice on failure), with its failures classified:
+// a field that is not an RFC 8941 dictionary, or whose sha-256 or sha-512 member is not
+// a byte sequence, is parse_error; no such member, or a digest that differs, is
+// content_digest_mismatch. Members of other algorithms are ignored.
 func checkContentDigest(h http.Header, body []byte) error {
-	vals := h.Values(headerContentDigest)
+	vals := h[headerContentDigest]
 	if len(vals) == 0 {
 		if len(body) > 0 {
 			return errcode.New(errcode.MissingComponent, "the message has content but no Content-Digest")
@@ -91,30 +129,45 @@ func checkContentDigest(h http.Header, body []byte) error {
 	if err := checkSize(headerContentDigest, vals, maxDigestFieldSize); err != nil {
 		return err
 	}
-	rc := io.NopCloser(bytes.NewReader(body))
-	err := httpsign.ValidateContentDigestHeader(vals, &rc, digestSchemes)
-	if err == nil {
-		return nil
+	d, err := httpsfv.UnmarshalDictionary(vals)
+	if err != nil {
+		return errcode.Wrap(errcode.ParseError, err, "Content-Digest is not an RFC 8941 dictionary")
 	}
-	// httpsign's errors are plain strings: the field is parsed again only to tell a
-	// malformed field (parse_error) from a wrong or unusable digest (a mismatch).
-	d, perr := httpsfv.UnmarshalDictionary(vals)
-	if perr != nil {
-		return errcode.Wrap(errcode.ParseError, perr, "Content-Digest is not an RFC 8941 dictionary")
-	}
-	found := false
-	for _, s := range digestSchemes {
-		if m, ok := d.Get(s); ok {
-			if it, ok := m.(httpsfv.Item); !ok {
-				return errcode.New(errcode.ParseError, "Content-Digest %s is not a byte sequence", s)
-			} else if _, ok := it.Value.([]byte); !ok {
-				return errcode.New(errcode.ParseError, "Content-Digest %s is not a byte sequence", s)
-			}
-			found = true
+	// Every recognized member is checked for its type before any digest is compared, so
+	// that a malformed member is parse_error whatever the other members hold.
+	var got [2][]byte
+	var has [2]bool
+	for i, s := range digestSchemes {
+		m, ok := d.Get(s)
+		if !ok {
+			continue
 		}
+		it, ok := m.(httpsfv.Item)
+		if !ok {
+			return errcode.New(errcode.ParseError, "Content-Digest %s is not a byte sequence", s)
+		}
+		b, ok := it.Value.([]byte)
+		if !ok {
+			return errcode.New(errcode.ParseError, "Content-Digest %s is not a byte sequence", s)
+		}
+		got[i], has[i] = b, true
 	}
-	if !found {
+	if !has[0] && !has[1] {
 		return errcode.New(errcode.ContentDigestMismatch, "Content-Digest has no sha-256 or sha-512 member")
 	}
-	return errcode.Wrap(errcode.ContentDigestMismatch, err, "Content-Digest does not match the body received")
+	if has[0] {
+		if sum := sha256.Sum256(body); !bytes.Equal(got[0], sum[:]) {
+			return errDigestMismatch(digestSchemes[0])
+		}
+	}
+	if has[1] {
+		if sum := sha512.Sum512(body); !bytes.Equal(got[1], sum[:]) {
+			return errDigestMismatch(digestSchemes[1])
+		}
+	}
+	return nil
+}
+
+func errDigestMismatch(scheme string) error {
+	return errcode.Wrap(errcode.ContentDigestMismatch, fmt.Errorf("digest mismatch for scheme %s", scheme), "Content-Digest does not match the body received")
 }

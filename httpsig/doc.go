@@ -17,11 +17,14 @@
 // whole WIT + proof verification has a budget of 1.3x. So the RFC 9421 signature base
 // of the WIMSE component set is built in one place, base.go, for signing and verifying
 // alike. Signature-Input and Signature are parsed and serialized with
-// github.com/dunglas/httpsfv (RFC 8941), never by hand. Content-Digest is computed and
-// checked with httpsign's GenerateContentDigestHeader and ValidateContentDigestHeader,
-// after the body has been read through http.MaxBytesReader. The tests use httpsign as an
-// independent implementation: what this package signs must verify with
-// httpsign.VerifyRequest and httpsign.VerifyResponse.
+// github.com/dunglas/httpsfv (RFC 8941), never by hand; the received Signature-Input is
+// parsed once and its member serialized once (that serialization is the
+// "@signature-params" line). Content-Digest is hashed with crypto/sha256 and
+// crypto/sha512 over the body octets already read (bounded at the body limit) and the
+// field is parsed with httpsfv, by the rules of httpsign's ValidateContentDigestHeader,
+// which the tests keep as the reference. The tests use httpsign as an independent
+// implementation: what this package signs must verify with httpsign.VerifyRequest and
+// httpsign.VerifyResponse.
 //
 // # Signature base
 //
@@ -92,11 +95,11 @@
 //  5. WIT (SIG-2): exactly one Workload-Identity-Token field (missing_credential,
 //     duplicate_field), validated with the wit.Validator (its codes) before the signature
 //     is verified.
-//  6. Content (SIG-4): the body is read through http.MaxBytesReader (body_too_large) and
-//     put back for the handler. If the message has content or carries Content-Digest,
-//     the digest is recomputed over the octets received: content without Content-Digest
-//     is missing_component, a malformed field parse_error, a digest that does not match
-//     (or no sha-256/sha-512 member) content_digest_mismatch.
+//  6. Content (SIG-4): the body is read up to the limit (one octet more is
+//     body_too_large) and put back for the handler. If the message has content or
+//     carries Content-Digest, the digest is recomputed over the octets received: content
+//     without Content-Digest is missing_component, a malformed field parse_error, a
+//     digest that does not match (or no sha-256/sha-512 member) content_digest_mismatch.
 //  7. Signature (SIG-5): the base is rebuilt (missing_component,
 //     invalid_component_value) and verified with the WIT's cnf key: invalid_signature.
 //  8. Replay (SIG-8), when WithReplay is set: the nonce is claimed once until expires +

@@ -51,6 +51,18 @@ type Params struct {
 // innerList serializes comps and p as the Signature-Input member value. It is the
 // "@signature-params" value of the base, byte for byte.
 func (p Params) innerList(comps []component) (httpsfv.InnerList, string, error) {
+	il := p.list(comps)
+	s, err := httpsfv.Marshal(il)
+	if err != nil {
+		// Only a parameter string outside printable ASCII gets here.
+		return il, "", errcode.Wrap(errcode.InvalidRequest, err, "signature parameters cannot be serialized")
+	}
+	return il, s, nil
+}
+
+// list is comps and p as an httpsfv inner list. Its items share the read-only
+// itemParams: the list is only ever serialized.
+func (p Params) list(comps []component) httpsfv.InnerList {
 	items := make([]httpsfv.Item, len(comps))
 	for i, c := range comps {
 		items[i] = c.item()
@@ -73,13 +85,19 @@ func (p Params) innerList(comps []component) (httpsfv.InnerList, string, error) 
 	if p.ReqNonce != "" {
 		ps.Add(paramReqNonce, p.ReqNonce)
 	}
-	il := httpsfv.InnerList{Items: items, Params: ps}
-	s, err := httpsfv.Marshal(il)
-	if err != nil {
-		// Only a parameter string outside printable ASCII gets here.
-		return il, "", errcode.Wrap(errcode.InvalidRequest, err, "signature parameters cannot be serialized")
-	}
-	return il, s, nil
+	return httpsfv.InnerList{Items: items, Params: ps}
+}
+
+// itemParams are the parameters of a covered-component item this package writes: none,
+// or ;req. They are shared by every signature made, so they must never be modified;
+// httpsfv.Marshal only reads them.
+var itemParams = struct{ none, req *httpsfv.Params }{
+	none: httpsfv.NewParams(),
+	req: func() *httpsfv.Params {
+		p := httpsfv.NewParams()
+		p.Add("req", true)
+		return p
+	}(),
 }
 
 // received is the selected WIMSE signature of a message, parsed only as far as
@@ -99,32 +117,33 @@ var errUnsigned = errcode.New(errcode.MissingCredential, "the message carries no
 //
 // RFC 8941 section 4.2.2 makes a repeated dictionary key overwrite the earlier value;
 // httpsfv does exactly that, so every conforming parser sees the same members.
-func selectSignature(h http.Header, maxSize int) (*received, error) {
-	siVals := h.Values(headerSignatureInput)
-	sVals := h.Values(headerSignature)
+func selectSignature(h http.Header, maxSize int) (received, error) {
+	// Direct map reads: both names are canonical keys, which is all Values would look up.
+	siVals := h[headerSignatureInput]
+	sVals := h[headerSignature]
 	if err := checkSize(headerSignatureInput, siVals, maxSize); err != nil {
-		return nil, err
+		return received{}, err
 	}
 	if err := checkSize(headerSignature, sVals, maxSize); err != nil {
-		return nil, err
+		return received{}, err
 	}
 	if len(siVals) == 0 {
 		if len(sVals) > 0 {
-			return nil, errcode.New(errcode.ParseError, "Signature without Signature-Input")
+			return received{}, errcode.New(errcode.ParseError, "Signature without Signature-Input")
 		}
-		return nil, errUnsigned
+		return received{}, errUnsigned
 	}
 	dict, err := httpsfv.UnmarshalDictionary(siVals)
 	if err != nil {
-		return nil, errcode.Wrap(errcode.ParseError, err, "Signature-Input is not an RFC 8941 dictionary")
+		return received{}, errcode.Wrap(errcode.ParseError, err, "Signature-Input is not an RFC 8941 dictionary")
 	}
 	names := dict.Names()
 	if len(names) == 0 {
 		// An empty dictionary is the absent field (RFC 8941 section 3.2).
 		if len(strings.TrimSpace(strings.Join(sVals, ""))) > 0 {
-			return nil, errcode.New(errcode.ParseError, "Signature without Signature-Input")
+			return received{}, errcode.New(errcode.ParseError, "Signature without Signature-Input")
 		}
-		return nil, errUnsigned
+		return received{}, errUnsigned
 	}
 	var label string
 	if len(names) == 1 {
@@ -142,16 +161,16 @@ func selectSignature(h http.Header, maxSize int) (*received, error) {
 		}
 		switch {
 		case n == 0:
-			return nil, errcode.New(errcode.NoWIMSESignature, "%d signatures, none tagged %q", len(names), Tag)
+			return received{}, errcode.New(errcode.NoWIMSESignature, "%d signatures, none tagged %q", len(names), Tag)
 		case n > 1:
 			// http-signature-07 section 3: the recipient MUST reject rather than pick.
-			return nil, errcode.New(errcode.AmbiguousWIMSESignature, "%d signatures are tagged %q", n, Tag)
+			return received{}, errcode.New(errcode.AmbiguousWIMSESignature, "%d signatures are tagged %q", n, Tag)
 		}
 	}
 	m, _ := dict.Get(label)
 	il, ok := m.(httpsfv.InnerList)
 	if !ok {
-		return nil, errcode.New(errcode.ParseError, "Signature-Input member %q is not an inner list", truncate(label))
+		return received{}, errcode.New(errcode.ParseError, "Signature-Input member %q is not an inner list", truncate(label))
 	}
 	if il.Params == nil {
 		il.Params = httpsfv.NewParams()
@@ -159,25 +178,25 @@ func selectSignature(h http.Header, maxSize int) (*received, error) {
 
 	sdict, err := httpsfv.UnmarshalDictionary(sVals)
 	if err != nil {
-		return nil, errcode.Wrap(errcode.ParseError, err, "Signature is not an RFC 8941 dictionary")
+		return received{}, errcode.Wrap(errcode.ParseError, err, "Signature is not an RFC 8941 dictionary")
 	}
 	sm, ok := sdict.Get(label)
 	if !ok {
-		return nil, errcode.New(errcode.MalformedSignature, "no Signature member for label %q", truncate(label))
+		return received{}, errcode.New(errcode.MalformedSignature, "no Signature member for label %q", truncate(label))
 	}
 	it, ok := sm.(httpsfv.Item)
 	if !ok {
-		return nil, errcode.New(errcode.MalformedSignature, "Signature member %q is not a byte sequence", truncate(label))
+		return received{}, errcode.New(errcode.MalformedSignature, "Signature member %q is not a byte sequence", truncate(label))
 	}
 	sig, ok := it.Value.([]byte)
 	if !ok {
-		return nil, errcode.New(errcode.MalformedSignature, "Signature member %q is not a byte sequence", truncate(label))
+		return received{}, errcode.New(errcode.MalformedSignature, "Signature member %q is not a byte sequence", truncate(label))
 	}
 	// ES256 (raw r||s) and Ed25519 signatures are both 64 octets.
 	if len(sig) != 64 {
-		return nil, errcode.New(errcode.MalformedSignature, "signature is %d octets, want 64", len(sig))
+		return received{}, errcode.New(errcode.MalformedSignature, "signature is %d octets, want 64", len(sig))
 	}
-	return &received{label: label, input: il, sig: sig}, nil
+	return received{label: label, input: il, sig: sig}, nil
 }
 
 func hasWIMSETag(m httpsfv.Member) bool {
@@ -300,10 +319,19 @@ func stringParam(p *httpsfv.Params, name string) (string, bool, error) {
 
 // parseCovered checks the covered-component list of the selected signature.
 func parseCovered(items []httpsfv.Item, response bool) ([]component, error) {
+	return appendCovered(nil, items, response)
+}
+
+// appendCovered is parseCovered storing into buf (from index 0), so that the verifier
+// can parse into an array on its stack; nil buf allocates.
+func appendCovered(buf []component, items []httpsfv.Item, response bool) ([]component, error) {
 	if len(items) > maxComponents {
 		return nil, errcode.New(errcode.ParseError, "%d covered components, limit %d", len(items), maxComponents)
 	}
-	comps := make([]component, 0, len(items))
+	if buf == nil {
+		buf = make([]component, 0, len(items))
+	}
+	comps := buf[:0]
 	for _, it := range items {
 		c, err := parseComponent(it, response)
 		if err != nil {
@@ -328,13 +356,22 @@ func signatureFields(label string, il httpsfv.InnerList, sig []byte) (string, st
 	if err != nil {
 		return "", "", errcode.Wrap(errcode.InvalidRequest, err, "label %q is not an RFC 8941 key", truncate(label))
 	}
-	sd := httpsfv.NewDictionary()
-	sd.Add(label, httpsfv.Item{Value: sig, Params: httpsfv.NewParams()})
-	s, err := httpsfv.Marshal(sd)
+	s, err := signatureField(label, sig)
 	if err != nil {
-		return "", "", errcode.Wrap(errcode.InvalidRequest, err, "signature cannot be serialized")
+		return "", "", err
 	}
 	return si, s, nil
+}
+
+// signatureField serializes the Signature member for label.
+func signatureField(label string, sig []byte) (string, error) {
+	sd := httpsfv.NewDictionary()
+	sd.Add(label, httpsfv.Item{Value: sig, Params: itemParams.none})
+	s, err := httpsfv.Marshal(sd)
+	if err != nil {
+		return "", errcode.Wrap(errcode.InvalidRequest, err, "signature cannot be serialized")
+	}
+	return s, nil
 }
 
 // validLabel reports whether s is an RFC 8941 key (a dictionary member name).

@@ -236,11 +236,11 @@ func (v *Verifier) verifyRequest(ctx context.Context, req *http.Request, rawWIT 
 	if v.configErr != nil {
 		return nil, v.configErr
 	}
-	m, err := requestMessage(req)
-	if err != nil {
+	var m message
+	if err := m.setRequest(req); err != nil {
 		return nil, err
 	}
-	res, err := v.verify(ctx, m, rawWIT, "", &req.Body, req.ContentLength)
+	res, err := v.verify(ctx, &m, rawWIT, "", &req.Body, req.ContentLength)
 	if err == errUnsigned {
 		return nil, errcode.New(errcode.MissingCredential, "the request carries no HTTP signature")
 	}
@@ -315,8 +315,10 @@ func (v *Verifier) verify(ctx context.Context, m *message, rawWIT, reqNonce stri
 		return nil, errcode.New(errcode.AudienceMismatch, "wimse-aud %q is not an accepted audience", truncate(sp.audience))
 	}
 
-	// 3. SIG-3, covered components.
-	comps, err := parseCovered(rcv.input.Items, m.response)
+	// 3. SIG-3, covered components, parsed into an array on the stack (a WIMSE request
+	// covers at most 10 components; a longer list is parsed into the heap).
+	var compBuf [16]component
+	comps, err := appendCovered(compBuf[:0], rcv.input.Items, m.response)
 	if err != nil {
 		return nil, err
 	}
@@ -420,12 +422,14 @@ func (v *Verifier) checkCoverage(m *message, comps []component) error {
 			}
 		}
 	}
+	// covers (a scan of a few names) before present (a header map lookup): a field that
+	// is covered needs no lookup.
 	for _, f := range must {
-		if m.present(f.key) && !covers(comps, component{name: f.name, key: f.key}) {
+		if !covers(comps, component{name: f.name, key: f.key}) && m.present(f.key) {
 			return errcode.New(errcode.MissingRequiredComponent, "the message carries %s, which the signature does not cover", f.key)
 		}
 	}
-	if m.present(dialogContext.key) && !covers(comps, dialogContext) {
+	if !covers(comps, dialogContext) && m.present(dialogContext.key) {
 		return errcode.New(errcode.DialogContextNotCovered, "the message carries Dialog-Context, which the signature does not cover")
 	}
 	return nil
