@@ -150,7 +150,7 @@ func (d *domain) workload(t *testing.T, path string, alg string) *workloadCreds 
 func trustOf(ctx context.Context, clock *testkit.Clock, ds ...*domain) *keys.Trust {
 	tr := keys.NewTrust()
 	for _, d := range ds {
-		tr.AddTrustDomain(d.name, tts.NewLazyRemoteSet(ctx, d.witURL+"/.well-known/jwks.json", time.Nanosecond, clock.Now))
+		tr.AddTrustDomain(d.name, keys.NewLazyRemoteSet(ctx, d.witURL+"/.well-known/jwks.json", time.Nanosecond, clock.Now))
 	}
 	return tr
 }
@@ -254,7 +254,7 @@ func newFigure5(t *testing.T) *figure5 {
 	// A2 can start D2 with it, and takes no Txn-Token from anyone (none is configured).
 	f.b1Srv = httptest.NewUnstartedServer(nil)
 	b1aud := "http://" + f.b1Srv.Listener.Addr().String() + "/task"
-	ttsBKeys := tts.NewLazyRemoteSet(ctx, b.ttsURL+tts.PathJWKS, time.Nanosecond, clock.Now)
+	ttsBKeys := keys.NewLazyRemoteSet(ctx, b.ttsURL+tts.PathJWKS, time.Nanosecond, clock.Now)
 	acceptor := &agent.LinkAcceptor{
 		TTS:          &tts.Client{TokenEndpoint: b.endpoint(), WITSource: f.b1.src, Proof: tts.ProofHTTPSig, Now: clock.Now},
 		AccessTokens: &chaining.AccessTokenVerifier{Keys: ttsBKeys, Issuer: b.ttsURL, Audience: "b.example", Now: clock.Now},

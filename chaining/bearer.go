@@ -35,7 +35,7 @@ type BearerPeer struct {
 	// Issuer is the grant's iss, compared exactly (oauth.md 4.2 item 1).
 	Issuer string
 	// Keys are the peer's signing keys: a JWKS file or URL (keys.NewRemoteSet,
-	// tts.LazyRemoteSet) or its RFC 8414 metadata (NewDiscoveredKeys). Never from the
+	// keys.LazyRemoteSet) or its RFC 8414 metadata (NewDiscoveredKeys). Never from the
 	// grant.
 	Keys keys.KeySet
 	// Typs are the accepted JOSE typ values (default: exactly GrantTyp).

@@ -17,7 +17,7 @@ import (
 // identifier, so its issuer must equal that identifier (RFC 8414 section 3.3) and
 // jwks_uri must be on the issuer's origin: metadata cannot point trust elsewhere.
 //
-// Discovery is lazy, as with tts.LazyRemoteSet: peers start in any order. Until the
+// Discovery is lazy, as with keys.LazyRemoteSet: peers start in any order. Until the
 // metadata and the JWKS answer, every lookup is keys_unavailable (Incomplete: "could
 // not be completed", never acceptance), tried again at most once per retry interval.
 type DiscoveredKeys struct {
@@ -28,7 +28,7 @@ type DiscoveredKeys struct {
 	now    func() time.Time
 
 	mu      sync.Mutex
-	set     *tts.LazyRemoteSet
+	set     *keys.LazyRemoteSet
 	lastTry time.Time
 	lastErr error
 }
@@ -68,7 +68,7 @@ func (d *DiscoveredKeys) Ready(ctx context.Context) error {
 	return set.Ready(ctx)
 }
 
-func (d *DiscoveredKeys) get(ctx context.Context) (*tts.LazyRemoteSet, error) {
+func (d *DiscoveredKeys) get(ctx context.Context) (*keys.LazyRemoteSet, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.set != nil {
@@ -84,6 +84,6 @@ func (d *DiscoveredKeys) get(ctx context.Context) (*tts.LazyRemoteSet, error) {
 		d.lastErr = err
 		return nil, errcode.Unavailable(errcode.KeysUnavailable, err, "metadata of %s", d.issuer)
 	}
-	d.set = tts.NewLazyRemoteSet(d.base, md.JWKSURI, d.retry, d.now, keys.WithHTTPClient(d.hc))
+	d.set = keys.NewLazyRemoteSet(d.base, md.JWKSURI, d.retry, d.now, keys.WithHTTPClient(d.hc))
 	return d.set, nil
 }

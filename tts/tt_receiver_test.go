@@ -1,12 +1,9 @@
 package tts
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,49 +149,6 @@ func TestTT1_10_DialogBinding(t *testing.T) {
 	wantCode(t, DialogMatches(c, "7F3C9A2E-5B1D-4E8A-9C6F-0D2B8E4A1F37"), errcode.DialogMismatch)
 	// A token without a dialog matches none.
 	wantCode(t, DialogMatches(e.verify(e.issued(""), tdA), "D1"), errcode.DialogMismatch)
-}
-
-// The JWKS of the development default may not answer yet: keys_unavailable (could not
-// be completed) until it does, retried at most once per interval, then used.
-func TestLazyRemoteSet(t *testing.T) {
-	k, _ := keys.Generate(keys.ES256)
-	set, _ := keys.NewStaticSet(k.Public())
-	var up atomic.Bool
-	var fetches atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fetches.Add(1)
-		if !up.Load() {
-			http.Error(w, "starting", http.StatusServiceUnavailable)
-			return
-		}
-		b, _ := set.MarshalJSON()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(b)
-	}))
-	defer srv.Close()
-	var mu sync.Mutex
-	now := time.Unix(1_800_000_000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	l := NewLazyRemoteSet(t.Context(), srv.URL, 5*time.Second, clock)
-	for i := 0; i < 5; i++ {
-		_, err := l.LookupKey(context.Background(), k.KID())
-		if errcode.CodeOf(err) != errcode.KeysUnavailable || errcode.KindOf(err) != errcode.Incomplete {
-			t.Fatalf("got %v", err)
-		}
-	}
-	if n := fetches.Load(); n > 2 {
-		t.Fatalf("%d fetches within the retry interval", n)
-	}
-	up.Store(true)
-	mu.Lock()
-	now = now.Add(6 * time.Second)
-	mu.Unlock()
-	if _, err := l.LookupKey(context.Background(), k.KID()); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Ready(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func ptr(n int64) *jose.NumericDate { d := jose.NumericDate(n); return &d }

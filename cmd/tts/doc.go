@@ -17,7 +17,7 @@
 //     loudly what is not trustworthy. Outside it a key file or a data directory is
 //     required, so that a restart does not silently invalidate every token in flight.
 //   - WIT issuer keys and subject token issuer keys given by URL are fetched lazily
-//     (tts.LazyRemoteSet): services can start in any order, and until a JWKS answers
+//     (keys.LazyRemoteSet): services can start in any order, and until a JWKS answers
 //     every check that needs it is "could not be completed" (503, keys_unavailable),
 //     never an acceptance; /readyz says so too.
 //   - Keys in a data directory are written atomically with mode 0600 and rotated

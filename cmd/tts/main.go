@@ -362,7 +362,7 @@ func keySource(ctx context.Context, retry time.Duration, what, url, file string)
 	case url != "" && file != "":
 		return nil, nil, fmt.Errorf("%s: jwks_url and jwks_file exclude each other", what)
 	case url != "":
-		l := tts.NewLazyRemoteSet(ctx, url, retry, nil, jwksRefreshHook())
+		l := keys.NewLazyRemoteSet(ctx, url, retry, nil, jwksRefreshHook())
 		return l, l.Ready, nil
 	case file != "":
 		set, err := keys.LoadJWKSFile(file)

@@ -193,8 +193,8 @@ func run(ctx context.Context, p *printer, topo Topology) error {
 	}
 
 	// Participants as servers.
-	ttsAKeys := tts.NewLazyRemoteSet(ctx, mdA.JWKSURI, 100*time.Millisecond, time.Now, keys.WithHTTPClient(hc))
-	ttsBKeys := tts.NewLazyRemoteSet(ctx, mdB.JWKSURI, 100*time.Millisecond, time.Now, keys.WithHTTPClient(hc))
+	ttsAKeys := keys.NewLazyRemoteSet(ctx, mdA.JWKSURI, 100*time.Millisecond, time.Now, keys.WithHTTPClient(hc))
+	ttsBKeys := keys.NewLazyRemoteSet(ctx, mdB.JWKSURI, 100*time.Millisecond, time.Now, keys.WithHTTPClient(hc))
 	atA2, atTool := make(chan *dialog.Verified, 4), make(chan *dialog.Verified, 4)
 	a2Srv, err := listen()
 	if err != nil {

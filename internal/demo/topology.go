@@ -247,7 +247,7 @@ func witValidator(ctx context.Context, hc *http.Client, ds ...Domain) *wit.Valid
 	}
 	tr := keys.NewTrust()
 	for _, d := range ds {
-		tr.AddTrustDomain(d.Name, tts.NewLazyRemoteSet(ctx, d.WITIssuer+witissuer.PathJWKS, 100*time.Millisecond, time.Now, opts...))
+		tr.AddTrustDomain(d.Name, keys.NewLazyRemoteSet(ctx, d.WITIssuer+witissuer.PathJWKS, 100*time.Millisecond, time.Now, opts...))
 	}
 	return wit.NewValidator(tr, wit.WithCache(256, time.Minute))
 }
