@@ -331,6 +331,10 @@ type Options struct {
 	// ExactAlg requires the token's alg to string-equal the key's alg (the WPT rule);
 	// otherwise the two names of Ed25519 ("EdDSA", "Ed25519") are the same algorithm.
 	ExactAlg bool
+	// RSA admits RS256 and PS256, for the tokens of a third-party issuer whose keys come
+	// from a keys.RSAPolicy set (an IdP's subject tokens). Without it they are
+	// unsupported_alg, whatever the key set holds.
+	RSA bool
 }
 
 // Verify parses raw and checks it as the package documentation describes. The key comes
@@ -369,7 +373,7 @@ func (t *Token) CheckHeader(opts Options) error {
 			return errcode.New(errcode.ForbiddenHeader, "header %q is refused: keys come from trust configuration", h)
 		}
 	}
-	if keys.FamilyOf(t.Alg) == keys.FamilyNone || keys.IsForbiddenAlg(t.Alg) {
+	if f := keys.FamilyOf(t.Alg); f == keys.FamilyNone || keys.IsForbiddenAlg(t.Alg) || f.IsRSA() && !opts.RSA {
 		return errcode.New(errcode.UnsupportedAlg, "alg %q is not accepted", t.Alg)
 	}
 	if len(opts.Algs) > 0 {

@@ -11,6 +11,11 @@ const (
 	ES256   = "ES256"
 	EdDSA   = "EdDSA"
 	Ed25519 = "Ed25519" // RFC 9864 fully-specified name for EdDSA over Ed25519
+	// RS256 and PS256 (RFC 7518 sections 3.3 and 3.5) verify the tokens of third-party
+	// issuers whose JWKS a configuration opens to RSA (RSAPolicy): an IdP's ID and access
+	// tokens. This project never signs with them, and no WIMSE credential uses them.
+	RS256 = "RS256"
+	PS256 = "PS256"
 )
 
 // Family is the signature scheme behind one or more algorithm names.
@@ -20,7 +25,12 @@ const (
 	FamilyNone Family = iota
 	FamilyES256
 	FamilyEd25519
+	FamilyRS256 // RSASSA-PKCS1-v1_5 with SHA-256: verification only
+	FamilyPS256 // RSASSA-PSS with SHA-256 and MGF1, salt of 32 octets: verification only
 )
+
+// IsRSA reports the RSA families, which only keys from an RSAPolicy set carry.
+func (f Family) IsRSA() bool { return f == FamilyRS256 || f == FamilyPS256 }
 
 // FamilyOf maps an algorithm name to its family, FamilyNone when unsupported.
 func FamilyOf(alg string) Family {
@@ -29,6 +39,10 @@ func FamilyOf(alg string) Family {
 		return FamilyES256
 	case EdDSA, Ed25519:
 		return FamilyEd25519
+	case RS256:
+		return FamilyRS256
+	case PS256:
+		return FamilyPS256
 	}
 	return FamilyNone
 }
@@ -36,8 +50,9 @@ func FamilyOf(alg string) Family {
 // CheckSignatureAlg classifies an algorithm name for use as a proof-of-possession or
 // token signing algorithm: nil when supported; ForbiddenConfirmationAlg-style callers
 // can use IsForbiddenAlg to separate "never allowed" from "legal but unsupported".
+// Only ES256 and EdDSA qualify: the RSA families verify third-party tokens only.
 func CheckSignatureAlg(alg string) error {
-	if FamilyOf(alg) != FamilyNone {
+	if f := FamilyOf(alg); f == FamilyES256 || f == FamilyEd25519 {
 		return nil
 	}
 	return errcode.New(errcode.UnsupportedAlg, "algorithm %q is not supported", alg)

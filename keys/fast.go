@@ -42,7 +42,7 @@ func ParseConfirmationJWK(b []byte) (*PublicKey, error) {
 		return nil, errcode.New(errcode.MissingConfirmationAlg, "cnf.jwk has no alg")
 	case IsForbiddenAlg(m.Alg) || m.K != nil || m.Kty == "oct":
 		return nil, errcode.New(errcode.ForbiddenConfirmationAlg, "cnf.jwk alg %q cannot prove possession", m.Alg)
-	case FamilyOf(m.Alg) == FamilyNone:
+	case CheckSignatureAlg(m.Alg) != nil: // ES256 and EdDSA only: never RSA
 		return nil, errcode.New(errcode.UnsupportedConfirmationAlg, "cnf.jwk alg %q is not supported", m.Alg)
 	case m.D != nil:
 		return nil, errcode.New(errcode.InvalidKey, "cnf.jwk carries a private key")

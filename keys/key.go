@@ -7,6 +7,7 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -24,6 +25,7 @@ type PublicKey struct {
 	family Family
 	ec     *ecdsa.PublicKey
 	ed     ed25519.PublicKey
+	rsa    *rsa.PublicKey // only from an RSAPolicy set (rsa.go)
 }
 
 // KID returns the key identifier ("" when the key has none).
@@ -35,10 +37,14 @@ func (k *PublicKey) Alg() string { return k.alg }
 // Family returns the key's signature scheme.
 func (k *PublicKey) Family() Family { return k.family }
 
-// Crypto returns the Go public key (*ecdsa.PublicKey or ed25519.PublicKey).
+// Crypto returns the Go public key (*ecdsa.PublicKey, ed25519.PublicKey or, from an
+// RSAPolicy set, *rsa.PublicKey).
 func (k *PublicKey) Crypto() crypto.PublicKey {
-	if k.ec != nil {
+	switch {
+	case k.ec != nil:
 		return k.ec
+	case k.rsa != nil:
+		return k.rsa
 	}
 	return k.ed
 }
@@ -57,6 +63,13 @@ func (k *PublicKey) Verify(msg, sig []byte) bool {
 		return ecdsa.Verify(k.ec, h[:], r, s)
 	case FamilyEd25519:
 		return len(sig) == ed25519.SignatureSize && ed25519.Verify(k.ed, msg, sig)
+	case FamilyRS256:
+		h := sha256.Sum256(msg)
+		return rsa.VerifyPKCS1v15(k.rsa, crypto.SHA256, h[:], sig) == nil
+	case FamilyPS256:
+		h := sha256.Sum256(msg)
+		// RFC 7518 section 3.5: the salt is as long as the hash.
+		return rsa.VerifyPSS(k.rsa, crypto.SHA256, h[:], sig, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash}) == nil
 	}
 	return false
 }
@@ -94,9 +107,11 @@ func (k *PublicKey) JWK() (jwk.Key, error) { return k.jwk() }
 type publicJWK struct {
 	Alg string `json:"alg"`
 	Kty string `json:"kty"`
-	Crv string `json:"crv"`
-	X   string `json:"x"`
+	Crv string `json:"crv,omitempty"`
+	X   string `json:"x,omitempty"`
 	Y   string `json:"y,omitempty"`
+	N   string `json:"n,omitempty"`
+	E   string `json:"e,omitempty"`
 	Kid string `json:"kid,omitempty"`
 }
 
@@ -121,6 +136,8 @@ func (k *PublicKey) public(withKID bool) publicJWK {
 		p.Kty, p.Crv, p.X, p.Y = "EC", "P-256", b64(xb[:]), b64(yb[:])
 	case FamilyEd25519:
 		p.Kty, p.Crv, p.X = "OKP", "Ed25519", b64(k.ed)
+	case FamilyRS256, FamilyPS256:
+		p.Kty, p.N, p.E = "RSA", b64(k.rsa.N.Bytes()), b64(big.NewInt(int64(k.rsa.E)).Bytes())
 	}
 	return p
 }

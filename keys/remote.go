@@ -20,6 +20,7 @@ type RemoteSet struct {
 	minRefresh time.Duration
 	now        func() time.Time
 	hook       func(RefreshEvent)
+	rsa        *RSAPolicy // WithRSA
 
 	mu          sync.Mutex
 	lastRefresh time.Time
@@ -109,7 +110,7 @@ func (r *RemoteSet) refresh(ctx context.Context, force bool) (*StaticSet, error)
 		return nil, errcode.Unavailable(errcode.KeysUnavailable, err, "fetching JWKS")
 	}
 	if src != r.currentSrc || r.current == nil {
-		set, err := fromJWKSet(src)
+		set, err := fromJWKSetPolicy(src, r.rsa)
 		if err != nil {
 			return nil, err
 		}

@@ -48,18 +48,7 @@ func ParseJWKS(b []byte) (*StaticSet, error) {
 	return fromJWKSet(set)
 }
 
-func fromJWKSet(set jwk.Set) (*StaticSet, error) {
-	ks := make([]*PublicKey, 0, set.Len())
-	for i := 0; i < set.Len(); i++ {
-		j, _ := set.Key(i)
-		k, err := FromJWK(j)
-		if err != nil {
-			return nil, err
-		}
-		ks = append(ks, k)
-	}
-	return NewStaticSet(ks...)
-}
+func fromJWKSet(set jwk.Set) (*StaticSet, error) { return fromJWKSetPolicy(set, nil) }
 
 // LoadJWKSFile reads a JWKS file.
 func LoadJWKSFile(path string) (*StaticSet, error) {

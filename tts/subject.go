@@ -194,6 +194,10 @@ type JWTIssuer struct {
 	// (ID tokens, typically). Without it, such a token's scope is unknown and the
 	// request is refused (oauth.md 1.5 step 4).
 	Scope []string
+	// RSA admits RS256 and PS256 tokens of this issuer (identity providers sign with
+	// RSA); Keys must then be a set opened to RSA (keys.RSAPolicy), since no other set
+	// holds RSA keys.
+	RSA bool
 }
 
 // JWTHandler validates JWT subject tokens (access_token, id_token or jwt) of configured
@@ -271,7 +275,7 @@ func (h *JWTHandler) Validate(ctx context.Context, token string, _ *Requester) (
 	if !ok {
 		return nil, errcode.New(errcode.UntrustedIssuer, "subject token issuer %q is not configured", truncate(c.Iss))
 	}
-	if err := t.CheckHeader(jose.Options{Typ: is.Typ}); err != nil {
+	if err := t.CheckHeader(jose.Options{Typ: is.Typ, RSA: is.RSA}); err != nil {
 		return nil, err
 	}
 	key, err := is.Keys.LookupKey(ctx, t.Kid)

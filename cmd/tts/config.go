@@ -135,6 +135,15 @@ type JWTIssuerConfig struct {
 	Audiences     []string `yaml:"audiences"`
 	SubjectPrefix string   `yaml:"subject_prefix"`
 	Scope         []string `yaml:"scope"`
+	// RSA, when present, admits RSA keys (RS256, PS256; 2048 to 8192 bits) in this
+	// issuer's JWKS and RS256/PS256 tokens from it; identity providers sign with RSA.
+	RSA *RSAConfig `yaml:"rsa"`
+}
+
+// RSAConfig: DefaultAlg pins the RSA keys that name no alg (RS256 or PS256; none: such
+// keys are refused).
+type RSAConfig struct {
+	DefaultAlg string `yaml:"default_alg"`
 }
 
 // PolicyConfig: see tts.Policy.

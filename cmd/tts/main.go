@@ -221,6 +221,13 @@ func validate(cfg *Config) error {
 	if err := checkChaining(cfg); err != nil {
 		return err
 	}
+	for _, is := range cfg.SubjectTokens.JWTIssuers {
+		if is.RSA != nil {
+			if err := (keys.RSAPolicy{DefaultAlg: is.RSA.DefaultAlg}).Check(); err != nil {
+				return fmt.Errorf("subject_tokens.jwt_issuers[%s].rsa: %w", is.Issuer, err)
+			}
+		}
+	}
 	_, err := buildPolicy(cfg.Policy)
 	return err
 }
@@ -358,14 +365,35 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 // keySource is a JWKS URL (lazy: the TTS may start before the issuer it trusts, and
 // until the keys arrive every check is "could not be completed") or a JWKS file.
 func keySource(ctx context.Context, retry time.Duration, what, url, file string) (keys.KeySet, tts.ReadyCheck, error) {
+	return keySourceRSA(ctx, retry, what, url, file, nil)
+}
+
+// keySourceRSA is keySource for a set that may hold RSA keys (rsa non-nil): the keys of
+// a subject-token issuer configured with an rsa section.
+func keySourceRSA(ctx context.Context, retry time.Duration, what, url, file string, rsa *keys.RSAPolicy) (keys.KeySet, tts.ReadyCheck, error) {
+	if rsa != nil {
+		if err := rsa.Check(); err != nil {
+			return nil, nil, fmt.Errorf("%s.rsa: %w", what, err)
+		}
+	}
 	switch {
 	case url != "" && file != "":
 		return nil, nil, fmt.Errorf("%s: jwks_url and jwks_file exclude each other", what)
 	case url != "":
-		l := keys.NewLazyRemoteSet(ctx, url, retry, nil, jwksRefreshHook())
+		opts := []keys.RemoteOption{jwksRefreshHook()}
+		if rsa != nil {
+			opts = append(opts, keys.WithRSA(*rsa))
+		}
+		l := keys.NewLazyRemoteSet(ctx, url, retry, nil, opts...)
 		return l, l.Ready, nil
 	case file != "":
-		set, err := keys.LoadJWKSFile(file)
+		var set *keys.StaticSet
+		var err error
+		if rsa != nil {
+			set, err = keys.LoadJWKSFileWithRSA(file, *rsa)
+		} else {
+			set, err = keys.LoadJWKSFile(file)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", what, err)
 		}
@@ -453,7 +481,11 @@ func buildSubjectHandlers(ctx context.Context, cfg *Config, issuer, tokenEndpoin
 	byType := map[string][]tts.JWTIssuer{}
 	var order []string
 	for _, is := range st.JWTIssuers {
-		ks, r, err := keySource(ctx, cfg.JWKSRetry, "subject_tokens.jwt_issuers["+is.Issuer+"]", is.JWKSURL, is.JWKSFile)
+		var rsa *keys.RSAPolicy
+		if is.RSA != nil {
+			rsa = &keys.RSAPolicy{DefaultAlg: is.RSA.DefaultAlg}
+		}
+		ks, r, err := keySourceRSA(ctx, cfg.JWKSRetry, "subject_tokens.jwt_issuers["+is.Issuer+"]", is.JWKSURL, is.JWKSFile, rsa)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -472,7 +504,8 @@ func buildSubjectHandlers(ctx context.Context, cfg *Config, issuer, tokenEndpoin
 			if _, ok := byType[urn]; !ok {
 				order = append(order, urn)
 			}
-			byType[urn] = append(byType[urn], tts.JWTIssuer{Issuer: is.Issuer, Keys: ks, Typ: is.Typ, Audiences: is.Audiences, SubjectPrefix: is.SubjectPrefix, Scope: is.Scope})
+			byType[urn] = append(byType[urn], tts.JWTIssuer{Issuer: is.Issuer, Keys: ks, Typ: is.Typ, Audiences: is.Audiences,
+				SubjectPrefix: is.SubjectPrefix, Scope: is.Scope, RSA: rsa != nil})
 		}
 	}
 	if len(own) > 0 {
