@@ -12,6 +12,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"github.com/dialogtrust/dialogtrust/internal/tracing"
 )
 
@@ -67,22 +68,11 @@ type KeysConfig struct {
 	StepInterval time.Duration `yaml:"step_interval"`
 }
 
-// StoreConfig: the replay store of WPT jtis, signature nonces and assertion jtis.
-type StoreConfig struct {
-	Type  string      `yaml:"type"`
-	Redis RedisConfig `yaml:"redis"`
-}
-
-// RedisConfig: a Redis node or Cluster.
-type RedisConfig struct {
-	Addrs   []string      `yaml:"addrs"`
-	Cluster bool          `yaml:"cluster"`
-	Prefix  string        `yaml:"prefix"`
-	Timeout time.Duration `yaml:"timeout"`
-	// LossQuarantine: how long claims are refused after the store sees that Redis lost
-	// its data (store.WithLossQuarantine; default store.DefaultLossQuarantine).
-	LossQuarantine time.Duration `yaml:"loss_quarantine"`
-}
+// StoreConfig and RedisConfig are the services' shared store section (cmdutil).
+type (
+	StoreConfig = cmdutil.StoreConfig
+	RedisConfig = cmdutil.RedisConfig
+)
 
 // WITTrustConfig: the keys of one trust domain's WIT issuer, by JWKS URL (fetched
 // lazily, cached, refreshed on an unknown kid) or file.

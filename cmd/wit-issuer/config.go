@@ -12,6 +12,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"github.com/dialogtrust/dialogtrust/internal/tracing"
 )
 
@@ -60,22 +61,11 @@ type KeysConfig struct {
 	PublishDelay   time.Duration `yaml:"publish_delay"`
 }
 
-// StoreConfig: the replay store.
-type StoreConfig struct {
-	Type  string      `yaml:"type"`
-	Redis RedisConfig `yaml:"redis"`
-}
-
-// RedisConfig: a Redis node or Cluster for the replay store.
-type RedisConfig struct {
-	Addrs   []string      `yaml:"addrs"`
-	Cluster bool          `yaml:"cluster"`
-	Prefix  string        `yaml:"prefix"`
-	Timeout time.Duration `yaml:"timeout"`
-	// LossQuarantine: how long claims are refused after the store sees that Redis lost
-	// its data (store.WithLossQuarantine; default store.DefaultLossQuarantine).
-	LossQuarantine time.Duration `yaml:"loss_quarantine"`
-}
+// StoreConfig and RedisConfig are the services' shared store section (cmdutil).
+type (
+	StoreConfig = cmdutil.StoreConfig
+	RedisConfig = cmdutil.RedisConfig
+)
 
 // PolicyConfig: see witissuer.Policy.
 type PolicyConfig struct {

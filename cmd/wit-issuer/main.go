@@ -141,15 +141,6 @@ func routeSummary(rs []RouteConfig) []string {
 }
 
 // app is a built, not yet serving, issuer.
-// shutdownTracer exports the spans still buffered, for at most five seconds.
-func shutdownTracer(t *tracing.Tracer, logger *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := t.Shutdown(ctx); err != nil {
-		logger.Warn("tracing: final export", "error", err.Error())
-	}
-}
-
 type app struct {
 	srv      *http.Server
 	ln       net.Listener
@@ -336,7 +327,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 	if err != nil {
 		return nil, err
 	}
-	a.closers = append(a.closers, func() { shutdownTracer(tracer, logger) })
+	a.closers = append(a.closers, func() { tracer.ShutdownLogged(logger) })
 	if tracer.Enabled() {
 		logger.Info("tracing on", "otlp_endpoint", cfg.Tracing.OTLPEndpoint)
 	}
@@ -367,25 +358,11 @@ func firstNonEmpty(s ...string) string {
 }
 
 func openStore(sc StoreConfig) (store.Replay, []witissuer.ReadyCheck, func(), error) {
-	switch sc.Type {
-	case "memory":
-		return store.NewMemory(), nil, func() {}, nil
-	case "redis":
-		client := store.NewRedisClient(sc.Redis.Addrs, sc.Redis.Cluster)
-		var opts []store.RedisOption
-		if sc.Redis.Prefix != "" {
-			opts = append(opts, store.WithPrefix(sc.Redis.Prefix))
-		}
-		if sc.Redis.Timeout > 0 {
-			opts = append(opts, store.WithTimeout(sc.Redis.Timeout))
-		}
-		if sc.Redis.LossQuarantine > 0 {
-			opts = append(opts, store.WithLossQuarantine(sc.Redis.LossQuarantine))
-		}
-		ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
-		return store.NewRedis(client, opts...), []witissuer.ReadyCheck{ping}, func() { _ = client.Close() }, nil
+	replay, ready, closeFn, err := cmdutil.OpenStore(sc)
+	if err != nil || ready == nil {
+		return replay, nil, closeFn, err
 	}
-	return nil, nil, nil, fmt.Errorf("store.type %q: memory or redis", sc.Type)
+	return replay, []witissuer.ReadyCheck{ready}, closeFn, nil
 }
 
 // buildMethods builds each configured method that a route uses.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -192,6 +193,19 @@ func (t *Tracer) Handler(next http.Handler, routes ...string) http.Handler {
 		}),
 		// The default MeterProvider is a no-op; Prometheus already has the metrics.
 	)
+}
+
+// ShutdownLogged is Shutdown within five seconds, for a service's exit: a failed final
+// export is logged, not returned. With t nil it does nothing.
+func (t *Tracer) ShutdownLogged(logger *slog.Logger) {
+	if t == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.Shutdown(ctx); err != nil {
+		logger.Warn("tracing: final export", "error", err.Error())
+	}
 }
 
 // Shutdown exports the spans still buffered and stops the exporter. With t nil it does

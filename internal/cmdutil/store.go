@@ -1,0 +1,51 @@
+package cmdutil
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/store"
+)
+
+// StoreConfig is the store section of both services: the replay store of single-use
+// values (WPT jtis, signature nonces, request and assertion jtis).
+type StoreConfig struct {
+	Type  string      `yaml:"type"` // memory or redis
+	Redis RedisConfig `yaml:"redis"`
+}
+
+// RedisConfig: a Redis node or Cluster.
+type RedisConfig struct {
+	Addrs   []string      `yaml:"addrs"`
+	Cluster bool          `yaml:"cluster"`
+	Prefix  string        `yaml:"prefix"`
+	Timeout time.Duration `yaml:"timeout"`
+	// LossQuarantine: how long claims are refused after the store sees that Redis lost
+	// its data (store.WithLossQuarantine; default store.DefaultLossQuarantine).
+	LossQuarantine time.Duration `yaml:"loss_quarantine"`
+}
+
+// OpenStore opens the configured replay store. ready, when not nil, is the readiness
+// check (Redis answers PING); closeFn releases the client.
+func OpenStore(sc StoreConfig) (replay store.Replay, ready func(context.Context) error, closeFn func(), err error) {
+	switch sc.Type {
+	case "memory":
+		return store.NewMemory(), nil, func() {}, nil
+	case "redis":
+		client := store.NewRedisClient(sc.Redis.Addrs, sc.Redis.Cluster)
+		var opts []store.RedisOption
+		if sc.Redis.Prefix != "" {
+			opts = append(opts, store.WithPrefix(sc.Redis.Prefix))
+		}
+		if sc.Redis.Timeout > 0 {
+			opts = append(opts, store.WithTimeout(sc.Redis.Timeout))
+		}
+		if sc.Redis.LossQuarantine > 0 {
+			opts = append(opts, store.WithLossQuarantine(sc.Redis.LossQuarantine))
+		}
+		ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
+		return store.NewRedis(client, opts...), ping, func() { _ = client.Close() }, nil
+	}
+	return nil, nil, nil, fmt.Errorf("store.type %q: memory or redis", sc.Type)
+}
