@@ -83,6 +83,7 @@ type Redis struct {
 	quarantine time.Duration
 	now        func() time.Time
 	newValue   func() string // a test hook; crypto/rand otherwise
+	onLoss     func(LossEvent)
 
 	maxTTL atomic.Int64 // the longest claim seen, in ns: the quarantine is at least this
 	// epochs[tag] is the epoch this broker saw last for the tag; nil until learned.
@@ -256,17 +257,48 @@ func (r *Redis) Claim(ctx context.Context, key string, ttl time.Duration) error 
 	case 0:
 		return replayed()
 	default:
-		until := "later"
-		if rest, ok := strings.CutPrefix(epoch, "q:"); ok {
-			if ms, _, ok := strings.Cut(rest, ":"); ok {
-				if n, err := strconv.ParseInt(ms, 10, 64); err == nil {
-					until = time.UnixMilli(n).UTC().Format(time.RFC3339)
-				}
-			}
+		until, ok := quarantineEnd(epoch)
+		if r.onLoss != nil && epoch != known {
+			// The first time this store sees this quarantine of this tag.
+			r.onLoss(LossEvent{Tag: tag, Until: until})
+		}
+		when := "later"
+		if ok {
+			when = until.UTC().Format(time.RFC3339)
 		}
 		return errcode.Unavailable(errcode.StoreUnavailable, nil,
-			"the replay store lost its data (a Redis restart without persistence?); claims are refused until %s, when every claim made before the loss has expired", until)
+			"the replay store lost its data (a Redis restart without persistence?); claims are refused until %s, when every claim made before the loss has expired", when)
 	}
+}
+
+// quarantineEnd reads the end of a quarantine from its epoch value ("q:<unix ms>:...").
+func quarantineEnd(epoch string) (time.Time, bool) {
+	rest, ok := strings.CutPrefix(epoch, "q:")
+	if !ok {
+		return time.Time{}, false
+	}
+	ms, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(n), true
+}
+
+// LossEvent reports that a tag of the store is in quarantine after a data loss: its
+// claims are refused until Until.
+type LossEvent struct {
+	Tag   int
+	Until time.Time
+}
+
+// WithLossHook calls hook the first time the store finds each tag in a quarantine (up
+// to LossTags calls per loss), for a log line or a metric. hook must be fast.
+func WithLossHook(hook func(LossEvent)) RedisOption {
+	return func(r *Redis) { r.onLoss = hook }
 }
 
 // keyTag maps a caller's key to its hash tag and the Redis key. The digest keeps keys

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,7 +111,13 @@ func TestRedisRestartWithoutPersistenceIsSeen(t *testing.T) {
 	clock := newTestClock()
 	client := NewRedisClient([]string{srv.addr()}, false)
 	defer client.Close()
-	a := NewRedis(client, WithLossQuarantine(2*time.Minute), WithRedisClock(clock.now))
+	var losses []LossEvent
+	var lossMu sync.Mutex
+	a := NewRedis(client, WithLossQuarantine(2*time.Minute), WithRedisClock(clock.now), WithLossHook(func(e LossEvent) {
+		lossMu.Lock()
+		defer lossMu.Unlock()
+		losses = append(losses, e)
+	}))
 	ctx := context.Background()
 	jtis := make([]string, 40)
 	for i := range jtis {
@@ -126,6 +133,21 @@ func TestRedisRestartWithoutPersistenceIsSeen(t *testing.T) {
 	for _, j := range jtis {
 		wantLost(t, a.Claim(ctx, j, time.Minute), "replay after the restart of "+j)
 	}
+	lossMu.Lock()
+	seen := map[int]bool{}
+	for _, e := range losses {
+		if seen[e.Tag] {
+			t.Errorf("tag %d reported twice", e.Tag)
+		}
+		seen[e.Tag] = true
+		if !e.Until.Equal(clock.now().Add(2 * time.Minute).Truncate(time.Millisecond)) {
+			t.Errorf("quarantine until %v, want %v", e.Until, clock.now().Add(2*time.Minute))
+		}
+	}
+	if len(losses) == 0 {
+		t.Error("the loss hook was not called")
+	}
+	lossMu.Unlock()
 	// A broker started after the restart honours the quarantine the first one recorded
 	// in the tags it saw.
 	b := NewRedis(NewRedisClient([]string{srv.addr()}, false), WithLossQuarantine(2*time.Minute), WithRedisClock(clock.now))

@@ -263,7 +263,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 		a.issuer = a.url
 	}
 
-	replay, readyChecks, closeStore, err := openStore(cfg.Store)
+	replay, readyChecks, closeStore, err := openStore(cfg.Store, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -546,8 +546,8 @@ func buildPolicy(pc PolicyConfig) (tts.Policy, error) {
 	return p, nil
 }
 
-func openStore(sc StoreConfig) (store.Replay, []tts.ReadyCheck, func(), error) {
-	replay, ready, closeFn, err := cmdutil.OpenStore(sc)
+func openStore(sc StoreConfig, logger *slog.Logger) (store.Replay, []tts.ReadyCheck, func(), error) {
+	replay, ready, closeFn, err := cmdutil.OpenStore(sc, logger)
 	if err != nil || ready == nil {
 		return replay, nil, closeFn, err
 	}

@@ -281,7 +281,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 		a.issuer = a.url
 	}
 
-	replay, ready, closeStore, err := openStore(cfg.Store)
+	replay, ready, closeStore, err := openStore(cfg.Store, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -357,8 +357,8 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-func openStore(sc StoreConfig) (store.Replay, []witissuer.ReadyCheck, func(), error) {
-	replay, ready, closeFn, err := cmdutil.OpenStore(sc)
+func openStore(sc StoreConfig, logger *slog.Logger) (store.Replay, []witissuer.ReadyCheck, func(), error) {
+	replay, ready, closeFn, err := cmdutil.OpenStore(sc, logger)
 	if err != nil || ready == nil {
 		return replay, nil, closeFn, err
 	}

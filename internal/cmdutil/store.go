@@ -3,6 +3,8 @@ package cmdutil
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/store"
@@ -27,8 +29,9 @@ type RedisConfig struct {
 }
 
 // OpenStore opens the configured replay store. ready, when not nil, is the readiness
-// check (Redis answers PING); closeFn releases the client.
-func OpenStore(sc StoreConfig) (replay store.Replay, ready func(context.Context) error, closeFn func(), err error) {
+// check (Redis answers PING); closeFn releases the client. A data loss the Redis store
+// sees is logged on logger (LossLogger).
+func OpenStore(sc StoreConfig, logger *slog.Logger) (replay store.Replay, ready func(context.Context) error, closeFn func(), err error) {
 	switch sc.Type {
 	case "memory":
 		return store.NewMemory(), nil, func() {}, nil
@@ -44,8 +47,41 @@ func OpenStore(sc StoreConfig) (replay store.Replay, ready func(context.Context)
 		if sc.Redis.LossQuarantine > 0 {
 			opts = append(opts, store.WithLossQuarantine(sc.Redis.LossQuarantine))
 		}
+		if logger != nil {
+			opts = append(opts, store.WithLossHook(LossLogger(logger, time.Now)))
+		}
 		ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
 		return store.NewRedis(client, opts...), ping, func() { _ = client.Close() }, nil
 	}
 	return nil, nil, nil, fmt.Errorf("store.type %q: memory or redis", sc.Type)
+}
+
+// LossLogger returns a store.WithLossHook hook that logs, at error level, that the
+// replay store lost its data and until when claims are refused: once, then at most once
+// a minute while further tags report it, with the count of tags so far.
+func LossLogger(logger *slog.Logger, now func() time.Time) func(store.LossEvent) {
+	var (
+		mu       sync.Mutex
+		last     time.Time
+		tags     int
+		latest   time.Time
+		unlogged int
+	)
+	return func(e store.LossEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		tags++
+		unlogged++
+		if e.Until.After(latest) {
+			latest = e.Until
+		}
+		t := now()
+		if !last.IsZero() && t.Sub(last) < time.Minute {
+			return
+		}
+		last = t
+		logger.Error("replay store lost its data (a Redis restart without persistence, a flush or an eviction?): claims are refused until every claim made before the loss has expired",
+			"until", latest.UTC().Format(time.RFC3339), "tags_in_quarantine", tags, "new_since_last_line", unlogged)
+		unlogged = 0
+	}
 }

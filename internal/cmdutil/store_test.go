@@ -1,0 +1,41 @@
+package cmdutil
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/store"
+)
+
+// A data loss is one error line, then at most one a minute while more tags report it.
+func TestLossLoggerRateLimited(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	hook := LossLogger(logger, func() time.Time { return now })
+	until := now.Add(6 * time.Minute)
+	for tag := range 200 {
+		hook(store.LossEvent{Tag: tag, Until: until})
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("%d lines for one loss within a minute: %s", len(lines), buf.String())
+	}
+	now = now.Add(61 * time.Second)
+	hook(store.LossEvent{Tag: 200, Until: until})
+	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines after a minute", len(lines))
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[1]), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["level"] != "ERROR" || m["tags_in_quarantine"] != float64(201) || m["new_since_last_line"] != float64(200) || m["until"] != until.Format(time.RFC3339) {
+		t.Fatalf("line %v", m)
+	}
+}
