@@ -11,6 +11,12 @@
 //     band, or an inline set), never from a token's jku, x5u, jwk or iss.
 //   - a Ring holds a signer's active key plus published keys, so rotation publishes a
 //     key before it is used and keeps the old one while tokens it signed can be valid.
+//   - RSA keys (RS256, PS256, 2048 to 8192 bits) exist only in sets read with an
+//     RSAPolicy (ParseJWKSWithRSA, WithRSA): the JWKS of identity providers whose tokens
+//     the TTS takes as subject tokens. Every other set refuses them and CheckSignatureAlg
+//     names ES256 and EdDSA only, so no WIMSE credential can be RSA.
+//   - NewLazyRemoteSet is a RemoteSet for a JWKS that may not answer yet (services
+//     started in any order): keys_unavailable until it does.
 //
 // JWK parsing, thumbprints, JWKS serialization and the JWKS HTTP cache are jwx's
 // (github.com/lestrrat-go/jwx/v2). Signing and verification are crypto/ecdsa and
