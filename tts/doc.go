@@ -27,7 +27,8 @@
 //     prefix; none: unauthorized_client), the audience (not served: invalid_target; not
 //     the workload's: unauthorized_client), the subject token type.
 //  4. The subject token, by its handler (one per type, in the style of fosite): JWT
-//     access and ID tokens of configured issuers (keys by JWKS, typ explicit),
+//     access and ID tokens of configured issuers (keys by JWKS, typ explicit; RS256 and
+//     PS256 for an issuer opened to RSA, JWTIssuer.RSA),
 //     self_signed (iss = the authenticated workload, signed with a key it proved in this
 //     request, aud = this TTS), unsigned_json (only where policy lists it), txn_token
 //     (replacement). Refresh tokens and unknown types: unsupported_token_type.
