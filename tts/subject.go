@@ -194,6 +194,11 @@ type JWTIssuer struct {
 	// (ID tokens, typically). Without it, such a token's scope is unknown and the
 	// request is refused (oauth.md 1.5 step 4).
 	Scope []string
+	// AllowUntyped accepts this issuer's tokens without a typ header (some identity
+	// providers' ID tokens carry none); a typ, when present, must still be Typ. It needs
+	// Audiences, so that an untyped token of another kind from the same issuer is not
+	// taken for one of this kind.
+	AllowUntyped bool
 	// RSA admits RS256 and PS256 tokens of this issuer (identity providers sign with
 	// RSA); Keys must then be a set opened to RSA (keys.RSAPolicy), since no other set
 	// holds RSA keys.
@@ -225,6 +230,9 @@ func NewJWTHandler(tokenType string, issuers []JWTIssuer, o HandlerOptions) (*JW
 		}
 		if _, dup := h.issuers[is.Issuer]; dup {
 			return nil, fmt.Errorf("tts: issuer %s configured twice for %s", is.Issuer, tokenType)
+		}
+		if is.AllowUntyped && len(is.Audiences) == 0 {
+			return nil, fmt.Errorf("tts: issuer %s: accepting untyped tokens needs audiences", is.Issuer)
 		}
 		if is.Typ == "" {
 			is.Typ = "JWT"
@@ -275,7 +283,7 @@ func (h *JWTHandler) Validate(ctx context.Context, token string, _ *Requester) (
 	if !ok {
 		return nil, errcode.New(errcode.UntrustedIssuer, "subject token issuer %q is not configured", truncate(c.Iss))
 	}
-	if err := t.CheckHeader(jose.Options{Typ: is.Typ, RSA: is.RSA}); err != nil {
+	if err := t.CheckHeader(jose.Options{Typ: is.Typ, RSA: is.RSA, AllowUntyped: is.AllowUntyped}); err != nil {
 		return nil, err
 	}
 	key, err := is.Keys.LookupKey(ctx, t.Kid)

@@ -128,6 +128,9 @@ type JWTIssuerConfig struct {
 	// RSA, when present, admits RSA keys (RS256, PS256; 2048 to 8192 bits) in this
 	// issuer's JWKS and RS256/PS256 tokens from it; identity providers sign with RSA.
 	RSA *RSAConfig `yaml:"rsa"`
+	// AllowUntyped accepts tokens without a typ header (ID tokens of some identity
+	// providers); it needs audiences.
+	AllowUntyped bool `yaml:"allow_untyped"`
 }
 
 // RSAConfig: DefaultAlg pins the RSA keys that name no alg (RS256 or PS256; none: such

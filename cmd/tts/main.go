@@ -213,6 +213,9 @@ func validate(cfg *Config) error {
 		return err
 	}
 	for _, is := range cfg.SubjectTokens.JWTIssuers {
+		if is.AllowUntyped && len(is.Audiences) == 0 {
+			return fmt.Errorf("subject_tokens.jwt_issuers[%s]: allow_untyped needs audiences", is.Issuer)
+		}
 		if is.RSA != nil {
 			if err := (keys.RSAPolicy{DefaultAlg: is.RSA.DefaultAlg}).Check(); err != nil {
 				return fmt.Errorf("subject_tokens.jwt_issuers[%s].rsa: %w", is.Issuer, err)
@@ -496,7 +499,7 @@ func buildSubjectHandlers(ctx context.Context, cfg *Config, issuer, tokenEndpoin
 				order = append(order, urn)
 			}
 			byType[urn] = append(byType[urn], tts.JWTIssuer{Issuer: is.Issuer, Keys: ks, Typ: is.Typ, Audiences: is.Audiences,
-				SubjectPrefix: is.SubjectPrefix, Scope: is.Scope, RSA: rsa != nil})
+				SubjectPrefix: is.SubjectPrefix, Scope: is.Scope, RSA: rsa != nil, AllowUntyped: is.AllowUntyped})
 		}
 	}
 	if len(own) > 0 {
