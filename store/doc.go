@@ -33,6 +33,8 @@
 //     restart without persistence, a flush, an eviction) is noticed by the brokers that
 //     were running and its claims refused until everything claimed before the loss has
 //     expired (WithLossQuarantine). See Redis for what it cannot notice.
+//     WithReplicaAcks makes a claim count only once N replicas acknowledged it (WAIT on
+//     the claim's connection), so an asynchronous failover cannot lose it.
 //
 // The claim windows of brokers that share a Redis only agree if they use the same key
 // prefix and the same version of this package: the digest layout (prefix, "{xx}" tag,

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"strconv"
@@ -84,6 +85,9 @@ type Redis struct {
 	now        func() time.Time
 	newValue   func() string // a test hook; crypto/rand otherwise
 	onLoss     func(LossEvent)
+	acks       int           // WithReplicaAcks
+	cluster    bool          // the client is a Cluster client
+	ackTimeout time.Duration // WithReplicaAcks
 
 	maxTTL atomic.Int64 // the longest claim seen, in ns: the quarantine is at least this
 	// epochs[tag] is the epoch this broker saw last for the tag; nil until learned.
@@ -133,6 +137,7 @@ func NewRedis(client redis.UniversalClient, opts ...RedisOption) *Redis {
 	for _, o := range opts {
 		o(r)
 	}
+	_, r.cluster = client.(*redis.ClusterClient)
 	return r
 }
 
@@ -221,6 +226,9 @@ func (r *Redis) Claim(ctx context.Context, key string, ttl time.Duration) error 
 	if err := validateClaim(key, ttl); err != nil {
 		return err
 	}
+	if r.acks > 0 && r.cluster {
+		return unavailable(errors.New("replica acknowledgements (WAIT) need a single-node client, not a Cluster client"))
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	r.learn(ctx)
@@ -237,8 +245,15 @@ func (r *Redis) Claim(ctx context.Context, key string, ttl time.Duration) error 
 	if e := r.epochs[tag].Load(); e != nil {
 		known = *e
 	}
-	res, err := claimScript.Run(ctx, r.client, []string{r.epochKey(tag), k},
-		known, r.newValue(), redisTTL(ttl).Milliseconds(), r.newValue(), r.now().UnixMilli(), quarantine.Milliseconds()).Slice()
+	keys := []string{r.epochKey(tag), k}
+	args := []any{known, r.newValue(), redisTTL(ttl).Milliseconds(), r.newValue(), r.now().UnixMilli(), quarantine.Milliseconds()}
+	var res []any
+	var err error
+	if r.acks > 0 {
+		res, err = r.claimConfirmed(ctx, keys, args)
+	} else {
+		res, err = claimScript.Run(ctx, r.client, keys, args...).Slice()
+	}
 	if err != nil {
 		return unavailable(err)
 	}
@@ -268,6 +283,55 @@ func (r *Redis) Claim(ctx context.Context, key string, ttl time.Duration) error 
 		}
 		return errcode.Unavailable(errcode.StoreUnavailable, nil,
 			"the replay store lost its data (a Redis restart without persistence?); claims are refused until %s, when every claim made before the loss has expired", when)
+	}
+}
+
+// claimConfirmed runs the claim script and then WAIT on the same connection (one
+// pipeline), so that the claim counts only once acks replicas have it: a failover to one
+// of them keeps it. Fewer acknowledgements within the timeout is an error (the claim is
+// not known to be durable; the caller refuses).
+func (r *Redis) claimConfirmed(ctx context.Context, keys []string, args []any) ([]any, error) {
+	for attempt := 0; ; attempt++ {
+		var eval *redis.Cmd
+		var wait *redis.Cmd
+		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			eval = claimScript.EvalSha(ctx, p, keys, args...)
+			wait = p.Do(ctx, "WAIT", r.acks, r.ackTimeout.Milliseconds())
+			return nil
+		})
+		if err != nil && redis.HasErrorPrefix(eval.Err(), "NOSCRIPT") && attempt == 0 {
+			// A restarted server has no scripts: load it and try once more (the failed
+			// EVALSHA wrote nothing).
+			if lerr := claimScript.Load(ctx, r.client).Err(); lerr != nil {
+				return nil, lerr
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		n, err := wait.Int64()
+		if err != nil {
+			return nil, err
+		}
+		if n < int64(r.acks) {
+			return nil, fmt.Errorf("claim acknowledged by %d of the %d replicas required within %s", n, r.acks, r.ackTimeout)
+		}
+		return eval.Slice()
+	}
+}
+
+// WithReplicaAcks makes each claim wait (Redis WAIT) until n replicas have it, at most
+// timeout; fewer acknowledgements fail the claim closed. It closes the window of an
+// asynchronous failover: a replica promoted after a claim was acknowledged holds it.
+// Single node with replicas only (a Cluster client cannot run WAIT on the claim's
+// connection: claims then fail with a configuration error). n <= 0 turns it off.
+func WithReplicaAcks(n int, timeout time.Duration) RedisOption {
+	return func(r *Redis) {
+		r.acks, r.ackTimeout = max(n, 0), timeout
+		if r.ackTimeout <= 0 {
+			r.ackTimeout = 100 * time.Millisecond
+		}
 	}
 }
 

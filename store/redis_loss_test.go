@@ -21,13 +21,17 @@ import (
 // ownRedis is a redis-server of the test's own, without persistence, so that it can be
 // killed and restarted (the shared test server cannot).
 type ownRedis struct {
-	t    *testing.T
-	port int
-	dir  string
-	cmd  *exec.Cmd
+	t     *testing.T
+	port  int
+	dir   string
+	cmd   *exec.Cmd
+	extra []string
 }
 
-func startOwnRedis(t *testing.T) *ownRedis {
+func startOwnRedis(t *testing.T) *ownRedis { return startOwnRedisArgs(t) }
+
+// startOwnRedisArgs is startOwnRedis with extra redis-server arguments.
+func startOwnRedisArgs(t *testing.T, extra ...string) *ownRedis {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -43,7 +47,7 @@ func startOwnRedis(t *testing.T) *ownRedis {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	r := &ownRedis{t: t, port: port, dir: t.TempDir()}
+	r := &ownRedis{t: t, port: port, dir: t.TempDir(), extra: extra}
 	r.start()
 	t.Cleanup(r.kill)
 	return r
@@ -53,8 +57,9 @@ func (r *ownRedis) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
 
 func (r *ownRedis) start() {
 	r.t.Helper()
-	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--daemonize", "no", "--dir", r.dir, "--loglevel", "warning")
+	args := append([]string{"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--daemonize", "no", "--dir", r.dir, "--loglevel", "warning"}, r.extra...)
+	r.cmd = exec.Command("redis-server", args...)
 	r.cmd.Stdout, r.cmd.Stderr = nil, nil
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatal(err)

@@ -206,8 +206,8 @@ func validate(cfg *Config) error {
 	if !cfg.Development && cfg.Keys.SigningKeyFile == "" && cfg.Keys.DataDir == "" {
 		return fmt.Errorf("keys: signing_key_file or data_dir is required outside development mode")
 	}
-	if cfg.Store.Type != "memory" && cfg.Store.Type != "redis" {
-		return fmt.Errorf("store.type %q: memory or redis", cfg.Store.Type)
+	if err := cfg.Store.Check(); err != nil {
+		return err
 	}
 	if err := checkChaining(cfg); err != nil {
 		return err

@@ -224,8 +224,8 @@ func validate(cfg *Config) (used map[string]bool, err error) {
 			return nil, fmt.Errorf("the dev method authenticates nobody: listen must be a loopback address unless auth.dev.allow_non_loopback is true")
 		}
 	}
-	if cfg.Store.Type != "memory" && cfg.Store.Type != "redis" {
-		return nil, fmt.Errorf("store.type %q: memory or redis", cfg.Store.Type)
+	if err := cfg.Store.Check(); err != nil {
+		return nil, err
 	}
 	return used, nil
 }

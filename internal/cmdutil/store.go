@@ -26,6 +26,38 @@ type RedisConfig struct {
 	// LossQuarantine: how long claims are refused after the store sees that Redis lost
 	// its data (store.WithLossQuarantine; default store.DefaultLossQuarantine).
 	LossQuarantine time.Duration `yaml:"loss_quarantine"`
+	// ReplicaAcks: each claim waits (WAIT) until this many replicas have it, at most
+	// ReplicaAckTimeout (default 100ms), else it is refused (store.WithReplicaAcks).
+	// Single node with replicas only.
+	ReplicaAcks       int           `yaml:"replica_acks"`
+	ReplicaAckTimeout time.Duration `yaml:"replica_ack_timeout"`
+}
+
+// Check validates the section without opening anything.
+func (sc StoreConfig) Check() error {
+	if sc.Type != "memory" && sc.Type != "redis" {
+		return fmt.Errorf("store.type %q: memory or redis", sc.Type)
+	}
+	r := sc.Redis
+	if r.ReplicaAcks < 0 || r.ReplicaAckTimeout < 0 || r.LossQuarantine < 0 || r.Timeout < 0 {
+		return fmt.Errorf("store.redis: negative value")
+	}
+	if r.ReplicaAcks > 0 {
+		if r.Cluster {
+			return fmt.Errorf("store.redis.replica_acks: not with cluster (WAIT must run on the claim's connection)")
+		}
+		timeout, ack := r.Timeout, r.ReplicaAckTimeout
+		if timeout == 0 {
+			timeout = store.DefaultRedisTimeout
+		}
+		if ack == 0 {
+			ack = 100 * time.Millisecond
+		}
+		if ack >= timeout {
+			return fmt.Errorf("store.redis.replica_ack_timeout %s must be shorter than store.redis.timeout %s", ack, timeout)
+		}
+	}
+	return nil
 }
 
 // OpenStore opens the configured replay store. ready, when not nil, is the readiness
@@ -49,6 +81,9 @@ func OpenStore(sc StoreConfig, logger *slog.Logger) (replay store.Replay, ready 
 		}
 		if logger != nil {
 			opts = append(opts, store.WithLossHook(LossLogger(logger, time.Now)))
+		}
+		if sc.Redis.ReplicaAcks > 0 {
+			opts = append(opts, store.WithReplicaAcks(sc.Redis.ReplicaAcks, sc.Redis.ReplicaAckTimeout))
 		}
 		ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
 		return store.NewRedis(client, opts...), ping, func() { _ = client.Close() }, nil

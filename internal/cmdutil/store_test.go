@@ -39,3 +39,22 @@ func TestLossLoggerRateLimited(t *testing.T) {
 		t.Fatalf("line %v", m)
 	}
 }
+
+func TestStoreConfigCheck(t *testing.T) {
+	for _, tc := range []struct {
+		sc StoreConfig
+		ok bool
+	}{
+		{StoreConfig{Type: "memory"}, true},
+		{StoreConfig{Type: "disk"}, false},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{ReplicaAcks: 1}}, true},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{ReplicaAcks: 1, Cluster: true}}, false},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{ReplicaAcks: 1, ReplicaAckTimeout: time.Second}}, false},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{ReplicaAcks: 2, Timeout: 2 * time.Second, ReplicaAckTimeout: time.Second}}, true},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{ReplicaAcks: -1}}, false},
+	} {
+		if err := tc.sc.Check(); (err == nil) != tc.ok {
+			t.Errorf("%+v: %v, want ok=%v", tc.sc, err, tc.ok)
+		}
+	}
+}
