@@ -3,7 +3,6 @@ package keys_test
 import (
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/base64"
 	"encoding/json"
 	"testing"
 
@@ -20,7 +19,7 @@ func FuzzParseJWKS(f *testing.F) {
 	edj, _ := json.Marshal(ed.Public())
 	rk, _ := rsa.GenerateKey(rand.Reader, 2048)
 	f.Add([]byte(`{"keys":[` + string(ecj) + `,` + string(edj) + `]}`))
-	f.Add(jwksFor(f, rsaJWKFor(rk, "r1", keys.RS256, "sig"), rsaJWKFor(rk, "r2", "", "enc")))
+	f.Add(jwks(f, rsaJWK(f, rk, "r1", keys.RS256, "sig"), rsaJWK(f, rk, "r2", "", "enc")))
 	f.Add([]byte(`{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB","alg":"RS256"}]}`))
 	f.Add([]byte(`{"keys":[{"kty":"oct","k":"c2VjcmV0","alg":"HS256"}]}`))
 	f.Add([]byte(`{}`))
@@ -51,24 +50,3 @@ func FuzzParseJWKS(f *testing.F) {
 		}
 	})
 }
-
-func rsaJWKFor(k *rsa.PrivateKey, kid, alg, use string) map[string]any {
-	m := map[string]any{"kty": "RSA", "kid": kid, "n": b64url(k.N.Bytes()), "e": "AQAB"}
-	if alg != "" {
-		m["alg"] = alg
-	}
-	if use != "" {
-		m["use"] = use
-	}
-	return m
-}
-
-func jwksFor(f *testing.F, ks ...map[string]any) []byte {
-	b, err := json.Marshal(map[string]any{"keys": ks})
-	if err != nil {
-		f.Fatal(err)
-	}
-	return b
-}
-
-func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }

@@ -17,7 +17,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 )
 
-func rsaJWK(t *testing.T, k *rsa.PrivateKey, kid, alg, use string) map[string]any {
+func rsaJWK(t testing.TB, k *rsa.PrivateKey, kid, alg, use string) map[string]any {
 	t.Helper()
 	m := map[string]any{"kty": "RSA", "kid": kid,
 		"n": base64.RawURLEncoding.EncodeToString(k.N.Bytes()),
@@ -31,7 +31,7 @@ func rsaJWK(t *testing.T, k *rsa.PrivateKey, kid, alg, use string) map[string]an
 	return m
 }
 
-func jwks(t *testing.T, ks ...map[string]any) []byte {
+func jwks(t testing.TB, ks ...map[string]any) []byte {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{"keys": ks})
 	if err != nil {
