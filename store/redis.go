@@ -197,7 +197,7 @@ func (r *Redis) learn(ctx context.Context) {
 		return
 	}
 	defer r.learnMu.Unlock()
-	now := time.Now().UnixNano()
+	now := r.now().UnixNano()
 	if last := r.lastLearn.Load(); r.learned.Load() || (last != 0 && now-last < int64(time.Second)) {
 		return
 	}

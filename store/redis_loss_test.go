@@ -247,7 +247,8 @@ func TestRedisEpochReadFailureDoesNotFailClaims(t *testing.T) {
 	client, prefix := newTestRedis(t, testRedisAddr(t))
 	hook := &failFirstPipeline{}
 	client.AddHook(hook)
-	r := NewRedis(client, WithPrefix(prefix))
+	clock := newTestClock()
+	r := NewRedis(client, WithPrefix(prefix), WithRedisClock(clock.now))
 	mustClaim(t, r, "first", time.Minute)
 	if !hook.failed.Load() || r.learned.Load() {
 		t.Fatalf("the first read of the epochs did not fail as arranged (failed %v, learned %v)", hook.failed.Load(), r.learned.Load())
@@ -257,7 +258,11 @@ func TestRedisEpochReadFailureDoesNotFailClaims(t *testing.T) {
 		t.Fatal("the claim did not teach its tag's epoch")
 	}
 	wantReplayed(t, r.Claim(context.Background(), "first", time.Minute), "again")
-	r.lastLearn.Store(0) // the once-a-second limit, passed
+	mustClaim(t, r, "within-the-second", time.Minute)
+	if r.learned.Load() {
+		t.Fatal("the epochs were read again within a second")
+	}
+	clock.advance(time.Second) // the once-a-second limit, passed
 	mustClaim(t, r, "second", time.Minute)
 	if !r.learned.Load() {
 		t.Fatal("the epochs were not read again")

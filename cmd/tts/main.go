@@ -365,11 +365,7 @@ func keySource(ctx context.Context, retry time.Duration, what, url, file string)
 // keySourceRSA is keySource for a set that may hold RSA keys (rsa non-nil): the keys of
 // a subject-token issuer configured with an rsa section.
 func keySourceRSA(ctx context.Context, retry time.Duration, what, url, file string, rsa *keys.RSAPolicy) (keys.KeySet, tts.ReadyCheck, error) {
-	if rsa != nil {
-		if err := rsa.Check(); err != nil {
-			return nil, nil, fmt.Errorf("%s.rsa: %w", what, err)
-		}
-	}
+	// validate checked the policy (and keys checks it again on every parse).
 	switch {
 	case url != "" && file != "":
 		return nil, nil, fmt.Errorf("%s: jwks_url and jwks_file exclude each other", what)
