@@ -92,6 +92,7 @@ type Redis struct {
 	maxTTL atomic.Int64 // the longest claim seen, in ns: the quarantine is at least this
 	// epochs[tag] is the epoch this broker saw last for the tag; nil until learned.
 	epochs    [LossTags]atomic.Pointer[string]
+	epochKeys [LossTags]string
 	learned   atomic.Bool
 	learnMu   sync.Mutex
 	lastLearn atomic.Int64 // unix ns of the last attempt, to try at most once a second
@@ -138,6 +139,10 @@ func NewRedis(client redis.UniversalClient, opts ...RedisOption) *Redis {
 		o(r)
 	}
 	_, r.cluster = client.(*redis.ClusterClient)
+	// Built once: every claim names its tag's epoch key.
+	for tag := range LossTags {
+		r.epochKeys[tag] = r.prefix + "{" + hex.EncodeToString([]byte{byte(tag)}) + "}epoch"
+	}
 	return r
 }
 
@@ -381,9 +386,7 @@ func (r *Redis) key(key string) string {
 }
 
 // epochKey is the tag's epoch key, in the tag's slot.
-func (r *Redis) epochKey(tag int) string {
-	return r.prefix + "{" + hex.EncodeToString([]byte{byte(tag)}) + "}epoch"
-}
+func (r *Redis) epochKey(tag int) string { return r.epochKeys[tag] }
 
 // redisTTL rounds ttl up to whole milliseconds, the unit of PX: rounding down could
 // end a claim before the value it protects has expired, and go-redis would turn a
