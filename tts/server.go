@@ -175,22 +175,8 @@ func (s *Server) cacheLen() float64 {
 	return float64(n)
 }
 
-// Handler returns the HTTP handler of every endpoint: a chi router, in front of which a
-// token request (POST /token, the one hot route) goes straight to the token endpoint.
-func (s *Server) Handler() http.Handler { return (*serverHandler)(s) }
-
-type serverHandler Server
-
-// ServeHTTP routes as the chi router would: POST with the path /token (no escaped form,
-// not inside another chi router, whose route context could say otherwise) is the
-// token endpoint; everything else goes to the router.
-func (h *serverHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPost && r.URL.Path == PathToken && r.URL.RawPath == "" && chi.RouteContext(r.Context()) == nil {
-		(*Server)(h).serveToken(w, r)
-		return
-	}
-	h.router.ServeHTTP(w, r)
-}
+// Handler returns the HTTP handler (a chi router) of every endpoint.
+func (s *Server) Handler() http.Handler { return s.router }
 
 // TokenEndpoint returns the token endpoint URL.
 func (s *Server) TokenEndpoint() string { return s.cfg.TokenEndpoint }
