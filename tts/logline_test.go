@@ -7,8 +7,7 @@ import (
 )
 
 // The line written for each token issued carries every field with this request's
-// values, also when the repeating ones come from a cached child logger and the subject
-// token's hash from the subject cache.
+// values, also when the subject token's hash comes from the subject cache.
 func TestIssuedLogLine(t *testing.T) {
 	e := newEnv(t)
 	a1, a2 := e.workload("/agent/a1"), e.workload("/agent/a2")

@@ -97,7 +97,6 @@ type Server struct {
 	replace  *txnTokenHandler
 	metrics  *metrics
 	log      *slog.Logger
-	logs     issuedLoggers
 	router   chi.Router
 	proofAud []string
 }
@@ -300,44 +299,6 @@ type TokenResponse struct {
 	Scope           string `json:"scope"`
 }
 
-// issuedLoggers caches child loggers of the server's logger that carry, pre-formatted
-// by the handler (slog.Logger.With), the attributes of the "txn token issued" line that
-// repeat between requests: grant, subject_token_type, method, requester, aud and kid.
-// The line then formats only the attributes of its own request. The values come from
-// fixed sets (metrics labels), authenticated workloads, served trust domains and the
-// TTS's own keys; the cache is bounded all the same and starts afresh when full.
-type issuedLoggers struct {
-	mu sync.RWMutex
-	m  map[issuedLogKey]*slog.Logger
-}
-
-type issuedLogKey struct{ grant, subjectType, method, requester, aud, kid string }
-
-const maxIssuedLoggers = 1024
-
-func (c *issuedLoggers) issued(base *slog.Logger, grant, subjectType, method, requester, aud, kid string) *slog.Logger {
-	k := issuedLogKey{grant, subjectType, method, requester, aud, kid}
-	c.mu.RLock()
-	l, ok := c.m[k]
-	c.mu.RUnlock()
-	if ok {
-		return l
-	}
-	// The cache keeps copies: a value may be a substring of a whole request body.
-	k = issuedLogKey{strings.Clone(grant), strings.Clone(subjectType), strings.Clone(method),
-		strings.Clone(requester), strings.Clone(aud), strings.Clone(kid)}
-	grant, subjectType, method, requester, aud, kid = k.grant, k.subjectType, k.method, k.requester, k.aud, k.kid
-	l = base.With(slog.String("grant", grant), slog.String("subject_token_type", subjectType), slog.String("method", method),
-		slog.String("requester", requester), slog.String("aud", aud), slog.String("kid", kid))
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxIssuedLoggers {
-		c.m = make(map[issuedLogKey]*slog.Logger)
-	}
-	c.m[k] = l
-	c.mu.Unlock()
-	return l
-}
-
 // requestLog is what a request's log line says; tokens only by hash.
 type requestLog struct {
 	grantType, subjectType, method, requester, subjectToken, dialog string
@@ -383,15 +344,15 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.issuedCounter(grant, metricType(rl.subjectType), rl.method).Inc()
-	// This line is written for every token issued: typed attributes, the ones that
-	// repeat between requests pre-formatted in a cached child logger (issuedLoggers),
-	// and the two hashes computed only when the line is.
+	// This line is written for every token issued: typed attributes, and the hashes
+	// computed only when the line is.
 	if ctx := r.Context(); s.log.Enabled(ctx, slog.LevelInfo) {
-		s.logs.issued(s.log, grant, rl.subjectType, rl.method, rl.requester, claims.Aud[0], kid).LogAttrs(ctx, slog.LevelInfo,
-			"txn token issued", slog.String("request_id", rid), slog.String("dlg", claims.Dialog()),
-			slog.String("subject_token_sha256", rl.subjectHash()), slog.String("txn", claims.Txn),
-			slog.String("txn_token_sha256", Hash(resp.AccessToken)), slog.Int64("exp", int64(*claims.Exp)),
-			slog.Int("call_chain", max(1, len(claims.ReqChain))), slog.String("remote", r.RemoteAddr))
+		s.log.LogAttrs(ctx, slog.LevelInfo, "txn token issued", slog.String("request_id", rid), slog.String("dlg", claims.Dialog()),
+			slog.String("grant", grant), slog.String("subject_token_type", rl.subjectType),
+			slog.String("subject_token_sha256", rl.subjectHash()), slog.String("method", rl.method), slog.String("requester", rl.requester),
+			slog.String("aud", claims.Aud[0]), slog.String("txn", claims.Txn), slog.String("txn_token_sha256", Hash(resp.AccessToken)),
+			slog.String("kid", kid), slog.Int64("exp", int64(*claims.Exp)), slog.Int("call_chain", max(1, len(claims.ReqChain))),
+			slog.String("remote", r.RemoteAddr))
 	}
 	// The three fields in one allocation; each slice is capped at its element, so an
 	// Add by a wrapper appends to a copy, never into its neighbour.
