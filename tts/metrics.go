@@ -1,8 +1,6 @@
 package tts
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -14,35 +12,6 @@ type metrics struct {
 	issued   *prometheus.CounterVec
 	refused  *prometheus.CounterVec
 	duration prometheus.Histogram
-
-	// issuedBy caches issued's children: WithLabelValues hashes and looks up the three
-	// values under the vector's lock, once for every token issued.
-	mu       sync.RWMutex
-	issuedBy map[issuedLabels]prometheus.Counter
-}
-
-type issuedLabels struct{ grant, subjectType, method string }
-
-// maxIssuedSeries bounds issuedBy. The label values come from fixed sets, so it is
-// never reached; past it, counters are looked up in the vector every time.
-const maxIssuedSeries = 1024
-
-// issuedCounter returns issued.WithLabelValues(grant, subjectType, method).
-func (m *metrics) issuedCounter(grant, subjectType, method string) prometheus.Counter {
-	k := issuedLabels{grant, subjectType, method}
-	m.mu.RLock()
-	c, ok := m.issuedBy[k]
-	m.mu.RUnlock()
-	if ok {
-		return c
-	}
-	c = m.issued.WithLabelValues(grant, subjectType, method)
-	m.mu.Lock()
-	if len(m.issuedBy) < maxIssuedSeries {
-		m.issuedBy[k] = c
-	}
-	m.mu.Unlock()
-	return c
 }
 
 func newMetrics(reg prometheus.Registerer, cacheLen func() float64) (*metrics, error) {
@@ -62,7 +31,6 @@ func newMetrics(reg prometheus.Registerer, cacheLen func() float64) (*metrics, e
 			// (~0.1 ms); cold, two more verifications; the tail is a slow store or JWKS.
 			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1},
 		}),
-		issuedBy: map[issuedLabels]prometheus.Counter{},
 	}
 	cache := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "dialogtrust_tts_subject_cache_entries",

@@ -343,7 +343,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	s.metrics.issuedCounter(grant, metricType(rl.subjectType), rl.method).Inc()
+	s.metrics.issued.WithLabelValues(grant, metricType(rl.subjectType), rl.method).Inc()
 	// This line is written for every token issued: typed attributes, and the hashes
 	// computed only when the line is.
 	if ctx := r.Context(); s.log.Enabled(ctx, slog.LevelInfo) {
