@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -354,33 +353,13 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 			slog.String("kid", kid), slog.Int64("exp", int64(*claims.Exp)), slog.Int("call_chain", max(1, len(claims.ReqChain))),
 			slog.String("remote", r.RemoteAddr))
 	}
-	// The three fields in one allocation; each slice is capped at its element, so an
-	// Add by a wrapper appends to a copy, never into its neighbour.
-	vals := &[3]string{"no-store", "no-cache", "application/json"}
 	h := w.Header()
-	h["Cache-Control"], h["Pragma"], h["Content-Type"] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	h.Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	resp.writeJSON(w)
+	_, _ = w.Write(resp.appendJSON(make([]byte, 0, len(resp.AccessToken)+192)))
 }
-
-// writeJSON writes appendJSON's document to w in one Write, from a pooled buffer (a
-// Writer never keeps what it is given, io.Writer).
-func (t *TokenResponse) writeJSON(w io.Writer) {
-	bp := responseBuffers.Get().(*[]byte)
-	b := t.appendJSON((*bp)[:0])
-	_, _ = w.Write(b)
-	if cap(b) <= maxPooledResponse {
-		clear(b) // the pool does not hold on to a bearer token
-		*bp = b
-		responseBuffers.Put(bp)
-	}
-}
-
-// responseBuffers hold the documents of token responses while they are written.
-var responseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
-
-// maxPooledResponse: a larger buffer (a token with a large tctx) is left to the GC.
-const maxPooledResponse = 16 << 10
 
 // appendJSON writes the response as encoding/json would (TestTT1_6_Response decodes
 // it), without reflection: it is written for every token issued.
