@@ -1,4 +1,6 @@
 // Package oauth is the OAuth token endpoint layer shared by the Transaction Token
 // Service and the identity-chaining authorization servers: the names of RFC 6749,
-// RFC 7523 and RFC 8693 (grant types, token types, error codes).
+// RFC 7523 and RFC 8693 (grant types, token types, error codes), the token response
+// (RFC 8693 section 2.2.1), the error response (RFC 6749 section 5.2, with dialogtrust's
+// stable code and kind) and the RFC 8414 metadata document (oauth.md 5.2).
 package oauth

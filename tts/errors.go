@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/oauth"
 )
 
 // OAuth error codes of RFC 6749 section 5.2 and RFC 8693 section 2.2.2, plus the two a
@@ -49,15 +50,10 @@ func at(s stage, err error) error {
 	return &stagedError{stage: s, err: err}
 }
 
-// ErrorResponse is the JSON body of a refused token request: RFC 6749 section 5.2's
-// error and error_description, plus dialogtrust's stable code and its kind ("failed" or
-// "could_not_complete", dialog-binding section 12).
-type ErrorResponse struct {
-	Error            string `json:"error"`
-	ErrorDescription string `json:"error_description,omitempty"`
-	Code             string `json:"code"`
-	Kind             string `json:"kind"`
-}
+// ErrorResponse is the JSON body of a refused token request (oauth.ErrorResponse).
+//
+// Deprecated: use oauth.ErrorResponse.
+type ErrorResponse = oauth.ErrorResponse
 
 // OAuthError maps a rejection to its OAuth error and HTTP status (oauth.md 1.11):
 //

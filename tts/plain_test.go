@@ -149,7 +149,7 @@ func TestTokenResponseJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got strings.Builder
-		got.Write(r.appendJSON(nil))
+		got.Write(appendTokenResponse(nil, &r))
 		if got.String() != want.String() {
 			t.Fatalf("\n got %s\nwant %s", got.String(), want.String())
 		}

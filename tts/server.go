@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/reqid"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -199,27 +200,10 @@ func (s *Server) routes() chi.Router {
 	return r
 }
 
-// Metadata is the RFC 8414 authorization server metadata of the TTS (oauth.md 5.2, Q3:
-// Transaction Tokens define no discovery; this is the proposed one). response_types_supported
-// is omitted although RFC 8414 calls it REQUIRED: a TTS has no authorization endpoint,
-// any value would be false, and empty arrays MUST be omitted (Q6).
-type Metadata struct {
-	Issuer                                     string   `json:"issuer"`
-	TokenEndpoint                              string   `json:"token_endpoint"`
-	JWKSURI                                    string   `json:"jwks_uri"`
-	GrantTypesSupported                        []string `json:"grant_types_supported"`
-	TokenEndpointAuthMethodsSupported          []string `json:"token_endpoint_auth_methods_supported"`
-	TokenEndpointAuthSigningAlgValuesSupported []string `json:"token_endpoint_auth_signing_alg_values_supported,omitempty"`
-	// The following are dialogtrust's: the token types the endpoint issues and accepts,
-	// and the trust domains it serves (the audience values).
-	IssuedTokenTypesSupported  []string `json:"issued_token_types_supported"`
-	SubjectTokenTypesSupported []string `json:"subject_token_types_supported"`
-	TrustDomainsSupported      []string `json:"trust_domains_supported"`
-	// IdentityChainingRequestedTokenTypesSupported is draft-ietf-oauth-identity-chaining
-	// section 3 (oauth.md 2.5): set through Config.AmendMetadata when identity chaining
-	// is served at this token endpoint.
-	IdentityChainingRequestedTokenTypesSupported []string `json:"identity_chaining_requested_token_types_supported,omitempty"`
-}
+// Metadata is the RFC 8414 metadata document (oauth.Metadata).
+//
+// Deprecated: use oauth.Metadata.
+type Metadata = oauth.Metadata
 
 // Metadata returns the current metadata document.
 func (s *Server) Metadata() Metadata {
@@ -289,14 +273,10 @@ func (s *Server) ready(ctx context.Context) error {
 	return nil
 }
 
-// TokenResponse is the Txn-Token response (oauth.md 1.6; RFC 8693 section 2.2.1).
-type TokenResponse struct {
-	AccessToken     string `json:"access_token"`
-	IssuedTokenType string `json:"issued_token_type"`
-	TokenType       string `json:"token_type"`
-	ExpiresIn       int64  `json:"expires_in"`
-	Scope           string `json:"scope"`
-}
+// TokenResponse is the token endpoint's answer (oauth.TokenResponse).
+//
+// Deprecated: use oauth.TokenResponse.
+type TokenResponse = oauth.TokenResponse
 
 // requestLog is what a request's log line says; tokens only by hash.
 type requestLog struct {
@@ -358,12 +338,12 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	h.Set("Pragma", "no-cache")
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(resp.appendJSON(make([]byte, 0, len(resp.AccessToken)+192)))
+	_, _ = w.Write(appendTokenResponse(make([]byte, 0, len(resp.AccessToken)+192), &resp))
 }
 
-// appendJSON writes the response as encoding/json would (TestTT1_6_Response decodes
+// appendTokenResponse writes the response as encoding/json would (TestTT1_6_Response decodes
 // it), without reflection: it is written for every token issued.
-func (t *TokenResponse) appendJSON(b []byte) []byte {
+func appendTokenResponse(b []byte, t *TokenResponse) []byte {
 	b = append(b, `{"access_token":`...)
 	b = appendJSONString(b, t.AccessToken)
 	b = append(b, `,"issued_token_type":`...)
