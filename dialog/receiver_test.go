@@ -122,10 +122,6 @@ func (f *figure3) agentLax(w *testkit.Workload, tokens agent.TxnTokenSource, pro
 	return f.agentOpts(w, tokens, proof, false)
 }
 
-type tokenFunc func(ctx context.Context, dlg string) (string, error)
-
-func (fn tokenFunc) TxnToken(ctx context.Context, dlg string) (string, error) { return fn(ctx, dlg) }
-
 func post(t *testing.T, url string) *http.Request {
 	req, err := http.NewRequest("POST", url, strings.NewReader(`{"task":"book"}`))
 	if err != nil {

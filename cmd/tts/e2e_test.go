@@ -3,10 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	gobuild "go/build"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +25,7 @@ func startWITIssuer(t *testing.T, listen string) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		goBin = filepath.Join(gobuild.Default.GOROOT, "bin", "go")
 	}
 	bin := filepath.Join(t.TempDir(), "wit-issuer")
 	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/dialogtrust/dialogtrust/cmd/wit-issuer").CombinedOutput(); err != nil {

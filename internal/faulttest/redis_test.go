@@ -149,7 +149,7 @@ func runOutage(t *testing.T, h *harness, sc outageScenario) {
 	time.Sleep(3 * time.Second)
 	restoreAt := time.Now()
 	if sc.kill {
-		redis = h.restartRedis(t, redis) // same port; returns once it answers PING
+		h.restartRedis(t, redis) // same port; returns once it answers PING
 	} else {
 		redis.signal(t, syscall.SIGCONT)
 		if !redis.waitPing(5 * time.Second) {
