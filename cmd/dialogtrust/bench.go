@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/internal/loadtest"
+	"github.com/dialogtrust/dialogtrust/cmd/dialogtrust/internal/loadtest"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
