@@ -15,6 +15,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -110,7 +111,7 @@ func (l *Linker) Link(ctx context.Context, c LinkConfig) (*Linked, error) {
 	if d1 != "" && c.Dialog == d1 {
 		return nil, errcode.New(errcode.CrossesTrustBoundary, "a linked dialog is a new dialog: it never reuses the identifier of the dialog it continues")
 	}
-	for _, f := range []string{tts.HeaderName, dialog.ProvenanceHeader, "Authorization"} {
+	for _, f := range []string{txntoken.HeaderName, dialog.ProvenanceHeader, "Authorization"} {
 		if len(c.Request.Header.Values(f)) > 0 {
 			return nil, errcode.New(errcode.CrossesTrustBoundary, "the first request of a linked dialog may not carry %s: it is set, or never sent, by the linker", f)
 		}
@@ -215,7 +216,7 @@ func (g boundaryGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 		closeBody(r)
 		return nil, errcode.New(errcode.CrossesTrustBoundary, "a request of a linked dialog carries %s of the original domain", what)
 	}
-	if len(r.Header.Values(tts.HeaderName)) > 0 || len(r.Header.Values(dialog.ProvenanceHeader)) > 0 {
+	if len(r.Header.Values(txntoken.HeaderName)) > 0 || len(r.Header.Values(dialog.ProvenanceHeader)) > 0 {
 		return refuse("a Txn-Token or provenance field")
 	}
 	if dc, err := dialog.FromHeader(r.Header); err != nil || dc == nil || dc.DLG() == g.dlg {

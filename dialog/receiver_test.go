@@ -19,7 +19,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/store"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
 	"github.com/go-chi/chi/v5"
@@ -53,7 +53,7 @@ func (f *figure3) txnToken(t *testing.T, dlg, aud string) string {
 	c := map[string]any{"iss": "https://tts.a.example", "iat": now, "exp": now + 300, "aud": aud,
 		"txn": "97053963-771d-49cc-a4e3-20aad399c312", "sub": "user@a.example", "scope": "trip.book",
 		"req_wl": f.a1.ID.String(), "tctx": map[string]any{"dlg": dlg}}
-	tok, err := jose.SignClaims(tts.Type, f.ttsKey, true, c)
+	tok, err := jose.SignClaims(txntoken.Type, f.ttsKey, true, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func (f *figure3) receiver(t *testing.T, aud string, self *testkit.Workload, sta
 	opts := []dialog.ReceiverOption{
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(aud), httpsig.WithReplay(replay), httpsig.WithVerifierClock(f.clock.Now))),
 		dialog.WithWPT(wpt.NewVerifier(wits, wpt.WithAudiences(aud), wpt.WithReplay(replay), wpt.WithClock(f.clock.Now))),
-		dialog.WithTxnTokens(tts.NewVerifier(ttsKeys, "a.example", tts.WithVerifierClock(f.clock.Now))),
+		dialog.WithTxnTokens(txntoken.NewVerifier(ttsKeys, "a.example", txntoken.WithClock(f.clock.Now))),
 		dialog.WithProvenance(dialog.NewProvenanceVerifier(wits, 0)),
 		dialog.WithResponseSigner(func(context.Context) (*httpsig.Signer, error) {
 			return httpsig.NewSigner(self.Key, self.WIT, httpsig.WithSignerClock(f.clock.Now)), nil

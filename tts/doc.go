@@ -74,12 +74,10 @@
 //
 // # Receiver library
 //
-// Verifier validates a Txn-Token at a receiver (oauth.md 1.10): signature by kid from
-// the TTS's JWKS (keys.RemoteSet: cached, refetched on an unknown kid), typ, alg
-// allow-list, aud equal to the receiver's trust domain, exp. DialogMatches compares
-// tctx.dlg with the dialog identifier of the request (dialog-binding section 12 step 3).
-// The dialog identifier is an opaque string to this package: the dialog package parses
-// Dialog-Context and owns its meaning.
+// The Txn-Token as a credential (its claims, the Txn-Token field, the receiver's
+// Verifier and DialogMatches, oauth.md 1.7 and 1.10, dialog-binding section 10) is
+// package txntoken, which a receiver imports without this service. The names here
+// (Claims, Verifier, NewVerifier, HeaderName, Hash, ...) are deprecated aliases of it.
 //
 // # Client
 //
@@ -100,5 +98,5 @@
 // to the metadata, Server.TxnTokenVerifier validates this server's Txn-Tokens for them,
 // and WriteError writes their RFC 6749 errors the way the TTS does.
 //
-// Nothing here logs a whole token: tokens appear as base64url(SHA-256) (Hash).
+// Nothing here logs a whole token: tokens appear as base64url(SHA-256) (txntoken.Hash).
 package tts

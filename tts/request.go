@@ -9,6 +9,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/jose"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // Bounds of a token request. A Txn-Token request is small: a subject token of a few
@@ -189,7 +190,7 @@ func parseTokenRequest(rest string) (*TokenRequest, error) {
 			return nil, err
 		}
 	}
-	if d, ok := r.RequestDetails[DialogMember]; ok {
+	if d, ok := r.RequestDetails[txntoken.DialogMember]; ok {
 		if !decodeDialog(d, &r.dialog) || !validDialog(r.dialog) {
 			return nil, invalid("request_details.dlg must be a string of 1 to %d printable ASCII characters", MaxDialogLength)
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // Paths the Server serves.
@@ -152,8 +153,8 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.handlers[t] = h
 	}
-	s.replace = &txnTokenHandler{v: newVerifier(ringKeys{cfg.Keys}, cfg.TrustDomains,
-		WithIssuer(cfg.Issuer), WithVerifierClock(cfg.Now), WithVerifierSkew(cfg.Skew), WithMaxLifetime(MaxLifetime))}
+	s.replace = &txnTokenHandler{v: txntoken.NewVerifier(ringKeys{cfg.Keys}, cfg.TrustDomains[0], txntoken.WithTrustDomains(cfg.TrustDomains[1:]...),
+		txntoken.WithIssuer(cfg.Issuer), txntoken.WithClock(cfg.Now), txntoken.WithSkew(cfg.Skew), txntoken.WithMaxLifetime(MaxLifetime))}
 	s.proofAud = []string{cfg.TokenEndpoint}
 	m, err := newMetrics(cfg.Registry, s.cacheLen)
 	if err != nil {
@@ -184,7 +185,7 @@ func (s *Server) TokenEndpoint() string { return s.cfg.TokenEndpoint }
 // the trust domains it serves, its issuer identifier, its clock and skew (the one used
 // for replacement). Identity chaining's grant issuer (AS A) validates its subject
 // tokens with it.
-func (s *Server) TxnTokenVerifier() *Verifier { return s.replace.v }
+func (s *Server) TxnTokenVerifier() *txntoken.Verifier { return s.replace.v }
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
@@ -289,7 +290,7 @@ type requestLog struct {
 // subjectHash is the subject token's hash for the log line ("" without one).
 func (rl *requestLog) subjectHash() string {
 	if rl.subjectSHA256 == "" && rl.subjectToken != "" {
-		rl.subjectSHA256 = Hash(rl.subjectToken)
+		rl.subjectSHA256 = txntoken.Hash(rl.subjectToken)
 	}
 	return rl.subjectSHA256
 }
@@ -329,7 +330,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		s.log.LogAttrs(ctx, slog.LevelInfo, "txn token issued", slog.String("request_id", rid), slog.String("dlg", claims.Dialog()),
 			slog.String("grant", grant), slog.String("subject_token_type", rl.subjectType),
 			slog.String("subject_token_sha256", rl.subjectHash()), slog.String("method", rl.method), slog.String("requester", rl.requester),
-			slog.String("aud", claims.Aud[0]), slog.String("txn", claims.Txn), slog.String("txn_token_sha256", Hash(resp.AccessToken)),
+			slog.String("aud", claims.Aud[0]), slog.String("txn", claims.Txn), slog.String("txn_token_sha256", txntoken.Hash(resp.AccessToken)),
 			slog.String("kid", kid), slog.Int64("exp", int64(*claims.Exp)), slog.Int("call_chain", max(1, len(claims.ReqChain))),
 			slog.String("remote", r.RemoteAddr))
 	}
@@ -367,7 +368,7 @@ func appendTokenResponse(b []byte, t *TokenResponse) []byte {
 //  4. the subject token type and the subject token (1.4, 1.5 steps 2-3);
 //  5. scope, context, lifetime; replacement rules (1.5 steps 4-10, 1.8);
 //  6. claims and signature (1.7).
-func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *requestLog) (TokenResponse, *Claims, string, error) {
+func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *requestLog) (TokenResponse, *txntoken.Claims, string, error) {
 	ctx := r.Context()
 	if ct := r.Header.Get("Content-Type"); ct != "application/x-www-form-urlencoded" && !isFormType(ct) {
 		return TokenResponse{}, nil, "", at(stageRequest, errcode.New(errcode.InvalidRequest, "Content-Type must be application/x-www-form-urlencoded"))
@@ -459,7 +460,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *requestLog) (
 	rl.subjectSHA256 = subj.hash
 
 	now := s.cfg.Now()
-	var claims *Claims
+	var claims *txntoken.Claims
 	if subj.Input != nil {
 		claims, err = s.replacement(tr, req, rule, subj, now)
 	} else {
