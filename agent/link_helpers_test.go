@@ -283,7 +283,7 @@ func (f *figure5) receiver(aud string, self *workloadCreds, wits *wit.Validator,
 	replay := store.NewMemory(store.WithClock(f.clock.Now))
 	opts := []dialog.ReceiverOption{
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(aud), httpsig.WithReplay(replay))),
-		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords(store.WithRecordsClock(f.clock.Now)))),
+		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords(store.WithClock(f.clock.Now)))),
 		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
 			cred, err := self.src.Credential(ctx)
 			if err != nil {

@@ -74,7 +74,7 @@ func (f *figure3) receiver(t *testing.T, aud string, self *testkit.Workload, sta
 		}),
 	}
 	if stateful {
-		opts = append(opts, dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords(store.WithRecordsClock(f.clock.Now)))))
+		opts = append(opts, dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords(store.WithClock(f.clock.Now)))))
 	}
 	rc, err := dialog.NewReceiver(opts...)
 	if err != nil {

@@ -87,7 +87,7 @@
 //
 // # Keys and discovery
 //
-// The signing keys are a keys.Ring (publish-before-use rotation by Rotator), published
+// The signing keys are a keys.Ring (publish-before-use rotation by keys.Rotator), published
 // at /.well-known/jwks.json; RFC 8414 metadata at /.well-known/oauth-authorization-server
 // names the issuer, token endpoint, JWKS, grant type and authentication methods.
 // LazyRemoteSet trusts a JWKS URL that may not answer yet (the development default
