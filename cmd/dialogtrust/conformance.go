@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/dialogtrust/dialogtrust/cmd/dialogtrust/internal/conformance"
 )
@@ -12,11 +13,15 @@ type flagT = flag.Flag
 
 func conformanceRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("conformance", stderr)
-	dir := fs.String("dir", "../shared/conformance/wimsey", "directory holding manifest.json")
+	dir := fs.String("dir", "", "directory holding manifest.json (default: the wimsey vectors built into this command)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	rs, err := conformance.Run(*dir)
+	vectors := conformance.Vectors()
+	if *dir != "" {
+		vectors = os.DirFS(*dir)
+	}
+	rs, err := conformance.RunFS(vectors)
 	if err != nil {
 		return err
 	}
