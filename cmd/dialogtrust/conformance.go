@@ -19,10 +19,20 @@ func conformanceRun(args []string, _ io.Reader, stdout, stderr io.Writer) error 
 	}
 	vectors := conformance.Vectors()
 	if *dir != "" {
+		if st, err := os.Stat(*dir); err != nil {
+			return usageError{"--dir: " + err.Error()}
+		} else if !st.IsDir() {
+			return usageError{"--dir: " + *dir + " is not a directory"}
+		}
 		vectors = os.DirFS(*dir)
 	}
 	rs, err := conformance.RunFS(vectors)
 	if err != nil {
+		if *dir != "" {
+			// The set that --dir names is unusable (no manifest, a wrong format, an
+			// unlisted file): a mistake in the command line, not a rejection.
+			return usageError{"--dir " + *dir + ": " + err.Error()}
+		}
 		return err
 	}
 	if failed := conformance.Print(stdout, rs); failed > 0 {

@@ -2,7 +2,9 @@
 // HTTP signatures, and the conformance runner. Later issues add more subcommands.
 //
 // Exit status: 0 on success; 1 when a credential or message is rejected (stderr then
-// says "error: <code>"); 2 on a usage error.
+// says "error: <code>") or the command could not finish for another reason (stderr says
+// why); 2 on a usage error, including a file named on the command line that cannot be
+// read or written (stderr names the flag).
 package main
 
 import (
@@ -10,8 +12,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 )
@@ -64,10 +68,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		words := strings.Fields(c.name)
 		// "key generate" is two words on a shell command line and one in tests.
 		if len(args) >= 1 && args[0] == c.name {
-			return report(c.run(args[1:], stdin, stdout, stderr), c, stderr)
+			return report(c.run(args[1:], stdin, stdout, stderr), c, args[1:], stderr)
 		}
 		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
-			return report(c.run(args[len(words):], stdin, stdout, stderr), c, stderr)
+			return report(c.run(args[len(words):], stdin, stdout, stderr), c, args[len(words):], stderr)
 		}
 	}
 	fmt.Fprintln(stderr, "usage: dialogtrust <command> [flags]")
@@ -77,9 +81,22 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 2
 }
 
-func report(err error, c command, stderr io.Writer) int {
+// report prints err and returns the exit status. It is the one place where errors reach
+// the user: a code only for a rejection (an *errcode.Error), never the internal
+// "unmapped"; a file that a flag or argument names and that cannot be opened is a usage
+// error naming that flag.
+func report(err error, c command, args []string, stderr io.Writer) int {
 	if err == nil {
 		return 0
+	}
+	var ce *errcode.Error
+	var pe *fs.PathError
+	if !errors.As(err, &ce) && errors.As(err, &pe) {
+		bools, _ := boolFlags.Load(c.name)
+		b, _ := bools.(map[string]bool)
+		if where := namedBy(args, b, pe.Path); where != "" {
+			err = usageError{where + ": " + pe.Error()}
+		}
 	}
 	var ue usageError
 	if errors.As(err, &ue) || errors.Is(err, flag.ErrHelp) {
@@ -93,16 +110,52 @@ func report(err error, c command, stderr io.Writer) int {
 	if errors.As(err, &sf) {
 		return 1
 	}
-	var ce *errcode.Error
-	if errors.As(err, &ce) {
+	if ce != nil {
 		fmt.Fprintf(stderr, "error: %s\n", ce.Code)
 		fmt.Fprintf(stderr, "detail: %s\n", ce.Error())
 		return 1
 	}
-	fmt.Fprintf(stderr, "error: %s\n", errcode.Unmapped)
-	fmt.Fprintf(stderr, "detail: %v\n", err)
+	fmt.Fprintf(stderr, "dialogtrust %s: %v\n", c.name, err)
 	return 1
 }
+
+// namedBy says which flag ("--key") or argument ("argument @FILE") of args names path,
+// as a file or as @FILE; "" when none does. It reads args as package flag does: flags
+// up to the first argument that is not one (or "--"); a boolean flag (bools) takes no
+// separate value.
+func namedBy(args []string, bools map[string]bool, path string) string {
+	if path == "" {
+		return ""
+	}
+	names := func(v string) bool { return v == path || v == "@"+path }
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
+			if a == "--" {
+				i++
+			}
+			for _, rest := range args[i:] {
+				if names(rest) {
+					return "argument " + rest
+				}
+			}
+			return ""
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !hasValue && !bools[name] && i+1 < len(args) {
+			i++
+			value = args[i]
+		}
+		if names(value) {
+			return "--" + name
+		}
+	}
+	return ""
+}
+
+// boolFlags holds, per command, the names of its boolean flags (recorded by parse), so
+// that report can read the command line as package flag did.
+var boolFlags sync.Map // command name -> map[string]bool
 
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -111,6 +164,13 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 }
 
 func parse(fs *flag.FlagSet, args []string) error {
+	bools := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			bools[f.Name] = true
+		}
+	})
+	boolFlags.Store(fs.Name(), bools)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
