@@ -1,16 +1,11 @@
 package chaining
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -22,6 +17,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/tts"
 )
 
@@ -69,7 +65,7 @@ type GrantIssuerConfig struct {
 	// Authenticators authenticate the requesting workload. Only methods that yield a
 	// WIT (WIT + HTTP signature or WPT) can be used: the grant binds the workload's WIT
 	// key (requested_cnf).
-	Authenticators []tts.Authenticator
+	Authenticators []oauth.Authenticator
 	// TxnTokens validates the subject Txn-Token.
 	TxnTokens TxnTokenVerifier
 	// Peers this AS issues grants for.
@@ -92,7 +88,11 @@ type GrantIssuer struct {
 	cfg     GrantIssuerConfig
 	peers   []GrantPeer
 	metrics *metrics
+	alone   *oauth.Endpoint // ServeHTTP
 }
+
+// pathToken is the token endpoint's path on the issuer (the TTS's).
+const pathToken = "/token"
 
 // NewGrantIssuer checks cfg and builds the handler.
 func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
@@ -106,7 +106,7 @@ func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
 		return nil, fmt.Errorf("chaining: a grant issuer needs at least one peer")
 	}
 	if cfg.TokenEndpoint == "" {
-		cfg.TokenEndpoint = strings.TrimSuffix(cfg.Issuer, "/") + tts.PathToken
+		cfg.TokenEndpoint = strings.TrimSuffix(cfg.Issuer, "/") + pathToken
 	}
 	if cfg.Lifetime <= 0 {
 		cfg.Lifetime = DefaultGrantLifetime
@@ -153,6 +153,9 @@ func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
 		return nil, err
 	}
 	g.metrics = m
+	if g.alone, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: g}); err != nil {
+		return nil, err
+	}
 	return g, nil
 }
 
@@ -205,38 +208,56 @@ type GrantResponse struct {
 	Scope           string `json:"scope,omitempty"`
 }
 
-type grantLog struct {
-	method, requester, peer, subjectHash string
+// HandlerNameGrants and HandlerNameAccessTokens are the names of AS A's and AS B's
+// handlers at the token endpoint (oauth.Record.Handler).
+const (
+	HandlerNameGrants       = "chaining_grants"
+	HandlerNameAccessTokens = "chaining_access_tokens"
+)
+
+// grantResult is the grant response with what the log line says of it.
+type grantResult struct {
+	resp   *GrantResponse
+	claims *GrantClaims
+	kid    string
 }
 
-// ServeHTTP implements http.Handler for POST to the token endpoint.
-func (g *GrantIssuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var gl grantLog
-	resp, claims, kid, err := g.issue(w, r, &gl)
+func (g *grantResult) AppendJSON(b []byte) []byte { return oauth.JSONResponse{V: g.resp}.AppendJSON(b) }
+
+// Name implements oauth.Handler.
+func (g *GrantIssuer) Name() string { return HandlerNameGrants }
+
+// ServeHTTP serves POST to the token endpoint with this handler alone.
+func (g *GrantIssuer) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.alone.ServeHTTP(w, r) }
+
+// Handle implements oauth.Handler.
+func (g *GrantIssuer) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, rec *oauth.Record) (oauth.Response, error) {
+	resp, claims, kid, err := g.issue(ctx, r, tr, rec)
 	if err != nil {
-		code := errcode.CodeOf(err)
-		if code == errcode.Unmapped {
-			err = errcode.Wrap(errcode.Internal, err, "internal error")
-			code = errcode.Internal
-		}
-		oauth, _ := OAuthError(err)
-		g.metrics.refused.WithLabelValues(oauth, string(code)).Inc()
+		return nil, err
+	}
+	return &grantResult{resp: resp, claims: claims, kid: kid}, nil
+}
+
+// Done implements oauth.Handler: metrics and the log line.
+func (g *GrantIssuer) Done(ctx context.Context, r *http.Request, rec *oauth.Record) {
+	if rec.Err != nil {
+		g.metrics.refused.WithLabelValues(rec.Error, string(rec.Code)).Inc()
 		level := slog.LevelInfo
-		if errcode.KindOf(err) == errcode.Incomplete || code == errcode.Internal {
+		if errcode.KindOf(rec.Err) == errcode.Incomplete || rec.Code == errcode.Internal {
 			level = slog.LevelError
 		}
-		g.cfg.Logger.Log(r.Context(), level, "chaining grant refused", "error", oauth, "code", string(code),
-			"kind", errcode.KindOf(err).String(), "peer", gl.peer, "method", gl.method, "requester", gl.requester,
-			"subject_token_sha256", gl.subjectHash, "remote", r.RemoteAddr, "detail", err.Error())
-		writeError(w, r, err)
+		g.cfg.Logger.Log(ctx, level, "chaining grant refused", "error", rec.Error, "code", string(rec.Code),
+			"kind", errcode.KindOf(rec.Err).String(), "peer", rec.Peer, "method", rec.Method, "requester", rec.Requester,
+			"subject_token_sha256", rec.SubjectSHA256, "remote", r.RemoteAddr, "detail", rec.Err.Error())
 		return
 	}
-	g.metrics.issued.WithLabelValues(gl.peer).Inc()
-	g.cfg.Logger.LogAttrs(r.Context(), slog.LevelInfo, "chaining grant issued", slog.String("peer", gl.peer),
-		slog.String("method", gl.method), slog.String("requester", gl.requester), slog.String("subject_token_sha256", gl.subjectHash),
-		slog.String("jti", claims.Jti), slog.String("grant_sha256", tts.Hash(resp.AccessToken)), slog.String("kid", kid),
-		slog.Int64("exp", int64(*claims.Exp)), slog.String("remote", r.RemoteAddr))
-	writeJSON(w, http.StatusOK, resp)
+	res := rec.Response.(*grantResult)
+	g.metrics.issued.WithLabelValues(rec.Peer).Inc()
+	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "chaining grant issued", slog.String("peer", rec.Peer),
+		slog.String("method", rec.Method), slog.String("requester", rec.Requester), slog.String("subject_token_sha256", rec.SubjectSHA256),
+		slog.String("jti", res.claims.Jti), slog.String("grant_sha256", tts.Hash(res.resp.AccessToken)), slog.String("kid", res.kid),
+		slog.Int64("exp", int64(*res.claims.Exp)), slog.String("remote", r.RemoteAddr))
 }
 
 // issue runs a grant request through its steps, cheap and stateless checks first:
@@ -251,21 +272,16 @@ func (g *GrantIssuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 //     movement across domains);
 //  5. scope: never broader than the Txn-Token's, nor than the peer's allowed scopes;
 //  6. subject transcription, claims, signature.
-func (g *GrantIssuer) issue(w http.ResponseWriter, r *http.Request, gl *grantLog) (*GrantResponse, *GrantClaims, string, error) {
-	ctx := r.Context()
-	body, err := readForm(w, r)
+func (g *GrantIssuer) issue(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, rec *oauth.Record) (*GrantResponse, *GrantClaims, string, error) {
+	gr, err := grantRequest(tr)
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
 	}
-	gr, err := ParseGrantRequest(body)
-	if err != nil {
-		return nil, nil, "", at(stageRequest, err)
+	rec.SubjectSHA256 = tts.Hash(gr.SubjectToken)
+	if gr.SubjectTokenType != oauth.TokenTypeTxnToken {
+		return nil, nil, "", at(stageRequest, errcode.New(errcode.UnsupportedTokenType, "subject_token_type must be %s: a grant is issued on a Txn-Token of this domain", oauth.TokenTypeTxnToken))
 	}
-	gl.subjectHash = tts.Hash(gr.SubjectToken)
-	if gr.SubjectTokenType != tts.TokenTypeTxnToken {
-		return nil, nil, "", at(stageRequest, errcode.New(errcode.UnsupportedTokenType, "subject_token_type must be %s: a grant is issued on a Txn-Token of this domain", tts.TokenTypeTxnToken))
-	}
-	req, err := authenticate(ctx, r, gr.form, g.cfg.Authenticators, gl)
+	req, err := authenticate(ctx, r, tr, g.cfg.Authenticators, rec)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -273,7 +289,7 @@ func (g *GrantIssuer) issue(w http.ResponseWriter, r *http.Request, gl *grantLog
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
 	}
-	gl.peer = peer.Issuer
+	rec.Peer = peer.Issuer
 	if len(peer.Workloads) > 0 && !matchWorkload(peer.Workloads, req.ID) {
 		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not request grants for %s", req.ID, peer.Issuer))
 	}
@@ -348,51 +364,24 @@ func grantScope(requested, subject, allowed []string) ([]string, error) {
 // authenticate runs the first authenticator whose credential is present (tts
 // semantics: a present but bad credential is a rejection, never a fall-through) and
 // requires a WIT, whose key the grant or the access token is bound to.
-func authenticate(ctx context.Context, r *http.Request, f form, auths []tts.Authenticator, gl *grantLog) (*tts.Requester, error) {
-	tr := f.tokenRequest()
-	var auth tts.Authenticator
-	for _, a := range auths {
-		if a.Present(r, tr) {
-			auth = a
-			break
-		}
-	}
+func authenticate(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, auths []oauth.Authenticator, rec *oauth.Record) (*oauth.Client, error) {
+	auth := oauth.FirstPresent(auths, r, tr)
 	if auth == nil {
 		return nil, at(stageClient, errcode.New(errcode.Unauthenticated, "no client authentication this AS accepts: a WIT with an HTTP signature or a WPT"))
 	}
-	gl.method = auth.Name()
+	rec.Method = auth.Name()
 	req, err := auth.Authenticate(ctx, r, tr)
 	if err != nil {
 		return nil, at(stageClient, err)
 	}
-	gl.requester = req.ID.String()
+	rec.Requester = req.ID.String()
 	if req.WIT == nil || req.WIT.Key == nil {
 		return nil, at(stageClient, errcode.New(errcode.Unauthenticated, "identity chaining requires a WIT: the grant and the access token are bound to its key"))
 	}
-	if id := f["client_id"]; id != "" && id != req.ID.String() {
+	if id := tr.ClientID; id != "" && id != req.ID.String() {
 		return nil, at(stageClient, errcode.New(errcode.InvalidClaim, "client_id is not the authenticated workload"))
 	}
 	return req, nil
-}
-
-// readForm checks the Content-Type and reads the bounded body, then puts it back for
-// the authenticators (Content-Digest).
-func readForm(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/x-www-form-urlencoded" {
-		return nil, errcode.New(errcode.InvalidRequest, "Content-Type must be application/x-www-form-urlencoded")
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodySize))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, errcode.New(errcode.BodyTooLarge, "body over %d octets", MaxBodySize)
-		}
-		return nil, errcode.Wrap(errcode.InvalidRequest, err, "reading the body")
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	return body, nil
 }
 
 // checkPatterns: identifiers, or prefixes ending in "/" that name a whole trust
@@ -422,7 +411,7 @@ func matchWorkload(ps []string, id identifier.ID) bool {
 
 func checkScopes(ss []string) error {
 	for _, s := range ss {
-		if sc, err := tts.ParseScope(s); err != nil || len(sc) != 1 {
+		if sc, err := oauth.ParseScope(s); err != nil || len(sc) != 1 {
 			return fmt.Errorf("%q is not one scope token", s)
 		}
 	}
@@ -434,13 +423,4 @@ func newJTI() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/graceful"
 	"github.com/dialogtrust/dialogtrust/internal/tracing"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -323,18 +324,19 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), jwksRefreshes)
-	s, err := tts.New(tts.Config{
+	tcfg := tts.Config{
 		Issuer: a.issuer, TokenEndpoint: tokenEndpoint, TrustDomains: cfg.TrustDomains, Keys: a.rot.Ring(),
 		Authenticators: auths, SubjectHandlers: handlers, Replay: replay, Policy: policy,
-		Registry: reg, Logger: logger, Skew: cfg.Skew, ReadyChecks: readyChecks, AmendMetadata: chain.metadata(),
-	})
+		Registry: reg, Logger: logger, Skew: cfg.Skew, ReadyChecks: readyChecks,
+	}
+	if tcfg.Grants, err = chain.handlers(tcfg, cfg.Skew, reg, logger); err != nil {
+		return nil, err
+	}
+	s, err := tts.New(tcfg)
 	if err != nil {
 		return nil, err
 	}
-	handler, err := chain.handler(s, cfg.Skew, reg, logger)
-	if err != nil {
-		return nil, err
-	}
+	handler := s.Handler()
 	tracer, err := tracing.Start(cfg.Tracing, "dialogtrust-tts")
 	if err != nil {
 		return nil, err
@@ -392,9 +394,9 @@ func keySourceRSA(ctx context.Context, retry time.Duration, what, url, file stri
 	return nil, nil, fmt.Errorf("%s: a jwks_url or jwks_file is required", what)
 }
 
-func buildAuth(ctx context.Context, cfg *Config, wits *wit.Validator, replay store.Replay, issuer, tokenEndpoint string) ([]tts.Authenticator, error) {
-	wimse := tts.WIMSEAuthenticators(wits, replay, tokenEndpoint)
-	var out []tts.Authenticator
+func buildAuth(ctx context.Context, cfg *Config, wits *wit.Validator, replay store.Replay, issuer, tokenEndpoint string) ([]oauth.Authenticator, error) {
+	wimse := oauth.WIMSEAuthenticators(wits, replay, tokenEndpoint)
+	var out []oauth.Authenticator
 	seen := map[string]bool{}
 	for _, m := range cfg.Auth.Methods {
 		if seen[m] {
@@ -402,11 +404,13 @@ func buildAuth(ctx context.Context, cfg *Config, wits *wit.Validator, replay sto
 		}
 		seen[m] = true
 		switch m {
-		case tts.MethodHTTPSig:
-			out = append(out, wimse[0])
-		case tts.MethodWPT:
-			out = append(out, wimse[1])
-		case tts.MethodTLSClientAuth:
+		case oauth.MethodHTTPSig, oauth.MethodWPT:
+			a, err := oauth.ByName(wimse, m)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, a...)
+		case oauth.MethodTLSClientAuth:
 			if len(cfg.Auth.X509Bundles) == 0 {
 				return nil, fmt.Errorf("auth.methods names tls_client_auth but auth.x509_bundles is empty")
 			}
@@ -425,9 +429,9 @@ func buildAuth(ctx context.Context, cfg *Config, wits *wit.Validator, replay sto
 				}
 				bundles = append(bundles, bundle)
 			}
-			out = append(out, tts.NewTLSClientAuth(x509bundle.NewSet(bundles...), nil))
-		case tts.MethodPrivateKeyJWT:
-			var clients []tts.RegisteredClient
+			out = append(out, oauth.NewTLSClientAuth(x509bundle.NewSet(bundles...), nil))
+		case oauth.MethodPrivateKeyJWT:
+			var clients []oauth.RegisteredClient
 			for _, c := range cfg.Auth.Clients {
 				id, err := identifier.Parse(c.ID)
 				if err != nil {
@@ -437,9 +441,9 @@ func buildAuth(ctx context.Context, cfg *Config, wits *wit.Validator, replay sto
 				if err != nil {
 					return nil, err
 				}
-				clients = append(clients, tts.RegisteredClient{ID: id, Keys: ks})
+				clients = append(clients, oauth.RegisteredClient{ID: id, Keys: ks})
 			}
-			p, err := tts.NewPrivateKeyJWT([]string{issuer, tokenEndpoint}, clients, replay, nil, cfg.Skew)
+			p, err := oauth.NewPrivateKeyJWT([]string{issuer, tokenEndpoint}, clients, replay, nil, cfg.Skew)
 			if err != nil {
 				return nil, err
 			}
