@@ -63,6 +63,8 @@ type envOpts struct {
 	grantPeer  func(*chaining.GrantPeer)
 	bearerPeer func(*chaining.BearerPeer)
 	bearer     func(*chaining.JWTBearerConfig)
+	// wrap, when set, wraps both sides' handlers.
+	wrap func(http.Handler) http.Handler
 }
 
 type syncBuffer struct {
@@ -176,6 +178,9 @@ func newEnv(t testing.TB, o envOpts) *env {
 		t.Fatal(err)
 	}
 	b.hs.Config.Handler = b.srv.Handler()
+	if o.wrap != nil {
+		a.hs.Config.Handler, b.hs.Config.Handler = o.wrap(a.hs.Config.Handler), o.wrap(b.hs.Config.Handler)
+	}
 	a.hs.Start()
 	b.hs.Start()
 	t.Cleanup(func() { a.hs.Close(); b.hs.Close() })

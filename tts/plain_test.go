@@ -58,4 +58,3 @@ func strconvUnquoteMember(m map[string]json.RawMessage) (string, error) {
 	}
 	return "", json.Unmarshal([]byte("x"), new(string))
 }
-
