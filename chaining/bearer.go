@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -89,8 +87,9 @@ type JWTBearerConfig struct {
 	Now func() time.Time
 	// Logger for JSON logs (default: discard). Tokens appear only as SHA-256 hashes.
 	Logger *slog.Logger
-	// Registry, when set, receives the metrics.
-	Registry prometheus.Registerer
+	// Observer, when set, is told the outcomes of requests served by ServeHTTP (at a
+	// TTS's token endpoint, the endpoint's observer is told; oauthmetrics counts them).
+	Observer oauth.Observer
 }
 
 // JWTBearer is AS B: the RFC 7523 jwt-bearer grant handler that redeems a peer's JWT
@@ -98,10 +97,9 @@ type JWTBearerConfig struct {
 // dialog-binding section 11 step 2). It never issues a refresh token (oauth.md 2.4
 // item 6, RFC 7521 section 4.1).
 type JWTBearer struct {
-	cfg     JWTBearerConfig
-	peers   map[string]*BearerPeer
-	metrics *metrics
-	alone   *oauth.Endpoint // ServeHTTP
+	cfg   JWTBearerConfig
+	peers map[string]*BearerPeer
+	alone *oauth.Endpoint // ServeHTTP
 }
 
 // NewJWTBearer checks cfg and builds the handler.
@@ -171,12 +169,8 @@ func NewJWTBearer(cfg JWTBearerConfig) (*JWTBearer, error) {
 		}
 		b.peers[p.Issuer] = &p
 	}
-	m, err := newMetrics(cfg.Registry, "access_tokens")
-	if err != nil {
-		return nil, err
-	}
-	b.metrics = m
-	if b.alone, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: b}); err != nil {
+	var err error
+	if b.alone, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: b, Observer: cfg.Observer}); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -222,14 +216,13 @@ func (b *JWTBearer) Handle(ctx context.Context, r *http.Request, tr *oauth.Token
 	return &bearerResult{resp: resp, claims: claims, kid: kid}, nil
 }
 
-// Done implements oauth.Handler: metrics and the log line.
+// Done implements oauth.Handler: the log line (the endpoint's Observer counts it).
 func (b *JWTBearer) Done(ctx context.Context, r *http.Request, rec *oauth.Record) {
 	var grantJTI string
 	if bl, ok := rec.Detail.(*bearerLog); ok {
 		grantJTI = bl.grantJTI
 	}
 	if rec.Err != nil {
-		b.metrics.refused.WithLabelValues(rec.Error, string(rec.Code)).Inc()
 		level := slog.LevelInfo
 		if errcode.KindOf(rec.Err) == errcode.Incomplete || rec.Code == errcode.Internal {
 			level = slog.LevelError
@@ -240,7 +233,6 @@ func (b *JWTBearer) Done(ctx context.Context, r *http.Request, rec *oauth.Record
 		return
 	}
 	res := rec.Response.(*bearerResult)
-	b.metrics.issued.WithLabelValues(rec.Peer).Inc()
 	b.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "chaining access token issued", slog.String("peer", rec.Peer),
 		slog.String("method", rec.Method), slog.String("requester", rec.Requester), slog.String("grant_sha256", rec.SubjectSHA256),
 		slog.String("grant_jti", grantJTI), slog.String("jti", res.claims.Jti), slog.String("access_token_sha256", tts.Hash(res.resp.AccessToken)),

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/jose"
@@ -77,18 +75,18 @@ type GrantIssuerConfig struct {
 	Now func() time.Time
 	// Logger for JSON logs (default: discard). Tokens appear only as SHA-256 hashes.
 	Logger *slog.Logger
-	// Registry, when set, receives the metrics.
-	Registry prometheus.Registerer
+	// Observer, when set, is told the outcomes of requests served by ServeHTTP (at a
+	// TTS's token endpoint, the endpoint's observer is told; oauthmetrics counts them).
+	Observer oauth.Observer
 }
 
 // GrantIssuer is AS A: the token exchange handler that turns a Txn-Token of this
 // domain into a JWT authorization grant for a peer AS (oauth.md 2.2, 2.3;
 // dialog-binding section 11 step 1).
 type GrantIssuer struct {
-	cfg     GrantIssuerConfig
-	peers   []GrantPeer
-	metrics *metrics
-	alone   *oauth.Endpoint // ServeHTTP
+	cfg   GrantIssuerConfig
+	peers []GrantPeer
+	alone *oauth.Endpoint // ServeHTTP
 }
 
 // pathToken is the token endpoint's path on the issuer (the TTS's).
@@ -148,12 +146,8 @@ func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
 		}
 		g.peers = append(g.peers, p)
 	}
-	m, err := newMetrics(cfg.Registry, "grants")
-	if err != nil {
-		return nil, err
-	}
-	g.metrics = m
-	if g.alone, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: g}); err != nil {
+	var err error
+	if g.alone, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: g, Observer: cfg.Observer}); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -211,8 +205,8 @@ type GrantResponse struct {
 // HandlerNameGrants and HandlerNameAccessTokens are the names of AS A's and AS B's
 // handlers at the token endpoint (oauth.Record.Handler).
 const (
-	HandlerNameGrants       = "chaining_grants"
-	HandlerNameAccessTokens = "chaining_access_tokens"
+	HandlerNameGrants       = oauth.HandlerChainingGrants
+	HandlerNameAccessTokens = oauth.HandlerChainingAccessTokens
 )
 
 // grantResult is the grant response with what the log line says of it.
@@ -239,10 +233,9 @@ func (g *GrantIssuer) Handle(ctx context.Context, r *http.Request, tr *oauth.Tok
 	return &grantResult{resp: resp, claims: claims, kid: kid}, nil
 }
 
-// Done implements oauth.Handler: metrics and the log line.
+// Done implements oauth.Handler: the log line (the endpoint's Observer counts it).
 func (g *GrantIssuer) Done(ctx context.Context, r *http.Request, rec *oauth.Record) {
 	if rec.Err != nil {
-		g.metrics.refused.WithLabelValues(rec.Error, string(rec.Code)).Inc()
 		level := slog.LevelInfo
 		if errcode.KindOf(rec.Err) == errcode.Incomplete || rec.Code == errcode.Internal {
 			level = slog.LevelError
@@ -253,7 +246,6 @@ func (g *GrantIssuer) Done(ctx context.Context, r *http.Request, rec *oauth.Reco
 		return
 	}
 	res := rec.Response.(*grantResult)
-	g.metrics.issued.WithLabelValues(rec.Peer).Inc()
 	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "chaining grant issued", slog.String("peer", rec.Peer),
 		slog.String("method", rec.Method), slog.String("requester", rec.Requester), slog.String("subject_token_sha256", rec.SubjectSHA256),
 		slog.String("jti", res.claims.Jti), slog.String("grant_sha256", tts.Hash(res.resp.AccessToken)), slog.String("kid", res.kid),

@@ -129,14 +129,14 @@ func newEnv(t testing.TB, o envOpts) *env {
 	var err error
 	cfgA := tts.Config{Issuer: a.url, TrustDomains: []string{"a.example"}, Keys: a.ring, Authenticators: authA,
 		SubjectHandlers: []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{a.url}, tts.SelfSignedOptions{HandlerOptions: hopts})},
-		Replay:          a.replay, Policy: tts.Policy{Rules: []tts.Rule{{Workload: "wimse://a.example/"}}}, Now: clock.Now}
+		Replay:          a.replay, Policy: tts.Policy{Rules: []tts.Rule{{Workload: "wimse://a.example/"}}}, Now: clock.Now, Registry: a.reg}
 	gp := chaining.GrantPeer{Issuer: e.b.url, TokenEndpoint: e.b.endpoint(), Audiences: []string{"as.b.example"}, Scopes: []string{"trip.read", "trip.book"}}
 	if o.grantPeer != nil {
 		o.grantPeer(&gp)
 	}
 	a.ga, err = chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: a.url, Keys: a.ring, Authenticators: authA,
 		TxnTokens: tts.TxnTokenVerifierFor(cfgA), Peers: []chaining.GrantPeer{gp}, Now: clock.Now,
-		Logger: logTo(a), Registry: a.reg})
+		Logger: logTo(a)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	}
 	bc := chaining.JWTBearerConfig{Issuer: b.url, Keys: b.ring, Authenticators: authB, Replay: b.replay,
 		Peers: []chaining.BearerPeer{bp}, Audiences: []string{"b.example"}, Now: clock.Now,
-		Logger: logTo(b), Registry: b.reg}
+		Logger: logTo(b)}
 	if o.bearer != nil {
 		o.bearer(&bc)
 	}
@@ -173,7 +173,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	b.srv, err = tts.New(tts.Config{Issuer: b.url, TrustDomains: []string{"b.example"}, Keys: b.ring, Authenticators: authB,
 		SubjectHandlers: []tts.SubjectTokenHandler{ownAT}, Replay: b.replay,
 		Policy: tts.Policy{Rules: []tts.Rule{{Workload: "wimse://b.example/"}}}, Now: clock.Now,
-		Grants: []oauth.Handler{b.jb}})
+		Grants: []oauth.Handler{b.jb}, Registry: b.reg})
 	if err != nil {
 		t.Fatal(err)
 	}

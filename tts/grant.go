@@ -12,7 +12,7 @@ import (
 
 // HandlerName is the name of the TTS's grant handler at the token endpoint (token
 // exchange for a Txn-Token, oauth.md 1.3): oauth.Record.Handler.
-const HandlerName = "txn_token"
+const HandlerName = oauth.HandlerTxnToken
 
 // txnGrant is the TTS's grant handler at the token endpoint, and its fallback: it
 // answers every request no other handler serves (unsupported_grant_type,
@@ -143,11 +143,10 @@ func subjectHash(rec *oauth.Record) string {
 	return rec.SubjectSHA256
 }
 
-// Done implements oauth.Handler: the request's metrics and log line; tokens only by
-// hash.
+// Done implements oauth.Handler: the request's log line; tokens only by hash. (The
+// endpoint's Observer counts it.)
 func (g txnGrant) Done(ctx context.Context, r *http.Request, rec *oauth.Record) {
 	s := g.s
-	s.metrics.duration.Observe(rec.Duration.Seconds())
 	grant := rec.Grant
 	if grant == "" {
 		grant = metricGrant("", "")
@@ -157,7 +156,6 @@ func (g txnGrant) Done(ctx context.Context, r *http.Request, rec *oauth.Record) 
 		dialog = rec.Request.Dialog()
 	}
 	if rec.Err != nil {
-		s.metrics.refused.WithLabelValues(grant, metricType(rec.SubjectTokenType), rec.Error, string(rec.Code)).Inc()
 		level := slog.LevelInfo
 		if errcode.KindOf(rec.Err) == errcode.Incomplete || rec.Code == errcode.Internal {
 			level = slog.LevelError
@@ -170,7 +168,6 @@ func (g txnGrant) Done(ctx context.Context, r *http.Request, rec *oauth.Record) 
 	}
 	resp := rec.Response.(*txnResponse)
 	claims := resp.claims
-	s.metrics.issued.WithLabelValues(grant, metricType(rec.SubjectTokenType), rec.Method).Inc()
 	// This line is written for every token issued: typed attributes, and the hashes
 	// computed only when the line is.
 	if s.log.Enabled(ctx, slog.LevelInfo) {

@@ -94,7 +94,6 @@ type Server struct {
 	cfg      Config
 	handlers map[string]SubjectTokenHandler
 	replace  *txnTokenHandler
-	metrics  *metrics
 	log      *slog.Logger
 	router   chi.Router
 	proofAud []string
@@ -154,12 +153,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.replace = &txnTokenHandler{v: txnTokenVerifier(&cfg)}
 	s.proofAud = []string{cfg.TokenEndpoint}
-	m, err := newMetrics(cfg.Registry, s.cacheLen)
+	observer, err := newMetrics(cfg.Registry, s.cacheLen)
 	if err != nil {
 		return nil, err
 	}
-	s.metrics = m
-	if s.endpoint, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: txnGrant{s}, Handlers: cfg.Grants, MaxBodySize: cfg.MaxBodySize}); err != nil {
+	if s.endpoint, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: txnGrant{s}, Handlers: cfg.Grants, MaxBodySize: cfg.MaxBodySize,
+		Observer: observer}); err != nil {
 		return nil, err
 	}
 	s.router = s.routes()

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -204,7 +202,7 @@ func (c *chainingSetup) ownAccessTokens() []tts.JWTIssuer {
 // handlers builds the chaining handlers served at the TTS's token endpoint (nil when
 // chaining is not configured); ttsCfg is the TTS's configuration, whose Txn-Tokens AS A
 // accepts as subject tokens.
-func (c *chainingSetup) handlers(ttsCfg tts.Config, skew time.Duration, reg prometheus.Registerer, logger *slog.Logger) ([]oauth.Handler, error) {
+func (c *chainingSetup) handlers(ttsCfg tts.Config, skew time.Duration, logger *slog.Logger) ([]oauth.Handler, error) {
 	if c == nil {
 		return nil, nil
 	}
@@ -216,7 +214,7 @@ func (c *chainingSetup) handlers(ttsCfg tts.Config, skew time.Duration, reg prom
 	if a := c.cfg.ASA; a != nil {
 		asA, err = chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: c.issuer, TokenEndpoint: c.endpoint, Keys: c.ring,
 			Authenticators: c.auths, TxnTokens: tts.TxnTokenVerifierFor(ttsCfg), Peers: c.asA, Lifetime: a.GrantLifetime,
-			Logger: logger, Registry: reg})
+			Logger: logger})
 		if err != nil {
 			return nil, err
 		}
@@ -224,7 +222,7 @@ func (c *chainingSetup) handlers(ttsCfg tts.Config, skew time.Duration, reg prom
 	if b := c.cfg.ASB; b != nil {
 		asB, err = chaining.NewJWTBearer(chaining.JWTBearerConfig{Issuer: c.issuer, TokenEndpoint: c.endpoint, Keys: c.ring,
 			Authenticators: c.auths, Replay: c.replay, Peers: c.asB, Audiences: []string{c.audience},
-			Lifetime: b.AccessTokenLifetime, MaxGrantAge: b.MaxGrantAge, Skew: skew, Logger: logger, Registry: reg})
+			Lifetime: b.AccessTokenLifetime, MaxGrantAge: b.MaxGrantAge, Skew: skew, Logger: logger})
 		if err != nil {
 			return nil, err
 		}

@@ -329,7 +329,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 		Authenticators: auths, SubjectHandlers: handlers, Replay: replay, Policy: policy,
 		Registry: reg, Logger: logger, Skew: cfg.Skew, ReadyChecks: readyChecks,
 	}
-	if tcfg.Grants, err = chain.handlers(tcfg, cfg.Skew, reg, logger); err != nil {
+	if tcfg.Grants, err = chain.handlers(tcfg, cfg.Skew, logger); err != nil {
 		return nil, err
 	}
 	s, err := tts.New(tcfg)
