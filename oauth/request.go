@@ -494,9 +494,13 @@ func invalid(format string, args ...any) *errcode.Error {
 	return errcode.New(errcode.InvalidRequest, format, args...)
 }
 
-func truncate(s string) string {
+// Truncate bounds a caller's value quoted in an error description: its first 64
+// octets and "...".
+func Truncate(s string) string {
 	if len(s) > 64 {
 		return s[:64] + "..."
 	}
 	return s
 }
+
+func truncate(s string) string { return Truncate(s) }

@@ -91,9 +91,4 @@ func invalid(format string, args ...any) *errcode.Error {
 	return errcode.New(errcode.InvalidRequest, format, args...)
 }
 
-func truncate(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
-}
+func truncate(s string) string { return oauth.Truncate(s) }
