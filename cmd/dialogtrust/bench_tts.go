@@ -17,6 +17,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/loadtest"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
@@ -39,7 +40,7 @@ func benchTTS(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	workloads := fs.Int("workloads", 0, "with --wit-issuer: distinct workloads, each with its own WIT (default: one per worker, at most 64)")
 	prefix := fs.String("workload-prefix", "wimse://dev.local/bench/", "with --wit-issuer: workload identifiers are this plus w1, w2, ...")
 	alg := fs.String("alg", keys.ES256, "with --wit-issuer: algorithm of the workload keys (ES256 or EdDSA)")
-	proof := fs.String("proof", tts.ProofWPT, "proof of possession: wpt or httpsig")
+	proofArg := fs.String("proof", proof.WPT.String(), "proof of possession: wpt or httpsig")
 	audience := fs.String("audience", "", "the requested trust domain (default: the TTS's first trust domain)")
 	scope := fs.String("scope", "trip.read", "the requested scope (also the subject token's)")
 	subject := fs.String("subject", "alice@dev.local", "sub of the self_signed subject tokens")
@@ -64,8 +65,12 @@ func benchTTS(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if (*witArg == "") != (*keyFile == "") {
 		return usageError{"--wit and --key go together"}
 	}
-	if *proof != tts.ProofWPT && *proof != tts.ProofHTTPSig {
+	if *proofArg != proof.WPT.String() && *proofArg != proof.HTTPSig.String() {
 		return usageError{"--proof must be wpt or httpsig"}
+	}
+	pm, err := proof.Parse(*proofArg)
+	if err != nil {
+		return err
 	}
 	if err := checkAlg(*alg); err != nil {
 		return err
@@ -143,7 +148,7 @@ func benchTTS(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return err
 		}
 		states[i] = &workerState{cred: cred, workload: wl,
-			client: &tts.Client{TokenEndpoint: md.TokenEndpoint, HTTPClient: hc, WIT: cred.WIT, Key: cred.Key, Proof: *proof}}
+			client: &tts.Client{TokenEndpoint: md.TokenEndpoint, HTTPClient: hc, WIT: cred.WIT, Key: cred.Key, Proof: pm}}
 	}
 	op := func(ctx context.Context, w int) error {
 		st := states[w]
@@ -170,7 +175,7 @@ func benchTTS(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep := &benchReport{Bench: "tts", URL: md.TokenEndpoint, Proof: *proof, WorkloadAlg: creds[0].Key.Alg(), ServerAlg: serverAlg, Workloads: len(creds)}
+	rep := &benchReport{Bench: "tts", URL: md.TokenEndpoint, Proof: *proofArg, WorkloadAlg: creds[0].Key.Alg(), ServerAlg: serverAlg, Workloads: len(creds)}
 	subj := "a self_signed subject token per worker, re-minted every 4 min (TTS subject cache warm)"
 	if *freshSubject {
 		subj = "a new self_signed subject token per request (TTS subject cache cold)"

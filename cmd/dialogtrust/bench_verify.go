@@ -28,6 +28,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/loadtest"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -205,12 +206,12 @@ func benchVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	if *target != "" && *issuerURL == "" && *witArg == "" {
 		return usageError{"with --url give --wit-issuer or --wit: the receiver must trust the WITs"}
 	}
-	var proof agent.Proof
+	var pm proof.Method
 	switch *proofArg {
 	case "httpsig":
-		proof = agent.HTTPSig
+		pm = proof.HTTPSig
 	case "wpt":
-		proof = agent.WPT
+		pm = proof.WPT
 	default:
 		return usageError{"--proof must be httpsig or wpt"}
 	}
@@ -362,9 +363,9 @@ func benchVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 			return err
 		}
 		src := staticSource{cred}
-		tr := &agent.Transport{Base: hc.Transport, Source: src, Proof: proof, Responses: responses}
+		tr := &agent.Transport{Base: hc.Transport, Source: src, Proof: pm, Responses: responses}
 		if ttsMD != nil {
-			c := &tts.Client{TokenEndpoint: ttsMD.TokenEndpoint, HTTPClient: hc, WITSource: src}
+			c := &tts.Client{TokenEndpoint: ttsMD.TokenEndpoint, HTTPClient: hc, WITSource: src, Proof: proof.WPT}
 			issuer := ttsMD.Issuer
 			tr.Tokens = agent.NewTTSSource(c, *td, *scope, func(ctx context.Context) (string, string, error) {
 				tok, err := tts.NewSelfSignedToken(cred.Key, id, "alice@"+*td, issuer, *scope, 10*time.Minute, time.Now())
