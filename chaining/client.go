@@ -102,8 +102,8 @@ func (c *Client) Redeem(ctx context.Context, tokenEndpoint, grant, scope string)
 
 // oauthClient is the token endpoint client of one request: the AS's code for a request
 // that could not be completed is as_unavailable.
-func (c *Client) oauthClient(endpoint string) *oauth.Client {
-	return &oauth.Client{
+func (c *Client) oauthClient(endpoint string) *oauth.TokenClient {
+	return &oauth.TokenClient{
 		TokenEndpoint: endpoint,
 		HTTPClient:    c.HTTPClient,
 		WITSource:     c.WITSource,

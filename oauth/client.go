@@ -17,15 +17,15 @@ import (
 	"github.com/dialogtrust/dialogtrust/wpt"
 )
 
-// MaxResponseSize bounds what a Client reads of a token endpoint's answer.
+// MaxResponseSize bounds what a TokenClient reads of a token endpoint's answer.
 const MaxResponseSize = 64 << 10
 
-// Client is a workload's side of one token endpoint: it posts a token request form
+// TokenClient is a workload's side of one token endpoint: it posts a token request form
 // (RFC 6749 section 3.2) authenticated with the workload's WIT and a fresh proof of
 // possession of its key, and reads the answer. What the form asks for is the caller's:
 // txntoken.Client builds Txn-Token requests on it, chaining.Client grant requests and
-// their redemption. A configured Client is safe for concurrent use.
-type Client struct {
+// their redemption. A configured TokenClient is safe for concurrent use.
+type TokenClient struct {
 	// TokenEndpoint is the token endpoint URL (metadata token_endpoint).
 	TokenEndpoint string
 	// ProofAudience is the recipient the proof names (default TokenEndpoint).
@@ -53,7 +53,7 @@ type Client struct {
 // ours (see ReadError), could-not-be-completed with c.Unavailable when the request
 // could not be completed. The caller checks the issued token's type: what fits depends
 // on the grant.
-func (c *Client) Token(ctx context.Context, form url.Values) (*TokenResponse, error) {
+func (c *TokenClient) Token(ctx context.Context, form url.Values) (*TokenResponse, error) {
 	if c.TokenEndpoint == "" {
 		return nil, errcode.New(errcode.InvalidRequest, "the client has no token endpoint")
 	}
@@ -106,7 +106,7 @@ func (c *Client) Token(ctx context.Context, form url.Values) (*TokenResponse, er
 }
 
 // prove adds the proof of possession of the WIT key to req.
-func (c *Client) prove(ctx context.Context, req *http.Request) error {
+func (c *TokenClient) prove(ctx context.Context, req *http.Request) error {
 	witRaw, key := c.WIT, c.Key
 	if c.WITSource != nil {
 		cred, err := c.WITSource.Credential(ctx)

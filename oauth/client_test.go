@@ -32,13 +32,13 @@ func answering(status int, body io.Reader) *http.Client {
 	})}
 }
 
-func testClient(t *testing.T, hc *http.Client) *oauth.Client {
+func testClient(t *testing.T, hc *http.Client) *oauth.TokenClient {
 	t.Helper()
 	key, err := keys.Generate(keys.EdDSA)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &oauth.Client{TokenEndpoint: "https://as.example/token", HTTPClient: hc, WIT: "h.p.s", Key: key}
+	return &oauth.TokenClient{TokenEndpoint: "https://as.example/token", HTTPClient: hc, WIT: "h.p.s", Key: key}
 }
 
 func wantErr(t *testing.T, err error, code errcode.Code, kind errcode.Kind) {
@@ -212,7 +212,7 @@ func TestClientProof(t *testing.T) {
 		method proof.Method
 		aud    string
 	}{{proof.HTTPSig, ""}, {proof.WPT, "https://as.example"}} {
-		c := &oauth.Client{TokenEndpoint: endpoint, ProofAudience: tc.aud, WIT: w.WIT, Key: w.Key, Proof: tc.method, Now: clock.Now}
+		c := &oauth.TokenClient{TokenEndpoint: endpoint, ProofAudience: tc.aud, WIT: w.WIT, Key: w.Key, Proof: tc.method, Now: clock.Now}
 		tr, err := c.Token(context.Background(), form)
 		if got := <-seen; got != tc.method.String() {
 			t.Fatalf("%s: the endpoint saw %s", tc.method, got)
@@ -223,7 +223,7 @@ func TestClientProof(t *testing.T) {
 	}
 	// The proof names the audience: a WPT for the token endpoint URL is not one for
 	// https://as.example.
-	c := &oauth.Client{TokenEndpoint: endpoint, WIT: w.WIT, Key: w.Key, Proof: proof.WPT, Now: clock.Now}
+	c := &oauth.TokenClient{TokenEndpoint: endpoint, WIT: w.WIT, Key: w.Key, Proof: proof.WPT, Now: clock.Now}
 	_, err := c.Token(context.Background(), form)
 	if got := <-seen; !strings.HasPrefix(got, "refused") {
 		t.Fatalf("a WPT for another audience: %s", got)

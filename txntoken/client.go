@@ -19,9 +19,9 @@ import (
 // Client asks a TTS token endpoint for Txn-Tokens by token exchange (oauth.md 1.3),
 // authenticating with a WIT and a proof of possession made with its key: a WIMSE HTTP
 // signature (default), which also covers the form body through Content-Digest, or a
-// WPT. It is an oauth.Client that builds the request and checks that what came back is
-// a Txn-Token. A configured Client is safe for concurrent use: every request gets a
-// fresh proof.
+// WPT. It builds the request, has an oauth.TokenClient send it, and checks that what
+// came back is a Txn-Token. A configured Client is safe for concurrent use: every
+// request gets a fresh proof.
 type Client struct {
 	// TokenEndpoint is the token endpoint URL (metadata token_endpoint).
 	TokenEndpoint string
@@ -105,8 +105,8 @@ func (c *Client) Request(ctx context.Context, r Request) (*oauth.TokenResponse, 
 	return tr, nil
 }
 
-func (c *Client) oauthClient() *oauth.Client {
-	return &oauth.Client{
+func (c *Client) oauthClient() *oauth.TokenClient {
+	return &oauth.TokenClient{
 		TokenEndpoint: c.TokenEndpoint,
 		ProofAudience: c.ProofAudience,
 		HTTPClient:    c.HTTPClient,
