@@ -81,9 +81,8 @@
 //
 // # Client
 //
-// Client asks a token endpoint for Txn-Tokens with a WIT and a WPT or an HTTP signature;
-// Discover reads and checks the RFC 8414 metadata; NewSelfSignedToken mints a
-// self_signed subject token.
+// The client side has moved: Client, Request and NewSelfSignedToken are deprecated
+// aliases of txntoken's, and Discover wraps oauth.Discover.
 //
 // # Keys and discovery
 //

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,10 +21,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/reqid"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/txntoken"
@@ -526,48 +525,4 @@ func (k ringKeys) LookupKey(ctx context.Context, kid string) (*keys.PublicKey, e
 		return a.Public(), nil
 	}
 	return k.r.KeySet().LookupKey(ctx, kid)
-}
-
-// Discover fetches a TTS's metadata from baseURL + PathMetadata and checks it (RFC
-// 8414 section 3.3: issuer must equal baseURL; oauth.md 1.9 item 5: configuration from
-// a trusted source): the token endpoint and JWKS must be on baseURL's origin, so that
-// metadata cannot send a workload's credentials elsewhere.
-func Discover(ctx context.Context, hc *http.Client, baseURL string) (*Metadata, error) {
-	base, err := url.Parse(baseURL)
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" || base.RawQuery != "" || base.Fragment != "" {
-		return nil, errcode.New(errcode.InvalidRequest, "TTS URL must be an absolute http(s) URL without query or fragment")
-	}
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	u := *base
-	// RFC 8414 section 3.1: the well-known suffix goes between host and path.
-	u.Path = PathMetadata + strings.TrimSuffix(base.Path, "/")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.InvalidRequest, err, "metadata request")
-	}
-	res, err := hc.Do(req)
-	if err != nil {
-		return nil, errcode.Unavailable(errcode.TTSUnavailable, err, "fetching TTS metadata")
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-	if err != nil || res.StatusCode != http.StatusOK {
-		return nil, errcode.Unavailable(errcode.TTSUnavailable, err, "TTS metadata: HTTP %d", res.StatusCode)
-	}
-	var md Metadata
-	if err := json.Unmarshal(b, &md); err != nil {
-		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "TTS metadata")
-	}
-	if md.Issuer != strings.TrimSuffix(baseURL, "/") && md.Issuer != baseURL {
-		return nil, errcode.New(errcode.IssuerMismatch, "metadata issuer %q is not %q", truncate(md.Issuer), baseURL)
-	}
-	for _, link := range []string{md.TokenEndpoint, md.JWKSURI} {
-		l, err := url.Parse(link)
-		if err != nil || l.Scheme != base.Scheme || l.Host != base.Host {
-			return nil, errcode.New(errcode.IssuerMismatch, "metadata link %q is not on %s://%s", truncate(link), base.Scheme, base.Host)
-		}
-	}
-	return &md, nil
 }

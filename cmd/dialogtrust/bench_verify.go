@@ -27,6 +27,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
@@ -223,7 +224,7 @@ type verifyArgs struct {
 	prefix, alg, proofName, ttsURL, scope            string
 	workloads                                        int // resolved: at least 1
 	stateful                                         bool
-	proof                                            agent.Proof
+	proof                                            proof.Method
 	bench                                            *benchFlags
 }
 
@@ -264,9 +265,9 @@ func parseBenchVerify(args []string, stderr io.Writer) (*verifyArgs, error) {
 	}
 	switch a.proofName {
 	case "httpsig":
-		a.proof = agent.HTTPSig
+		a.proof = proof.HTTPSig
 	case "wpt":
-		a.proof = agent.WPT
+		a.proof = proof.WPT
 	default:
 		return nil, usageError{"--proof must be httpsig or wpt"}
 	}
@@ -457,7 +458,7 @@ func (r *verifyRun) op() (loadtest.Op, error) {
 // txnTokens is a worker's source of Txn-Tokens from the TTS, one per dialog, for a
 // self_signed subject token of its workload.
 func (r *verifyRun) txnTokens(cred *wit.Credential, id identifier.ID, src wit.Source) agent.TxnTokenSource {
-	c := &tts.Client{TokenEndpoint: r.ttsMD.TokenEndpoint, HTTPClient: r.hc, WITSource: src}
+	c := &tts.Client{TokenEndpoint: r.ttsMD.TokenEndpoint, HTTPClient: r.hc, WITSource: src, Proof: proof.WPT}
 	issuer, td, scope := r.ttsMD.Issuer, r.td, r.scope
 	return agent.NewTTSSource(c, td, scope, func(ctx context.Context) (string, string, error) {
 		tok, err := tts.NewSelfSignedToken(cred.Key, id, "alice@"+td, issuer, scope, 10*time.Minute, time.Now())
