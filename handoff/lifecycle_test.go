@@ -565,3 +565,38 @@ func TestSec4_A2ATaskStateMapping(t *testing.T) {
 		}
 	}
 }
+
+// Section 2: reason values other than the listed ones "SHOULD be avoided until a
+// registry exists"; this package never produces them. Reject and Fail refuse an
+// unlisted reason (invalid_request) and the hop stays as it was.
+func TestSec2_UnlistedReasonsRefused(t *testing.T) {
+	forEachForm(t, func(t *testing.T, w *world) {
+		p := newPair(t, w)
+		_, hop := p.offer(t, "")
+		_, err := p.r.Reject(p.ctx, planner, hop, Reason("busy"), "")
+		wantCode(t, err, errcode.InvalidRequest)
+		if rec, _ := p.r.Lookup(p.ctx, planner, hop); rec.State != recReceived || rec.LastStatus != nil {
+			t.Fatalf("a refused reject changed the hop: %+v", rec)
+		}
+		if _, err := p.r.Accept(p.ctx, planner, hop); err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.r.Fail(p.ctx, planner, hop, Failure{Reason: Reason("out-of-memory")})
+		wantCode(t, err, errcode.InvalidRequest)
+		if rec, _ := p.r.Lookup(p.ctx, planner, hop); rec.State != string(StateAccepted) {
+			t.Fatalf("a refused fail changed the hop: %+v", rec)
+		}
+		f, err := p.r.Fail(p.ctx, planner, hop, Failure{Reason: ReasonPolicy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u := p.deliver(t, f); u.Hop.State != StateFailed || u.Hop.Reason != ReasonPolicy {
+			t.Fatalf("%+v", u.Hop)
+		}
+		// No reason at all is still allowed for "failed".
+		_, hop2 := p.offer(t, "")
+		if _, err := p.r.Fail(p.ctx, planner, hop2, Failure{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -616,10 +616,14 @@ func (r *Receiver) Accept(ctx context.Context, iss, hop string) (Signed, error) 
 
 // Reject refuses a remembered hop that has not been taken (a delegate sends at most
 // one of "accepted" and "rejected", and never "rejected" for a hop it has taken).
-// "stale" and "replay" are reserved for hops the delegate does not remember.
+// "stale" and "replay" are reserved for hops the delegate does not remember. reason
+// must be one of the values section 2 lists: others are never produced here.
 func (r *Receiver) Reject(ctx context.Context, iss, hop string, reason Reason, detail string) (Signed, error) {
 	if reason == "" || reason.nonterminal() {
 		return Signed{}, errcode.New(errcode.InvalidRequest, "reason %q cannot reject a remembered hop", reason)
+	}
+	if !reason.Listed() {
+		return Signed{}, errcode.New(errcode.InvalidRequest, "reason %q is not one of section 2's values", reason)
 	}
 	return r.transition(ctx, iss, hop, func(rec *hopRecord) (change, error) {
 		if rec.State != recReceived {
@@ -656,8 +660,12 @@ type Failure struct {
 }
 
 // Fail sends "failed" for a hop whose outcome is known (section 5.4). After
-// equivocation, the reason defaults to "equivocation" (section 5.6).
+// equivocation, the reason defaults to "equivocation" (section 5.6). A reason, when
+// given, must be one of the values section 2 lists.
 func (r *Receiver) Fail(ctx context.Context, iss, hop string, f Failure) (Signed, error) {
+	if f.Reason != "" && !f.Reason.Listed() {
+		return Signed{}, errcode.New(errcode.InvalidRequest, "reason %q is not one of section 2's values", f.Reason)
+	}
 	if f.Partial && len(f.Effects) == 0 {
 		return Signed{}, errcode.New(errcode.InvalidRequest, "part of the work took effect: refs must list it (section 5.4)")
 	}
