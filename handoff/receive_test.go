@@ -140,6 +140,11 @@ func TestSec5_2_Freshness(t *testing.T) {
 			{"fresh", now, now + 120, true, nil},
 			{"exp equals iat", now, now, false, nil},
 			{"exp before iat", now, now - 1, false, nil},
+			// Only the rule "exp not later than iat" breaks in these two: both times are
+			// ahead of the clock (not expired), iat is within the skew and the lifetime
+			// is not over the maximum.
+			{"exp equals iat, both ahead of the clock", now + 30, now + 30, false, nil},
+			{"exp before iat, both ahead of the clock", now + 30, now + 20, false, nil},
 			{"iat within skew ahead", now + 60, now + 120, true, nil},
 			{"iat beyond skew", now + 61, now + 120, false, nil},
 			{"expired", now - 100, now, false, nil},
