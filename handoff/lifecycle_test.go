@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/keys"
 )
 
 // pair is a delegator (planner) and a delegate (coder) in one world.
@@ -599,4 +600,49 @@ func TestSec2_UnlistedReasonsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// Section 5.6: a "canceled" is checked like any status: its signature with a key the
+// trust configuration binds to status.iss. A forged cancel would stop work; it is
+// refused and the hop is unchanged.
+func TestSec5_6_ForgedCancelRefused(t *testing.T) {
+	forEachForm(t, func(t *testing.T, w *world) {
+		p := newPair(t, w)
+		h, hop := p.offer(t, "")
+		if _, err := p.r.Accept(p.ctx, planner, hop); err != nil {
+			t.Fatal(err)
+		}
+		cancel := &Status{Hop: hop, Offer: h.Offer.Digest(), Iss: planner, Aud: coder, Iat: w.clock.Now().Unix(), State: StateCanceled}
+		genuine := w.signStatus(cancel)
+		forged := map[string]struct {
+			s    Signed
+			code errcode.Code
+		}{
+			"signature altered":        {flipSignature(genuine), errcode.HandoffBadSignature},
+			"signed by an unknown key": {signStatusWith(t, w, w.untrustedKey(), cancel), errcode.HandoffUntrustedKey},
+			"signed by another agent":  {signStatusWith(t, w, w.key(tester), cancel), errcode.HandoffUntrustedKey},
+		}
+		for name, f := range forged {
+			res, err := p.r.HandleCancel(p.ctx, f.s)
+			if res != nil || !hasCause(err, f.code) {
+				t.Errorf("%s: %+v %v, want %s", name, res, err, f.code)
+			}
+			if rec, _ := p.r.Lookup(p.ctx, planner, hop); rec.State != string(StateAccepted) {
+				t.Fatalf("%s: a forged cancel changed the hop to %s", name, rec.State)
+			}
+		}
+		res, err := p.r.HandleCancel(p.ctx, genuine)
+		if err != nil || !res.StopWork {
+			t.Fatalf("genuine cancel: %+v %v", res, err)
+		}
+	})
+}
+
+func signStatusWith(t *testing.T, w *world, k *keys.PrivateKey, st *Status) Signed {
+	t.Helper()
+	s, err := SignStatus(k, w.form, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
