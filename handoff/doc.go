@@ -87,7 +87,16 @@
 //     unverifiable unless a ProofVerifier for the kind is configured.
 //   - Grants. A credential that arrived is always checked against grant; a missing
 //     credential or grant fails only WithGrantRequired (grant may name a credential
-//     the delegate presents rather than receives, section 5.7).
+//     the delegate presents rather than receives, section 5.7). "grant MUST NOT
+//     contain the credential" is enforced where it is decidable: a grant must name a
+//     hash of the RFC 6920 registry of at least 256 bits with a value of that hash's
+//     length. SignOffer (and so Delegator.Offer) refuses any other grant, and a
+//     receiver refuses it at step 5 whether or not a credential arrived
+//     (handoff_grant_mismatch, reason "policy", as every grant failure: the CDDL
+//     allows any alg text, so it is no data-model violation).
+//   - Salts. A reference with a member named "salt", of any kind, is refused (section
+//     2.2: "The salt MUST NOT appear in the element"): by SignOffer and SignStatus, and
+//     at receipt as a data-model violation (step 1, bad-signature).
 //   - The delegator keeps its hops in memory, bounded; "the same work" is a key the
 //     caller names (OfferRequest.Work). A "canceled" from the delegator keeps the hop
 //     canceled; a later completed, failed or rejected resolves it (HopState.Outcome).

@@ -324,6 +324,11 @@ func (r *ContextRef) Validate() error {
 	if err := r.Dig.Validate(); err != nil {
 		return err
 	}
+	// Section 2.2: "The salt MUST NOT appear in the element". A salt member is how it
+	// would appear; refused in every reference, whatever its kind.
+	if _, ok := r.Extra["salt"]; ok {
+		return invalid("reference carries a salt member: the salt MUST NOT appear in the element (section 2.2)")
+	}
 	for k := range r.Extra {
 		if reserved(refMembers, k) {
 			return invalid("reference extra member %q shadows a defined member", k)

@@ -407,6 +407,11 @@ func (r *Receiver) checkGrant(o *Offer, credential []byte) error {
 		}
 		return nil
 	}
+	// Whether or not a credential arrived: a grant that is not a digest may be the
+	// credential itself (section 2), and no check could ever pass against it.
+	if err := checkGrantIsDigest(o.Grant); err != nil {
+		return err
+	}
 	if credential == nil {
 		if r.grantRequired {
 			return errcode.New(errcode.HandoffGrantMismatch, "no credential arrived to check the grant against")

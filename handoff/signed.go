@@ -112,8 +112,18 @@ func coseAlgFor(jwsAlg string) (cose.Algorithm, bool) {
 }
 
 // SignOffer signs an offer with key in form. The key's kid in the header is its RFC
-// 7638 thumbprint (sections 3.1, 3.2).
+// 7638 thumbprint (sections 3.1, 3.2). It refuses what a receiver would refuse for
+// carrying a secret: a grant that is not a digest (errcode.HandoffGrantMismatch) and a
+// reference with a salt member (errcode.HandoffBadSignature).
 func SignOffer(key *keys.PrivateKey, form Form, o *Offer) (Signed, error) {
+	if o.Grant != nil {
+		if err := checkGrantIsDigest(o.Grant); err != nil {
+			return Signed{}, err
+		}
+	}
+	if err := refsWithoutSalt(o.Refs); err != nil {
+		return Signed{}, err
+	}
 	var payload []byte
 	var err error
 	if form == COSE {
@@ -127,8 +137,12 @@ func SignOffer(key *keys.PrivateKey, form Form, o *Offer) (Signed, error) {
 	return signPayload(key, form, payload)
 }
 
-// SignStatus signs a status with key in form.
+// SignStatus signs a status with key in form. Like SignOffer, it refuses a reference
+// with a salt member (errcode.HandoffBadSignature).
 func SignStatus(key *keys.PrivateKey, form Form, s *Status) (Signed, error) {
+	if err := refsWithoutSalt(s.Refs); err != nil {
+		return Signed{}, err
+	}
 	var payload []byte
 	var err error
 	if form == COSE {
@@ -140,6 +154,17 @@ func SignStatus(key *keys.PrivateKey, form Form, s *Status) (Signed, error) {
 		return Signed{}, err
 	}
 	return signPayload(key, form, payload)
+}
+
+// refsWithoutSalt refuses, before signing, a reference that would put its salt into the
+// element (section 2.2), with the code a receiver refuses it with at step 1.
+func refsWithoutSalt(refs []ContextRef) error {
+	for i := range refs {
+		if _, ok := refs[i].Extra["salt"]; ok {
+			return reject(ReasonBadSignature, "refs[%d] carries a salt member: the salt MUST NOT appear in the element (section 2.2)", i)
+		}
+	}
+	return nil
 }
 
 // thumbprintKey returns key with its kid set to its thumbprint ("kid SHOULD be the JWK
