@@ -55,6 +55,14 @@
 //   - Equivocation (5.6) by the delegate's state: received and unanswered, "rejected"
 //     with reason "equivocation" for the first offer; taken, Decision.StopWork and a
 //     later Fail defaults to reason "equivocation"; terminal, nothing. Always flagged.
+//   - Malleated copies. Equivocation needs other signed content, not just other
+//     octets: anyone who has seen an ES256 offer can replace its signature (r, s) with
+//     (r, n-s), which verifies too (high-S signatures are accepted: ordinary signers
+//     make them half the time), and COSE's unprotected header is not signed at all. A
+//     remembered pair whose new octets carry the same signed content (JWS header and
+//     payload; COSE protected header and payload) is answered as a retransmission of
+//     the remembered offer (5.3) and flagged: Decision.Malleated, and a Flag of kind
+//     "malleated-copy".
 //   - Statuses are signed in the form of the offer they answer.
 //   - kid. Offers and statuses are signed with the RFC 7638 thumbprint as kid, in COSE
 //     as the UTF-8 octets of the same base64url string, so one trust configuration

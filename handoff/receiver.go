@@ -66,8 +66,16 @@ type Decision struct {
 	// StopWork asks the delegate to stop the work of the first offer if it can: the
 	// hop was taken and then equivocated (section 5.6).
 	StopWork bool
-	// Flagged is true when the operator was (and should be) told: equivocation.
+	// Flagged is true when the operator was (and should be) told: equivocation, or a
+	// malleated copy.
 	Flagged bool
+	// Malleated is true for a copy of a remembered offer with the same signed content
+	// (JWS header and payload; COSE protected header and payload) and other octets: a
+	// different valid signature, which anyone can make from an ECDSA one, or other
+	// unsigned parts. It is not the delegator signing twice (section 5.6), so it is
+	// answered as a retransmission of the remembered offer (Outcome
+	// OutcomeRetransmission, section 5.3) and flagged with Flag kind "malleated-copy".
+	Malleated bool
 	// Err is the rejection as an *errcode.Error (nil when accepted).
 	Err error
 }
@@ -91,7 +99,7 @@ type Inbound struct {
 
 // Flag is something the operator should be told (sections 5.3, 5.4, 5.6).
 type Flag struct {
-	Kind   string // "equivocation" or "conflict"
+	Kind   string // "equivocation", "malleated-copy" or "conflict"
 	Iss    string
 	Hop    string
 	Detail string
@@ -209,6 +217,10 @@ type hopRecord struct {
 	// Outcome is "completed" or "failed" when it was sent after a cancel (the state
 	// stays "canceled": each party keeps the first terminal state, section 5.6).
 	Outcome string `cbor:"7,keyasint,omitempty"`
+	// Content names the offer's signed content (element.signedContent), to tell a
+	// malleated copy from equivocation. Absent in records written before it was kept:
+	// every other digest is then equivocation, as it was.
+	Content []byte `cbor:"8,keyasint,omitempty"`
 }
 
 func (h *hopRecord) encode() []byte {
@@ -323,7 +335,7 @@ func (r *Receiver) Receive(ctx context.Context, in Inbound) (*Decision, error) {
 		return r.rejectUnrecorded(o, h.Offer, d)
 	}
 	digestRaw, _ := base64.RawURLEncoding.DecodeString(vo.Digest.Val)
-	rec := &hopRecord{Digest: digestRaw, Form: int(h.Offer.Form), State: recReceived, Exp: o.Exp}
+	rec := &hopRecord{Digest: digestRaw, Form: int(h.Offer.Form), State: recReceived, Exp: o.Exp, Content: vo.content[:]}
 	recRaw := rec.encode()
 	existing, err := r.records.Create(ctx, key, recRaw, r.receivedTTL(o.Exp, now))
 	if err != nil {
@@ -469,13 +481,27 @@ func (r *Receiver) remembered(ctx context.Context, key string, raw []byte, vo *V
 	o := vo.Offer
 	digest, _ := base64.RawURLEncoding.DecodeString(vo.Digest.Val)
 	d := &Decision{Offer: vo, Step: 4}
-	if bytes.Equal(digest, rec.Digest) {
+	same := bytes.Equal(digest, rec.Digest)
+	// Other octets over the same signed content: a copy whose signature (or unsigned
+	// part) someone else changed, not a second offer signed by iss.
+	malleated := !same && len(rec.Content) > 0 && bytes.Equal(vo.content[:], rec.Content)
+	if same || malleated {
 		d.Outcome = OutcomeRetransmission
 		d.Err = errcode.New(errcode.HandoffRetransmission, "offer %s was already received; it is not processed again", o.Hop)
+		if malleated {
+			d.Malleated, d.Flagged = true, true
+			d.Err = errcode.New(errcode.HandoffRetransmission,
+				"offer %s was already received; this copy has the same signed content with other octets (a malleated signature), answered as a retransmission", o.Hop)
+			if r.flag != nil {
+				r.flag(Flag{Kind: "malleated-copy", Iss: o.Iss, Hop: o.Hop,
+					Detail: "offer " + vo.Digest.Val + " is a malleated copy of " + rec.digest().Val})
+			}
+		}
 		reply := rec.lastStatus()
 		if reply == nil && State(rec.State) == StateAccepted && r.key != nil {
-			// Taken, but no status was sent (a crash between the two): send "accepted".
-			st, err := r.sign(Form(rec.Form), o.Hop, vo.Digest, o.Iss, StateAccepted, "", "", nil)
+			// Taken, but no status was sent (a crash between the two): send "accepted",
+			// for the remembered offer.
+			st, err := r.sign(Form(rec.Form), o.Hop, rec.digest(), o.Iss, StateAccepted, "", "", nil)
 			if err == nil {
 				next := *rec
 				next.Status = st.Octets

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -387,6 +388,39 @@ type VerifiedOffer struct {
 	Digest Digest
 	KID    string
 	Alg    string
+
+	// content names what the signature covers (see element.signedContent).
+	content [32]byte
+}
+
+// signedContent names what the signature covers, apart from the signature: for a JWS
+// its signing input (header and payload as sent); for COSE the protected header octets
+// and the payload (what the Sig_structure holds). Two elements with the same content
+// and different octets were not both made by the signer: ECDSA signatures are
+// malleable, so anyone who has seen (r, s) can send (r, n-s), valid under the same key,
+// and COSE's unprotected header and outer encoding are not signed at all.
+func (e *element) signedContent() [32]byte {
+	h := sha256.New()
+	switch e.signed.Form {
+	case JWS:
+		raw := e.signed.Octets
+		h.Write([]byte("jws\x00"))
+		h.Write(raw[:bytes.LastIndexByte(raw, '.')])
+	case COSE:
+		// RawProtected is the bstr as sent; what is signed is its content (go-cose
+		// re-encodes the bstr head deterministically before verifying).
+		var prot []byte
+		_ = cbor.Unmarshal(e.cose.Headers.RawProtected, &prot)
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(prot)))
+		h.Write([]byte("cose\x00"))
+		h.Write(n[:])
+		h.Write(prot)
+		h.Write(e.payload)
+	}
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
 }
 
 // VerifiedStatus is a status whose signed form and signature have been checked.
@@ -414,7 +448,8 @@ func (e *element) verifiedOffer(ctx context.Context, trust Trust) (*VerifiedOffe
 	if err != nil {
 		return nil, signatureError(err, "offer")
 	}
-	return &VerifiedOffer{Offer: e.offer, Signed: e.signed, Digest: e.signed.Digest(), KID: e.kidOr(key), Alg: e.alg}, nil
+	return &VerifiedOffer{Offer: e.offer, Signed: e.signed, Digest: e.signed.Digest(), KID: e.kidOr(key), Alg: e.alg,
+		content: e.signedContent()}, nil
 }
 
 func signatureError(err error, what string) error {
