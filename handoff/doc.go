@@ -53,8 +53,11 @@
 //     rejected with "replay". Later offers are exp-bounded by step 3 anyway, so the
 //     rule lapses by itself once the maximum lifetime has passed.
 //   - Equivocation (5.6) by the delegate's state: received and unanswered, "rejected"
-//     with reason "equivocation" for the first offer; taken, Decision.StopWork and a
-//     later Fail defaults to reason "equivocation"; terminal, nothing. Always flagged.
+//     with reason "equivocation" for the first offer; canceled by the delegator before
+//     it was taken and unanswered, the same "rejected" (the hop stays canceled, the
+//     rejection is its outcome) and no StopWork, since there is no work; taken,
+//     Decision.StopWork and a later Fail defaults to reason "equivocation"; terminal,
+//     nothing. Always flagged.
 //   - Malleated copies. Equivocation needs other signed content, not just other
 //     octets: anyone who has seen an ES256 offer can replace its signature (r, s) with
 //     (r, n-s), which verifies too (high-S signatures are accepted: ordinary signers
@@ -64,6 +67,12 @@
 //     the remembered offer (5.3) and flagged: Decision.Malleated, and a Flag of kind
 //     "malleated-copy".
 //   - Statuses are signed in the form of the offer they answer.
+//   - Cancels propagate (section 4, a SHOULD) when the receiver is configured
+//     WithCancelPropagation with the agent's own Delegator and a CancelSender: every
+//     valid cancel HandleCancel records (also one for a hop already finished or
+//     canceled) cancels the unresolved offers whose prev is the canceled offer and
+//     hands each to the sender; CancelResult.Propagated and PropagateErr say what
+//     happened. Without it nothing is sent (Delegator.PropagateCancel by hand).
 //   - kid. Offers and statuses are signed with the RFC 7638 thumbprint as kid, in COSE
 //     as the UTF-8 octets of the same base64url string, so one trust configuration
 //     serves both forms. StaticTrust finds a key by its configured kid or by its

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -165,6 +166,20 @@ func WithGrantRequired() ReceiverOption { return func(r *Receiver) { r.grantRequ
 // WithFlags sets the function told about flagged hops.
 func WithFlags(f func(Flag)) ReceiverOption { return func(r *Receiver) { r.flag = f } }
 
+// CancelSender sends one propagated "canceled" status to the delegate of a hop this
+// agent offered (c.Aud), in the host protocol (for example an A2A Cancel Task request
+// or an MCP notifications/cancelled, section 6).
+type CancelSender func(ctx context.Context, c Canceled) error
+
+// WithCancelPropagation makes the receiver follow section 4: "A delegate that receives
+// a valid "canceled" SHOULD send "canceled" for each offer it issued whose prev equals
+// this hop's offer digest." d is this agent's own Delegator; once HandleCancel has
+// checked and recorded a cancel, it cancels d's unresolved hops under the canceled
+// offer (Delegator.PropagateCancel) and hands each cancel to send.
+func WithCancelPropagation(d *Delegator, send CancelSender) ReceiverOption {
+	return func(r *Receiver) { r.downstream, r.sendCancel = d, send }
+}
+
 // Receiver is the delegate's side of handoffs: it checks offers (section 5.1), keeps
 // the (iss, hop) records of section 5.2 in a store.Records, answers retransmissions
 // (5.3), handles equivocation (5.6) and cancels, and signs the delegate's statuses
@@ -186,6 +201,8 @@ type Receiver struct {
 	quiet         map[Reason]bool
 	grantRequired bool
 	flag          func(Flag)
+	downstream    *Delegator
+	sendCancel    CancelSender
 }
 
 // NewReceiver returns the receiver of agent self.
@@ -221,6 +238,9 @@ type hopRecord struct {
 	// malleated copy from equivocation. Absent in records written before it was kept:
 	// every other digest is then equivocation, as it was.
 	Content []byte `cbor:"8,keyasint,omitempty"`
+	// Untaken is true for a hop canceled before the delegate took it: equivocation on
+	// it then rejects the first offer (section 5.6) instead of stopping work.
+	Untaken bool `cbor:"9,keyasint,omitempty"`
 }
 
 func (h *hopRecord) encode() []byte {
@@ -542,6 +562,22 @@ func (r *Receiver) remembered(ctx context.Context, key string, raw []byte, vo *V
 		if ok, err := r.records.Swap(ctx, key, raw, next.encode(), r.terminalTTL(rec.Exp, now)); err == nil && ok && next.Status != nil {
 			d.Reply = &st
 		}
+	case State(rec.State) == StateCanceled && rec.Untaken && rec.Outcome == "":
+		// Canceled by the delegator before the delegate took it, and unanswered: the
+		// delegate has "neither taken the work nor answered the first", so it rejects
+		// the first with reason equivocation (section 5.6). There is no work to stop.
+		// The hop keeps "canceled", its first terminal state; the rejection is its
+		// outcome, which resolves the hop for the delegator (section 5.3).
+		next.Outcome = string(StateRejected)
+		var st Signed
+		if r.key != nil {
+			if st, err = r.sign(Form(rec.Form), o.Hop, rec.digest(), o.Iss, StateRejected, ReasonEquivocation, "", nil); err == nil {
+				next.Status = st.Octets
+			}
+		}
+		if ok, err := r.records.Swap(ctx, key, raw, next.encode(), r.terminalTTL(rec.Exp, now)); err == nil && ok && next.Status != nil {
+			d.Reply = &st
+		}
 	case rec.terminal():
 		// Already rejected or terminal: no other status for the first offer.
 	default:
@@ -741,6 +777,13 @@ type CancelResult struct {
 	// AlreadyTerminal is true when the delegate had sent a terminal status first; it
 	// keeps that state (section 5.6).
 	AlreadyTerminal bool
+	// Propagated are the cancels made for this agent's own offers under the canceled
+	// one and handed to the CancelSender (WithCancelPropagation); nil without it.
+	Propagated []Canceled
+	// PropagateErr is what went wrong making or sending them. The cancel itself was
+	// checked and recorded: retrying HandleCancel with the same cancel resends the
+	// same octets.
+	PropagateErr error
 }
 
 // HandleCancel checks a "canceled" status from the delegator (section 5.6: signed by
@@ -770,14 +813,15 @@ func (r *Receiver) HandleCancel(ctx context.Context, s Signed) (*CancelResult, e
 	switch {
 	case rec.terminal():
 		res.AlreadyTerminal = true
-		return res, nil
+		return r.propagate(ctx, res), nil
 	case State(rec.State) == StateCanceled:
-		return res, nil
+		return r.propagate(ctx, res), nil
 	}
 	next := *rec
 	ttl := store.NoExpiry // taken: the outcome may still have to be learned and sent
 	if rec.State == recReceived {
 		ttl = r.terminalTTL(rec.Exp, r.now())
+		next.Untaken = true
 	} else {
 		res.StopWork = true
 	}
@@ -789,7 +833,27 @@ func (r *Receiver) HandleCancel(ctx context.Context, s Signed) (*CancelResult, e
 	if !ok {
 		return nil, errcode.New(errcode.HandoffInvalidTransition, "hop changed while the cancel was recorded; try again")
 	}
-	return res, nil
+	return r.propagate(ctx, res), nil
+}
+
+// propagate sends the cancel down (section 4): every valid cancel, also one for a hop
+// the delegate had already finished or canceled, since the hops it offered under the
+// canceled one serve work the delegator no longer wants. Delegator.PropagateCancel
+// skips resolved hops and returns the same octets for hops canceled before.
+func (r *Receiver) propagate(ctx context.Context, res *CancelResult) *CancelResult {
+	if r.downstream == nil || r.sendCancel == nil {
+		return res
+	}
+	down, err := r.downstream.PropagateCancel(ctx, res.Offer)
+	res.Propagated = down
+	errs := []error{err}
+	for _, c := range down {
+		if err := r.sendCancel(ctx, c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	res.PropagateErr = errors.Join(errs...)
+	return res
 }
 
 // HopRecord is the delegate's view of one hop.
