@@ -38,9 +38,13 @@
 //     bad-signature but nothing is answered or remembered; an unsigned chain element
 //     breaks the chain.
 //   - What is remembered. Only pairs that passed steps 1 to 3 are recorded (section
-//     5.2), so rejections at steps 1 to 4 (including stale and replay) set no state and
-//     are not resent; rejections at steps 5 to 7 are the hop's last status and are
-//     resent to retransmissions. A "received" pair is kept until exp plus skew; a taken
+//     5.2), so rejections at steps 1 to 3 (including stale) set no state and are not
+//     resent. A "replay" rejection at step 4 (section 8.4) follows steps 1 to 3: its
+//     pair is remembered until exp plus skew with the rejection as its last status,
+//     resent to copies, but it sets no hop state (nothing can be decided on the hop,
+//     and another offer for the pair is equivocation with nothing to send or stop).
+//     Rejections at steps 5 to 7 are the hop's last status and are resent to
+//     retransmissions. A "received" pair is kept until exp plus skew; a taken
 //     hop without a terminal status is kept without expiry (store.NoExpiry) until a
 //     terminal status or Receiver.Forget; after a terminal status, for the retention
 //     period (default 24 h) and at least until exp plus skew. When a step after the
@@ -50,7 +54,9 @@
 //     offer.iss (section 8.4's SHOULD taken as a rule); otherwise Decision.Withheld.
 //   - Section 8.4 after a loss of records: an unremembered offer with iat at or before
 //     the loss (whole seconds, so an offer from the same second counts as before) is
-//     rejected with "replay". Later offers are exp-bounded by step 3 anyway, so the
+//     rejected with "replay". With store.MemoryRecords, which lose everything at a
+//     restart, the receiver's own start time is the loss unless WithRecordsLostAt says
+//     otherwise (the zero time: nothing was lost). Later offers are exp-bounded by step 3 anyway, so the
 //     rule lapses by itself once the maximum lifetime has passed.
 //   - Equivocation (5.6) by the delegate's state: received and unanswered, "rejected"
 //     with reason "equivocation" for the first offer; canceled by the delegator before

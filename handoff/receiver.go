@@ -144,7 +144,15 @@ func WithStatusKey(k *keys.PrivateKey) ReceiverOption { return func(r *Receiver)
 // process whose records are in memory). Until the maximum lifetime has passed, offers
 // issued at or before that time that the receiver does not remember are rejected with
 // reason "replay" (section 8.4). A store that survives restarts (Redis) needs none.
-func WithRecordsLostAt(t time.Time) ReceiverOption { return func(r *Receiver) { r.lostAt = t } }
+//
+// A receiver with store.MemoryRecords, which lose everything at a restart, applies the
+// rule by itself with its own start time (the clock when NewReceiver runs) as the
+// records-lost time. WithRecordsLostAt overrides that; the zero time says that no
+// records were lost, for records as new as every key that can sign for them (a test,
+// a demonstration, a one-shot check of an offer).
+func WithRecordsLostAt(t time.Time) ReceiverOption {
+	return func(r *Receiver) { r.lostAt, r.lostAtSet = t, true }
+}
 
 // WithMaxElementSize bounds each signed handoff (default DefaultMaxElementSize).
 func WithMaxElementSize(n int) ReceiverOption { return func(r *Receiver) { r.maxElem = n } }
@@ -195,6 +203,7 @@ type Receiver struct {
 	maxLifetime   time.Duration
 	retention     time.Duration
 	lostAt        time.Time
+	lostAtSet     bool
 	maxElem       int
 	chain         ChainPolicy
 	refs          RefPolicy
@@ -213,6 +222,11 @@ func NewReceiver(self string, trust Trust, records store.Records, opts ...Receiv
 	for _, o := range opts {
 		o(r)
 	}
+	if _, volatile := records.(*store.MemoryRecords); volatile && !r.lostAtSet {
+		// Memory records start empty: whatever an earlier run of this process saw is
+		// gone (section 8.4).
+		r.lostAt = r.now()
+	}
 	return r
 }
 
@@ -220,6 +234,12 @@ func NewReceiver(self string, trust Trust, records store.Records, opts ...Receiv
 // has decided nothing and sent nothing.
 const (
 	recReceived = "received"
+	// recReplayed is a pair that passed steps 1 to 3 after a loss of records and was
+	// answered "rejected" with reason "replay" (section 8.4). It is remembered (section
+	// 5.2), so that a copy gets the same answer and another offer for the pair is
+	// equivocation, but the rejection sets no hop state and nothing may be decided on
+	// the hop.
+	recReplayed = "rejected-replay"
 )
 
 // hopRecord is what the delegate keeps per (iss, hop) (section 5.2): the handoff digest
@@ -350,12 +370,12 @@ func (r *Receiver) Receive(ctx context.Context, in Inbound) (*Decision, error) {
 
 	// Step 4: not seen before. After a loss of records, an offer issued before the
 	// loss may have been seen: "replay" (section 8.4).
-	if !r.lostAt.IsZero() && o.Iat <= r.lostAt.Unix() {
-		d.Step, d.Err = 4, reject(ReasonReplay, "records were lost at %d and this offer was issued at %d", r.lostAt.Unix(), o.Iat)
-		return r.rejectUnrecorded(o, h.Offer, d)
-	}
 	digestRaw, _ := base64.RawURLEncoding.DecodeString(vo.Digest.Val)
 	rec := &hopRecord{Digest: digestRaw, Form: int(h.Offer.Form), State: recReceived, Exp: o.Exp, Content: vo.content[:]}
+	if !r.lostAt.IsZero() && o.Iat <= r.lostAt.Unix() {
+		d.Step, d.Err = 4, reject(ReasonReplay, "records were lost at %d and this offer was issued at %d", r.lostAt.Unix(), o.Iat)
+		return r.rejectReplayed(ctx, key, rec, d, in, now)
+	}
 	recRaw := rec.encode()
 	existing, err := r.records.Create(ctx, key, recRaw, r.receivedTTL(o.Exp, now))
 	if err != nil {
@@ -464,6 +484,37 @@ func (r *Receiver) rejectUnrecorded(o *Offer, s Signed, d *Decision) (*Decision,
 		if st, err := r.sign(s.Form, o.Hop, s.Digest(), o.Iss, StateRejected, d.Reason, "", nil); err == nil {
 			d.Reply = &st
 		}
+	}
+	return d, d.Err
+}
+
+// rejectReplayed rejects with "replay" after a loss of records (section 8.4) an offer
+// that passed steps 1 to 3, and remembers its pair as section 5.2 requires, with the
+// rejection as its last status. The rejection sets no state: the record is
+// recReplayed, kept until exp plus the skew.
+func (r *Receiver) rejectReplayed(ctx context.Context, key string, rec *hopRecord, d *Decision, in Inbound, now time.Time) (*Decision, error) {
+	d.Outcome = OutcomeRejected
+	d.Reason = ReasonOf(d.Err)
+	o := d.Offer
+	next := *rec
+	next.State = recReplayed
+	var st Signed
+	if r.key != nil && !r.quiet[d.Reason] {
+		var err error
+		if st, err = r.sign(Form(rec.Form), o.Hop, o.Digest, o.Iss, StateRejected, d.Reason, "", nil); err == nil {
+			next.Status = st.Octets
+		}
+	}
+	existing, err := r.records.Create(ctx, key, next.encode(), r.receivedTTL(o.Exp, now))
+	if err != nil {
+		d.Reason, d.Err = "", err
+		return d, err
+	}
+	if existing != nil { // a concurrent copy got there first
+		return r.remembered(ctx, key, existing, o, in)
+	}
+	if next.Status != nil {
+		d.Reply = &st
 	}
 	return d, d.Err
 }
@@ -578,6 +629,10 @@ func (r *Receiver) remembered(ctx context.Context, key string, raw []byte, vo *V
 		if ok, err := r.records.Swap(ctx, key, raw, next.encode(), r.terminalTTL(rec.Exp, now)); err == nil && ok && next.Status != nil {
 			d.Reply = &st
 		}
+	case rec.State == recReplayed:
+		// Answered "replay" after a loss of records: the first was answered, so no
+		// other status for it, and this process took no work to stop.
+		_, _ = r.records.Swap(ctx, key, raw, next.encode(), r.receivedTTL(rec.Exp, now))
 	case rec.terminal():
 		// Already rejected or terminal: no other status for the first offer.
 	default:
@@ -819,7 +874,7 @@ func (r *Receiver) HandleCancel(ctx context.Context, s Signed) (*CancelResult, e
 	}
 	next := *rec
 	ttl := store.NoExpiry // taken: the outcome may still have to be learned and sent
-	if rec.State == recReceived {
+	if rec.State == recReceived || rec.State == recReplayed {
 		ttl = r.terminalTTL(rec.Exp, r.now())
 		next.Untaken = true
 	} else {

@@ -222,7 +222,10 @@ func run(ctx context.Context, p *printer, topo Topology) error {
 	htrust := handoff.NewStaticTrust()
 	_ = htrust.Bind(a2.id.String(), a2HK.Public())
 	_ = htrust.Bind(b1.id.String(), b1HK.Public())
-	b1Handoffs := handoff.NewReceiver(b1.id.String(), htrust, store.NewMemoryRecords(), handoff.WithStatusKey(b1HK), handoff.WithGrantRequired())
+	// The handoff keys were made just above, with these records: no offer can predate
+	// them, so nothing was lost (section 8.4 does not apply).
+	b1Handoffs := handoff.NewReceiver(b1.id.String(), htrust, store.NewMemoryRecords(), handoff.WithStatusKey(b1HK), handoff.WithGrantRequired(),
+		handoff.WithRecordsLostAt(time.Time{}))
 	acceptor := &agent.LinkAcceptor{
 		TTS:          &tts.Client{TokenEndpoint: mdB.TokenEndpoint, WITSource: b1.src, Proof: tts.ProofHTTPSig, HTTPClient: hc},
 		AccessTokens: &chaining.AccessTokenVerifier{Keys: ttsBKeys, Issuer: b.TTS, Audience: b.Name},
