@@ -325,6 +325,19 @@ func TestSec8_4_RestartThatLostRecords(t *testing.T) {
 		if rec, _ := r.Lookup(ctx, planner, bo.Hop); rec.State != recReplayed || !rec.Equivocated {
 			t.Fatalf("%+v", rec)
 		}
+		// Canceled after the replay rejection: no work to stop, and equivocation on it
+		// sends nothing, since the first was answered.
+		rp, _ := w.receiver(coder, WithRecordsLostAt(lost))
+		if d, err := receive(rp, before); d.Reason != ReasonReplay {
+			t.Fatalf("%+v %v", d, err)
+		}
+		cancel := &Status{Hop: bo.Hop, Offer: before.Offer.Digest(), Iss: planner, Aud: coder, Iat: w.clock.Now().Unix(), State: StateCanceled}
+		if res, err := rp.HandleCancel(ctx, w.signStatus(cancel)); err != nil || res.StopWork {
+			t.Fatalf("cancel after a replay rejection: %+v %v", res, err)
+		}
+		if d, _ := receive(rp, &Handoff{Offer: w.sign(&bo2)}); d.Outcome != OutcomeEquivocation || d.Reply != nil || d.StopWork {
+			t.Fatalf("equivocation after replay and cancel: %+v", d)
+		}
 		// Remembered until exp plus the skew, no longer.
 		w.clock.Advance(time.Duration(bo.Exp-w.clock.Now().Unix())*time.Second + DefaultSkew)
 		if _, err := r.Lookup(ctx, planner, bo.Hop); !hasCause(err, errcode.HandoffOfferMismatch) {

@@ -613,7 +613,7 @@ func (r *Receiver) remembered(ctx context.Context, key string, raw []byte, vo *V
 		if ok, err := r.records.Swap(ctx, key, raw, next.encode(), r.terminalTTL(rec.Exp, now)); err == nil && ok && next.Status != nil {
 			d.Reply = &st
 		}
-	case State(rec.State) == StateCanceled && rec.Untaken && rec.Outcome == "":
+	case State(rec.State) == StateCanceled && rec.Untaken && rec.Outcome == "" && len(rec.Status) == 0:
 		// Canceled by the delegator before the delegate took it, and unanswered: the
 		// delegate has "neither taken the work nor answered the first", so it rejects
 		// the first with reason equivocation (section 5.6). There is no work to stop.
@@ -629,10 +629,15 @@ func (r *Receiver) remembered(ctx context.Context, key string, raw []byte, vo *V
 		if ok, err := r.records.Swap(ctx, key, raw, next.encode(), r.terminalTTL(rec.Exp, now)); err == nil && ok && next.Status != nil {
 			d.Reply = &st
 		}
-	case rec.State == recReplayed:
-		// Answered "replay" after a loss of records: the first was answered, so no
-		// other status for it, and this process took no work to stop.
-		_, _ = r.records.Swap(ctx, key, raw, next.encode(), r.receivedTTL(rec.Exp, now))
+	case rec.State == recReplayed, State(rec.State) == StateCanceled && rec.Untaken && rec.Outcome == "":
+		// Answered "replay" after a loss of records (and perhaps canceled since): the
+		// first was answered, so no other status for it, and this process took no
+		// work to stop.
+		ttl := r.receivedTTL(rec.Exp, now)
+		if rec.State != recReplayed {
+			ttl = r.terminalTTL(rec.Exp, now)
+		}
+		_, _ = r.records.Swap(ctx, key, raw, next.encode(), ttl)
 	case rec.terminal():
 		// Already rejected or terminal: no other status for the first offer.
 	default:
