@@ -14,7 +14,9 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/jose"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/proof"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -97,7 +99,7 @@ func (l *Linker) Link(ctx context.Context, c LinkConfig) (*Linked, error) {
 	if l.Transport == nil || l.Transport.Source == nil || l.Self.IsZero() {
 		return nil, errcode.New(errcode.InvalidRequest, "a linker needs the agent's identifier and signing transport")
 	}
-	if l.Transport.Proof != HTTPSig {
+	if l.Transport.Proof != proof.HTTPSig {
 		return nil, errcode.New(errcode.InvalidRequest, "a linked dialog needs the HTTP signature: a WPT occupies the Authorization field that carries the access token")
 	}
 	if c.TxnToken == "" || c.GrantEndpoint == "" || c.PeerIssuer == "" || c.PeerTokenEndpoint == "" || c.Request == nil {
@@ -110,7 +112,7 @@ func (l *Linker) Link(ctx context.Context, c LinkConfig) (*Linked, error) {
 	if d1 != "" && c.Dialog == d1 {
 		return nil, errcode.New(errcode.CrossesTrustBoundary, "a linked dialog is a new dialog: it never reuses the identifier of the dialog it continues")
 	}
-	for _, f := range []string{tts.HeaderName, dialog.ProvenanceHeader, "Authorization"} {
+	for _, f := range []string{txntoken.HeaderName, dialog.ProvenanceHeader, "Authorization"} {
 		if len(c.Request.Header.Values(f)) > 0 {
 			return nil, errcode.New(errcode.CrossesTrustBoundary, "the first request of a linked dialog may not carry %s: it is set, or never sent, by the linker", f)
 		}
@@ -215,7 +217,7 @@ func (g boundaryGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 		closeBody(r)
 		return nil, errcode.New(errcode.CrossesTrustBoundary, "a request of a linked dialog carries %s of the original domain", what)
 	}
-	if len(r.Header.Values(tts.HeaderName)) > 0 || len(r.Header.Values(dialog.ProvenanceHeader)) > 0 {
+	if len(r.Header.Values(txntoken.HeaderName)) > 0 || len(r.Header.Values(dialog.ProvenanceHeader)) > 0 {
 		return refuse("a Txn-Token or provenance field")
 	}
 	if dc, err := dialog.FromHeader(r.Header); err != nil || dc == nil || dc.DLG() == g.dlg {
@@ -249,7 +251,7 @@ func closeBody(r *http.Request) {
 // dialog in tctx.dlg.
 type LinkAcceptor struct {
 	// TTS asks this domain's TTS (authenticating as this participant).
-	TTS *tts.Client
+	TTS *txntoken.Client
 	// AccessTokens verifies the access tokens of this domain's AS; the token must be
 	// bound (cnf.jkt) to the WIT key that signed the request.
 	AccessTokens *chaining.AccessTokenVerifier
@@ -262,7 +264,7 @@ type LinkAcceptor struct {
 // Accepted is what Accept returns: the Txn-Token of this domain for the linked dialog,
 // and the access token's claims.
 type Accepted struct {
-	TxnToken    *tts.TokenResponse
+	TxnToken    *oauth.TokenResponse
 	AccessToken *chaining.AccessTokenClaims
 }
 
@@ -312,8 +314,8 @@ func (a *LinkAcceptor) Accept(ctx context.Context, r *http.Request) (*Accepted, 
 	if scope == "" {
 		scope = claims.Scope
 	}
-	res, err := a.TTS.Request(ctx, tts.Request{Audience: a.TrustDomain, Scope: scope, SubjectToken: tok,
-		SubjectTokenType: tts.TokenTypeAccessToken, Dialog: v.Context.DLG()})
+	res, err := a.TTS.Request(ctx, txntoken.Request{Audience: a.TrustDomain, Scope: scope, SubjectToken: tok,
+		SubjectTokenType: oauth.TokenTypeAccessToken, Dialog: v.Context.DLG()})
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
@@ -244,7 +245,7 @@ func newFigure5(t *testing.T) *figure5 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.a2Srv.Config.Handler = f.receiver(a2aud, f.a2, f.wits(a), tts.NewVerifier(ttsAKeys, "a.example", tts.WithIssuer(a.ttsURL), tts.WithVerifierClock(clock.Now))).
+	f.a2Srv.Config.Handler = f.receiver(a2aud, f.a2, f.wits(a), txntoken.NewVerifier(ttsAKeys, "a.example", txntoken.WithIssuer(a.ttsURL), txntoken.WithClock(clock.Now))).
 		Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			f.atA2 <- dialog.FromRequest(r)
 			w.Header().Set("Content-Type", "application/json")
@@ -282,7 +283,7 @@ func (f *figure5) receiver(aud string, self *workloadCreds, wits *wit.Validator,
 	replay := store.NewMemory(store.WithClock(f.clock.Now))
 	opts := []dialog.ReceiverOption{
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(aud), httpsig.WithReplay(replay))),
-		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords(store.WithRecordsClock(f.clock.Now)))),
+		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords(store.WithClock(f.clock.Now)))),
 		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
 			cred, err := self.src.Credential(ctx)
 			if err != nil {

@@ -18,7 +18,9 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // figure5Run is one run of Figure 5 and what each party saw.
@@ -88,18 +90,18 @@ func TestDialogBindingFigure5(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims, err := tts.NewVerifier(ks, "b.example", tts.WithIssuer(f.b.ttsURL), tts.WithVerifierClock(f.clock.Now)).Verify(f.ctx, run.atB1.acc.TxnToken.AccessToken)
+	claims, err := txntoken.NewVerifier(ks, "b.example", txntoken.WithIssuer(f.b.ttsURL), txntoken.WithClock(f.clock.Now)).Verify(f.ctx, run.atB1.acc.TxnToken.AccessToken)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if claims.Dialog() != d2.DLG() || claims.ReqWL != f.b1.id.String() || claims.Sub != "a.example:alice@a.example" || claims.Scope != "trip.read" {
 		t.Fatalf("domain-B Txn-Token %+v", claims)
 	}
-	if err := tts.DialogMatches(claims, run.d1); errcode.CodeOf(err) != errcode.DialogMismatch {
+	if err := txntoken.DialogMatches(claims, run.d1); errcode.CodeOf(err) != errcode.DialogMismatch {
 		t.Fatalf("the domain-B token must not be usable in D1: %v", err)
 	}
 	// The domain-A Txn-Token is refused in domain B.
-	if _, err := tts.NewVerifier(ks, "b.example").Verify(f.ctx, run.txnA); err == nil {
+	if _, err := txntoken.NewVerifier(ks, "b.example").Verify(f.ctx, run.txnA); err == nil {
 		t.Fatal("domain B accepted domain A's Txn-Token")
 	}
 	// Both TTS binaries say what they serve.
@@ -131,7 +133,7 @@ func TestDialogBindingSec13_DomainSeparation(t *testing.T) {
 		"its SHA-256 (base64url)":  base64.RawURLEncoding.EncodeToString(sum[:]),
 		"its SHA-256 (base64)":     base64.StdEncoding.EncodeToString(sum[:]),
 		"its SHA-256 (hex)":        hex.EncodeToString(sum[:]),
-		"its SHA-256 (tts.Hash)":   tts.Hash(run.txnA),
+		"its SHA-256 (txntoken)":   txntoken.Hash(run.txnA),
 		"its txn (transaction id)": txnOf(t, run.txnA),
 	}
 	jwt := regexp.MustCompile(`[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`)
@@ -149,7 +151,7 @@ func TestDialogBindingSec13_DomainSeparation(t *testing.T) {
 			for _, v := range vals {
 				texts = append(texts, name+": "+v)
 			}
-			if strings.EqualFold(name, tts.HeaderName) || strings.EqualFold(name, dialog.ProvenanceHeader) {
+			if strings.EqualFold(name, txntoken.HeaderName) || strings.EqualFold(name, dialog.ProvenanceHeader) {
 				t.Fatalf("%s %s %s carries %s", r.server, r.method, r.target, name)
 			}
 		}
@@ -261,7 +263,7 @@ func TestDialogBindingSec11_GrantFromUntrustedDomain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	txn, err := (&tts.Client{TokenEndpoint: f.c.endpoint(), WITSource: c1.src, Now: f.clock.Now}).Request(f.ctx,
+	txn, err := (&tts.Client{TokenEndpoint: f.c.endpoint(), WITSource: c1.src, Now: f.clock.Now, Proof: proof.WPT}).Request(f.ctx,
 		tts.Request{Audience: "c.example", Scope: "trip.read", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "C-D1"})
 	if err != nil {
 		t.Fatal(err)
@@ -346,7 +348,7 @@ func TestDialogBindingSec11_LinkedDialogRefusals(t *testing.T) {
 		t.Fatalf("D1 reused: %v", err)
 	}
 	withTxn := f.post(f.b1Srv.URL + "/task")
-	withTxn.Header.Set(tts.HeaderName, atA2.TxnToken)
+	withTxn.Header.Set(txntoken.HeaderName, atA2.TxnToken)
 	if _, err := l.Link(f.ctx, cfg("", withTxn)); errcode.CodeOf(err) != errcode.CrossesTrustBoundary {
 		t.Fatalf("Txn-Token sent to domain B: %v", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
 )
 
@@ -197,7 +198,7 @@ func TestChaining2_4_AccessToken(t *testing.T) {
 	}
 	// TTS B: the access token as subject token, the linked dialog in request_details.
 	b1 := e.b.dom.Workload(t, "/agent/b1", keys.ES256)
-	res, err := (&tts.Client{TokenEndpoint: e.b.endpoint(), WIT: b1.WIT, Key: b1.Key, Now: e.clock.Now}).Request(ctx,
+	res, err := (&tts.Client{TokenEndpoint: e.b.endpoint(), WIT: b1.WIT, Key: b1.Key, Now: e.clock.Now, Proof: proof.WPT}).Request(ctx,
 		tts.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at, SubjectTokenType: tts.TokenTypeAccessToken, Dialog: "D2"})
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +211,7 @@ func TestChaining2_4_AccessToken(t *testing.T) {
 		t.Fatalf("Txn-Token %+v", claims)
 	}
 	// A grant is not an access token, and a Txn-Token is neither (explicit typing).
-	_, err = (&tts.Client{TokenEndpoint: e.b.endpoint(), WIT: b1.WIT, Key: b1.Key, Now: e.clock.Now}).Request(ctx,
+	_, err = (&tts.Client{TokenEndpoint: e.b.endpoint(), WIT: b1.WIT, Key: b1.Key, Now: e.clock.Now, Proof: proof.WPT}).Request(ctx,
 		tts.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: res.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken})
 	if err == nil {
 		t.Fatal("a Txn-Token accepted as an access token")
@@ -363,7 +364,7 @@ func TestChaining2_5_BearerScopeAndSubject(t *testing.T) {
 
 	bob := e.a.dom.Workload(t, "/agent/a3", keys.ES256)
 	ss, _ := tts.NewSelfSignedToken(bob.Key, bob.ID, "bob@a.example", e.a.url, "trip.read", 5*time.Minute, e.clock.Now())
-	res, err := (&tts.Client{TokenEndpoint: e.a.endpoint(), WIT: bob.WIT, Key: bob.Key, Now: e.clock.Now}).Request(ctx,
+	res, err := (&tts.Client{TokenEndpoint: e.a.endpoint(), WIT: bob.WIT, Key: bob.Key, Now: e.clock.Now, Proof: proof.WPT}).Request(ctx,
 		tts.Request{Audience: "a.example", Scope: "trip.read", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned})
 	if err != nil {
 		t.Fatal(err)

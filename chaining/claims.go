@@ -79,14 +79,16 @@ func Thumbprint(k *keys.PublicKey) string {
 	var b []byte
 	switch pk := k.Crypto().(type) {
 	case *ecdsa.PublicKey:
-		var x, y [32]byte
-		pk.X.FillBytes(x[:])
-		pk.Y.FillBytes(y[:])
+		// Uncompressed point: 0x04 || X || Y, 32 octets each for P-256.
+		raw, err := pk.Bytes()
+		if err != nil || len(raw) != 65 {
+			return ""
+		}
 		b = make([]byte, 0, 128)
 		b = append(b, `{"crv":"P-256","kty":"EC","x":"`...)
-		b = enc.AppendEncode(b, x[:])
+		b = enc.AppendEncode(b, raw[1:33])
 		b = append(b, `","y":"`...)
-		b = enc.AppendEncode(b, y[:])
+		b = enc.AppendEncode(b, raw[33:])
 		b = append(b, `"}`...)
 	case ed25519.PublicKey:
 		b = make([]byte, 0, 96)

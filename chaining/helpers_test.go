@@ -23,6 +23,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -194,7 +195,7 @@ func (e *env) txnToken(w *testkit.Workload, scope, dlg string) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	c := &tts.Client{TokenEndpoint: e.a.endpoint(), WIT: w.WIT, Key: w.Key, Now: e.clock.Now}
+	c := &tts.Client{TokenEndpoint: e.a.endpoint(), WIT: w.WIT, Key: w.Key, Now: e.clock.Now, Proof: proof.WPT}
 	res, err := c.Request(context.Background(), tts.Request{Audience: "a.example", Scope: scope, SubjectToken: ss,
 		SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: dlg})
 	if err != nil {

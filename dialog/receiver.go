@@ -12,14 +12,15 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/problem"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/proof"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
 )
 
-// TxnTokenVerifier validates a Txn-Token (tts.Verifier implements it).
+// TxnTokenVerifier validates a Txn-Token (txntoken.Verifier implements it).
 type TxnTokenVerifier interface {
-	Verify(ctx context.Context, raw string) (*tts.Claims, error)
+	Verify(ctx context.Context, raw string) (*txntoken.Claims, error)
 }
 
 // Verified is what the receiver learned about a request, from three independent
@@ -29,8 +30,9 @@ type Verified struct {
 	Sender identifier.ID
 	// SenderWIT is the sender's validated WIT.
 	SenderWIT *wit.WIT
-	// Proof is "httpsig" or "wpt".
-	Proof string
+	// Proof is how the sender proved possession of its WIT key: proof.HTTPSig or
+	// proof.WPT (String gives "httpsig" or "wpt").
+	Proof proof.Method
 	// Signature is the verified HTTP signature (nil with a WPT).
 	Signature *httpsig.Result
 	// Context is the verified Dialog-Context (nil when the request carried none).
@@ -47,7 +49,7 @@ type Verified struct {
 	Provenance *Provenance
 	// TxnToken is the raw Txn-Token and Txn its validated claims (nil without one).
 	TxnToken string
-	Txn      *tts.Claims
+	Txn      *txntoken.Claims
 	// Handoff is the handoff receiver's decision on a handoff that travelled with the
 	// request (nil without one, or without WithHandoffs). A rejected offer never reaches
 	// the handler; a retransmission or equivocation does, with its Reply to send.
@@ -157,7 +159,7 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 		if err != nil {
 			return nil, err
 		}
-		v.Sender, v.SenderWIT, v.Proof, v.Signature = res.WIT.Subject, res.WIT, "httpsig", res
+		v.Sender, v.SenderWIT, v.Proof, v.Signature = res.WIT.Subject, res.WIT, proof.HTTPSig, res
 	case hasWPT(r.Header):
 		if rc.wpt == nil {
 			return nil, errcode.New(errcode.MissingCredential, "WPTs are not accepted here")
@@ -167,7 +169,7 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 		if err != nil {
 			return nil, err
 		}
-		v.Sender, v.SenderWIT, v.Proof = res.WIT.Subject, res.WIT, "wpt"
+		v.Sender, v.SenderWIT, v.Proof = res.WIT.Subject, res.WIT, proof.WPT
 	default:
 		return nil, errcode.New(errcode.MissingCredential, "the request carries no WIMSE proof")
 	}
@@ -216,7 +218,7 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 	}
 
 	// Step 3: the Txn-Token, recorded for this very dialog.
-	txnValues := r.Header.Values(tts.HeaderName)
+	txnValues := r.Header.Values(txntoken.HeaderName)
 	switch {
 	case len(txnValues) > 1:
 		return nil, errcode.New(errcode.DuplicateField, "more than one Txn-Token field")
@@ -235,7 +237,7 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 		// only in that dialog, and never outside one.
 		switch {
 		case dc != nil:
-			if err := tts.DialogMatches(claims, dc.DLG()); err != nil {
+			if err := txntoken.DialogMatches(claims, dc.DLG()); err != nil {
 				return nil, err
 			}
 		case claims.Dialog() != "":

@@ -18,8 +18,9 @@ import (
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
 	"github.com/go-chi/chi/v5"
@@ -53,7 +54,7 @@ func (f *figure3) txnToken(t *testing.T, dlg, aud string) string {
 	c := map[string]any{"iss": "https://tts.a.example", "iat": now, "exp": now + 300, "aud": aud,
 		"txn": "97053963-771d-49cc-a4e3-20aad399c312", "sub": "user@a.example", "scope": "trip.book",
 		"req_wl": f.a1.ID.String(), "tctx": map[string]any{"dlg": dlg}}
-	tok, err := jose.SignClaims(tts.Type, f.ttsKey, true, c)
+	tok, err := jose.SignClaims(txntoken.Type, f.ttsKey, true, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,14 +68,14 @@ func (f *figure3) receiver(t *testing.T, aud string, self *testkit.Workload, sta
 	opts := []dialog.ReceiverOption{
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(aud), httpsig.WithReplay(replay), httpsig.WithVerifierClock(f.clock.Now))),
 		dialog.WithWPT(wpt.NewVerifier(wits, wpt.WithAudiences(aud), wpt.WithReplay(replay), wpt.WithClock(f.clock.Now))),
-		dialog.WithTxnTokens(tts.NewVerifier(ttsKeys, "a.example", tts.WithVerifierClock(f.clock.Now))),
+		dialog.WithTxnTokens(txntoken.NewVerifier(ttsKeys, "a.example", txntoken.WithClock(f.clock.Now))),
 		dialog.WithProvenance(dialog.NewProvenanceVerifier(wits, 0)),
 		dialog.WithResponseSigner(func(context.Context) (*httpsig.Signer, error) {
 			return httpsig.NewSigner(self.Key, self.WIT, httpsig.WithSignerClock(f.clock.Now)), nil
 		}),
 	}
 	if stateful {
-		opts = append(opts, dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords(store.WithRecordsClock(f.clock.Now)))))
+		opts = append(opts, dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords(store.WithClock(f.clock.Now)))))
 	}
 	rc, err := dialog.NewReceiver(opts...)
 	if err != nil {
@@ -121,10 +122,6 @@ func (f *figure3) agentOpts(w *testkit.Workload, tokens agent.TxnTokenSource, pr
 func (f *figure3) agentLax(w *testkit.Workload, tokens agent.TxnTokenSource, proof agent.Proof) *agent.Agent {
 	return f.agentOpts(w, tokens, proof, false)
 }
-
-type tokenFunc func(ctx context.Context, dlg string) (string, error)
-
-func (fn tokenFunc) TxnToken(ctx context.Context, dlg string) (string, error) { return fn(ctx, dlg) }
 
 func post(t *testing.T, url string) *http.Request {
 	req, err := http.NewRequest("POST", url, strings.NewReader(`{"task":"book"}`))
@@ -193,7 +190,7 @@ func TestDialogBindingFigure3_ToolVerifiesAllThree(t *testing.T) {
 		t.Fatalf("WPT: %v %v", err, res)
 	}
 	res.Body.Close()
-	if v := <-f.seen; v.Proof != "wpt" || v.InitiatorVerified {
+	if v := <-f.seen; v.Proof != proof.WPT || v.InitiatorVerified {
 		t.Fatalf("WPT: %+v", v)
 	}
 }

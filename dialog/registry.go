@@ -35,7 +35,7 @@ func WithRegistryClock(now func() time.Time) RegistryOption {
 }
 
 // NewRegistry keeps dialogs in records (memory or Redis: store.NewMemoryRecords,
-// store.NewRedisRecords).
+// redisstore.NewRecords).
 func NewRegistry(records store.Records, opts ...RegistryOption) *Registry {
 	r := &Registry{records: records, ttl: DefaultDialogTTL, now: time.Now, prefix: "dialog:"}
 	for _, o := range opts {

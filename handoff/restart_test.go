@@ -14,6 +14,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/store/redisstore"
 )
 
 // The delegate of the restart test runs in a separate process: this test binary,
@@ -64,9 +65,9 @@ func TestDelegateProcess(t *testing.T) {
 	var recs store.Records
 	memory := false
 	if addr := os.Getenv(testRedis); addr != "" && os.Getenv("DELEGATE_MEMORY") == "" {
-		client := store.NewRedisClient([]string{addr}, false)
+		client := redisstore.NewClient([]string{addr}, false)
 		defer client.Close()
-		recs = store.NewRedisRecords(client, store.WithPrefix(string(read("prefix"))))
+		recs = redisstore.NewRecords(client, redisstore.WithPrefix(string(read("prefix"))))
 	} else {
 		recs, memory = store.NewMemoryRecords(), true
 	}
@@ -185,7 +186,7 @@ func TestSec5_2_RecordsSurviveRestartRedis(t *testing.T) {
 	w := newWorld(t, JWS)
 	dir := t.TempDir()
 	prefix := "dialogtrust-test:" + rand.Text() + ":handoff:"
-	client := store.NewRedisClient([]string{addr}, false)
+	client := redisstore.NewClient([]string{addr}, false)
 	t.Cleanup(func() {
 		ctx := context.Background()
 		iter := client.Scan(ctx, 0, prefix+"*", 100).Iterator()

@@ -11,6 +11,13 @@
 //     band, or an inline set), never from a token's jku, x5u, jwk or iss.
 //   - a Ring holds a signer's active key plus published keys, so rotation publishes a
 //     key before it is used and keeps the old one while tokens it signed can be valid.
+//     A Rotator drives a Ring for the wit-issuer and the TTS alike (oauth.md 1.12,
+//     workload-creds-02 section 3): a new key is in the JWKS for PublishDelay (longer
+//     than the JWKS cache age) before it signs, a replaced key stays for Retain (the
+//     longest token lifetime plus skew), and its RingState is saved before a new key
+//     signs, so a restart resumes where it stopped. OpenRotator opens one from the
+//     services' keys.signing_key_file or keys.data_dir (a 0600 file in a 0700
+//     directory, written atomically).
 //   - RSA keys (RS256, PS256, 2048 to 8192 bits) exist only in sets read with an
 //     RSAPolicy (ParseJWKSWithRSA, WithRSA): the JWKS of identity providers whose tokens
 //     the TTS takes as subject tokens. Every other set refuses them and CheckSignatureAlg

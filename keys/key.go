@@ -130,10 +130,12 @@ func (k *PublicKey) public(withKID bool) publicJWK {
 	b64 := base64.RawURLEncoding.EncodeToString
 	switch k.family {
 	case FamilyES256:
-		var xb, yb [32]byte
-		k.ec.X.FillBytes(xb[:])
-		k.ec.Y.FillBytes(yb[:])
-		p.Kty, p.Crv, p.X, p.Y = "EC", "P-256", b64(xb[:]), b64(yb[:])
+		// Uncompressed point: 0x04 || X || Y, 32 octets each for P-256. A key that
+		// reached here was validated on the curve, so Bytes cannot fail.
+		raw, _ := k.ec.Bytes()
+		if len(raw) == 65 {
+			p.Kty, p.Crv, p.X, p.Y = "EC", "P-256", b64(raw[1:33]), b64(raw[33:])
+		}
 	case FamilyEd25519:
 		p.Kty, p.Crv, p.X = "OKP", "Ed25519", b64(k.ed)
 	case FamilyRS256, FamilyPS256:

@@ -33,4 +33,7 @@
 //   - The RFC 8414 section 3 metadata document (Metadata, ServeMetadata; oauth.md 5.2),
 //     the token response (TokenResponse, written without reflection) and the error
 //     response (ErrorResponse).
+//   - The client side: TokenClient is a workload's side of a token endpoint (a token
+//     request proved with its WIT, the answer or error read back) and Discover reads
+//     RFC 8414 metadata (sections 3.1, 3.3).
 package oauth

@@ -1,4 +1,5 @@
-// Package store keeps the state that makes single-use values single-use.
+// Package store keeps the state that makes single-use values single-use, and the small
+// records that must outlive one request.
 //
 // A Replay claims a key once for a time to live. The broker claims:
 //
@@ -7,36 +8,30 @@
 //     so the caller puts the sender into the key);
 //   - the nonce of every WIMSE HTTP message signature, for the signature's lifetime
 //     (draft-ietf-wimse-http-signature-07 section 3; nonces are not scoped by sender);
-//   - later, the (iss, hop) pair of a handoff offer (agentproto handoff context,
-//     section 5.2), with records of its own.
+//   - the jtis of token requests and client assertions.
 //
-// Building the key is the caller's job: the store treats it as opaque bytes and never
-// stores or logs it as given. Both implementations keep a fixed-size SHA-256 digest of
+// Records keeps small values under keys, with create-if-absent, compare-and-swap and
+// compare-and-delete: the (iss, hop) records of a handoff delegate (agentproto handoff
+// context, section 5.2) and the records of a dialog registry.
+//
+// Building the key is the caller's job: a store treats it as opaque bytes and never
+// stores or logs it as given. Every implementation keeps a fixed-size SHA-256 digest of
 // the key instead, so memory per entry does not depend on what a sender chose as its
 // jti or nonce, and a Redis Cluster hash tag inside a key ("{...}") cannot steer all
 // claims onto one slot.
 //
-// The store fails closed. Claim returns nil only when the key is now claimed by this
+// The stores fail closed. Claim returns nil only when the key is now claimed by this
 // call. Every outcome that is not known to be a first claim is an error: a replay
 // (errcode.Replayed), and anything that prevents an answer, such as a Redis timeout,
 // a lost connection or a full memory store, as an Incomplete errcode.StoreUnavailable.
 // Callers reject on any error. A store that is unsure never answers "fresh", and never
-// forgets a claim that is still live to make room for a new one.
+// forgets a claim or a record that is still live to make room for a new one.
 //
-// Two implementations:
-//
-//   - Memory, for a single broker process: bounded, sharded, expiry by min-heap, with an
-//     injectable clock so tests never sleep.
-//   - Redis, for several brokers sharing one view (single node or Cluster): one Lua
-//     script per claim, SET key value PX ttl NX behind a check of the claim's epoch key
-//     (LossTags hash tags, each with an epoch), so that a Redis that lost its data (a
-//     restart without persistence, a flush, an eviction) is noticed by the brokers that
-//     were running and its claims refused until everything claimed before the loss has
-//     expired (WithLossQuarantine). See Redis for what it cannot notice.
-//     WithReplicaAcks makes a claim count only once N replicas acknowledged it (WAIT on
-//     the claim's connection), so an asynchronous failover cannot lose it.
-//
-// The claim windows of brokers that share a Redis only agree if they use the same key
-// prefix and the same version of this package: the digest layout (prefix, "{xx}" tag,
-// digest; and the epoch keys prefix + "{xx}epoch") is part of the deployment contract.
+// This package holds the interfaces, what every backend shares (ValidateClaim,
+// ValidateRecord, Replayed, NoExpiry, MaxRecordSize) and the in-process backends:
+// Memory and MemoryRecords, for a single broker process, bounded, with expiry by
+// min-heap and an injectable clock (WithClock, for both) so tests never sleep. The
+// Redis backends, shared by several brokers, are in store/redisstore, so that a package
+// that only needs the interfaces does not link a Redis client. store/storetest holds
+// the contract every backend must pass.
 package store

@@ -25,26 +25,50 @@ const memoryShards = 64
 type memKey [16]byte
 
 // MemoryOption configures NewMemory.
-type MemoryOption func(*Memory)
+type MemoryOption interface{ applyMemory(*Memory) }
 
-// WithClock sets the time source. Time is an input so that tests move it instead of
-// sleeping. A nil clock keeps time.Now.
-func WithClock(now func() time.Time) MemoryOption {
-	return func(m *Memory) {
-		if now != nil {
-			m.now = now
-		}
+// MemoryRecordsOption configures NewMemoryRecords.
+type MemoryRecordsOption interface{ applyRecords(*MemoryRecords) }
+
+// ClockOption sets the time source of either memory store: one option serves both, so
+// a test hands the same clock to its replay store and its records.
+type ClockOption func() time.Time
+
+func (now ClockOption) applyMemory(m *Memory) {
+	if now != nil {
+		m.now = now
 	}
 }
+
+func (now ClockOption) applyRecords(m *MemoryRecords) {
+	if now != nil {
+		m.now = now
+	}
+}
+
+// WithClock sets the time source of NewMemory or NewMemoryRecords. Time is an input so
+// that tests move it instead of sleeping. A nil clock keeps time.Now.
+func WithClock(now func() time.Time) ClockOption { return ClockOption(now) }
+
+var (
+	_ MemoryOption        = ClockOption(nil)
+	_ MemoryRecordsOption = ClockOption(nil)
+)
+
+// memoryOption is an option of NewMemory only: capacities differ between the stores, so
+// passing one to the other is a compile error instead of an option quietly ignored.
+type memoryOption func(*Memory)
+
+func (o memoryOption) applyMemory(m *Memory) { o(m) }
 
 // WithMaxEntries bounds the number of claims held at once, live or not yet evicted.
 // A value of zero or less keeps DefaultMaxEntries.
 func WithMaxEntries(n int) MemoryOption {
-	return func(m *Memory) {
+	return memoryOption(func(m *Memory) {
 		if n > 0 {
 			m.max = int64(n)
 		}
-	}
+	})
 }
 
 // Memory is an in-process Replay for a single broker. It is safe for concurrent use.
@@ -82,7 +106,7 @@ var _ Replay = (*Memory)(nil)
 func NewMemory(opts ...MemoryOption) *Memory {
 	m := &Memory{now: time.Now, max: DefaultMaxEntries, seed: maphash.MakeSeed()}
 	for _, o := range opts {
-		o(m)
+		o.applyMemory(m)
 	}
 	m.base = m.now()
 	for i := range m.shards {
@@ -93,7 +117,7 @@ func NewMemory(opts ...MemoryOption) *Memory {
 
 // Claim implements Replay.
 func (m *Memory) Claim(ctx context.Context, key string, ttl time.Duration) error {
-	if err := validateClaim(key, ttl); err != nil {
+	if err := ValidateClaim(key, ttl); err != nil {
 		return err
 	}
 	// A caller that has given up gets the same answer as from Redis, and its key
@@ -114,7 +138,7 @@ func (m *Memory) Claim(ctx context.Context, key string, ttl time.Duration) error
 	m.count.Add(-int64(sh.evict(now)))
 	if _, ok := sh.until[k]; ok {
 		sh.mu.Unlock()
-		return replayed()
+		return Replayed()
 	}
 	if !m.reserve() {
 		// Full. Expired claims in other shards may be holding the room; evicting them
@@ -125,7 +149,7 @@ func (m *Memory) Claim(ctx context.Context, key string, ttl time.Duration) error
 		// The key may have been claimed while this shard was unlocked.
 		if _, ok := sh.until[k]; ok {
 			sh.mu.Unlock()
-			return replayed()
+			return Replayed()
 		}
 		if !m.reserve() {
 			sh.mu.Unlock()
@@ -229,18 +253,4 @@ func (sh *memShard) pop() memEntry {
 	}
 	sh.heap = h
 	return top
-}
-
-func validateClaim(key string, ttl time.Duration) error {
-	if key == "" {
-		return errcode.New(errcode.InvalidRequest, "replay key is empty")
-	}
-	if ttl <= 0 {
-		return errcode.New(errcode.InvalidRequest, "replay ttl must be positive, got %v", ttl)
-	}
-	return nil
-}
-
-func replayed() error {
-	return errcode.New(errcode.Replayed, "value already used")
 }

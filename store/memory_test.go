@@ -1,4 +1,4 @@
-package store
+package store_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/store/storetest"
 )
 
 // fakeClock is a time source that moves only when told to.
@@ -23,16 +25,20 @@ func newFakeClock() *fakeClock {
 	return c
 }
 
-func (c *fakeClock) Now() time.Time               { return time.Unix(0, c.ns.Load()) }
-func (c *fakeClock) Advance(d time.Duration)      { c.ns.Add(int64(d)) }
-func (c *fakeClock) options() []MemoryOption      { return []MemoryOption{WithClock(c.Now)} }
-func (c *fakeClock) withMax(n int) []MemoryOption { return append(c.options(), WithMaxEntries(n)) }
+func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+func (c *fakeClock) options() []store.MemoryOption {
+	return []store.MemoryOption{store.WithClock(c.Now)}
+}
+func (c *fakeClock) withMax(n int) []store.MemoryOption {
+	return append(c.options(), store.WithMaxEntries(n))
+}
 
 func TestMemoryContract(t *testing.T) {
-	runReplayContract(t, func(t *testing.T) (Replay, func(time.Duration)) {
+	storetest.RunReplay(t, func(t *testing.T) (store.Replay, func(time.Duration)) {
 		c := newFakeClock()
-		m := NewMemory(c.options()...)
-		t.Cleanup(func() { checkInvariants(t, m) })
+		m := store.NewMemory(c.options()...)
+		t.Cleanup(func() { store.CheckInvariants(t, m) })
 		return m, c.Advance
 	})
 }
@@ -40,31 +46,31 @@ func TestMemoryContract(t *testing.T) {
 func TestMemoryFullRefusesAndKeepsLiveClaims(t *testing.T) {
 	c := newFakeClock()
 	const max = 8
-	m := NewMemory(c.withMax(max)...)
+	m := store.NewMemory(c.withMax(max)...)
 	for i := range max {
-		mustClaim(t, m, fmt.Sprintf("live-%d", i), time.Minute)
+		storetest.MustClaim(t, m, fmt.Sprintf("live-%d", i), time.Minute)
 	}
 	err := m.Claim(context.Background(), "one-too-many", time.Minute)
-	wantUnavailable(t, err, "claim into a full store")
+	storetest.WantUnavailable(t, err, "claim into a full store")
 	if !strings.Contains(err.Error(), "replay store full") {
 		t.Errorf("error %q does not say the store is full", err)
 	}
 	// Refusing must not have made room by forgetting anything.
 	for i := range max {
-		wantReplayed(t, m.Claim(context.Background(), fmt.Sprintf("live-%d", i), time.Minute), "live claim in a full store")
+		storetest.WantReplayed(t, m.Claim(context.Background(), fmt.Sprintf("live-%d", i), time.Minute), "live claim in a full store")
 	}
 	// The refused key was not claimed, so it is refused again, not reported as a replay.
-	wantUnavailable(t, m.Claim(context.Background(), "one-too-many", time.Minute), "refused key again")
+	storetest.WantUnavailable(t, m.Claim(context.Background(), "one-too-many", time.Minute), "refused key again")
 	if got := m.Len(); got != max {
 		t.Errorf("Len = %d, want %d", got, max)
 	}
-	checkInvariants(t, m)
+	store.CheckInvariants(t, m)
 }
 
 func TestMemoryFloodOfLiveKeysStaysBounded(t *testing.T) {
 	c := newFakeClock()
 	const max, workers, perWorker = 100, 20, 500
-	m := NewMemory(c.withMax(max)...)
+	m := store.NewMemory(c.withMax(max)...)
 	var ok, full atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -90,54 +96,54 @@ func TestMemoryFloodOfLiveKeysStaysBounded(t *testing.T) {
 	if got := m.Len(); got != max {
 		t.Fatalf("Len = %d after flood, want %d", got, max)
 	}
-	checkInvariants(t, m)
+	store.CheckInvariants(t, m)
 }
 
 func TestMemoryExpiredEntriesFreeCapacity(t *testing.T) {
 	c := newFakeClock()
 	const max = 64
-	m := NewMemory(c.withMax(max)...)
+	m := store.NewMemory(c.withMax(max)...)
 	// Ten times the capacity over time: only possible if expired claims are evicted,
 	// including those in shards that the new keys do not touch.
 	for round := range 10 {
 		for i := range max {
-			mustClaim(t, m, fmt.Sprintf("r%d-k%d", round, i), time.Second)
+			storetest.MustClaim(t, m, fmt.Sprintf("r%d-k%d", round, i), time.Second)
 		}
-		wantUnavailable(t, m.Claim(context.Background(), fmt.Sprintf("r%d-extra", round), time.Second), "store full within a round")
+		storetest.WantUnavailable(t, m.Claim(context.Background(), fmt.Sprintf("r%d-extra", round), time.Second), "store full within a round")
 		if got := m.Len(); got > max {
 			t.Fatalf("round %d: Len = %d > max %d", round, got, max)
 		}
 		c.Advance(time.Second)
 	}
-	checkInvariants(t, m)
+	store.CheckInvariants(t, m)
 	// Mixed lifetimes: a long-lived claim survives pressure from short-lived ones.
-	m = NewMemory(c.withMax(4)...)
-	mustClaim(t, m, "long", time.Hour)
+	m = store.NewMemory(c.withMax(4)...)
+	storetest.MustClaim(t, m, "long", time.Hour)
 	for i := range 100 {
-		mustClaim(t, m, fmt.Sprintf("short-%d", i), time.Millisecond)
+		storetest.MustClaim(t, m, fmt.Sprintf("short-%d", i), time.Millisecond)
 		c.Advance(time.Millisecond)
 	}
-	wantReplayed(t, m.Claim(context.Background(), "long", time.Hour), "long-lived claim after pressure")
-	checkInvariants(t, m)
+	storetest.WantReplayed(t, m.Claim(context.Background(), "long", time.Hour), "long-lived claim after pressure")
+	store.CheckInvariants(t, m)
 }
 
 func TestMemoryLazyEvictionFreesMemory(t *testing.T) {
 	c := newFakeClock()
-	m := NewMemory(c.options()...)
+	m := store.NewMemory(c.options()...)
 	for i := range 50_000 {
-		mustClaim(t, m, fmt.Sprintf("burst-%d", i), time.Second)
+		storetest.MustClaim(t, m, fmt.Sprintf("burst-%d", i), time.Second)
 	}
 	c.Advance(time.Second)
-	m.evictAll(m.elapsed())
+	m.EvictAll()
 	if got := m.Len(); got != 0 {
 		t.Fatalf("Len = %d after every claim expired, want 0", got)
 	}
-	for i := range m.shards {
-		if c := cap(m.shards[i].heap); c > 1024 {
+	for i, c := range m.HeapCaps() {
+		if c > 1024 {
 			t.Errorf("shard %d keeps a heap of capacity %d after emptying", i, c)
 		}
 	}
-	checkInvariants(t, m)
+	store.CheckInvariants(t, m)
 }
 
 // TestMemoryBytesPerEntry checks that an entry costs a fixed amount, whatever the
@@ -148,11 +154,11 @@ func TestMemoryBytesPerEntry(t *testing.T) {
 	}
 	c := newFakeClock()
 	const n = 50_000
-	m := NewMemory(c.withMax(n)...)
+	m := store.NewMemory(c.withMax(n)...)
 	pad := strings.Repeat("x", 1024)
 	before := heapInUse()
 	for i := range n {
-		mustClaim(t, m, fmt.Sprintf("%d-%s", i, pad), time.Hour)
+		storetest.MustClaim(t, m, fmt.Sprintf("%d-%s", i, pad), time.Hour)
 	}
 	after := heapInUse()
 	perEntry := (int64(after) - int64(before)) / n
@@ -174,40 +180,40 @@ func heapInUse() uint64 {
 
 func TestMemoryHugeTTLDoesNotWrap(t *testing.T) {
 	c := newFakeClock()
-	m := NewMemory(c.options()...)
+	m := store.NewMemory(c.options()...)
 	c.Advance(time.Hour) // so that now + ttl would overflow
-	mustClaim(t, m, "forever-ish", time.Duration(math.MaxInt64))
+	storetest.MustClaim(t, m, "forever-ish", time.Duration(math.MaxInt64))
 	c.Advance(100 * 365 * 24 * time.Hour)
-	wantReplayed(t, m.Claim(context.Background(), "forever-ish", time.Minute), "claim with maximal ttl")
-	checkInvariants(t, m)
+	storetest.WantReplayed(t, m.Claim(context.Background(), "forever-ish", time.Minute), "claim with maximal ttl")
+	store.CheckInvariants(t, m)
 }
 
 func TestMemoryClockBeforeStart(t *testing.T) {
 	c := newFakeClock()
-	m := NewMemory(c.options()...)
+	m := store.NewMemory(c.options()...)
 	c.Advance(-time.Hour) // a wall clock stepped back
-	mustClaim(t, m, "early", time.Minute)
-	wantReplayed(t, m.Claim(context.Background(), "early", time.Minute), "claim before start")
+	storetest.MustClaim(t, m, "early", time.Minute)
+	storetest.WantReplayed(t, m.Claim(context.Background(), "early", time.Minute), "claim before start")
 	c.Advance(time.Minute)
-	mustClaim(t, m, "early", time.Minute)
+	storetest.MustClaim(t, m, "early", time.Minute)
 }
 
 func TestMemoryOptionDefaults(t *testing.T) {
-	m := NewMemory(WithClock(nil), WithMaxEntries(0), WithMaxEntries(-5))
-	if m.max != DefaultMaxEntries {
-		t.Errorf("max = %d, want default %d", m.max, DefaultMaxEntries)
+	m := store.NewMemory(store.WithClock(nil), store.WithMaxEntries(0), store.WithMaxEntries(-5))
+	if m.Max() != store.DefaultMaxEntries {
+		t.Errorf("max = %d, want default %d", m.Max(), store.DefaultMaxEntries)
 	}
-	if m.now == nil {
+	if !m.HasClock() {
 		t.Fatal("nil clock was kept")
 	}
-	mustClaim(t, m, "k", time.Minute)
+	storetest.MustClaim(t, m, "k", time.Minute)
 }
 
 // TestMemoryConcurrentMixedLoad is mostly for the race detector: overlapping keys,
 // a moving clock and a store that keeps filling up.
 func TestMemoryConcurrentMixedLoad(t *testing.T) {
 	c := newFakeClock()
-	m := NewMemory(c.withMax(256)...)
+	m := store.NewMemory(c.withMax(256)...)
 	var wg sync.WaitGroup
 	for w := range 16 {
 		wg.Go(func() {
@@ -227,37 +233,7 @@ func TestMemoryConcurrentMixedLoad(t *testing.T) {
 	if m.Len() > 256 {
 		t.Fatalf("Len = %d > 256", m.Len())
 	}
-	checkInvariants(t, m)
-}
-
-// checkInvariants verifies that every shard's heap and map describe the same entries,
-// that each heap is ordered, and that the shared count is their total.
-func checkInvariants(t *testing.T, m *Memory) {
-	t.Helper()
-	total := 0
-	for i := range m.shards {
-		sh := &m.shards[i]
-		sh.mu.Lock()
-		if len(sh.heap) != len(sh.until) {
-			t.Errorf("shard %d: %d heap entries, %d map entries", i, len(sh.heap), len(sh.until))
-		}
-		for j, e := range sh.heap {
-			if at, ok := sh.until[e.key]; !ok || at != e.at {
-				t.Errorf("shard %d: heap entry %d not in map with its expiry", i, j)
-			}
-			if j > 0 && sh.heap[(j-1)/2].at > e.at {
-				t.Errorf("shard %d: heap order broken at %d", i, j)
-			}
-		}
-		total += len(sh.until)
-		sh.mu.Unlock()
-	}
-	if got := m.Len(); got != total {
-		t.Errorf("count = %d, entries = %d", got, total)
-	}
-	if int64(total) > m.max {
-		t.Errorf("%d entries exceed max %d", total, m.max)
-	}
+	store.CheckInvariants(t, m)
 }
 
 func BenchmarkMemoryClaim(b *testing.B) {
@@ -265,7 +241,7 @@ func BenchmarkMemoryClaim(b *testing.B) {
 	// so the benchmark includes eviction as in steady state.
 	var tick atomic.Int64
 	start := time.Now()
-	m := NewMemory(WithClock(func() time.Time { return start.Add(time.Duration(tick.Add(1)) * time.Microsecond) }))
+	m := store.NewMemory(store.WithClock(func() time.Time { return start.Add(time.Duration(tick.Add(1)) * time.Microsecond) }))
 	var id atomic.Int64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -19,7 +19,7 @@ const NoExpiry = time.Duration(math.MaxInt64)
 const MaxRecordSize = 64 << 10
 
 // Records keeps small records under opaque keys: the (iss, hop) records of a handoff
-// delegate (handoff-context section 5.2), and later dialog records.
+// delegate (handoff-context section 5.2), and the records of a dialog registry (dialog.NewRegistry).
 //
 // As with Replay, the key is the caller's and the store keeps only a digest of it. A
 // value is opaque, non-empty and at most MaxRecordSize octets; ttl is positive, or
@@ -46,15 +46,21 @@ type Records interface {
 	Delete(ctx context.Context, key string, old []byte) (bool, error)
 }
 
-func validateRecordKey(key string) error {
+// ValidateRecordKey rejects a key no Records accepts, with a failed
+// errcode.InvalidRequest. Every backend calls it first, so that all of them refuse the
+// same input the same way.
+func ValidateRecordKey(key string) error {
 	if key == "" {
 		return errcode.New(errcode.InvalidRequest, "record key is empty")
 	}
 	return nil
 }
 
-func validateRecord(key string, value []byte, ttl time.Duration) error {
-	if err := validateRecordKey(key); err != nil {
+// ValidateRecord rejects a record no Records accepts (an empty key or value, a value
+// over MaxRecordSize, a ttl that is neither positive nor NoExpiry), with a failed
+// errcode.InvalidRequest.
+func ValidateRecord(key string, value []byte, ttl time.Duration) error {
+	if err := ValidateRecordKey(key); err != nil {
 		return err
 	}
 	if len(value) == 0 {

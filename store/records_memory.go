@@ -17,37 +17,34 @@ const (
 	DefaultRecordsMaxBytes   = 256 << 20
 )
 
-// MemoryRecordsOption configures NewMemoryRecords.
-type MemoryRecordsOption func(*MemoryRecords)
+// recordsOption is an option of NewMemoryRecords only (see memoryOption).
+type recordsOption func(*MemoryRecords)
 
-// WithRecordsClock sets the time source (tests move it instead of sleeping). A nil clock
-// keeps time.Now.
-func WithRecordsClock(now func() time.Time) MemoryRecordsOption {
-	return func(m *MemoryRecords) {
-		if now != nil {
-			m.now = now
-		}
-	}
-}
+func (o recordsOption) applyRecords(m *MemoryRecords) { o(m) }
+
+// WithRecordsClock sets the time source of NewMemoryRecords.
+//
+// Deprecated: use WithClock, which serves both memory stores.
+func WithRecordsClock(now func() time.Time) ClockOption { return WithClock(now) }
 
 // WithRecordsMaxEntries bounds the number of records held at once (zero or less keeps
 // DefaultRecordsMaxEntries).
 func WithRecordsMaxEntries(n int) MemoryRecordsOption {
-	return func(m *MemoryRecords) {
+	return recordsOption(func(m *MemoryRecords) {
 		if n > 0 {
 			m.maxEntries = n
 		}
-	}
+	})
 }
 
 // WithRecordsMaxBytes bounds the total size of the values held (zero or less keeps
 // DefaultRecordsMaxBytes).
 func WithRecordsMaxBytes(n int64) MemoryRecordsOption {
-	return func(m *MemoryRecords) {
+	return recordsOption(func(m *MemoryRecords) {
 		if n > 0 {
 			m.maxBytes = n
 		}
-	}
+	})
 }
 
 // MemoryRecords is an in-process Records for one process. Its records do not survive a
@@ -89,7 +86,7 @@ func NewMemoryRecords(opts ...MemoryRecordsOption) *MemoryRecords {
 	m := &MemoryRecords{now: time.Now, maxEntries: DefaultRecordsMaxEntries, maxBytes: DefaultRecordsMaxBytes,
 		m: make(map[[32]byte]*memRecord)}
 	for _, o := range opts {
-		o(m)
+		o.applyRecords(m)
 	}
 	m.base = m.now()
 	return m
@@ -104,7 +101,7 @@ func (m *MemoryRecords) Len() int {
 
 // Create implements Records.
 func (m *MemoryRecords) Create(ctx context.Context, key string, value []byte, ttl time.Duration) ([]byte, error) {
-	if err := validateRecord(key, value, ttl); err != nil {
+	if err := ValidateRecord(key, value, ttl); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -126,7 +123,7 @@ func (m *MemoryRecords) Create(ctx context.Context, key string, value []byte, tt
 
 // Get implements Records.
 func (m *MemoryRecords) Get(ctx context.Context, key string) ([]byte, error) {
-	if err := validateRecordKey(key); err != nil {
+	if err := ValidateRecordKey(key); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -143,7 +140,7 @@ func (m *MemoryRecords) Get(ctx context.Context, key string) ([]byte, error) {
 
 // Swap implements Records.
 func (m *MemoryRecords) Swap(ctx context.Context, key string, old, value []byte, ttl time.Duration) (bool, error) {
-	if err := validateRecord(key, value, ttl); err != nil {
+	if err := ValidateRecord(key, value, ttl); err != nil {
 		return false, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -170,7 +167,7 @@ func (m *MemoryRecords) Swap(ctx context.Context, key string, old, value []byte,
 
 // Delete implements Records.
 func (m *MemoryRecords) Delete(ctx context.Context, key string, old []byte) (bool, error) {
-	if err := validateRecordKey(key); err != nil {
+	if err := ValidateRecordKey(key); err != nil {
 		return false, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
 )
 
 // Replay claims single-use values (a WPT jti, an HTTP signature nonce, a handoff
@@ -17,4 +19,23 @@ import (
 // ttl must be positive: a claim never lives forever.
 type Replay interface {
 	Claim(ctx context.Context, key string, ttl time.Duration) error
+}
+
+// ValidateClaim rejects a claim no Replay accepts (an empty key, a ttl that is not
+// positive), with a failed errcode.InvalidRequest. Every backend calls it first, so
+// that all of them refuse the same input the same way and claim nothing for it.
+func ValidateClaim(key string, ttl time.Duration) error {
+	if key == "" {
+		return errcode.New(errcode.InvalidRequest, "replay key is empty")
+	}
+	if ttl <= 0 {
+		return errcode.New(errcode.InvalidRequest, "replay ttl must be positive, got %v", ttl)
+	}
+	return nil
+}
+
+// Replayed is the error of a claim on a key that is already claimed: a failed
+// errcode.Replayed, the same from every backend.
+func Replayed() error {
+	return errcode.New(errcode.Replayed, "value already used")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
 )
@@ -117,7 +118,7 @@ func presentedTxnToken(r *http.Request, tr *TokenRequest, anyCredential bool) bo
 			}
 		}
 	}
-	return !anyCredential && len(r.Header.Values(HeaderName)) > 0
+	return !anyCredential && len(r.Header.Values(txntoken.HeaderName)) > 0
 }
 
 func isTxnToken(s string) bool {
@@ -125,7 +126,7 @@ func isTxnToken(s string) bool {
 		return false
 	}
 	t, err := jose.Parse(s, jose.DefaultMaxTokenSize)
-	return err == nil && jose.TypeMatches(t.Typ, Type)
+	return err == nil && jose.TypeMatches(t.Typ, txntoken.Type)
 }
 
 func cutSpace(s string) (string, string, bool) {

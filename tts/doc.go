@@ -76,22 +76,19 @@
 //
 // # Receiver library
 //
-// Verifier validates a Txn-Token at a receiver (oauth.md 1.10): signature by kid from
-// the TTS's JWKS (keys.RemoteSet: cached, refetched on an unknown kid), typ, alg
-// allow-list, aud equal to the receiver's trust domain, exp. DialogMatches compares
-// tctx.dlg with the dialog identifier of the request (dialog-binding section 12 step 3).
-// The dialog identifier is an opaque string to this package: the dialog package parses
-// Dialog-Context and owns its meaning.
+// The Txn-Token as a credential (its claims, the Txn-Token field, the receiver's
+// Verifier and DialogMatches, oauth.md 1.7 and 1.10, dialog-binding section 10) is
+// package txntoken, which a receiver imports without this service. The names here
+// (Claims, Verifier, NewVerifier, HeaderName, Hash, ...) are deprecated aliases of it.
 //
 // # Client
 //
-// Client asks a token endpoint for Txn-Tokens with a WIT and a WPT or an HTTP signature;
-// Discover reads and checks the RFC 8414 metadata; NewSelfSignedToken mints a
-// self_signed subject token.
+// The client side has moved: Client, Request and NewSelfSignedToken are deprecated
+// aliases of txntoken's, and Discover wraps oauth.Discover.
 //
 // # Keys and discovery
 //
-// The signing keys are a keys.Ring (publish-before-use rotation by Rotator), published
+// The signing keys are a keys.Ring (publish-before-use rotation by keys.Rotator), published
 // at /.well-known/jwks.json; RFC 8414 metadata at /.well-known/oauth-authorization-server
 // names the issuer, token endpoint, JWKS, grant type and authentication methods.
 // LazyRemoteSet trusts a JWKS URL that may not answer yet (the development default
@@ -104,5 +101,5 @@
 // one mapping. The endpoint's outcomes are counted on Config.Registry by
 // oauthmetrics (dialogtrust_tts_*, dialogtrust_chaining_*).
 //
-// Nothing here logs a whole token: tokens appear as base64url(SHA-256) (Hash).
+// Nothing here logs a whole token: tokens appear as base64url(SHA-256) (txntoken.Hash).
 package tts

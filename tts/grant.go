@@ -8,6 +8,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // HandlerName is the name of the TTS's grant handler at the token endpoint (token
@@ -30,7 +31,7 @@ func (txnGrant) Match(tr *oauth.TokenRequest) bool {
 // txnResponse is the Txn-Token response with what the log line says of it.
 type txnResponse struct {
 	oauth.TokenResponse
-	claims *Claims
+	claims *txntoken.Claims
 	kid    string
 }
 
@@ -112,7 +113,7 @@ func (g txnGrant) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRe
 	rec.SubjectSHA256 = subj.hash
 
 	now := s.cfg.Now()
-	var claims *Claims
+	var claims *txntoken.Claims
 	if subj.Input != nil {
 		claims, err = s.replacement(tr, req, rule, subj, now)
 	} else {
@@ -138,7 +139,7 @@ func (g txnGrant) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRe
 // subject handler's when it knew it (a cached token), else computed for the line.
 func subjectHash(rec *oauth.Record) string {
 	if rec.SubjectSHA256 == "" && rec.Request != nil && rec.Request.SubjectToken != "" && rec.Grant != "" {
-		rec.SubjectSHA256 = Hash(rec.Request.SubjectToken)
+		rec.SubjectSHA256 = txntoken.Hash(rec.Request.SubjectToken)
 	}
 	return rec.SubjectSHA256
 }
@@ -174,7 +175,7 @@ func (g txnGrant) Done(ctx context.Context, r *http.Request, rec *oauth.Record) 
 		s.log.LogAttrs(ctx, slog.LevelInfo, "txn token issued", slog.String("request_id", rec.RequestID), slog.String("dlg", claims.Dialog()),
 			slog.String("grant", grant), slog.String("subject_token_type", rec.SubjectTokenType),
 			slog.String("subject_token_sha256", subjectHash(rec)), slog.String("method", rec.Method), slog.String("requester", rec.Requester),
-			slog.String("aud", claims.Aud[0]), slog.String("txn", claims.Txn), slog.String("txn_token_sha256", Hash(resp.AccessToken)),
+			slog.String("aud", claims.Aud[0]), slog.String("txn", claims.Txn), slog.String("txn_token_sha256", txntoken.Hash(resp.AccessToken)),
 			slog.String("kid", resp.kid), slog.Int64("exp", int64(*claims.Exp)), slog.Int("call_chain", max(1, len(claims.ReqChain))),
 			slog.String("remote", r.RemoteAddr))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // immutableNames are claims a request_details member may not try to assert: sub and
@@ -19,7 +20,7 @@ var immutableNames = []string{"sub", "txn", "aud"}
 
 // first builds the claims of a Txn-Token issued on a subject token that is not a
 // Txn-Token (oauth.md 1.5 steps 4-10, 1.7).
-func (s *Server) first(tr *TokenRequest, req *Requester, rule *Rule, subj *Subject, now time.Time) (*Claims, error) {
+func (s *Server) first(tr *TokenRequest, req *Requester, rule *Rule, subj *Subject, now time.Time) (*txntoken.Claims, error) {
 	subjectScope, known := subj.Scope, subj.ScopeKnown
 	if !known && len(rule.SubjectScopes) > 0 && (subj.TokenType == TokenTypeSelfSigned || subj.TokenType == TokenTypeUnsignedJSON) {
 		// The requester vouches for the subject; policy says what such a subject may do.
@@ -40,10 +41,10 @@ func (s *Server) first(tr *TokenRequest, req *Requester, rule *Rule, subj *Subje
 	var tctx map[string]any
 	d := tr.Dialog()
 	for name, v := range tr.RequestDetails {
-		if name == DialogMember && d != "" {
+		if name == txntoken.DialogMember && d != "" {
 			continue // written below, as the string it decoded to
 		}
-		if name == DialogMember || rule.mayDetail(name) {
+		if name == txntoken.DialogMember || rule.mayDetail(name) {
 			if tctx == nil {
 				tctx = make(map[string]any, len(tr.RequestDetails))
 			}
@@ -54,7 +55,7 @@ func (s *Server) first(tr *TokenRequest, req *Requester, rule *Rule, subj *Subje
 		if tctx == nil {
 			tctx = make(map[string]any, len(tr.RequestDetails))
 		}
-		tctx[DialogMember] = d
+		tctx[txntoken.DialogMember] = d
 	}
 	var rctx map[string]any
 	for name, v := range tr.RequestContext {
@@ -79,11 +80,11 @@ func (s *Server) first(tr *TokenRequest, req *Requester, rule *Rule, subj *Subje
 	}
 	// The claims, their two dates and their one audience in one allocation.
 	n := &struct {
-		c        Claims
+		c        txntoken.Claims
 		iat, exp jose.NumericDate
 		aud      [1]string
 	}{iat: iat, exp: e, aud: [1]string{tr.Audience}}
-	n.c = Claims{
+	n.c = txntoken.Claims{
 		Iss: s.cfg.Issuer, Iat: &n.iat, Exp: &n.exp, Aud: n.aud[:], Txn: newTxn(),
 		Sub: subj.Sub, Scope: strings.Join(scope, " "), ReqWL: req.IDString(), Tctx: tctx, Rctx: rctx,
 	}
@@ -99,7 +100,7 @@ func (s *Server) first(tr *TokenRequest, req *Requester, rule *Rule, subj *Subje
 //   - the Call Chain of requesters is kept (req_chain) and the new requester appended;
 //   - the input has not expired (checked by the handler); a longer lifetime is allowed
 //     only while the count of lifetime-extending replacements is under the cap.
-func (s *Server) replacement(tr *TokenRequest, req *Requester, rule *Rule, subj *Subject, now time.Time) (*Claims, error) {
+func (s *Server) replacement(tr *TokenRequest, req *Requester, rule *Rule, subj *Subject, now time.Time) (*txntoken.Claims, error) {
 	in := subj.Input
 	if tr.Audience != in.Aud[0] {
 		return nil, at(stageSubject, errcode.New(errcode.ImmutableClaimChanged, "a replacement keeps the trust domain %q of its input (aud never changes)", in.Aud[0]))
@@ -130,12 +131,12 @@ func (s *Server) replacement(tr *TokenRequest, req *Requester, rule *Rule, subj 
 		old, present := tctx[name]
 		switch {
 		case present && !jsonEqual(old, v):
-			if name == DialogMember {
+			if name == txntoken.DialogMember {
 				return nil, at(stageSubject, errcode.New(errcode.DialogMismatch, "a replacement never changes tctx.dlg"))
 			}
 			return nil, at(stageSubject, errcode.New(errcode.ImmutableClaimChanged, "a replacement never changes tctx.%s", truncate(name)))
 		case present:
-		case name == DialogMember || rule.mayDetail(name):
+		case name == txntoken.DialogMember || rule.mayDetail(name):
 			if tctx == nil {
 				tctx = map[string]any{}
 			}
@@ -175,7 +176,7 @@ func (s *Server) replacement(tr *TokenRequest, req *Requester, rule *Rule, subj 
 	if e <= iat {
 		return nil, at(stageSubject, errcode.New(errcode.Expired, "the input Txn-Token expires within the second"))
 	}
-	out := &Claims{
+	out := &txntoken.Claims{
 		Iss: s.cfg.Issuer, Iat: &iat, Exp: &e, Aud: in.Aud, Txn: in.Txn, Sub: in.Sub,
 		Scope: strings.Join(scope, " "), ReqWL: req.ID.String(), ReqChain: chain, Ext: ext, Tctx: tctx, Rctx: rctx,
 	}
@@ -187,7 +188,7 @@ func (s *Server) replacement(tr *TokenRequest, req *Requester, rule *Rule, subj 
 
 // checkReplacement re-checks the rows of oauth.md 1.8 on the finished claims, so that a
 // future change to the building code cannot break one silently.
-func checkReplacement(in, out *Claims, maxExt int) error {
+func checkReplacement(in, out *txntoken.Claims, maxExt int) error {
 	fail := func(format string, args ...any) error {
 		return at(stageSubject, errcode.New(errcode.ImmutableClaimChanged, format, args...))
 	}
@@ -279,14 +280,14 @@ func canonicalJSON(v any) ([]byte, error) {
 
 // signClaims signs a Txn-Token: typ txntoken+jwt, the key's one alg, kid for rotation
 // (oauth.md 1.7), claims in Claims' field order.
-func signClaims(key *keys.PrivateKey, c *Claims) (string, error) {
+func signClaims(key *keys.PrivateKey, c *txntoken.Claims) (string, error) {
 	// Claims.MarshalJSON's document directly (through json.Marshal it would be
 	// validated and compacted once more), written into a buffer on the stack: Sign
 	// only reads it.
 	var buf [1024]byte
-	payload, err := c.appendJSON(buf[:0])
+	payload, err := c.AppendJSON(buf[:0])
 	if err != nil {
 		return "", err
 	}
-	return jose.Sign(Type, key, true, payload)
+	return jose.Sign(txntoken.Type, key, true, payload)
 }

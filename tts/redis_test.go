@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/store/redisstore"
 	"github.com/dialogtrust/dialogtrust/wpt"
 )
 
@@ -27,7 +27,7 @@ func TestTT1_9_ReplayedWPTAcrossInstancesRedis(t *testing.T) {
 		}
 		t.Skip("DIALOGTRUST_TEST_REDIS is not set; skipping the test against a real redis-server")
 	}
-	client := store.NewRedisClient([]string{addr}, false)
+	client := redisstore.NewClient([]string{addr}, false)
 	defer client.Close()
 	prefix := "dialogtrust-test:tts:" + rand.Text() + ":"
 	t.Cleanup(func() {
@@ -37,7 +37,7 @@ func TestTT1_9_ReplayedWPTAcrossInstancesRedis(t *testing.T) {
 			client.Del(ctx, keys...)
 		}
 	})
-	shared := store.NewRedis(client, store.WithPrefix(prefix))
+	shared := redisstore.NewReplay(client, redisstore.WithPrefix(prefix))
 	e := newEnv(t, func(e *env, c *Config) {
 		c.Replay = shared
 		c.Authenticators = WIMSEAuthenticators(e.wits, shared, c.Issuer+PathToken)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // Paths the Server serves.
@@ -185,13 +184,13 @@ func (s *Server) TokenEndpoint() string { return s.cfg.TokenEndpoint }
 // the trust domains it serves, its issuer identifier, its clock and skew (the one used
 // for replacement). Identity chaining's grant issuer (AS A) validates its subject
 // tokens with it.
-func (s *Server) TxnTokenVerifier() *Verifier { return s.replace.v }
+func (s *Server) TxnTokenVerifier() *txntoken.Verifier { return s.replace.v }
 
 // TxnTokenVerifierFor returns the verifier of Txn-Tokens a Server built from cfg
 // issues, the one it uses for replacement (see TxnTokenVerifier): a grant handler
 // served at the same token endpoint (identity chaining's AS A) is built with it before
 // the Server, and listed in cfg.Grants.
-func TxnTokenVerifierFor(cfg Config) *Verifier {
+func TxnTokenVerifierFor(cfg Config) *txntoken.Verifier {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -202,9 +201,14 @@ func TxnTokenVerifierFor(cfg Config) *Verifier {
 }
 
 // txnTokenVerifier is the verifier of a configuration with its defaults applied.
-func txnTokenVerifier(cfg *Config) *Verifier {
-	return newVerifier(ringKeys{cfg.Keys}, cfg.TrustDomains,
-		WithIssuer(cfg.Issuer), WithVerifierClock(cfg.Now), WithVerifierSkew(cfg.Skew), WithMaxLifetime(MaxLifetime))
+func txnTokenVerifier(cfg *Config) *txntoken.Verifier {
+	var first string
+	more := cfg.TrustDomains
+	if len(more) > 0 {
+		first, more = more[0], more[1:]
+	}
+	return txntoken.NewVerifier(ringKeys{cfg.Keys}, first, txntoken.WithTrustDomains(more...),
+		txntoken.WithIssuer(cfg.Issuer), txntoken.WithClock(cfg.Now), txntoken.WithSkew(cfg.Skew), txntoken.WithMaxLifetime(MaxLifetime))
 }
 
 func (s *Server) routes() chi.Router {
@@ -318,48 +322,4 @@ func (k ringKeys) LookupKey(ctx context.Context, kid string) (*keys.PublicKey, e
 		return a.Public(), nil
 	}
 	return k.r.KeySet().LookupKey(ctx, kid)
-}
-
-// Discover fetches a TTS's metadata from baseURL + PathMetadata and checks it (RFC
-// 8414 section 3.3: issuer must equal baseURL; oauth.md 1.9 item 5: configuration from
-// a trusted source): the token endpoint and JWKS must be on baseURL's origin, so that
-// metadata cannot send a workload's credentials elsewhere.
-func Discover(ctx context.Context, hc *http.Client, baseURL string) (*Metadata, error) {
-	base, err := url.Parse(baseURL)
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" || base.RawQuery != "" || base.Fragment != "" {
-		return nil, errcode.New(errcode.InvalidRequest, "TTS URL must be an absolute http(s) URL without query or fragment")
-	}
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	u := *base
-	// RFC 8414 section 3.1: the well-known suffix goes between host and path.
-	u.Path = PathMetadata + strings.TrimSuffix(base.Path, "/")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.InvalidRequest, err, "metadata request")
-	}
-	res, err := hc.Do(req)
-	if err != nil {
-		return nil, errcode.Unavailable(errcode.TTSUnavailable, err, "fetching TTS metadata")
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-	if err != nil || res.StatusCode != http.StatusOK {
-		return nil, errcode.Unavailable(errcode.TTSUnavailable, err, "TTS metadata: HTTP %d", res.StatusCode)
-	}
-	var md Metadata
-	if err := json.Unmarshal(b, &md); err != nil {
-		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "TTS metadata")
-	}
-	if md.Issuer != strings.TrimSuffix(baseURL, "/") && md.Issuer != baseURL {
-		return nil, errcode.New(errcode.IssuerMismatch, "metadata issuer %q is not %q", truncate(md.Issuer), baseURL)
-	}
-	for _, link := range []string{md.TokenEndpoint, md.JWKSURI} {
-		l, err := url.Parse(link)
-		if err != nil || l.Scheme != base.Scheme || l.Host != base.Host {
-			return nil, errcode.New(errcode.IssuerMismatch, "metadata link %q is not on %s://%s", truncate(link), base.Scheme, base.Host)
-		}
-	}
-	return &md, nil
 }

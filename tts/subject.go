@@ -11,6 +11,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // Subject is what a validated subject token says (oauth.md 1.4, 1.5 steps 2-5).
@@ -30,7 +31,7 @@ type Subject struct {
 	// Issuer is the subject token's iss ("" when it has none).
 	Issuer string
 	// Input is the Txn-Token being replaced (txn_token subjects only).
-	Input *Claims
+	Input *txntoken.Claims
 
 	hash string // Hash of the token when the handler knows it ("" otherwise), for the log
 }
@@ -132,7 +133,7 @@ func (c *subjectCache) put(e *cacheEntry, now time.Time) {
 	// The entry keeps a copy of the token: the caller's string may be a substring of a
 	// whole request body (ParseTokenRequest), which the cache must not keep alive.
 	e.raw = strings.Clone(e.raw)
-	e.subject.hash = Hash(e.raw)
+	e.subject.hash = txntoken.Hash(e.raw)
 	e.until = now.Add(c.maxAge)
 	if e.exp != nil && e.exp.Time().Before(e.until) {
 		e.until = e.exp.Time()
@@ -523,7 +524,7 @@ func (h *UnsignedJSONHandler) Validate(_ context.Context, token string, _ *Reque
 // txnTokenHandler validates a Txn-Token presented for replacement: signed by this TTS,
 // for a trust domain it serves, not expired (oauth.md 1.8: never replace an expired
 // token).
-type txnTokenHandler struct{ v *Verifier }
+type txnTokenHandler struct{ v *txntoken.Verifier }
 
 func (*txnTokenHandler) Type() string { return TokenTypeTxnToken }
 

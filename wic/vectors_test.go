@@ -16,8 +16,8 @@ import (
 )
 
 // The wimsey mtls vectors, beside the repository as laid out for CI. The conformance
-// runner (internal/conformance/mtls.go) is the authority; this copy keeps the package's
-// own tests honest about byte equality when run alone.
+// runner (cmd/dialogtrust/internal/conformance/mtls.go) is the authority; this copy
+// keeps the package's own tests honest about byte equality when run alone.
 func mtlsVectors(t testing.TB) map[string][]byte {
 	t.Helper()
 	dir, _ := filepath.Abs("../../shared/conformance/wimsey/mtls")

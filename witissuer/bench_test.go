@@ -25,7 +25,7 @@ import (
 // "x-floor" metric is handler time / floor time.
 func BenchmarkIssuanceVsCryptoFloor(b *testing.B) {
 	signing, _ := keys.Generate(keys.ES256)
-	rot, err := witissuer.NewStaticRotator(signing, witissuer.RotationConfig{Retain: 2 * time.Hour})
+	rot, err := keys.NewStaticRotator(signing, keys.RotationConfig{Retain: 2 * time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}

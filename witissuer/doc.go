@@ -7,7 +7,7 @@
 // Spec sections it implements, and where:
 //
 //   - creds-02 section 3 and wimse.md WIT-1: the issuer publishes its keys as a JWKS
-//     (GET /.well-known/jwks.json) from a keys.Ring. Rotator rotates publish-before-use:
+//     (GET /.well-known/jwks.json) from a keys.Ring; keys.Rotator rotates it publish-before-use:
 //     a new key is published, activated only after a publish delay longer than the JWKS
 //     cache age, and the old key stays published for the longest WIT lifetime plus skew,
 //     so every WIT verifies through the JWKS until it expires.

@@ -91,7 +91,7 @@ type harness struct {
 	ca         *testCA
 	bundleFile string
 	bundles    *witissuer.FileBundles
-	rot        *witissuer.Rotator
+	rot        *keys.Rotator
 	replay     store.Replay
 	registry   *prometheus.Registry
 	srv        *witissuer.Server
@@ -106,7 +106,7 @@ type harnessOpts struct {
 	routes func(h *harness, x, a, d witissuer.Authenticator) []witissuer.Route
 	replay store.Replay
 	ready  []witissuer.ReadyCheck
-	rotCfg witissuer.RotationConfig
+	rotCfg keys.RotationConfig
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's goroutines.
@@ -151,7 +151,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if rc.Retain == 0 {
 		rc.Retain = time.Hour + 30*time.Second
 	}
-	h.rot, err = witissuer.NewStaticRotator(signing, rc)
+	h.rot, err = keys.NewStaticRotator(signing, rc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func (h *harness) jwksKIDs(t *testing.T) []string {
 // use the new key; a verifier with a cached JWKS (keys.RemoteSet) finds the new key by
 // kid; the old key leaves the JWKS after its retention.
 func TestCreds02Sec3_RotationPublishBeforeUse(t *testing.T) {
-	h := newHarness(t, harnessOpts{rotCfg: witissuer.RotationConfig{PublishDelay: 10 * time.Minute, Retain: time.Hour + 30*time.Second}})
+	h := newHarness(t, harnessOpts{rotCfg: keys.RotationConfig{PublishDelay: 10 * time.Minute, Retain: time.Hour + 30*time.Second}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := h.client(h.svid("spiffe://example.org/ns/a"))
@@ -208,63 +208,8 @@ func TestCreds02Sec3_RotationPublishBeforeUse(t *testing.T) {
 	if kids := h.jwksKIDs(t); len(kids) != 1 || kids[0] != kid2 {
 		t.Fatalf("after retention the JWKS holds %v", kids)
 	}
-	if st := h.rot.State(); len(st.Keys) != 1 || st.Keys[0].State != witissuer.KeyActive {
+	if st := h.rot.State(); len(st.Keys) != 1 || st.Keys[0].State != keys.KeyActive {
 		t.Fatalf("state %+v", st)
-	}
-}
-
-// The rotator's state survives a restart: rebuilt from RingState, it publishes the same
-// keys with the same retirement, and the periodic rotation starts by itself.
-func TestRotatorStatePersistsAndPeriod(t *testing.T) {
-	clock := h0clock()
-	var saved []byte
-	cfg := witissuer.RotationConfig{PublishDelay: time.Minute, Retain: 2 * time.Hour, Period: 24 * time.Hour, Now: clock.Now,
-		OnChange: func(s witissuer.RingState) error {
-			b, err := json.Marshal(s)
-			saved = b
-			return err
-		}}
-	r, err := witissuer.NewStaticRotator(mustKey(t, keys.ES256), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := r.Ring().Active().KID()
-	clock.Advance(24 * time.Hour)
-	if err := r.Step(); err != nil { // starts the periodic rotation
-		t.Fatal(err)
-	}
-	clock.Advance(time.Minute)
-	if err := r.Step(); err != nil { // activates
-		t.Fatal(err)
-	}
-	second := r.Ring().Active().KID()
-	if second == first {
-		t.Fatal("periodic rotation did not happen")
-	}
-	if strings.Contains(string(saved), `"d":`) == false {
-		t.Fatal("saved state lacks the private keys")
-	}
-	var st witissuer.RingState
-	if err := json.Unmarshal(saved, &st); err != nil {
-		t.Fatal(err)
-	}
-	r2, err := witissuer.NewRotator(st, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r2.Ring().Active().KID() != second || len(r2.Ring().Public()) != 2 {
-		t.Fatalf("restored ring: active %s, %d public keys", r2.Ring().Active().KID(), len(r2.Ring().Public()))
-	}
-	clock.Advance(2 * time.Hour)
-	if len(r2.Ring().Public()) != 1 {
-		t.Fatal("restored ring kept the old key past its retirement")
-	}
-	// A failing save leaves the state as it was.
-	cfg.OnChange = func(witissuer.RingState) error { return os.ErrPermission }
-	r3, _ := witissuer.NewRotator(st, cfg)
-	before := len(r3.State().Keys)
-	if _, err := r3.Rotate(); err == nil || len(r3.State().Keys) != before || len(r3.Ring().Public()) != before {
-		t.Fatal("a rotation that could not be saved went ahead")
 	}
 }
 

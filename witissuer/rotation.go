@@ -1,305 +1,53 @@
 package witissuer
 
-import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"slices"
-	"sync"
-	"time"
+import "github.com/dialogtrust/dialogtrust/keys"
 
-	"github.com/dialogtrust/dialogtrust/keys"
-)
+// The issuer's key rotation is keys.Rotator, shared with the TTS. These names stay for
+// one release.
 
 // Key states in a RingState.
+//
+// Deprecated: use keys.KeyActive, keys.KeyNext and keys.KeyRetiring.
 const (
-	KeyActive   = "active"   // signs now
-	KeyNext     = "next"     // published, signs from ActivateAt
-	KeyRetiring = "retiring" // no longer signs, published until RetireAt
+	KeyActive   = keys.KeyActive
+	KeyNext     = keys.KeyNext
+	KeyRetiring = keys.KeyRetiring
 )
 
-// KeyRecord is one signing key and where it stands in rotation.
-type KeyRecord struct {
-	Key         *keys.PrivateKey
-	State       string
-	ActivatedAt time.Time // KeyActive: when it started signing
-	ActivateAt  time.Time // KeyNext: when it will
-	RetireAt    time.Time // KeyRetiring: when it leaves the JWKS
-}
-
-type keyRecordJSON struct {
-	State       string          `json:"state"`
-	ActivatedAt *time.Time      `json:"activated_at,omitempty"`
-	ActivateAt  *time.Time      `json:"activate_at,omitempty"`
-	RetireAt    *time.Time      `json:"retire_at,omitempty"`
-	JWK         json.RawMessage `json:"jwk"`
-}
-
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
-// MarshalJSON writes the record with its private JWK: the file it goes to must be 0600.
-func (k KeyRecord) MarshalJSON() ([]byte, error) {
-	j, err := json.Marshal(k.Key)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(keyRecordJSON{State: k.State, ActivatedAt: timePtr(k.ActivatedAt), ActivateAt: timePtr(k.ActivateAt), RetireAt: timePtr(k.RetireAt), JWK: j})
-}
-
-// UnmarshalJSON reads a record written by MarshalJSON.
-func (k *KeyRecord) UnmarshalJSON(b []byte) error {
-	var r keyRecordJSON
-	if err := json.Unmarshal(b, &r); err != nil {
-		return err
-	}
-	key, err := keys.ParsePrivateJWK(r.JWK)
-	if err != nil {
-		return err
-	}
-	*k = KeyRecord{Key: key, State: r.State}
-	if r.ActivatedAt != nil {
-		k.ActivatedAt = *r.ActivatedAt
-	}
-	if r.ActivateAt != nil {
-		k.ActivateAt = *r.ActivateAt
-	}
-	if r.RetireAt != nil {
-		k.RetireAt = *r.RetireAt
-	}
-	return nil
-}
-
-// RingState is the persistent form of a Rotator: exactly one active key, at most one
-// next key, and the retiring keys.
-type RingState struct {
-	Keys []KeyRecord `json:"keys"`
-}
-
-// RotationConfig configures a Rotator.
-type RotationConfig struct {
-	// Alg of generated keys (default ES256).
-	Alg string
-	// PublishDelay is how long a new key is published before it signs. It must exceed
-	// the time verifiers cache the JWKS (keys.Ring serves max-age=300), so that a
-	// verifier that refreshes on schedule knows the key before it sees a token signed
-	// with it (default 10m).
-	PublishDelay time.Duration
-	// Retain is how long a replaced key stays published: at least the longest WIT
-	// lifetime plus clock skew, so that every WIT it signed verifies until it expires.
-	// Required.
-	Retain time.Duration
-	// Period starts a rotation when the active key has signed this long (0: never;
-	// Rotate still works).
-	Period time.Duration
-	// Now is the clock (default time.Now).
-	Now func() time.Time
-	// OnChange, if set, is called with the new state after every change (with the
-	// Rotator's lock held, so states arrive in order); an error is returned to the
-	// caller of the change. cmd/wit-issuer persists the state here.
-	OnChange func(RingState) error
-}
-
 // DefaultPublishDelay is RotationConfig.PublishDelay's default.
-const DefaultPublishDelay = 10 * time.Minute
+//
+// Deprecated: use keys.DefaultPublishDelay.
+const DefaultPublishDelay = keys.DefaultPublishDelay
 
-// Rotator owns an issuer's keys.Ring and rotates it publish-before-use.
-type Rotator struct {
-	cfg  RotationConfig
-	ring *keys.Ring
+type (
+	// KeyRecord is one signing key and where it stands in rotation.
+	//
+	// Deprecated: use keys.KeyRecord.
+	KeyRecord = keys.KeyRecord
+	// RingState is the persistent form of a Rotator.
+	//
+	// Deprecated: use keys.RingState.
+	RingState = keys.RingState
+	// RotationConfig configures a Rotator.
+	//
+	// Deprecated: use keys.RotationConfig.
+	RotationConfig = keys.RotationConfig
+	// Rotator rotates the issuer's signing keys publish-before-use.
+	//
+	// Deprecated: use keys.Rotator.
+	Rotator = keys.Rotator
+)
 
-	mu      sync.Mutex
-	records []KeyRecord
-}
-
-// NewRotator starts from state (one active key and any next or retiring keys, for
-// example as persisted by OnChange).
+// NewRotator starts from state.
+//
+// Deprecated: use keys.NewRotator.
 func NewRotator(state RingState, cfg RotationConfig) (*Rotator, error) {
-	if cfg.Alg == "" {
-		cfg.Alg = keys.ES256
-	}
-	if cfg.PublishDelay <= 0 {
-		cfg.PublishDelay = DefaultPublishDelay
-	}
-	if cfg.Retain <= 0 {
-		return nil, fmt.Errorf("rotation: retain must be positive (the longest WIT lifetime plus skew)")
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	var active *KeyRecord
-	var next []KeyRecord
-	var retiring []KeyRecord
-	for i, r := range state.Keys {
-		if r.Key == nil {
-			return nil, fmt.Errorf("rotation: key %d is missing", i)
-		}
-		switch r.State {
-		case KeyActive:
-			if active != nil {
-				return nil, fmt.Errorf("rotation: more than one active key")
-			}
-			active = &state.Keys[i]
-		case KeyNext:
-			next = append(next, r)
-		case KeyRetiring:
-			retiring = append(retiring, r)
-		default:
-			return nil, fmt.Errorf("rotation: key %s has unknown state %q", r.Key.KID(), r.State)
-		}
-	}
-	if active == nil {
-		return nil, fmt.Errorf("rotation: no active key")
-	}
-	if len(next) > 1 {
-		return nil, fmt.Errorf("rotation: more than one next key")
-	}
-	now := cfg.Now()
-	if active.ActivatedAt.IsZero() {
-		active.ActivatedAt = now
-	}
-	// keys.Ring only learns retirement times through Activate, so the ring is rebuilt
-	// by replaying the activations in the order the keys retire.
-	slices.SortFunc(retiring, func(a, b KeyRecord) int { return a.RetireAt.Compare(b.RetireAt) })
-	chain := append(slices.Clone(retiring), *active)
-	ring := keys.NewRing(chain[0].Key, cfg.Now)
-	for i := 1; i < len(chain); i++ {
-		ring.Publish(chain[i].Key)
-		if err := ring.Activate(chain[i].Key.KID(), chain[i-1].RetireAt.Sub(now)); err != nil {
-			return nil, err
-		}
-	}
-	for _, n := range next {
-		ring.Publish(n.Key)
-	}
-	r := &Rotator{cfg: cfg, ring: ring, records: append(chain, next...)}
-	r.pruneLocked(now)
-	return r, nil
+	return keys.NewRotator(state, cfg)
 }
 
-// NewStaticRotator is a Rotator holding one active key, e.g. a freshly generated one.
+// NewStaticRotator is a Rotator holding one active key.
+//
+// Deprecated: use keys.NewStaticRotator.
 func NewStaticRotator(active *keys.PrivateKey, cfg RotationConfig) (*Rotator, error) {
-	return NewRotator(RingState{Keys: []KeyRecord{{Key: active, State: KeyActive}}}, cfg)
-}
-
-// Ring is the key ring: its active key signs WITs, its public keys are the JWKS.
-func (r *Rotator) Ring() *keys.Ring { return r.ring }
-
-// State returns a copy of the current state.
-func (r *Rotator) State() RingState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return RingState{Keys: slices.Clone(r.records)}
-}
-
-// Rotate generates a key and publishes it now; Step activates it once PublishDelay has
-// passed. It returns the new key's kid. A rotation already under way is not started
-// again: its kid is returned.
-func (r *Rotator) Rotate() (string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.rotateLocked(r.cfg.Now())
-}
-
-func (r *Rotator) rotateLocked(now time.Time) (string, error) {
-	for _, rec := range r.records {
-		if rec.State == KeyNext {
-			return rec.Key.KID(), nil
-		}
-	}
-	k, err := keys.Generate(r.cfg.Alg)
-	if err != nil {
-		return "", err
-	}
-	prev := slices.Clone(r.records)
-	r.records = append(r.records, KeyRecord{Key: k, State: KeyNext, ActivateAt: now.Add(r.cfg.PublishDelay)})
-	if err := r.changed(prev); err != nil {
-		return "", err
-	}
-	r.ring.Publish(k)
-	return k.KID(), nil
-}
-
-// Step does whatever is due at the current time: activate a next key whose publish
-// delay has passed, drop retired keys, and start a periodic rotation.
-func (r *Rotator) Step() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := r.cfg.Now()
-	prev := slices.Clone(r.records)
-	dirty := r.pruneLocked(now)
-	for i, rec := range r.records {
-		if rec.State != KeyNext || now.Before(rec.ActivateAt) {
-			continue
-		}
-		for j := range r.records {
-			if r.records[j].State == KeyActive {
-				r.records[j] = KeyRecord{Key: r.records[j].Key, State: KeyRetiring, RetireAt: now.Add(r.cfg.Retain)}
-			}
-		}
-		r.records[i] = KeyRecord{Key: rec.Key, State: KeyActive, ActivatedAt: now}
-		// Persist before the ring signs with the new key: after a crash the file must
-		// never name an older active key than the one WITs went out with.
-		if err := r.changed(prev); err != nil {
-			return err
-		}
-		if err := r.ring.Activate(rec.Key.KID(), r.cfg.Retain); err != nil {
-			return err
-		}
-		return nil
-	}
-	if r.cfg.Period > 0 {
-		for _, rec := range r.records {
-			if rec.State == KeyActive && !now.Before(rec.ActivatedAt.Add(r.cfg.Period)) {
-				if _, err := r.rotateLocked(now); err != nil {
-					return err
-				}
-				return nil
-			}
-		}
-	}
-	if dirty {
-		return r.changed(prev)
-	}
-	return nil
-}
-
-// pruneLocked drops retiring keys whose retention has ended; the ring drops them from
-// the JWKS on its own at the same instant.
-func (r *Rotator) pruneLocked(now time.Time) bool {
-	n := len(r.records)
-	r.records = slices.DeleteFunc(r.records, func(k KeyRecord) bool {
-		return k.State == KeyRetiring && !now.Before(k.RetireAt)
-	})
-	return len(r.records) != n
-}
-
-// changed reports the new state; on failure the records go back to prev.
-func (r *Rotator) changed(prev []KeyRecord) error {
-	if r.cfg.OnChange == nil {
-		return nil
-	}
-	if err := r.cfg.OnChange(RingState{Keys: slices.Clone(r.records)}); err != nil {
-		r.records = prev
-		return fmt.Errorf("rotation: saving key state: %w", err)
-	}
-	return nil
-}
-
-// Run calls Step on every tick until ctx ends; report (may be nil) hears errors.
-func (r *Rotator) Run(ctx context.Context, tick <-chan time.Time, report func(error)) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick:
-			if err := r.Step(); err != nil && report != nil {
-				report(err)
-			}
-		}
-	}
+	return keys.NewStaticRotator(active, cfg)
 }

@@ -51,7 +51,7 @@ type Config struct {
 	// PublicURL is the base URL the metadata document links from (default Issuer).
 	PublicURL string
 	// Keys holds the signing keys. Required.
-	Keys *Rotator
+	Keys *keys.Rotator
 	// Replay claims request and assertion jtis once. Required.
 	Replay store.Replay
 	// Policy; TrustDomains is required, the rest has defaults.

@@ -14,7 +14,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
-	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/store/redisstore"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
@@ -355,7 +355,7 @@ func redisAddr(t *testing.T) string {
 // replay at the other. /readyz pings Redis.
 func TestWITIssuerRedisReplayShared(t *testing.T) {
 	addr := redisAddr(t)
-	client := store.NewRedisClient([]string{addr}, false)
+	client := redisstore.NewClient([]string{addr}, false)
 	t.Cleanup(func() { _ = client.Close() })
 	prefix := "dialogtrust:test:witissuer:" + time.Now().Format(time.RFC3339Nano) + ":"
 	t.Cleanup(func() {
@@ -365,7 +365,7 @@ func TestWITIssuerRedisReplayShared(t *testing.T) {
 			client.Del(ctx, it.Val())
 		}
 	})
-	shared := store.NewRedis(client, store.WithPrefix(prefix))
+	shared := redisstore.NewReplay(client, redisstore.WithPrefix(prefix))
 	ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
 	a := newHarness(t, harnessOpts{replay: shared, ready: []witissuer.ReadyCheck{ping}})
 	b := newHarness(t, harnessOpts{replay: shared})

@@ -13,12 +13,15 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/internal/loadtest"
+	"github.com/dialogtrust/dialogtrust/cmd/dialogtrust/internal/loadtest"
+	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dialogtrust/dialogtrust/witissuer"
 )
 
 // Shared by "bench tts" and "bench verify": the load options, the server's own figures
@@ -342,4 +345,73 @@ func checkAlg(alg string) error {
 		return nil
 	}
 	return usageError{"--alg must be ES256 or EdDSA"}
+}
+
+// workloadCount is --workloads: by default one workload per worker, at most 64.
+func workloadCount(n, concurrency int) (int, error) {
+	if n <= 0 {
+		n = min(concurrency, 64)
+	}
+	if n > 10000 {
+		return 0, usageError{"--workloads must be at most 10000"}
+	}
+	return n, nil
+}
+
+// requestWITs asks the WIT issuer of wc for the WITs of n workloads, prefix plus w1,
+// w2, ..., each for a fresh key of alg.
+func requestWITs(ctx context.Context, wc *witissuer.Client, prefix, alg string, n int) ([]*wit.Credential, error) {
+	var creds []*wit.Credential
+	for i := range n {
+		c := *wc
+		c.Subject = prefix + "w" + strconv.Itoa(i+1)
+		key, err := keys.Generate(alg)
+		if err != nil {
+			return nil, err
+		}
+		res, err := c.Request(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("WIT for %s: %w", c.Subject, err)
+		}
+		creds = append(creds, &wit.Credential{WIT: res.WIT, Key: key, Expiry: time.Unix(res.ExpiresAt, 0)})
+	}
+	return creds, nil
+}
+
+// checkOutlast refuses WITs that would expire before the run ends (with a margin): a
+// run would otherwise measure the rejections of expired credentials.
+func checkOutlast(creds []*wit.Credential, bf *benchFlags) error {
+	end := time.Now().Add(bf.warmup + bf.duration + 30*time.Second)
+	for _, c := range creds {
+		if c.Expiry.Before(end) {
+			return errcode.New(errcode.Expired, "a WIT expires at %s, before the run ends", c.Expiry.Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+// runBenchLoad runs op under the load options and watches the server at baseURL
+// meanwhile (its /metrics and the counters named, its memory).
+func runBenchLoad(ctx context.Context, hc *http.Client, bf *benchFlags, baseURL string, op loadtest.Op, counters ...string) (*loadtest.Result, serverStats, error) {
+	watch := newServerWatch(hc, bf, baseURL, counters...)
+	cfg := loadtest.Config{Concurrency: bf.concurrency, Duration: bf.duration, Warmup: bf.warmup, Rate: bf.rate}
+	watch.config(&cfg, bf)
+	res, err := loadtest.Run(ctx, cfg, op)
+	if err != nil {
+		return nil, serverStats{}, err
+	}
+	return res, watch.stats(res), nil
+}
+
+// writeBenchReport completes rep with the results and prints it; a run in which no
+// request succeeded fails (status 1) after its report.
+func writeBenchReport(stdout io.Writer, rep *benchReport, res *loadtest.Result, srv serverStats, bf *benchFlags) error {
+	rep.finish(res, srv, bf.warmup)
+	if err := rep.write(stdout, bf.jsonOut); err != nil {
+		return err
+	}
+	if res.OK == 0 {
+		return silentFailure{"no request succeeded"}
+	}
+	return nil
 }

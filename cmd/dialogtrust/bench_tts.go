@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -13,10 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/cmd/dialogtrust/internal/loadtest"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/loadtest"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
@@ -31,162 +31,191 @@ const selfSignedRefresh = 4 * time.Minute
 // worker requests Txn-Tokens with a fresh proof (WPT, or HTTP signature) per request and
 // a self_signed subject token, as fast as they are answered.
 func benchTTS(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("bench tts", stderr)
-	ttsURL := fs.String("url", "", "the TTS's base URL (its issuer identifier; metadata is read from it)")
-	issuerURL := fs.String("wit-issuer", "", "a WIT issuer in development mode: one WIT per workload is requested there")
-	witArg := fs.String("wit", "", "instead of --wit-issuer: the WIT (file, @file, value or -)")
-	keyFile := fs.String("key", "", "with --wit: its private JWK file")
-	workloads := fs.Int("workloads", 0, "with --wit-issuer: distinct workloads, each with its own WIT (default: one per worker, at most 64)")
-	prefix := fs.String("workload-prefix", "wimse://dev.local/bench/", "with --wit-issuer: workload identifiers are this plus w1, w2, ...")
-	alg := fs.String("alg", keys.ES256, "with --wit-issuer: algorithm of the workload keys (ES256 or EdDSA)")
-	proof := fs.String("proof", tts.ProofWPT, "proof of possession: wpt or httpsig")
-	audience := fs.String("audience", "", "the requested trust domain (default: the TTS's first trust domain)")
-	scope := fs.String("scope", "trip.read", "the requested scope (also the subject token's)")
-	subject := fs.String("subject", "alice@dev.local", "sub of the self_signed subject tokens")
-	freshSubject := fs.Bool("fresh-subject", false, "mint a new self_signed subject token for every request (the TTS's subject cache never hits)")
-	withDialog := fs.Bool("dialog", true, "send request_details.dlg, a new dialog identifier per request")
-	bf := addBenchFlags(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{"unexpected argument " + fs.Arg(0)}
-	}
-	if err := required(map[string]string{"url": *ttsURL}); err != nil {
-		return err
-	}
-	if err := bf.check(); err != nil {
-		return err
-	}
-	if (*issuerURL == "") == (*witArg == "") {
-		return usageError{"give exactly one of --wit-issuer and --wit (with --key)"}
-	}
-	if (*witArg == "") != (*keyFile == "") {
-		return usageError{"--wit and --key go together"}
-	}
-	if *proof != tts.ProofWPT && *proof != tts.ProofHTTPSig {
-		return usageError{"--proof must be wpt or httpsig"}
-	}
-	if err := checkAlg(*alg); err != nil {
-		return err
-	}
-	ctx := context.Background()
-	hc := &http.Client{Transport: benchTransport(bf.concurrency), Timeout: bf.timeout}
-	setup, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	md, err := tts.Discover(setup, hc, *ttsURL)
+	a, err := parseBenchTTS(args, stderr)
 	if err != nil {
 		return err
 	}
-	aud := *audience
-	if aud == "" {
+	ctx := context.Background()
+	r := &ttsRun{ttsArgs: a, hc: &http.Client{Transport: benchTransport(a.bench.concurrency), Timeout: a.bench.timeout}}
+	setup, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := r.discover(setup); err != nil {
+		return err
+	}
+	if err := r.credentials(setup, stdin); err != nil {
+		return err
+	}
+	if err := checkOutlast(r.creds, a.bench); err != nil {
+		return err
+	}
+	op, err := r.op()
+	if err != nil {
+		return err
+	}
+	res, srv, err := runBenchLoad(ctx, r.hc, a.bench, a.ttsURL, op, "dialogtrust_tts_issued_total", "dialogtrust_tts_refused_total")
+	if err != nil {
+		return err
+	}
+	rep := &benchReport{Bench: "tts", URL: r.md.TokenEndpoint, Proof: a.proof, WorkloadAlg: r.creds[0].Key.Alg(), ServerAlg: r.serverAlg, Workloads: len(r.creds), Details: r.details()}
+	return writeBenchReport(stdout, rep, res, srv, a.bench)
+}
+
+// ttsArgs is the command line of "bench tts".
+type ttsArgs struct {
+	ttsURL, issuerURL, witArg, keyFile, prefix, alg string
+	proof, audience, scope, subject                 string
+	method                                          proof.Method
+	workloads                                       int
+	freshSubject, withDialog                        bool
+	bench                                           *benchFlags
+}
+
+func parseBenchTTS(args []string, stderr io.Writer) (*ttsArgs, error) {
+	a := &ttsArgs{}
+	fs := newFlags("bench tts", stderr)
+	fs.StringVar(&a.ttsURL, "url", "", "the TTS's base URL (its issuer identifier; metadata is read from it)")
+	fs.StringVar(&a.issuerURL, "wit-issuer", "", "a WIT issuer in development mode: one WIT per workload is requested there")
+	fs.StringVar(&a.witArg, "wit", "", "instead of --wit-issuer: the WIT (file, @file, value or -)")
+	fs.StringVar(&a.keyFile, "key", "", "with --wit: its private JWK file")
+	fs.IntVar(&a.workloads, "workloads", 0, "with --wit-issuer: distinct workloads, each with its own WIT (default: one per worker, at most 64)")
+	fs.StringVar(&a.prefix, "workload-prefix", "wimse://dev.local/bench/", "with --wit-issuer: workload identifiers are this plus w1, w2, ...")
+	fs.StringVar(&a.alg, "alg", keys.ES256, "with --wit-issuer: algorithm of the workload keys (ES256 or EdDSA)")
+	fs.StringVar(&a.proof, "proof", proof.WPT.String(), "proof of possession: wpt or httpsig")
+	fs.StringVar(&a.audience, "audience", "", "the requested trust domain (default: the TTS's first trust domain)")
+	fs.StringVar(&a.scope, "scope", "trip.read", "the requested scope (also the subject token's)")
+	fs.StringVar(&a.subject, "subject", "alice@dev.local", "sub of the self_signed subject tokens")
+	fs.BoolVar(&a.freshSubject, "fresh-subject", false, "mint a new self_signed subject token for every request (the TTS's subject cache never hits)")
+	fs.BoolVar(&a.withDialog, "dialog", true, "send request_details.dlg, a new dialog identifier per request")
+	a.bench = addBenchFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, usageError{"unexpected argument " + fs.Arg(0)}
+	}
+	if err := required(map[string]string{"url": a.ttsURL}); err != nil {
+		return nil, err
+	}
+	if err := a.bench.check(); err != nil {
+		return nil, err
+	}
+	if (a.issuerURL == "") == (a.witArg == "") {
+		return nil, usageError{"give exactly one of --wit-issuer and --wit (with --key)"}
+	}
+	if (a.witArg == "") != (a.keyFile == "") {
+		return nil, usageError{"--wit and --key go together"}
+	}
+	if a.proof != proof.WPT.String() && a.proof != proof.HTTPSig.String() {
+		return nil, usageError{"--proof must be wpt or httpsig"}
+	}
+	a.method, _ = proof.Parse(a.proof)
+	if err := checkAlg(a.alg); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// ttsRun is one run of "bench tts": what the setup found or made.
+type ttsRun struct {
+	*ttsArgs
+	hc        *http.Client
+	md        *tts.Metadata
+	aud       string // the requested trust domain
+	serverAlg string
+	creds     []*wit.Credential
+}
+
+// discover reads the TTS's metadata: its token endpoint, the audience to ask for and
+// the algorithm it signs with.
+func (r *ttsRun) discover(setup context.Context) error {
+	md, err := tts.Discover(setup, r.hc, r.ttsURL)
+	if err != nil {
+		return err
+	}
+	r.md, r.aud = md, r.audience
+	if r.aud == "" {
 		if len(md.TrustDomainsSupported) == 0 {
 			return usageError{"the TTS names no trust domain: give --audience"}
 		}
-		aud = md.TrustDomainsSupported[0]
+		r.aud = md.TrustDomainsSupported[0]
 	}
-	serverAlg := jwksAlgs(setup, hc, md.JWKSURI)
+	r.serverAlg = jwksAlgs(setup, r.hc, md.JWKSURI)
+	return nil
+}
 
-	// Credentials: one WIT and key per workload.
-	var creds []*wit.Credential
-	if *witArg != "" {
-		c, err := loadCredential(*witArg, *keyFile, stdin)
+// credentials gets one WIT and key per workload: from --wit, or from the WIT issuer.
+func (r *ttsRun) credentials(setup context.Context, stdin io.Reader) error {
+	if r.witArg != "" {
+		c, err := loadCredential(r.witArg, r.keyFile, stdin)
 		if err != nil {
 			return err
 		}
-		creds = append(creds, c)
-	} else {
-		n := *workloads
-		if n <= 0 {
-			n = min(bf.concurrency, 64)
-		}
-		if n > 10000 {
-			return usageError{"--workloads must be at most 10000"}
-		}
-		wc, _, err := witissuer.NewClient(setup, hc, *issuerURL)
-		if err != nil {
-			return err
-		}
-		for i := range n {
-			c := *wc
-			c.Subject = *prefix + "w" + strconv.Itoa(i+1)
-			key, err := keys.Generate(*alg)
-			if err != nil {
-				return err
-			}
-			res, err := c.Request(setup, key)
-			if err != nil {
-				return fmt.Errorf("WIT for %s: %w", c.Subject, err)
-			}
-			creds = append(creds, &wit.Credential{WIT: res.WIT, Key: key, Expiry: time.Unix(res.ExpiresAt, 0)})
-		}
+		r.creds = append(r.creds, c)
+		return nil
 	}
-	end := time.Now().Add(bf.warmup + bf.duration + 30*time.Second)
-	for _, c := range creds {
-		if c.Expiry.Before(end) {
-			return errcode.New(errcode.Expired, "a WIT expires at %s, before the run ends", c.Expiry.Format(time.RFC3339))
-		}
+	n, err := workloadCount(r.workloads, r.bench.concurrency)
+	if err != nil {
+		return err
 	}
+	wc, _, err := witissuer.NewClient(setup, r.hc, r.issuerURL)
+	if err != nil {
+		return err
+	}
+	r.creds, err = requestWITs(setup, wc, r.prefix, r.alg, n)
+	return err
+}
 
-	type workerState struct {
-		client   *tts.Client
-		cred     *wit.Credential
-		workload identifier.ID
-		subject  string
-		minted   time.Time
-	}
-	states := make([]*workerState, bf.concurrency)
+// ttsWorker is one worker's TTS client and its current self_signed subject token.
+type ttsWorker struct {
+	client   *tts.Client
+	cred     *wit.Credential
+	workload identifier.ID
+	subject  string
+	minted   time.Time
+}
+
+// op makes each worker's client and returns the request a worker sends.
+func (r *ttsRun) op() (loadtest.Op, error) {
+	states := make([]*ttsWorker, r.bench.concurrency)
 	for i := range states {
-		cred := creds[i%len(creds)]
+		cred := r.creds[i%len(r.creds)]
 		wl, err := witSubject(cred.WIT)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		states[i] = &workerState{cred: cred, workload: wl,
-			client: &tts.Client{TokenEndpoint: md.TokenEndpoint, HTTPClient: hc, WIT: cred.WIT, Key: cred.Key, Proof: *proof}}
+		states[i] = &ttsWorker{cred: cred, workload: wl,
+			client: &tts.Client{TokenEndpoint: r.md.TokenEndpoint, HTTPClient: r.hc, WIT: cred.WIT, Key: cred.Key, Proof: r.method}}
 	}
-	op := func(ctx context.Context, w int) error {
+	md, aud, scope, subject, freshSubject, withDialog := r.md, r.aud, r.scope, r.subject, r.freshSubject, r.withDialog
+	return func(ctx context.Context, w int) error {
 		st := states[w]
 		now := time.Now()
-		if *freshSubject || st.subject == "" || now.Sub(st.minted) > selfSignedRefresh {
-			tok, err := tts.NewSelfSignedToken(st.cred.Key, st.workload, *subject, md.Issuer, *scope, 10*time.Minute, now)
+		if freshSubject || st.subject == "" || now.Sub(st.minted) > selfSignedRefresh {
+			tok, err := tts.NewSelfSignedToken(st.cred.Key, st.workload, subject, md.Issuer, scope, 10*time.Minute, now)
 			if err != nil {
 				return err
 			}
 			st.subject, st.minted = tok, now
 		}
-		r := tts.Request{Audience: aud, Scope: *scope, SubjectToken: st.subject, SubjectTokenType: tts.TokenTypeSelfSigned}
-		if *withDialog {
-			r.Dialog = rand.Text()
+		req := tts.Request{Audience: aud, Scope: scope, SubjectToken: st.subject, SubjectTokenType: tts.TokenTypeSelfSigned}
+		if withDialog {
+			req.Dialog = rand.Text()
 		}
-		_, err := st.client.Request(ctx, r)
+		_, err := st.client.Request(ctx, req)
 		return err
-	}
+	}, nil
+}
 
-	watch := newServerWatch(hc, bf, *ttsURL, "dialogtrust_tts_issued_total", "dialogtrust_tts_refused_total")
-	cfg := loadtest.Config{Concurrency: bf.concurrency, Duration: bf.duration, Warmup: bf.warmup, Rate: bf.rate}
-	watch.config(&cfg, bf)
-	res, err := loadtest.Run(ctx, cfg, op)
-	if err != nil {
-		return err
-	}
-	rep := &benchReport{Bench: "tts", URL: md.TokenEndpoint, Proof: *proof, WorkloadAlg: creds[0].Key.Alg(), ServerAlg: serverAlg, Workloads: len(creds)}
+// details is the report's description of the run.
+func (r *ttsRun) details() string {
 	subj := "a self_signed subject token per worker, re-minted every 4 min (TTS subject cache warm)"
-	if *freshSubject {
+	if r.freshSubject {
 		subj = "a new self_signed subject token per request (TTS subject cache cold)"
 	}
-	if *withDialog {
+	if r.withDialog {
 		subj += "; a new dialog per request"
 	}
-	rep.Details = "audience " + aud + ", scope " + strconv.Quote(*scope) + "; " + subj
-	rep.finish(res, watch.stats(res), bf.warmup)
-	if err := rep.write(stdout, bf.jsonOut); err != nil {
-		return err
-	}
-	if res.OK == 0 {
-		return silentFailure{"no request succeeded"}
-	}
-	return nil
+	return "audience " + r.aud + ", scope " + strconv.Quote(r.scope) + "; " + subj
 }
 
 // jwksAlgs names the algorithms of the keys a JWKS publishes ("" when it cannot be

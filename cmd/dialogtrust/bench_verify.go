@@ -21,13 +21,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/cmd/dialogtrust/internal/loadtest"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/loadtest"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -172,209 +173,265 @@ func isLoopbackAddr(addr string) bool {
 // dialog) to an endpoint protected by dialog.Receiver: the one at --url, or one started
 // in this process.
 func benchVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("bench verify", stderr)
-	target := fs.String("url", "", "the protected endpoint (e.g. from bench receiver); default: start one in this process")
-	issuerURL := fs.String("wit-issuer", "", "a WIT issuer in development mode: one WIT per workload is requested there (default without --url: WITs minted in this process)")
-	witArg := fs.String("wit", "", "instead: the WIT (file, @file, value or -)")
-	keyFile := fs.String("key", "", "with --wit: its private JWK file")
-	trustArg := fs.String("trust", "", "in-process receiver with --wit-issuer or --wit: the WIT issuer's JWKS (default: the issuer's jwks_uri)")
-	td := fs.String("trust-domain", "dev.local", "the workloads' trust domain")
-	workloads := fs.Int("workloads", 0, "distinct workloads, each with its own WIT (default: one per worker, at most 64)")
-	prefix := fs.String("workload-prefix", "", "workload identifiers are this plus w1, w2, ... (default wimse://TRUST-DOMAIN/bench/)")
-	alg := fs.String("alg", keys.ES256, "algorithm of the workload keys (ES256 or EdDSA)")
-	proofArg := fs.String("proof", "httpsig", "proof of possession: httpsig or wpt")
-	ttsURL := fs.String("tts", "", "send a Txn-Token per dialog from this TTS (self_signed subject); the in-process receiver then requires them")
-	scope := fs.String("scope", "trip.read", "with --tts: the Txn-Tokens' scope")
-	stateful := fs.Bool("stateful", false, "in-process receiver: keep a dialog registry")
-	bf := addBenchFlags(fs)
-	if err := parse(fs, args); err != nil {
+	a, err := parseBenchVerify(args, stderr)
+	if err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{"unexpected argument " + fs.Arg(0)}
-	}
-	if err := bf.check(); err != nil {
-		return err
-	}
-	if *issuerURL != "" && *witArg != "" {
-		return usageError{"--wit-issuer and --wit exclude each other"}
-	}
-	if (*witArg == "") != (*keyFile == "") {
-		return usageError{"--wit and --key go together"}
-	}
-	if *target != "" && *issuerURL == "" && *witArg == "" {
-		return usageError{"with --url give --wit-issuer or --wit: the receiver must trust the WITs"}
-	}
-	var proof agent.Proof
-	switch *proofArg {
-	case "httpsig":
-		proof = agent.HTTPSig
-	case "wpt":
-		proof = agent.WPT
-	default:
-		return usageError{"--proof must be httpsig or wpt"}
-	}
-	if err := checkAlg(*alg); err != nil {
-		return err
-	}
-	if *prefix == "" {
-		*prefix = "wimse://" + *td + "/bench/"
 	}
 	ctx, cancelAll := context.WithCancel(context.Background())
 	defer cancelAll()
-	hc := &http.Client{Transport: benchTransport(bf.concurrency), Timeout: bf.timeout}
+	r := &verifyRun{verifyArgs: a, hc: &http.Client{Transport: benchTransport(a.bench.concurrency), Timeout: a.bench.timeout}}
 	setup, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	if err := r.credentials(setup, stdin); err != nil {
+		return err
+	}
+	if err := checkOutlast(r.creds, a.bench); err != nil {
+		return err
+	}
+	if err := r.discoverTTS(ctx, setup); err != nil {
+		return err
+	}
+	stop, err := r.startReceiver(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	op, err := r.op()
+	if err != nil {
+		return err
+	}
+	// The first request of each dialog establishes it (stateful receiver) and fetches
+	// its Txn-Token: done before the clock starts, like the warm-up.
+	for w := range a.bench.concurrency {
+		if err := op(setup, w); err != nil {
+			return fmt.Errorf("first request of worker %d: %w", w, err)
+		}
+	}
+	res, srvStats, err := runBenchLoad(ctx, r.hc, a.bench, strings.TrimSuffix(r.url, urlPath(r.url)), op, "dialogtrust_bench_receiver_verified_total")
+	if err != nil {
+		return err
+	}
+	if r.inProcess {
+		srvStats.Note = "receiver in this process: see client CPU"
+	}
+	rep := &benchReport{Bench: "verify", URL: r.url, Proof: a.proofName, WorkloadAlg: r.creds[0].Key.Alg(), ServerAlg: r.issuerAlg, Workloads: len(r.creds), Details: r.details()}
+	return writeBenchReport(stdout, rep, res, srvStats, a.bench)
+}
 
-	n := *workloads
-	if n <= 0 {
-		n = min(bf.concurrency, 64)
+// verifyArgs is the command line of "bench verify".
+type verifyArgs struct {
+	target, issuerURL, witArg, keyFile, trustArg, td string
+	prefix, alg, proofName, ttsURL, scope            string
+	workloads                                        int // resolved: at least 1
+	stateful                                         bool
+	proof                                            proof.Method
+	bench                                            *benchFlags
+}
+
+func parseBenchVerify(args []string, stderr io.Writer) (*verifyArgs, error) {
+	a := &verifyArgs{}
+	fs := newFlags("bench verify", stderr)
+	fs.StringVar(&a.target, "url", "", "the protected endpoint (e.g. from bench receiver); default: start one in this process")
+	fs.StringVar(&a.issuerURL, "wit-issuer", "", "a WIT issuer in development mode: one WIT per workload is requested there (default without --url: WITs minted in this process)")
+	fs.StringVar(&a.witArg, "wit", "", "instead: the WIT (file, @file, value or -)")
+	fs.StringVar(&a.keyFile, "key", "", "with --wit: its private JWK file")
+	fs.StringVar(&a.trustArg, "trust", "", "in-process receiver with --wit-issuer or --wit: the WIT issuer's JWKS (default: the issuer's jwks_uri)")
+	fs.StringVar(&a.td, "trust-domain", "dev.local", "the workloads' trust domain")
+	fs.IntVar(&a.workloads, "workloads", 0, "distinct workloads, each with its own WIT (default: one per worker, at most 64)")
+	fs.StringVar(&a.prefix, "workload-prefix", "", "workload identifiers are this plus w1, w2, ... (default wimse://TRUST-DOMAIN/bench/)")
+	fs.StringVar(&a.alg, "alg", keys.ES256, "algorithm of the workload keys (ES256 or EdDSA)")
+	fs.StringVar(&a.proofName, "proof", "httpsig", "proof of possession: httpsig or wpt")
+	fs.StringVar(&a.ttsURL, "tts", "", "send a Txn-Token per dialog from this TTS (self_signed subject); the in-process receiver then requires them")
+	fs.StringVar(&a.scope, "scope", "trip.read", "with --tts: the Txn-Tokens' scope")
+	fs.BoolVar(&a.stateful, "stateful", false, "in-process receiver: keep a dialog registry")
+	a.bench = addBenchFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return nil, err
 	}
-	if n > 10000 {
-		return usageError{"--workloads must be at most 10000"}
+	if fs.NArg() > 0 {
+		return nil, usageError{"unexpected argument " + fs.Arg(0)}
 	}
-	// Credentials, and the keys the in-process receiver trusts for them.
-	var (
-		creds    []*wit.Credential
-		trust    keys.KeySet
-		issuerAl string
-	)
-	switch {
-	case *witArg != "":
-		c, err := loadCredential(*witArg, *keyFile, stdin)
-		if err != nil {
-			return err
-		}
-		creds = append(creds, c)
-	case *issuerURL != "":
-		wc, md, err := witissuer.NewClient(setup, hc, *issuerURL)
-		if err != nil {
-			return err
-		}
-		if *trustArg == "" {
-			*trustArg = md.JWKSURI
-		}
-		for i := range n {
-			c := *wc
-			c.Subject = *prefix + "w" + strconv.Itoa(i+1)
-			key, err := keys.Generate(*alg)
-			if err != nil {
-				return err
-			}
-			res, err := c.Request(setup, key)
-			if err != nil {
-				return fmt.Errorf("WIT for %s: %w", c.Subject, err)
-			}
-			creds = append(creds, &wit.Credential{WIT: res.WIT, Key: key, Expiry: time.Unix(res.ExpiresAt, 0)})
-		}
-		issuerAl = jwksAlgs(setup, hc, md.JWKSURI)
+	if err := a.bench.check(); err != nil {
+		return nil, err
+	}
+	if a.issuerURL != "" && a.witArg != "" {
+		return nil, usageError{"--wit-issuer and --wit exclude each other"}
+	}
+	if (a.witArg == "") != (a.keyFile == "") {
+		return nil, usageError{"--wit and --key go together"}
+	}
+	if a.target != "" && a.issuerURL == "" && a.witArg == "" {
+		return nil, usageError{"with --url give --wit-issuer or --wit: the receiver must trust the WITs"}
+	}
+	switch a.proofName {
+	case "httpsig":
+		a.proof = proof.HTTPSig
+	case "wpt":
+		a.proof = proof.WPT
 	default:
-		// Self-contained: an issuer key made here, trusted by the in-process receiver.
-		ik, err := keys.Generate(keys.ES256)
+		return nil, usageError{"--proof must be httpsig or wpt"}
+	}
+	if err := checkAlg(a.alg); err != nil {
+		return nil, err
+	}
+	if a.prefix == "" {
+		a.prefix = "wimse://" + a.td + "/bench/"
+	}
+	var err error
+	if a.workloads, err = workloadCount(a.workloads, a.bench.concurrency); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// verifyRun is one run of "bench verify": what the setup found or made.
+type verifyRun struct {
+	*verifyArgs
+	hc        *http.Client
+	creds     []*wit.Credential
+	trust     keys.KeySet // what the in-process receiver trusts for the WITs; nil: from --trust
+	issuerAlg string
+	ttsMD     *tts.Metadata // nil without --tts
+	ttsKeys   keys.KeySet   // the in-process receiver's keys for the Txn-Tokens
+	url       string        // the receiver's endpoint
+	inProcess bool
+}
+
+// credentials gets the workloads' WITs and keys: from --wit, from the WIT issuer, or
+// minted here by an issuer key that the in-process receiver then trusts.
+func (r *verifyRun) credentials(setup context.Context, stdin io.Reader) error {
+	switch {
+	case r.witArg != "":
+		c, err := loadCredential(r.witArg, r.keyFile, stdin)
 		if err != nil {
 			return err
 		}
-		if trust, err = keys.NewStaticSet(ik.Public()); err != nil {
-			return err
-		}
-		issuerAl = ik.Alg()
-		iss := wit.NewIssuer("https://"+*td+"/bench-issuer", func() *keys.PrivateKey { return ik })
-		for i := range n {
-			id, err := identifier.Parse(*prefix + "w" + strconv.Itoa(i+1))
-			if err != nil {
-				return err
-			}
-			key, err := keys.Generate(*alg)
-			if err != nil {
-				return err
-			}
-			tok, c, err := iss.Issue(id, key.Public(), time.Hour)
-			if err != nil {
-				return err
-			}
-			creds = append(creds, &wit.Credential{WIT: tok, Key: key, Expiry: c.Exp.Time()})
-		}
-	}
-	end := time.Now().Add(bf.warmup + bf.duration + 30*time.Second)
-	for _, c := range creds {
-		if c.Expiry.Before(end) {
-			return errcode.New(errcode.Expired, "a WIT expires at %s, before the run ends", c.Expiry.Format(time.RFC3339))
-		}
-	}
-
-	// Txn-Tokens: one per dialog from the TTS, cached by agent.TTSSource.
-	var (
-		ttsMD   *tts.Metadata
-		ttsKeys keys.KeySet
-	)
-	if *ttsURL != "" {
-		var err error
-		if ttsMD, err = tts.Discover(setup, hc, *ttsURL); err != nil {
-			return err
-		}
-		if *target == "" {
-			if ttsKeys, err = keys.NewRemoteSet(ctx, ttsMD.JWKSURI, keys.WithHTTPClient(hc)); err != nil {
-				return err
-			}
-		}
-	}
-
-	// The receiver: the one at --url, or one started here.
-	url := *target
-	inProcess := url == ""
-	if inProcess {
-		if trust == nil {
-			var err error
-			if trust, err = keySetArg(ctx, hc, *trustArg); err != nil {
-				return err
-			}
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		r.creds = append(r.creds, c)
+	case r.issuerURL != "":
+		wc, md, err := witissuer.NewClient(setup, r.hc, r.issuerURL)
 		if err != nil {
 			return err
 		}
-		url = "http://" + ln.Addr().String() + "/invoke"
-		h, err := newReceiverHandler(receiverOptions{trust: trust, trustDomain: *td, audience: url, ttsKeys: ttsKeys, stateful: *stateful})
-		if err != nil {
-			ln.Close()
+		if r.trustArg == "" {
+			r.trustArg = md.JWKSURI
+		}
+		if r.creds, err = requestWITs(setup, wc, r.prefix, r.alg, r.workloads); err != nil {
 			return err
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		defer srv.Close()
-		bf.noMetrics = true // the process is the client and the server
+		r.issuerAlg = jwksAlgs(setup, r.hc, md.JWKSURI)
+	default:
+		return r.mintWITs()
 	}
+	return nil
+}
 
-	type workerState struct {
-		client *http.Client
-		dc     *dialog.Context
+// mintWITs is the self-contained case: an issuer key made here, trusted by the
+// in-process receiver, and one WIT per workload.
+func (r *verifyRun) mintWITs() error {
+	ik, err := keys.Generate(keys.ES256)
+	if err != nil {
+		return err
 	}
+	if r.trust, err = keys.NewStaticSet(ik.Public()); err != nil {
+		return err
+	}
+	r.issuerAlg = ik.Alg()
+	iss := wit.NewIssuer("https://"+r.td+"/bench-issuer", func() *keys.PrivateKey { return ik })
+	for i := range r.workloads {
+		id, err := identifier.Parse(r.prefix + "w" + strconv.Itoa(i+1))
+		if err != nil {
+			return err
+		}
+		key, err := keys.Generate(r.alg)
+		if err != nil {
+			return err
+		}
+		tok, c, err := iss.Issue(id, key.Public(), time.Hour)
+		if err != nil {
+			return err
+		}
+		r.creds = append(r.creds, &wit.Credential{WIT: tok, Key: key, Expiry: c.Exp.Time()})
+	}
+	return nil
+}
+
+// discoverTTS reads the TTS's metadata, and its keys for the in-process receiver: with
+// --tts each dialog gets a Txn-Token, cached by agent.TTSSource.
+func (r *verifyRun) discoverTTS(ctx, setup context.Context) error {
+	if r.ttsURL == "" {
+		return nil
+	}
+	var err error
+	if r.ttsMD, err = tts.Discover(setup, r.hc, r.ttsURL); err != nil {
+		return err
+	}
+	if r.target == "" {
+		if r.ttsKeys, err = keys.NewRemoteSet(ctx, r.ttsMD.JWKSURI, keys.WithHTTPClient(r.hc)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startReceiver starts the in-process receiver unless --url names one; stop ends it.
+func (r *verifyRun) startReceiver(ctx context.Context) (stop func(), err error) {
+	r.url = r.target
+	r.inProcess = r.url == ""
+	if !r.inProcess {
+		return func() {}, nil
+	}
+	if r.trust == nil {
+		if r.trust, err = keySetArg(ctx, r.hc, r.trustArg); err != nil {
+			return nil, err
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r.url = "http://" + ln.Addr().String() + "/invoke"
+	h, err := newReceiverHandler(receiverOptions{trust: r.trust, trustDomain: r.td, audience: r.url, ttsKeys: r.ttsKeys, stateful: r.stateful})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	r.bench.noMetrics = true // the process is the client and the server
+	return func() { srv.Close() }, nil
+}
+
+// verifyWorker is one worker's client, whose agent.Transport signs every request, and
+// its dialog.
+type verifyWorker struct {
+	client *http.Client
+	dc     *dialog.Context
+}
+
+// op makes each worker's client and dialog and returns the request a worker sends.
+func (r *verifyRun) op() (loadtest.Op, error) {
 	responses := httpsig.NewVerifier(wit.NewValidator(keys.NewTrust()))
-	states := make([]*workerState, bf.concurrency)
+	states := make([]*verifyWorker, r.bench.concurrency)
 	for i := range states {
-		cred := creds[i%len(creds)]
+		cred := r.creds[i%len(r.creds)]
 		id, err := witSubject(cred.WIT)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		dc, err := dialog.New(rand.Text(), id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		src := staticSource{cred}
-		tr := &agent.Transport{Base: hc.Transport, Source: src, Proof: proof, Responses: responses}
-		if ttsMD != nil {
-			c := &tts.Client{TokenEndpoint: ttsMD.TokenEndpoint, HTTPClient: hc, WITSource: src}
-			issuer := ttsMD.Issuer
-			tr.Tokens = agent.NewTTSSource(c, *td, *scope, func(ctx context.Context) (string, string, error) {
-				tok, err := tts.NewSelfSignedToken(cred.Key, id, "alice@"+*td, issuer, *scope, 10*time.Minute, time.Now())
-				return tok, tts.TokenTypeSelfSigned, err
-			}, nil)
+		tr := &agent.Transport{Base: r.hc.Transport, Source: src, Proof: r.proof, Responses: responses}
+		if r.ttsMD != nil {
+			tr.Tokens = r.txnTokens(cred, id, src)
 		}
-		states[i] = &workerState{client: &http.Client{Transport: tr, Timeout: bf.timeout}, dc: dc}
+		states[i] = &verifyWorker{client: &http.Client{Transport: tr, Timeout: r.bench.timeout}, dc: dc}
 	}
 	body := []byte(`{"task":"bench"}`)
-	op := func(ctx context.Context, w int) error {
+	url := r.url
+	return func(ctx context.Context, w int) error {
 		st := states[w]
 		req, err := http.NewRequestWithContext(agent.WithDialog(ctx, st.dc), http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
@@ -395,46 +452,33 @@ func benchVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 			return problem.Read(res.StatusCode, b)
 		}
 		return nil
-	}
+	}, nil
+}
 
-	// The first request of each dialog establishes it (stateful receiver) and fetches
-	// its Txn-Token: done before the clock starts, like the warm-up.
-	for w := range states {
-		if err := op(setup, w); err != nil {
-			return fmt.Errorf("first request of worker %d: %w", w, err)
-		}
-	}
-	watch := newServerWatch(hc, bf, strings.TrimSuffix(url, urlPath(url)), "dialogtrust_bench_receiver_verified_total")
-	cfg := loadtest.Config{Concurrency: bf.concurrency, Duration: bf.duration, Warmup: bf.warmup, Rate: bf.rate}
-	watch.config(&cfg, bf)
-	res, err := loadtest.Run(ctx, cfg, op)
-	if err != nil {
-		return err
-	}
-	rep := &benchReport{Bench: "verify", URL: url, Proof: *proofArg, WorkloadAlg: creds[0].Key.Alg(), ServerAlg: issuerAl, Workloads: len(creds)}
+// txnTokens is a worker's source of Txn-Tokens from the TTS, one per dialog, for a
+// self_signed subject token of its workload.
+func (r *verifyRun) txnTokens(cred *wit.Credential, id identifier.ID, src wit.Source) agent.TxnTokenSource {
+	c := &tts.Client{TokenEndpoint: r.ttsMD.TokenEndpoint, HTTPClient: r.hc, WITSource: src, Proof: proof.WPT}
+	issuer, td, scope := r.ttsMD.Issuer, r.td, r.scope
+	return agent.NewTTSSource(c, td, scope, func(ctx context.Context) (string, string, error) {
+		tok, err := tts.NewSelfSignedToken(cred.Key, id, "alice@"+td, issuer, scope, 10*time.Minute, time.Now())
+		return tok, tts.TokenTypeSelfSigned, err
+	}, nil)
+}
+
+// details is the report's description of the run.
+func (r *verifyRun) details() string {
 	details := []string{"one dialog per worker, Dialog-Context covered by the proof"}
-	if *ttsURL != "" {
-		details = append(details, "a Txn-Token per dialog from "+ttsMD.Issuer+" (verified by the receiver, tctx.dlg checked)")
+	if r.ttsURL != "" {
+		details = append(details, "a Txn-Token per dialog from "+r.ttsMD.Issuer+" (verified by the receiver, tctx.dlg checked)")
 	}
-	if inProcess {
+	if r.inProcess {
 		details = append(details, "receiver in this process (client CPU includes it)")
-		if *stateful {
+		if r.stateful {
 			details = append(details, "stateful (dialog registry)")
 		}
 	}
-	rep.Details = strings.Join(details, "; ")
-	srvStats := watch.stats(res)
-	if inProcess {
-		srvStats.Note = "receiver in this process: see client CPU"
-	}
-	rep.finish(res, srvStats, bf.warmup)
-	if err := rep.write(stdout, bf.jsonOut); err != nil {
-		return err
-	}
-	if res.OK == 0 {
-		return silentFailure{"no request succeeded"}
-	}
-	return nil
+	return strings.Join(details, "; ")
 }
 
 // urlPath is the path part of an absolute URL ("" when it has none).

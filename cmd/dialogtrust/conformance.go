@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/dialogtrust/dialogtrust/internal/conformance"
+	"github.com/dialogtrust/dialogtrust/cmd/dialogtrust/internal/conformance"
 )
 
 type flagT = flag.Flag

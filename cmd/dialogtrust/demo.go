@@ -6,7 +6,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/dialogtrust/dialogtrust/internal/demo"
+	"github.com/dialogtrust/dialogtrust/cmd/dialogtrust/internal/demo"
 )
 
 // demoRun runs the demo: by default with both trust domains in this process; with

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dialogtrust/dialogtrust/internal/demo"
+	"github.com/dialogtrust/dialogtrust/cmd/dialogtrust/internal/demo"
 )
 
 // TestDemoCommandLocal runs `dialogtrust demo --local ENVFILE` against domains started

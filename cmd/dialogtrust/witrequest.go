@@ -59,33 +59,9 @@ func witRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		return usageError{"give --svid, --assertion-key, or (development mode) --workload"}
 	}
 
-	var cert *tls.Certificate
-	if useSVID {
-		c, err := tls.LoadX509KeyPair(*svid, *svidKey)
-		if err != nil {
-			return errcode.Wrap(errcode.InvalidKey, err, "loading the SVID")
-		}
-		cert = &c
-	}
-	var sid identifier.ID
-	if *serverID != "" {
-		var err error
-		if sid, err = identifier.Parse(*serverID); err != nil {
-			return err
-		}
-	}
-	transport := &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext, TLSHandshakeTimeout: 10 * time.Second}
-	if *bundle != "" || cert != nil {
-		var roots []*x509.Certificate
-		if *bundle != "" {
-			var err error
-			if roots, err = witissuer.LoadPEMCertificates(*bundle); err != nil {
-				return errcode.Wrap(errcode.InvalidRequest, err, "--bundle")
-			}
-		}
-		transport.TLSClientConfig = witissuer.ClientTLSConfig(cert, roots, sid)
-	} else if !sid.IsZero() {
-		return usageError{"--server-id needs --bundle"}
+	transport, err := witRequestTransport(*svid, *svidKey, *bundle, *serverID, useSVID)
+	if err != nil {
+		return err
 	}
 	hc := &http.Client{Transport: transport, Timeout: *timeout}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
@@ -123,6 +99,41 @@ func witRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	}
 	_, err = io.WriteString(stdout, res.WIT+"\n")
 	return err
+}
+
+// witRequestTransport is the HTTP transport of "wit request": with --svid it presents
+// the SVID over mTLS; with --bundle it requires the issuer's certificate to chain to
+// the bundle (and to name --server-id, when given).
+func witRequestTransport(svid, svidKey, bundle, serverID string, useSVID bool) (*http.Transport, error) {
+	var cert *tls.Certificate
+	if useSVID {
+		c, err := tls.LoadX509KeyPair(svid, svidKey)
+		if err != nil {
+			return nil, errcode.Wrap(errcode.InvalidKey, err, "loading the SVID")
+		}
+		cert = &c
+	}
+	var sid identifier.ID
+	if serverID != "" {
+		var err error
+		if sid, err = identifier.Parse(serverID); err != nil {
+			return nil, err
+		}
+	}
+	transport := &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext, TLSHandshakeTimeout: 10 * time.Second}
+	if bundle != "" || cert != nil {
+		var roots []*x509.Certificate
+		if bundle != "" {
+			var err error
+			if roots, err = witissuer.LoadPEMCertificates(bundle); err != nil {
+				return nil, errcode.Wrap(errcode.InvalidRequest, err, "--bundle")
+			}
+		}
+		transport.TLSClientConfig = witissuer.ClientTLSConfig(cert, roots, sid)
+	} else if !sid.IsZero() {
+		return nil, usageError{"--server-id needs --bundle"}
+	}
+	return transport, nil
 }
 
 // writePrivateJWK writes key with mode 0600, also when the file exists already

@@ -21,7 +21,7 @@
 //     every check that needs it is "could not be completed" (503, keys_unavailable),
 //     never an acceptance; /readyz says so too.
 //   - Keys in a data directory are written atomically with mode 0600 and rotated
-//     publish-before-use by tts.Rotator.
+//     publish-before-use by keys.Rotator.
 //   - Logs are JSON (slog) on stderr; tokens appear only as SHA-256 hashes.
 //   - Identity chaining (the chaining section, off by default) runs in the same binary
 //     at the same token endpoint (tts.Config.Grants): it hands token exchanges for a JWT

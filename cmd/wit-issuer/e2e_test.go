@@ -9,13 +9,13 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	gobuild "go/build"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -32,7 +32,7 @@ func buildDialogtrust(t *testing.T) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		goBin = filepath.Join(gobuild.Default.GOROOT, "bin", "go")
 	}
 	bin := filepath.Join(t.TempDir(), "dialogtrust")
 	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/dialogtrust/dialogtrust/cmd/dialogtrust")

@@ -87,7 +87,7 @@ func TestMemoryRecordsBound(t *testing.T) {
 	const maxEntries = 500
 	ctx := context.Background()
 	clock := testkit.NewClock(testkit.Epoch)
-	m := store.NewMemoryRecords(store.WithRecordsMaxEntries(maxEntries), store.WithRecordsMaxBytes(1<<20), store.WithRecordsClock(clock.Now))
+	m := store.NewMemoryRecords(store.WithRecordsMaxEntries(maxEntries), store.WithRecordsMaxBytes(1<<20), store.WithClock(clock.Now))
 	ttl := time.Hour
 	for i := range 3 * maxEntries {
 		existing, err := m.Create(ctx, "rec-"+strconv.Itoa(i), []byte("value-"+strconv.Itoa(i)), ttl)
@@ -119,7 +119,7 @@ func TestMemoryRecordsBound(t *testing.T) {
 	}
 
 	// The byte bound: large values fill it before the entry bound.
-	b := store.NewMemoryRecords(store.WithRecordsMaxEntries(1_000_000), store.WithRecordsMaxBytes(64<<10), store.WithRecordsClock(clock.Now))
+	b := store.NewMemoryRecords(store.WithRecordsMaxEntries(1_000_000), store.WithRecordsMaxBytes(64<<10), store.WithClock(clock.Now))
 	big := make([]byte, 4<<10)
 	stored := 0
 	for i := range 100 {
@@ -140,7 +140,7 @@ func TestMemoryRecordsBound(t *testing.T) {
 func TestDialogRegistryBound(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(testkit.Epoch)
-	records := store.NewMemoryRecords(store.WithRecordsMaxEntries(100), store.WithRecordsClock(clock.Now))
+	records := store.NewMemoryRecords(store.WithRecordsMaxEntries(100), store.WithClock(clock.Now))
 	reg := dialog.NewRegistry(records, dialog.WithDialogTTL(time.Hour), dialog.WithRegistryClock(clock.Now))
 	a1 := identifier.MustParse("wimse://a.example/agent/a1")
 	for i := range 300 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/store/redisstore"
 )
 
 // StoreConfig is the store section of both services: the replay store of single-use
@@ -24,10 +25,10 @@ type RedisConfig struct {
 	Prefix  string        `yaml:"prefix"`
 	Timeout time.Duration `yaml:"timeout"`
 	// LossQuarantine: how long claims are refused after the store sees that Redis lost
-	// its data (store.WithLossQuarantine; default store.DefaultLossQuarantine).
+	// its data (redisstore.WithLossQuarantine; default redisstore.DefaultLossQuarantine).
 	LossQuarantine time.Duration `yaml:"loss_quarantine"`
 	// ReplicaAcks: each claim waits (WAIT) until this many replicas have it, at most
-	// ReplicaAckTimeout (default 100ms), else it is refused (store.WithReplicaAcks).
+	// ReplicaAckTimeout (default 100ms), else it is refused (redisstore.WithReplicaAcks).
 	// Single node with replicas only.
 	ReplicaAcks       int           `yaml:"replica_acks"`
 	ReplicaAckTimeout time.Duration `yaml:"replica_ack_timeout"`
@@ -48,7 +49,7 @@ func (sc StoreConfig) Check() error {
 		}
 		timeout, ack := r.Timeout, r.ReplicaAckTimeout
 		if timeout == 0 {
-			timeout = store.DefaultRedisTimeout
+			timeout = redisstore.DefaultTimeout
 		}
 		if ack == 0 {
 			ack = 100 * time.Millisecond
@@ -68,33 +69,33 @@ func OpenStore(sc StoreConfig, logger *slog.Logger) (replay store.Replay, ready 
 	case "memory":
 		return store.NewMemory(), nil, func() {}, nil
 	case "redis":
-		client := store.NewRedisClient(sc.Redis.Addrs, sc.Redis.Cluster)
-		var opts []store.RedisOption
+		client := redisstore.NewClient(sc.Redis.Addrs, sc.Redis.Cluster)
+		var opts []redisstore.Option
 		if sc.Redis.Prefix != "" {
-			opts = append(opts, store.WithPrefix(sc.Redis.Prefix))
+			opts = append(opts, redisstore.WithPrefix(sc.Redis.Prefix))
 		}
 		if sc.Redis.Timeout > 0 {
-			opts = append(opts, store.WithTimeout(sc.Redis.Timeout))
+			opts = append(opts, redisstore.WithTimeout(sc.Redis.Timeout))
 		}
 		if sc.Redis.LossQuarantine > 0 {
-			opts = append(opts, store.WithLossQuarantine(sc.Redis.LossQuarantine))
+			opts = append(opts, redisstore.WithLossQuarantine(sc.Redis.LossQuarantine))
 		}
 		if logger != nil {
-			opts = append(opts, store.WithLossHook(LossLogger(logger, time.Now)))
+			opts = append(opts, redisstore.WithLossHook(LossLogger(logger, time.Now)))
 		}
 		if sc.Redis.ReplicaAcks > 0 {
-			opts = append(opts, store.WithReplicaAcks(sc.Redis.ReplicaAcks, sc.Redis.ReplicaAckTimeout))
+			opts = append(opts, redisstore.WithReplicaAcks(sc.Redis.ReplicaAcks, sc.Redis.ReplicaAckTimeout))
 		}
 		ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
-		return store.NewRedis(client, opts...), ping, func() { _ = client.Close() }, nil
+		return redisstore.NewReplay(client, opts...), ping, func() { _ = client.Close() }, nil
 	}
 	return nil, nil, nil, fmt.Errorf("store.type %q: memory or redis", sc.Type)
 }
 
-// LossLogger returns a store.WithLossHook hook that logs, at error level, that the
+// LossLogger returns a redisstore.WithLossHook hook that logs, at error level, that the
 // replay store lost its data and until when claims are refused: once, then at most once
 // a minute while further tags report it, with the count of tags so far.
-func LossLogger(logger *slog.Logger, now func() time.Time) func(store.LossEvent) {
+func LossLogger(logger *slog.Logger, now func() time.Time) func(redisstore.LossEvent) {
 	var (
 		mu       sync.Mutex
 		last     time.Time
@@ -102,7 +103,7 @@ func LossLogger(logger *slog.Logger, now func() time.Time) func(store.LossEvent)
 		latest   time.Time
 		unlogged int
 	)
-	return func(e store.LossEvent) {
+	return func(e redisstore.LossEvent) {
 		mu.Lock()
 		defer mu.Unlock()
 		tags++

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/store/redisstore"
 )
 
 // A data loss is one error line, then at most one a minute while more tags report it.
@@ -19,14 +19,14 @@ func TestLossLoggerRateLimited(t *testing.T) {
 	hook := LossLogger(logger, func() time.Time { return now })
 	until := now.Add(6 * time.Minute)
 	for tag := range 200 {
-		hook(store.LossEvent{Tag: tag, Until: until})
+		hook(redisstore.LossEvent{Tag: tag, Until: until})
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 1 {
 		t.Fatalf("%d lines for one loss within a minute: %s", len(lines), buf.String())
 	}
 	now = now.Add(61 * time.Second)
-	hook(store.LossEvent{Tag: 200, Until: until})
+	hook(redisstore.LossEvent{Tag: 200, Until: until})
 	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 2 {
 		t.Fatalf("%d lines after a minute", len(lines))

@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	gobuild "go/build"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,7 +86,7 @@ func setup(t *testing.T) *harness {
 func buildBinaries() {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		goBin = filepath.Join(gobuild.Default.GOROOT, "bin", "go")
 	}
 	binDir, binErr = os.MkdirTemp("", "dialogtrust-faulttest-")
 	if binErr != nil {

@@ -1,7 +1,6 @@
 package faulttest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -129,13 +128,13 @@ func (w *workload) tokenRequest(proof, dialog string) (*prepared, error) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
 	switch proof {
-	case tts.ProofWPT:
+	case "wpt":
 		var mopts []wpt.MintOption
 		if w.proofTTL > 0 {
 			mopts = append(mopts, wpt.WithTTL(w.proofTTL))
 		}
 		err = wpt.SignRequest(req, w.key, w.wit, tokenEndpoint, wpt.RequestOptions{}, mopts...)
-	case tts.ProofHTTPSig:
+	case "httpsig":
 		_, err = w.signer.SignRequest(req, tokenEndpoint)
 	default:
 		err = fmt.Errorf("unknown proof %q", proof)
@@ -422,16 +421,6 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[i]
 }
 
-// latencies of the outcomes, sorted.
-func latencies(outs []outcome) []time.Duration {
-	out := make([]time.Duration, 0, len(outs))
-	for _, o := range outs {
-		out = append(out, o.end.Sub(o.start))
-	}
-	slices.Sort(out)
-	return out
-}
-
 // replayAll sends every prepared request again with conc workers and returns the
 // outcomes, in the order of reqs.
 func replayAll(hc *http.Client, base, path string, reqs []*prepared, conc int) []outcome {
@@ -455,10 +444,3 @@ func replayAll(hc *http.Client, base, path string, reqs []*prepared, conc int) [
 
 // ms formats a duration in milliseconds.
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
-
-// jsonCompact is for figures.
-func jsonCompact(v any) string {
-	var b bytes.Buffer
-	_ = json.NewEncoder(&b).Encode(v)
-	return strings.TrimSpace(b.String())
-}

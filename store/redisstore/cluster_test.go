@@ -1,4 +1,4 @@
-package store
+package redisstore
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/store/storetest"
 )
 
 // testRedisClusterEnv names the seed addresses (host:port,host:port,...) of a real Redis
@@ -27,23 +30,23 @@ func testRedisClusterAddrs(tb testing.TB) []string {
 		}
 		tb.Skipf("%s is not set; skipping tests against a real Redis Cluster (see README, Running the tests)", testRedisClusterEnv)
 	}
-	addrs := ParseRedisAddrs(s)
+	addrs := ParseAddrs(s)
 	if len(addrs) == 0 {
 		tb.Fatalf("%s=%q names no address", testRedisClusterEnv, s)
 	}
 	return addrs
 }
 
-// newTestRedisCluster returns a cluster-mode client from NewRedisClient, as a broker
+// newTestRedisCluster returns a cluster-mode client from NewClient, as a broker
 // configured with cluster: true gets, and a prefix of its own. The keys under the
 // prefix are deleted from every master when the test ends.
 func newTestRedisCluster(tb testing.TB, addrs []string) (*redis.ClusterClient, string) {
 	tb.Helper()
-	client := NewRedisClient(addrs, true)
+	client := NewClient(addrs, true)
 	cc, ok := client.(*redis.ClusterClient)
 	if !ok {
 		client.Close()
-		tb.Fatalf("NewRedisClient(%q, true) returned %T, want a *redis.ClusterClient", addrs, client)
+		tb.Fatalf("NewClient(%q, true) returned %T, want a *redis.ClusterClient", addrs, client)
 	}
 	prefix := fmt.Sprintf("%scluster:%d:", runPrefix, prefixCount.Add(1))
 	tb.Cleanup(func() {
@@ -86,9 +89,9 @@ func newTestRedisCluster(tb testing.TB, addrs []string) (*redis.ClusterClient, s
 // The Replay contract, against a Redis Cluster.
 func TestRedisClusterContract(t *testing.T) {
 	addrs := testRedisClusterAddrs(t)
-	runReplayContract(t, func(t *testing.T) (Replay, func(time.Duration)) {
+	storetest.RunReplay(t, func(t *testing.T) (store.Replay, func(time.Duration)) {
 		client, prefix := newTestRedisCluster(t, addrs)
-		return NewRedis(client, WithPrefix(prefix)), nil
+		return NewReplay(client, WithPrefix(prefix)), nil
 	})
 }
 
@@ -96,9 +99,9 @@ func TestRedisClusterContract(t *testing.T) {
 // key, so none is refused with CROSSSLOT.
 func TestRedisClusterRecordsContract(t *testing.T) {
 	addrs := testRedisClusterAddrs(t)
-	runRecordsContract(t, func(t *testing.T) (Records, func(time.Duration)) {
+	storetest.RunRecords(t, func(t *testing.T) (store.Records, func(time.Duration)) {
 		client, prefix := newTestRedisCluster(t, addrs)
-		return NewRedisRecords(client, WithPrefix(prefix)), nil
+		return NewRecords(client, WithPrefix(prefix)), nil
 	})
 }
 
@@ -109,18 +112,18 @@ func TestRedisClusterRecordsContract(t *testing.T) {
 func TestRedisClusterSpreadsKeysOverMasters(t *testing.T) {
 	client, prefix := newTestRedisCluster(t, testRedisClusterAddrs(t))
 	ctx := context.Background()
-	replay := NewRedis(client, WithPrefix(prefix+"replay:"))
-	records := NewRedisRecords(client, WithPrefix(prefix+"records:"))
+	replay := NewReplay(client, WithPrefix(prefix+"replay:"))
+	records := NewRecords(client, WithPrefix(prefix+"records:"))
 	const n = 64
 	for i := range n {
 		key := fmt.Sprintf("jti-%d", i)
-		mustClaim(t, replay, key, time.Minute)
-		wantReplayed(t, replay.Claim(ctx, key, time.Minute), key+" again")
-		mustCreate(t, records, key, []byte("v1"), time.Minute)
+		storetest.MustClaim(t, replay, key, time.Minute)
+		storetest.WantReplayed(t, replay.Claim(ctx, key, time.Minute), key+" again")
+		storetest.MustCreate(t, records, key, []byte("v1"), time.Minute)
 		if ok, err := records.Swap(ctx, key, []byte("v1"), []byte("v2"), time.Minute); !ok || err != nil {
 			t.Fatalf("Swap %s: %v, %v", key, ok, err)
 		}
-		if got := mustGet(t, records, key); string(got) != "v2" {
+		if got := storetest.MustGet(t, records, key); string(got) != "v2" {
 			t.Fatalf("Get %s = %q", key, got)
 		}
 	}
@@ -165,13 +168,13 @@ func TestRedisClusterSpreadsKeysOverMasters(t *testing.T) {
 func TestRedisClusterOneSeedAddress(t *testing.T) {
 	addrs := testRedisClusterAddrs(t)
 	_, prefix := newTestRedisCluster(t, addrs) // for the clean-up of the keys below
-	client := NewRedisClient(addrs[:1], true)
+	client := NewClient(addrs[:1], true)
 	defer client.Close()
-	r := NewRedis(client, WithPrefix(prefix))
+	r := NewReplay(client, WithPrefix(prefix))
 	for i := range 32 {
 		key := fmt.Sprintf("jti-seed-%d", i)
-		mustClaim(t, r, key, time.Minute)
-		wantReplayed(t, r.Claim(context.Background(), key, time.Minute), key+" again")
+		storetest.MustClaim(t, r, key, time.Minute)
+		storetest.WantReplayed(t, r.Claim(context.Background(), key, time.Minute), key+" again")
 	}
 }
 
@@ -182,23 +185,23 @@ func TestRedisClusterOneSeedAddress(t *testing.T) {
 func TestRedisClusterWithoutClusterModeFailsClosed(t *testing.T) {
 	addrs := testRedisClusterAddrs(t)
 	_, prefix := newTestRedisCluster(t, addrs)
-	client := NewRedisClient(addrs[:1], false)
+	client := NewClient(addrs[:1], false)
 	defer client.Close()
-	r := NewRedis(client, WithPrefix(prefix+"replay:"))
-	rec := NewRedisRecords(client, WithPrefix(prefix+"records:"))
+	r := NewReplay(client, WithPrefix(prefix+"replay:"))
+	rec := NewRecords(client, WithPrefix(prefix+"records:"))
 	ctx := context.Background()
 	moved := 0
 	for i := range 32 {
 		key := fmt.Sprintf("jti-plain-%d", i)
 		err := r.Claim(ctx, key, time.Minute)
 		if err != nil {
-			wantUnavailable(t, err, "claim through a plain client")
+			storetest.WantUnavailable(t, err, "claim through a plain client")
 			if strings.Contains(err.Error(), "MOVED") {
 				moved++
 			}
 		}
 		if _, err := rec.Create(ctx, key, []byte("v"), time.Minute); err != nil {
-			wantUnavailable(t, err, "record through a plain client")
+			storetest.WantUnavailable(t, err, "record through a plain client")
 		}
 	}
 	if moved == 0 {

@@ -1,4 +1,4 @@
-package store
+package redisstore
 
 import (
 	"context"
@@ -6,21 +6,24 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/store/storetest"
 )
 
 func TestRedisRecordsContract(t *testing.T) {
 	addr := testRedisAddr(t)
-	runRecordsContract(t, func(t *testing.T) (Records, func(time.Duration)) {
+	storetest.RunRecords(t, func(t *testing.T) (store.Records, func(time.Duration)) {
 		client, prefix := newTestRedis(t, addr)
-		return NewRedisRecords(client, WithPrefix(prefix)), nil
+		return NewRecords(client, WithPrefix(prefix)), nil
 	})
 }
 
 // Stands in for the contract's expiry step: each record carries the ttl asked for
-// (rounded up to the millisecond), NoExpiry carries none, and a swap replaces the ttl.
+// (rounded up to the millisecond), store.NoExpiry carries none, and a swap replaces the ttl.
 func TestRedisRecordsSetExpiry(t *testing.T) {
 	client, prefix := newTestRedis(t, testRedisAddr(t))
-	r := NewRedisRecords(client, WithPrefix(prefix))
+	r := NewRecords(client, WithPrefix(prefix))
 	ctx := context.Background()
 	pttl := func(key string) time.Duration {
 		t.Helper()
@@ -30,19 +33,19 @@ func TestRedisRecordsSetExpiry(t *testing.T) {
 		}
 		return d
 	}
-	mustCreate(t, r, "short", []byte("v"), 2*time.Second+time.Microsecond)
+	storetest.MustCreate(t, r, "short", []byte("v"), 2*time.Second+time.Microsecond)
 	if d := pttl("short"); d <= 0 || d > 2*time.Second+time.Millisecond {
 		t.Errorf("PTTL = %v, want in (0, 2.001s]", d)
 	}
-	mustCreate(t, r, "forever", []byte("v"), NoExpiry)
+	storetest.MustCreate(t, r, "forever", []byte("v"), store.NoExpiry)
 	if d := pttl("forever"); d != -1 {
-		t.Errorf("PTTL of a NoExpiry record = %v, want -1 (no expiry)", d)
+		t.Errorf("PTTL of a store.NoExpiry record = %v, want -1 (no expiry)", d)
 	}
-	if ok, err := r.Swap(ctx, "short", []byte("v"), []byte("w"), NoExpiry); !ok || err != nil {
+	if ok, err := r.Swap(ctx, "short", []byte("v"), []byte("w"), store.NoExpiry); !ok || err != nil {
 		t.Fatalf("swap: %v %v", ok, err)
 	}
 	if d := pttl("short"); d != -1 {
-		t.Errorf("PTTL after a swap to NoExpiry = %v, want -1", d)
+		t.Errorf("PTTL after a swap to store.NoExpiry = %v, want -1", d)
 	}
 	if ok, err := r.Swap(ctx, "forever", []byte("v"), []byte("w"), time.Hour); !ok || err != nil {
 		t.Fatalf("swap: %v %v", ok, err)
@@ -56,9 +59,9 @@ func TestRedisRecordsSetExpiry(t *testing.T) {
 // reaches Redis.
 func TestRedisRecordsStoreOnlyDigestsOfKeys(t *testing.T) {
 	client, prefix := newTestRedis(t, testRedisAddr(t))
-	r := NewRedisRecords(client, WithPrefix(prefix))
+	r := NewRecords(client, WithPrefix(prefix))
 	const key = "spiffe://a.example/agent/{planner}\x00q3Zl0v8bVfQmJm2c4bq1Ww"
-	mustCreate(t, r, key, []byte("v"), time.Minute)
+	storetest.MustCreate(t, r, key, []byte("v"), time.Minute)
 	keys, err := client.Keys(context.Background(), prefix+"*").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +75,7 @@ func TestRedisRecordsStoreOnlyDigestsOfKeys(t *testing.T) {
 // A create or swap that go-redis retried after a lost reply finds its own write.
 func TestRedisRecordsRetriedWritesAreTheirOwn(t *testing.T) {
 	client, prefix := newTestRedis(t, testRedisAddr(t))
-	r := NewRedisRecords(client, WithPrefix(prefix))
+	r := NewRecords(client, WithPrefix(prefix))
 	token := []byte("0123456789abcdef")
 	r.newToken = func() []byte { return append([]byte(nil), token...) }
 	ctx := context.Background()
@@ -80,7 +83,7 @@ func TestRedisRecordsRetriedWritesAreTheirOwn(t *testing.T) {
 	if err := client.Set(ctx, r.key("k"), string(token)+"v1", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	mustCreate(t, r, "k", []byte("v1"), time.Minute)
+	storetest.MustCreate(t, r, "k", []byte("v1"), time.Minute)
 	// The same for a swap whose first attempt already applied.
 	if err := client.Set(ctx, r.key("k"), string(token)+"v2", time.Minute).Err(); err != nil {
 		t.Fatal(err)
@@ -103,29 +106,29 @@ func TestRedisRecordsClosedPortFailsClosed(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	client := NewRedisClient([]string{addr}, false)
+	client := NewClient([]string{addr}, false)
 	defer client.Close()
-	r := NewRedisRecords(client, WithTimeout(200*time.Millisecond))
+	r := NewRecords(client, WithTimeout(200*time.Millisecond))
 	ctx := context.Background()
 	_, err = r.Create(ctx, "k", []byte("v"), time.Minute)
-	wantUnavailable(t, err, "Create against a closed port")
+	storetest.WantUnavailable(t, err, "Create against a closed port")
 	got, err := r.Get(ctx, "k")
-	wantUnavailable(t, err, "Get against a closed port")
+	storetest.WantUnavailable(t, err, "Get against a closed port")
 	if got != nil {
 		t.Fatal("a failed Get returned a record")
 	}
 	_, err = r.Swap(ctx, "k", []byte("v"), []byte("w"), time.Minute)
-	wantUnavailable(t, err, "Swap against a closed port")
+	storetest.WantUnavailable(t, err, "Swap against a closed port")
 	_, err = r.Delete(ctx, "k", []byte("v"))
-	wantUnavailable(t, err, "Delete against a closed port")
+	storetest.WantUnavailable(t, err, "Delete against a closed port")
 }
 
 func TestRedisRecordsDefaults(t *testing.T) {
-	r := NewRedisRecords(nil)
-	if r.prefix != DefaultRecordsPrefix || r.timeout != DefaultRedisTimeout {
+	r := NewRecords(nil)
+	if r.prefix != DefaultRecordsPrefix || r.timeout != DefaultTimeout {
 		t.Fatalf("prefix %q timeout %v", r.prefix, r.timeout)
 	}
-	if recordTTL(NoExpiry) != "0" || recordTTL(time.Nanosecond) != "1" || recordTTL(1500*time.Millisecond) != "1500" {
+	if recordTTL(store.NoExpiry) != "0" || recordTTL(time.Nanosecond) != "1" || recordTTL(1500*time.Millisecond) != "1500" {
 		t.Fatal("recordTTL")
 	}
 }

@@ -1,4 +1,4 @@
-package store
+package redisstore
 
 import (
 	"context"
@@ -19,38 +19,39 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/store"
 )
 
-// Defaults of NewRedis.
+// Defaults of NewReplay.
 const (
-	DefaultRedisPrefix  = "dialogtrust:replay:"
-	DefaultRedisTimeout = 500 * time.Millisecond
+	DefaultPrefix  = "dialogtrust:replay:"
+	DefaultTimeout = 500 * time.Millisecond
 )
 
-// RedisOption configures NewRedis.
-type RedisOption func(*Redis)
+// Option configures NewReplay.
+type Option func(*Replay)
 
 // WithPrefix sets the prefix of every key the store writes. Brokers that must see each
 // other's claims use the same prefix; unrelated deployments sharing one Redis use
 // different ones. A prefix containing a Redis Cluster hash tag ("{...}") puts every
 // claim into one slot, so one node carries all of the load.
-func WithPrefix(prefix string) RedisOption {
-	return func(r *Redis) { r.prefix = prefix }
+func WithPrefix(prefix string) Option {
+	return func(r *Replay) { r.prefix = prefix }
 }
 
 // WithTimeout bounds each Claim, including any retries the client makes. A value of
-// zero or less keeps DefaultRedisTimeout. go-redis applies a context deadline to its
-// socket reads only when the client has ContextTimeoutEnabled (NewRedisClient sets
+// zero or less keeps DefaultTimeout. go-redis applies a context deadline to its
+// socket reads only when the client has ContextTimeoutEnabled (NewClient sets
 // it); otherwise a hung server holds a claim for the client's ReadTimeout instead.
-func WithTimeout(d time.Duration) RedisOption {
-	return func(r *Redis) {
+func WithTimeout(d time.Duration) Option {
+	return func(r *Replay) {
 		if d > 0 {
 			r.timeout = d
 		}
 	}
 }
 
-// Redis is a Replay shared by every broker that uses the same Redis (a single node or a
+// Replay is a store.Replay shared by every broker that uses the same Redis (a single node or a
 // Cluster) and the same prefix. It is safe for concurrent use.
 //
 // A claim is one SET key value PX ttl NX. The value is random per claim, so that when
@@ -77,7 +78,7 @@ func WithTimeout(d time.Duration) RedisOption {
 // last writes, a Cluster failover to a replica that lagged). Persistence with
 // appendfsync always, or waiting for replicas, is what covers those (README, "Replay
 // store").
-type Redis struct {
+type Replay struct {
 	client     redis.UniversalClient
 	prefix     string
 	timeout    time.Duration
@@ -98,7 +99,7 @@ type Redis struct {
 	lastLearn atomic.Int64 // unix ns of the last attempt, to try at most once a second
 }
 
-var _ Replay = (*Redis)(nil)
+var _ store.Replay = (*Replay)(nil)
 
 // LossTags is the number of hash tags the claims are spread over, each with its epoch.
 const LossTags = 256
@@ -112,28 +113,28 @@ const DefaultLossQuarantine = 6 * time.Minute
 // clock difference between brokers. The store also never quarantines for less than the
 // longest claim it has made itself. A value of zero or less keeps
 // DefaultLossQuarantine.
-func WithLossQuarantine(d time.Duration) RedisOption {
-	return func(r *Redis) {
+func WithLossQuarantine(d time.Duration) Option {
+	return func(r *Replay) {
 		if d > 0 {
 			r.quarantine = d
 		}
 	}
 }
 
-// WithRedisClock sets the clock the quarantine is measured with (default time.Now).
+// WithClock sets the clock the quarantine is measured with (default time.Now).
 // Brokers compare a quarantine's end with their own clocks, which is why the
 // quarantine should exceed the longest claim by the clock difference between them.
-func WithRedisClock(now func() time.Time) RedisOption {
-	return func(r *Redis) {
+func WithClock(now func() time.Time) Option {
+	return func(r *Replay) {
 		if now != nil {
 			r.now = now
 		}
 	}
 }
 
-// NewRedis returns a Replay backed by client. The store does not close the client.
-func NewRedis(client redis.UniversalClient, opts ...RedisOption) *Redis {
-	r := &Redis{client: client, prefix: DefaultRedisPrefix, timeout: DefaultRedisTimeout, quarantine: DefaultLossQuarantine,
+// NewReplay returns a Replay backed by client. The store does not close the client.
+func NewReplay(client redis.UniversalClient, opts ...Option) *Replay {
+	r := &Replay{client: client, prefix: DefaultPrefix, timeout: DefaultTimeout, quarantine: DefaultLossQuarantine,
 		now: time.Now, newValue: rand.Text}
 	for _, o := range opts {
 		o(r)
@@ -197,7 +198,7 @@ return e
 // the first claim there, as the claim script adopts the epoch it finds, and the whole
 // read is tried again at most once a second until it succeeds. A claim that finds
 // another claim learning does not wait.
-func (r *Redis) learn(ctx context.Context) {
+func (r *Replay) learn(ctx context.Context) {
 	if r.learned.Load() || !r.learnMu.TryLock() {
 		return
 	}
@@ -226,9 +227,9 @@ func (r *Redis) learn(ctx context.Context) {
 	r.learned.Store(all)
 }
 
-// Claim implements Replay.
-func (r *Redis) Claim(ctx context.Context, key string, ttl time.Duration) error {
-	if err := validateClaim(key, ttl); err != nil {
+// Claim implements store.Replay.
+func (r *Replay) Claim(ctx context.Context, key string, ttl time.Duration) error {
+	if err := store.ValidateClaim(key, ttl); err != nil {
 		return err
 	}
 	if r.acks > 0 && r.cluster {
@@ -275,7 +276,7 @@ func (r *Redis) Claim(ctx context.Context, key string, ttl time.Duration) error 
 	case 1:
 		return nil
 	case 0:
-		return replayed()
+		return store.Replayed()
 	default:
 		until, ok := quarantineEnd(epoch)
 		if r.onLoss != nil && epoch != known {
@@ -295,7 +296,7 @@ func (r *Redis) Claim(ctx context.Context, key string, ttl time.Duration) error 
 // pipeline), so that the claim counts only once acks replicas have it: a failover to one
 // of them keeps it. Fewer acknowledgements within the timeout is an error (the claim is
 // not known to be durable; the caller refuses).
-func (r *Redis) claimConfirmed(ctx context.Context, keys []string, args []any) ([]any, error) {
+func (r *Replay) claimConfirmed(ctx context.Context, keys []string, args []any) ([]any, error) {
 	for attempt := 0; ; attempt++ {
 		var eval *redis.Cmd
 		var wait *redis.Cmd
@@ -331,8 +332,8 @@ func (r *Redis) claimConfirmed(ctx context.Context, keys []string, args []any) (
 // asynchronous failover: a replica promoted after a claim was acknowledged holds it.
 // Single node with replicas only (a Cluster client cannot run WAIT on the claim's
 // connection: claims then fail with a configuration error). n <= 0 turns it off.
-func WithReplicaAcks(n int, timeout time.Duration) RedisOption {
-	return func(r *Redis) {
+func WithReplicaAcks(n int, timeout time.Duration) Option {
+	return func(r *Replay) {
 		r.acks, r.ackTimeout = max(n, 0), timeout
 		if r.ackTimeout <= 0 {
 			r.ackTimeout = 100 * time.Millisecond
@@ -366,27 +367,27 @@ type LossEvent struct {
 
 // WithLossHook calls hook the first time the store finds each tag in a quarantine (up
 // to LossTags calls per loss), for a log line or a metric. hook must be fast.
-func WithLossHook(hook func(LossEvent)) RedisOption {
-	return func(r *Redis) { r.onLoss = hook }
+func WithLossHook(hook func(LossEvent)) Option {
+	return func(r *Replay) { r.onLoss = hook }
 }
 
 // keyTag maps a caller's key to its hash tag and the Redis key. The digest keeps keys
 // short, keeps the senders' values out of Redis, and decides the tag, so a sender
 // cannot choose the Cluster slot of its claims.
-func (r *Redis) keyTag(key string) (int, string) {
+func (r *Replay) keyTag(key string) (int, string) {
 	sum := sha256.Sum256([]byte(key))
 	tag := int(sum[0])
 	return tag, r.prefix + "{" + hex.EncodeToString(sum[:1]) + "}" + base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // key is keyTag's Redis key.
-func (r *Redis) key(key string) string {
+func (r *Replay) key(key string) string {
 	_, k := r.keyTag(key)
 	return k
 }
 
 // epochKey is the tag's epoch key, in the tag's slot.
-func (r *Redis) epochKey(tag int) string { return r.epochKeys[tag] }
+func (r *Replay) epochKey(tag int) string { return r.epochKeys[tag] }
 
 // redisTTL rounds ttl up to whole milliseconds, the unit of PX: rounding down could
 // end a claim before the value it protects has expired, and go-redis would turn a
@@ -406,9 +407,9 @@ func unavailable(err error) error {
 	return errcode.Unavailable(errcode.StoreUnavailable, err, "redis replay claim failed")
 }
 
-// ParseRedisAddrs splits a comma-separated list of host:port addresses, dropping
+// ParseAddrs splits a comma-separated list of host:port addresses, dropping
 // blanks around and between them.
-func ParseRedisAddrs(s string) []string {
+func ParseAddrs(s string) []string {
 	var addrs []string
 	for a := range strings.SplitSeq(s, ",") {
 		if a = strings.TrimSpace(a); a != "" {
@@ -418,11 +419,11 @@ func ParseRedisAddrs(s string) []string {
 	return addrs
 }
 
-// NewRedisClient returns a client for a single Redis node (cluster false, exactly one
+// NewClient returns a client for a single Redis node (cluster false, exactly one
 // address) or a Redis Cluster (cluster true, one or more seed addresses).
 // Connections are plain TCP without authentication; a deployment that needs TLS or
 // credentials builds its own client (with ContextTimeoutEnabled) and passes it to
-// NewRedis.
+// NewReplay.
 //
 // The mode is never inferred from the number of addresses: go-redis would make one
 // address a plain client even for a Cluster (writes then fail with MOVED), and several
@@ -433,7 +434,7 @@ func ParseRedisAddrs(s string) []string {
 //
 // The client honours context deadlines on its sockets, so the store's per-call timeout
 // holds even when a server stops answering.
-func NewRedisClient(addrs []string, cluster bool) redis.UniversalClient {
+func NewClient(addrs []string, cluster bool) redis.UniversalClient {
 	switch {
 	case len(addrs) == 0:
 		return refusingClient("store: no Redis address given")

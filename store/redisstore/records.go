@@ -1,4 +1,4 @@
-package store
+package redisstore
 
 import (
 	"context"
@@ -12,15 +12,16 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/store"
 )
 
-// DefaultRecordsPrefix is the key prefix of NewRedisRecords.
+// DefaultRecordsPrefix is the key prefix of NewRecords.
 const DefaultRecordsPrefix = "dialogtrust:records:"
 
 // recordTokenSize is the length of the random token stored in front of every value.
 const recordTokenSize = 16
 
-// RedisRecords is a Records shared by every process that uses the same Redis (single
+// Records is a store.Records shared by every process that uses the same Redis (single
 // node or Cluster) and prefix; its records survive a restart of those processes.
 //
 // Every operation is one Lua script on one key, so it is atomic and Cluster-safe. The
@@ -28,24 +29,24 @@ const recordTokenSize = 16
 // retries a script whose first reply was lost, the retry finds the token of its own
 // earlier write and reports the write as done, instead of mistaking it for someone
 // else's record (Create) or for a lost race (Swap).
-type RedisRecords struct {
+type Records struct {
 	client   redis.UniversalClient
 	prefix   string
 	timeout  time.Duration
 	newToken func() []byte
 }
 
-var _ Records = (*RedisRecords)(nil)
+var _ store.Records = (*Records)(nil)
 
-// NewRedisRecords returns a Records backed by client. It takes the options of NewRedis
+// NewRecords returns a Records backed by client. It takes the options of NewReplay
 // (WithPrefix, WithTimeout); the default prefix is DefaultRecordsPrefix. The store does
 // not close the client.
-func NewRedisRecords(client redis.UniversalClient, opts ...RedisOption) *RedisRecords {
-	cfg := &Redis{prefix: DefaultRecordsPrefix, timeout: DefaultRedisTimeout}
+func NewRecords(client redis.UniversalClient, opts ...Option) *Records {
+	cfg := &Replay{prefix: DefaultRecordsPrefix, timeout: DefaultTimeout}
 	for _, o := range opts {
 		o(cfg)
 	}
-	return &RedisRecords{client: client, prefix: cfg.prefix, timeout: cfg.timeout, newToken: randomToken}
+	return &Records{client: client, prefix: cfg.prefix, timeout: cfg.timeout, newToken: randomToken}
 }
 
 func randomToken() []byte {
@@ -91,9 +92,9 @@ redis.call('DEL', KEYS[1])
 return 1
 `)
 
-// Create implements Records.
-func (r *RedisRecords) Create(ctx context.Context, key string, value []byte, ttl time.Duration) ([]byte, error) {
-	if err := validateRecord(key, value, ttl); err != nil {
+// Create implements store.Records.
+func (r *Records) Create(ctx context.Context, key string, value []byte, ttl time.Duration) ([]byte, error) {
+	if err := store.ValidateRecord(key, value, ttl); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
@@ -113,9 +114,9 @@ func (r *RedisRecords) Create(ctx context.Context, key string, value []byte, ttl
 	return []byte(got[recordTokenSize:]), nil
 }
 
-// Get implements Records.
-func (r *RedisRecords) Get(ctx context.Context, key string) ([]byte, error) {
-	if err := validateRecordKey(key); err != nil {
+// Get implements store.Records.
+func (r *Records) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := store.ValidateRecordKey(key); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
@@ -132,9 +133,9 @@ func (r *RedisRecords) Get(ctx context.Context, key string) ([]byte, error) {
 	return got[recordTokenSize:], nil
 }
 
-// Swap implements Records.
-func (r *RedisRecords) Swap(ctx context.Context, key string, old, value []byte, ttl time.Duration) (bool, error) {
-	if err := validateRecord(key, value, ttl); err != nil {
+// Swap implements store.Records.
+func (r *Records) Swap(ctx context.Context, key string, old, value []byte, ttl time.Duration) (bool, error) {
+	if err := store.ValidateRecord(key, value, ttl); err != nil {
 		return false, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
@@ -147,9 +148,9 @@ func (r *RedisRecords) Swap(ctx context.Context, key string, old, value []byte, 
 	return n == 1, nil
 }
 
-// Delete implements Records.
-func (r *RedisRecords) Delete(ctx context.Context, key string, old []byte) (bool, error) {
-	if err := validateRecordKey(key); err != nil {
+// Delete implements store.Records.
+func (r *Records) Delete(ctx context.Context, key string, old []byte) (bool, error) {
+	if err := store.ValidateRecordKey(key); err != nil {
 		return false, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
@@ -163,13 +164,13 @@ func (r *RedisRecords) Delete(ctx context.Context, key string, old []byte) (bool
 
 // key maps a caller's key to the Redis key: prefix and a digest, as for Replay, so the
 // senders' values (an iss, a hop) stay out of Redis and cannot choose a Cluster slot.
-func (r *RedisRecords) key(key string) string {
+func (r *Records) key(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return r.prefix + base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 func recordTTL(ttl time.Duration) string {
-	if ttl == NoExpiry {
+	if ttl == store.NoExpiry {
 		return "0"
 	}
 	return strconv.FormatInt(int64(redisTTL(ttl)/time.Millisecond), 10)

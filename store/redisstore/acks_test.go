@@ -1,4 +1,4 @@
-package store
+package redisstore
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/store/storetest"
 )
 
 // startReplica starts a redis-server replicating primary and waits until the primary
@@ -16,7 +17,7 @@ import (
 func startReplica(t *testing.T, primary *ownRedis) *ownRedis {
 	t.Helper()
 	rep := startOwnRedisArgs(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.port))
-	client := NewRedisClient([]string{primary.addr()}, false)
+	client := NewClient([]string{primary.addr()}, false)
 	defer client.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -38,14 +39,14 @@ func startReplica(t *testing.T, primary *ownRedis) *ownRedis {
 func TestRedisReplicaAcks(t *testing.T) {
 	primary := startOwnRedis(t)
 	replica := startReplica(t, primary)
-	client := NewRedisClient([]string{primary.addr()}, false)
+	client := NewClient([]string{primary.addr()}, false)
 	defer client.Close()
-	r := NewRedis(client, WithReplicaAcks(1, 200*time.Millisecond))
+	r := NewReplay(client, WithReplicaAcks(1, 200*time.Millisecond))
 	ctx := context.Background()
-	mustClaim(t, r, "acked-1", time.Minute)
-	wantReplayed(t, r.Claim(ctx, "acked-1", time.Minute), "again")
+	storetest.MustClaim(t, r, "acked-1", time.Minute)
+	storetest.WantReplayed(t, r.Claim(ctx, "acked-1", time.Minute), "again")
 	// The claim is on the replica.
-	rc := NewRedisClient([]string{replica.addr()}, false)
+	rc := NewClient([]string{replica.addr()}, false)
 	defer rc.Close()
 	if n, err := rc.Exists(ctx, r.key("acked-1")).Result(); err != nil || n != 1 {
 		t.Fatalf("the acknowledged claim is not on the replica: %d %v", n, err)
@@ -65,16 +66,16 @@ func TestRedisReplicaAcks(t *testing.T) {
 	if err := replica.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	mustClaim(t, r, "acked-2", time.Minute)
+	storetest.MustClaim(t, r, "acked-2", time.Minute)
 	// The value refused for want of an acknowledgement stays spent (fail closed).
-	wantReplayed(t, r.Claim(ctx, "unacked", time.Minute), "the unacknowledged value again")
+	storetest.WantReplayed(t, r.Claim(ctx, "unacked", time.Minute), "the unacknowledged value again")
 }
 
 // A Cluster client cannot WAIT on the claim's connection: the option makes every claim
 // fail with a configuration error rather than claim without the guarantee.
 func TestRedisReplicaAcksRefusedOnCluster(t *testing.T) {
 	client, prefix := newTestRedisCluster(t, testRedisClusterAddrs(t))
-	r := NewRedis(client, WithPrefix(prefix), WithReplicaAcks(1, 100*time.Millisecond))
+	r := NewReplay(client, WithPrefix(prefix), WithReplicaAcks(1, 100*time.Millisecond))
 	if err := r.Claim(context.Background(), "k", time.Minute); errcode.CodeOf(err) != errcode.StoreUnavailable || !strings.Contains(err.Error(), "Cluster") {
 		t.Fatalf("%v", err)
 	}

@@ -1,4 +1,4 @@
-package store
+package storetest
 
 import (
 	"bytes"
@@ -9,37 +9,38 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/store"
 )
 
-// runRecordsContract checks what every Records must do. newStore returns a fresh store
+// RunRecords checks what every store.Records must do. newStore returns a fresh store
 // and, when its clock can be moved, a function that moves it (nil for Redis, whose
-// expiry is checked in records_redis_test.go instead).
-func runRecordsContract(t *testing.T, newStore func(t *testing.T) (Records, func(time.Duration))) {
+// expiry the redisstore tests check instead).
+func RunRecords(t *testing.T, newStore func(t *testing.T) (store.Records, func(time.Duration))) {
 	t.Helper()
 	ctx := context.Background()
 	const ttl = time.Minute
 
 	t.Run("CreateThenGet", func(t *testing.T) {
 		s, _ := newStore(t)
-		if got := mustGet(t, s, "k"); got != nil {
+		if got := MustGet(t, s, "k"); got != nil {
 			t.Fatalf("Get before Create = %q, want nil", got)
 		}
-		mustCreate(t, s, "k", []byte("v1"), ttl)
-		if got := mustGet(t, s, "k"); string(got) != "v1" {
+		MustCreate(t, s, "k", []byte("v1"), ttl)
+		if got := MustGet(t, s, "k"); string(got) != "v1" {
 			t.Fatalf("Get = %q, want v1", got)
 		}
 	})
 
 	t.Run("CreateKeepsExisting", func(t *testing.T) {
 		s, _ := newStore(t)
-		mustCreate(t, s, "k", []byte("first"), ttl)
+		MustCreate(t, s, "k", []byte("first"), ttl)
 		for range 3 {
 			existing, err := s.Create(ctx, "k", []byte("second"), ttl)
 			if err != nil || string(existing) != "first" {
 				t.Fatalf("second Create = %q, %v; want existing %q", existing, err, "first")
 			}
 		}
-		if got := mustGet(t, s, "k"); string(got) != "first" {
+		if got := MustGet(t, s, "k"); string(got) != "first" {
 			t.Fatalf("record changed to %q", got)
 		}
 	})
@@ -47,10 +48,10 @@ func runRecordsContract(t *testing.T, newStore func(t *testing.T) (Records, func
 	t.Run("KeysAreIndependent", func(t *testing.T) {
 		s, _ := newStore(t)
 		for _, k := range []string{"a", "A", "a ", "{a}", "\x00\xff"} {
-			mustCreate(t, s, k, []byte("value of "+k), ttl)
+			MustCreate(t, s, k, []byte("value of "+k), ttl)
 		}
 		for _, k := range []string{"a", "A", "a ", "{a}", "\x00\xff"} {
-			if got := mustGet(t, s, k); string(got) != "value of "+k {
+			if got := MustGet(t, s, k); string(got) != "value of "+k {
 				t.Errorf("Get(%q) = %q", k, got)
 			}
 		}
@@ -59,27 +60,27 @@ func runRecordsContract(t *testing.T, newStore func(t *testing.T) (Records, func
 	t.Run("BinaryValuesRoundTrip", func(t *testing.T) {
 		s, _ := newStore(t)
 		v := []byte{0, 0xff, 0xd2, 0x84, '\n', 0}
-		mustCreate(t, s, "bin", v, ttl)
-		if got := mustGet(t, s, "bin"); !bytes.Equal(got, v) {
+		MustCreate(t, s, "bin", v, ttl)
+		if got := MustGet(t, s, "bin"); !bytes.Equal(got, v) {
 			t.Fatalf("Get = %x, want %x", got, v)
 		}
-		big := bytes.Repeat([]byte{0xa5}, MaxRecordSize)
-		mustCreate(t, s, "big", big, ttl)
-		if got := mustGet(t, s, "big"); !bytes.Equal(got, big) {
+		big := bytes.Repeat([]byte{0xa5}, store.MaxRecordSize)
+		MustCreate(t, s, "big", big, ttl)
+		if got := MustGet(t, s, "big"); !bytes.Equal(got, big) {
 			t.Fatal("largest value did not round trip")
 		}
 	})
 
 	t.Run("SwapComparesOld", func(t *testing.T) {
 		s, _ := newStore(t)
-		mustCreate(t, s, "k", []byte("v1"), ttl)
+		MustCreate(t, s, "k", []byte("v1"), ttl)
 		if ok, err := s.Swap(ctx, "k", []byte("other"), []byte("v2"), ttl); err != nil || ok {
 			t.Fatalf("Swap with wrong old = %v, %v; want false", ok, err)
 		}
-		if ok, err := s.Swap(ctx, "k", []byte("v1"), []byte("v2"), NoExpiry); err != nil || !ok {
+		if ok, err := s.Swap(ctx, "k", []byte("v1"), []byte("v2"), store.NoExpiry); err != nil || !ok {
 			t.Fatalf("Swap = %v, %v; want true", ok, err)
 		}
-		if got := mustGet(t, s, "k"); string(got) != "v2" {
+		if got := MustGet(t, s, "k"); string(got) != "v2" {
 			t.Fatalf("after Swap Get = %q", got)
 		}
 		if ok, err := s.Swap(ctx, "k", []byte("v1"), []byte("v3"), ttl); err != nil || ok {
@@ -88,24 +89,24 @@ func runRecordsContract(t *testing.T, newStore func(t *testing.T) (Records, func
 		if ok, err := s.Swap(ctx, "absent", []byte("v1"), []byte("v3"), ttl); err != nil || ok {
 			t.Fatalf("Swap of absent record = %v, %v; want false", ok, err)
 		}
-		if got := mustGet(t, s, "absent"); got != nil {
+		if got := MustGet(t, s, "absent"); got != nil {
 			t.Fatal("Swap created a record")
 		}
 	})
 
 	t.Run("DeleteComparesOld", func(t *testing.T) {
 		s, _ := newStore(t)
-		mustCreate(t, s, "k", []byte("v1"), ttl)
+		MustCreate(t, s, "k", []byte("v1"), ttl)
 		if ok, err := s.Delete(ctx, "k", []byte("v2")); err != nil || ok {
 			t.Fatalf("Delete with wrong old = %v, %v", ok, err)
 		}
 		if ok, err := s.Delete(ctx, "k", []byte("v1")); err != nil || !ok {
 			t.Fatalf("Delete = %v, %v", ok, err)
 		}
-		if got := mustGet(t, s, "k"); got != nil {
+		if got := MustGet(t, s, "k"); got != nil {
 			t.Fatal("record still there after Delete")
 		}
-		mustCreate(t, s, "k", []byte("again"), ttl)
+		MustCreate(t, s, "k", []byte("again"), ttl)
 	})
 
 	t.Run("ExpiryAndNoExpiry", func(t *testing.T) {
@@ -113,23 +114,23 @@ func runRecordsContract(t *testing.T, newStore func(t *testing.T) (Records, func
 		if advance == nil {
 			t.Skip("the store keeps its own clock")
 		}
-		mustCreate(t, s, "short", []byte("v"), ttl)
-		mustCreate(t, s, "forever", []byte("v"), NoExpiry)
-		mustCreate(t, s, "swapped", []byte("v"), ttl)
-		if ok, _ := s.Swap(ctx, "swapped", []byte("v"), []byte("w"), NoExpiry); !ok {
+		MustCreate(t, s, "short", []byte("v"), ttl)
+		MustCreate(t, s, "forever", []byte("v"), store.NoExpiry)
+		MustCreate(t, s, "swapped", []byte("v"), ttl)
+		if ok, _ := s.Swap(ctx, "swapped", []byte("v"), []byte("w"), store.NoExpiry); !ok {
 			t.Fatal("swap failed")
 		}
 		advance(ttl - time.Nanosecond)
-		if mustGet(t, s, "short") == nil {
+		if MustGet(t, s, "short") == nil {
 			t.Fatal("expired before its ttl")
 		}
 		advance(time.Nanosecond)
-		if mustGet(t, s, "short") != nil {
+		if MustGet(t, s, "short") != nil {
 			t.Fatal("still there after its ttl")
 		}
-		mustCreate(t, s, "short", []byte("new"), ttl)
+		MustCreate(t, s, "short", []byte("new"), ttl)
 		advance(1000 * time.Hour)
-		if string(mustGet(t, s, "forever")) != "v" || string(mustGet(t, s, "swapped")) != "w" {
+		if string(MustGet(t, s, "forever")) != "v" || string(MustGet(t, s, "swapped")) != "w" {
 			t.Fatal("a NoExpiry record expired (a swap must replace the old ttl)")
 		}
 	})
@@ -166,7 +167,7 @@ func runRecordsContract(t *testing.T, newStore func(t *testing.T) (Records, func
 
 	t.Run("ConcurrentSwapOneWinner", func(t *testing.T) {
 		s, _ := newStore(t)
-		mustCreate(t, s, "cas", []byte("v0"), ttl)
+		MustCreate(t, s, "cas", []byte("v0"), ttl)
 		const n = 40
 		oks := make([]bool, n)
 		var wg sync.WaitGroup
@@ -201,47 +202,48 @@ func runRecordsContract(t *testing.T, newStore func(t *testing.T) (Records, func
 		}{
 			{"empty key", "", []byte("v"), ttl},
 			{"empty value", "k", nil, ttl},
-			{"oversized value", "k", make([]byte, MaxRecordSize+1), ttl},
+			{"oversized value", "k", make([]byte, store.MaxRecordSize+1), ttl},
 			{"zero ttl", "k", []byte("v"), 0},
 			{"negative ttl", "k", []byte("v"), -time.Second},
 		} {
 			_, err := s.Create(ctx, tc.key, tc.value, tc.ttl)
-			wantInvalid(t, err, "Create "+tc.name)
+			WantInvalid(t, err, "Create "+tc.name)
 			_, err = s.Swap(ctx, tc.key, []byte("v"), tc.value, tc.ttl)
-			wantInvalid(t, err, "Swap "+tc.name)
+			WantInvalid(t, err, "Swap "+tc.name)
 		}
 		_, err := s.Get(ctx, "")
-		wantInvalid(t, err, "Get empty key")
+		WantInvalid(t, err, "Get empty key")
 		_, err = s.Delete(ctx, "", []byte("v"))
-		wantInvalid(t, err, "Delete empty key")
-		if got := mustGet(t, s, "k"); got != nil {
+		WantInvalid(t, err, "Delete empty key")
+		if got := MustGet(t, s, "k"); got != nil {
 			t.Fatal("an invalid call stored a record")
 		}
 	})
 
 	t.Run("CanceledContextFailsClosed", func(t *testing.T) {
 		s, _ := newStore(t)
-		mustCreate(t, s, "k", []byte("v"), ttl)
+		MustCreate(t, s, "k", []byte("v"), ttl)
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		_, err := s.Create(cctx, "k2", []byte("v"), ttl)
-		wantUnavailable(t, err, "Create with canceled context")
+		WantUnavailable(t, err, "Create with canceled context")
 		got, err := s.Get(cctx, "k")
-		wantUnavailable(t, err, "Get with canceled context")
+		WantUnavailable(t, err, "Get with canceled context")
 		if got != nil {
 			t.Fatal("a failed Get returned a record")
 		}
 		_, err = s.Swap(cctx, "k", []byte("v"), []byte("w"), ttl)
-		wantUnavailable(t, err, "Swap with canceled context")
+		WantUnavailable(t, err, "Swap with canceled context")
 		_, err = s.Delete(cctx, "k", []byte("v"))
-		wantUnavailable(t, err, "Delete with canceled context")
-		if got := mustGet(t, s, "k"); string(got) != "v" {
+		WantUnavailable(t, err, "Delete with canceled context")
+		if got := MustGet(t, s, "k"); string(got) != "v" {
 			t.Fatalf("record changed to %q by failed calls", got)
 		}
 	})
 }
 
-func mustCreate(t *testing.T, s Records, key string, v []byte, ttl time.Duration) {
+// MustCreate creates a record and fails the test unless it was stored.
+func MustCreate(t *testing.T, s store.Records, key string, v []byte, ttl time.Duration) {
 	t.Helper()
 	existing, err := s.Create(context.Background(), key, v, ttl)
 	if err != nil || existing != nil {
@@ -249,7 +251,9 @@ func mustCreate(t *testing.T, s Records, key string, v []byte, ttl time.Duration
 	}
 }
 
-func mustGet(t *testing.T, s Records, key string) []byte {
+// MustGet returns the live record under key (nil when there is none) and fails the
+// test on an error.
+func MustGet(t *testing.T, s store.Records, key string) []byte {
 	t.Helper()
 	v, err := s.Get(context.Background(), key)
 	if err != nil {
@@ -258,7 +262,8 @@ func mustGet(t *testing.T, s Records, key string) []byte {
 	return v
 }
 
-func wantInvalid(t *testing.T, err error, what string) {
+// WantInvalid marks the test failed unless err is a failed errcode.InvalidRequest.
+func WantInvalid(t *testing.T, err error, what string) {
 	t.Helper()
 	if !errcode.Is(err, errcode.InvalidRequest) || errcode.KindOf(err) != errcode.Failed {
 		t.Errorf("%s: got %v, want failed %q", what, err, errcode.InvalidRequest)

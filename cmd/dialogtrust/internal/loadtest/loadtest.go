@@ -1,13 +1,3 @@
-// Package loadtest runs a closed-loop load against a server and measures it: a fixed
-// number of workers, each sending its next request as soon as the previous one is
-// answered, for a fixed duration after a warm-up. Every latency is kept (one
-// time.Duration per request, per worker, without locks) and the percentiles are exact,
-// read from the sorted samples. Errors are counted by their errcode code.
-//
-// It also reads what the server says about itself: process_cpu_seconds_total and
-// process_resident_memory_bytes from a Prometheus /metrics page (the Go client's
-// process collector exposes both on Linux), and VmRSS/VmHWM from /proc/PID/status when
-// the server runs on this machine. The loops are bounded in time and stop by themselves.
 package loadtest
 
 import (
@@ -101,9 +91,25 @@ type Percentiles struct {
 
 type worker struct {
 	lat    []time.Duration
+	room   int // samples lat may still take from the budget already granted
 	ok     int64
 	failed int64
 	errs   map[string]int64
+}
+
+// run is what one Run shares between its workers and its clock.
+type run struct {
+	cfg Config
+	op  Op
+	ctx context.Context
+	// measuring is closed when the measured time begins, stop when it ends.
+	measuring, stop chan struct{}
+	// tickets: open loop, the release times the pacer sends at cfg.Rate; nil: closed loop.
+	tickets  chan time.Time
+	ws       []*worker
+	wg       sync.WaitGroup
+	budget   int64 // samples not yet granted to a worker, out of MaxSamples
+	budgetMu sync.Mutex
 }
 
 // Run runs op with cfg.Concurrency workers for cfg.Warmup plus cfg.Duration (or until
@@ -117,95 +123,16 @@ func Run(ctx context.Context, cfg Config, op Op) (*Result, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var (
-		measuring = make(chan struct{})
-		stop      = make(chan struct{})
-		wg        sync.WaitGroup
-		ws        = make([]*worker, cfg.Concurrency)
-		budget    = int64(MaxSamples)
-		budgetMu  sync.Mutex
-	)
-	// Open loop: the pacer releases tickets (their release times) at cfg.Rate.
-	var tickets chan time.Time
+	r := &run{cfg: cfg, op: op, ctx: ctx, measuring: make(chan struct{}), stop: make(chan struct{}),
+		ws: make([]*worker, cfg.Concurrency), budget: int64(MaxSamples)}
 	if cfg.Rate > 0 {
-		tickets = make(chan time.Time, int(cfg.Rate)+cfg.Concurrency)
-		go pace(tickets, cfg.Rate, stop, ctx.Done())
+		r.tickets = make(chan time.Time, int(cfg.Rate)+cfg.Concurrency)
+		go pace(r.tickets, cfg.Rate, r.stop, ctx.Done())
 	}
-	// Each worker takes room for its samples in chunks from a shared budget.
-	take := func() int {
-		budgetMu.Lock()
-		defer budgetMu.Unlock()
-		n := int64(1 << 14)
-		if n > budget {
-			n = budget
-		}
-		budget -= n
-		return int(n)
-	}
-	for i := range ws {
-		ws[i] = &worker{errs: map[string]int64{}}
-		wg.Add(1)
-		go func(w int, st *worker) {
-			defer wg.Done()
-			room := 0
-			recording := false
-			for {
-				select {
-				case <-stop:
-					return
-				case <-ctx.Done():
-					return
-				default:
-				}
-				if !recording {
-					select {
-					case <-measuring:
-						recording = true
-					default:
-					}
-				}
-				start := time.Now()
-				if tickets != nil {
-					select {
-					case start = <-tickets:
-					case <-stop:
-						return
-					case <-ctx.Done():
-						return
-					}
-				}
-				err := op(ctx, w)
-				d := time.Since(start)
-				if !recording {
-					continue
-				}
-				// A request answered after the end is not counted: the run is over.
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if err != nil {
-					if ctx.Err() != nil {
-						return
-					}
-					st.failed++
-					st.errs[codeOf(err)]++
-				} else {
-					st.ok++
-				}
-				if room == 0 {
-					room = take()
-					if room > 0 {
-						st.lat = slices.Grow(st.lat, room)
-					}
-				}
-				if room > 0 {
-					st.lat = append(st.lat, d)
-					room--
-				}
-			}
-		}(i, ws[i])
+	for i := range r.ws {
+		r.ws[i] = &worker{errs: map[string]int64{}}
+		r.wg.Add(1)
+		go r.work(i, r.ws[i])
 	}
 	if cfg.Warmup > 0 {
 		select {
@@ -213,12 +140,114 @@ func Run(ctx context.Context, cfg Config, op Op) (*Result, error) {
 		case <-ctx.Done():
 		}
 	}
+	elapsed, cpu := r.measure()
+	cancel() // requests in flight are abandoned; they are not counted
+	r.wg.Wait()
+	return r.result(elapsed, cpu), nil
+}
+
+// take grants a worker room for its next chunk of samples from the shared budget.
+func (r *run) take() int {
+	r.budgetMu.Lock()
+	defer r.budgetMu.Unlock()
+	n := int64(1 << 14)
+	if n > r.budget {
+		n = r.budget
+	}
+	r.budget -= n
+	return int(n)
+}
+
+// work is worker w's loop: it sends requests until the run stops, and records those
+// of the measured time.
+func (r *run) work(w int, st *worker) {
+	defer r.wg.Done()
+	recording := false
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-r.ctx.Done():
+			return
+		default:
+		}
+		if !recording {
+			select {
+			case <-r.measuring:
+				recording = true
+			default:
+			}
+		}
+		start, ok := r.release()
+		if !ok {
+			return
+		}
+		err := r.op(r.ctx, w)
+		d := time.Since(start)
+		if !recording {
+			continue
+		}
+		// A request answered after the end is not counted: the run is over.
+		select {
+		case <-r.stop:
+			return
+		default:
+		}
+		if err != nil {
+			if r.ctx.Err() != nil {
+				return
+			}
+			st.failed++
+			st.errs[codeOf(err)]++
+		} else {
+			st.ok++
+		}
+		st.keep(d, r.take)
+	}
+}
+
+// release is when the next request starts: now in a closed loop; in an open loop the
+// release time of the next ticket, once there is one. It is false when the run stops
+// first.
+func (r *run) release() (time.Time, bool) {
+	if r.tickets == nil {
+		return time.Now(), true
+	}
+	select {
+	case start := <-r.tickets:
+		return start, true
+	case <-r.stop:
+		return time.Time{}, false
+	case <-r.ctx.Done():
+		return time.Time{}, false
+	}
+}
+
+// keep records latency d if the worker still has room, taking more when it has none.
+func (st *worker) keep(d time.Duration, take func() int) {
+	if st.room == 0 {
+		st.room = take()
+		if st.room > 0 {
+			st.lat = slices.Grow(st.lat, st.room)
+		}
+	}
+	if st.room > 0 {
+		st.lat = append(st.lat, d)
+		st.room--
+	}
+}
+
+// measure runs the measured time, with cfg.Begin, cfg.End and cfg.Sample around and
+// during it, and stops the workers at its end. It returns how long it lasted and the
+// CPU this process used meanwhile.
+func (r *run) measure() (elapsed, cpu time.Duration) {
+	cfg := r.cfg
 	if cfg.Begin != nil {
 		cfg.Begin()
 	}
 	cpu0 := processCPU()
 	t0 := time.Now()
-	close(measuring)
+	close(r.measuring)
 	end := time.NewTimer(cfg.Duration)
 	var tick <-chan time.Time
 	if cfg.Sample != nil {
@@ -236,25 +265,27 @@ loop:
 		select {
 		case <-end.C:
 			break loop
-		case <-ctx.Done():
+		case <-r.ctx.Done():
 			break loop
 		case <-tick:
 			cfg.Sample()
 		}
 	}
-	elapsed := time.Since(t0)
-	close(stop)
+	elapsed = time.Since(t0)
+	close(r.stop)
 	cpu1 := processCPU()
 	if cfg.End != nil {
 		cfg.End()
 	}
-	cancel() // requests in flight are abandoned; they are not counted
-	wg.Wait()
+	return elapsed, cpu1 - cpu0
+}
 
-	res := &Result{Concurrency: cfg.Concurrency, Duration: elapsed, Seconds: elapsed.Seconds(), Errors: map[string]int64{},
-		ClientCPUSeconds: (cpu1 - cpu0).Seconds()}
+// result adds up what the workers recorded.
+func (r *run) result(elapsed, cpu time.Duration) *Result {
+	res := &Result{Concurrency: r.cfg.Concurrency, Duration: elapsed, Seconds: elapsed.Seconds(), Errors: map[string]int64{},
+		ClientCPUSeconds: cpu.Seconds()}
 	var all []time.Duration
-	for _, w := range ws {
+	for _, w := range r.ws {
 		res.OK += w.ok
 		res.Failed += w.failed
 		for c, n := range w.errs {
@@ -264,12 +295,12 @@ loop:
 		w.lat = nil
 	}
 	res.Requests = res.OK + res.Failed
-	if tickets != nil {
-		res.Rate, res.Backlog = cfg.Rate, int64(len(tickets))
+	if r.tickets != nil {
+		res.Rate, res.Backlog = r.cfg.Rate, int64(len(r.tickets))
 	}
 	res.Throughput = float64(res.OK) / elapsed.Seconds()
 	res.Latency = Summarize(all)
-	return res, nil
+	return res
 }
 
 // pace sends the release time of each request into tickets at rate per second, about

@@ -1,4 +1,4 @@
-package store
+package redisstore
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/store/storetest"
 )
 
 // testRedisEnv names the host:port of a real redis-server for these tests. .ci/run
@@ -46,7 +48,7 @@ func testRedisAddr(tb testing.TB) string {
 // keys under the prefix are deleted when the test ends.
 func newTestRedis(tb testing.TB, addr string) (redis.UniversalClient, string) {
 	tb.Helper()
-	client := NewRedisClient([]string{addr}, false)
+	client := NewClient([]string{addr}, false)
 	prefix := fmt.Sprintf("%s%d:", runPrefix, prefixCount.Add(1))
 	tb.Cleanup(func() {
 		defer client.Close()
@@ -80,9 +82,9 @@ func newTestRedis(tb testing.TB, addr string) (redis.UniversalClient, string) {
 
 func TestRedisContract(t *testing.T) {
 	addr := testRedisAddr(t)
-	runReplayContract(t, func(t *testing.T) (Replay, func(time.Duration)) {
+	storetest.RunReplay(t, func(t *testing.T) (store.Replay, func(time.Duration)) {
 		client, prefix := newTestRedis(t, addr)
-		return NewRedis(client, WithPrefix(prefix)), nil
+		return NewReplay(client, WithPrefix(prefix)), nil
 	})
 }
 
@@ -91,11 +93,11 @@ func TestRedisContract(t *testing.T) {
 // longer than asked for (rounded up to the millisecond).
 func TestRedisSetsExpiry(t *testing.T) {
 	client, prefix := newTestRedis(t, testRedisAddr(t))
-	r := NewRedis(client, WithPrefix(prefix))
+	r := NewReplay(client, WithPrefix(prefix))
 	ctx := context.Background()
 	for _, ttl := range []time.Duration{time.Minute, 2*time.Second + 500*time.Microsecond, 10 * time.Hour} {
 		key := fmt.Sprintf("jti-ttl-%v", ttl)
-		mustClaim(t, r, key, ttl)
+		storetest.MustClaim(t, r, key, ttl)
 		pttl, err := client.PTTL(ctx, r.key(key)).Result()
 		if err != nil {
 			t.Fatalf("PTTL: %v", err)
@@ -110,9 +112,9 @@ func TestRedisSetsExpiry(t *testing.T) {
 // digest; the caller's value appears nowhere.
 func TestRedisStoresOnlyDigests(t *testing.T) {
 	client, prefix := newTestRedis(t, testRedisAddr(t))
-	r := NewRedis(client, WithPrefix(prefix))
+	r := NewReplay(client, WithPrefix(prefix))
 	const secretish = "{slot-steering}-nonce-value"
-	mustClaim(t, r, secretish, time.Minute)
+	storetest.MustClaim(t, r, secretish, time.Minute)
 	keys, err := client.Keys(context.Background(), prefix+"*").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +143,7 @@ func TestRedisStoresOnlyDigests(t *testing.T) {
 // whose first reply was lost: the key then holds this claim's own value.
 func TestRedisRetriedClaimIsNotReplay(t *testing.T) {
 	client, prefix := newTestRedis(t, testRedisAddr(t))
-	r := NewRedis(client, WithPrefix(prefix))
+	r := NewReplay(client, WithPrefix(prefix))
 	r.newValue = func() string { return "this-claim" }
 	ctx := context.Background()
 	if err := client.Set(ctx, r.key("jti-retried"), "this-claim", time.Minute).Err(); err != nil {
@@ -153,16 +155,16 @@ func TestRedisRetriedClaimIsNotReplay(t *testing.T) {
 	if err := client.Set(ctx, r.key("jti-other"), "another-claim", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	wantReplayed(t, r.Claim(ctx, "jti-other", time.Minute), "claim held by another value")
+	storetest.WantReplayed(t, r.Claim(ctx, "jti-other", time.Minute), "claim held by another value")
 }
 
 func TestRedisPrefixesAreSeparate(t *testing.T) {
 	client, prefix := newTestRedis(t, testRedisAddr(t))
-	a := NewRedis(client, WithPrefix(prefix+"a:"))
-	b := NewRedis(client, WithPrefix(prefix+"b:"))
-	mustClaim(t, a, "jti-shared", time.Minute)
-	mustClaim(t, b, "jti-shared", time.Minute)
-	wantReplayed(t, a.Claim(context.Background(), "jti-shared", time.Minute), "same prefix again")
+	a := NewReplay(client, WithPrefix(prefix+"a:"))
+	b := NewReplay(client, WithPrefix(prefix+"b:"))
+	storetest.MustClaim(t, a, "jti-shared", time.Minute)
+	storetest.MustClaim(t, b, "jti-shared", time.Minute)
+	storetest.WantReplayed(t, a.Claim(context.Background(), "jti-shared", time.Minute), "same prefix again")
 }
 
 // TestRedisClosedPortFailsClosed needs no server: nothing listens on the port.
@@ -174,20 +176,20 @@ func TestRedisClosedPortFailsClosed(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 
-	client := NewRedisClient([]string{addr}, false)
+	client := NewClient([]string{addr}, false)
 	defer client.Close()
-	r := NewRedis(client)
+	r := NewReplay(client)
 	for i := range 3 { // the client's connection pool must not turn a failure into a success later
 		err := r.Claim(context.Background(), "jti-no-server", time.Minute)
 		// The cause is the refused dial or, once go-redis has spent the timeout on
 		// redialling, the deadline; either way not a replay and not a success.
-		wantUnavailable(t, err, fmt.Sprintf("claim %d against a closed port", i+1))
+		storetest.WantUnavailable(t, err, fmt.Sprintf("claim %d against a closed port", i+1))
 	}
 }
 
 // TestRedisTimeoutFailsClosed points the store at a server that accepts connections
 // and never answers. The claim must fail closed within the store's timeout, not the
-// client's 3s ReadTimeout: this is what ContextTimeoutEnabled in NewRedisClient buys.
+// client's 3s ReadTimeout: this is what ContextTimeoutEnabled in NewClient buys.
 func TestRedisTimeoutFailsClosed(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -210,13 +212,13 @@ func TestRedisTimeoutFailsClosed(t *testing.T) {
 		}
 	}()
 
-	client := NewRedisClient([]string{ln.Addr().String()}, false)
+	client := NewClient([]string{ln.Addr().String()}, false)
 	defer client.Close()
-	r := NewRedis(client, WithTimeout(100*time.Millisecond))
+	r := NewReplay(client, WithTimeout(100*time.Millisecond))
 	start := time.Now()
 	err = r.Claim(context.Background(), "jti-silent-server", time.Minute)
 	elapsed := time.Since(start)
-	wantUnavailable(t, err, "claim against a silent server")
+	storetest.WantUnavailable(t, err, "claim against a silent server")
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Logf("cause: %v", err)
 	}
@@ -242,8 +244,8 @@ func TestRedisTTLRounding(t *testing.T) {
 }
 
 func TestRedisOptionDefaults(t *testing.T) {
-	r := NewRedis(nil, WithTimeout(0), WithTimeout(-time.Second))
-	if r.timeout != DefaultRedisTimeout || r.prefix != DefaultRedisPrefix {
+	r := NewReplay(nil, WithTimeout(0), WithTimeout(-time.Second))
+	if r.timeout != DefaultTimeout || r.prefix != DefaultPrefix {
 		t.Errorf("timeout %v prefix %q, want defaults", r.timeout, r.prefix)
 	}
 	// Invalid input is rejected before the client is touched (here it is nil).
@@ -253,7 +255,7 @@ func TestRedisOptionDefaults(t *testing.T) {
 	}
 }
 
-func TestParseRedisAddrs(t *testing.T) {
+func TestParseAddrs(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want []string
@@ -265,26 +267,26 @@ func TestParseRedisAddrs(t *testing.T) {
 		{" a:1 ,, b:2 ,", []string{"a:1", "b:2"}},
 		{"[::1]:7000,redis-0.redis:6379", []string{"[::1]:7000", "redis-0.redis:6379"}},
 	} {
-		got := ParseRedisAddrs(tc.in)
+		got := ParseAddrs(tc.in)
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) || len(got) != len(tc.want) {
-			t.Errorf("ParseRedisAddrs(%q) = %q, want %q", tc.in, got, tc.want)
+			t.Errorf("ParseAddrs(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
 
-func TestNewRedisClientMode(t *testing.T) {
+func TestNewClientMode(t *testing.T) {
 	// One address in cluster mode must still be a Cluster client (the go-redis pitfall).
-	c := NewRedisClient([]string{"127.0.0.1:1"}, true)
+	c := NewClient([]string{"127.0.0.1:1"}, true)
 	if _, ok := c.(*redis.ClusterClient); !ok {
 		t.Errorf("cluster with one address: got %T, want *redis.ClusterClient", c)
 	}
 	c.Close()
-	c = NewRedisClient([]string{"127.0.0.1:1", "127.0.0.1:2"}, true)
+	c = NewClient([]string{"127.0.0.1:1", "127.0.0.1:2"}, true)
 	if _, ok := c.(*redis.ClusterClient); !ok {
 		t.Errorf("cluster with two addresses: got %T, want *redis.ClusterClient", c)
 	}
 	c.Close()
-	c = NewRedisClient([]string{"127.0.0.1:1"}, false)
+	c = NewClient([]string{"127.0.0.1:1"}, false)
 	if cl, ok := c.(*redis.Client); !ok {
 		t.Errorf("single node: got %T, want *redis.Client", c)
 	} else if !cl.Options().ContextTimeoutEnabled {
@@ -294,16 +296,16 @@ func TestNewRedisClientMode(t *testing.T) {
 
 	// Misconfigurations give a client that refuses, so the store fails closed.
 	for _, addrs := range [][]string{nil, {"127.0.0.1:1", "127.0.0.1:2"}} {
-		c := NewRedisClient(addrs, false)
-		err := NewRedis(c).Claim(context.Background(), "jti", time.Minute)
-		wantUnavailable(t, err, fmt.Sprintf("claim through a client for %q without cluster", addrs))
+		c := NewClient(addrs, false)
+		err := NewReplay(c).Claim(context.Background(), "jti", time.Minute)
+		storetest.WantUnavailable(t, err, fmt.Sprintf("claim through a client for %q without cluster", addrs))
 		if !strings.Contains(err.Error(), "address") {
 			t.Errorf("error %q does not name the configuration problem", err)
 		}
 		c.Close()
 	}
-	c = NewRedisClient(nil, true)
-	wantUnavailable(t, NewRedis(c).Claim(context.Background(), "jti", time.Minute), "cluster client without addresses")
+	c = NewClient(nil, true)
+	storetest.WantUnavailable(t, NewReplay(c).Claim(context.Background(), "jti", time.Minute), "cluster client without addresses")
 	c.Close()
 }
 
@@ -313,7 +315,7 @@ func BenchmarkRedisClaim(b *testing.B) {
 		b.Skipf("%s is not set", testRedisEnv)
 	}
 	client, prefix := newTestRedis(b, addr)
-	r := NewRedis(client, WithPrefix(prefix))
+	r := NewReplay(client, WithPrefix(prefix))
 	var id atomic.Int64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -1,18 +1,3 @@
-// Package demo runs the whole idea of dialogtrust in one call: the topology of
-// dialog-binding Figure 5 (two trust domains, each with its WIT issuer and its TTS with
-// the identity-chaining authorization server; agents A1, A2 and a tool in domain A;
-// agent B1 in domain B), with real HTTP servers, real keys and real signatures, and the
-// flow: D1 established, a tool call in D1, a signed handoff from A2 to B1 whose grant is
-// the digest of the domain-B access token, the linked dialog D2, B1's domain-B
-// Txn-Token recording D2, and the handoff statuses back. Every step and check is
-// printed as it happens; a run fails if any check fails.
-//
-// The Topology says where the WIT issuers and TTSs run: Run starts them in this process
-// (InProcess); RunTopology with LocalTopology uses those that deploy/local/up.sh started
-// (the workloads still run in this process). Only the domain-separation step differs:
-// in process it records what reached domain B's servers; against deployed services it
-// records what the workloads sent there and reads TTS B's log, and prints what it
-// cannot see as skipped.
 package demo
 
 import (
@@ -112,170 +97,256 @@ func RunTopology(ctx context.Context, w io.Writer, topo Topology) error {
 	return nil
 }
 
+// run is the flow of Figure 5, step by step; a step that cannot go on returns an error
+// and ends it, after the checks printed so far.
 func run(ctx context.Context, p *printer, topo Topology) error {
-	// Step 1: the two trust domains.
-	if _, ok := topo.(external); ok {
+	f := &flow{p: p, topo: topo, rec: &recorder{}}
+	defer f.close()
+	for _, step := range []func(context.Context) error{
+		f.startDomains,    // step 1
+		f.getWITs,         // step 2
+		f.startServers,    // A2, the tool and B1 as servers
+		f.startD1,         // step 3
+		f.callTool,        // step 4
+		f.handOff,         // step 5
+		f.checkB1TxnToken, // step 6
+		f.collectStatuses, // step 7
+		f.checkSeparation, // step 8
+	} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flow is one run of the demo: what each step sets up for the later ones.
+type flow struct {
+	p    *printer
+	topo Topology
+	// rec records everything that reaches domain B, for the domain-separation check:
+	// by the servers themselves when they run here, else as the workloads send it.
+	rec  *recorder
+	ds   *domains
+	a, b Domain
+	// hc carries every HTTP request of the demo's workloads.
+	hc      *http.Client
+	servers []*server
+
+	mdA, mdB       *tts.Metadata
+	witMD          map[string]*witissuer.Metadata
+	a1, a2, t1, b1 workload
+	witsA, witsAB  *wit.Validator
+	ttsBKeys       *keys.LazyRemoteSet
+
+	a2Srv, toolSrv, b1Srv *server
+	atA2, atTool          chan *dialog.Verified
+	atB1                  chan b1Event
+	a2HK                  *keys.PrivateKey
+	htrust                *handoff.StaticTrust
+
+	d1        *dialog.Context  // D1, as A1 started it
+	atA2First *dialog.Verified // what A2 verified of D1's first request
+	delegator *handoff.Delegator
+	offer     *handoff.Handoff
+	linked    *agent.Linked // D2, as A2 linked it
+	b1First   b1Event       // what B1 made of D2's first request
+}
+
+// close releases what the steps started, the last first.
+func (f *flow) close() {
+	if f.linked != nil {
+		f.linked.Response.Body.Close()
+	}
+	for _, s := range f.servers {
+		s.close()
+	}
+	if f.ds != nil {
+		f.ds.close()
+	}
+}
+
+// startDomains is step 1: the two trust domains, ready, with their metadata.
+func (f *flow) startDomains(ctx context.Context) error {
+	p := f.p
+	if _, ok := f.topo.(external); ok {
 		p.stepf("Using the deployed trust domains: a WIT issuer and a TTS (with its authorization server) each")
 	} else {
 		p.stepf("Starting trust domains a.example and b.example: a WIT issuer and a TTS (with its authorization server) each")
 	}
-	// Everything that reaches domain B is recorded, for the domain-separation check:
-	// by the servers themselves when they run here, else as the workloads send it.
-	rec := &recorder{}
-	ds, err := topo.start(ctx, rec.wrap)
+	ds, err := f.topo.start(ctx, f.rec.wrap)
 	if err != nil {
 		return err
 	}
-	defer ds.close()
-	a, b := ds.a, ds.b
+	f.ds, f.a, f.b = ds, ds.a, ds.b
+	a, b := f.a, f.b
 	if !ds.serverSide {
 		for _, u := range []string{b.WITIssuer, b.TTS} {
-			if err := rec.watchURL(u); err != nil {
+			if err := f.rec.watchURL(u); err != nil {
 				return err
 			}
 		}
 	}
-	// Every HTTP request of the demo's workloads goes through hc.
-	hc := &http.Client{Transport: rec.transport(http.DefaultTransport), Timeout: 30 * time.Second}
-	var servers []*server
-	defer func() {
-		for _, s := range servers {
-			s.close()
-		}
-	}()
+	f.hc = &http.Client{Transport: f.rec.transport(http.DefaultTransport), Timeout: 30 * time.Second}
 	p.info("%s: WIT issuer %s   TTS/AS A %s", a.Name, a.WITIssuer, a.TTS)
 	p.info("%s: WIT issuer %s   TTS/AS B %s", b.Name, b.WITIssuer, b.TTS)
 	for _, u := range []string{a.WITIssuer, a.TTS, b.WITIssuer, b.TTS} {
-		code, err := getStatus(ctx, hc, u+tts.PathReadyz)
+		code, err := getStatus(ctx, f.hc, u+tts.PathReadyz)
 		p.check(err == nil && code == http.StatusOK, "ready: "+u, code, err)
 	}
-	mdA, err := tts.Discover(ctx, hc, a.TTS)
-	if !p.check(err == nil && slices.Contains(mdA.IdentityChainingRequestedTokenTypesSupported, chaining.TokenTypeJWT),
+	return f.discover(ctx)
+}
+
+// discover reads the metadata of both TTSs and both WIT issuers.
+func (f *flow) discover(ctx context.Context) error {
+	p, a, b := f.p, f.a, f.b
+	var err error
+	f.mdA, err = tts.Discover(ctx, f.hc, a.TTS)
+	if !p.check(err == nil && slices.Contains(f.mdA.IdentityChainingRequestedTokenTypesSupported, chaining.TokenTypeJWT),
 		"TTS A's metadata names it as issuer and offers identity-chaining grants (AS A)", err) {
 		return fmt.Errorf("TTS A at %s does not issue identity-chaining grants", a.TTS)
 	}
-	mdB, err := tts.Discover(ctx, hc, b.TTS)
-	if !p.check(err == nil && slices.Contains(mdB.GrantTypesSupported, chaining.GrantTypeJWTBearer),
+	f.mdB, err = tts.Discover(ctx, f.hc, b.TTS)
+	if !p.check(err == nil && slices.Contains(f.mdB.GrantTypesSupported, chaining.GrantTypeJWTBearer),
 		"TTS B's metadata names it as issuer and offers the jwt-bearer grant (AS B)", err) {
 		return fmt.Errorf("TTS B at %s does not redeem grants", b.TTS)
 	}
-	witMD := map[string]*witissuer.Metadata{}
+	f.witMD = map[string]*witissuer.Metadata{}
 	for _, d := range []Domain{a, b} {
-		md, err := witissuer.Discover(ctx, hc, d.WITIssuer)
+		md, err := witissuer.Discover(ctx, f.hc, d.WITIssuer)
 		if !p.check(err == nil, "WIT issuer metadata of "+d.Name+" (issuance endpoint and JWKS on its own origin)", err) {
 			return fmt.Errorf("WIT issuer of %s: %w", d.Name, err)
 		}
-		witMD[d.Name] = md
+		f.witMD[d.Name] = md
 	}
+	return nil
+}
 
-	// Step 2: the workloads and their WITs.
+// getWITs is step 2: the workloads and their WITs.
+func (f *flow) getWITs(ctx context.Context) error {
+	p, a, b := f.p, f.a, f.b
 	p.stepf("Workloads get their WITs from their domain's issuer (a fresh key each)")
 	var wls []workload
 	for _, w := range []struct {
 		d         Domain
 		path, alg string
 	}{{a, "/agent/a1", keys.EdDSA}, {a, "/agent/a2", keys.ES256}, {a, "/tool/search", keys.EdDSA}, {b, "/agent/b1", keys.ES256}} {
-		wl, err := newWorkload(w.d, witMD[w.d.Name], w.path, w.alg, hc)
+		wl, err := newWorkload(w.d, f.witMD[w.d.Name], w.path, w.alg, f.hc)
 		if err != nil {
 			return err
 		}
 		wls = append(wls, wl)
 	}
-	a1, a2, t1, b1 := wls[0], wls[1], wls[2], wls[3]
-	witsA, witsAB := witValidator(ctx, hc, a), witValidator(ctx, hc, a, b)
+	f.a1, f.a2, f.t1, f.b1 = wls[0], wls[1], wls[2], wls[3]
+	f.witsA, f.witsAB = witValidator(ctx, f.hc, a), witValidator(ctx, f.hc, a, b)
 	for _, wl := range wls {
 		cred, err := wl.src.Credential(ctx)
 		if err != nil {
 			return fmt.Errorf("WIT for %s: %w", wl.id, err)
 		}
-		v, err := witsAB.Validate(ctx, cred.WIT)
+		v, err := f.witsAB.Validate(ctx, cred.WIT)
 		p.check(err == nil && v.Subject.Equal(wl.id), fmt.Sprintf("WIT of %s verifies through its issuer's JWKS (%s key)", wl.id, cred.Key.Alg()), err)
 	}
+	return nil
+}
 
-	// Participants as servers.
-	ttsAKeys := keys.NewLazyRemoteSet(ctx, mdA.JWKSURI, 100*time.Millisecond, time.Now, keys.WithHTTPClient(hc))
-	ttsBKeys := keys.NewLazyRemoteSet(ctx, mdB.JWKSURI, 100*time.Millisecond, time.Now, keys.WithHTTPClient(hc))
-	atA2, atTool := make(chan *dialog.Verified, 4), make(chan *dialog.Verified, 4)
-	a2Srv, err := listen()
-	if err != nil {
-		return err
+// startServers starts the participants that are servers: A2 and the tool in domain A,
+// B1 (with its handoff receiver and the acceptor of linked dialogs) in domain B.
+func (f *flow) startServers(ctx context.Context) error {
+	a, b := f.a, f.b
+	ttsAKeys := keys.NewLazyRemoteSet(ctx, f.mdA.JWKSURI, 100*time.Millisecond, time.Now, keys.WithHTTPClient(f.hc))
+	f.ttsBKeys = keys.NewLazyRemoteSet(ctx, f.mdB.JWKSURI, 100*time.Millisecond, time.Now, keys.WithHTTPClient(f.hc))
+	f.atA2, f.atTool = make(chan *dialog.Verified, 4), make(chan *dialog.Verified, 4)
+	for _, s := range []**server{&f.a2Srv, &f.toolSrv, &f.b1Srv} {
+		srv, err := listen()
+		if err != nil {
+			return err
+		}
+		*s = srv
+		f.servers = append(f.servers, srv)
 	}
-	servers = append(servers, a2Srv)
-	toolSrv, err := listen()
-	if err != nil {
-		return err
-	}
-	servers = append(servers, toolSrv)
-	b1Srv, err := listen()
-	if err != nil {
-		return err
-	}
-	servers = append(servers, b1Srv)
-	a2Srv.serve(receiver(a2Srv.URL+"/task", a2, witsA, tts.NewVerifier(ttsAKeys, a.Name), true, nil).Middleware(
+	atA2, atTool := f.atA2, f.atTool
+	f.a2Srv.serve(receiver(f.a2Srv.URL+"/task", f.a2, f.witsA, tts.NewVerifier(ttsAKeys, a.Name), true, nil).Middleware(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { atA2 <- dialog.FromRequest(r); okJSON(w) })))
-	toolSrv.serve(receiver(toolSrv.URL+"/invoke", t1, witsA, tts.NewVerifier(ttsAKeys, a.Name), false, nil).Middleware(
+	f.toolSrv.serve(receiver(f.toolSrv.URL+"/invoke", f.t1, f.witsA, tts.NewVerifier(ttsAKeys, a.Name), false, nil).Middleware(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { atTool <- dialog.FromRequest(r); okJSON(w) })))
 
 	// Handoff keys: the AgentIds are the workload identifiers.
-	a2HK, _ := keys.Generate(keys.ES256)
+	f.a2HK, _ = keys.Generate(keys.ES256)
 	b1HK, _ := keys.Generate(keys.ES256)
-	htrust := handoff.NewStaticTrust()
-	_ = htrust.Bind(a2.id.String(), a2HK.Public())
-	_ = htrust.Bind(b1.id.String(), b1HK.Public())
-	b1Handoffs := handoff.NewReceiver(b1.id.String(), htrust, store.NewMemoryRecords(), handoff.WithStatusKey(b1HK), handoff.WithGrantRequired())
+	f.htrust = handoff.NewStaticTrust()
+	_ = f.htrust.Bind(f.a2.id.String(), f.a2HK.Public())
+	_ = f.htrust.Bind(f.b1.id.String(), b1HK.Public())
+	// The handoff keys were made just above, with these records: no offer can predate
+	// them, so nothing was lost (section 8.4 does not apply).
+	b1Handoffs := handoff.NewReceiver(f.b1.id.String(), f.htrust, store.NewMemoryRecords(), handoff.WithStatusKey(b1HK), handoff.WithGrantRequired(),
+		handoff.WithRecordsLostAt(time.Time{}))
 	acceptor := &agent.LinkAcceptor{
-		TTS:          &tts.Client{TokenEndpoint: mdB.TokenEndpoint, WITSource: b1.src, Proof: tts.ProofHTTPSig, HTTPClient: hc},
-		AccessTokens: &chaining.AccessTokenVerifier{Keys: ttsBKeys, Issuer: b.TTS, Audience: b.Name},
+		TTS:          &tts.Client{TokenEndpoint: f.mdB.TokenEndpoint, WITSource: f.b1.src, Proof: tts.ProofHTTPSig, HTTPClient: f.hc},
+		AccessTokens: &chaining.AccessTokenVerifier{Keys: f.ttsBKeys, Issuer: b.TTS, Audience: b.Name},
 		TrustDomain:  b.Name,
 	}
-	atB1 := make(chan b1Event, 4)
-	b1Srv.serve(rec.wrap(receiver(b1Srv.URL+"/a2a", b1, witsAB, nil, true, b1Handoffs).Middleware(b1Handler(acceptor, b1Handoffs, atB1))))
+	f.atB1 = make(chan b1Event, 4)
+	f.b1Srv.serve(f.rec.wrap(receiver(f.b1Srv.URL+"/a2a", f.b1, f.witsAB, nil, true, b1Handoffs).Middleware(b1Handler(acceptor, b1Handoffs, f.atB1))))
+	return nil
+}
 
-	// Step 3: D1.
+// startD1 is step 3: A1 starts D1 with A2.
+func (f *flow) startD1(ctx context.Context) error {
+	p, a, b, a1 := f.p, f.a, f.b, f.a1
 	p.stepf("A1 starts dialog D1 with A2: a signed request with a Txn-Token from TTS A recording D1")
-	a1Tokens := agent.NewTTSSource(&tts.Client{TokenEndpoint: mdA.TokenEndpoint, WITSource: a1.src, Proof: tts.ProofHTTPSig, HTTPClient: hc},
+	a1Tokens := agent.NewTTSSource(&tts.Client{TokenEndpoint: f.mdA.TokenEndpoint, WITSource: a1.src, Proof: tts.ProofHTTPSig, HTTPClient: f.hc},
 		a.Name, "trip.read trip.book", selfSigned(a, a1), nil)
-	a1Agent := &agent.Agent{Self: a1.id, Client: &http.Client{Transport: transport(a1, a1Tokens, witsA, hc)}}
-	res, d1, err := a1Agent.Start(ctx, post(a2Srv.URL+"/task", `{"task":"plan a trip to `+b.Name+`"}`), "")
+	a1Agent := &agent.Agent{Self: a1.id, Client: &http.Client{Transport: transport(a1, a1Tokens, f.witsA, f.hc)}}
+	res, d1, err := a1Agent.Start(ctx, post(f.a2Srv.URL+"/task", `{"task":"plan a trip to `+b.Name+`"}`), "")
 	if !p.check(err == nil && res.StatusCode == 200, "A2 answered with a signed response that echoes D1 (A1 verified it)", err) {
 		return fmt.Errorf("D1 not established: %v", err)
 	}
 	res.Body.Close()
-	v := <-atA2
+	v := <-f.atA2
+	f.d1, f.atA2First = d1, v
 	p.info("D1 = %s", d1.DLG())
 	p.check(v.Sender.Equal(a1.id), "A2: the request was signed by A1's WIT key (who sent it)")
 	p.check(v.Outcome == dialog.Established && v.Context.Initiator().Equal(a1.id), "A2: created D1 with A1 as initiator (section 5)")
 	p.check(v.Txn != nil && v.Txn.Dialog() == d1.DLG(), "A2: the Txn-Token records D1 in tctx.dlg (what it may do, in which dialog)")
+	return nil
+}
 
-	// Step 4: the tool call in D1.
+// callTool is step 4: A2 calls the tool in D1.
+func (f *flow) callTool(ctx context.Context) error {
+	p, a2, d1, v := f.p, f.a2, f.d1, f.atA2First
 	p.stepf("A2 calls the tool in D1, forwarding the Txn-Token and A1's proof as provenance")
 	prov, err := v.Forward()
 	if err != nil {
 		return err
 	}
-	a2Agent := &agent.Agent{Self: a2.id, Client: &http.Client{Transport: transport(a2, agent.Forwarded(v.TxnToken), witsA, hc)}}
-	res, err = a2Agent.Continue(ctx, post(toolSrv.URL+"/invoke", `{"query":"hotels in `+b.Name+`"}`), d1, prov)
+	a2Agent := &agent.Agent{Self: a2.id, Client: &http.Client{Transport: transport(a2, agent.Forwarded(v.TxnToken), f.witsA, f.hc)}}
+	res, err := a2Agent.Continue(ctx, post(f.toolSrv.URL+"/invoke", `{"query":"hotels in `+f.b.Name+`"}`), d1, prov)
 	if !p.check(err == nil && res.StatusCode == 200, "the tool accepted the call", err) {
 		return fmt.Errorf("tool call failed: %v", err)
 	}
 	res.Body.Close()
-	tv := <-atTool
+	tv := <-f.atTool
 	p.check(tv.Sender.Equal(a2.id), "tool: who sent it: A2 (its HTTP signature covers Dialog-Context and Txn-Token)")
 	p.check(tv.Txn != nil && tv.Txn.Dialog() == d1.DLG() && tv.Context.DLG() == d1.DLG(), "tool: the Txn-Token's dialog and the Dialog-Context agree: D1")
-	p.check(tv.InitiatorVerified && tv.Chain != nil && tv.Chain.Hops[0].Equal(a1.id), "tool: A1 initiated D1, proved by A1's own signature carried as provenance")
+	p.check(tv.InitiatorVerified && tv.Chain != nil && tv.Chain.Hops[0].Equal(f.a1.id), "tool: A1 initiated D1, proved by A1's own signature carried as provenance")
 	p.check(tv.Outcome == 0, "tool: stateless, it created no dialog")
+	return nil
+}
 
-	// Step 5: chaining and the linked dialog with a handoff.
+// handOff is step 5: identity chaining and the linked dialog D2 with a signed handoff.
+func (f *flow) handOff(ctx context.Context) error {
+	p, a2, b1 := f.p, f.a2, f.b1
 	p.stepf("A2 hands work to B1 across the trust boundary: grant from AS A, access token from AS B, new dialog D2")
-	delegator, err := handoff.NewDelegator(handoff.DelegatorConfig{Self: a2.id.String(), Key: a2HK, Trust: htrust})
+	delegator, err := handoff.NewDelegator(handoff.DelegatorConfig{Self: a2.id.String(), Key: f.a2HK, Trust: f.htrust})
 	if err != nil {
 		return err
 	}
-	var offer *handoff.Handoff
-	linker := &agent.Linker{Self: a2.id, Transport: transport(a2, nil, witsAB, hc), Tokens: &chaining.Client{HTTPClient: hc}}
+	f.delegator = delegator
+	linker := &agent.Linker{Self: a2.id, Transport: transport(a2, nil, f.witsAB, f.hc), Tokens: &chaining.Client{HTTPClient: f.hc}}
 	linked, err := linker.Link(ctx, agent.LinkConfig{
-		TxnToken: v.TxnToken, GrantEndpoint: mdA.TokenEndpoint, PeerIssuer: b.TTS, PeerTokenEndpoint: mdB.TokenEndpoint,
-		Scope: "trip.book", Request: post(b1Srv.URL+"/a2a", "{}"),
+		TxnToken: f.atA2First.TxnToken, GrantEndpoint: f.mdA.TokenEndpoint, PeerIssuer: f.b.TTS, PeerTokenEndpoint: f.mdB.TokenEndpoint,
+		Scope: "trip.book", Request: post(f.b1Srv.URL+"/a2a", "{}"),
 		Body: func(accessToken, dlg string) ([]byte, error) {
 			g := handoff.BindGrant([]byte(accessToken))
 			task := "book the hotel"
@@ -283,15 +354,16 @@ func run(ctx context.Context, p *printer, topo Topology) error {
 			if err != nil {
 				return nil, err
 			}
-			offer = h
+			f.offer = h
 			return agent.A2AMessageSend(1, json.RawMessage(`{"role":"user","parts":[{"kind":"text","text":"book the hotel"}],"messageId":"m1"}`), h)
 		},
 	})
 	if !p.check(err == nil, "AS A issued a grant for AS B; AS B redeemed it for a domain-B access token; B1 answered D2's first request", err) {
 		return fmt.Errorf("linked dialog failed: %v", err)
 	}
-	defer linked.Response.Body.Close()
-	ev := <-atB1
+	f.linked = linked
+	ev := <-f.atB1
+	f.b1First = ev
 	p.info("D2 = %s", linked.Dialog.DLG())
 	p.check(ev.v != nil && ev.v.Sender.Equal(a2.id), "B1: the request was signed by A2, whose WIT B1 verified with domain A's issuer keys")
 	p.check(ev.v != nil && ev.v.Outcome == dialog.Established && ev.v.Context.Initiator().Equal(a2.id), "B1: created D2 with A2 as initiator")
@@ -301,69 +373,87 @@ func run(ctx context.Context, p *printer, topo Topology) error {
 		p.check(o.Dialog == linked.Dialog.DLG(), "B1: the offer's dialog is D2, the request's Dialog-Context")
 		p.check(o.Grant != nil && o.Grant.Val == handoff.BindGrant([]byte(linked.AccessToken)).Val, "B1: the offer's grant is the SHA-256 of the access token that came with the request")
 	}
+	return nil
+}
 
-	// Step 6: B1's Txn-Token for D2.
+// checkB1TxnToken is step 6: B1's Txn-Token of domain B, for D2.
+func (f *flow) checkB1TxnToken(ctx context.Context) error {
+	p, ev := f.p, f.b1First
 	p.stepf("B1 exchanges the access token at TTS B for a Txn-Token of domain B recording D2")
 	if p.check(ev.acc != nil, "TTS B issued the Txn-Token", ev.err) {
-		claims, err := tts.NewVerifier(ttsBKeys, b.Name).Verify(ctx, ev.acc.TxnToken.AccessToken)
-		p.check(err == nil && claims.Dialog() == linked.Dialog.DLG(), "the domain-B Txn-Token verifies through TTS B's JWKS and records D2 in tctx.dlg", err)
+		claims, err := tts.NewVerifier(f.ttsBKeys, f.b.Name).Verify(ctx, ev.acc.TxnToken.AccessToken)
+		p.check(err == nil && claims.Dialog() == f.linked.Dialog.DLG(), "the domain-B Txn-Token verifies through TTS B's JWKS and records D2 in tctx.dlg", err)
 		if err == nil {
 			p.info("sub %q, scope %q, req_wl %s", claims.Sub, claims.Scope, claims.ReqWL)
 		}
 	}
+	return nil
+}
 
-	// Step 7: the statuses back.
+// collectStatuses is step 7: the handoff statuses come back to A2.
+func (f *flow) collectStatuses(ctx context.Context) error {
+	p, linked := f.p, f.linked
 	p.stepf("The handoff statuses come back to A2, signed by B1")
 	body, _ := io.ReadAll(linked.Response.Body)
 	if st, err := taskStatus(body); p.check(err == nil, "B1's answer carries a signed status", err) {
-		up, err := delegator.HandleStatus(ctx, *st)
+		up, err := f.delegator.HandleStatus(ctx, *st)
 		p.check(err == nil && up.Hop.State == handoff.StateAccepted, "A2 verified B1's \"accepted\" status for its offer", err)
 	}
 	// A2 asks for the task's outcome in D2, with the access token again.
-	getReq := post(b1Srv.URL+"/a2a", fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":%q}}`, hopOf(offer)))
+	getReq := post(f.b1Srv.URL+"/a2a", fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":%q}}`, hopOf(f.offer)))
 	getReq.Header.Set("Authorization", "Bearer "+linked.AccessToken)
-	linkedAgent := &agent.Agent{Self: a2.id, Client: &http.Client{Transport: pinnedTransport(a2, linked.Credential, witsAB, hc)}}
-	res, err = linkedAgent.Continue(ctx, getReq, linked.Dialog, nil)
+	linkedAgent := &agent.Agent{Self: f.a2.id, Client: &http.Client{Transport: pinnedTransport(f.a2, linked.Credential, f.witsAB, f.hc)}}
+	res, err := linkedAgent.Continue(ctx, getReq, linked.Dialog, nil)
 	if p.check(err == nil && res.StatusCode == 200, "A2 continued D2 with B1 (tasks/get)", err) {
 		body, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		<-atB1
+		<-f.atB1
 		if st, err := taskStatus(body); p.check(err == nil, "B1's answer carries the final signed status", err) {
-			up, err := delegator.HandleStatus(ctx, *st)
+			up, err := f.delegator.HandleStatus(ctx, *st)
 			p.check(err == nil && up.Hop.State == handoff.StateCompleted, "A2 verified B1's \"completed\" status: the hop is resolved", err)
 		}
 	}
+	return nil
+}
 
-	// Step 8: domain separation.
+// checkSeparation is step 8: nothing of D1 crossed into domain B.
+func (f *flow) checkSeparation(context.Context) error {
+	p, rec, linked := f.p, f.rec, f.linked
+	d1, txnA := f.d1.DLG(), f.atA2First.TxnToken
 	p.stepf("Domain separation: nothing of D1 crossed into domain B")
-	if ds.serverSide {
+	if f.ds.serverSide {
 		p.info("%d requests reached domain B's servers (recorded by WIT issuer B, TTS B and B1 themselves)", rec.count())
 	} else {
 		p.info("%d requests reached domain B (recorded by B1 itself, and as the workloads sent them for WIT issuer B and TTS B)", rec.count())
 	}
 	p.check(rec.contains(linked.Dialog.DLG()) && rec.contains(linked.AccessToken),
 		"the record holds D2's identifier and the domain-B access token: it saw the requests of D2")
-	p.check(!rec.contains(d1.DLG()), "D1's identifier never reached domain B")
-	p.check(!rec.contains(v.TxnToken), "the domain-A Txn-Token never reached domain B")
-	p.check(!rec.contains(tts.Hash(v.TxnToken)), "not even its hash")
-	if !ds.serverSide {
-		// The deployed services run in other processes: what reached them from anywhere
-		// but this process is seen only through TTS B's log, which names every subject
-		// token by its hash and every dialog it issued a Txn-Token for.
-		if b.TTSLog == "" {
-			p.skip("TTS B's own record of what reached it", "no log file named (DIALOGTRUST_LOCAL_B_TTS_LOG)")
-		} else {
-			log, err := os.ReadFile(b.TTSLog)
-			if p.check(err == nil && bytes.Contains(log, []byte(tts.Hash(linked.AccessToken))) && bytes.Contains(log, []byte(linked.Dialog.DLG())),
-				"TTS B's log records B1's exchange (D2, the access token's hash): it is the log of what reached TTS B", b.TTSLog, err) {
-				p.check(!bytes.Contains(log, []byte(d1.DLG())), "TTS B's log never names D1")
-				p.check(!bytes.Contains(log, []byte(v.TxnToken)) && !bytes.Contains(log, []byte(tts.Hash(v.TxnToken))),
-					"TTS B's log has neither the domain-A Txn-Token nor its hash")
-			}
-		}
+	p.check(!rec.contains(d1), "D1's identifier never reached domain B")
+	p.check(!rec.contains(txnA), "the domain-A Txn-Token never reached domain B")
+	p.check(!rec.contains(tts.Hash(txnA)), "not even its hash")
+	if !f.ds.serverSide {
+		f.checkTTSBLog(d1, txnA)
 		p.skip("what reached WIT issuer B from other processes", "a deployed service in another process, and its log does not record request contents; the in-process demo records it")
 	}
 	return nil
+}
+
+// checkTTSBLog: the deployed services run in other processes, so what reached them
+// from anywhere but this process is seen only through TTS B's log, which names every
+// subject token by its hash and every dialog it issued a Txn-Token for.
+func (f *flow) checkTTSBLog(d1, txnA string) {
+	p, b, linked := f.p, f.b, f.linked
+	if b.TTSLog == "" {
+		p.skip("TTS B's own record of what reached it", "no log file named (DIALOGTRUST_LOCAL_B_TTS_LOG)")
+		return
+	}
+	log, err := os.ReadFile(b.TTSLog)
+	if p.check(err == nil && bytes.Contains(log, []byte(tts.Hash(linked.AccessToken))) && bytes.Contains(log, []byte(linked.Dialog.DLG())),
+		"TTS B's log records B1's exchange (D2, the access token's hash): it is the log of what reached TTS B", b.TTSLog, err) {
+		p.check(!bytes.Contains(log, []byte(d1)), "TTS B's log never names D1")
+		p.check(!bytes.Contains(log, []byte(txnA)) && !bytes.Contains(log, []byte(tts.Hash(txnA))),
+			"TTS B's log has neither the domain-A Txn-Token nor its hash")
+	}
 }
 
 // getStatus is the status code of GET u.

@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// vectorDir is shared/conformance/wimsey beside the repository (as laid out for CI).
+// vectorDir is shared/conformance/wimsey beside the repository (as laid out for CI),
+// five levels up from cmd/dialogtrust/internal/conformance.
 func vectorDir(t *testing.T) string {
-	d, _ := filepath.Abs("../../../shared/conformance/wimsey")
+	d, _ := filepath.Abs("../../../../../shared/conformance/wimsey")
 	if _, err := os.Stat(filepath.Join(d, "manifest.json")); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("conformance vectors not found at %s", d)

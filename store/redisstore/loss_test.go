@@ -1,4 +1,4 @@
-package store
+package redisstore
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/store/storetest"
 )
 
 // ownRedis is a redis-server of the test's own, without persistence, so that it can be
@@ -64,7 +65,7 @@ func (r *ownRedis) start() {
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatal(err)
 	}
-	client := NewRedisClient([]string{r.addr()}, false)
+	client := NewClient([]string{r.addr()}, false)
 	defer client.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -114,11 +115,11 @@ func wantLost(t *testing.T, err error, what string) {
 func TestRedisRestartWithoutPersistenceIsSeen(t *testing.T) {
 	srv := startOwnRedis(t)
 	clock := newTestClock()
-	client := NewRedisClient([]string{srv.addr()}, false)
+	client := NewClient([]string{srv.addr()}, false)
 	defer client.Close()
 	var losses []LossEvent
 	var lossMu sync.Mutex
-	a := NewRedis(client, WithLossQuarantine(2*time.Minute), WithRedisClock(clock.now), WithLossHook(func(e LossEvent) {
+	a := NewReplay(client, WithLossQuarantine(2*time.Minute), WithClock(clock.now), WithLossHook(func(e LossEvent) {
 		lossMu.Lock()
 		defer lossMu.Unlock()
 		losses = append(losses, e)
@@ -127,9 +128,9 @@ func TestRedisRestartWithoutPersistenceIsSeen(t *testing.T) {
 	jtis := make([]string, 40)
 	for i := range jtis {
 		jtis[i] = fmt.Sprintf("jti-%d", i)
-		mustClaim(t, a, jtis[i], time.Minute)
+		storetest.MustClaim(t, a, jtis[i], time.Minute)
 	}
-	wantReplayed(t, a.Claim(ctx, jtis[0], time.Minute), "before the restart")
+	storetest.WantReplayed(t, a.Claim(ctx, jtis[0], time.Minute), "before the restart")
 
 	srv.kill()
 	srv.start()
@@ -155,7 +156,7 @@ func TestRedisRestartWithoutPersistenceIsSeen(t *testing.T) {
 	lossMu.Unlock()
 	// A broker started after the restart honours the quarantine the first one recorded
 	// in the tags it saw.
-	b := NewRedis(NewRedisClient([]string{srv.addr()}, false), WithLossQuarantine(2*time.Minute), WithRedisClock(clock.now))
+	b := NewReplay(NewClient([]string{srv.addr()}, false), WithLossQuarantine(2*time.Minute), WithClock(clock.now))
 	for _, j := range jtis {
 		wantLost(t, b.Claim(ctx, j, time.Minute), "replay at a new broker of "+j)
 	}
@@ -163,8 +164,8 @@ func TestRedisRestartWithoutPersistenceIsSeen(t *testing.T) {
 	// replay protection.
 	clock.advance(2*time.Minute + time.Second)
 	for _, j := range jtis {
-		mustClaim(t, b, j, time.Minute)
-		wantReplayed(t, a.Claim(ctx, j, time.Minute), "after the quarantine, "+j+" again")
+		storetest.MustClaim(t, b, j, time.Minute)
+		storetest.WantReplayed(t, a.Claim(ctx, j, time.Minute), "after the quarantine, "+j+" again")
 	}
 }
 
@@ -173,9 +174,9 @@ func TestRedisRestartWithoutPersistenceIsSeen(t *testing.T) {
 func TestRedisQuarantineCoversLongestClaim(t *testing.T) {
 	client, prefix := newTestRedis(t, testRedisAddr(t))
 	clock := newTestClock()
-	r := NewRedis(client, WithPrefix(prefix), WithLossQuarantine(time.Second), WithRedisClock(clock.now))
+	r := NewReplay(client, WithPrefix(prefix), WithLossQuarantine(time.Second), WithClock(clock.now))
 	ctx := context.Background()
-	mustClaim(t, r, "long", 10*time.Minute)
+	storetest.MustClaim(t, r, "long", 10*time.Minute)
 	tag, k := r.keyTag("long")
 	// The tag's data is lost: its epoch and the claim.
 	if err := client.Del(ctx, r.epochKey(tag), k).Err(); err != nil {
@@ -185,7 +186,7 @@ func TestRedisQuarantineCoversLongestClaim(t *testing.T) {
 	clock.advance(5 * time.Minute)
 	wantLost(t, r.Claim(ctx, "long", 10*time.Minute), "5 minutes later (the claim lived 10)")
 	clock.advance(5*time.Minute + 2*time.Second)
-	mustClaim(t, r, "long", 10*time.Minute)
+	storetest.MustClaim(t, r, "long", 10*time.Minute)
 }
 
 // A broker that knew nothing may start a tag again after a loss (it cannot tell an
@@ -194,15 +195,15 @@ func TestRedisQuarantineCoversLongestClaim(t *testing.T) {
 func TestRedisLossSeenLateThroughAFreshEpoch(t *testing.T) {
 	client, prefix := newTestRedis(t, testRedisAddr(t))
 	clock := newTestClock()
-	a := NewRedis(client, WithPrefix(prefix), WithLossQuarantine(time.Minute), WithRedisClock(clock.now))
+	a := NewReplay(client, WithPrefix(prefix), WithLossQuarantine(time.Minute), WithClock(clock.now))
 	ctx := context.Background()
-	mustClaim(t, a, "k1", time.Minute)
+	storetest.MustClaim(t, a, "k1", time.Minute)
 	tag, k := a.keyTag("k1")
 	if err := client.Del(ctx, a.epochKey(tag), k).Err(); err != nil {
 		t.Fatal(err)
 	}
-	fresh := NewRedis(client, WithPrefix(prefix), WithLossQuarantine(time.Minute), WithRedisClock(clock.now))
-	mustClaim(t, fresh, "k1", time.Minute) // accepted: nothing told the new broker
+	fresh := NewReplay(client, WithPrefix(prefix), WithLossQuarantine(time.Minute), WithClock(clock.now))
+	storetest.MustClaim(t, fresh, "k1", time.Minute) // accepted: nothing told the new broker
 	same := ""
 	for i := 0; same == ""; i++ {
 		if tg, _ := a.keyTag(fmt.Sprintf("k-%d", i)); tg == tag {
@@ -217,7 +218,7 @@ func TestRedisLossSeenLateThroughAFreshEpoch(t *testing.T) {
 			other = fmt.Sprintf("o-%d", i)
 		}
 	}
-	mustClaim(t, a, other, time.Minute) // other tags lost nothing
+	storetest.MustClaim(t, a, other, time.Minute) // other tags lost nothing
 }
 
 // failFirstPipeline fails the first pipeline the client sends (the store's read of
@@ -248,8 +249,8 @@ func TestRedisEpochReadFailureDoesNotFailClaims(t *testing.T) {
 	hook := &failFirstPipeline{}
 	client.AddHook(hook)
 	clock := newTestClock()
-	r := NewRedis(client, WithPrefix(prefix), WithRedisClock(clock.now))
-	mustClaim(t, r, "first", time.Minute)
+	r := NewReplay(client, WithPrefix(prefix), WithClock(clock.now))
+	storetest.MustClaim(t, r, "first", time.Minute)
 	if !hook.failed.Load() || r.learned.Load() {
 		t.Fatalf("the first read of the epochs did not fail as arranged (failed %v, learned %v)", hook.failed.Load(), r.learned.Load())
 	}
@@ -257,13 +258,13 @@ func TestRedisEpochReadFailureDoesNotFailClaims(t *testing.T) {
 	if r.epochs[tag].Load() == nil {
 		t.Fatal("the claim did not teach its tag's epoch")
 	}
-	wantReplayed(t, r.Claim(context.Background(), "first", time.Minute), "again")
-	mustClaim(t, r, "within-the-second", time.Minute)
+	storetest.WantReplayed(t, r.Claim(context.Background(), "first", time.Minute), "again")
+	storetest.MustClaim(t, r, "within-the-second", time.Minute)
 	if r.learned.Load() {
 		t.Fatal("the epochs were read again within a second")
 	}
 	clock.advance(time.Second) // the once-a-second limit, passed
-	mustClaim(t, r, "second", time.Minute)
+	storetest.MustClaim(t, r, "second", time.Minute)
 	if !r.learned.Load() {
 		t.Fatal("the epochs were not read again")
 	}

@@ -1,4 +1,4 @@
-package store
+package storetest
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/store"
 )
 
-// runReplayContract checks what every Replay must do. newStore returns a fresh store
+// RunReplay checks what every store.Replay must do. newStore returns a fresh store
 // and, when the store's clock can be moved, a function that moves it; a nil advance
-// skips the expiry step (Redis keeps its own clock; redis_test.go checks instead that
-// an expiry is set).
-func runReplayContract(t *testing.T, newStore func(t *testing.T) (s Replay, advance func(time.Duration))) {
+// skips the expiry step (Redis keeps its own clock; the redisstore tests check instead
+// that an expiry is set).
+func RunReplay(t *testing.T, newStore func(t *testing.T) (s store.Replay, advance func(time.Duration))) {
 	t.Helper()
 	ctx := context.Background()
 	const ttl = time.Minute
@@ -28,33 +29,33 @@ func runReplayContract(t *testing.T, newStore func(t *testing.T) (s Replay, adva
 
 	t.Run("SecondClaimIsReplay", func(t *testing.T) {
 		s, _ := newStore(t)
-		mustClaim(t, s, "jti-twice", ttl)
+		MustClaim(t, s, "jti-twice", ttl)
 		for i := range 3 {
-			wantReplayed(t, s.Claim(ctx, "jti-twice", ttl), fmt.Sprintf("claim %d", i+2))
+			WantReplayed(t, s.Claim(ctx, "jti-twice", ttl), fmt.Sprintf("claim %d", i+2))
 		}
 		// A different ttl does not make it a different claim.
-		wantReplayed(t, s.Claim(ctx, "jti-twice", time.Hour), "claim with another ttl")
+		WantReplayed(t, s.Claim(ctx, "jti-twice", time.Hour), "claim with another ttl")
 	})
 
 	t.Run("KeysAreIndependent", func(t *testing.T) {
 		s, _ := newStore(t)
-		mustClaim(t, s, "a", ttl)
-		mustClaim(t, s, "b", ttl)
+		MustClaim(t, s, "a", ttl)
+		MustClaim(t, s, "b", ttl)
 		// Keys that differ only in case, or by a byte, are different values.
-		mustClaim(t, s, "A", ttl)
-		mustClaim(t, s, "a ", ttl)
-		mustClaim(t, s, "{a}", ttl)
-		wantReplayed(t, s.Claim(ctx, "a", ttl), "a again")
-		wantReplayed(t, s.Claim(ctx, "b", ttl), "b again")
+		MustClaim(t, s, "A", ttl)
+		MustClaim(t, s, "a ", ttl)
+		MustClaim(t, s, "{a}", ttl)
+		WantReplayed(t, s.Claim(ctx, "a", ttl), "a again")
+		WantReplayed(t, s.Claim(ctx, "b", ttl), "b again")
 	})
 
 	t.Run("LongAndBinaryKeys", func(t *testing.T) {
 		s, _ := newStore(t)
 		long := string(make([]byte, 64<<10))
-		mustClaim(t, s, long, ttl)
-		wantReplayed(t, s.Claim(ctx, long, ttl), "long key again")
-		mustClaim(t, s, long+"x", ttl)
-		mustClaim(t, s, "\x00\xff\n", ttl)
+		MustClaim(t, s, long, ttl)
+		WantReplayed(t, s.Claim(ctx, long, ttl), "long key again")
+		MustClaim(t, s, long+"x", ttl)
+		MustClaim(t, s, "\x00\xff\n", ttl)
 	})
 
 	t.Run("ExpiryFreesKey", func(t *testing.T) {
@@ -62,12 +63,12 @@ func runReplayContract(t *testing.T, newStore func(t *testing.T) (s Replay, adva
 		if advance == nil {
 			t.Skip("the store keeps its own clock")
 		}
-		mustClaim(t, s, "jti-expiring", ttl)
+		MustClaim(t, s, "jti-expiring", ttl)
 		advance(ttl - time.Nanosecond)
-		wantReplayed(t, s.Claim(ctx, "jti-expiring", ttl), "just before expiry")
+		WantReplayed(t, s.Claim(ctx, "jti-expiring", ttl), "just before expiry")
 		advance(time.Nanosecond)
-		mustClaim(t, s, "jti-expiring", ttl)
-		wantReplayed(t, s.Claim(ctx, "jti-expiring", ttl), "claimed again after expiry")
+		MustClaim(t, s, "jti-expiring", ttl)
+		WantReplayed(t, s.Claim(ctx, "jti-expiring", ttl), "claimed again after expiry")
 	})
 
 	t.Run("ConcurrentClaimsOneWinner", func(t *testing.T) {
@@ -92,7 +93,7 @@ func runReplayContract(t *testing.T, newStore func(t *testing.T) (s Replay, adva
 					wins++
 					continue
 				}
-				wantReplayed(t, err, fmt.Sprintf("round %d goroutine %d", round, i))
+				WantReplayed(t, err, fmt.Sprintf("round %d goroutine %d", round, i))
 			}
 			if wins != 1 {
 				t.Fatalf("round %d: %d of %d concurrent claims succeeded, want exactly 1", round, wins, n)
@@ -119,8 +120,8 @@ func runReplayContract(t *testing.T, newStore func(t *testing.T) (s Replay, adva
 			}
 		}
 		// A rejected claim claims nothing.
-		mustClaim(t, s, "jti-zero-ttl", ttl)
-		mustClaim(t, s, "jti-negative-ttl", ttl)
+		MustClaim(t, s, "jti-zero-ttl", ttl)
+		MustClaim(t, s, "jti-negative-ttl", ttl)
 	})
 
 	t.Run("TinyTTLAccepted", func(t *testing.T) {
@@ -135,25 +136,27 @@ func runReplayContract(t *testing.T, newStore func(t *testing.T) (s Replay, adva
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		err := s.Claim(cctx, "jti-canceled", ttl)
-		wantUnavailable(t, err, "claim with canceled context")
+		WantUnavailable(t, err, "claim with canceled context")
 	})
 
 	t.Run("ExpiredDeadlineFailsClosed", func(t *testing.T) {
 		s, _ := newStore(t)
 		dctx, cancel := context.WithDeadline(ctx, time.Unix(0, 0))
 		defer cancel()
-		wantUnavailable(t, s.Claim(dctx, "jti-deadline", ttl), "claim past deadline")
+		WantUnavailable(t, s.Claim(dctx, "jti-deadline", ttl), "claim past deadline")
 	})
 }
 
-func mustClaim(t *testing.T, s Replay, key string, ttl time.Duration) {
+// MustClaim claims key and fails the test unless the claim succeeds.
+func MustClaim(t *testing.T, s store.Replay, key string, ttl time.Duration) {
 	t.Helper()
 	if err := s.Claim(context.Background(), key, ttl); err != nil {
 		t.Fatalf("claim %.20q: %v", key, err)
 	}
 }
 
-func wantReplayed(t *testing.T, err error, what string) {
+// WantReplayed fails the test unless err is a failed errcode.Replayed.
+func WantReplayed(t *testing.T, err error, what string) {
 	t.Helper()
 	if !errcode.Is(err, errcode.Replayed) || errcode.KindOf(err) != errcode.Failed {
 		t.Fatalf("%s: got %v (code %q, kind %v), want failed %q", what, err,
@@ -161,7 +164,9 @@ func wantReplayed(t *testing.T, err error, what string) {
 	}
 }
 
-func wantUnavailable(t *testing.T, err error, what string) {
+// WantUnavailable fails the test unless err is an incomplete errcode.StoreUnavailable:
+// the store could not answer and failed closed.
+func WantUnavailable(t *testing.T, err error, what string) {
 	t.Helper()
 	if !errcode.Is(err, errcode.StoreUnavailable) || errcode.KindOf(err) != errcode.Incomplete {
 		t.Fatalf("%s: got %v (code %q, kind %v), want incomplete %q", what, err,
