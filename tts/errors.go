@@ -1,10 +1,8 @@
 package tts
 
 import (
-	"encoding/json"
 	"net/http"
 
-	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/oauth"
 )
 
@@ -54,23 +52,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error, oauthErr stri
 	oauth.WriteErrorAs(w, r, err, oauthErr, status)
 }
 
-// ReadError turns a token endpoint's error document back into an *errcode.Error with
-// the remote code and kind (clients use it).
-func ReadError(status int, body []byte) error {
-	var d ErrorResponse
-	if err := json.Unmarshal(body, &d); err != nil || d.Error == "" {
-		if status == http.StatusServiceUnavailable {
-			return errcode.Unavailable(errcode.Unmapped, nil, "HTTP %d without an error document", status)
-		}
-		return errcode.New(errcode.Unmapped, "HTTP %d without an error document", status)
-	}
-	code := errcode.Code(d.Code)
-	if code == "" {
-		code = errcode.Unmapped
-	}
-	kind := errcode.Failed
-	if d.Kind == errcode.Incomplete.String() {
-		kind = errcode.Incomplete
-	}
-	return &errcode.Error{Code: code, Kind: kind, Detail: "token endpoint: " + d.Error + ": " + d.ErrorDescription}
-}
+// ReadError turns a token endpoint's error document back into an *errcode.Error.
+//
+// Deprecated: use oauth.ReadError.
+func ReadError(status int, body []byte) error { return oauth.ReadError(status, body) }
