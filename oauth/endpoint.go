@@ -62,7 +62,12 @@ type Record struct {
 	// handler knows it already; Detail is the handler's own (what else its log line
 	// says).
 	SubjectSHA256 string
-	Detail        any
+	// KID is the key that signed the issued token.
+	KID string
+	// Token is room for a handler's TokenResponse (Handle may return &rec.Token), so
+	// that the Txn-Token response costs no allocation of its own.
+	Token  TokenResponse
+	Detail any
 }
 
 // Observer is told every outcome of the endpoint (issued when Err is nil, refused
@@ -124,10 +129,16 @@ func (e *Endpoint) route(tr *TokenRequest) Handler {
 
 // ServeHTTP implements http.Handler.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rec := &Record{Start: time.Now(), RequestID: reqid.Set(w, r)}
+	// The record and the parsed request in one allocation.
+	both := &struct {
+		rec Record
+		tr  TokenRequest
+	}{}
+	rec := &both.rec
+	rec.Start, rec.RequestID = time.Now(), reqid.Set(w, r)
 	ctx := r.Context()
 	h := e.cfg.Fallback
-	tr, err := e.read(w, r)
+	tr, err := e.read(w, r, &both.tr)
 	if err == nil {
 		h = e.route(tr)
 	}
@@ -165,7 +176,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // read checks the Content-Type, reads the bounded body once, puts a reader over it back
 // for the authenticators (Content-Digest) and parses it.
-func (e *Endpoint) read(w http.ResponseWriter, r *http.Request) (*TokenRequest, error) {
+func (e *Endpoint) read(w http.ResponseWriter, r *http.Request, tr *TokenRequest) (*TokenRequest, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "application/x-www-form-urlencoded" && !isFormType(ct) {
 		return nil, At(StageRequest, errcode.New(errcode.InvalidRequest, "Content-Type must be application/x-www-form-urlencoded"))
 	}
@@ -186,8 +197,7 @@ func (e *Endpoint) read(w http.ResponseWriter, r *http.Request) (*TokenRequest, 
 	r.ContentLength = int64(len(body))
 	// The body is read-only from here on (the authenticators get a reader over it), so
 	// the request is parsed from a string view of it rather than a copy.
-	tr, err := parseTokenRequest(unsafe.String(unsafe.SliceData(body), len(body)))
-	if err != nil {
+	if err := parseInto(tr, unsafe.String(unsafe.SliceData(body), len(body))); err != nil {
 		return nil, At(StageRequest, err)
 	}
 	return tr, nil

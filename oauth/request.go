@@ -146,15 +146,25 @@ func ParseTokenRequest(body []byte) (*TokenRequest, error) {
 // without escapes is a substring of it, one with escapes is unescaped into a string of
 // its own.
 func parseTokenRequest(rest string) (*TokenRequest, error) {
+	r := new(TokenRequest)
+	if err := parseInto(r, rest); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// parseInto is parseTokenRequest into *r, which must be zero (the endpoint allocates
+// it with the request's Record).
+func parseInto(r *TokenRequest, rest string) error {
 	parses.Add(1)
 	if len(rest) > DefaultMaxBodySize {
-		return nil, errcode.New(errcode.BodyTooLarge, "request body over %d octets", DefaultMaxBodySize)
+		return errcode.New(errcode.BodyTooLarge, "request body over %d octets", DefaultMaxBodySize)
 	}
-	r := &TokenRequest{bodySize: len(rest)}
+	r.bodySize = len(rest)
 	var others []string
 	for n := 0; rest != ""; n++ {
 		if n >= maxParams {
-			return nil, invalid("more than %d parameters", maxParams)
+			return invalid("more than %d parameters", maxParams)
 		}
 		var pair string
 		pair, rest, _ = strings.Cut(rest, "&")
@@ -164,13 +174,13 @@ func parseTokenRequest(rest string) (*TokenRequest, error) {
 		rawName, rawValue, _ := strings.Cut(pair, "=")
 		name, err := unescape(rawName)
 		if err != nil {
-			return nil, errcode.Wrap(errcode.InvalidRequest, err, "the body is not application/x-www-form-urlencoded")
+			return errcode.Wrap(errcode.InvalidRequest, err, "the body is not application/x-www-form-urlencoded")
 		}
 		i := paramIndex(name)
 		if i < 0 || i >= nStrict {
 			// A loose or unknown parameter: only its repetition is refused here.
 			if i >= 0 && r.present&(1<<i) != 0 || i < 0 && slices.Contains(others, name) {
-				return nil, invalid("parameter %q appears more than once", truncate(name))
+				return invalid("parameter %q appears more than once", truncate(name))
 			}
 			if i < 0 {
 				others = append(others, name)
@@ -186,20 +196,20 @@ func parseTokenRequest(rest string) (*TokenRequest, error) {
 			continue
 		}
 		if r.present&(1<<i) != 0 {
-			return nil, invalid("parameter %s appears more than once", name)
+			return invalid("parameter %s appears more than once", name)
 		}
 		if len(rawValue) > 3*paramMax[i] {
-			return nil, invalid("parameter %s is over %d octets", name, paramMax[i])
+			return invalid("parameter %s is over %d octets", name, paramMax[i])
 		}
 		v, err := unescape(rawValue)
 		if err != nil {
-			return nil, errcode.Wrap(errcode.InvalidRequest, err, "the body is not application/x-www-form-urlencoded")
+			return errcode.Wrap(errcode.InvalidRequest, err, "the body is not application/x-www-form-urlencoded")
 		}
 		if len(v) > paramMax[i] {
-			return nil, invalid("parameter %s is over %d octets", name, paramMax[i])
+			return invalid("parameter %s is over %d octets", name, paramMax[i])
 		}
 		if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
-			return nil, invalid("parameter %s is not valid UTF-8 text", name)
+			return invalid("parameter %s is not valid UTF-8 text", name)
 		}
 		r.vals[i], r.present = v, r.present|1<<i
 	}
@@ -210,10 +220,10 @@ func parseTokenRequest(rest string) (*TokenRequest, error) {
 	if r.present&(1<<pScope) != 0 {
 		var err error
 		if r.Scope, err = ParseScope(v[pScope]); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // noteUnknown keeps what CheckBounds needs to know of a parameter no grant reads.

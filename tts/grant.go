@@ -28,13 +28,6 @@ func (txnGrant) Match(tr *oauth.TokenRequest) bool {
 	return tr.GrantType == GrantTypeTokenExchange && (tr.RequestedTokenType == TokenTypeTxnToken || tr.RequestedTokenType == TokenTypeTxnToken08)
 }
 
-// txnResponse is the Txn-Token response with what the log line says of it.
-type txnResponse struct {
-	oauth.TokenResponse
-	claims *txntoken.Claims
-	kid    string
-}
-
 // Handle implements oauth.Handler. It runs one token request through its steps, in an
 // order chosen so that cheap, stateless checks come before any signature verification,
 // and the replay store is touched only by an authenticator whose signature verified:
@@ -129,10 +122,12 @@ func (g txnGrant) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRe
 	if err != nil {
 		return nil, at(stageIssue, errcode.Wrap(errcode.Internal, err, "signing"))
 	}
-	return &txnResponse{TokenResponse: oauth.TokenResponse{
+	rec.Detail, rec.KID = claims, key.KID()
+	rec.Token = oauth.TokenResponse{
 		AccessToken: tok, IssuedTokenType: TokenTypeTxnToken, TokenType: "N_A",
 		ExpiresIn: int64(*claims.Exp) - now.Unix(), Scope: claims.Scope,
-	}, claims: claims, kid: key.KID()}, nil
+	}
+	return &rec.Token, nil
 }
 
 // subjectHash is the subject token's hash for the log line ("" without one): the
@@ -167,16 +162,15 @@ func (g txnGrant) Done(ctx context.Context, r *http.Request, rec *oauth.Record) 
 			"remote", r.RemoteAddr, "detail", rec.Err.Error())
 		return
 	}
-	resp := rec.Response.(*txnResponse)
-	claims := resp.claims
+	claims := rec.Detail.(*txntoken.Claims)
 	// This line is written for every token issued: typed attributes, and the hashes
 	// computed only when the line is.
 	if s.log.Enabled(ctx, slog.LevelInfo) {
 		s.log.LogAttrs(ctx, slog.LevelInfo, "txn token issued", slog.String("request_id", rec.RequestID), slog.String("dlg", claims.Dialog()),
 			slog.String("grant", grant), slog.String("subject_token_type", rec.SubjectTokenType),
 			slog.String("subject_token_sha256", subjectHash(rec)), slog.String("method", rec.Method), slog.String("requester", rec.Requester),
-			slog.String("aud", claims.Aud[0]), slog.String("txn", claims.Txn), slog.String("txn_token_sha256", txntoken.Hash(resp.AccessToken)),
-			slog.String("kid", resp.kid), slog.Int64("exp", int64(*claims.Exp)), slog.Int("call_chain", max(1, len(claims.ReqChain))),
+			slog.String("aud", claims.Aud[0]), slog.String("txn", claims.Txn), slog.String("txn_token_sha256", txntoken.Hash(rec.Token.AccessToken)),
+			slog.String("kid", rec.KID), slog.Int64("exp", int64(*claims.Exp)), slog.Int("call_chain", max(1, len(claims.ReqChain))),
 			slog.String("remote", r.RemoteAddr))
 	}
 }
