@@ -19,13 +19,12 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/reqid"
+	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
-	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/store"
 )
 
@@ -34,9 +33,9 @@ const (
 	PathToken    = "/token"
 	PathMetadata = "/.well-known/oauth-authorization-server"
 	PathJWKS     = "/.well-known/jwks.json"
-	PathHealthz  = "/healthz"
-	PathReadyz   = "/readyz"
-	PathMetrics  = "/metrics"
+	PathHealthz  = service.PathHealthz
+	PathReadyz   = service.PathReadyz
+	PathMetrics  = service.PathMetrics
 )
 
 // Pinger is implemented by replay stores that can say cheaply whether they answer;
@@ -46,7 +45,8 @@ type Pinger interface {
 }
 
 // ReadyCheck is an extra readiness check; an error without a code is reported as
-// keys_unavailable.
+// store_unavailable (the Redis client's PING is such a check; the key sources report
+// keys_unavailable themselves).
 type ReadyCheck func(ctx context.Context) error
 
 // Config configures a Server.
@@ -191,11 +191,8 @@ func (s *Server) routes() chi.Router {
 	r.Method(http.MethodGet, PathJWKS, s.cfg.Keys)
 	r.Method(http.MethodHead, PathJWKS, s.cfg.Keys)
 	r.Get(PathMetadata, s.serveMetadata)
-	r.Get(PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	r.Get(PathReadyz, s.serveReady)
-	r.Method(http.MethodGet, PathMetrics, promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	service.MountOps(r, s.cfg.Registry, service.Readiness{SigningKey: func() bool { return s.cfg.Keys.Active() != nil },
+		Store: s.cfg.Replay, Checks: service.Checks(s.cfg.ReadyChecks), Logger: s.log})
 	return r
 }
 
@@ -252,41 +249,6 @@ func (s *Server) Metadata() Metadata {
 func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	writeJSON(w, http.StatusOK, s.Metadata())
-}
-
-func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.ready(ctx); err != nil {
-		s.log.Warn("not ready", "code", string(errcode.CodeOf(err)), "error", err.Error())
-		problem.Write(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-func (s *Server) ready(ctx context.Context) error {
-	if s.cfg.Keys.Active() == nil {
-		return errcode.Unavailable(errcode.KeysUnavailable, nil, "no signing key")
-	}
-	checks := slices.Clone(s.cfg.ReadyChecks)
-	if p, ok := s.cfg.Replay.(Pinger); ok {
-		checks = append([]ReadyCheck{func(ctx context.Context) error {
-			if err := p.Ping(ctx); err != nil {
-				return errcode.Unavailable(errcode.StoreUnavailable, err, "replay store")
-			}
-			return nil
-		}}, checks...)
-	}
-	for _, c := range checks {
-		if err := c(ctx); err != nil {
-			if errcode.CodeOf(err) == errcode.Unmapped {
-				err = errcode.Unavailable(errcode.KeysUnavailable, err, "readiness check")
-			}
-			return err
-		}
-	}
-	return nil
 }
 
 // TokenResponse is the Txn-Token response (oauth.md 1.6; RFC 8693 section 2.2.1).

@@ -15,11 +15,11 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/reqid"
+	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/store"
@@ -160,11 +160,8 @@ func (s *Server) routes() chi.Router {
 	r.Method(http.MethodGet, PathJWKS, s.cfg.Keys.Ring())
 	r.Method(http.MethodHead, PathJWKS, s.cfg.Keys.Ring())
 	r.Get(PathMetadata, s.serveMetadata)
-	r.Get(PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	r.Get(PathReadyz, s.serveReady)
-	r.Method(http.MethodGet, PathMetrics, promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	service.MountOps(r, s.cfg.Registry, service.Readiness{SigningKey: func() bool { return s.cfg.Keys.Ring().Active() != nil },
+		Store: s.cfg.Replay, Checks: service.Checks(s.cfg.ReadyChecks), Logger: s.log})
 	return r
 }
 
@@ -204,36 +201,6 @@ func (s *Server) Metadata() Metadata {
 func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	writeJSON(w, http.StatusOK, s.Metadata())
-}
-
-func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.ready(ctx); err != nil {
-		s.log.Warn("not ready", "code", string(errcode.CodeOf(err)), "error", err.Error())
-		problem.Write(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-func (s *Server) ready(ctx context.Context) error {
-	if s.cfg.Keys.Ring().Active() == nil {
-		return errcode.Unavailable(errcode.KeysUnavailable, nil, "no signing key")
-	}
-	checks := slices.Clone(s.cfg.ReadyChecks)
-	if p, ok := s.cfg.Replay.(Pinger); ok {
-		checks = append([]ReadyCheck{p.Ping}, checks...)
-	}
-	for _, c := range checks {
-		if err := c(ctx); err != nil {
-			if errcode.CodeOf(err) == errcode.Unmapped {
-				err = errcode.Unavailable(errcode.StoreUnavailable, err, "readiness check")
-			}
-			return err
-		}
-	}
-	return nil
 }
 
 func (s *Server) issueHandler(methods []Authenticator) http.HandlerFunc {
