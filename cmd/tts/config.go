@@ -2,17 +2,12 @@ package main
 
 import (
 	_ "embed"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
+	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/internal/tracing"
 )
 
@@ -231,153 +226,37 @@ type LogConfig struct {
 // EnvPrefix starts every environment override.
 const EnvPrefix = "DIALOGTRUST_TTS_"
 
-// parseYAML decodes strictly: an unknown member anywhere is an error, so a misspelt
-// option cannot be silently ignored.
-func parseYAML(b []byte, v any) error {
-	return yaml.UnmarshalWithOptions(b, v, yaml.Strict())
+// configSpec is how the configuration is read (service.Load): the embedded default,
+// or the file named by --config or DIALOGTRUST_TTS_CONFIG; then the environment
+// overrides of this table (an unknown name is an error, like an unknown YAML member);
+// then the flags. Each later layer wins.
+var configSpec = service.Spec[Config]{
+	Name: "tts", EnvPrefix: EnvPrefix, Default: defaultYAML,
+	Env: append(service.CommonEnv[Config](),
+		service.EnvVar[Config]{Name: "LIFETIME", Member: "policy.lifetime"},
+		// The development default's one WIT issuer, elsewhere.
+		service.EnvVar[Config]{Name: "WIT_JWKS_URL", Set: func(cfg *Config, v string) error {
+			if len(cfg.WITs) != 1 {
+				return fmt.Errorf("needs exactly one wits entry, the configuration has %d", len(cfg.WITs))
+			}
+			cfg.WITs[0].JWKSURL, cfg.WITs[0].JWKSFile = v, ""
+			return nil
+		}}),
+	Tracing: func(cfg *Config) *tracing.Config { return &cfg.Tracing },
+	Flags: append(service.CommonFlags(),
+		service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (iss of Txn-Tokens; default http(s)://<listen>)"},
+		service.Flag{Name: "trust-domains", Member: "trust_domains", Usage: "comma-separated trust domains served"},
+		service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the signing keys (rotated)"}),
 }
 
+// loadConfig reads the configuration as run does (tests call it).
+func loadConfig(args, env []string, stderr io.Writer) (*Config, source, error) {
+	cfg, src, err := service.Load(configSpec, args, env, stderr)
+	return cfg, source{file: src.File, embedded: src.Embedded}, err
+}
+
+// source says where the configuration came from.
 type source struct {
 	file     string
 	embedded bool
-}
-
-// loadConfig builds the configuration: the embedded default, or the file named by
-// --config or DIALOGTRUST_TTS_CONFIG; then environment overrides; then flags. Each
-// later layer wins.
-func loadConfig(args, env []string, stderr io.Writer) (*Config, source, error) {
-	envm := map[string]string{}
-	for _, kv := range env {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok && strings.HasPrefix(k, EnvPrefix) {
-			envm[strings.TrimPrefix(k, EnvPrefix)] = v
-		}
-	}
-	fs := flag.NewFlagSet("tts", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		configFile     = fs.String("config", "", "YAML configuration file (default: the embedded development configuration)")
-		listen         = fs.String("listen", "", "listen address host:port")
-		issuer         = fs.String("issuer", "", "issuer identifier (iss of Txn-Tokens; default http(s)://<listen>)")
-		trustDomains   = fs.String("trust-domains", "", "comma-separated trust domains served")
-		dataDir        = fs.String("data-dir", "", "directory for the signing keys (rotated)")
-		signingKeyFile = fs.String("signing-key-file", "", "private JWK file of the signing key")
-		storeType      = fs.String("store", "", "replay store: memory or redis")
-		redisAddrs     = fs.String("redis-addrs", "", "comma-separated Redis addresses")
-		logLevel       = fs.String("log-level", "", "debug, info, warn or error")
-	)
-	if err := fs.Parse(args); err != nil {
-		return nil, source{}, err
-	}
-	if fs.NArg() > 0 {
-		return nil, source{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	file := *configFile
-	if file == "" {
-		file = envm["CONFIG"]
-	}
-	cfg := &Config{}
-	src := source{file: file, embedded: file == ""}
-	raw := defaultYAML
-	if !src.embedded {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return nil, src, err
-		}
-		raw = b
-	}
-	if err := parseYAML(raw, cfg); err != nil {
-		if src.embedded {
-			return nil, src, fmt.Errorf("embedded default: %w", err)
-		}
-		return nil, src, fmt.Errorf("%s: %w", file, err)
-	}
-	if err := applyEnv(cfg, envm); err != nil {
-		return nil, src, err
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for name, apply := range map[string]func(){
-		"listen":           func() { cfg.Listen = *listen },
-		"issuer":           func() { cfg.Issuer = *issuer },
-		"trust-domains":    func() { cfg.TrustDomains = splitList(*trustDomains) },
-		"data-dir":         func() { cfg.Keys.DataDir = *dataDir },
-		"signing-key-file": func() { cfg.Keys.SigningKeyFile = *signingKeyFile },
-		"store":            func() { cfg.Store.Type = *storeType },
-		"redis-addrs":      func() { cfg.Store.Redis.Addrs = splitList(*redisAddrs) },
-		"log-level":        func() { cfg.Log.Level = *logLevel },
-	} {
-		if set[name] {
-			apply()
-		}
-	}
-	return cfg, src, nil
-}
-
-// applyEnv applies DIALOGTRUST_TTS_* overrides. An unknown name is an error, like an
-// unknown YAML member.
-func applyEnv(cfg *Config, env map[string]string) error {
-	for name, v := range env {
-		var err error
-		switch name {
-		case "CONFIG":
-		case "LISTEN":
-			cfg.Listen = v
-		case "ISSUER":
-			cfg.Issuer = v
-		case "TRUST_DOMAINS":
-			cfg.TrustDomains = splitList(v)
-		case "DATA_DIR":
-			cfg.Keys.DataDir = v
-		case "SIGNING_KEY_FILE":
-			cfg.Keys.SigningKeyFile = v
-		case "KEY_ALG":
-			cfg.Keys.Alg = v
-		case "ROTATION_PERIOD":
-			cfg.Keys.RotationPeriod, err = time.ParseDuration(v)
-		case "PUBLISH_DELAY":
-			cfg.Keys.PublishDelay, err = time.ParseDuration(v)
-		case "STORE":
-			cfg.Store.Type = v
-		case "REDIS_ADDRS":
-			cfg.Store.Redis.Addrs = splitList(v)
-		case "REDIS_CLUSTER":
-			cfg.Store.Redis.Cluster, err = strconv.ParseBool(v)
-		case "REDIS_PREFIX":
-			cfg.Store.Redis.Prefix = v
-		case "TLS_CERT_FILE":
-			cfg.TLS.CertFile = v
-		case "TLS_KEY_FILE":
-			cfg.TLS.KeyFile = v
-		case "LIFETIME":
-			cfg.Policy.Lifetime, err = time.ParseDuration(v)
-		case "WIT_JWKS_URL":
-			// The development default's one WIT issuer, elsewhere.
-			if len(cfg.WITs) != 1 {
-				return fmt.Errorf("%sWIT_JWKS_URL needs exactly one wits entry, the configuration has %d", EnvPrefix, len(cfg.WITs))
-			}
-			cfg.WITs[0].JWKSURL, cfg.WITs[0].JWKSFile = v, ""
-		case "LOG_LEVEL":
-			cfg.Log.Level = v
-		default:
-			var known bool
-			if known, err = cfg.Tracing.ApplyEnv(name, v); !known {
-				return fmt.Errorf("unknown environment variable %s%s", EnvPrefix, name)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("%s%s: %w", EnvPrefix, name, err)
-		}
-	}
-	return nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

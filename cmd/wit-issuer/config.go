@@ -2,17 +2,11 @@ package main
 
 import (
 	_ "embed"
-	"flag"
-	"fmt"
 	"io"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
+	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/internal/tracing"
 )
 
@@ -140,152 +134,31 @@ type LogConfig struct {
 // EnvPrefix starts every environment override.
 const EnvPrefix = "DIALOGTRUST_WIT_ISSUER_"
 
-// parseYAML decodes strictly: an unknown member anywhere is an error, so a misspelt
-// option cannot be silently ignored.
-func parseYAML(b []byte, v any) error {
-	return yaml.UnmarshalWithOptions(b, v, yaml.Strict())
-}
-
 // source says where the configuration came from, for the start-up log.
 type source struct {
 	file     string // "" for the embedded default
 	embedded bool
 }
 
-// loadConfig builds the configuration: the embedded default, or the file named by
-// --config or DIALOGTRUST_WIT_ISSUER_CONFIG; then environment overrides; then flags.
-// Each later layer wins.
+// configSpec is how the configuration is read (service.Load): the embedded default,
+// or the file named by --config or DIALOGTRUST_WIT_ISSUER_CONFIG; then the environment
+// overrides of this table (an unknown name is an error, like an unknown YAML member);
+// then the flags. Each later layer wins.
+var configSpec = service.Spec[Config]{
+	Name: "wit-issuer", EnvPrefix: EnvPrefix, Default: defaultYAML,
+	Env: append(service.CommonEnv[Config](),
+		service.EnvVar[Config]{Name: "PUBLIC_URL", Member: "public_url"},
+		service.EnvVar[Config]{Name: "MAX_LIFETIME", Member: "policy.max_lifetime"},
+		service.EnvVar[Config]{Name: "DEFAULT_LIFETIME", Member: "policy.default_lifetime"}),
+	Tracing: func(cfg *Config) *tracing.Config { return &cfg.Tracing },
+	Flags: append(service.CommonFlags(),
+		service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (aud of requests, iss of WITs)"},
+		service.Flag{Name: "public-url", Member: "public_url", Usage: "base URL of the issuer for the metadata document"},
+		service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the generated signing keys"}),
+}
+
+// loadConfig reads the configuration as run does (tests call it).
 func loadConfig(args []string, env []string, stderr io.Writer) (*Config, source, error) {
-	envm := map[string]string{}
-	for _, kv := range env {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok && strings.HasPrefix(k, EnvPrefix) {
-			envm[strings.TrimPrefix(k, EnvPrefix)] = v
-		}
-	}
-	fs := flag.NewFlagSet("wit-issuer", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		configFile     = fs.String("config", "", "YAML configuration file (default: the embedded development configuration)")
-		listen         = fs.String("listen", "", "listen address host:port")
-		issuer         = fs.String("issuer", "", "issuer identifier (aud of requests, iss of WITs)")
-		publicURL      = fs.String("public-url", "", "base URL of the issuer for the metadata document")
-		dataDir        = fs.String("data-dir", "", "directory for the generated signing keys")
-		signingKeyFile = fs.String("signing-key-file", "", "private JWK file of the signing key")
-		storeType      = fs.String("store", "", "replay store: memory or redis")
-		redisAddrs     = fs.String("redis-addrs", "", "comma-separated Redis addresses")
-		logLevel       = fs.String("log-level", "", "debug, info, warn or error")
-	)
-	if err := fs.Parse(args); err != nil {
-		return nil, source{}, err
-	}
-	if fs.NArg() > 0 {
-		return nil, source{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	file := *configFile
-	if file == "" {
-		file = envm["CONFIG"]
-	}
-	cfg := &Config{}
-	src := source{file: file}
-	if file == "" {
-		src.embedded = true
-		if err := parseYAML(defaultYAML, cfg); err != nil {
-			return nil, src, fmt.Errorf("embedded default: %w", err)
-		}
-	} else {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return nil, src, err
-		}
-		if err := parseYAML(b, cfg); err != nil {
-			return nil, src, fmt.Errorf("%s: %w", file, err)
-		}
-	}
-	if err := applyEnv(cfg, envm); err != nil {
-		return nil, src, err
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for name, apply := range map[string]func(){
-		"listen":           func() { cfg.Listen = *listen },
-		"issuer":           func() { cfg.Issuer = *issuer },
-		"public-url":       func() { cfg.PublicURL = *publicURL },
-		"data-dir":         func() { cfg.Keys.DataDir = *dataDir },
-		"signing-key-file": func() { cfg.Keys.SigningKeyFile = *signingKeyFile },
-		"store":            func() { cfg.Store.Type = *storeType },
-		"redis-addrs":      func() { cfg.Store.Redis.Addrs = splitList(*redisAddrs) },
-		"log-level":        func() { cfg.Log.Level = *logLevel },
-	} {
-		if set[name] {
-			apply()
-		}
-	}
-	return cfg, src, nil
-}
-
-// applyEnv applies DIALOGTRUST_WIT_ISSUER_* overrides. An unknown name is an error,
-// like an unknown YAML member.
-func applyEnv(cfg *Config, env map[string]string) error {
-	for name, v := range env {
-		var err error
-		switch name {
-		case "CONFIG":
-		case "LISTEN":
-			cfg.Listen = v
-		case "ISSUER":
-			cfg.Issuer = v
-		case "PUBLIC_URL":
-			cfg.PublicURL = v
-		case "TRUST_DOMAINS":
-			cfg.TrustDomains = splitList(v)
-		case "DATA_DIR":
-			cfg.Keys.DataDir = v
-		case "SIGNING_KEY_FILE":
-			cfg.Keys.SigningKeyFile = v
-		case "KEY_ALG":
-			cfg.Keys.Alg = v
-		case "ROTATION_PERIOD":
-			cfg.Keys.RotationPeriod, err = time.ParseDuration(v)
-		case "PUBLISH_DELAY":
-			cfg.Keys.PublishDelay, err = time.ParseDuration(v)
-		case "STORE":
-			cfg.Store.Type = v
-		case "REDIS_ADDRS":
-			cfg.Store.Redis.Addrs = splitList(v)
-		case "REDIS_CLUSTER":
-			cfg.Store.Redis.Cluster, err = strconv.ParseBool(v)
-		case "REDIS_PREFIX":
-			cfg.Store.Redis.Prefix = v
-		case "TLS_CERT_FILE":
-			cfg.TLS.CertFile = v
-		case "TLS_KEY_FILE":
-			cfg.TLS.KeyFile = v
-		case "MAX_LIFETIME":
-			cfg.Policy.MaxLifetime, err = time.ParseDuration(v)
-		case "DEFAULT_LIFETIME":
-			cfg.Policy.DefaultLifetime, err = time.ParseDuration(v)
-		case "LOG_LEVEL":
-			cfg.Log.Level = v
-		default:
-			var known bool
-			if known, err = cfg.Tracing.ApplyEnv(name, v); !known {
-				return fmt.Errorf("unknown environment variable %s%s", EnvPrefix, name)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("%s%s: %w", EnvPrefix, name, err)
-		}
-	}
-	return nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
+	cfg, src, err := service.Load(configSpec, args, env, stderr)
+	return cfg, source{file: src.File, embedded: src.Embedded}, err
 }
