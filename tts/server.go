@@ -39,15 +39,13 @@ const (
 )
 
 // Pinger is implemented by replay stores that can say cheaply whether they answer;
-// /readyz uses it.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
+// /readyz uses it. Both services share it (and /readyz).
+type Pinger = service.Pinger
 
 // ReadyCheck is an extra readiness check; an error without a code is reported as
 // store_unavailable (the Redis client's PING is such a check; the key sources report
 // keys_unavailable themselves).
-type ReadyCheck func(ctx context.Context) error
+type ReadyCheck = service.ReadyCheck
 
 // Config configures a Server.
 type Config struct {
@@ -191,9 +189,14 @@ func (s *Server) routes() chi.Router {
 	r.Method(http.MethodGet, PathJWKS, s.cfg.Keys)
 	r.Method(http.MethodHead, PathJWKS, s.cfg.Keys)
 	r.Get(PathMetadata, s.serveMetadata)
-	service.MountOps(r, s.cfg.Registry, service.Readiness{SigningKey: func() bool { return s.cfg.Keys.Active() != nil },
-		Store: s.cfg.Replay, Checks: service.Checks(s.cfg.ReadyChecks), Logger: s.log})
+	service.MountOps(r, s.cfg.Registry, s.readiness())
 	return r
+}
+
+// readiness is what /readyz checks: an active signing key, the replay store's Ping,
+// then the configured checks.
+func (s *Server) readiness() service.Readiness {
+	return service.Readiness{SigningKey: func() bool { return s.cfg.Keys.Active() != nil }, Store: s.cfg.Replay, Checks: s.cfg.ReadyChecks, Logger: s.log}
 }
 
 // Metadata is the RFC 8414 authorization server metadata of the TTS (oauth.md 5.2, Q3:

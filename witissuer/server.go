@@ -1,7 +1,6 @@
 package witissuer
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,14 +33,12 @@ type Route struct {
 }
 
 // Pinger is implemented by replay stores that can say cheaply whether they answer;
-// /readyz uses it.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
+// /readyz uses it. Both services share it (and /readyz).
+type Pinger = service.Pinger
 
 // ReadyCheck is an extra readiness check. An error that is not an *errcode.Error is
 // reported as store_unavailable.
-type ReadyCheck func(ctx context.Context) error
+type ReadyCheck = service.ReadyCheck
 
 // Config configures a Server.
 type Config struct {
@@ -160,9 +157,14 @@ func (s *Server) routes() chi.Router {
 	r.Method(http.MethodGet, PathJWKS, s.cfg.Keys.Ring())
 	r.Method(http.MethodHead, PathJWKS, s.cfg.Keys.Ring())
 	r.Get(PathMetadata, s.serveMetadata)
-	service.MountOps(r, s.cfg.Registry, service.Readiness{SigningKey: func() bool { return s.cfg.Keys.Ring().Active() != nil },
-		Store: s.cfg.Replay, Checks: service.Checks(s.cfg.ReadyChecks), Logger: s.log})
+	service.MountOps(r, s.cfg.Registry, s.readiness())
 	return r
+}
+
+// readiness is what /readyz checks: an active signing key, the replay store's Ping,
+// then the configured checks.
+func (s *Server) readiness() service.Readiness {
+	return service.Readiness{SigningKey: func() bool { return s.cfg.Keys.Ring().Active() != nil }, Store: s.cfg.Replay, Checks: s.cfg.ReadyChecks, Logger: s.log}
 }
 
 // Metadata is the issuer's metadata document (GET /.well-known/wit-issuer).

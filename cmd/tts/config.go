@@ -8,24 +8,19 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"github.com/dialogtrust/dialogtrust/internal/service"
-	"github.com/dialogtrust/dialogtrust/internal/tracing"
 )
-
-//go:embed default.yaml
-var defaultYAML []byte
 
 // Config is the YAML configuration file. Every member is documented in README.md
 // ("Transaction Token Service", "Configuration").
 type Config struct {
 	// Development marks a development configuration: a generated signing key is
 	// allowed, the listener must be loopback, and the start says so loudly.
-	Development   bool                `yaml:"development"`
-	Listen        string              `yaml:"listen"`
-	Issuer        string              `yaml:"issuer"`
-	TrustDomains  []string            `yaml:"trust_domains"`
+	Development bool `yaml:"development"`
+	// Base: listen, issuer, trust_domains, log, tracing, skew, shutdown_timeout.
+	service.Base  `yaml:",inline"`
 	TLS           TLSConfig           `yaml:"tls"`
 	Keys          KeysConfig          `yaml:"keys"`
-	Store         StoreConfig         `yaml:"store"`
+	Store         cmdutil.StoreConfig `yaml:"store"`
 	WITs          []WITTrustConfig    `yaml:"wits"`
 	WITIssuers    []string            `yaml:"wit_issuers"`
 	Auth          AuthConfig          `yaml:"auth"`
@@ -34,14 +29,9 @@ type Config struct {
 	// Chaining, when set, serves identity chaining at the token endpoint (package
 	// chaining): grants for peer domains (as_a) and their redemption (as_b).
 	Chaining *ChainingConfig `yaml:"chaining"`
-	Log      LogConfig       `yaml:"log"`
-	// Tracing is OpenTelemetry export over OTLP/HTTP; off unless otlp_endpoint is set.
-	Tracing tracing.Config `yaml:"tracing"`
-	Skew    time.Duration  `yaml:"skew"`
 	// JWKSRetry bounds how often a JWKS URL that has not answered yet is tried again
 	// (default 5s).
-	JWKSRetry       time.Duration `yaml:"jwks_retry"`
-	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	JWKSRetry time.Duration `yaml:"jwks_retry"`
 }
 
 // TLSConfig: the serving certificate. Without it the TTS speaks plain HTTP, which only
@@ -62,12 +52,6 @@ type KeysConfig struct {
 	// tests with seconds-scale rotation periods need it shorter (internal/faulttest).
 	StepInterval time.Duration `yaml:"step_interval"`
 }
-
-// StoreConfig and RedisConfig are the services' shared store section (cmdutil).
-type (
-	StoreConfig = cmdutil.StoreConfig
-	RedisConfig = cmdutil.RedisConfig
-)
 
 // WITTrustConfig: the keys of one trust domain's WIT issuer, by JWKS URL (fetched
 // lazily, cached, refreshed on an unknown kid) or file.
@@ -218,13 +202,13 @@ type SubjectConfig struct {
 	Table  map[string]string `yaml:"table"`
 }
 
-// LogConfig: the slog level (debug, info, warn, error).
-type LogConfig struct {
-	Level string `yaml:"level"`
-}
-
 // EnvPrefix starts every environment override.
 const EnvPrefix = "DIALOGTRUST_TTS_"
+
+// defaultYAML is the embedded development configuration.
+//
+//go:embed default.yaml
+var defaultYAML []byte
 
 // configSpec is how the configuration is read (service.Load): the embedded default,
 // or the file named by --config or DIALOGTRUST_TTS_CONFIG; then the environment
@@ -242,7 +226,6 @@ var configSpec = service.Spec[Config]{
 			cfg.WITs[0].JWKSURL, cfg.WITs[0].JWKSFile = v, ""
 			return nil
 		}}),
-	Tracing: func(cfg *Config) *tracing.Config { return &cfg.Tracing },
 	Flags: append(service.CommonFlags(),
 		service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (iss of Txn-Tokens; default http(s)://<listen>)"},
 		service.Flag{Name: "trust-domains", Member: "trust_domains", Usage: "comma-separated trust domains served"},

@@ -23,8 +23,7 @@ import (
 
 // program is the TTS for the service runner (internal/service): it reads the
 // configuration, checks it, and builds the server; the runner serves and stops it.
-var program = service.Program[Config]{Name: "tts", Config: configSpec, Check: validate, Build: build,
-	LogLevel: func(cfg *Config) string { return cfg.Log.Level }}
+var program = service.Program[Config]{Name: "tts", Config: configSpec, Check: validate, Build: build}
 
 func main() { service.Main(program) }
 
@@ -35,10 +34,9 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, read
 
 // Defaults for options the configuration leaves out.
 const (
-	defaultListen          = "127.0.0.1:8081"
-	defaultShutdownTimeout = 10 * time.Second
-	rotationStepInterval   = 30 * time.Second
-	witCacheSize           = 10000
+	defaultListen        = "127.0.0.1:8081"
+	rotationStepInterval = 30 * time.Second
+	witCacheSize         = 10000
 	// witCacheMaxAge bounds how long a cached WIT keeps vouching after its issuer key
 	// left the trust configuration.
 	witCacheMaxAge = time.Minute
@@ -56,17 +54,9 @@ func witSources(cfg *Config) string {
 }
 
 func applyDefaults(cfg *Config) {
-	if cfg.Listen == "" {
-		cfg.Listen = defaultListen
-	}
-	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = defaultShutdownTimeout
-	}
+	cfg.SetDefaults(defaultListen, tts.DefaultSkew)
 	if cfg.Store.Type == "" {
 		cfg.Store.Type = "memory"
-	}
-	if cfg.Skew <= 0 {
-		cfg.Skew = tts.DefaultSkew
 	}
 	if len(cfg.Auth.Methods) == 0 {
 		cfg.Auth.Methods = []string{tts.MethodHTTPSig, tts.MethodWPT}
@@ -77,10 +67,7 @@ func applyDefaults(cfg *Config) {
 // or store.
 func validate(cfg *Config) error {
 	applyDefaults(cfg)
-	if len(cfg.TrustDomains) == 0 {
-		return fmt.Errorf("trust_domains: at least one is required")
-	}
-	if err := cfg.Tracing.Validate(); err != nil {
+	if err := cfg.Base.Check(); err != nil {
 		return err
 	}
 	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {

@@ -7,32 +7,22 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"github.com/dialogtrust/dialogtrust/internal/service"
-	"github.com/dialogtrust/dialogtrust/internal/tracing"
 )
-
-//go:embed default.yaml
-var defaultYAML []byte
 
 // Config is the YAML configuration file. Every member is documented in README.md
 // ("WIT issuer", "Configuration").
 type Config struct {
-	Listen       string        `yaml:"listen"`
-	Issuer       string        `yaml:"issuer"`
-	PublicURL    string        `yaml:"public_url"`
-	TrustDomains []string      `yaml:"trust_domains"`
-	TLS          TLSConfig     `yaml:"tls"`
-	Keys         KeysConfig    `yaml:"keys"`
-	Store        StoreConfig   `yaml:"store"`
-	Policy       PolicyConfig  `yaml:"policy"`
-	Auth         AuthConfig    `yaml:"auth"`
-	Routes       []RouteConfig `yaml:"routes"`
-	Log          LogConfig     `yaml:"log"`
-	// Tracing is OpenTelemetry export over OTLP/HTTP; off unless otlp_endpoint is set.
-	Tracing         tracing.Config `yaml:"tracing"`
-	ProofWindow     time.Duration  `yaml:"proof_window"`
-	Skew            time.Duration  `yaml:"skew"`
-	ShutdownTimeout time.Duration  `yaml:"shutdown_timeout"`
-	ReloadInterval  time.Duration  `yaml:"reload_interval"`
+	// Base: listen, issuer, trust_domains, log, tracing, skew, shutdown_timeout.
+	service.Base   `yaml:",inline"`
+	PublicURL      string              `yaml:"public_url"`
+	TLS            TLSConfig           `yaml:"tls"`
+	Keys           KeysConfig          `yaml:"keys"`
+	Store          cmdutil.StoreConfig `yaml:"store"`
+	Policy         PolicyConfig        `yaml:"policy"`
+	Auth           AuthConfig          `yaml:"auth"`
+	Routes         []RouteConfig       `yaml:"routes"`
+	ProofWindow    time.Duration       `yaml:"proof_window"`
+	ReloadInterval time.Duration       `yaml:"reload_interval"`
 }
 
 // TLSConfig: the serving certificate. Without it the issuer speaks plain HTTP, which
@@ -54,12 +44,6 @@ type KeysConfig struct {
 	RotationPeriod time.Duration `yaml:"rotation_period"`
 	PublishDelay   time.Duration `yaml:"publish_delay"`
 }
-
-// StoreConfig and RedisConfig are the services' shared store section (cmdutil).
-type (
-	StoreConfig = cmdutil.StoreConfig
-	RedisConfig = cmdutil.RedisConfig
-)
 
 // PolicyConfig: see witissuer.Policy.
 type PolicyConfig struct {
@@ -126,11 +110,6 @@ type RouteConfig struct {
 	Methods []string `yaml:"methods"`
 }
 
-// LogConfig: the slog level (debug, info, warn, error).
-type LogConfig struct {
-	Level string `yaml:"level"`
-}
-
 // EnvPrefix starts every environment override.
 const EnvPrefix = "DIALOGTRUST_WIT_ISSUER_"
 
@@ -139,6 +118,11 @@ type source struct {
 	file     string // "" for the embedded default
 	embedded bool
 }
+
+// defaultYAML is the embedded development configuration.
+//
+//go:embed default.yaml
+var defaultYAML []byte
 
 // configSpec is how the configuration is read (service.Load): the embedded default,
 // or the file named by --config or DIALOGTRUST_WIT_ISSUER_CONFIG; then the environment
@@ -150,7 +134,6 @@ var configSpec = service.Spec[Config]{
 		service.EnvVar[Config]{Name: "PUBLIC_URL", Member: "public_url"},
 		service.EnvVar[Config]{Name: "MAX_LIFETIME", Member: "policy.max_lifetime"},
 		service.EnvVar[Config]{Name: "DEFAULT_LIFETIME", Member: "policy.default_lifetime"}),
-	Tracing: func(cfg *Config) *tracing.Config { return &cfg.Tracing },
 	Flags: append(service.CommonFlags(),
 		service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (aud of requests, iss of WITs)"},
 		service.Flag{Name: "public-url", Member: "public_url", Usage: "base URL of the issuer for the metadata document"},

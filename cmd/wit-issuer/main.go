@@ -25,8 +25,7 @@ import (
 // configuration, checks it, and builds the server; the runner serves and stops it.
 var program = service.Program[Config]{
 	Name: "wit-issuer", Config: configSpec, Build: build,
-	Check:    func(cfg *Config) error { _, err := validate(cfg); return err },
-	LogLevel: func(cfg *Config) string { return cfg.Log.Level },
+	Check: func(cfg *Config) error { _, err := validate(cfg); return err },
 }
 
 func main() { service.Main(program) }
@@ -38,10 +37,9 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, read
 
 // Defaults for options the configuration leaves out.
 const (
-	defaultListen          = "127.0.0.1:8080"
-	defaultShutdownTimeout = 10 * time.Second
-	defaultReloadInterval  = 10 * time.Second
-	rotationStepInterval   = 30 * time.Second
+	defaultListen         = "127.0.0.1:8080"
+	defaultReloadInterval = 10 * time.Second
+	rotationStepInterval  = 30 * time.Second
 	// maxHeaderBytes is tighter than the services' default: no request to the issuer
 	// carries more than a client certificate's worth of headers.
 	maxHeaderBytes = 32 << 10
@@ -56,20 +54,12 @@ func routeSummary(rs []RouteConfig) []string {
 }
 
 func applyDefaults(cfg *Config) {
-	if cfg.Listen == "" {
-		cfg.Listen = defaultListen
-	}
-	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = defaultShutdownTimeout
-	}
+	cfg.SetDefaults(defaultListen, witissuer.DefaultSkew)
 	if cfg.ReloadInterval <= 0 {
 		cfg.ReloadInterval = defaultReloadInterval
 	}
 	if cfg.Store.Type == "" {
 		cfg.Store.Type = "memory"
-	}
-	if cfg.Skew <= 0 {
-		cfg.Skew = witissuer.DefaultSkew
 	}
 	if cfg.Policy.MaxLifetime <= 0 {
 		cfg.Policy.MaxLifetime = witissuer.DefaultMaxLifetime
@@ -80,10 +70,7 @@ func applyDefaults(cfg *Config) {
 // or store; it returns the authentication methods the routes use.
 func validate(cfg *Config) (used map[string]bool, err error) {
 	applyDefaults(cfg)
-	if len(cfg.TrustDomains) == 0 {
-		return nil, fmt.Errorf("trust_domains: at least one is required")
-	}
-	if err := cfg.Tracing.Validate(); err != nil {
+	if err := cfg.Base.Check(); err != nil {
 		return nil, err
 	}
 	if len(cfg.Routes) == 0 {

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
-
-	"github.com/dialogtrust/dialogtrust/internal/tracing"
 )
 
 // Spec says how a binary's configuration C is read: its embedded default, its
@@ -27,9 +25,6 @@ type Spec[C any] struct {
 	Default []byte
 	// Env binds <EnvPrefix>NAME to members; CONFIG is taken (it names the file).
 	Env []EnvVar[C]
-	// Tracing, when set, receives the variables Env does not know
-	// (tracing.Config.ApplyEnv: TRACING_OTLP_ENDPOINT, TRACING_SAMPLE_RATIO).
-	Tracing func(*C) *tracing.Config
 	// Flags bind command-line flags (all of them strings) to members; --config is
 	// taken.
 	Flags []Flag
@@ -174,9 +169,11 @@ func (spec Spec[C]) applyEnv(cfg *C, env map[string]string) error {
 		case i >= 0:
 			err = setMember(cfg, spec.Env[i].Member, v)
 		default:
+			// The tracing section's own variables (TRACING_OTLP_ENDPOINT,
+			// TRACING_SAMPLE_RATIO), when the configuration has a Base.
 			known := false
-			if spec.Tracing != nil {
-				known, err = spec.Tracing(cfg).ApplyEnv(name, v)
+			if b := baseOf(cfg); b != nil {
+				known, err = b.Tracing.ApplyEnv(name, v)
 			}
 			if !known {
 				return fmt.Errorf("unknown environment variable %s%s", spec.EnvPrefix, name)
@@ -242,17 +239,8 @@ func setMember(cfg any, path, v string) error {
 func member(cfg any, path string) (reflect.Value, error) {
 	v := reflect.ValueOf(cfg).Elem()
 	for _, name := range strings.Split(path, ".") {
-		if v.Kind() != reflect.Struct {
-			return reflect.Value{}, fmt.Errorf("no member %q", path)
-		}
-		found := false
-		for i := range v.NumField() {
-			if tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ","); tag == name {
-				v, found = v.Field(i), true
-				break
-			}
-		}
-		if !found {
+		var ok bool
+		if v, ok = field(v, name); !ok {
 			return reflect.Value{}, fmt.Errorf("no member %q", path)
 		}
 	}
@@ -261,6 +249,25 @@ func member(cfg any, path string) (reflect.Value, error) {
 		return v, nil
 	}
 	return reflect.Value{}, fmt.Errorf("member %q is a %s, not a string, list, duration or bool", path, v.Type())
+}
+
+// field finds the member name of the struct v, also in the structs v inlines.
+func field(v reflect.Value, name string) (reflect.Value, bool) {
+	if v.Kind() != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	for i := range v.NumField() {
+		tag, opts, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+		if tag == name {
+			return v.Field(i), true
+		}
+		if tag == "" && opts == "inline" {
+			if f, ok := field(v.Field(i), name); ok {
+				return f, true
+			}
+		}
+	}
+	return reflect.Value{}, false
 }
 
 // ParseYAML decodes strictly: an unknown member anywhere is an error, so a misspelt

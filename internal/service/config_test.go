@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/dialogtrust/dialogtrust/internal/tracing"
 )
 
 func TestCheckConfigFlag(t *testing.T) {
@@ -35,16 +33,12 @@ func TestCheckConfigFlag(t *testing.T) {
 }
 
 type testConfig struct {
-	Listen       string         `yaml:"listen"`
-	Issuer       string         `yaml:"issuer"`
-	TrustDomains []string       `yaml:"trust_domains"`
-	Keys         testKeys       `yaml:"keys"`
-	Store        testStore      `yaml:"store"`
-	TLS          testTLS        `yaml:"tls"`
-	Log          testLog        `yaml:"log"`
-	Tracing      tracing.Config `yaml:"tracing"`
-	Lifetime     time.Duration  `yaml:"lifetime"`
-	Count        int            `yaml:"count"`
+	Base     `yaml:",inline"`
+	Keys     testKeys      `yaml:"keys"`
+	Store    testStore     `yaml:"store"`
+	TLS      testTLS       `yaml:"tls"`
+	Lifetime time.Duration `yaml:"lifetime"`
+	Count    int           `yaml:"count"`
 }
 
 type testKeys struct {
@@ -69,10 +63,6 @@ type testTLS struct {
 	KeyFile  string `yaml:"key_file"`
 }
 
-type testLog struct {
-	Level string `yaml:"level"`
-}
-
 func testSpec() Spec[testConfig] {
 	return Spec[testConfig]{
 		Name: "svc", EnvPrefix: "T_", Default: []byte("listen: 127.0.0.1:1\ntrust_domains: [dev.local]\n"),
@@ -84,8 +74,7 @@ func testSpec() Spec[testConfig] {
 				c.Issuer = v + v
 				return nil
 			}}),
-		Tracing: func(c *testConfig) *tracing.Config { return &c.Tracing },
-		Flags:   append(CommonFlags(), Flag{Name: "trust-domains", Member: "trust_domains", Usage: "domains"}),
+		Flags: append(CommonFlags(), Flag{Name: "trust-domains", Member: "trust_domains", Usage: "domains"}),
 	}
 }
 

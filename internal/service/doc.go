@@ -11,7 +11,9 @@
 //     member is an error); then the environment overrides <PREFIX>NAME, bound to
 //     configuration members by a table (CommonEnv plus the binary's own; an unknown
 //     name is an error, like an unknown member); then the flags, bound the same way.
-//     Each later layer wins.
+//     Each later layer wins. The members both files have (listen, issuer,
+//     trust_domains, log, tracing, skew, shutdown_timeout) are Base, which each
+//     binary's Config inlines, so the file formats do not change.
 //   - the JSON logger at the configured level (NewLogger);
 //   - with -check-config: the binary's Check, "<name>: configuration ok", and no
 //     listener, file, key or store is opened;

@@ -26,10 +26,16 @@ const (
 // readyTimeout bounds one /readyz: a probe that hangs tells the orchestrator nothing.
 const readyTimeout = 2 * time.Second
 
-// Pinger is implemented by replay stores that can say cheaply whether they answer.
+// Pinger is implemented by replay stores that can say cheaply whether they answer;
+// /readyz uses it.
 type Pinger interface {
 	Ping(ctx context.Context) error
 }
+
+// ReadyCheck is an extra readiness check. An error without a code is reported as
+// store_unavailable: the checks without a code of their own are the stores' (the
+// Redis client's PING); the key sources report keys_unavailable themselves.
+type ReadyCheck func(ctx context.Context) error
 
 // Readiness is what /readyz checks, in this order: that a signing key is active, that
 // the replay store answers (if it is a Pinger), then Checks.
@@ -39,10 +45,8 @@ type Readiness struct {
 	// Store is the replay store.
 	Store any
 	// Checks are further checks (a JWKS URL that must have answered, the Redis
-	// client's PING). An error with a code keeps it (a key source says
-	// keys_unavailable); one without is store_unavailable: the checks without a code
-	// of their own are the stores'.
-	Checks []func(context.Context) error
+	// client's PING); see ReadyCheck for their codes.
+	Checks []ReadyCheck
 	// Logger hears why the service is not ready.
 	Logger *slog.Logger
 }
@@ -108,14 +112,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// Checks converts a package's named check type (tts.ReadyCheck, witissuer.ReadyCheck)
-// for Readiness.
-func Checks[F ~func(context.Context) error](fs []F) []func(context.Context) error {
-	out := make([]func(context.Context) error, len(fs))
-	for i, f := range fs {
-		out[i] = f
-	}
-	return out
 }

@@ -53,12 +53,12 @@ func TestReadyz(t *testing.T) {
 		rd   Readiness
 		code string
 	}{
-		"ready":        {Readiness{SigningKey: key, Store: pinger{}, Checks: []func(context.Context) error{func(context.Context) error { return nil }}}, ""},
+		"ready":        {Readiness{SigningKey: key, Store: pinger{}, Checks: []ReadyCheck{func(context.Context) error { return nil }}}, ""},
 		"no key":       {Readiness{SigningKey: func() bool { return false }}, "keys_unavailable"},
 		"store ping":   {Readiness{SigningKey: key, Store: pinger{down}}, "store_unavailable"},
-		"redis check":  {Readiness{SigningKey: key, Checks: []func(context.Context) error{func(context.Context) error { return down }}}, "store_unavailable"},
-		"keys check":   {Readiness{SigningKey: key, Checks: []func(context.Context) error{func(context.Context) error { return errcode.Unavailable(errcode.KeysUnavailable, down, "JWKS") }}}, "keys_unavailable"},
-		"store first":  {Readiness{SigningKey: key, Store: pinger{down}, Checks: []func(context.Context) error{func(context.Context) error { return errcode.Unavailable(errcode.KeysUnavailable, nil, "JWKS") }}}, "store_unavailable"},
+		"redis check":  {Readiness{SigningKey: key, Checks: []ReadyCheck{func(context.Context) error { return down }}}, "store_unavailable"},
+		"keys check":   {Readiness{SigningKey: key, Checks: []ReadyCheck{func(context.Context) error { return errcode.Unavailable(errcode.KeysUnavailable, down, "JWKS") }}}, "keys_unavailable"},
+		"store first":  {Readiness{SigningKey: key, Store: pinger{down}, Checks: []ReadyCheck{func(context.Context) error { return errcode.Unavailable(errcode.KeysUnavailable, nil, "JWKS") }}}, "store_unavailable"},
 		"not a pinger": {Readiness{SigningKey: key, Store: struct{}{}}, ""},
 	} {
 		c.rd.Logger = slog.New(slog.DiscardHandler)

@@ -18,8 +18,6 @@ type Program[C any] struct {
 	Name string
 	// Config says how the configuration is read.
 	Config Spec[C]
-	// LogLevel returns the configured log level.
-	LogLevel func(*C) string
 	// Check applies the defaults and makes the checks that need no listener, file, key
 	// or store (-check-config runs only this).
 	Check func(*C) error
@@ -51,7 +49,11 @@ func Run[C any](ctx context.Context, p Program[C], args, env []string, stdout, s
 	if err != nil {
 		return err
 	}
-	logger, err := NewLogger(p.LogLevel(cfg), stderr)
+	level := ""
+	if b := baseOf(cfg); b != nil {
+		level = b.Log.Level
+	}
+	logger, err := NewLogger(level, stderr)
 	if err != nil {
 		return err
 	}

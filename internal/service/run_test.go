@@ -36,7 +36,6 @@ func (l *lockedBuffer) String() string {
 func testProgram(built *int, closed *bool) Program[testConfig] {
 	return Program[testConfig]{
 		Name: "svc", Config: testSpec(),
-		LogLevel: func(c *testConfig) string { return c.Log.Level },
 		Check: func(c *testConfig) error {
 			if c.Listen == "" {
 				return errors.New("listen: required")
