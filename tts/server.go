@@ -12,13 +12,11 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
-	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 )
@@ -28,20 +26,19 @@ const (
 	PathToken    = "/token"
 	PathMetadata = "/.well-known/oauth-authorization-server"
 	PathJWKS     = "/.well-known/jwks.json"
-	PathHealthz  = "/healthz"
-	PathReadyz   = "/readyz"
-	PathMetrics  = "/metrics"
+	PathHealthz  = service.PathHealthz
+	PathReadyz   = service.PathReadyz
+	PathMetrics  = service.PathMetrics
 )
 
 // Pinger is implemented by replay stores that can say cheaply whether they answer;
-// /readyz uses it.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
+// /readyz uses it. Both services share it (and /readyz).
+type Pinger = service.Pinger
 
 // ReadyCheck is an extra readiness check; an error without a code is reported as
-// keys_unavailable.
-type ReadyCheck func(ctx context.Context) error
+// store_unavailable (the Redis client's PING is such a check; the key sources report
+// keys_unavailable themselves).
+type ReadyCheck = service.ReadyCheck
 
 // Config configures a Server.
 type Config struct {
@@ -217,12 +214,14 @@ func (s *Server) routes() chi.Router {
 	r.Method(http.MethodGet, PathJWKS, s.cfg.Keys)
 	r.Method(http.MethodHead, PathJWKS, s.cfg.Keys)
 	r.Get(PathMetadata, s.serveMetadata)
-	r.Get(PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	r.Get(PathReadyz, s.serveReady)
-	r.Method(http.MethodGet, PathMetrics, promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	service.MountOps(r, s.cfg.Registry, s.readiness())
 	return r
+}
+
+// readiness is what /readyz checks: an active signing key, the replay store's Ping,
+// then the configured checks.
+func (s *Server) readiness() service.Readiness {
+	return service.Readiness{SigningKey: func() bool { return s.cfg.Keys.Active() != nil }, Store: s.cfg.Replay, Checks: s.cfg.ReadyChecks, Logger: s.log}
 }
 
 // Metadata is the RFC 8414 metadata document (oauth.Metadata).
@@ -266,41 +265,6 @@ func (s *Server) Metadata() Metadata {
 func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) {
 	md := s.Metadata()
 	oauth.ServeMetadata(w, &md)
-}
-
-func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.ready(ctx); err != nil {
-		s.log.Warn("not ready", "code", string(errcode.CodeOf(err)), "error", err.Error())
-		problem.Write(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-func (s *Server) ready(ctx context.Context) error {
-	if s.cfg.Keys.Active() == nil {
-		return errcode.Unavailable(errcode.KeysUnavailable, nil, "no signing key")
-	}
-	checks := slices.Clone(s.cfg.ReadyChecks)
-	if p, ok := s.cfg.Replay.(Pinger); ok {
-		checks = append([]ReadyCheck{func(ctx context.Context) error {
-			if err := p.Ping(ctx); err != nil {
-				return errcode.Unavailable(errcode.StoreUnavailable, err, "replay store")
-			}
-			return nil
-		}}, checks...)
-	}
-	for _, c := range checks {
-		if err := c(ctx); err != nil {
-			if errcode.CodeOf(err) == errcode.Unmapped {
-				err = errcode.Unavailable(errcode.KeysUnavailable, err, "readiness check")
-			}
-			return err
-		}
-	}
-	return nil
 }
 
 // TokenResponse is the token endpoint's answer (oauth.TokenResponse).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -29,9 +30,9 @@ const (
 	PathWIT      = "/v1/wit"
 	PathJWKS     = "/.well-known/jwks.json"
 	PathMetadata = "/.well-known/wit-issuer"
-	PathHealthz  = "/healthz"
-	PathReadyz   = "/readyz"
-	PathMetrics  = "/metrics"
+	PathHealthz  = service.PathHealthz
+	PathReadyz   = service.PathReadyz
+	PathMetrics  = service.PathMetrics
 
 	// DefaultMaxBodySize bounds the request body.
 	DefaultMaxBodySize = 64 << 10

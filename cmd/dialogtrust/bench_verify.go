@@ -24,6 +24,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/cmd/dialogtrust/internal/loadtest"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/httpserver"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -142,7 +143,7 @@ func benchReceiver(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	mux := http.NewServeMux()
 	mux.Handle("POST "+*path, h)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := httpserver.New(mux)
 	fmt.Fprintf(stdout, "bench receiver on %s (pid %d, metrics on http://%s/metrics)\n", url, os.Getpid(), ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -395,7 +396,7 @@ func (r *verifyRun) startReceiver(ctx context.Context) (stop func(), err error) 
 		ln.Close()
 		return nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := httpserver.New(h)
 	go func() { _ = srv.Serve(ln) }()
 	r.bench.noMetrics = true // the process is the client and the server
 	return func() { srv.Close() }, nil

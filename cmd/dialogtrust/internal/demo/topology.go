@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/chaining"
+	"github.com/dialogtrust/dialogtrust/httpserver"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
@@ -158,6 +159,7 @@ func listen() (*server, error) {
 
 func (s *server) serve(h http.Handler) {
 	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	httpserver.SetDefaults(s.srv)
 	go func() { _ = s.srv.Serve(s.ln) }()
 }
 
