@@ -1,10 +1,12 @@
 package interop_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,8 +55,13 @@ var (
 // spire is one trust domain's SPIRE (a server and one agent) and the WIT issuer that
 // takes its serving SVID from that agent, all in one temporary directory.
 type spire struct {
-	dir, agentSock, issuerURL string
-	bundle                    []*x509.Certificate
+	dir, serverBin, agentBin string
+	a                        *spireDomain
+	agentSock                string // domain A's Workload API
+	bundleFile               string // domain A's bundle as spire-server bundle show gave it at start
+	fedPort                  int    // domain A's SPIFFE bundle endpoint
+	issuerURL                string
+	bundle                   []*x509.Certificate
 }
 
 // TestSpire runs the WIT issuer against a real SPIRE: spire-server (sqlite datastore,
@@ -129,27 +137,7 @@ func TestSpire(t *testing.T) {
 	})
 
 	t.Run("WorkloadB", func(t *testing.T) {
-		out := filepath.Join(s.dir, "workload-b.json")
-		cmd := exec.Command(filepath.Join(s.dir, "bin", "workload-b"), "-test.run=^TestSpireWorkloadHelper$", "-test.count=1")
-		cmd.Env = append(os.Environ(),
-			"DIALOGTRUST_SPIRE_HELPER_OUT="+out,
-			"DIALOGTRUST_SPIRE_HELPER_SOCKET=unix://"+s.agentSock,
-			"DIALOGTRUST_SPIRE_HELPER_ISSUER="+s.issuerURL,
-			"DIALOGTRUST_SPIRE_HELPER_SUBS=,"+spireWorkloadB.String()+","+spireWorkloadA.String())
-		p := proc.Start(t, "workload-b", filepath.Join(s.dir, "workload-b.log"), cmd)
-		select {
-		case <-p.Exited():
-		case <-time.After(time.Minute):
-			t.Fatal("workload B did not finish within a minute")
-		}
-		if err := p.Err(); err != nil {
-			t.Fatalf("workload B: %v\n%s", err, proc.Tail(p.Log, 40))
-		}
-		var res helperResult
-		b, err := os.ReadFile(out)
-		if err != nil || json.Unmarshal(b, &res) != nil {
-			t.Fatalf("workload B's result: %v %s", err, b)
-		}
+		res := s.runHelper(t, "workload-b", s.agentSock, ","+spireWorkloadB.String()+","+spireWorkloadA.String())
 		if res.SVID != spireWorkloadB.String() || len(res.Answers) != 3 {
 			t.Fatalf("workload B: %+v", res)
 		}
@@ -168,6 +156,121 @@ func TestSpire(t *testing.T) {
 	})
 
 	t.Run("RotationUnderLoad", func(t *testing.T) { s.rotationUnderLoad(t, ctx, src) })
+
+	// Last: it adds an authority to domain A's bundle.
+	t.Run("Federation", s.federation)
+}
+
+// federation starts a second trust domain, other.example (B), whose server trusts
+// example.org (A) through A's SPIFFE bundle endpoint (https_spiffe profile, on
+// loopback). B is bootstrapped with A's bundle as it was at start; A then prepares a new
+// X.509 authority, which only A's endpoint can tell B about. Workload C, registered in B
+// and federated with A, must see A's current bundle in its Workload API, verify the
+// issuer's serving SVID with it, and be refused by the issuer, which trusts no bundle of
+// other.example, with untrusted_issuer.
+func (s *spire) federation(t *testing.T) {
+	if _, err := s.a.run("localauthority", "x509", "prepare"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.a.run("bundle", "show", "-format", "pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := pemCerts(out)
+	if len(current) <= len(s.bundle) {
+		t.Fatalf("domain A's bundle has %d authorities after prepare, %d before", len(current), len(s.bundle))
+	}
+
+	b := s.startServer(t, "b", "other.example", "")
+	if _, err := b.run("federation", "create", "-trustDomain", spireTD,
+		"-bundleEndpointURL", fmt.Sprintf("https://127.0.0.1:%d", s.fedPort),
+		"-bundleEndpointProfile", "https_spiffe", "-endpointSpiffeID", "spiffe://"+spireTD+"/spire/server",
+		"-trustDomainBundlePath", s.bundleFile, "-trustDomainBundleFormat", "pem"); err != nil {
+		t.Fatal(err)
+	}
+	proc.WaitFor(t, 30*time.Second, "domain B to fetch A's bundle from its endpoint", func() error {
+		if _, err := b.run("federation", "refresh", "-id", spireTD); err != nil {
+			return err
+		}
+		out, err := b.run("bundle", "list", "-id", "spiffe://"+spireTD, "-format", "pem")
+		if err != nil {
+			return err
+		}
+		if n := len(pemCerts(out)); n != len(current) {
+			return fmt.Errorf("B holds %d of A's authorities, A has %d", n, len(current))
+		}
+		return nil
+	}, b.server, s.a.server)
+
+	workloadC := spiffeid.RequireFromString("spiffe://other.example/workload-c")
+	b.register(t, workloadC, filepath.Join(s.dir, "bin", "workload-c"), time.Hour, "-federatesWith", "spiffe://"+spireTD)
+	sock := b.startAgent(t)
+	res := s.runHelper(t, "workload-c", sock, "")
+	if res.SVID != workloadC.String() {
+		t.Fatalf("workload C got %s", res.SVID)
+	}
+	if !sameCerts(res.IssuerBundle, current) {
+		t.Fatalf("workload C's bundle of %s has %d authorities, not A's current %d", spireTD, len(res.IssuerBundle), len(current))
+	}
+	if len(res.Answers) != 1 || res.Answers[0].Code != string(errcode.UntrustedIssuer) {
+		t.Fatalf("workload C of other.example: %+v, want %s", res.Answers, errcode.UntrustedIssuer)
+	}
+}
+
+// runHelper runs the copy of this test binary named name as a workload of the agent at
+// sock, asking the issuer for subs (comma-separated), and returns what it reports.
+func (s *spire) runHelper(t *testing.T, name, sock, subs string) helperResult {
+	t.Helper()
+	out := filepath.Join(s.dir, name+".json")
+	cmd := exec.Command(filepath.Join(s.dir, "bin", name), "-test.run=^TestSpireWorkloadHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(),
+		"DIALOGTRUST_SPIRE_HELPER_OUT="+out,
+		"DIALOGTRUST_SPIRE_HELPER_SOCKET=unix://"+sock,
+		"DIALOGTRUST_SPIRE_HELPER_ISSUER="+s.issuerURL,
+		"DIALOGTRUST_SPIRE_HELPER_SUBS="+subs)
+	p := proc.Start(t, name, filepath.Join(s.dir, name+".log"), cmd)
+	select {
+	case <-p.Exited():
+	case <-time.After(time.Minute):
+		t.Fatalf("%s did not finish within a minute", name)
+	}
+	if err := p.Err(); err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, proc.Tail(p.Log, 40))
+	}
+	var res helperResult
+	b, err := os.ReadFile(out)
+	if err != nil || json.Unmarshal(b, &res) != nil {
+		t.Fatalf("%s's result: %v %s", name, err, b)
+	}
+	return res
+}
+
+// pemCerts returns the DER of each certificate in a PEM text.
+func pemCerts(s string) [][]byte {
+	var out [][]byte
+	rest := []byte(s)
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			return out
+		}
+		if b.Type == "CERTIFICATE" {
+			out = append(out, b.Bytes)
+		}
+	}
+}
+
+func sameCerts(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.ContainsFunc(b, func(y []byte) bool { return bytes.Equal(x, y) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // rotationUnderLoad keeps four workers requesting WITs, each over a new TLS connection
@@ -249,8 +352,11 @@ func (s *spire) rotationUnderLoad(t *testing.T, ctx context.Context, src *worklo
 
 // helperResult is what workload B reports.
 type helperResult struct {
-	SVID    string         `json:"svid"`
-	Answers []helperAnswer `json:"answers"`
+	SVID string `json:"svid"`
+	// IssuerBundle is the bundle of the issuer's trust domain the Workload API gave
+	// (DER of each authority): for a federated workload, the one SPIRE fetched.
+	IssuerBundle [][]byte       `json:"issuer_bundle"`
+	Answers      []helperAnswer `json:"answers"`
 }
 
 type helperAnswer struct {
@@ -271,12 +377,18 @@ func TestSpireWorkloadHelper(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	x, err := workloadapi.FetchX509Context(ctx, workloadapi.WithAddr(os.Getenv("DIALOGTRUST_SPIRE_HELPER_SOCKET")))
+	// An X509Source waits (retrying) until the agent has this workload's SVID: a fresh
+	// agent answers "no identity issued" until its first sync.
+	x, err := workloadapi.NewX509Source(ctx, workloadapi.WithClientOptions(workloadapi.WithAddr(os.Getenv("DIALOGTRUST_SPIRE_HELPER_SOCKET"))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	svid := x.DefaultSVID()
-	b, err := x.Bundles.GetX509BundleForTrustDomain(svid.ID.TrustDomain())
+	defer x.Close()
+	svid, err := x.GetX509SVID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := x.GetX509BundleForTrustDomain(spireIssuerID.TrustDomain())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +400,9 @@ func TestSpireWorkloadHelper(t *testing.T) {
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: witissuer.ClientTLSConfig(cert, b.X509Authorities(), identifier.MustParse(spireIssuerID.String()))}}
 	res := helperResult{SVID: svid.ID.String()}
+	for _, c := range b.X509Authorities() {
+		res.IssuerBundle = append(res.IssuerBundle, c.Raw)
+	}
 	for _, sub := range strings.Split(os.Getenv("DIALOGTRUST_SPIRE_HELPER_SUBS"), ",") {
 		c := &witissuer.Client{Endpoint: issuer + witissuer.PathWIT, Audience: issuer, HTTPClient: hc, Subject: sub}
 		a := helperAnswer{Sub: sub}
@@ -365,11 +480,9 @@ func startSpire(t *testing.T, serverBin, agentBin string) *spire {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) }) // after the processes' stops (cleanups run last first)
-	s := &spire{dir: dir, agentSock: filepath.Join(dir, "agent", "api.sock")}
-	for _, d := range []string{"bin", "server", "agent"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
-			t.Fatal(err)
-		}
+	s := &spire{dir: dir, serverBin: serverBin, agentBin: agentBin}
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o700); err != nil {
+		t.Fatal(err)
 	}
 	issuerBin := filepath.Join(dir, "bin", "wit-issuer")
 	// Built in the core module (the parent directory), with its own go.mod and go.sum.
@@ -380,14 +493,88 @@ func startSpire(t *testing.T, serverBin, agentBin string) *spire {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := copyFile(self, filepath.Join(dir, "bin", "workload-b")); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"workload-b", "workload-c"} {
+		if err := copyFile(self, filepath.Join(dir, "bin", name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 
-	serverSock := filepath.Join(dir, "server", "api.sock")
-	serverPort := proc.FreePort(t)
-	serverConf := filepath.Join(dir, "server", "server.conf")
-	writeFile(t, serverConf, fmt.Sprintf(`server {
+	s.fedPort = proc.FreePort(t)
+	a := s.startServer(t, "a", spireTD, fmt.Sprintf(`
+  federation {
+    bundle_endpoint {
+      address = "127.0.0.1"
+      port = %d
+    }
+  }`, s.fedPort))
+	s.a = a
+	s.bundleFile = filepath.Join(dir, "bundle-a.pem")
+	if s.bundle, err = witissuer.LoadPEMCertificates(s.bundleFile); err != nil {
+		t.Fatal(err)
+	}
+	a.register(t, spireIssuerID, issuerBin, spireIssuerSVIDTTL)
+	a.register(t, spireWorkloadA, self, time.Hour)
+	a.register(t, spireWorkloadB, filepath.Join(dir, "bin", "workload-b"), time.Hour)
+	s.agentSock = a.startAgent(t)
+
+	port := proc.FreePort(t)
+	s.issuerURL = fmt.Sprintf("https://127.0.0.1:%d", port)
+	issuerConf := filepath.Join(dir, "wit-issuer.yaml")
+	writeFile(t, issuerConf, fmt.Sprintf(`listen: 127.0.0.1:%d
+issuer: %s
+trust_domains: [%s]
+tls: {workload_api_socket: "unix://%s"}
+keys: {alg: ES256}
+policy: {allowed_algs: [ES256], max_lifetime: 10m}
+auth:
+  x509svid:
+    bundles:
+      - {trust_domain: %s, file: %q}
+routes:
+  - {path: /v1/wit, methods: [x509svid]}
+log: {level: debug}
+`, port, s.issuerURL, spireTD, s.agentSock, spireTD, s.bundleFile))
+	issuer := proc.Start(t, "wit-issuer", filepath.Join(dir, "wit-issuer.log"),
+		exec.Command(issuerBin, "--config", issuerConf))
+	hc := s.httpClient(nil)
+	proc.WaitFor(t, 60*time.Second, "wit-issuer", func() error {
+		res, err := hc.Get(s.issuerURL + witissuer.PathReadyz)
+		if err != nil {
+			return err
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return errors.New(res.Status)
+		}
+		return nil
+	}, issuer, a.agent, a.server)
+	return s
+}
+
+// spireDomain is one trust domain's spire-server (and, once started, its agent) under
+// dir/<name>.
+type spireDomain struct {
+	s                   *spire
+	name, td, dir, sock string
+	port                int
+	bundleFile, token   string
+	server, agent       *proc.Process
+}
+
+const spireAgentID = "/agent"
+
+// startServer starts the spire-server of trust domain td, with extra lines in its
+// server block, waits until it is healthy, writes its bundle to dir/bundle-<name>.pem
+// and makes a join token for its agent.
+func (s *spire) startServer(t *testing.T, name, td, extra string) *spireDomain {
+	t.Helper()
+	d := &spireDomain{s: s, name: name, td: td, dir: filepath.Join(s.dir, name), port: proc.FreePort(t)}
+	d.sock = filepath.Join(d.dir, "server.sock")
+	if err := os.MkdirAll(d.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(d.dir, "server.conf")
+	writeFile(t, conf, fmt.Sprintf(`server {
   bind_address = "127.0.0.1"
   bind_port = "%d"
   socket_path = %q
@@ -396,7 +583,7 @@ func startSpire(t *testing.T, serverBin, agentBin string) *spire {
   log_level = "DEBUG"
   ca_key_type = "ec-p256"
   ca_ttl = "24h"
-  default_x509_svid_ttl = "1h"
+  default_x509_svid_ttl = "1h"%s
 }
 plugins {
   DataStore "sql" {
@@ -412,47 +599,50 @@ plugins {
     plugin_data {}
   }
 }
-`, serverPort, serverSock, spireTD, filepath.Join(dir, "server", "data"), filepath.Join(dir, "server", "datastore.sqlite3")))
-	server := proc.Start(t, "spire-server", filepath.Join(dir, "server", "server.log"),
-		exec.Command(serverBin, "run", "-config", serverConf))
-	proc.WaitFor(t, 60*time.Second, "spire-server", func() error {
-		_, err := proc.Run(serverBin, "healthcheck", "-socketPath", serverSock)
+`, d.port, d.sock, td, filepath.Join(d.dir, "server-data"), extra, filepath.Join(d.dir, "datastore.sqlite3")))
+	d.server = proc.Start(t, "spire-server-"+name, filepath.Join(d.dir, "server.log"),
+		exec.Command(s.serverBin, "run", "-config", conf))
+	proc.WaitFor(t, 60*time.Second, "spire-server "+name, func() error {
+		_, err := proc.Run(s.serverBin, "healthcheck", "-socketPath", d.sock)
 		return err
-	}, server)
-
-	bundlePEM, err := proc.Run(serverBin, "bundle", "show", "-socketPath", serverSock, "-format", "pem")
+	}, d.server)
+	pem, err := d.run("bundle", "show", "-format", "pem")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bundleFile := filepath.Join(dir, "bundle.pem")
-	writeFile(t, bundleFile, bundlePEM)
-	if s.bundle, err = witissuer.LoadPEMCertificates(bundleFile); err != nil {
-		t.Fatal(err)
-	}
-
-	const agentID = "spiffe://example.org/agent"
-	tokOut, err := proc.Run(serverBin, "token", "generate", "-socketPath", serverSock, "-spiffeID", agentID, "-ttl", "600")
+	d.bundleFile = filepath.Join(s.dir, "bundle-"+name+".pem")
+	writeFile(t, d.bundleFile, pem)
+	out, err := d.run("token", "generate", "-spiffeID", "spiffe://"+td+spireAgentID, "-ttl", "600")
 	if err != nil {
 		t.Fatal(err)
 	}
-	token := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(tokOut), "Token:"))
-	for _, e := range []struct {
-		id   spiffeid.ID
-		path string
-		ttl  time.Duration
-	}{
-		{spireIssuerID, issuerBin, spireIssuerSVIDTTL},
-		{spireWorkloadA, self, time.Hour},
-		{spireWorkloadB, filepath.Join(dir, "bin", "workload-b"), time.Hour},
-	} {
-		if _, err := proc.Run(serverBin, "entry", "create", "-socketPath", serverSock, "-parentID", agentID,
-			"-spiffeID", e.id.String(), "-selector", "unix:path:"+e.path, "-x509SVIDTTL", strconv.Itoa(int(e.ttl.Seconds()))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	d.token = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "Token:"))
+	return d
+}
 
-	agentConf := filepath.Join(dir, "agent", "agent.conf")
-	writeFile(t, agentConf, fmt.Sprintf(`agent {
+// run runs a spire-server command against this domain's server.
+func (d *spireDomain) run(args ...string) (string, error) {
+	return proc.Run(d.s.serverBin, append(args[:len(args):len(args)], "-socketPath", d.sock)...)
+}
+
+// register creates the entry of id for the binary at path, under the agent's alias ID.
+// The token's alias entry lets entries name the stable spiffe://<td>/agent as parent.
+func (d *spireDomain) register(t *testing.T, id spiffeid.ID, path string, ttl time.Duration, extra ...string) {
+	t.Helper()
+	args := append([]string{"entry", "create", "-parentID", "spiffe://" + d.td + spireAgentID, "-spiffeID", id.String(),
+		"-selector", "unix:path:" + path, "-x509SVIDTTL", strconv.Itoa(int(ttl.Seconds()))}, extra...)
+	if _, err := d.run(args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startAgent starts the domain's spire-agent (bootstrapped from the server's bundle,
+// not insecurely) and returns its Workload API socket once it is healthy.
+func (d *spireDomain) startAgent(t *testing.T) string {
+	t.Helper()
+	sock := filepath.Join(d.dir, "agent.sock")
+	conf := filepath.Join(d.dir, "agent.conf")
+	writeFile(t, conf, fmt.Sprintf(`agent {
   data_dir = %q
   log_level = "DEBUG"
   server_address = "127.0.0.1"
@@ -478,46 +668,14 @@ plugins {
     }
   }
 }
-`, filepath.Join(dir, "agent", "data"), serverPort, s.agentSock, bundleFile, spireTD, token))
-	agent := proc.Start(t, "spire-agent", filepath.Join(dir, "agent", "agent.log"),
-		exec.Command(agentBin, "run", "-config", agentConf))
-	proc.WaitFor(t, 60*time.Second, "spire-agent", func() error {
-		_, err := proc.Run(agentBin, "healthcheck", "-socketPath", s.agentSock)
+`, filepath.Join(d.dir, "agent-data"), d.port, sock, d.bundleFile, d.td, d.token))
+	d.agent = proc.Start(t, "spire-agent-"+d.name, filepath.Join(d.dir, "agent.log"),
+		exec.Command(d.s.agentBin, "run", "-config", conf))
+	proc.WaitFor(t, 60*time.Second, "spire-agent "+d.name, func() error {
+		_, err := proc.Run(d.s.agentBin, "healthcheck", "-socketPath", sock)
 		return err
-	}, agent, server)
-
-	port := proc.FreePort(t)
-	s.issuerURL = fmt.Sprintf("https://127.0.0.1:%d", port)
-	issuerConf := filepath.Join(dir, "wit-issuer.yaml")
-	writeFile(t, issuerConf, fmt.Sprintf(`listen: 127.0.0.1:%d
-issuer: %s
-trust_domains: [%s]
-tls: {workload_api_socket: "unix://%s"}
-keys: {alg: ES256}
-policy: {allowed_algs: [ES256], max_lifetime: 10m}
-auth:
-  x509svid:
-    bundles:
-      - {trust_domain: %s, file: %q}
-routes:
-  - {path: /v1/wit, methods: [x509svid]}
-log: {level: debug}
-`, port, s.issuerURL, spireTD, s.agentSock, spireTD, bundleFile))
-	issuer := proc.Start(t, "wit-issuer", filepath.Join(dir, "wit-issuer.log"),
-		exec.Command(issuerBin, "--config", issuerConf))
-	hc := s.httpClient(nil)
-	proc.WaitFor(t, 60*time.Second, "wit-issuer", func() error {
-		res, err := hc.Get(s.issuerURL + witissuer.PathReadyz)
-		if err != nil {
-			return err
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			return errors.New(res.Status)
-		}
-		return nil
-	}, issuer, agent, server)
-	return s
+	}, d.agent, d.server)
+	return sock
 }
 
 func writeFile(t *testing.T, path, content string) {
