@@ -105,6 +105,15 @@ func TestSpire(t *testing.T) {
 			if err != nil || got.ID != spireWorkloadA {
 				t.Fatalf("go-spiffe on the issued WIT: %v, %v", got, err)
 			}
+			// The same WIT with one character of its signature changed.
+			sig := r.WIT[len(r.WIT)-10]
+			alt := byte('A')
+			if sig == 'A' {
+				alt = 'B'
+			}
+			if _, err := witsvid.ParseAndValidate(r.WIT[:len(r.WIT)-10]+string(alt)+r.WIT[len(r.WIT)-9:], bundle); err == nil {
+				t.Fatal("go-spiffe accepted a WIT with a changed signature")
+			}
 		}
 		// The adapters against the real issuer: a go-spiffe witsvid.Source.
 		bundles, err := spiffeadapter.NewJWKSSource(ctx, hc, spiffeid.RequireTrustDomainFromString(spireTD), s.issuerURL+witissuer.PathJWKS, time.Minute)
