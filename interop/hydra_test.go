@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,17 +15,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/chaining"
+	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/interop/internal/hydra"
 	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/txntoken"
+	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
+)
+
+// The dialogs of Figure 5: D1 in a.example, D2 the linked dialog in b.example. Long
+// and distinctive, so that finding D1 in what reaches b.example cannot be chance.
+const (
+	dialogD1 = "figure5.D1.original-dialog.a-example"
+	dialogD2 = "figure5.D2.linked-dialog.b-example"
 )
 
 // Hydra's OAuth clients in b.example, registered through its admin API.
@@ -314,8 +327,10 @@ func TestHydra(t *testing.T) {
 	b1 := d.workload(t, "wimse://b.example/service/b1")
 	ttsB := &tts.Client{TokenEndpoint: d.ttsB.TokenEndpoint, WIT: b1.wit, Key: b1.key}
 
-	t.Run("Figure5", func(t *testing.T) {
-		txnA := d.txnTokenA(t, a2, "D1")
+	t.Run("Figure5", func(t *testing.T) { d.figure5Linked(t) })
+
+	t.Run("GrantAndAccessToken", func(t *testing.T) {
+		txnA := d.txnTokenA(t, a2, dialogD1)
 		cc := d.chainingClient(a2)
 		// Step 1: the grant, for Hydra (by its logical name at AS A).
 		g, err := cc.Grant(ctx, chaining.GrantParams{TokenEndpoint: d.ttsA.TokenEndpoint, TxnToken: txnA, Audience: "b.example-as", Scope: "trip.read"})
@@ -344,22 +359,22 @@ func TestHydra(t *testing.T) {
 		for name, tok := range map[string]string{"grant": g.AccessToken, "Hydra's access token": at.AccessToken} {
 			_, c := decodeJWT(t, tok)
 			payload, _ := json.Marshal(c)
-			if strings.Contains(string(payload), "D1") || strings.Contains(string(payload), txnA) || c["tctx"] != nil || c["txn"] != nil {
+			if strings.Contains(string(payload), dialogD1) || strings.Contains(string(payload), txnA) || c["tctx"] != nil || c["txn"] != nil {
 				t.Fatalf("%s carries domain A's dialog or Txn-Token: %s", name, payload)
 			}
 		}
 		// Steps 3-4: A2 hands the access token to B1 with the proposal of D2; B1
 		// exchanges it at TTS B.
 		resp, err := ttsB.Request(ctx, tts.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at.AccessToken,
-			SubjectTokenType: tts.TokenTypeAccessToken, Dialog: "D2"})
+			SubjectTokenType: tts.TokenTypeAccessToken, Dialog: dialogD2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		c := verifyTxnTokenB(t, d.ttsB, resp.AccessToken)
-		if c.Dialog() != "D2" || c.Sub != "hydra:alice@a.example" || c.Scope != "trip.read" || c.ReqWL != b1.id.String() {
+		if c.Dialog() != dialogD2 || c.Sub != "hydra:alice@a.example" || c.Scope != "trip.read" || c.ReqWL != b1.id.String() {
 			t.Fatalf("B1's Txn-Token: %+v", c)
 		}
-		if err := txntoken.DialogMatches(c, "D1"); errcode.CodeOf(err) != errcode.DialogMismatch {
+		if err := txntoken.DialogMatches(c, dialogD1); errcode.CodeOf(err) != errcode.DialogMismatch {
 			t.Fatalf("B1's Txn-Token matched D1: %v", err)
 		}
 	})
@@ -449,4 +464,126 @@ func TestHydra(t *testing.T) {
 		// Hydra turns the double quotes of fosite's hint into single ones.
 		refused(t, err, "invalid_grant", "MUST contain an 'aud' (audience) claim containing a value '"+d.hydra.TokenURL+"'")
 	})
+}
+
+// figure5Linked runs Figure 5 with the agents' own code: A2's agent.Linker (steps 1-3:
+// grant at AS A, redemption at Hydra, the first request of D2 to B1 with a
+// Dialog-Context proposing D2, Hydra's access token as Bearer, signed with A2's WIT),
+// and B1, a dialog.Receiver that verifies A2's signature and Dialog-Context and then
+// exchanges the access token at TTS B (step 4). B1 cannot use agent.LinkAcceptor:
+// that verifies our AS B's access tokens (cnf.jkt bound to the sender's WIT key,
+// client_id the sender), and Hydra's carry neither.
+func (d *hydraDomains) figure5Linked(t *testing.T) {
+	ctx := context.Background()
+	src := func(id string) wit.Source {
+		wc, _, err := witissuer.NewClient(ctx, nil, d.witURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wc.Subject = id
+		return wc.Source()
+	}
+	trust := keys.NewTrust()
+	for _, td := range []string{"a.example", "b.example"} {
+		trust.AddTrustDomain(td, keys.NewLazyRemoteSet(ctx, d.witURL+"/.well-known/jwks.json", time.Second, time.Now))
+	}
+	wits := wit.NewValidator(trust)
+	a2ID, b1ID := identifier.MustParse("wimse://a.example/agent/a2"), "wimse://b.example/service/b1"
+	a2Src, b1Src := src(a2ID.String()), src(b1ID)
+
+	type atB1 struct {
+		v       *dialog.Verified
+		bearer  string
+		headers http.Header
+		txn     *tts.TokenResponse
+		err     error
+	}
+	got := make(chan atB1, 1)
+	b1 := httptest.NewUnstartedServer(nil)
+	b1URL := "http://" + b1.Listener.Addr().String() + "/task"
+	rc, err := dialog.NewReceiver(
+		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(b1URL), httpsig.WithReplay(store.NewMemory()))),
+		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())),
+		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
+			cred, err := b1Src.Credential(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpsig.NewSigner(cred.Key, cred.WIT), nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1TTS := &tts.Client{TokenEndpoint: d.ttsB.TokenEndpoint, WITSource: b1Src, Proof: tts.ProofHTTPSig}
+	b1.Config.Handler = rc.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res := atB1{v: dialog.FromRequest(r), headers: r.Header.Clone()}
+		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		switch {
+		case res.v == nil || res.v.Context == nil || !res.v.Sender.Equal(res.v.Context.Initiator()):
+			res.err = fmt.Errorf("no Dialog-Context from its initiator: %+v", res.v)
+		case res.v.Signature == nil || !res.v.Signature.Covers(`"authorization"`):
+			res.err = fmt.Errorf("the access token is not covered by the signature")
+		case !strings.EqualFold(scheme, "Bearer") || tok == "":
+			res.err = fmt.Errorf("no bearer token")
+		default:
+			res.bearer = tok
+			res.txn, res.err = b1TTS.Request(r.Context(), tts.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: tok,
+				SubjectTokenType: tts.TokenTypeAccessToken, Dialog: res.v.Context.DLG()})
+		}
+		got <- res
+		w.Header().Set("Content-Type", "application/json")
+		if res.err != nil {
+			w.WriteHeader(http.StatusForbidden)
+		}
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	b1.Start()
+	t.Cleanup(b1.Close)
+
+	// A2 holds a Txn-Token of D1 (domain A).
+	cred, err := a2Src.Credential(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txnA := d.txnTokenA(t, workload{id: a2ID, wit: cred.WIT, key: cred.Key}, dialogD1)
+	l := &agent.Linker{Self: a2ID,
+		Transport: &agent.Transport{Source: a2Src, RequireSignedResponse: true, Responses: httpsig.NewVerifier(wits)},
+		Tokens: &chaining.Client{HTTPClient: &http.Client{Timeout: 10 * time.Second,
+			Transport: &hydra.BasicAuth{TokenURL: d.hydra.TokenURL, ClientID: hydraAgentsClient, Secret: d.agentsSecret}}}}
+	first, err := http.NewRequest(http.MethodPost, b1URL, strings.NewReader(`{"task":"book a hotel in domain B"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Header.Set("Content-Type", "application/json")
+	linked, err := l.Link(ctx, agent.LinkConfig{TxnToken: txnA, GrantEndpoint: d.ttsA.TokenEndpoint, PeerIssuer: "b.example-as",
+		PeerTokenEndpoint: d.hydra.TokenURL, Scope: "trip.read", Request: first, Dialog: dialogD2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked.Response.Body.Close()
+	var res atB1
+	select {
+	case res = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("B1 received no request")
+	}
+	if res.err != nil || linked.Response.StatusCode != http.StatusOK {
+		t.Fatalf("B1: HTTP %d, %v", linked.Response.StatusCode, res.err)
+	}
+	if res.bearer != linked.AccessToken || !res.v.Sender.Equal(a2ID) || res.v.Context.DLG() != dialogD2 || linked.Dialog.DLG() != dialogD2 {
+		t.Fatalf("B1 verified sender %s, dialog %s", res.v.Sender, res.v.Context.DLG())
+	}
+	// Nothing of D1 reached B1 (the linker's guard refuses it too; this checks what
+	// was received).
+	for name, vals := range res.headers {
+		for _, v := range vals {
+			if strings.Contains(v, txnA) || strings.Contains(v, dialogD1) {
+				t.Fatalf("B1 received %s of domain A: %s", name, v)
+			}
+		}
+	}
+	c := verifyTxnTokenB(t, d.ttsB, res.txn.AccessToken)
+	if c.Dialog() != dialogD2 || c.Sub != "hydra:alice@a.example" || c.Scope != "trip.read" || c.ReqWL != b1ID {
+		t.Fatalf("B1's Txn-Token: %+v", c)
+	}
 }

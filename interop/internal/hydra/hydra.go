@@ -89,6 +89,10 @@ func Start(t testing.TB, bin string) *Server {
 		AdminURL: fmt.Sprintf("http://127.0.0.1:%d", admin), Process: p}
 	p.WaitHTTP(t, base+"/health/ready", 60*time.Second)
 	p.WaitHTTP(t, s.AdminURL+"/health/ready", 30*time.Second)
+	// Hydra generates its signing keys (RSA 4096) on the first request for them, which
+	// takes seconds on a busy machine; do it now, so that a TTS's readiness check
+	// fetching this JWKS does not wait for it.
+	p.WaitHTTP(t, s.JWKSURL, 2*time.Minute)
 	return s
 }
 

@@ -163,7 +163,7 @@ func (p *Process) WaitLine(t testing.TB, prefix string, timeout time.Duration) s
 // the process ends first or the deadline passes.
 func (p *Process) WaitHTTP(t testing.TB, url string, timeout time.Duration) {
 	t.Helper()
-	hc := &http.Client{Timeout: time.Second}
+	hc := &http.Client{Timeout: 30 * time.Second} // Hydra answers its first JWKS request after generating the keys
 	deadline := time.Now().Add(timeout)
 	last := "no answer"
 	for {
