@@ -415,11 +415,11 @@ func TestHydra(t *testing.T) {
 	})
 
 	// Hydra's refusals reach the caller of chaining.Client as Hydra wrote them: a
-	// foreign AS sends no dialogtrust code, so the code is unmapped, the kind failed
+	// foreign AS sends no dialogtrust code, so the code is token_refused, the kind failed
 	// (HTTP 400), and the detail carries Hydra's error and error_description.
 	refused := func(t *testing.T, err error, oauthErr string, description string) {
 		t.Helper()
-		if errcode.CodeOf(err) != errcode.Unmapped || errcode.KindOf(err) != errcode.Failed {
+		if errcode.CodeOf(err) != errcode.TokenRefused || errcode.KindOf(err) != errcode.Failed {
 			t.Fatalf("code %s, kind %s: %v", errcode.CodeOf(err), errcode.KindOf(err), err)
 		}
 		if !strings.Contains(err.Error(), "token endpoint: "+oauthErr+": ") || !strings.Contains(err.Error(), description) {
