@@ -14,7 +14,8 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/jose"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
@@ -98,7 +99,7 @@ func (l *Linker) Link(ctx context.Context, c LinkConfig) (*Linked, error) {
 	if l.Transport == nil || l.Transport.Source == nil || l.Self.IsZero() {
 		return nil, errcode.New(errcode.InvalidRequest, "a linker needs the agent's identifier and signing transport")
 	}
-	if l.Transport.Proof != HTTPSig {
+	if l.Transport.Proof != proof.HTTPSig {
 		return nil, errcode.New(errcode.InvalidRequest, "a linked dialog needs the HTTP signature: a WPT occupies the Authorization field that carries the access token")
 	}
 	if c.TxnToken == "" || c.GrantEndpoint == "" || c.PeerIssuer == "" || c.PeerTokenEndpoint == "" || c.Request == nil {
@@ -250,7 +251,7 @@ func closeBody(r *http.Request) {
 // dialog in tctx.dlg.
 type LinkAcceptor struct {
 	// TTS asks this domain's TTS (authenticating as this participant).
-	TTS *tts.Client
+	TTS *txntoken.Client
 	// AccessTokens verifies the access tokens of this domain's AS; the token must be
 	// bound (cnf.jkt) to the WIT key that signed the request.
 	AccessTokens *chaining.AccessTokenVerifier
@@ -263,7 +264,7 @@ type LinkAcceptor struct {
 // Accepted is what Accept returns: the Txn-Token of this domain for the linked dialog,
 // and the access token's claims.
 type Accepted struct {
-	TxnToken    *tts.TokenResponse
+	TxnToken    *oauth.TokenResponse
 	AccessToken *chaining.AccessTokenClaims
 }
 
@@ -313,8 +314,8 @@ func (a *LinkAcceptor) Accept(ctx context.Context, r *http.Request) (*Accepted, 
 	if scope == "" {
 		scope = claims.Scope
 	}
-	res, err := a.TTS.Request(ctx, tts.Request{Audience: a.TrustDomain, Scope: scope, SubjectToken: tok,
-		SubjectTokenType: tts.TokenTypeAccessToken, Dialog: v.Context.DLG()})
+	res, err := a.TTS.Request(ctx, txntoken.Request{Audience: a.TrustDomain, Scope: scope, SubjectToken: tok,
+		SubjectTokenType: oauth.TokenTypeAccessToken, Dialog: v.Context.DLG()})
 	if err != nil {
 		return nil, err
 	}

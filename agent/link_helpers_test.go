@@ -29,7 +29,7 @@ import (
 
 // domain is one trust domain of Figure 5 on loopback: its own WIT issuer (witissuer,
 // development authentication) and its own TTS binary (tts.Server with AS A and/or AS B
-// behind chaining.Mux), real keys published at real JWKS endpoints, one settable clock.
+// at one token endpoint), real keys published at real JWKS endpoints, one settable clock.
 type domain struct {
 	name   string
 	clock  *testkit.Clock
@@ -174,21 +174,17 @@ func (f *figure5) ttsBinary(d *domain, trusted []*domain, grantPeers []chaining.
 		}
 		handlers = append(handlers, own)
 	}
-	var err error
-	d.tts, err = tts.New(tts.Config{Issuer: d.ttsURL, TrustDomains: []string{d.name}, Keys: d.ring, Authenticators: auths,
+	cfg := tts.Config{Issuer: d.ttsURL, TrustDomains: []string{d.name}, Keys: d.ring, Authenticators: auths,
 		SubjectHandlers: handlers, Replay: d.replay, Now: f.clock.Now,
-		Policy:        tts.Policy{Rules: []tts.Rule{{Workload: "wimse://" + d.name + "/"}}},
-		AmendMetadata: chaining.MetadataFunc(grantPeers != nil, bearerPeers != nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+		Policy: tts.Policy{Rules: []tts.Rule{{Workload: "wimse://" + d.name + "/"}}}}
 	var (
 		asA *chaining.GrantIssuer
 		asB *chaining.JWTBearer
+		err error
 	)
 	if grantPeers != nil {
 		if asA, err = chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: d.ttsURL, Keys: d.ring, Authenticators: auths,
-			TxnTokens: d.tts.TxnTokenVerifier(), Peers: grantPeers, Now: f.clock.Now}); err != nil {
+			TxnTokens: tts.TxnTokenVerifierFor(cfg), Peers: grantPeers, Now: f.clock.Now}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -198,7 +194,11 @@ func (f *figure5) ttsBinary(d *domain, trusted []*domain, grantPeers []chaining.
 			t.Fatal(err)
 		}
 	}
-	return chaining.Mux(d.tts.Handler(), asA, asB)
+	cfg.Grants = chaining.Handlers(asA, asB)
+	if d.tts, err = tts.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return d.tts.Handler()
 }
 
 func newFigure5(t *testing.T) *figure5 {

@@ -18,6 +18,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 )
@@ -262,7 +263,7 @@ func TestDialogBindingSec11_GrantFromUntrustedDomain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	txn, err := (&tts.Client{TokenEndpoint: f.c.endpoint(), WITSource: c1.src, Now: f.clock.Now}).Request(f.ctx,
+	txn, err := (&tts.Client{TokenEndpoint: f.c.endpoint(), WITSource: c1.src, Now: f.clock.Now, Proof: proof.WPT}).Request(f.ctx,
 		tts.Request{Audience: "c.example", Scope: "trip.read", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "C-D1"})
 	if err != nil {
 		t.Fatal(err)

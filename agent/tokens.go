@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // TxnTokenSource gives the Txn-Token to send in dialog dlg.
@@ -32,7 +32,7 @@ type SubjectFunc func(ctx context.Context) (token, tokenType string, err error)
 // TTSSource asks a Transaction Token Service for a Txn-Token that records the dialog
 // (dialog-binding section 10) and keeps each until shortly before it expires.
 type TTSSource struct {
-	client   *tts.Client
+	client   *txntoken.Client
 	audience string
 	scope    string
 	subject  SubjectFunc
@@ -49,7 +49,7 @@ type cachedToken struct {
 }
 
 // NewTTSSource returns a source for trust domain audience and scope.
-func NewTTSSource(c *tts.Client, audience, scope string, subject SubjectFunc, now func() time.Time) *TTSSource {
+func NewTTSSource(c *txntoken.Client, audience, scope string, subject SubjectFunc, now func() time.Time) *TTSSource {
 	if now == nil {
 		now = time.Now
 	}
@@ -72,7 +72,7 @@ func (s *TTSSource) TxnToken(ctx context.Context, dlg string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	res, err := s.client.Request(ctx, tts.Request{Audience: s.audience, Scope: s.scope, SubjectToken: tok, SubjectTokenType: typ, Dialog: dlg})
+	res, err := s.client.Request(ctx, txntoken.Request{Audience: s.audience, Scope: s.scope, SubjectToken: tok, SubjectTokenType: typ, Dialog: dlg})
 	if err != nil {
 		return "", err
 	}

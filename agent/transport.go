@@ -9,21 +9,26 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
 )
 
 // Proof selects how a request proves possession of the WIT key.
-type Proof int
+//
+// Deprecated: use proof.Method.
+type Proof = proof.Method
 
 const (
-	// HTTPSig is the WIMSE HTTP signature (http-signature-07): covers method, path,
-	// query, body digest and the credential fields, and lets the server sign its
-	// response. The default.
-	HTTPSig Proof = iota
-	// WPT is the Workload Proof Token (wpt-02) with tth and dth.
-	WPT
+	// HTTPSig is the WIMSE HTTP signature, the default.
+	//
+	// Deprecated: use proof.HTTPSig.
+	HTTPSig = proof.HTTPSig
+	// WPT is the Workload Proof Token.
+	//
+	// Deprecated: use proof.WPT.
+	WPT = proof.WPT
 )
 
 // maxRequestBody bounds a request body the transport reads to digest and sign.
@@ -63,8 +68,8 @@ type Transport struct {
 	// Tokens gives the Txn-Token of a dialog (optional; per-request override with
 	// WithTxnTokenSource). Without one no Txn-Token is sent.
 	Tokens TxnTokenSource
-	// Proof is HTTPSig (default) or WPT.
-	Proof Proof
+	// Proof is proof.HTTPSig (the zero value) or proof.WPT.
+	Proof proof.Method
 	// Responses verifies signed responses (the server's WIT, by trust configuration).
 	// With HTTPSig a signed response is always verified, so it is required.
 	Responses *httpsig.Verifier
@@ -123,7 +128,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var nonce string
 	switch t.Proof {
-	case WPT:
+	case proof.WPT:
 		// The provenance field is bound as a context token (oth).
 		if err := wpt.SignRequest(out, cred.Key, cred.WIT, aud, wpt.RequestOptions{ContextTokenFields: []string{dialog.ProvenanceHeader}}); err != nil {
 			return nil, err
@@ -141,7 +146,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport
 	}
 	res, err := base.RoundTrip(out)
-	if err != nil || t.Proof == WPT {
+	if err != nil || t.Proof == proof.WPT {
 		return res, err
 	}
 	// A signed response is always verified; an unsigned one only passes when it was not

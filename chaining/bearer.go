@@ -9,13 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // Access token lifetimes and grant limits of AS B.
@@ -69,7 +68,7 @@ type JWTBearerConfig struct {
 	Keys *keys.Ring
 	// Authenticators authenticate the client workload; it must present a WIT
 	// (the grant's requested_cnf and the access token's cnf name its key).
-	Authenticators []tts.Authenticator
+	Authenticators []oauth.Authenticator
 	// Replay claims every grant's jti once, until its exp plus skew.
 	Replay store.Replay
 	// Peers whose grants are redeemed.
@@ -88,8 +87,9 @@ type JWTBearerConfig struct {
 	Now func() time.Time
 	// Logger for JSON logs (default: discard). Tokens appear only as SHA-256 hashes.
 	Logger *slog.Logger
-	// Registry, when set, receives the metrics.
-	Registry prometheus.Registerer
+	// Observer, when set, is told the outcomes of requests served by ServeHTTP (at a
+	// TTS's token endpoint, the endpoint's observer is told; oauthmetrics counts them).
+	Observer oauth.Observer
 }
 
 // JWTBearer is AS B: the RFC 7523 jwt-bearer grant handler that redeems a peer's JWT
@@ -97,9 +97,9 @@ type JWTBearerConfig struct {
 // dialog-binding section 11 step 2). It never issues a refresh token (oauth.md 2.4
 // item 6, RFC 7521 section 4.1).
 type JWTBearer struct {
-	cfg     JWTBearerConfig
-	peers   map[string]*BearerPeer
-	metrics *metrics
+	cfg   JWTBearerConfig
+	peers map[string]*BearerPeer
+	alone *oauth.Endpoint // ServeHTTP
 }
 
 // NewJWTBearer checks cfg and builds the handler.
@@ -117,7 +117,7 @@ func NewJWTBearer(cfg JWTBearerConfig) (*JWTBearer, error) {
 		return nil, fmt.Errorf("chaining: a jwt-bearer AS needs at least one peer")
 	}
 	if cfg.TokenEndpoint == "" {
-		cfg.TokenEndpoint = strings.TrimSuffix(cfg.Issuer, "/") + tts.PathToken
+		cfg.TokenEndpoint = strings.TrimSuffix(cfg.Issuer, "/") + pathToken
 	}
 	if cfg.Lifetime <= 0 {
 		cfg.Lifetime = DefaultAccessTokenLifetime
@@ -129,7 +129,7 @@ func NewJWTBearer(cfg JWTBearerConfig) (*JWTBearer, error) {
 		cfg.MaxGrantAge = DefaultMaxGrantAge
 	}
 	if cfg.Skew <= 0 {
-		cfg.Skew = tts.DefaultSkew
+		cfg.Skew = oauth.DefaultSkew
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -169,11 +169,10 @@ func NewJWTBearer(cfg JWTBearerConfig) (*JWTBearer, error) {
 		}
 		b.peers[p.Issuer] = &p
 	}
-	m, err := newMetrics(cfg.Registry, "access_tokens")
-	if err != nil {
+	var err error
+	if b.alone, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: b, Observer: cfg.Observer}); err != nil {
 		return nil, err
 	}
-	b.metrics = m
 	return b, nil
 }
 
@@ -186,39 +185,58 @@ type AccessTokenResponse struct {
 	Scope       string `json:"scope"`
 }
 
-type bearerLog struct {
-	grantLog
-	grantHash, grantJTI string
+// bearerResult is the access token response with what the log line says of it.
+type bearerResult struct {
+	resp   *AccessTokenResponse
+	claims *AccessTokenClaims
+	kid    string
 }
 
-// ServeHTTP implements http.Handler for POST to the token endpoint.
-func (b *JWTBearer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var bl bearerLog
-	resp, claims, kid, err := b.redeem(w, r, &bl)
+func (b *bearerResult) AppendJSON(buf []byte) []byte {
+	return oauth.JSONResponse{V: b.resp}.AppendJSON(buf)
+}
+
+// bearerLog is what a refusal's log line says of the grant.
+type bearerLog struct{ grantJTI string }
+
+// Name implements oauth.Handler.
+func (b *JWTBearer) Name() string { return HandlerNameAccessTokens }
+
+// ServeHTTP serves POST to the token endpoint with this handler alone.
+func (b *JWTBearer) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.alone.ServeHTTP(w, r) }
+
+// Handle implements oauth.Handler.
+func (b *JWTBearer) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, rec *oauth.Record) (oauth.Response, error) {
+	bl := &bearerLog{}
+	rec.Detail = bl
+	resp, claims, kid, err := b.redeem(ctx, r, tr, rec, bl)
 	if err != nil {
-		code := errcode.CodeOf(err)
-		if code == errcode.Unmapped {
-			err = errcode.Wrap(errcode.Internal, err, "internal error")
-			code = errcode.Internal
-		}
-		oauth, _ := OAuthError(err)
-		b.metrics.refused.WithLabelValues(oauth, string(code)).Inc()
+		return nil, err
+	}
+	return &bearerResult{resp: resp, claims: claims, kid: kid}, nil
+}
+
+// Done implements oauth.Handler: the log line (the endpoint's Observer counts it).
+func (b *JWTBearer) Done(ctx context.Context, r *http.Request, rec *oauth.Record) {
+	var grantJTI string
+	if bl, ok := rec.Detail.(*bearerLog); ok {
+		grantJTI = bl.grantJTI
+	}
+	if rec.Err != nil {
 		level := slog.LevelInfo
-		if errcode.KindOf(err) == errcode.Incomplete || code == errcode.Internal {
+		if errcode.KindOf(rec.Err) == errcode.Incomplete || rec.Code == errcode.Internal {
 			level = slog.LevelError
 		}
-		b.cfg.Logger.Log(r.Context(), level, "chaining access token refused", "error", oauth, "code", string(code),
-			"kind", errcode.KindOf(err).String(), "peer", bl.peer, "method", bl.method, "requester", bl.requester,
-			"grant_sha256", bl.grantHash, "grant_jti", bl.grantJTI, "remote", r.RemoteAddr, "detail", err.Error())
-		writeError(w, r, err)
+		b.cfg.Logger.Log(ctx, level, "chaining access token refused", "error", rec.Error, "code", string(rec.Code),
+			"kind", errcode.KindOf(rec.Err).String(), "peer", rec.Peer, "method", rec.Method, "requester", rec.Requester,
+			"grant_sha256", rec.SubjectSHA256, "grant_jti", grantJTI, "remote", r.RemoteAddr, "detail", rec.Err.Error())
 		return
 	}
-	b.metrics.issued.WithLabelValues(bl.peer).Inc()
-	b.cfg.Logger.LogAttrs(r.Context(), slog.LevelInfo, "chaining access token issued", slog.String("peer", bl.peer),
-		slog.String("method", bl.method), slog.String("requester", bl.requester), slog.String("grant_sha256", bl.grantHash),
-		slog.String("grant_jti", bl.grantJTI), slog.String("jti", claims.Jti), slog.String("access_token_sha256", tts.Hash(resp.AccessToken)),
-		slog.String("kid", kid), slog.String("scope", claims.Scope), slog.Int64("exp", int64(*claims.Exp)), slog.String("remote", r.RemoteAddr))
-	writeJSON(w, http.StatusOK, resp)
+	res := rec.Response.(*bearerResult)
+	b.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "chaining access token issued", slog.String("peer", rec.Peer),
+		slog.String("method", rec.Method), slog.String("requester", rec.Requester), slog.String("grant_sha256", rec.SubjectSHA256),
+		slog.String("grant_jti", grantJTI), slog.String("jti", res.claims.Jti), slog.String("access_token_sha256", txntoken.Hash(res.resp.AccessToken)),
+		slog.String("kid", res.kid), slog.String("scope", res.claims.Scope), slog.Int64("exp", int64(*res.claims.Exp)), slog.String("remote", r.RemoteAddr))
 }
 
 // redeem runs a jwt-bearer request through its steps, first failure wins, the replay
@@ -239,18 +257,13 @@ func (b *JWTBearer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 //  8. the grant's jti claimed once until exp plus skew (replayed: invalid_grant; a store
 //     that does not answer: temporarily_unavailable);
 //  9. the RFC 9068 access token, bound to the client's WIT key (cnf.jkt).
-func (b *JWTBearer) redeem(w http.ResponseWriter, r *http.Request, bl *bearerLog) (*AccessTokenResponse, *AccessTokenClaims, string, error) {
-	ctx := r.Context()
-	body, err := readForm(w, r)
+func (b *JWTBearer) redeem(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, rec *oauth.Record, bl *bearerLog) (*AccessTokenResponse, *AccessTokenClaims, string, error) {
+	br, err := bearerRequest(tr)
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
 	}
-	br, err := ParseJWTBearerRequest(body)
-	if err != nil {
-		return nil, nil, "", at(stageRequest, err)
-	}
-	bl.grantHash = tts.Hash(br.Assertion)
-	req, err := authenticate(ctx, r, br.form, b.cfg.Authenticators, &bl.grantLog)
+	rec.SubjectSHA256 = txntoken.Hash(br.Assertion)
+	req, err := authenticate(ctx, r, tr, b.cfg.Authenticators, rec)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -264,7 +277,7 @@ func (b *JWTBearer) redeem(w http.ResponseWriter, r *http.Request, bl *bearerLog
 	now := b.cfg.Now()
 	peer, g, err := b.verifyGrant(ctx, br.Assertion, now)
 	if peer != nil {
-		bl.peer = peer.Issuer
+		rec.Peer = peer.Issuer
 	}
 	if g != nil {
 		bl.grantJTI = truncate(g.Jti)
@@ -367,7 +380,7 @@ func bearerScope(requested []string, grant *string, allowed []string) ([]string,
 	if grant == nil {
 		return nil, errcode.New(errcode.ScopeUnknown, "the grant carries no scope")
 	}
-	gs, err := tts.ParseScope(*grant)
+	gs, err := oauth.ParseScope(*grant)
 	if err != nil {
 		return nil, errcode.New(errcode.ScopeUnknown, "the grant's scope is not a valid scope")
 	}

@@ -5,10 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +21,8 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
 )
 
@@ -193,7 +198,7 @@ func TestChaining2_4_AccessToken(t *testing.T) {
 	}
 	// TTS B: the access token as subject token, the linked dialog in request_details.
 	b1 := e.b.dom.Workload(t, "/agent/b1", keys.ES256)
-	res, err := (&tts.Client{TokenEndpoint: e.b.endpoint(), WIT: b1.WIT, Key: b1.Key, Now: e.clock.Now}).Request(ctx,
+	res, err := (&tts.Client{TokenEndpoint: e.b.endpoint(), WIT: b1.WIT, Key: b1.Key, Now: e.clock.Now, Proof: proof.WPT}).Request(ctx,
 		tts.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at, SubjectTokenType: tts.TokenTypeAccessToken, Dialog: "D2"})
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +211,7 @@ func TestChaining2_4_AccessToken(t *testing.T) {
 		t.Fatalf("Txn-Token %+v", claims)
 	}
 	// A grant is not an access token, and a Txn-Token is neither (explicit typing).
-	_, err = (&tts.Client{TokenEndpoint: e.b.endpoint(), WIT: b1.WIT, Key: b1.Key, Now: e.clock.Now}).Request(ctx,
+	_, err = (&tts.Client{TokenEndpoint: e.b.endpoint(), WIT: b1.WIT, Key: b1.Key, Now: e.clock.Now, Proof: proof.WPT}).Request(ctx,
 		tts.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: res.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken})
 	if err == nil {
 		t.Fatal("a Txn-Token accepted as an access token")
@@ -359,7 +364,7 @@ func TestChaining2_5_BearerScopeAndSubject(t *testing.T) {
 
 	bob := e.a.dom.Workload(t, "/agent/a3", keys.ES256)
 	ss, _ := tts.NewSelfSignedToken(bob.Key, bob.ID, "bob@a.example", e.a.url, "trip.read", 5*time.Minute, e.clock.Now())
-	res, err := (&tts.Client{TokenEndpoint: e.a.endpoint(), WIT: bob.WIT, Key: bob.Key, Now: e.clock.Now}).Request(ctx,
+	res, err := (&tts.Client{TokenEndpoint: e.a.endpoint(), WIT: bob.WIT, Key: bob.Key, Now: e.clock.Now, Proof: proof.WPT}).Request(ctx,
 		tts.Request{Audience: "a.example", Scope: "trip.read", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned})
 	if err != nil {
 		t.Fatal(err)
@@ -546,6 +551,75 @@ func TestSubjectMap(t *testing.T) {
 		if _, err := chaining.NewJWTBearer(chaining.JWTBearerConfig{Issuer: "https://b", Keys: ring, Authenticators: auth, Replay: failingStore{},
 			Audiences: []string{"b.example"}, Peers: []chaining.BearerPeer{p}}); err == nil {
 			t.Fatalf("peer %+v accepted", p)
+		}
+	}
+}
+
+// countingBody counts the octets read from a request's own body.
+type countingBody struct {
+	r io.ReadCloser
+	n *atomic.Int64
+}
+
+func (c countingBody) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c countingBody) Close() error { return c.r.Close() }
+
+// A token request's body is read once and parsed once, whichever grant serves it: the
+// TTS's token exchange, AS A's grant, AS B's jwt-bearer redemption, or none (refused).
+// The authenticators get a reader over the octets already read (Content-Digest).
+func TestTokenRequestBodyReadAndParsedOnce(t *testing.T) {
+	var read atomic.Int64
+	var lengths []int64
+	var mu sync.Mutex
+	e := newEnv(t, envOpts{wrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			lengths = append(lengths, r.ContentLength)
+			mu.Unlock()
+			r.Body = countingBody{r: r.Body, n: &read}
+			h.ServeHTTP(w, r)
+		})
+	}})
+	a2 := e.a.dom.Workload(t, "/agent/a2", keys.ES256)
+	txn := e.txnToken(a2, "trip.read", "D1")
+	grant := e.mustGrant(a2, txn, "trip.read")
+	for _, tc := range []struct {
+		name   string
+		side   *side
+		form   url.Values
+		status int
+		want   string // issued_token_type, token_type or error
+		field  string
+	}{
+		{"tts", e.a, url.Values{"grant_type": {tts.GrantTypeTokenExchange}, "requested_token_type": {tts.TokenTypeTxnToken},
+			"subject_token": {txn}, "subject_token_type": {tts.TokenTypeTxnToken}, "audience": {"a.example"}, "scope": {"trip.read"}},
+			200, tts.TokenTypeTxnToken, "issued_token_type"},
+		{"as_a", e.a, url.Values{"grant_type": {tts.GrantTypeTokenExchange}, "requested_token_type": {chaining.TokenTypeJWT},
+			"subject_token": {txn}, "subject_token_type": {tts.TokenTypeTxnToken}, "audience": {e.b.url}},
+			200, chaining.TokenTypeJWT, "issued_token_type"},
+		{"as_b", e.b, url.Values{"grant_type": {chaining.GrantTypeJWTBearer}, "assertion": {grant}}, 200, "Bearer", "token_type"},
+		{"refused", e.b, url.Values{"grant_type": {"password"}, "username": {"u"}}, 400, "unsupported_grant_type", "error"},
+	} {
+		read.Store(0)
+		mu.Lock()
+		lengths = nil
+		mu.Unlock()
+		before := oauth.ParseCount()
+		st, _, body := rawPost(t, e, tc.side, a2, tc.form)
+		parses := oauth.ParseCount() - before
+		if st != tc.status || body[tc.field] != tc.want {
+			t.Fatalf("%s: %d %v", tc.name, st, body)
+		}
+		mu.Lock()
+		n := lengths
+		mu.Unlock()
+		if parses != 1 || len(n) != 1 || read.Load() != n[0] || n[0] != int64(len(tc.form.Encode())) {
+			t.Fatalf("%s: parsed %d times, body of %v octets, %d octets read", tc.name, parses, n, read.Load())
 		}
 	}
 }

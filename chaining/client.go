@@ -2,19 +2,16 @@ package chaining
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/keys"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/wit"
-	"github.com/dialogtrust/dialogtrust/wpt"
 )
 
 // Client is the requesting workload's side of identity chaining (oauth.md 2.1 steps 2
@@ -31,8 +28,8 @@ type Client struct {
 	WITSource wit.Source
 	WIT       string
 	Key       *keys.PrivateKey
-	// Proof is tts.ProofHTTPSig (default) or tts.ProofWPT.
-	Proof string
+	// Proof is proof.HTTPSig (the zero value) or proof.WPT.
+	Proof proof.Method
 	// Now is the clock of the proofs (default time.Now).
 	Now func() time.Time
 }
@@ -59,10 +56,10 @@ func (c *Client) Grant(ctx context.Context, p GrantParams) (*GrantResponse, erro
 		return nil, errcode.New(errcode.InvalidRequest, "a grant request needs the Txn-Token and the peer AS")
 	}
 	form := url.Values{
-		"grant_type":           {tts.GrantTypeTokenExchange},
-		"requested_token_type": {TokenTypeJWT},
+		"grant_type":           {oauth.GrantTypeTokenExchange},
+		"requested_token_type": {oauth.TokenTypeJWT},
 		"subject_token":        {p.TxnToken},
-		"subject_token_type":   {tts.TokenTypeTxnToken},
+		"subject_token_type":   {oauth.TokenTypeTxnToken},
 	}
 	if p.Audience != "" {
 		form.Set("audience", p.Audience)
@@ -73,14 +70,14 @@ func (c *Client) Grant(ctx context.Context, p GrantParams) (*GrantResponse, erro
 	if p.Scope != "" {
 		form.Set("scope", p.Scope)
 	}
-	var out GrantResponse
-	if err := c.post(ctx, p.TokenEndpoint, form, &out); err != nil {
+	out, err := c.oauthClient(p.TokenEndpoint).Token(ctx, form)
+	if err != nil {
 		return nil, err
 	}
-	if out.AccessToken == "" || out.IssuedTokenType != TokenTypeJWT || out.TokenType != "N_A" {
-		return nil, errcode.New(errcode.UnsupportedTokenType, "AS A did not issue a JWT authorization grant (issued_token_type %q)", truncate(out.IssuedTokenType))
+	if out.AccessToken == "" || out.IssuedTokenType != oauth.TokenTypeJWT || out.TokenType != "N_A" {
+		return nil, errcode.New(errcode.UnsupportedTokenType, "AS A did not issue a JWT authorization grant (issued_token_type %q)", clipResponse(out.IssuedTokenType))
 	}
-	return &out, nil
+	return &GrantResponse{AccessToken: out.AccessToken, IssuedTokenType: out.IssuedTokenType, TokenType: out.TokenType, ExpiresIn: out.ExpiresIn, Scope: out.Scope}, nil
 }
 
 // Redeem presents grant to AS B (RFC 7523 jwt-bearer) and returns the access token of
@@ -89,84 +86,39 @@ func (c *Client) Redeem(ctx context.Context, tokenEndpoint, grant, scope string)
 	if grant == "" {
 		return nil, errcode.New(errcode.InvalidRequest, "no grant to redeem")
 	}
-	form := url.Values{"grant_type": {GrantTypeJWTBearer}, "assertion": {grant}}
+	form := url.Values{"grant_type": {oauth.GrantTypeJWTBearer}, "assertion": {grant}}
 	if scope != "" {
 		form.Set("scope", scope)
 	}
-	var out AccessTokenResponse
-	if err := c.post(ctx, tokenEndpoint, form, &out); err != nil {
+	out, err := c.oauthClient(tokenEndpoint).Token(ctx, form)
+	if err != nil {
 		return nil, err
 	}
 	if out.AccessToken == "" || !strings.EqualFold(out.TokenType, "Bearer") {
-		return nil, errcode.New(errcode.UnsupportedTokenType, "AS B did not issue a bearer access token (token_type %q)", truncate(out.TokenType))
+		return nil, errcode.New(errcode.UnsupportedTokenType, "AS B did not issue a bearer access token (token_type %q)", clipResponse(out.TokenType))
 	}
-	return &out, nil
+	return &AccessTokenResponse{AccessToken: out.AccessToken, TokenType: out.TokenType, ExpiresIn: out.ExpiresIn, Scope: out.Scope}, nil
 }
 
-// maxResponseSize bounds what the client reads from an AS.
-const maxResponseSize = 64 << 10
-
-func (c *Client) post(ctx context.Context, endpoint string, form url.Values, out any) error {
-	if endpoint == "" {
-		return errcode.New(errcode.InvalidRequest, "no token endpoint")
+// oauthClient is the token endpoint client of one request: the AS's code for a request
+// that could not be completed is as_unavailable.
+func (c *Client) oauthClient(endpoint string) *oauth.TokenClient {
+	return &oauth.TokenClient{
+		TokenEndpoint: endpoint,
+		HTTPClient:    c.HTTPClient,
+		WITSource:     c.WITSource,
+		WIT:           c.WIT,
+		Key:           c.Key,
+		Proof:         c.Proof,
+		Now:           c.Now,
+		Unavailable:   errcode.ASUnavailable,
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
-	if err != nil {
-		return errcode.Wrap(errcode.InvalidRequest, err, "token endpoint URL")
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	if err := c.authenticate(ctx, req, endpoint); err != nil {
-		return err
-	}
-	hc := c.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	res, err := hc.Do(req)
-	if err != nil {
-		return errcode.Unavailable(errcode.ASUnavailable, err, "token endpoint did not answer")
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, maxResponseSize))
-	if err != nil {
-		return errcode.Unavailable(errcode.ASUnavailable, err, "reading the token response")
-	}
-	if res.StatusCode != http.StatusOK {
-		err := tts.ReadError(res.StatusCode, b)
-		if errcode.CodeOf(err) == errcode.Unmapped && res.StatusCode >= 500 {
-			return errcode.Unavailable(errcode.ASUnavailable, err, "HTTP %d", res.StatusCode)
-		}
-		return err
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return errcode.Wrap(errcode.InvalidEncoding, err, "the token response is not JSON")
-	}
-	return nil
 }
 
-func (c *Client) authenticate(ctx context.Context, req *http.Request, aud string) error {
-	witRaw, key := c.WIT, c.Key
-	if c.WITSource != nil {
-		cred, err := c.WITSource.Credential(ctx)
-		if err != nil {
-			return err
-		}
-		witRaw, key = cred.WIT, cred.Key
+// clipResponse bounds a server-supplied string quoted in an error.
+func clipResponse(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
 	}
-	if witRaw == "" || key == nil {
-		return errcode.New(errcode.MissingCredential, "the client has no WIT and key")
-	}
-	now := c.Now
-	if now == nil {
-		now = time.Now
-	}
-	switch c.Proof {
-	case "", tts.ProofHTTPSig:
-		_, err := httpsig.NewSigner(key, witRaw, httpsig.WithSignerClock(now)).SignRequest(req, aud)
-		return err
-	case tts.ProofWPT:
-		return wpt.SignRequest(req, key, witRaw, aud, wpt.RequestOptions{}, wpt.WithMintClock(now))
-	}
-	return errcode.New(errcode.InvalidRequest, "unknown proof method %q (httpsig or wpt)", c.Proof)
+	return s
 }

@@ -8,12 +8,12 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/keys"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/oauth"
 )
 
 // DiscoveredKeys is a peer AS's signing keys found through its RFC 8414 metadata
 // (oauth.md 2.3: AS B trusts AS A's keys by configuration or through the jwks_uri of
-// AS A's metadata). The metadata is read with tts.Discover from the configured issuer
+// AS A's metadata). The metadata is read with oauth.Discover from the configured issuer
 // identifier, so its issuer must equal that identifier (RFC 8414 section 3.3) and
 // jwks_uri must be on the issuer's origin: metadata cannot point trust elsewhere.
 //
@@ -79,7 +79,7 @@ func (d *DiscoveredKeys) get(ctx context.Context) (*keys.LazyRemoteSet, error) {
 		return nil, errcode.Unavailable(errcode.KeysUnavailable, d.lastErr, "metadata of %s not read yet", d.issuer)
 	}
 	d.lastTry = now
-	md, err := tts.Discover(ctx, d.hc, d.issuer)
+	md, err := oauth.Discover(ctx, d.hc, d.issuer)
 	if err != nil {
 		d.lastErr = err
 		return nil, errcode.Unavailable(errcode.KeysUnavailable, err, "metadata of %s", d.issuer)

@@ -25,14 +25,19 @@
 //
 // GrantIssuer (AS A) answers a token exchange for a JWT authorization grant; JWTBearer
 // (AS B) answers the RFC 7523 jwt-bearer grant with an access token. Both run in the
-// TTS binary: Mux dispatches its one token endpoint by grant_type and
+// TTS binary as oauth.Handlers of its one token endpoint (tts.Config.Grants, Handlers),
+// which reads and parses the body once and routes by grant_type and
 // requested_token_type (txn_token: the TTS; ...:jwt, or no requested_token_type with an
-// audience or resource naming a peer: AS A; jwt-bearer: AS B), with the body restored
-// for the chosen handler. MetadataFunc adds the jwt-bearer grant type, the issued token
-// types and identity_chaining_requested_token_types_supported to the TTS's RFC 8414
-// metadata. Both handlers authenticate the requesting workload with the TTS's
-// authenticators (tts.WIMSEAuthenticators: a WIT with a WIMSE HTTP signature or a WPT)
-// and require a WIT, because the grant and the access token are bound to its key.
+// audience or resource naming a peer: AS A; jwt-bearer: AS B; see Match). Each applies
+// its own parameter rules to the one parsed request (bounds of every parameter,
+// refused actor_token for AS A). AmendMetadata (and MetadataFunc) add the jwt-bearer
+// grant type, the issued token types and
+// identity_chaining_requested_token_types_supported to the TTS's RFC 8414 metadata.
+// Both handlers authenticate the requesting workload with the WIT methods of package
+// oauth (oauth.WIMSEAuthenticators: a WIT with a WIMSE HTTP signature or a WPT) and
+// require a WIT, because the grant and the access token are bound to its key. Their
+// outcomes are counted by the endpoint's oauth.Observer (oauthmetrics); this package
+// does not import Prometheus.
 //
 // # The grant (AS A)
 //
@@ -87,6 +92,6 @@
 // access tokens; each is typed explicitly and every verifier requires its one typ, so
 // none can stand in for another.
 //
-// Errors follow RFC 6749 section 5.2 and RFC 8693 section 2.2.2 (OAuthError), written
-// by tts.WriteError. Nothing here logs a whole token: tokens appear as base64url SHA-256.
+// Errors follow RFC 6749 section 5.2, RFC 8693 section 2.2.2 and RFC 7523 section 3.1
+// (oauth.ErrorFor, the one mapping of the token endpoint), written by the endpoint. Nothing here logs a whole token: tokens appear as base64url SHA-256.
 package chaining

@@ -1,28 +1,22 @@
 package chaining
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // Grant lifetimes (oauth.md 2.3: short; the draft's example is 60 s).
@@ -34,7 +28,7 @@ const (
 // TxnTokenVerifier validates a Txn-Token of this trust domain (tts.Server's
 // TxnTokenVerifier: its keys, served trust domains and issuer).
 type TxnTokenVerifier interface {
-	Verify(ctx context.Context, raw string) (*tts.Claims, error)
+	Verify(ctx context.Context, raw string) (*txntoken.Claims, error)
 }
 
 // GrantPeer is a peer authorization server (AS B) this AS issues grants for, and the
@@ -69,7 +63,7 @@ type GrantIssuerConfig struct {
 	// Authenticators authenticate the requesting workload. Only methods that yield a
 	// WIT (WIT + HTTP signature or WPT) can be used: the grant binds the workload's WIT
 	// key (requested_cnf).
-	Authenticators []tts.Authenticator
+	Authenticators []oauth.Authenticator
 	// TxnTokens validates the subject Txn-Token.
 	TxnTokens TxnTokenVerifier
 	// Peers this AS issues grants for.
@@ -81,18 +75,22 @@ type GrantIssuerConfig struct {
 	Now func() time.Time
 	// Logger for JSON logs (default: discard). Tokens appear only as SHA-256 hashes.
 	Logger *slog.Logger
-	// Registry, when set, receives the metrics.
-	Registry prometheus.Registerer
+	// Observer, when set, is told the outcomes of requests served by ServeHTTP (at a
+	// TTS's token endpoint, the endpoint's observer is told; oauthmetrics counts them).
+	Observer oauth.Observer
 }
 
 // GrantIssuer is AS A: the token exchange handler that turns a Txn-Token of this
 // domain into a JWT authorization grant for a peer AS (oauth.md 2.2, 2.3;
 // dialog-binding section 11 step 1).
 type GrantIssuer struct {
-	cfg     GrantIssuerConfig
-	peers   []GrantPeer
-	metrics *metrics
+	cfg   GrantIssuerConfig
+	peers []GrantPeer
+	alone *oauth.Endpoint // ServeHTTP
 }
+
+// pathToken is the token endpoint's path on the issuer (the TTS's).
+const pathToken = "/token"
 
 // NewGrantIssuer checks cfg and builds the handler.
 func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
@@ -106,7 +104,7 @@ func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
 		return nil, fmt.Errorf("chaining: a grant issuer needs at least one peer")
 	}
 	if cfg.TokenEndpoint == "" {
-		cfg.TokenEndpoint = strings.TrimSuffix(cfg.Issuer, "/") + tts.PathToken
+		cfg.TokenEndpoint = strings.TrimSuffix(cfg.Issuer, "/") + pathToken
 	}
 	if cfg.Lifetime <= 0 {
 		cfg.Lifetime = DefaultGrantLifetime
@@ -148,11 +146,10 @@ func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
 		}
 		g.peers = append(g.peers, p)
 	}
-	m, err := newMetrics(cfg.Registry, "grants")
-	if err != nil {
+	var err error
+	if g.alone, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: g, Observer: cfg.Observer}); err != nil {
 		return nil, err
 	}
-	g.metrics = m
 	return g, nil
 }
 
@@ -205,38 +202,54 @@ type GrantResponse struct {
 	Scope           string `json:"scope,omitempty"`
 }
 
-type grantLog struct {
-	method, requester, peer, subjectHash string
+// HandlerNameGrants and HandlerNameAccessTokens are the names of AS A's and AS B's
+// handlers at the token endpoint (oauth.Record.Handler).
+const (
+	HandlerNameGrants       = oauth.HandlerChainingGrants
+	HandlerNameAccessTokens = oauth.HandlerChainingAccessTokens
+)
+
+// grantResult is the grant response with what the log line says of it.
+type grantResult struct {
+	resp   *GrantResponse
+	claims *GrantClaims
+	kid    string
 }
 
-// ServeHTTP implements http.Handler for POST to the token endpoint.
-func (g *GrantIssuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var gl grantLog
-	resp, claims, kid, err := g.issue(w, r, &gl)
+func (g *grantResult) AppendJSON(b []byte) []byte { return oauth.JSONResponse{V: g.resp}.AppendJSON(b) }
+
+// Name implements oauth.Handler.
+func (g *GrantIssuer) Name() string { return HandlerNameGrants }
+
+// ServeHTTP serves POST to the token endpoint with this handler alone.
+func (g *GrantIssuer) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.alone.ServeHTTP(w, r) }
+
+// Handle implements oauth.Handler.
+func (g *GrantIssuer) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, rec *oauth.Record) (oauth.Response, error) {
+	resp, claims, kid, err := g.issue(ctx, r, tr, rec)
 	if err != nil {
-		code := errcode.CodeOf(err)
-		if code == errcode.Unmapped {
-			err = errcode.Wrap(errcode.Internal, err, "internal error")
-			code = errcode.Internal
-		}
-		oauth, _ := OAuthError(err)
-		g.metrics.refused.WithLabelValues(oauth, string(code)).Inc()
+		return nil, err
+	}
+	return &grantResult{resp: resp, claims: claims, kid: kid}, nil
+}
+
+// Done implements oauth.Handler: the log line (the endpoint's Observer counts it).
+func (g *GrantIssuer) Done(ctx context.Context, r *http.Request, rec *oauth.Record) {
+	if rec.Err != nil {
 		level := slog.LevelInfo
-		if errcode.KindOf(err) == errcode.Incomplete || code == errcode.Internal {
+		if errcode.KindOf(rec.Err) == errcode.Incomplete || rec.Code == errcode.Internal {
 			level = slog.LevelError
 		}
-		g.cfg.Logger.Log(r.Context(), level, "chaining grant refused", "error", oauth, "code", string(code),
-			"kind", errcode.KindOf(err).String(), "peer", gl.peer, "method", gl.method, "requester", gl.requester,
-			"subject_token_sha256", gl.subjectHash, "remote", r.RemoteAddr, "detail", err.Error())
-		writeError(w, r, err)
+		g.cfg.Logger.Log(ctx, level, "chaining grant refused", "error", rec.Error, "code", string(rec.Code),
+			"kind", errcode.KindOf(rec.Err).String(), "peer", rec.Peer, "method", rec.Method, "requester", rec.Requester,
+			"subject_token_sha256", rec.SubjectSHA256, "remote", r.RemoteAddr, "detail", rec.Err.Error())
 		return
 	}
-	g.metrics.issued.WithLabelValues(gl.peer).Inc()
-	g.cfg.Logger.LogAttrs(r.Context(), slog.LevelInfo, "chaining grant issued", slog.String("peer", gl.peer),
-		slog.String("method", gl.method), slog.String("requester", gl.requester), slog.String("subject_token_sha256", gl.subjectHash),
-		slog.String("jti", claims.Jti), slog.String("grant_sha256", tts.Hash(resp.AccessToken)), slog.String("kid", kid),
-		slog.Int64("exp", int64(*claims.Exp)), slog.String("remote", r.RemoteAddr))
-	writeJSON(w, http.StatusOK, resp)
+	res := rec.Response.(*grantResult)
+	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "chaining grant issued", slog.String("peer", rec.Peer),
+		slog.String("method", rec.Method), slog.String("requester", rec.Requester), slog.String("subject_token_sha256", rec.SubjectSHA256),
+		slog.String("jti", res.claims.Jti), slog.String("grant_sha256", txntoken.Hash(res.resp.AccessToken)), slog.String("kid", res.kid),
+		slog.Int64("exp", int64(*res.claims.Exp)), slog.String("remote", r.RemoteAddr))
 }
 
 // issue runs a grant request through its steps, cheap and stateless checks first:
@@ -251,21 +264,16 @@ func (g *GrantIssuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 //     movement across domains);
 //  5. scope: never broader than the Txn-Token's, nor than the peer's allowed scopes;
 //  6. subject transcription, claims, signature.
-func (g *GrantIssuer) issue(w http.ResponseWriter, r *http.Request, gl *grantLog) (*GrantResponse, *GrantClaims, string, error) {
-	ctx := r.Context()
-	body, err := readForm(w, r)
+func (g *GrantIssuer) issue(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, rec *oauth.Record) (*GrantResponse, *GrantClaims, string, error) {
+	gr, err := grantRequest(tr)
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
 	}
-	gr, err := ParseGrantRequest(body)
-	if err != nil {
-		return nil, nil, "", at(stageRequest, err)
+	rec.SubjectSHA256 = txntoken.Hash(gr.SubjectToken)
+	if gr.SubjectTokenType != oauth.TokenTypeTxnToken {
+		return nil, nil, "", at(stageRequest, errcode.New(errcode.UnsupportedTokenType, "subject_token_type must be %s: a grant is issued on a Txn-Token of this domain", oauth.TokenTypeTxnToken))
 	}
-	gl.subjectHash = tts.Hash(gr.SubjectToken)
-	if gr.SubjectTokenType != tts.TokenTypeTxnToken {
-		return nil, nil, "", at(stageRequest, errcode.New(errcode.UnsupportedTokenType, "subject_token_type must be %s: a grant is issued on a Txn-Token of this domain", tts.TokenTypeTxnToken))
-	}
-	req, err := authenticate(ctx, r, gr.form, g.cfg.Authenticators, gl)
+	req, err := authenticate(ctx, r, tr, g.cfg.Authenticators, rec)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -273,7 +281,7 @@ func (g *GrantIssuer) issue(w http.ResponseWriter, r *http.Request, gl *grantLog
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
 	}
-	gl.peer = peer.Issuer
+	rec.Peer = peer.Issuer
 	if len(peer.Workloads) > 0 && !matchWorkload(peer.Workloads, req.ID) {
 		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not request grants for %s", req.ID, peer.Issuer))
 	}
@@ -348,51 +356,24 @@ func grantScope(requested, subject, allowed []string) ([]string, error) {
 // authenticate runs the first authenticator whose credential is present (tts
 // semantics: a present but bad credential is a rejection, never a fall-through) and
 // requires a WIT, whose key the grant or the access token is bound to.
-func authenticate(ctx context.Context, r *http.Request, f form, auths []tts.Authenticator, gl *grantLog) (*tts.Requester, error) {
-	tr := f.tokenRequest()
-	var auth tts.Authenticator
-	for _, a := range auths {
-		if a.Present(r, tr) {
-			auth = a
-			break
-		}
-	}
+func authenticate(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, auths []oauth.Authenticator, rec *oauth.Record) (*oauth.Client, error) {
+	auth := oauth.FirstPresent(auths, r, tr)
 	if auth == nil {
 		return nil, at(stageClient, errcode.New(errcode.Unauthenticated, "no client authentication this AS accepts: a WIT with an HTTP signature or a WPT"))
 	}
-	gl.method = auth.Name()
+	rec.Method = auth.Name()
 	req, err := auth.Authenticate(ctx, r, tr)
 	if err != nil {
 		return nil, at(stageClient, err)
 	}
-	gl.requester = req.ID.String()
+	rec.Requester = req.ID.String()
 	if req.WIT == nil || req.WIT.Key == nil {
 		return nil, at(stageClient, errcode.New(errcode.Unauthenticated, "identity chaining requires a WIT: the grant and the access token are bound to its key"))
 	}
-	if id := f["client_id"]; id != "" && id != req.ID.String() {
+	if id := tr.ClientID; id != "" && id != req.ID.String() {
 		return nil, at(stageClient, errcode.New(errcode.InvalidClaim, "client_id is not the authenticated workload"))
 	}
 	return req, nil
-}
-
-// readForm checks the Content-Type and reads the bounded body, then puts it back for
-// the authenticators (Content-Digest).
-func readForm(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/x-www-form-urlencoded" {
-		return nil, errcode.New(errcode.InvalidRequest, "Content-Type must be application/x-www-form-urlencoded")
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodySize))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, errcode.New(errcode.BodyTooLarge, "body over %d octets", MaxBodySize)
-		}
-		return nil, errcode.Wrap(errcode.InvalidRequest, err, "reading the body")
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	return body, nil
 }
 
 // checkPatterns: identifiers, or prefixes ending in "/" that name a whole trust
@@ -422,7 +403,7 @@ func matchWorkload(ps []string, id identifier.ID) bool {
 
 func checkScopes(ss []string) error {
 	for _, s := range ss {
-		if sc, err := tts.ParseScope(s); err != nil || len(sc) != 1 {
+		if sc, err := oauth.ParseScope(s); err != nil || len(sc) != 1 {
 			return fmt.Errorf("%q is not one scope token", s)
 		}
 	}
@@ -434,13 +415,4 @@ func newJTI() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

@@ -22,13 +22,15 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
 // side is one trust domain's TTS binary on a loopback HTTP server: the TTS, and AS A
-// and/or AS B behind chaining.Mux, with real keys and the domain's WIT issuer trust.
+// and/or AS B at the TTS's token endpoint (oauth.Endpoint), with real keys and the domain's WIT issuer trust.
 type side struct {
 	td     string
 	dom    *testkit.Domain
@@ -62,6 +64,8 @@ type envOpts struct {
 	grantPeer  func(*chaining.GrantPeer)
 	bearerPeer func(*chaining.BearerPeer)
 	bearer     func(*chaining.JWTBearerConfig)
+	// wrap, when set, wraps both sides' handlers.
+	wrap func(http.Handler) http.Handler
 }
 
 type syncBuffer struct {
@@ -124,24 +128,24 @@ func newEnv(t testing.TB, o envOpts) *env {
 	authA := tts.WIMSEAuthenticators(witsA, a.replay, a.endpoint())
 	hopts := tts.HandlerOptions{Now: clock.Now}
 	var err error
-	a.srv, err = tts.New(tts.Config{Issuer: a.url, TrustDomains: []string{"a.example"}, Keys: a.ring, Authenticators: authA,
+	cfgA := tts.Config{Issuer: a.url, TrustDomains: []string{"a.example"}, Keys: a.ring, Authenticators: authA,
 		SubjectHandlers: []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{a.url}, tts.SelfSignedOptions{HandlerOptions: hopts})},
-		Replay:          a.replay, Policy: tts.Policy{Rules: []tts.Rule{{Workload: "wimse://a.example/"}}}, Now: clock.Now,
-		AmendMetadata: chaining.MetadataFunc(true, false)})
-	if err != nil {
-		t.Fatal(err)
-	}
+		Replay:          a.replay, Policy: tts.Policy{Rules: []tts.Rule{{Workload: "wimse://a.example/"}}}, Now: clock.Now, Registry: a.reg}
 	gp := chaining.GrantPeer{Issuer: e.b.url, TokenEndpoint: e.b.endpoint(), Audiences: []string{"as.b.example"}, Scopes: []string{"trip.read", "trip.book"}}
 	if o.grantPeer != nil {
 		o.grantPeer(&gp)
 	}
 	a.ga, err = chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: a.url, Keys: a.ring, Authenticators: authA,
-		TxnTokens: a.srv.TxnTokenVerifier(), Peers: []chaining.GrantPeer{gp}, Now: clock.Now,
-		Logger: logTo(a), Registry: a.reg})
+		TxnTokens: tts.TxnTokenVerifierFor(cfgA), Peers: []chaining.GrantPeer{gp}, Now: clock.Now,
+		Logger: logTo(a)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.hs.Config.Handler = chaining.Mux(a.srv.Handler(), a.ga, nil)
+	cfgA.Grants = []oauth.Handler{a.ga}
+	if a.srv, err = tts.New(cfgA); err != nil {
+		t.Fatal(err)
+	}
+	a.hs.Config.Handler = a.srv.Handler()
 
 	// Domain B: AS B redeeming A's grants; its TTS accepts AS B's access tokens.
 	b := e.b
@@ -152,13 +156,6 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.srv, err = tts.New(tts.Config{Issuer: b.url, TrustDomains: []string{"b.example"}, Keys: b.ring, Authenticators: authB,
-		SubjectHandlers: []tts.SubjectTokenHandler{ownAT}, Replay: b.replay,
-		Policy: tts.Policy{Rules: []tts.Rule{{Workload: "wimse://b.example/"}}}, Now: clock.Now,
-		AmendMetadata: chaining.MetadataFunc(false, true)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	bp := chaining.BearerPeer{Issuer: a.url, Keys: chaining.RingKeySet(a.ring), Scopes: []string{"trip.read", "trip.book"},
 		Subject: chaining.SubjectMap{Mode: chaining.SubjectPrefix, Prefix: "a.example:"}}
 	if o.bearerPeer != nil {
@@ -166,7 +163,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	}
 	bc := chaining.JWTBearerConfig{Issuer: b.url, Keys: b.ring, Authenticators: authB, Replay: b.replay,
 		Peers: []chaining.BearerPeer{bp}, Audiences: []string{"b.example"}, Now: clock.Now,
-		Logger: logTo(b), Registry: b.reg}
+		Logger: logTo(b)}
 	if o.bearer != nil {
 		o.bearer(&bc)
 	}
@@ -174,7 +171,17 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.hs.Config.Handler = chaining.Mux(b.srv.Handler(), nil, b.jb)
+	b.srv, err = tts.New(tts.Config{Issuer: b.url, TrustDomains: []string{"b.example"}, Keys: b.ring, Authenticators: authB,
+		SubjectHandlers: []tts.SubjectTokenHandler{ownAT}, Replay: b.replay,
+		Policy: tts.Policy{Rules: []tts.Rule{{Workload: "wimse://b.example/"}}}, Now: clock.Now,
+		Grants: []oauth.Handler{b.jb}, Registry: b.reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.hs.Config.Handler = b.srv.Handler()
+	if o.wrap != nil {
+		a.hs.Config.Handler, b.hs.Config.Handler = o.wrap(a.hs.Config.Handler), o.wrap(b.hs.Config.Handler)
+	}
 	a.hs.Start()
 	b.hs.Start()
 	t.Cleanup(func() { a.hs.Close(); b.hs.Close() })
@@ -188,7 +195,7 @@ func (e *env) txnToken(w *testkit.Workload, scope, dlg string) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	c := &tts.Client{TokenEndpoint: e.a.endpoint(), WIT: w.WIT, Key: w.Key, Now: e.clock.Now}
+	c := &tts.Client{TokenEndpoint: e.a.endpoint(), WIT: w.WIT, Key: w.Key, Now: e.clock.Now, Proof: proof.WPT}
 	res, err := c.Request(context.Background(), tts.Request{Audience: "a.example", Scope: scope, SubjectToken: ss,
 		SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: dlg})
 	if err != nil {

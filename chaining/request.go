@@ -3,86 +3,20 @@ package chaining
 import (
 	"net/url"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/oauth"
 )
 
 // Bounds of a chaining token request: one JWT (a subject Txn-Token or an assertion) of
-// a few KiB and a handful of short parameters. The body bound is the TTS's, since both
-// share the token endpoint.
+// a few KiB and a handful of short parameters. The body bound is the token endpoint's
+// (package oauth), which the TTS shares.
 const (
-	MaxBodySize     = tts.DefaultMaxBodySize
+	MaxBodySize     = oauth.DefaultMaxBodySize
 	MaxAssertion    = 8 << 10
-	MaxSubjectToken = tts.MaxSubjectTokenSize
+	MaxSubjectToken = oauth.MaxSubjectTokenSize
 	maxParam        = 1 << 10
-	maxParams       = 64
 )
-
-// form is a parsed application/x-www-form-urlencoded body (RFC 6749 Appendix B) in
-// which every parameter occurs at most once (RFC 6749 section 3.2).
-type form map[string]string
-
-// parseForm decodes body strictly: a parameter given twice is refused (one party could
-// read one value and another party the other), values must be UTF-8 text without NUL,
-// each within its bound (sizes; maxParam for any other). Unknown parameters are kept
-// and ignored by the callers (RFC 6749 section 3.2).
-func parseForm(body []byte, sizes map[string]int) (form, error) {
-	if len(body) > MaxBodySize {
-		return nil, errcode.New(errcode.BodyTooLarge, "request body over %d octets", MaxBodySize)
-	}
-	f := form{}
-	rest := string(body)
-	for n := 0; rest != ""; n++ {
-		if n >= maxParams {
-			return nil, invalid("more than %d parameters", maxParams)
-		}
-		var pair string
-		pair, rest, _ = strings.Cut(rest, "&")
-		if pair == "" {
-			continue
-		}
-		rawName, rawValue, _ := strings.Cut(pair, "=")
-		name, err := url.QueryUnescape(rawName)
-		if err != nil {
-			return nil, errcode.Wrap(errcode.InvalidRequest, err, "the body is not application/x-www-form-urlencoded")
-		}
-		if len(name) > maxParam {
-			return nil, invalid("a parameter name is over %d octets", maxParam)
-		}
-		if _, dup := f[name]; dup {
-			return nil, invalid("parameter %q appears more than once", truncate(name))
-		}
-		limit, ok := sizes[name]
-		if !ok {
-			limit = maxParam
-		}
-		if len(rawValue) > 3*limit {
-			return nil, invalid("parameter %s is over %d octets", truncate(name), limit)
-		}
-		v, err := url.QueryUnescape(rawValue)
-		if err != nil {
-			return nil, errcode.Wrap(errcode.InvalidRequest, err, "the body is not application/x-www-form-urlencoded")
-		}
-		if len(v) > limit {
-			return nil, invalid("parameter %s is over %d octets", truncate(name), limit)
-		}
-		if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
-			return nil, invalid("parameter %s is not valid UTF-8 text", truncate(name))
-		}
-		f[name] = v
-	}
-	return f, nil
-}
-
-// tokenRequest is what the tts authenticators look at: client_id and the
-// private_key_jwt parameters. The WIMSE methods (WIT + HTTP signature or WPT) read the
-// HTTP request itself.
-func (f form) tokenRequest() *tts.TokenRequest {
-	return &tts.TokenRequest{GrantType: f["grant_type"], ClientID: f["client_id"],
-		ClientAssertion: f["client_assertion"], ClientAssertionType: f["client_assertion_type"]}
-}
 
 // JWTBearerRequest is a parsed RFC 7523 section 2.1 request (oauth.md 2.4, 4.1).
 type JWTBearerRequest struct {
@@ -94,40 +28,42 @@ type JWTBearerRequest struct {
 	Resource string
 	// ClientID, when sent, must name the authenticated workload.
 	ClientID string
-
-	form form
 }
 
-var bearerSizes = map[string]int{"assertion": MaxAssertion, "client_assertion": MaxAssertion, "scope": tts.MaxScopeSize}
+// bearerSizes bound every parameter of a jwt-bearer request (maxParam for any other).
+var bearerSizes = map[string]int{"assertion": MaxAssertion, "client_assertion": MaxAssertion, "scope": oauth.MaxScopeSize}
 
-// ParseJWTBearerRequest parses a jwt-bearer token request body. It checks syntax and
-// bounds only: grant_type (unsupported_grant_type), one assertion, scope syntax, one
-// resource. Every rejection is an *errcode.Error (invalid_request, body_too_large,
-// unsupported_grant_type).
+// ParseJWTBearerRequest parses a jwt-bearer token request body: oauth.ParseTokenRequest,
+// then the checks of bearerRequest.
 func ParseJWTBearerRequest(body []byte) (*JWTBearerRequest, error) {
-	f, err := parseForm(body, bearerSizes)
+	tr, err := oauth.ParseTokenRequest(body)
 	if err != nil {
 		return nil, err
 	}
-	switch gt := f["grant_type"]; {
+	return bearerRequest(tr)
+}
+
+// bearerRequest checks a parsed request as a jwt-bearer request: syntax and bounds
+// only: grant_type (unsupported_grant_type), one assertion, scope syntax, one resource.
+// Every rejection is an *errcode.Error (invalid_request, unsupported_grant_type).
+func bearerRequest(tr *oauth.TokenRequest) (*JWTBearerRequest, error) {
+	if err := tr.CheckBounds(bearerSizes, maxParam); err != nil {
+		return nil, err
+	}
+	switch gt := tr.GrantType; {
 	case gt == "":
 		return nil, invalid("grant_type is required")
 	case gt != GrantTypeJWTBearer:
 		return nil, errcode.New(errcode.UnsupportedGrantType, "grant_type must be %s", GrantTypeJWTBearer)
 	}
-	r := &JWTBearerRequest{Assertion: f["assertion"], Resource: f["resource"], ClientID: f["client_id"], form: f}
+	r := &JWTBearerRequest{Assertion: tr.Assertion, Resource: tr.Resource, ClientID: tr.ClientID, Scope: tr.Scope}
 	if r.Assertion == "" {
 		return nil, invalid("assertion is required: one JWT authorization grant")
 	}
 	if strings.Count(r.Assertion, ".") != 2 {
 		return nil, invalid("assertion is not one compact JWS")
 	}
-	if s, ok := f["scope"]; ok {
-		if r.Scope, err = tts.ParseScope(s); err != nil {
-			return nil, err
-		}
-	}
-	if _, ok := f["resource"]; ok {
+	if tr.Has("resource") {
 		if err := checkResource(r.Resource); err != nil {
 			return nil, err
 		}
@@ -147,37 +83,45 @@ type GrantRequest struct {
 	Resource string
 	// Scope is the requested scope (nil: not requested).
 	Scope []string
-
-	form form
 }
 
-var grantSizes = map[string]int{"subject_token": MaxSubjectToken, "client_assertion": MaxAssertion, "scope": tts.MaxScopeSize}
+// grantSizes bound every parameter of a grant request (maxParam for any other).
+var grantSizes = map[string]int{"subject_token": MaxSubjectToken, "client_assertion": MaxAssertion, "scope": oauth.MaxScopeSize}
 
 // grantRefused are RFC 8693 parameters AS A does not use; ignoring them would give the
 // caller less than it asked for.
 var grantRefused = []string{"actor_token", "actor_token_type"}
 
-// ParseGrantRequest parses a token exchange request for a JWT authorization grant. It
-// checks syntax and bounds and the REQUIRED parameters; what they mean is decided by
-// the GrantIssuer. One audience or resource, each at most once: a grant names one AS.
+// ParseGrantRequest parses a token exchange request for a JWT authorization grant:
+// oauth.ParseTokenRequest, then the checks of grantRequest.
 func ParseGrantRequest(body []byte) (*GrantRequest, error) {
-	f, err := parseForm(body, grantSizes)
+	tr, err := oauth.ParseTokenRequest(body)
 	if err != nil {
 		return nil, err
 	}
-	switch gt := f["grant_type"]; {
+	return grantRequest(tr)
+}
+
+// grantRequest checks a parsed request as a grant request: bounds and the REQUIRED
+// parameters; what they mean is decided by the GrantIssuer. One audience or resource,
+// each at most once: a grant names one AS.
+func grantRequest(tr *oauth.TokenRequest) (*GrantRequest, error) {
+	if err := tr.CheckBounds(grantSizes, maxParam); err != nil {
+		return nil, err
+	}
+	switch gt := tr.GrantType; {
 	case gt == "":
 		return nil, invalid("grant_type is required")
-	case gt != tts.GrantTypeTokenExchange:
-		return nil, errcode.New(errcode.UnsupportedGrantType, "grant_type must be %s", tts.GrantTypeTokenExchange)
+	case gt != oauth.GrantTypeTokenExchange:
+		return nil, errcode.New(errcode.UnsupportedGrantType, "grant_type must be %s", oauth.GrantTypeTokenExchange)
 	}
 	for _, p := range grantRefused {
-		if _, ok := f[p]; ok {
+		if tr.Has(p) {
 			return nil, invalid("%s is not accepted: a JWT authorization grant carries no actor", p)
 		}
 	}
-	r := &GrantRequest{RequestedTokenType: f["requested_token_type"], SubjectToken: f["subject_token"],
-		SubjectTokenType: f["subject_token_type"], Audience: f["audience"], Resource: f["resource"], form: f}
+	r := &GrantRequest{RequestedTokenType: tr.RequestedTokenType, SubjectToken: tr.SubjectToken,
+		SubjectTokenType: tr.SubjectTokenType, Audience: tr.Audience, Resource: tr.Resource, Scope: tr.Scope}
 	switch {
 	case r.RequestedTokenType != "" && r.RequestedTokenType != TokenTypeJWT:
 		return nil, errcode.New(errcode.UnsupportedTokenType, "requested_token_type must be %s (a JWT authorization grant)", TokenTypeJWT)
@@ -188,13 +132,8 @@ func ParseGrantRequest(body []byte) (*GrantRequest, error) {
 	case r.Audience == "" && r.Resource == "":
 		return nil, invalid("audience or resource is required: the peer authorization server")
 	}
-	if _, ok := f["resource"]; ok {
+	if tr.Has("resource") {
 		if err := checkResource(r.Resource); err != nil {
-			return nil, err
-		}
-	}
-	if s, ok := f["scope"]; ok {
-		if r.Scope, err = tts.ParseScope(s); err != nil {
 			return nil, err
 		}
 	}
@@ -214,9 +153,4 @@ func invalid(format string, args ...any) *errcode.Error {
 	return errcode.New(errcode.InvalidRequest, format, args...)
 }
 
-func truncate(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
-}
+func truncate(s string) string { return oauth.Truncate(s) }

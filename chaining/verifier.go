@@ -7,7 +7,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/oauth"
 )
 
 // AccessTokenVerifier validates the RFC 9068 access tokens of one AS at a resource
@@ -45,7 +45,7 @@ func (v *AccessTokenVerifier) Verify(ctx context.Context, raw string) (*AccessTo
 		now = v.Now()
 	}
 	if skew <= 0 {
-		skew = tts.DefaultSkew
+		skew = oauth.DefaultSkew
 	}
 	if maxLife <= 0 {
 		maxLife = MaxAccessTokenLifetime

@@ -12,6 +12,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
@@ -29,8 +30,9 @@ type Verified struct {
 	Sender identifier.ID
 	// SenderWIT is the sender's validated WIT.
 	SenderWIT *wit.WIT
-	// Proof is "httpsig" or "wpt".
-	Proof string
+	// Proof is how the sender proved possession of its WIT key: proof.HTTPSig or
+	// proof.WPT (String gives "httpsig" or "wpt").
+	Proof proof.Method
 	// Signature is the verified HTTP signature (nil with a WPT).
 	Signature *httpsig.Result
 	// Context is the verified Dialog-Context (nil when the request carried none).
@@ -157,7 +159,7 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 		if err != nil {
 			return nil, err
 		}
-		v.Sender, v.SenderWIT, v.Proof, v.Signature = res.WIT.Subject, res.WIT, "httpsig", res
+		v.Sender, v.SenderWIT, v.Proof, v.Signature = res.WIT.Subject, res.WIT, proof.HTTPSig, res
 	case hasWPT(r.Header):
 		if rc.wpt == nil {
 			return nil, errcode.New(errcode.MissingCredential, "WPTs are not accepted here")
@@ -167,7 +169,7 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 		if err != nil {
 			return nil, err
 		}
-		v.Sender, v.SenderWIT, v.Proof = res.WIT.Subject, res.WIT, "wpt"
+		v.Sender, v.SenderWIT, v.Proof = res.WIT.Subject, res.WIT, proof.WPT
 	default:
 		return nil, errcode.New(errcode.MissingCredential, "the request carries no WIMSE proof")
 	}

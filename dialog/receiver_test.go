@@ -18,6 +18,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -189,7 +190,7 @@ func TestDialogBindingFigure3_ToolVerifiesAllThree(t *testing.T) {
 		t.Fatalf("WPT: %v %v", err, res)
 	}
 	res.Body.Close()
-	if v := <-f.seen; v.Proof != "wpt" || v.InitiatorVerified {
+	if v := <-f.seen; v.Proof != proof.WPT || v.InitiatorVerified {
 		t.Fatalf("WPT: %+v", v)
 	}
 }

@@ -85,7 +85,7 @@ func BenchmarkReceiveChain16(b *testing.B) {
 	now := func() time.Time { return epoch }
 	b.ReportAllocs()
 	for b.Loop() {
-		r := NewReceiver(self, w.trust, store.NewMemoryRecords(), WithClock(now))
+		r := NewReceiver(self, w.trust, store.NewMemoryRecords(), WithClock(now), WithRecordsLostAt(time.Time{}))
 		if _, err := r.Receive(ctx, Inbound{Handoff: h}); err != nil {
 			b.Fatal(err)
 		}

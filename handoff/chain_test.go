@@ -336,3 +336,54 @@ func TestVerifyChainStandalone(t *testing.T) {
 		}
 	})
 }
+
+// Section 5.5, checks 2, 3 and 4, each broken alone: in every case the other checks
+// (and check 1, 5, 6 and 7) pass, so each case fails only through its own check. The
+// chain is user -> planner, and the offer planner -> coder.
+func TestSec5_5_ChecksTwoThreeFourEachAlone(t *testing.T) {
+	forEachForm(t, func(t *testing.T, w *world) {
+		now := w.clock.Now().Unix()
+		first := func() *Offer {
+			return &Offer{Hop: NewHopID(), Dialog: "ctx-7c1e", Iss: user, Aud: planner, Iat: now - 10, Exp: now + 100}
+		}
+		// build signs c0, then the planner's offer whose prev names named (c0 when nil),
+		// and carries c0 as the chain.
+		build := func(c0 *Offer, named *Signed) *Handoff {
+			s0 := w.sign(c0)
+			if named == nil {
+				named = &s0
+			}
+			o := w.newOffer(planner, coder)
+			o.Prev = ptrDigest(named.Digest())
+			return &Handoff{Offer: w.sign(o), Chain: []Signed{s0}}
+		}
+		// Check 2 alone: prev names another offer from the same iss to the same aud,
+		// issued at the same time, so continuity and timing still hold.
+		sibling := w.sign(first())
+		// Check 3 alone: the earlier offer went to the tester; prev and timing hold.
+		elsewhere := first()
+		elsewhere.Aud = tester
+		// Check 4 alone: the earlier offer was issued after the current one; prev and
+		// continuity hold.
+		later := first()
+		later.Iat, later.Exp = now+1, now+100
+		for name, tc := range map[string]struct {
+			h    *Handoff
+			want Reason
+		}{
+			"control: every check passes":    {build(first(), nil), ""},
+			"check 2: prev names a sibling":  {build(first(), &sibling), ReasonBrokenChain},
+			"check 3: aud is not next iss":   {build(elsewhere, nil), ReasonBrokenChain},
+			"check 4: issued before earlier": {build(later, nil), ReasonBrokenChain},
+		} {
+			r, _ := w.receiver(coder)
+			d, err := receive(r, tc.h)
+			if d.Reason != tc.want || d.Reason != "" && d.Step != 6 {
+				t.Errorf("%s: %s at step %d (%v), want %q", name, d.Reason, d.Step, err, tc.want)
+			}
+			if tc.want == "" && (d.Chain == nil || !d.Chain.Full() || d.Chain.Origin != user) {
+				t.Errorf("%s: chain %+v", name, d.Chain)
+			}
+		}
+	})
+}

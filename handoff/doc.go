@@ -38,9 +38,13 @@
 //     bad-signature but nothing is answered or remembered; an unsigned chain element
 //     breaks the chain.
 //   - What is remembered. Only pairs that passed steps 1 to 3 are recorded (section
-//     5.2), so rejections at steps 1 to 4 (including stale and replay) set no state and
-//     are not resent; rejections at steps 5 to 7 are the hop's last status and are
-//     resent to retransmissions. A "received" pair is kept until exp plus skew; a taken
+//     5.2), so rejections at steps 1 to 3 (including stale) set no state and are not
+//     resent. A "replay" rejection at step 4 (section 8.4) follows steps 1 to 3: its
+//     pair is remembered until exp plus skew with the rejection as its last status,
+//     resent to copies, but it sets no hop state (nothing can be decided on the hop,
+//     and another offer for the pair is equivocation with nothing to send or stop).
+//     Rejections at steps 5 to 7 are the hop's last status and are resent to
+//     retransmissions. A "received" pair is kept until exp plus skew; a taken
 //     hop without a terminal status is kept without expiry (store.NoExpiry) until a
 //     terminal status or Receiver.Forget; after a terminal status, for the retention
 //     period (default 24 h) and at least until exp plus skew. When a step after the
@@ -50,12 +54,31 @@
 //     offer.iss (section 8.4's SHOULD taken as a rule); otherwise Decision.Withheld.
 //   - Section 8.4 after a loss of records: an unremembered offer with iat at or before
 //     the loss (whole seconds, so an offer from the same second counts as before) is
-//     rejected with "replay". Later offers are exp-bounded by step 3 anyway, so the
+//     rejected with "replay". With store.MemoryRecords, which lose everything at a
+//     restart, the receiver's own start time is the loss unless WithRecordsLostAt says
+//     otherwise (the zero time: nothing was lost). Later offers are exp-bounded by step 3 anyway, so the
 //     rule lapses by itself once the maximum lifetime has passed.
 //   - Equivocation (5.6) by the delegate's state: received and unanswered, "rejected"
-//     with reason "equivocation" for the first offer; taken, Decision.StopWork and a
-//     later Fail defaults to reason "equivocation"; terminal, nothing. Always flagged.
+//     with reason "equivocation" for the first offer; canceled by the delegator before
+//     it was taken and unanswered, the same "rejected" (the hop stays canceled, the
+//     rejection is its outcome) and no StopWork, since there is no work; taken,
+//     Decision.StopWork and a later Fail defaults to reason "equivocation"; terminal,
+//     nothing. Always flagged.
+//   - Malleated copies. Equivocation needs other signed content, not just other
+//     octets: anyone who has seen an ES256 offer can replace its signature (r, s) with
+//     (r, n-s), which verifies too (high-S signatures are accepted: ordinary signers
+//     make them half the time), and COSE's unprotected header is not signed at all. A
+//     remembered pair whose new octets carry the same signed content (JWS header and
+//     payload; COSE protected header and payload) is answered as a retransmission of
+//     the remembered offer (5.3) and flagged: Decision.Malleated, and a Flag of kind
+//     "malleated-copy".
 //   - Statuses are signed in the form of the offer they answer.
+//   - Cancels propagate (section 4, a SHOULD) when the receiver is configured
+//     WithCancelPropagation with the agent's own Delegator and a CancelSender: every
+//     valid cancel HandleCancel records (also one for a hop already finished or
+//     canceled) cancels the unresolved offers whose prev is the canceled offer and
+//     hands each to the sender; CancelResult.Propagated and PropagateErr say what
+//     happened. Without it nothing is sent (Delegator.PropagateCancel by hand).
 //   - kid. Offers and statuses are signed with the RFC 7638 thumbprint as kid, in COSE
 //     as the UTF-8 octets of the same base64url string, so one trust configuration
 //     serves both forms. StaticTrust finds a key by its configured kid or by its
@@ -87,7 +110,16 @@
 //     unverifiable unless a ProofVerifier for the kind is configured.
 //   - Grants. A credential that arrived is always checked against grant; a missing
 //     credential or grant fails only WithGrantRequired (grant may name a credential
-//     the delegate presents rather than receives, section 5.7).
+//     the delegate presents rather than receives, section 5.7). "grant MUST NOT
+//     contain the credential" is enforced where it is decidable: a grant must name a
+//     hash of the RFC 6920 registry of at least 256 bits with a value of that hash's
+//     length. SignOffer (and so Delegator.Offer) refuses any other grant, and a
+//     receiver refuses it at step 5 whether or not a credential arrived
+//     (handoff_grant_mismatch, reason "policy", as every grant failure: the CDDL
+//     allows any alg text, so it is no data-model violation).
+//   - Salts. A reference with a member named "salt", of any kind, is refused (section
+//     2.2: "The salt MUST NOT appear in the element"): by SignOffer and SignStatus, and
+//     at receipt as a data-model violation (step 1, bad-signature).
 //   - The delegator keeps its hops in memory, bounded; "the same work" is a key the
 //     caller names (OfferRequest.Work). A "canceled" from the delegator keeps the hop
 //     canceled; a later completed, failed or rejected resolves it (HopState.Outcome).

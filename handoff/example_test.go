@@ -106,8 +106,9 @@ func TestSec2_3_Example(t *testing.T) {
 	// The whole receipt at the coder, at a pinned clock between the status's iat and
 	// the offers' exp: every step passes, with the chain full and the reference and the
 	// grant checked.
+	// The records lost nothing (section 8.4 does not apply to the example's offers).
 	at := time.Unix(1_793_000_003, 0)
-	r := NewReceiver(coder, trust, store.NewMemoryRecords(), WithClock(func() time.Time { return at }),
+	r := NewReceiver(coder, trust, store.NewMemoryRecords(), WithClock(func() time.Time { return at }), WithRecordsLostAt(time.Time{}),
 		WithChainPolicy(ChainPolicy{TrustedOrigins: []string{user}}),
 		WithRefPolicy(RefPolicy{Require: RequireAllRefs, Source: RefSourceFunc(func(context.Context, ContextRef) (*RefObject, error) {
 			return &RefObject{Octets: obj}, nil

@@ -154,10 +154,12 @@ func (w *world) chain(ids ...string) (*Handoff, []*Offer) {
 	return h, offers
 }
 
-// receiver returns a receiver for self with memory records on the world's clock.
+// receiver returns a receiver for self with memory records on the world's clock. The
+// records lost nothing (section 8.4 does not apply): no offer can predate the world's
+// keys. Tests of section 8.4 pass their own WithRecordsLostAt.
 func (w *world) receiver(self string, opts ...ReceiverOption) (*Receiver, *store.MemoryRecords) {
 	recs := store.NewMemoryRecords(store.WithRecordsClock(w.clock.Now))
-	base := []ReceiverOption{WithClock(w.clock.Now), WithStatusKey(w.key(self))}
+	base := []ReceiverOption{WithClock(w.clock.Now), WithStatusKey(w.key(self)), WithRecordsLostAt(time.Time{})}
 	return NewReceiver(self, w.trust, recs, append(base, opts...)...), recs
 }
 

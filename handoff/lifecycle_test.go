@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/keys"
 )
 
 // pair is a delegator (planner) and a delegate (coder) in one world.
@@ -564,4 +565,285 @@ func TestSec4_A2ATaskStateMapping(t *testing.T) {
 			t.Errorf("%s changes the hop's state", task)
 		}
 	}
+}
+
+// Section 2: reason values other than the listed ones "SHOULD be avoided until a
+// registry exists"; this package never produces them. Reject and Fail refuse an
+// unlisted reason (invalid_request) and the hop stays as it was.
+func TestSec2_UnlistedReasonsRefused(t *testing.T) {
+	forEachForm(t, func(t *testing.T, w *world) {
+		p := newPair(t, w)
+		_, hop := p.offer(t, "")
+		_, err := p.r.Reject(p.ctx, planner, hop, Reason("busy"), "")
+		wantCode(t, err, errcode.InvalidRequest)
+		if rec, _ := p.r.Lookup(p.ctx, planner, hop); rec.State != recReceived || rec.LastStatus != nil {
+			t.Fatalf("a refused reject changed the hop: %+v", rec)
+		}
+		if _, err := p.r.Accept(p.ctx, planner, hop); err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.r.Fail(p.ctx, planner, hop, Failure{Reason: Reason("out-of-memory")})
+		wantCode(t, err, errcode.InvalidRequest)
+		if rec, _ := p.r.Lookup(p.ctx, planner, hop); rec.State != string(StateAccepted) {
+			t.Fatalf("a refused fail changed the hop: %+v", rec)
+		}
+		f, err := p.r.Fail(p.ctx, planner, hop, Failure{Reason: ReasonPolicy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u := p.deliver(t, f); u.Hop.State != StateFailed || u.Hop.Reason != ReasonPolicy {
+			t.Fatalf("%+v", u.Hop)
+		}
+		// No reason at all is still allowed for "failed".
+		_, hop2 := p.offer(t, "")
+		if _, err := p.r.Fail(p.ctx, planner, hop2, Failure{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Section 5.6: a "canceled" is checked like any status: its signature with a key the
+// trust configuration binds to status.iss. A forged cancel would stop work; it is
+// refused and the hop is unchanged.
+func TestSec5_6_ForgedCancelRefused(t *testing.T) {
+	forEachForm(t, func(t *testing.T, w *world) {
+		p := newPair(t, w)
+		h, hop := p.offer(t, "")
+		if _, err := p.r.Accept(p.ctx, planner, hop); err != nil {
+			t.Fatal(err)
+		}
+		cancel := &Status{Hop: hop, Offer: h.Offer.Digest(), Iss: planner, Aud: coder, Iat: w.clock.Now().Unix(), State: StateCanceled}
+		genuine := w.signStatus(cancel)
+		forged := map[string]struct {
+			s    Signed
+			code errcode.Code
+		}{
+			"signature altered":        {flipSignature(genuine), errcode.HandoffBadSignature},
+			"signed by an unknown key": {signStatusWith(t, w, w.untrustedKey(), cancel), errcode.HandoffUntrustedKey},
+			"signed by another agent":  {signStatusWith(t, w, w.key(tester), cancel), errcode.HandoffUntrustedKey},
+		}
+		for name, f := range forged {
+			res, err := p.r.HandleCancel(p.ctx, f.s)
+			if res != nil || !hasCause(err, f.code) {
+				t.Errorf("%s: %+v %v, want %s", name, res, err, f.code)
+			}
+			if rec, _ := p.r.Lookup(p.ctx, planner, hop); rec.State != string(StateAccepted) {
+				t.Fatalf("%s: a forged cancel changed the hop to %s", name, rec.State)
+			}
+		}
+		res, err := p.r.HandleCancel(p.ctx, genuine)
+		if err != nil || !res.StopWork {
+			t.Fatalf("genuine cancel: %+v %v", res, err)
+		}
+	})
+}
+
+func signStatusWith(t *testing.T, w *world, k *keys.PrivateKey, st *Status) Signed {
+	t.Helper()
+	s, err := SignStatus(k, w.form, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Section 4: "A delegate that receives a valid "canceled" SHOULD send "canceled" for
+// each offer it issued whose prev equals this hop's offer digest. Each receiver of such
+// a cancel does the same, so the cancel follows the hops down." With
+// WithCancelPropagation, HandleCancel does it through the configured sender, down two
+// levels: planner -> coder -> tester -> user, and coder -> user (fan-out).
+func TestSec4_CancelFollowsTheHopsDown(t *testing.T) {
+	forEachForm(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		pl, co, te := w.delegator(planner), w.delegator(coder), w.delegator(tester)
+		receivers := map[string]*Receiver{}
+		var sent []Canceled
+		send := func(_ context.Context, c Canceled) error {
+			sent = append(sent, c)
+			_, err := receivers[c.Aud].HandleCancel(ctx, c.Status)
+			return err
+		}
+		receivers[coder], _ = w.receiver(coder, WithCancelPropagation(co, send))
+		receivers[tester], _ = w.receiver(tester, WithCancelPropagation(te, send))
+		receivers[user], _ = w.receiver(user)
+		deliver := func(h *Handoff, to string) string {
+			t.Helper()
+			d, err := receivers[to].Receive(ctx, Inbound{Handoff: h})
+			wantAccept(t, d, err)
+			if _, err := receivers[to].Accept(ctx, d.Offer.Iss, d.Offer.Hop); err != nil {
+				t.Fatal(err)
+			}
+			return d.Offer.Hop
+		}
+		mustOffer := func(d *Delegator, aud string, from *Handoff) *Handoff {
+			t.Helper()
+			h, err := d.Offer(ctx, OfferRequest{Offer: Offer{Aud: aud, Dialog: "d"}, From: from})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}
+		h1 := mustOffer(pl, coder, nil)
+		hop1 := deliver(h1, coder)
+		h2 := mustOffer(co, tester, h1)
+		hop2 := deliver(h2, tester)
+		h3 := mustOffer(te, user, h2)
+		hop3 := deliver(h3, user)
+		h4 := mustOffer(co, user, h1)
+		hop4 := deliver(h4, user)
+		other := mustOffer(co, tester, nil) // under no canceled offer
+		deliver(other, tester)
+
+		cancel, err := pl.Cancel(ctx, hop1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := receivers[coder].HandleCancel(ctx, cancel)
+		if err != nil || res.PropagateErr != nil || !res.StopWork || len(res.Propagated) != 2 {
+			t.Fatalf("%+v %v", res, err)
+		}
+		if len(sent) != 3 {
+			t.Fatalf("%d cancels sent, want 3 (two from the coder, one from the tester)", len(sent))
+		}
+		for _, x := range []struct{ at, iss, hop string }{{tester, coder, hop2}, {user, tester, hop3}, {user, coder, hop4}} {
+			rec, err := receivers[x.at].Lookup(ctx, x.iss, x.hop)
+			if err != nil || rec.State != string(StateCanceled) {
+				t.Errorf("hop %s at %s: %+v %v", x.hop, x.at, rec, err)
+			}
+		}
+		if rec, _ := receivers[tester].Lookup(ctx, coder, mustHop(t, w, other)); rec.State != string(StateAccepted) {
+			t.Fatalf("a hop under no canceled offer was canceled: %s", rec.State)
+		}
+		// The same cancel again resends the same octets downstream.
+		first := res.Propagated
+		sent = nil
+		res, err = receivers[coder].HandleCancel(ctx, cancel)
+		if err != nil || len(sent) != 3 || len(res.Propagated) != 2 ||
+			!res.Propagated[0].Status.Equal(first[0].Status) || !res.Propagated[1].Status.Equal(first[1].Status) {
+			t.Fatalf("again: %+v %v, %d sent", res, err, len(sent))
+		}
+		// A sender that fails is reported; the cancel itself stands.
+		failing, _ := w.receiver(coder, WithCancelPropagation(co, func(context.Context, Canceled) error {
+			return errcode.New(errcode.StoreUnavailable, "down")
+		}))
+		h5 := mustOffer(pl, coder, nil)
+		d, err := failing.Receive(ctx, Inbound{Handoff: h5})
+		wantAccept(t, d, err)
+		mustOffer(co, tester, h5)
+		c5, _ := pl.Cancel(ctx, d.Offer.Hop)
+		res, err = failing.HandleCancel(ctx, c5)
+		if err != nil || !hasCause(res.PropagateErr, errcode.StoreUnavailable) || len(res.Propagated) != 1 {
+			t.Fatalf("failing sender: %+v %v", res, err)
+		}
+		if rec, _ := failing.Lookup(ctx, planner, d.Offer.Hop); rec.State != string(StateCanceled) {
+			t.Fatal(rec.State)
+		}
+	})
+}
+
+// Section 5.6: "Each party keeps the first terminal state it verified." At the
+// delegate, a Complete or Fail after a cancel is sent (it still resolves the hop for
+// the delegator) and the hop stays canceled, the outcome beside it; a second outcome
+// is refused.
+func TestSec5_6_DelegateKeepsCanceledAfterOutcome(t *testing.T) {
+	forEachForm(t, func(t *testing.T, w *world) {
+		p := newPair(t, w)
+		for _, fail := range []bool{false, true} {
+			_, hop := p.offer(t, "")
+			if _, err := p.r.Accept(p.ctx, planner, hop); err != nil {
+				t.Fatal(err)
+			}
+			c, _ := p.dl.Cancel(p.ctx, hop)
+			if _, err := p.r.HandleCancel(p.ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			want := StateCompleted
+			if fail {
+				want = StateFailed
+				_, err = p.r.Fail(p.ctx, planner, hop, Failure{})
+			} else {
+				_, err = p.r.Complete(p.ctx, planner, hop, nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, _ := p.r.Lookup(p.ctx, planner, hop)
+			if rec.State != string(StateCanceled) || rec.Outcome != want {
+				t.Fatalf("after %s: state %s, outcome %s", want, rec.State, rec.Outcome)
+			}
+			_, err = p.r.Complete(p.ctx, planner, hop, nil)
+			wantCode(t, err, errcode.HandoffInvalidTransition)
+			_, err = p.r.Fail(p.ctx, planner, hop, Failure{})
+			wantCode(t, err, errcode.HandoffInvalidTransition)
+			// A later cancel finds the outcome sent and keeps everything.
+			res, err := p.r.HandleCancel(p.ctx, c)
+			if err != nil || !res.AlreadyTerminal {
+				t.Fatalf("%+v %v", res, err)
+			}
+			if rec, _ := p.r.Lookup(p.ctx, planner, hop); rec.State != string(StateCanceled) || rec.Outcome != want {
+				t.Fatalf("after the second cancel: %+v", rec)
+			}
+		}
+	})
+}
+
+// Section 5.6 on a hop the delegator canceled before the delegate took it: the
+// delegate has "neither taken the work nor answered the first", so an equivocating
+// offer makes it send "rejected" with reason "equivocation" for the first, and there
+// is no work to stop. The hop stays canceled at the delegate; at the delegator the
+// rejection resolves the canceled hop.
+func TestSec5_6_EquivocationOnCanceledUntakenHop(t *testing.T) {
+	forEachForm(t, func(t *testing.T, w *world) {
+		p := newPair(t, w)
+		h, hop := p.offer(t, "work")
+		c, _ := p.dl.Cancel(p.ctx, hop)
+		res, err := p.r.HandleCancel(p.ctx, c)
+		if err != nil || res.StopWork {
+			t.Fatalf("cancel of an untaken hop: %+v %v", res, err)
+		}
+		o, err := DecodeOffer(h.Offer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o2 := *o
+		o2.Task = String("something else")
+		d, err := receive(p.r, &Handoff{Offer: w.sign(&o2)})
+		if d.Outcome != OutcomeEquivocation || d.StopWork || !d.Flagged {
+			t.Fatalf("%+v %v", d, err)
+		}
+		vs := w.replyStatus(t, d)
+		if vs.State != StateRejected || vs.ReasonValue() != ReasonEquivocation || !vs.Offer.Equal(h.Offer.Digest()) {
+			t.Fatalf("reply %+v", vs.Status)
+		}
+		rec, _ := p.r.Lookup(p.ctx, planner, hop)
+		if rec.State != string(StateCanceled) || rec.Outcome != StateRejected || !rec.Equivocated {
+			t.Fatalf("record %+v", rec)
+		}
+		u := p.deliver(t, *d.Reply)
+		if u.Hop.State != StateCanceled || u.Hop.Outcome != StateRejected || !u.Hop.Resolved {
+			t.Fatalf("delegator %+v", u.Hop)
+		}
+		// Nothing more for the first offer after that.
+		d, _ = receive(p.r, &Handoff{Offer: w.sign(&o2)})
+		if d.Reply != nil || d.StopWork {
+			t.Fatalf("again: %+v", d)
+		}
+		// A taken hop, canceled, then equivocated: stop the work, no status now.
+		_, hop2 := p.offer(t, "")
+		if _, err := p.r.Accept(p.ctx, planner, hop2); err != nil {
+			t.Fatal(err)
+		}
+		c2, _ := p.dl.Cancel(p.ctx, hop2)
+		if _, err := p.r.HandleCancel(p.ctx, c2); err != nil {
+			t.Fatal(err)
+		}
+		h2, _ := p.dl.Retransmit(hop2)
+		o3, _ := DecodeOffer(h2.Offer)
+		o3.Task = String("other")
+		d, _ = receive(p.r, &Handoff{Offer: w.sign(o3)})
+		if d.Outcome != OutcomeEquivocation || !d.StopWork || d.Reply != nil {
+			t.Fatalf("taken and canceled: %+v", d)
+		}
+	})
 }

@@ -91,6 +91,10 @@ var reasonCodes = map[Reason]errcode.Code{
 // Code returns the errcode code of a listed reason ("" for any other value).
 func (r Reason) Code() errcode.Code { return reasonCodes[r] }
 
+// Listed reports whether r is one of the twelve values section 2 lists: the only ones
+// this package produces.
+func (r Reason) Listed() bool { return reasonCodes[r] != "" }
+
 // ReasonOf returns the reason that an error carries: the reason whose code it has, or
 // ReasonPolicy for a grant mismatch (section 5.7 checks are local policy). It returns
 // "" for an error that is not a handoff rejection.
@@ -319,6 +323,11 @@ func (r *ContextRef) Validate() error {
 	}
 	if err := r.Dig.Validate(); err != nil {
 		return err
+	}
+	// Section 2.2: "The salt MUST NOT appear in the element". A salt member is how it
+	// would appear; refused in every reference, whatever its kind.
+	if _, ok := r.Extra["salt"]; ok {
+		return invalid("reference carries a salt member: the salt MUST NOT appear in the element (section 2.2)")
 	}
 	for k := range r.Extra {
 		if reserved(refMembers, k) {

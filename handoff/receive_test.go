@@ -140,6 +140,11 @@ func TestSec5_2_Freshness(t *testing.T) {
 			{"fresh", now, now + 120, true, nil},
 			{"exp equals iat", now, now, false, nil},
 			{"exp before iat", now, now - 1, false, nil},
+			// Only the rule "exp not later than iat" breaks in these two: both times are
+			// ahead of the clock (not expired), iat is within the skew and the lifetime
+			// is not over the maximum.
+			{"exp equals iat, both ahead of the clock", now + 30, now + 30, false, nil},
+			{"exp before iat, both ahead of the clock", now + 30, now + 20, false, nil},
 			{"iat within skew ahead", now + 60, now + 120, true, nil},
 			{"iat beyond skew", now + 61, now + 120, false, nil},
 			{"expired", now - 100, now, false, nil},
@@ -276,19 +281,67 @@ func TestSec5_3_RetransmissionAnsweredWithIdenticalStatus(t *testing.T) {
 
 // Section 8.4: after losing its records, a receiver rejects offers issued before the
 // loss with "replay" until the maximum lifetime has passed; such a rejection sets no
-// state. A store that survives the restart (records kept) answers as usual.
+// state. The offer passed steps 1 to 3, so its pair is remembered (section 5.2): a
+// copy gets the same rejection (to offer.iss only), nothing can be decided on the
+// hop, and another offer for the pair is equivocation with no status and no work to
+// stop. A store that survives the restart (records kept) answers as usual.
 func TestSec8_4_RestartThatLostRecords(t *testing.T) {
 	forEachForm(t, func(t *testing.T, w *world) {
 		ctx := context.Background()
-		before := &Handoff{Offer: w.sign(w.newOffer(planner, coder))}
+		bo := w.newOffer(planner, coder)
+		before := &Handoff{Offer: w.sign(bo)}
 		w.clock.Advance(10 * time.Second)
 		lost := w.clock.Now()
 		w.clock.Advance(5 * time.Second)
 		r, recs := w.receiver(coder, WithRecordsLostAt(lost))
 		d, err := receive(r, before)
 		wantReject(t, d, err, ReasonReplay)
-		if recs.Len() != 0 {
-			t.Fatal("a replay rejection set state")
+		first := w.replyStatus(t, d)
+		if first.ReasonValue() != ReasonReplay || !first.Offer.Equal(before.Offer.Digest()) {
+			t.Fatalf("reply %+v", first.Status)
+		}
+		rec, err := r.Lookup(ctx, planner, bo.Hop)
+		if err != nil || rec.State != recReplayed || !rec.Offer.Equal(before.Offer.Digest()) || recs.Len() != 1 {
+			t.Fatalf("the pair of a replay rejection is not remembered: %+v %v", rec, err)
+		}
+		d, err = r.Receive(ctx, Inbound{Handoff: before, AuthenticatedSender: planner})
+		if d.Outcome != OutcomeRetransmission || d.Reply == nil || !d.Reply.Equal(first.Signed) {
+			t.Fatalf("copy after a replay rejection: %+v %v", d, err)
+		}
+		for _, err := range []error{
+			func() error { _, err := r.Accept(ctx, planner, bo.Hop); return err }(),
+			func() error { _, err := r.Reject(ctx, planner, bo.Hop, ReasonPolicy, ""); return err }(),
+			func() error { _, err := r.Complete(ctx, planner, bo.Hop, nil); return err }(),
+			func() error { _, err := r.Fail(ctx, planner, bo.Hop, Failure{}); return err }(),
+		} {
+			wantCode(t, err, errcode.HandoffInvalidTransition)
+		}
+		bo2 := *bo
+		bo2.Task = String("equivocating")
+		d, _ = receive(r, &Handoff{Offer: w.sign(&bo2)})
+		if d.Outcome != OutcomeEquivocation || d.Reply != nil || d.StopWork {
+			t.Fatalf("equivocation after a replay rejection: %+v", d)
+		}
+		if rec, _ := r.Lookup(ctx, planner, bo.Hop); rec.State != recReplayed || !rec.Equivocated {
+			t.Fatalf("%+v", rec)
+		}
+		// Canceled after the replay rejection: no work to stop, and equivocation on it
+		// sends nothing, since the first was answered.
+		rp, _ := w.receiver(coder, WithRecordsLostAt(lost))
+		if d, err := receive(rp, before); d.Reason != ReasonReplay {
+			t.Fatalf("%+v %v", d, err)
+		}
+		cancel := &Status{Hop: bo.Hop, Offer: before.Offer.Digest(), Iss: planner, Aud: coder, Iat: w.clock.Now().Unix(), State: StateCanceled}
+		if res, err := rp.HandleCancel(ctx, w.signStatus(cancel)); err != nil || res.StopWork {
+			t.Fatalf("cancel after a replay rejection: %+v %v", res, err)
+		}
+		if d, _ := receive(rp, &Handoff{Offer: w.sign(&bo2)}); d.Outcome != OutcomeEquivocation || d.Reply != nil || d.StopWork {
+			t.Fatalf("equivocation after replay and cancel: %+v", d)
+		}
+		// Remembered until exp plus the skew, no longer.
+		w.clock.Advance(time.Duration(bo.Exp-w.clock.Now().Unix())*time.Second + DefaultSkew)
+		if _, err := r.Lookup(ctx, planner, bo.Hop); !hasCause(err, errcode.HandoffOfferMismatch) {
+			t.Fatalf("kept after exp + skew: %v", err)
 		}
 		after := &Handoff{Offer: w.sign(w.newOffer(planner, coder))}
 		d, err = receive(r, after)
@@ -297,7 +350,7 @@ func TestSec8_4_RestartThatLostRecords(t *testing.T) {
 		// With the records kept (same store, new receiver as after a restart), the
 		// rule does not apply: the hop is answered from its record.
 		shared := store.NewMemoryRecords(store.WithRecordsClock(w.clock.Now))
-		r1 := NewReceiver(coder, w.trust, shared, WithClock(w.clock.Now), WithStatusKey(w.key(coder)))
+		r1 := NewReceiver(coder, w.trust, shared, WithClock(w.clock.Now), WithStatusKey(w.key(coder)), WithRecordsLostAt(time.Time{}))
 		o := w.newOffer(planner, coder)
 		h := &Handoff{Offer: w.sign(o)}
 		if d, err := receive(r1, h); err != nil {
@@ -415,7 +468,7 @@ func TestSec5_2_IncompleteCheckForgetsThePair(t *testing.T) {
 		h, _ := w.chain(user, planner, coder)
 		ft := &flakyTrust{Trust: w.trust, down: user}
 		recs := store.NewMemoryRecords(store.WithRecordsClock(w.clock.Now))
-		r := NewReceiver(coder, ft, recs, WithClock(w.clock.Now), WithStatusKey(w.key(coder)))
+		r := NewReceiver(coder, ft, recs, WithClock(w.clock.Now), WithStatusKey(w.key(coder)), WithRecordsLostAt(time.Time{}))
 		d, err := receive(r, h)
 		if d.Outcome != OutcomeRejected || d.Reason != "" || d.Step != 6 || errcode.KindOf(err) != errcode.Incomplete || d.Reply != nil {
 			t.Fatalf("%+v %v", d, err)
@@ -446,6 +499,49 @@ func TestSec5_4_OperatorForgetsHop(t *testing.T) {
 		}
 		wantCode(t, r.Forget(context.Background(), planner, o.Hop), errcode.HandoffOfferMismatch)
 		d, err = receive(r, h)
+		wantAccept(t, d, err)
+	})
+}
+
+// durableRecords stands for a store that survives restarts (Redis): the same records,
+// not of type *store.MemoryRecords.
+type durableRecords struct{ store.Records }
+
+// Section 8.4 without being told: memory records lose everything at a restart, so a
+// receiver with store.MemoryRecords takes its own start time as the records-lost time.
+// Offers issued at or before it are rejected with "replay"; later ones pass. Told
+// otherwise (WithRecordsLostAt), it uses that; other stores apply no rule by default.
+func TestSec8_4_MemoryRecordsApplyTheRuleByThemselves(t *testing.T) {
+	forEachForm(t, func(t *testing.T, w *world) {
+		before := &Handoff{Offer: w.sign(w.newOffer(planner, coder))}
+		w.clock.Advance(5 * time.Second)
+		sameSecond := &Handoff{Offer: w.sign(w.newOffer(planner, coder))}
+		mem := func() *store.MemoryRecords { return store.NewMemoryRecords(store.WithRecordsClock(w.clock.Now)) }
+		r := NewReceiver(coder, w.trust, mem(), WithClock(w.clock.Now), WithStatusKey(w.key(coder)))
+		for name, h := range map[string]*Handoff{"issued before the start": before, "issued in the second of the start": sameSecond} {
+			d, err := receive(r, h)
+			wantReject(t, d, err, ReasonReplay)
+			if d.Step != 4 {
+				t.Fatalf("%s: step %d", name, d.Step)
+			}
+		}
+		w.clock.Advance(time.Second)
+		d, err := receive(r, &Handoff{Offer: w.sign(w.newOffer(planner, coder))})
+		wantAccept(t, d, err)
+
+		// Told otherwise: no loss, or another time.
+		for name, opt := range map[string]ReceiverOption{
+			"nothing lost":      WithRecordsLostAt(time.Time{}),
+			"lost a while back": WithRecordsLostAt(w.clock.Now().Add(-time.Minute)),
+		} {
+			r := NewReceiver(coder, w.trust, mem(), WithClock(w.clock.Now), opt)
+			if d, err := receive(r, before); err != nil || d.Outcome != OutcomeAccepted {
+				t.Fatalf("%s: %+v %v", name, d, err)
+			}
+		}
+		// A store that survives restarts applies no rule unless told.
+		r = NewReceiver(coder, w.trust, durableRecords{mem()}, WithClock(w.clock.Now))
+		d, err = receive(r, before)
 		wantAccept(t, d, err)
 	})
 }

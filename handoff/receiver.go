@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -66,8 +67,16 @@ type Decision struct {
 	// StopWork asks the delegate to stop the work of the first offer if it can: the
 	// hop was taken and then equivocated (section 5.6).
 	StopWork bool
-	// Flagged is true when the operator was (and should be) told: equivocation.
+	// Flagged is true when the operator was (and should be) told: equivocation, or a
+	// malleated copy.
 	Flagged bool
+	// Malleated is true for a copy of a remembered offer with the same signed content
+	// (JWS header and payload; COSE protected header and payload) and other octets: a
+	// different valid signature, which anyone can make from an ECDSA one, or other
+	// unsigned parts. It is not the delegator signing twice (section 5.6), so it is
+	// answered as a retransmission of the remembered offer (Outcome
+	// OutcomeRetransmission, section 5.3) and flagged with Flag kind "malleated-copy".
+	Malleated bool
 	// Err is the rejection as an *errcode.Error (nil when accepted).
 	Err error
 }
@@ -91,7 +100,7 @@ type Inbound struct {
 
 // Flag is something the operator should be told (sections 5.3, 5.4, 5.6).
 type Flag struct {
-	Kind   string // "equivocation" or "conflict"
+	Kind   string // "equivocation", "malleated-copy" or "conflict"
 	Iss    string
 	Hop    string
 	Detail string
@@ -135,7 +144,15 @@ func WithStatusKey(k *keys.PrivateKey) ReceiverOption { return func(r *Receiver)
 // process whose records are in memory). Until the maximum lifetime has passed, offers
 // issued at or before that time that the receiver does not remember are rejected with
 // reason "replay" (section 8.4). A store that survives restarts (Redis) needs none.
-func WithRecordsLostAt(t time.Time) ReceiverOption { return func(r *Receiver) { r.lostAt = t } }
+//
+// A receiver with store.MemoryRecords, which lose everything at a restart, applies the
+// rule by itself with its own start time (the clock when NewReceiver runs) as the
+// records-lost time. WithRecordsLostAt overrides that; the zero time says that no
+// records were lost, for records as new as every key that can sign for them (a test,
+// a demonstration, a one-shot check of an offer).
+func WithRecordsLostAt(t time.Time) ReceiverOption {
+	return func(r *Receiver) { r.lostAt, r.lostAtSet = t, true }
+}
 
 // WithMaxElementSize bounds each signed handoff (default DefaultMaxElementSize).
 func WithMaxElementSize(n int) ReceiverOption { return func(r *Receiver) { r.maxElem = n } }
@@ -157,6 +174,20 @@ func WithGrantRequired() ReceiverOption { return func(r *Receiver) { r.grantRequ
 // WithFlags sets the function told about flagged hops.
 func WithFlags(f func(Flag)) ReceiverOption { return func(r *Receiver) { r.flag = f } }
 
+// CancelSender sends one propagated "canceled" status to the delegate of a hop this
+// agent offered (c.Aud), in the host protocol (for example an A2A Cancel Task request
+// or an MCP notifications/cancelled, section 6).
+type CancelSender func(ctx context.Context, c Canceled) error
+
+// WithCancelPropagation makes the receiver follow section 4: "A delegate that receives
+// a valid "canceled" SHOULD send "canceled" for each offer it issued whose prev equals
+// this hop's offer digest." d is this agent's own Delegator; once HandleCancel has
+// checked and recorded a cancel, it cancels d's unresolved hops under the canceled
+// offer (Delegator.PropagateCancel) and hands each cancel to send.
+func WithCancelPropagation(d *Delegator, send CancelSender) ReceiverOption {
+	return func(r *Receiver) { r.downstream, r.sendCancel = d, send }
+}
+
 // Receiver is the delegate's side of handoffs: it checks offers (section 5.1), keeps
 // the (iss, hop) records of section 5.2 in a store.Records, answers retransmissions
 // (5.3), handles equivocation (5.6) and cancels, and signs the delegate's statuses
@@ -172,12 +203,15 @@ type Receiver struct {
 	maxLifetime   time.Duration
 	retention     time.Duration
 	lostAt        time.Time
+	lostAtSet     bool
 	maxElem       int
 	chain         ChainPolicy
 	refs          RefPolicy
 	quiet         map[Reason]bool
 	grantRequired bool
 	flag          func(Flag)
+	downstream    *Delegator
+	sendCancel    CancelSender
 }
 
 // NewReceiver returns the receiver of agent self.
@@ -188,6 +222,11 @@ func NewReceiver(self string, trust Trust, records store.Records, opts ...Receiv
 	for _, o := range opts {
 		o(r)
 	}
+	if _, volatile := records.(*store.MemoryRecords); volatile && !r.lostAtSet {
+		// Memory records start empty: whatever an earlier run of this process saw is
+		// gone (section 8.4).
+		r.lostAt = r.now()
+	}
 	return r
 }
 
@@ -195,6 +234,12 @@ func NewReceiver(self string, trust Trust, records store.Records, opts ...Receiv
 // has decided nothing and sent nothing.
 const (
 	recReceived = "received"
+	// recReplayed is a pair that passed steps 1 to 3 after a loss of records and was
+	// answered "rejected" with reason "replay" (section 8.4). It is remembered (section
+	// 5.2), so that a copy gets the same answer and another offer for the pair is
+	// equivocation, but the rejection sets no hop state and nothing may be decided on
+	// the hop.
+	recReplayed = "rejected-replay"
 )
 
 // hopRecord is what the delegate keeps per (iss, hop) (section 5.2): the handoff digest
@@ -209,6 +254,13 @@ type hopRecord struct {
 	// Outcome is "completed" or "failed" when it was sent after a cancel (the state
 	// stays "canceled": each party keeps the first terminal state, section 5.6).
 	Outcome string `cbor:"7,keyasint,omitempty"`
+	// Content names the offer's signed content (element.signedContent), to tell a
+	// malleated copy from equivocation. Absent in records written before it was kept:
+	// every other digest is then equivocation, as it was.
+	Content []byte `cbor:"8,keyasint,omitempty"`
+	// Untaken is true for a hop canceled before the delegate took it: equivocation on
+	// it then rejects the first offer (section 5.6) instead of stopping work.
+	Untaken bool `cbor:"9,keyasint,omitempty"`
 }
 
 func (h *hopRecord) encode() []byte {
@@ -318,12 +370,12 @@ func (r *Receiver) Receive(ctx context.Context, in Inbound) (*Decision, error) {
 
 	// Step 4: not seen before. After a loss of records, an offer issued before the
 	// loss may have been seen: "replay" (section 8.4).
+	digestRaw, _ := base64.RawURLEncoding.DecodeString(vo.Digest.Val)
+	rec := &hopRecord{Digest: digestRaw, Form: int(h.Offer.Form), State: recReceived, Exp: o.Exp, Content: vo.content[:]}
 	if !r.lostAt.IsZero() && o.Iat <= r.lostAt.Unix() {
 		d.Step, d.Err = 4, reject(ReasonReplay, "records were lost at %d and this offer was issued at %d", r.lostAt.Unix(), o.Iat)
-		return r.rejectUnrecorded(o, h.Offer, d)
+		return r.rejectReplayed(ctx, key, rec, d, in, now)
 	}
-	digestRaw, _ := base64.RawURLEncoding.DecodeString(vo.Digest.Val)
-	rec := &hopRecord{Digest: digestRaw, Form: int(h.Offer.Form), State: recReceived, Exp: o.Exp}
 	recRaw := rec.encode()
 	existing, err := r.records.Create(ctx, key, recRaw, r.receivedTTL(o.Exp, now))
 	if err != nil {
@@ -407,6 +459,11 @@ func (r *Receiver) checkGrant(o *Offer, credential []byte) error {
 		}
 		return nil
 	}
+	// Whether or not a credential arrived: a grant that is not a digest may be the
+	// credential itself (section 2), and no check could ever pass against it.
+	if err := checkGrantIsDigest(o.Grant); err != nil {
+		return err
+	}
 	if credential == nil {
 		if r.grantRequired {
 			return errcode.New(errcode.HandoffGrantMismatch, "no credential arrived to check the grant against")
@@ -427,6 +484,37 @@ func (r *Receiver) rejectUnrecorded(o *Offer, s Signed, d *Decision) (*Decision,
 		if st, err := r.sign(s.Form, o.Hop, s.Digest(), o.Iss, StateRejected, d.Reason, "", nil); err == nil {
 			d.Reply = &st
 		}
+	}
+	return d, d.Err
+}
+
+// rejectReplayed rejects with "replay" after a loss of records (section 8.4) an offer
+// that passed steps 1 to 3, and remembers its pair as section 5.2 requires, with the
+// rejection as its last status. The rejection sets no state: the record is
+// recReplayed, kept until exp plus the skew.
+func (r *Receiver) rejectReplayed(ctx context.Context, key string, rec *hopRecord, d *Decision, in Inbound, now time.Time) (*Decision, error) {
+	d.Outcome = OutcomeRejected
+	d.Reason = ReasonOf(d.Err)
+	o := d.Offer
+	next := *rec
+	next.State = recReplayed
+	var st Signed
+	if r.key != nil && !r.quiet[d.Reason] {
+		var err error
+		if st, err = r.sign(Form(rec.Form), o.Hop, o.Digest, o.Iss, StateRejected, d.Reason, "", nil); err == nil {
+			next.Status = st.Octets
+		}
+	}
+	existing, err := r.records.Create(ctx, key, next.encode(), r.receivedTTL(o.Exp, now))
+	if err != nil {
+		d.Reason, d.Err = "", err
+		return d, err
+	}
+	if existing != nil { // a concurrent copy got there first
+		return r.remembered(ctx, key, existing, o, in)
+	}
+	if next.Status != nil {
+		d.Reply = &st
 	}
 	return d, d.Err
 }
@@ -464,13 +552,27 @@ func (r *Receiver) remembered(ctx context.Context, key string, raw []byte, vo *V
 	o := vo.Offer
 	digest, _ := base64.RawURLEncoding.DecodeString(vo.Digest.Val)
 	d := &Decision{Offer: vo, Step: 4}
-	if bytes.Equal(digest, rec.Digest) {
+	same := bytes.Equal(digest, rec.Digest)
+	// Other octets over the same signed content: a copy whose signature (or unsigned
+	// part) someone else changed, not a second offer signed by iss.
+	malleated := !same && len(rec.Content) > 0 && bytes.Equal(vo.content[:], rec.Content)
+	if same || malleated {
 		d.Outcome = OutcomeRetransmission
 		d.Err = errcode.New(errcode.HandoffRetransmission, "offer %s was already received; it is not processed again", o.Hop)
+		if malleated {
+			d.Malleated, d.Flagged = true, true
+			d.Err = errcode.New(errcode.HandoffRetransmission,
+				"offer %s was already received; this copy has the same signed content with other octets (a malleated signature), answered as a retransmission", o.Hop)
+			if r.flag != nil {
+				r.flag(Flag{Kind: "malleated-copy", Iss: o.Iss, Hop: o.Hop,
+					Detail: "offer " + vo.Digest.Val + " is a malleated copy of " + rec.digest().Val})
+			}
+		}
 		reply := rec.lastStatus()
 		if reply == nil && State(rec.State) == StateAccepted && r.key != nil {
-			// Taken, but no status was sent (a crash between the two): send "accepted".
-			st, err := r.sign(Form(rec.Form), o.Hop, vo.Digest, o.Iss, StateAccepted, "", "", nil)
+			// Taken, but no status was sent (a crash between the two): send "accepted",
+			// for the remembered offer.
+			st, err := r.sign(Form(rec.Form), o.Hop, rec.digest(), o.Iss, StateAccepted, "", "", nil)
 			if err == nil {
 				next := *rec
 				next.Status = st.Octets
@@ -511,6 +613,31 @@ func (r *Receiver) remembered(ctx context.Context, key string, raw []byte, vo *V
 		if ok, err := r.records.Swap(ctx, key, raw, next.encode(), r.terminalTTL(rec.Exp, now)); err == nil && ok && next.Status != nil {
 			d.Reply = &st
 		}
+	case State(rec.State) == StateCanceled && rec.Untaken && rec.Outcome == "" && len(rec.Status) == 0:
+		// Canceled by the delegator before the delegate took it, and unanswered: the
+		// delegate has "neither taken the work nor answered the first", so it rejects
+		// the first with reason equivocation (section 5.6). There is no work to stop.
+		// The hop keeps "canceled", its first terminal state; the rejection is its
+		// outcome, which resolves the hop for the delegator (section 5.3).
+		next.Outcome = string(StateRejected)
+		var st Signed
+		if r.key != nil {
+			if st, err = r.sign(Form(rec.Form), o.Hop, rec.digest(), o.Iss, StateRejected, ReasonEquivocation, "", nil); err == nil {
+				next.Status = st.Octets
+			}
+		}
+		if ok, err := r.records.Swap(ctx, key, raw, next.encode(), r.terminalTTL(rec.Exp, now)); err == nil && ok && next.Status != nil {
+			d.Reply = &st
+		}
+	case rec.State == recReplayed, State(rec.State) == StateCanceled && rec.Untaken && rec.Outcome == "":
+		// Answered "replay" after a loss of records (and perhaps canceled since): the
+		// first was answered, so no other status for it, and this process took no
+		// work to stop.
+		ttl := r.receivedTTL(rec.Exp, now)
+		if rec.State != recReplayed {
+			ttl = r.terminalTTL(rec.Exp, now)
+		}
+		_, _ = r.records.Swap(ctx, key, raw, next.encode(), ttl)
 	case rec.terminal():
 		// Already rejected or terminal: no other status for the first offer.
 	default:
@@ -616,10 +743,14 @@ func (r *Receiver) Accept(ctx context.Context, iss, hop string) (Signed, error) 
 
 // Reject refuses a remembered hop that has not been taken (a delegate sends at most
 // one of "accepted" and "rejected", and never "rejected" for a hop it has taken).
-// "stale" and "replay" are reserved for hops the delegate does not remember.
+// "stale" and "replay" are reserved for hops the delegate does not remember. reason
+// must be one of the values section 2 lists: others are never produced here.
 func (r *Receiver) Reject(ctx context.Context, iss, hop string, reason Reason, detail string) (Signed, error) {
 	if reason == "" || reason.nonterminal() {
 		return Signed{}, errcode.New(errcode.InvalidRequest, "reason %q cannot reject a remembered hop", reason)
+	}
+	if !reason.Listed() {
+		return Signed{}, errcode.New(errcode.InvalidRequest, "reason %q is not one of section 2's values", reason)
 	}
 	return r.transition(ctx, iss, hop, func(rec *hopRecord) (change, error) {
 		if rec.State != recReceived {
@@ -656,8 +787,12 @@ type Failure struct {
 }
 
 // Fail sends "failed" for a hop whose outcome is known (section 5.4). After
-// equivocation, the reason defaults to "equivocation" (section 5.6).
+// equivocation, the reason defaults to "equivocation" (section 5.6). A reason, when
+// given, must be one of the values section 2 lists.
 func (r *Receiver) Fail(ctx context.Context, iss, hop string, f Failure) (Signed, error) {
+	if f.Reason != "" && !f.Reason.Listed() {
+		return Signed{}, errcode.New(errcode.InvalidRequest, "reason %q is not one of section 2's values", f.Reason)
+	}
 	if f.Partial && len(f.Effects) == 0 {
 		return Signed{}, errcode.New(errcode.InvalidRequest, "part of the work took effect: refs must list it (section 5.4)")
 	}
@@ -702,6 +837,13 @@ type CancelResult struct {
 	// AlreadyTerminal is true when the delegate had sent a terminal status first; it
 	// keeps that state (section 5.6).
 	AlreadyTerminal bool
+	// Propagated are the cancels made for this agent's own offers under the canceled
+	// one and handed to the CancelSender (WithCancelPropagation); nil without it.
+	Propagated []Canceled
+	// PropagateErr is what went wrong making or sending them. The cancel itself was
+	// checked and recorded: retrying HandleCancel with the same cancel resends the
+	// same octets.
+	PropagateErr error
 }
 
 // HandleCancel checks a "canceled" status from the delegator (section 5.6: signed by
@@ -731,14 +873,15 @@ func (r *Receiver) HandleCancel(ctx context.Context, s Signed) (*CancelResult, e
 	switch {
 	case rec.terminal():
 		res.AlreadyTerminal = true
-		return res, nil
+		return r.propagate(ctx, res), nil
 	case State(rec.State) == StateCanceled:
-		return res, nil
+		return r.propagate(ctx, res), nil
 	}
 	next := *rec
 	ttl := store.NoExpiry // taken: the outcome may still have to be learned and sent
-	if rec.State == recReceived {
+	if rec.State == recReceived || rec.State == recReplayed {
 		ttl = r.terminalTTL(rec.Exp, r.now())
+		next.Untaken = true
 	} else {
 		res.StopWork = true
 	}
@@ -750,7 +893,27 @@ func (r *Receiver) HandleCancel(ctx context.Context, s Signed) (*CancelResult, e
 	if !ok {
 		return nil, errcode.New(errcode.HandoffInvalidTransition, "hop changed while the cancel was recorded; try again")
 	}
-	return res, nil
+	return r.propagate(ctx, res), nil
+}
+
+// propagate sends the cancel down (section 4): every valid cancel, also one for a hop
+// the delegate had already finished or canceled, since the hops it offered under the
+// canceled one serve work the delegator no longer wants. Delegator.PropagateCancel
+// skips resolved hops and returns the same octets for hops canceled before.
+func (r *Receiver) propagate(ctx context.Context, res *CancelResult) *CancelResult {
+	if r.downstream == nil || r.sendCancel == nil {
+		return res
+	}
+	down, err := r.downstream.PropagateCancel(ctx, res.Offer)
+	res.Propagated = down
+	errs := []error{err}
+	for _, c := range down {
+		if err := r.sendCancel(ctx, c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	res.PropagateErr = errors.Join(errs...)
+	return res
 }
 
 // HopRecord is the delegate's view of one hop.

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -112,8 +113,18 @@ func coseAlgFor(jwsAlg string) (cose.Algorithm, bool) {
 }
 
 // SignOffer signs an offer with key in form. The key's kid in the header is its RFC
-// 7638 thumbprint (sections 3.1, 3.2).
+// 7638 thumbprint (sections 3.1, 3.2). It refuses what a receiver would refuse for
+// carrying a secret: a grant that is not a digest (errcode.HandoffGrantMismatch) and a
+// reference with a salt member (errcode.HandoffBadSignature).
 func SignOffer(key *keys.PrivateKey, form Form, o *Offer) (Signed, error) {
+	if o.Grant != nil {
+		if err := checkGrantIsDigest(o.Grant); err != nil {
+			return Signed{}, err
+		}
+	}
+	if err := refsWithoutSalt(o.Refs); err != nil {
+		return Signed{}, err
+	}
 	var payload []byte
 	var err error
 	if form == COSE {
@@ -127,8 +138,12 @@ func SignOffer(key *keys.PrivateKey, form Form, o *Offer) (Signed, error) {
 	return signPayload(key, form, payload)
 }
 
-// SignStatus signs a status with key in form.
+// SignStatus signs a status with key in form. Like SignOffer, it refuses a reference
+// with a salt member (errcode.HandoffBadSignature).
 func SignStatus(key *keys.PrivateKey, form Form, s *Status) (Signed, error) {
+	if err := refsWithoutSalt(s.Refs); err != nil {
+		return Signed{}, err
+	}
 	var payload []byte
 	var err error
 	if form == COSE {
@@ -140,6 +155,17 @@ func SignStatus(key *keys.PrivateKey, form Form, s *Status) (Signed, error) {
 		return Signed{}, err
 	}
 	return signPayload(key, form, payload)
+}
+
+// refsWithoutSalt refuses, before signing, a reference that would put its salt into the
+// element (section 2.2), with the code a receiver refuses it with at step 1.
+func refsWithoutSalt(refs []ContextRef) error {
+	for i := range refs {
+		if _, ok := refs[i].Extra["salt"]; ok {
+			return reject(ReasonBadSignature, "refs[%d] carries a salt member: the salt MUST NOT appear in the element (section 2.2)", i)
+		}
+	}
+	return nil
 }
 
 // thumbprintKey returns key with its kid set to its thumbprint ("kid SHOULD be the JWK
@@ -362,6 +388,39 @@ type VerifiedOffer struct {
 	Digest Digest
 	KID    string
 	Alg    string
+
+	// content names what the signature covers (see element.signedContent).
+	content [32]byte
+}
+
+// signedContent names what the signature covers, apart from the signature: for a JWS
+// its signing input (header and payload as sent); for COSE the protected header octets
+// and the payload (what the Sig_structure holds). Two elements with the same content
+// and different octets were not both made by the signer: ECDSA signatures are
+// malleable, so anyone who has seen (r, s) can send (r, n-s), valid under the same key,
+// and COSE's unprotected header and outer encoding are not signed at all.
+func (e *element) signedContent() [32]byte {
+	h := sha256.New()
+	switch e.signed.Form {
+	case JWS:
+		raw := e.signed.Octets
+		h.Write([]byte("jws\x00"))
+		h.Write(raw[:bytes.LastIndexByte(raw, '.')])
+	case COSE:
+		// RawProtected is the bstr as sent; what is signed is its content (go-cose
+		// re-encodes the bstr head deterministically before verifying).
+		var prot []byte
+		_ = cbor.Unmarshal(e.cose.Headers.RawProtected, &prot)
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(prot)))
+		h.Write([]byte("cose\x00"))
+		h.Write(n[:])
+		h.Write(prot)
+		h.Write(e.payload)
+	}
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
 }
 
 // VerifiedStatus is a status whose signed form and signature have been checked.
@@ -389,7 +448,8 @@ func (e *element) verifiedOffer(ctx context.Context, trust Trust) (*VerifiedOffe
 	if err != nil {
 		return nil, signatureError(err, "offer")
 	}
-	return &VerifiedOffer{Offer: e.offer, Signed: e.signed, Digest: e.signed.Digest(), KID: e.kidOr(key), Alg: e.alg}, nil
+	return &VerifiedOffer{Offer: e.offer, Signed: e.signed, Digest: e.signed.Digest(), KID: e.kidOr(key), Alg: e.alg,
+		content: e.signedContent()}, nil
 }
 
 func signatureError(err error, what string) error {

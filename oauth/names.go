@@ -40,3 +40,12 @@ const (
 	ErrServerError            = "server_error"
 	ErrTemporarilyUnavailable = "temporarily_unavailable"
 )
+
+// Names of the grant handlers at a dialogtrust token endpoint (oauth.Handler.Name,
+// Record.Handler): the TTS's token exchange for Txn-Tokens, identity chaining's AS A
+// (grants) and AS B (access tokens for grants).
+const (
+	HandlerTxnToken             = "txn_token"
+	HandlerChainingGrants       = "chaining_grants"
+	HandlerChainingAccessTokens = "chaining_access_tokens"
+)

@@ -8,7 +8,9 @@
 // POST /token is the RFC 8693 profile of oauth.md 1.3: grant_type token-exchange,
 // requested_token_type txn_token, audience = a trust domain this TTS serves, scope,
 // subject_token and subject_token_type, request_context and request_details as plain
-// JSON text. A request runs through these steps, first failure wins (Server.token):
+// JSON text. The token endpoint (oauth.Endpoint) reads and parses the body once; a
+// request for a Txn-Token, and every request no other grant handler serves, runs
+// through these steps, first failure wins (txnGrant.Handle):
 //
 //  1. Content-Type, body bound, form syntax: a parameter given twice, actor_token and
 //     resource are refused; then the REQUIRED parameters, grant_type
@@ -43,7 +45,7 @@
 //     ring's active key. Response (1.6): access_token, issued_token_type, token_type
 //     N_A, expires_in, scope; Cache-Control: no-store and Pragma: no-cache.
 //
-// Errors follow RFC 6749 section 5.2 with the mapping of oauth.md 1.11 (OAuthError), and
+// Errors follow RFC 6749 section 5.2 with the mapping of oauth.md 1.11 (oauth.ErrorFor), and
 // carry dialogtrust's stable code and kind as extra members. A check that could not be
 // completed (JWKS or store unreachable) is temporarily_unavailable with status 503 and
 // kind could_not_complete, never an acceptance.
@@ -81,9 +83,8 @@
 //
 // # Client
 //
-// Client asks a token endpoint for Txn-Tokens with a WIT and a WPT or an HTTP signature;
-// Discover reads and checks the RFC 8414 metadata; NewSelfSignedToken mints a
-// self_signed subject token.
+// The client side has moved: Client, Request and NewSelfSignedToken are deprecated
+// aliases of txntoken's, and Discover wraps oauth.Discover.
 //
 // # Keys and discovery
 //
@@ -93,10 +94,12 @@
 // LazyRemoteSet trusts a JWKS URL that may not answer yet (the development default
 // starts before its WIT issuer).
 //
-// Other grant handlers may share the token endpoint (package chaining, identity
-// chaining: AS A and AS B in the TTS binary): Config.AmendMetadata adds what they serve
-// to the metadata, Server.TxnTokenVerifier validates this server's Txn-Tokens for them,
-// and WriteError writes their RFC 6749 errors the way the TTS does.
+// Other grant handlers share the token endpoint (Config.Grants; package chaining,
+// identity chaining: AS A and AS B in the TTS binary): built before the Server, with
+// TxnTokenVerifierFor validating this server's Txn-Tokens for them, they amend the
+// metadata with what they serve, and the endpoint writes their RFC 6749 errors with the
+// one mapping. The endpoint's outcomes are counted on Config.Registry by
+// oauthmetrics (dialogtrust_tts_*, dialogtrust_chaining_*).
 //
 // Nothing here logs a whole token: tokens appear as base64url(SHA-256) (txntoken.Hash).
 package tts

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/oauth"
 )
 
 // FuzzParseTokenRequest: the form parser and the JSON of request_context and
@@ -28,7 +29,7 @@ func FuzzParseTokenRequest(f *testing.F) {
 			}
 			return
 		}
-		if len(r.SubjectToken) > MaxSubjectTokenSize || len(r.RequestDetails) > maxContextMembers || len(r.RequestContext) > maxContextMembers {
+		if len(r.SubjectToken) > MaxSubjectTokenSize || len(r.RequestDetails) > oauth.MaxContextMembers || len(r.RequestContext) > oauth.MaxContextMembers {
 			t.Fatal("a bound was not kept")
 		}
 		for _, s := range r.Scope {
@@ -36,9 +37,9 @@ func FuzzParseTokenRequest(f *testing.F) {
 				t.Fatalf("bad scope token %q", s)
 			}
 		}
-		if d := r.Dialog(); d != "" && !validDialog(d) {
+		if d := r.Dialog(); d != "" && !oauth.ValidDialog(d) {
 			t.Fatalf("bad dialog %q", d)
 		}
-		_ = r.CheckRequired()
+		_ = checkRequired(r)
 	})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
@@ -159,8 +160,8 @@ func (e *env) selfSigned(w *testkit.Workload, sub, scope string) string {
 	return tok
 }
 
-func (e *env) client(w *testkit.Workload, proof string) *Client {
-	return &Client{TokenEndpoint: e.url + PathToken, WIT: w.WIT, Key: w.Key, Proof: proof, Now: e.clock.Now}
+func (e *env) client(w *testkit.Workload, pm proof.Method) *Client {
+	return &Client{TokenEndpoint: e.url + PathToken, WIT: w.WIT, Key: w.Key, Proof: pm, Now: e.clock.Now}
 }
 
 // request asks for a Txn-Token with a WPT.

@@ -86,7 +86,7 @@ func (s *Server) first(tr *TokenRequest, req *Requester, rule *Rule, subj *Subje
 	}{iat: iat, exp: e, aud: [1]string{tr.Audience}}
 	n.c = txntoken.Claims{
 		Iss: s.cfg.Issuer, Iat: &n.iat, Exp: &n.exp, Aud: n.aud[:], Txn: newTxn(),
-		Sub: subj.Sub, Scope: strings.Join(scope, " "), ReqWL: req.idString(), Tctx: tctx, Rctx: rctx,
+		Sub: subj.Sub, Scope: strings.Join(scope, " "), ReqWL: req.IDString(), Tctx: tctx, Rctx: rctx,
 	}
 	return &n.c, nil
 }
@@ -157,7 +157,7 @@ func (s *Server) replacement(tr *TokenRequest, req *Requester, rule *Rule, subj 
 			rctx[name] = v
 		}
 	}
-	chain := append(in.CallChain(), req.idString())
+	chain := append(in.CallChain(), req.IDString())
 	if len(chain) > s.cfg.Policy.MaxCallChain {
 		return nil, at(stageSubject, errcode.New(errcode.ReplacementLimitReached, "the call chain already has %d requesters, limit %d", len(chain)-1, s.cfg.Policy.MaxCallChain))
 	}

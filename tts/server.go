@@ -1,32 +1,22 @@
 package tts
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/reqid"
+	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
-	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 )
@@ -36,20 +26,19 @@ const (
 	PathToken    = "/token"
 	PathMetadata = "/.well-known/oauth-authorization-server"
 	PathJWKS     = "/.well-known/jwks.json"
-	PathHealthz  = "/healthz"
-	PathReadyz   = "/readyz"
-	PathMetrics  = "/metrics"
+	PathHealthz  = service.PathHealthz
+	PathReadyz   = service.PathReadyz
+	PathMetrics  = service.PathMetrics
 )
 
 // Pinger is implemented by replay stores that can say cheaply whether they answer;
-// /readyz uses it.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
+// /readyz uses it. Both services share it (and /readyz).
+type Pinger = service.Pinger
 
 // ReadyCheck is an extra readiness check; an error without a code is reported as
-// keys_unavailable.
-type ReadyCheck func(ctx context.Context) error
+// store_unavailable (the Redis client's PING is such a check; the key sources report
+// keys_unavailable themselves).
+type ReadyCheck = service.ReadyCheck
 
 // Config configures a Server.
 type Config struct {
@@ -88,6 +77,11 @@ type Config struct {
 	// served: other grant handlers behind the same token endpoint (package chaining)
 	// add their grant types and identity_chaining_requested_token_types_supported.
 	AmendMetadata func(*Metadata)
+	// Grants are the other grant handlers served at the token endpoint (identity
+	// chaining's AS A and AS B), asked in order before the TTS, which answers every
+	// request none of them matches. A handler with a method AmendMetadata(*Metadata)
+	// amends the metadata document too.
+	Grants []oauth.Handler
 }
 
 // Server is the Transaction Token Service's HTTP face: the token endpoint, metadata,
@@ -96,10 +90,10 @@ type Server struct {
 	cfg      Config
 	handlers map[string]SubjectTokenHandler
 	replace  *txnTokenHandler
-	metrics  *metrics
 	log      *slog.Logger
 	router   chi.Router
 	proofAud []string
+	endpoint *oauth.Endpoint
 }
 
 // New checks cfg and builds the server.
@@ -153,14 +147,16 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.handlers[t] = h
 	}
-	s.replace = &txnTokenHandler{v: txntoken.NewVerifier(ringKeys{cfg.Keys}, cfg.TrustDomains[0], txntoken.WithTrustDomains(cfg.TrustDomains[1:]...),
-		txntoken.WithIssuer(cfg.Issuer), txntoken.WithClock(cfg.Now), txntoken.WithSkew(cfg.Skew), txntoken.WithMaxLifetime(MaxLifetime))}
+	s.replace = &txnTokenHandler{v: txnTokenVerifier(&cfg)}
 	s.proofAud = []string{cfg.TokenEndpoint}
-	m, err := newMetrics(cfg.Registry, s.cacheLen)
+	observer, err := newMetrics(cfg.Registry, s.cacheLen)
 	if err != nil {
 		return nil, err
 	}
-	s.metrics = m
+	if s.endpoint, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: txnGrant{s}, Handlers: cfg.Grants, MaxBodySize: cfg.MaxBodySize,
+		Observer: observer}); err != nil {
+		return nil, err
+	}
 	s.router = s.routes()
 	return s, nil
 }
@@ -187,18 +183,45 @@ func (s *Server) TokenEndpoint() string { return s.cfg.TokenEndpoint }
 // tokens with it.
 func (s *Server) TxnTokenVerifier() *txntoken.Verifier { return s.replace.v }
 
+// TxnTokenVerifierFor returns the verifier of Txn-Tokens a Server built from cfg
+// issues, the one it uses for replacement (see TxnTokenVerifier): a grant handler
+// served at the same token endpoint (identity chaining's AS A) is built with it before
+// the Server, and listed in cfg.Grants.
+func TxnTokenVerifierFor(cfg Config) *txntoken.Verifier {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Skew <= 0 {
+		cfg.Skew = DefaultSkew
+	}
+	return txnTokenVerifier(&cfg)
+}
+
+// txnTokenVerifier is the verifier of a configuration with its defaults applied.
+func txnTokenVerifier(cfg *Config) *txntoken.Verifier {
+	var first string
+	more := cfg.TrustDomains
+	if len(more) > 0 {
+		first, more = more[0], more[1:]
+	}
+	return txntoken.NewVerifier(ringKeys{cfg.Keys}, first, txntoken.WithTrustDomains(more...),
+		txntoken.WithIssuer(cfg.Issuer), txntoken.WithClock(cfg.Now), txntoken.WithSkew(cfg.Skew), txntoken.WithMaxLifetime(MaxLifetime))
+}
+
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Post(PathToken, s.serveToken)
+	r.Method(http.MethodPost, PathToken, s.endpoint)
 	r.Method(http.MethodGet, PathJWKS, s.cfg.Keys)
 	r.Method(http.MethodHead, PathJWKS, s.cfg.Keys)
 	r.Get(PathMetadata, s.serveMetadata)
-	r.Get(PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	r.Get(PathReadyz, s.serveReady)
-	r.Method(http.MethodGet, PathMetrics, promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	service.MountOps(r, s.cfg.Registry, s.readiness())
 	return r
+}
+
+// readiness is what /readyz checks: an active signing key, the replay store's Ping,
+// then the configured checks.
+func (s *Server) readiness() service.Readiness {
+	return service.Readiness{SigningKey: func() bool { return s.cfg.Keys.Active() != nil }, Store: s.cfg.Replay, Checks: s.cfg.ReadyChecks, Logger: s.log}
 }
 
 // Metadata is the RFC 8414 metadata document (oauth.Metadata).
@@ -228,6 +251,11 @@ func (s *Server) Metadata() Metadata {
 	}
 	md.SubjectTokenTypesSupported = append(md.SubjectTokenTypesSupported, TokenTypeTxnToken)
 	slices.Sort(md.SubjectTokenTypesSupported)
+	for _, g := range s.cfg.Grants {
+		if a, ok := g.(interface{ AmendMetadata(*Metadata) }); ok {
+			a.AmendMetadata(&md)
+		}
+	}
 	if s.cfg.AmendMetadata != nil {
 		s.cfg.AmendMetadata(&md)
 	}
@@ -235,282 +263,14 @@ func (s *Server) Metadata() Metadata {
 }
 
 func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Cache-Control", "public, max-age=300")
-	writeJSON(w, http.StatusOK, s.Metadata())
-}
-
-func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.ready(ctx); err != nil {
-		s.log.Warn("not ready", "code", string(errcode.CodeOf(err)), "error", err.Error())
-		problem.Write(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-func (s *Server) ready(ctx context.Context) error {
-	if s.cfg.Keys.Active() == nil {
-		return errcode.Unavailable(errcode.KeysUnavailable, nil, "no signing key")
-	}
-	checks := slices.Clone(s.cfg.ReadyChecks)
-	if p, ok := s.cfg.Replay.(Pinger); ok {
-		checks = append([]ReadyCheck{func(ctx context.Context) error {
-			if err := p.Ping(ctx); err != nil {
-				return errcode.Unavailable(errcode.StoreUnavailable, err, "replay store")
-			}
-			return nil
-		}}, checks...)
-	}
-	for _, c := range checks {
-		if err := c(ctx); err != nil {
-			if errcode.CodeOf(err) == errcode.Unmapped {
-				err = errcode.Unavailable(errcode.KeysUnavailable, err, "readiness check")
-			}
-			return err
-		}
-	}
-	return nil
+	md := s.Metadata()
+	oauth.ServeMetadata(w, &md)
 }
 
 // TokenResponse is the token endpoint's answer (oauth.TokenResponse).
 //
 // Deprecated: use oauth.TokenResponse.
 type TokenResponse = oauth.TokenResponse
-
-// requestLog is what a request's log line says; tokens only by hash.
-type requestLog struct {
-	grantType, subjectType, method, requester, subjectToken, dialog string
-	// subjectSHA256 is Hash(subjectToken) when the subject handler already knew it
-	// (a cached token); else it is computed for the log line, only if one is written.
-	subjectSHA256 string
-}
-
-// subjectHash is the subject token's hash for the log line ("" without one).
-func (rl *requestLog) subjectHash() string {
-	if rl.subjectSHA256 == "" && rl.subjectToken != "" {
-		rl.subjectSHA256 = txntoken.Hash(rl.subjectToken)
-	}
-	return rl.subjectSHA256
-}
-
-func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	var rl requestLog
-	rid := reqid.Set(w, r)
-	resp, claims, kid, err := s.token(w, r, &rl)
-	s.metrics.duration.Observe(time.Since(start).Seconds())
-	grant := metricGrant(rl.grantType, rl.subjectType)
-	if err != nil {
-		code := errcode.CodeOf(err)
-		if code == errcode.Unmapped {
-			// A failure without a code is ours, not the caller's; its text stays in
-			// the log and out of the response.
-			err = errcode.Wrap(errcode.Internal, err, "internal error")
-			code = errcode.Internal
-		}
-		oauth, _ := OAuthError(err)
-		s.metrics.refused.WithLabelValues(grant, metricType(rl.subjectType), oauth, string(code)).Inc()
-		level := slog.LevelInfo
-		if errcode.KindOf(err) == errcode.Incomplete || code == errcode.Internal {
-			level = slog.LevelError
-		}
-		s.log.Log(r.Context(), level, "txn token refused", "request_id", rid, "dlg", rl.dialog, "error", oauth, "code", string(code),
-			"kind", errcode.KindOf(err).String(), "grant", grant, "subject_token_type", rl.subjectType,
-			"subject_token_sha256", rl.subjectHash(), "method", rl.method, "requester", rl.requester,
-			"remote", r.RemoteAddr, "detail", err.Error())
-		writeError(w, r, err)
-		return
-	}
-	s.metrics.issued.WithLabelValues(grant, metricType(rl.subjectType), rl.method).Inc()
-	// This line is written for every token issued: typed attributes, and the hashes
-	// computed only when the line is.
-	if ctx := r.Context(); s.log.Enabled(ctx, slog.LevelInfo) {
-		s.log.LogAttrs(ctx, slog.LevelInfo, "txn token issued", slog.String("request_id", rid), slog.String("dlg", claims.Dialog()),
-			slog.String("grant", grant), slog.String("subject_token_type", rl.subjectType),
-			slog.String("subject_token_sha256", rl.subjectHash()), slog.String("method", rl.method), slog.String("requester", rl.requester),
-			slog.String("aud", claims.Aud[0]), slog.String("txn", claims.Txn), slog.String("txn_token_sha256", txntoken.Hash(resp.AccessToken)),
-			slog.String("kid", kid), slog.Int64("exp", int64(*claims.Exp)), slog.Int("call_chain", max(1, len(claims.ReqChain))),
-			slog.String("remote", r.RemoteAddr))
-	}
-	h := w.Header()
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
-	h.Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(appendTokenResponse(make([]byte, 0, len(resp.AccessToken)+192), &resp))
-}
-
-// appendTokenResponse writes the response as encoding/json would (TestTT1_6_Response decodes
-// it), without reflection: it is written for every token issued.
-func appendTokenResponse(b []byte, t *TokenResponse) []byte {
-	b = append(b, `{"access_token":`...)
-	b = appendJSONString(b, t.AccessToken)
-	b = append(b, `,"issued_token_type":`...)
-	b = appendJSONString(b, t.IssuedTokenType)
-	b = append(b, `,"token_type":`...)
-	b = appendJSONString(b, t.TokenType)
-	b = append(b, `,"expires_in":`...)
-	b = strconv.AppendInt(b, t.ExpiresIn, 10)
-	b = append(b, `,"scope":`...)
-	b = appendJSONString(b, t.Scope)
-	return append(b, "}\n"...)
-}
-
-// token runs one token request through its steps, in an order chosen so that cheap,
-// stateless checks come before any signature verification, and the replay store is
-// touched only by an authenticator whose signature verified:
-//
-//  1. form, sizes, REQUIRED parameters, grant and requested token types (oauth.md 1.3);
-//  2. no Txn-Token as a credential; client authentication (1.9);
-//  3. policy: the workload, the audience (1.5 step 1, 1.11 invalid_target);
-//  4. the subject token type and the subject token (1.4, 1.5 steps 2-3);
-//  5. scope, context, lifetime; replacement rules (1.5 steps 4-10, 1.8);
-//  6. claims and signature (1.7).
-func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *requestLog) (TokenResponse, *txntoken.Claims, string, error) {
-	ctx := r.Context()
-	if ct := r.Header.Get("Content-Type"); ct != "application/x-www-form-urlencoded" && !isFormType(ct) {
-		return TokenResponse{}, nil, "", at(stageRequest, errcode.New(errcode.InvalidRequest, "Content-Type must be application/x-www-form-urlencoded"))
-	}
-	body, err := readBody(w, r, s.cfg.MaxBodySize)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return TokenResponse{}, nil, "", at(stageRequest, errcode.New(errcode.BodyTooLarge, "body over %d octets", s.cfg.MaxBodySize))
-		}
-		return TokenResponse{}, nil, "", at(stageRequest, errcode.Wrap(errcode.InvalidRequest, err, "reading the body"))
-	}
-	// The authenticators read the body again (Content-Digest), so it is put back.
-	br := new(bodyReader)
-	br.Reset(body)
-	r.Body = br
-	r.ContentLength = int64(len(body))
-	// The body is read-only from here on (the authenticators get a reader over it), so
-	// the request is parsed from a string view of it rather than a copy.
-	tr, err := parseTokenRequest(unsafe.String(unsafe.SliceData(body), len(body)))
-	if err != nil {
-		return TokenResponse{}, nil, "", at(stageRequest, err)
-	}
-	rl.grantType, rl.subjectType, rl.dialog = tr.GrantType, tr.SubjectTokenType, tr.Dialog()
-	rl.subjectToken = tr.SubjectToken
-	if err := tr.CheckRequired(); err != nil {
-		return TokenResponse{}, nil, "", at(stageRequest, err)
-	}
-
-	var auth Authenticator
-	for _, a := range s.cfg.Authenticators {
-		if a.Present(r, tr) {
-			auth = a
-			break
-		}
-	}
-	// A Txn-Token offered as a credential is named as such (oauth.md 1.9 item 4). It can
-	// never pass an authenticator (each requires its own typ), so the check only runs
-	// when authentication did not succeed, and costs nothing on the path that issues.
-	txnAsCredential := func() error {
-		return at(stageClient, errcode.New(errcode.TxnTokenNotCredential, "a Txn-Token never authenticates a workload; authenticate with a WIT and a proof, mTLS or private_key_jwt"))
-	}
-	if auth == nil {
-		if presentedTxnToken(r, tr, false) {
-			return TokenResponse{}, nil, "", txnAsCredential()
-		}
-		return TokenResponse{}, nil, "", at(stageClient, errcode.New(errcode.Unauthenticated, "no client authentication this TTS accepts"))
-	}
-	rl.method = auth.Name()
-	req, err := auth.Authenticate(ctx, r, tr)
-	if err != nil {
-		if presentedTxnToken(r, tr, true) {
-			return TokenResponse{}, nil, "", txnAsCredential()
-		}
-		return TokenResponse{}, nil, "", at(stageClient, err)
-	}
-	rl.requester = req.idString()
-
-	rule, err := s.cfg.Policy.rule(rl.requester)
-	if err != nil {
-		return TokenResponse{}, nil, "", at(stagePolicy, err)
-	}
-	if !slices.Contains(s.cfg.TrustDomains, tr.Audience) {
-		return TokenResponse{}, nil, "", at(stageRequest, errcode.New(errcode.AudienceNotServed, "audience %q is not a trust domain this TTS serves", truncate(tr.Audience)))
-	}
-	if !rule.mayAudience(tr.Audience, req.ID) {
-		return TokenResponse{}, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not request Txn-Tokens for %s", req.ID, tr.Audience))
-	}
-
-	var h SubjectTokenHandler
-	switch tr.SubjectTokenType {
-	case TokenTypeRefreshToken:
-		return TokenResponse{}, nil, "", at(stageSubject, errcode.New(errcode.UnsupportedTokenType, "a refresh token is never a subject token (TT section 13.3)"))
-	case TokenTypeTxnToken:
-		h = s.replace
-	default:
-		h = s.handlers[tr.SubjectTokenType]
-	}
-	if h == nil {
-		return TokenResponse{}, nil, "", at(stageSubject, errcode.New(errcode.UnsupportedTokenType, "subject_token_type %q is not accepted", truncate(tr.SubjectTokenType)))
-	}
-	if !rule.mayType(tr.SubjectTokenType) {
-		return TokenResponse{}, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not present %s subject tokens", req.ID, tr.SubjectTokenType))
-	}
-	subj, err := h.Validate(ctx, tr.SubjectToken, req)
-	if err != nil {
-		return TokenResponse{}, nil, "", at(stageSubject, err)
-	}
-	rl.subjectSHA256 = subj.hash
-
-	now := s.cfg.Now()
-	var claims *txntoken.Claims
-	if subj.Input != nil {
-		claims, err = s.replacement(tr, req, rule, subj, now)
-	} else {
-		claims, err = s.first(tr, req, rule, subj, now)
-	}
-	if err != nil {
-		return TokenResponse{}, nil, "", err
-	}
-	// One key for the whole issuance, so the log names the key that really signed
-	// even if a rotation activates another meanwhile.
-	key := s.cfg.Keys.Active()
-	tok, err := signClaims(key, claims)
-	if err != nil {
-		return TokenResponse{}, nil, "", at(stageIssue, errcode.Wrap(errcode.Internal, err, "signing"))
-	}
-	return TokenResponse{
-		AccessToken: tok, IssuedTokenType: TokenTypeTxnToken, TokenType: "N_A",
-		ExpiresIn: int64(*claims.Exp) - now.Unix(), Scope: claims.Scope,
-	}, claims, key.KID(), nil
-}
-
-// bodyReader is the body put back for the authenticators: a reader over the octets
-// already read, whose Close does nothing (io.NopCloser of a bytes.Reader, in one
-// allocation).
-type bodyReader struct{ bytes.Reader }
-
-func (*bodyReader) Close() error { return nil }
-
-func isFormType(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && mt == "application/x-www-form-urlencoded"
-}
-
-// readBody reads the bounded body, in one allocation when Content-Length is given.
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	rd := http.MaxBytesReader(w, r.Body, max)
-	if n := r.ContentLength; n > 0 && n <= max {
-		b := make([]byte, n)
-		if _, err := io.ReadFull(rd, b); err != nil {
-			return nil, err
-		}
-		// Nothing may follow the declared length.
-		var one [1]byte
-		if m, _ := rd.Read(one[:]); m != 0 {
-			return nil, errcode.New(errcode.InvalidRequest, "body longer than Content-Length")
-		}
-		return b, nil
-	}
-	return io.ReadAll(rd)
-}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -526,48 +286,4 @@ func (k ringKeys) LookupKey(ctx context.Context, kid string) (*keys.PublicKey, e
 		return a.Public(), nil
 	}
 	return k.r.KeySet().LookupKey(ctx, kid)
-}
-
-// Discover fetches a TTS's metadata from baseURL + PathMetadata and checks it (RFC
-// 8414 section 3.3: issuer must equal baseURL; oauth.md 1.9 item 5: configuration from
-// a trusted source): the token endpoint and JWKS must be on baseURL's origin, so that
-// metadata cannot send a workload's credentials elsewhere.
-func Discover(ctx context.Context, hc *http.Client, baseURL string) (*Metadata, error) {
-	base, err := url.Parse(baseURL)
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" || base.RawQuery != "" || base.Fragment != "" {
-		return nil, errcode.New(errcode.InvalidRequest, "TTS URL must be an absolute http(s) URL without query or fragment")
-	}
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	u := *base
-	// RFC 8414 section 3.1: the well-known suffix goes between host and path.
-	u.Path = PathMetadata + strings.TrimSuffix(base.Path, "/")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.InvalidRequest, err, "metadata request")
-	}
-	res, err := hc.Do(req)
-	if err != nil {
-		return nil, errcode.Unavailable(errcode.TTSUnavailable, err, "fetching TTS metadata")
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-	if err != nil || res.StatusCode != http.StatusOK {
-		return nil, errcode.Unavailable(errcode.TTSUnavailable, err, "TTS metadata: HTTP %d", res.StatusCode)
-	}
-	var md Metadata
-	if err := json.Unmarshal(b, &md); err != nil {
-		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "TTS metadata")
-	}
-	if md.Issuer != strings.TrimSuffix(baseURL, "/") && md.Issuer != baseURL {
-		return nil, errcode.New(errcode.IssuerMismatch, "metadata issuer %q is not %q", truncate(md.Issuer), baseURL)
-	}
-	for _, link := range []string{md.TokenEndpoint, md.JWKSURI} {
-		l, err := url.Parse(link)
-		if err != nil || l.Scheme != base.Scheme || l.Host != base.Host {
-			return nil, errcode.New(errcode.IssuerMismatch, "metadata link %q is not on %s://%s", truncate(link), base.Scheme, base.Host)
-		}
-	}
-	return &md, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
@@ -397,7 +398,7 @@ type SelfSignedClaims struct {
 // Validate implements SubjectTokenHandler.
 func (h *SelfSignedHandler) Validate(_ context.Context, token string, req *Requester) (*Subject, error) {
 	now := h.o.Now()
-	who := req.idString()
+	who := req.IDString()
 	if e, ok := h.cache.get(token, who, now); ok {
 		if err := h.times(e.exp, e.iat, now); err != nil {
 			return nil, err
@@ -494,7 +495,7 @@ func (*UnsignedJSONHandler) Type() string { return TokenTypeUnsignedJSON }
 // Validate implements SubjectTokenHandler. The value is plain JSON text (oauth.md 1.4
 // and Q8: no encoding is specified since -07); it has no exp.
 func (h *UnsignedJSONHandler) Validate(_ context.Context, token string, _ *Requester) (*Subject, error) {
-	if err := checkDepth(token, MaxContextDepth); err != nil {
+	if err := oauth.CheckDepth(token, MaxContextDepth); err != nil {
 		return nil, err
 	}
 	var m map[string]any

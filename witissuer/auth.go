@@ -1,7 +1,6 @@
 package witissuer
 
 import (
-	"crypto/x509"
 	"fmt"
 	"net/http"
 	"slices"
@@ -12,10 +11,9 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store"
-	"github.com/dialogtrust/dialogtrust/wic"
 )
 
 // Names of the authentication methods, as used in configuration and metrics.
@@ -41,19 +39,14 @@ type Authenticator interface {
 }
 
 // X509SVID authenticates a workload by the X.509-SVID (or any workload identity
-// certificate) it presented in the TLS handshake.
-type X509SVID struct {
-	bundles x509bundle.Source
-	now     func() time.Time
-}
+// certificate) it presented in the TLS handshake: the token endpoint's tls_client_auth
+// (package oauth), behind the WIT issuer's interface.
+type X509SVID struct{ tls *oauth.TLSClientAuth }
 
 // NewX509SVID verifies client certificates against bundles, chosen by the trust domain
 // of the certificate's URI SAN. now defaults to time.Now.
 func NewX509SVID(bundles x509bundle.Source, now func() time.Time) *X509SVID {
-	if now == nil {
-		now = time.Now
-	}
-	return &X509SVID{bundles: bundles, now: now}
+	return &X509SVID{tls: oauth.NewTLSClientAuth(bundles, now)}
 }
 
 // Name implements Authenticator.
@@ -68,30 +61,21 @@ func (*X509SVID) Present(r *http.Request, _ *Request) bool {
 // resumed sessions and on connections opened before a bundle reload, so the chain is
 // always judged by the bundles as they are now (creds-02 section 9.3).
 func (a *X509SVID) Authenticate(r *http.Request, _ *Request) (identifier.ID, error) {
-	certs := r.TLS.PeerCertificates
-	inters := make([][]byte, 0, len(certs)-1)
-	for _, c := range certs[1:] {
-		inters = append(inters, c.Raw)
-	}
-	return wic.VerifyWithBundles(certs[0].Raw, inters, a.bundles, a.now(), wic.WithKeyUsages(x509.ExtKeyUsageClientAuth))
+	return a.tls.Verify(r)
 }
 
-// Assertion authenticates a registered workload by a signed JWT (RFC 7523 client
-// assertion style, typ client-authentication+jwt): iss = sub = the workload, aud = the
-// issuer, exp required and short, jti claimed once.
-type Assertion struct {
-	issuer      string
-	workloads   map[string]keys.KeySet
-	replay      store.Replay
-	now         func() time.Time
-	skew        time.Duration
-	maxLifetime time.Duration
-}
+// Assertion authenticates a registered workload by a signed JWT (the token endpoint's
+// private_key_jwt of package oauth: RFC 7523 client assertion, typ
+// client-authentication+jwt): iss = sub = the workload, aud = exactly the issuer, exp
+// required and short, jti claimed once.
+type Assertion struct{ p *oauth.PrivateKeyJWT }
 
 // Assertion defaults.
 const (
-	DefaultAssertionMaxLifetime = 5 * time.Minute
-	DefaultSkew                 = 30 * time.Second
+	// Deprecated: use oauth.DefaultAssertionMaxLifetime.
+	DefaultAssertionMaxLifetime = oauth.DefaultAssertionMaxLifetime
+	// Deprecated: use oauth.DefaultSkew.
+	DefaultSkew = oauth.DefaultSkew
 )
 
 // RegisteredWorkload is a workload and the keys its assertions may be signed with.
@@ -112,30 +96,28 @@ func NewAssertion(issuer string, workloads []RegisteredWorkload, replay store.Re
 	if issuer == "" || replay == nil {
 		return nil, fmt.Errorf("assertion: issuer and replay store are required")
 	}
-	a := &Assertion{issuer: issuer, workloads: map[string]keys.KeySet{}, replay: replay, now: o.Now, skew: o.Skew, maxLifetime: o.MaxLifetime}
-	if a.now == nil {
-		a.now = time.Now
-	}
-	if a.skew <= 0 {
-		a.skew = DefaultSkew
-	}
-	if a.maxLifetime <= 0 {
-		a.maxLifetime = DefaultAssertionMaxLifetime
-	}
+	clients := make([]oauth.RegisteredClient, 0, len(workloads))
+	seen := map[string]bool{}
 	for _, w := range workloads {
 		if w.ID.IsZero() || len(w.Keys) == 0 {
 			return nil, fmt.Errorf("assertion: workload %q needs an identifier and at least one key", w.ID)
 		}
-		if _, dup := a.workloads[w.ID.String()]; dup {
+		if seen[w.ID.String()] {
 			return nil, fmt.Errorf("assertion: workload %s registered twice", w.ID)
 		}
+		seen[w.ID.String()] = true
 		set, err := keys.NewStaticSet(w.Keys...)
 		if err != nil {
 			return nil, fmt.Errorf("assertion: workload %s: %w", w.ID, err)
 		}
-		a.workloads[w.ID.String()] = set
+		clients = append(clients, oauth.RegisteredClient{ID: w.ID, Keys: set})
 	}
-	return a, nil
+	p, err := oauth.NewPrivateKeyJWTWith(oauth.PrivateKeyJWTConfig{Audiences: []string{issuer}, SingleAudience: true,
+		Clients: clients, Replay: replay, ReplayPrefix: "witissuer:assertion:", Now: o.Now, Skew: o.Skew, MaxLifetime: o.MaxLifetime})
+	if err != nil {
+		return nil, fmt.Errorf("assertion: %w", err)
+	}
+	return &Assertion{p: p}, nil
 }
 
 // Name implements Authenticator.
@@ -146,75 +128,10 @@ func (*Assertion) Present(_ *http.Request, req *Request) bool {
 	return req.Body.ClientAssertion != "" || req.Body.ClientAssertionType != ""
 }
 
-// Authenticate implements Authenticator. The claims are read before the signature is
-// checked only to find the registered workload (as a WIT's sub selects its anchors);
-// nothing in them counts until the signature verified with that workload's key.
+// Authenticate implements Authenticator (oauth.PrivateKeyJWT.Verify).
 func (a *Assertion) Authenticate(r *http.Request, req *Request) (identifier.ID, error) {
-	b := req.Body
-	if b.ClientAssertionType != ClientAssertionTypeJWTBearer {
-		return identifier.ID{}, errcode.New(errcode.InvalidRequest, "client_assertion_type must be %s", ClientAssertionTypeJWTBearer)
-	}
-	if b.ClientAssertion == "" {
-		return identifier.ID{}, errcode.New(errcode.MissingCredential, "client_assertion is empty")
-	}
-	t, err := jose.Parse(b.ClientAssertion, MaxTokenSize)
-	if err != nil {
-		return identifier.ID{}, err
-	}
-	if err := t.CheckHeader(jose.Options{Typ: AssertionType}); err != nil {
-		return identifier.ID{}, err
-	}
-	var c AssertionClaims
-	if err := jose.DecodeClaims(t.Payload, &c); err != nil {
-		return identifier.ID{}, err
-	}
-	if c.Iss == "" {
-		return identifier.ID{}, errcode.New(errcode.MissingClaim, "iss is required")
-	}
-	id, err := identifier.Parse(c.Iss)
-	if err != nil {
-		return identifier.ID{}, err
-	}
-	set, ok := a.workloads[id.String()]
-	if !ok {
-		return identifier.ID{}, errcode.New(errcode.UntrustedIssuer, "workload %s is not registered", id)
-	}
-	ctx := r.Context()
-	key, err := set.LookupKey(ctx, t.Kid)
-	if err != nil {
-		return identifier.ID{}, err
-	}
-	if err := t.VerifyWith(key, false); err != nil {
-		return identifier.ID{}, err
-	}
-	if c.Sub != c.Iss {
-		return identifier.ID{}, errcode.New(errcode.InvalidClaim, "sub must equal iss in a client assertion")
-	}
-	if len(c.Aud) != 1 || c.Aud[0] != a.issuer {
-		return identifier.ID{}, errcode.New(errcode.AudienceMismatch, "aud must be exactly this issuer's identifier")
-	}
-	now := a.now()
-	if c.Iat == nil {
-		return identifier.ID{}, errcode.New(errcode.MissingClaim, "iat is required")
-	}
-	if err := jose.CheckTimes(jose.TimeRules{Now: now, Skew: a.skew, RequireExp: true, MaxLifetime: a.maxLifetime}, c.Exp, c.Nbf, c.Iat); err != nil {
-		return identifier.ID{}, err
-	}
-	if c.Exp.Time().Sub(c.Iat.Time()) > a.maxLifetime {
-		return identifier.ID{}, errcode.New(errcode.LifetimeTooLong, "assertion lives %s, limit %s", c.Exp.Time().Sub(c.Iat.Time()), a.maxLifetime)
-	}
-	if c.Jti == "" {
-		return identifier.ID{}, errcode.New(errcode.MissingClaim, "jti is required")
-	}
-	if len(c.Jti) > MaxJTILength {
-		return identifier.ID{}, errcode.New(errcode.InvalidClaim, "jti longer than %d octets", MaxJTILength)
-	}
-	// Held until the assertion can no longer be accepted anywhere: exp plus skew.
-	ttl := c.Exp.Time().Add(a.skew).Sub(now)
-	if err := a.replay.Claim(ctx, replayKey("assertion", id.String(), c.Jti), ttl); err != nil {
-		return identifier.ID{}, err
-	}
-	return id, nil
+	id, _, err := a.p.Verify(r.Context(), req.Body.ClientAssertionType, req.Body.ClientAssertion, "")
+	return id, err
 }
 
 // replayKey scopes a jti by kind and sender; the NUL cannot occur in an identifier, so

@@ -9,8 +9,10 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -19,24 +21,27 @@ const (
 	// RequestType is the typ of the request JWS that proves possession of the key.
 	RequestType = "wit-request+jwt"
 	// AssertionType is the typ of a client assertion (draft-ietf-oauth-rfc7523bis
-	// explicit typing; a plain "JWT" is refused).
-	AssertionType = "client-authentication+jwt"
-	// ClientAssertionTypeJWTBearer is the only accepted client_assertion_type.
-	ClientAssertionTypeJWTBearer = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+	// explicit typing; a plain "JWT" is refused): oauth.ClientAssertionType.
+	AssertionType = oauth.ClientAssertionType
+	// ClientAssertionTypeJWTBearer is the only accepted client_assertion_type:
+	// oauth.ClientAssertionTypeJWTBearer.
+	ClientAssertionTypeJWTBearer = oauth.ClientAssertionTypeJWTBearer
 
 	PathWIT      = "/v1/wit"
 	PathJWKS     = "/.well-known/jwks.json"
 	PathMetadata = "/.well-known/wit-issuer"
-	PathHealthz  = "/healthz"
-	PathReadyz   = "/readyz"
-	PathMetrics  = "/metrics"
+	PathHealthz  = service.PathHealthz
+	PathReadyz   = service.PathReadyz
+	PathMetrics  = service.PathMetrics
 
 	// DefaultMaxBodySize bounds the request body.
 	DefaultMaxBodySize = 64 << 10
-	// MaxTokenSize bounds the request JWS and the client assertion.
-	MaxTokenSize = 8 << 10
-	// MaxJTILength bounds a jti: it becomes part of a replay-store key.
-	MaxJTILength = 256
+	// MaxTokenSize bounds the request JWS and the client assertion
+	// (oauth.MaxClientAssertion).
+	MaxTokenSize = oauth.MaxClientAssertion
+	// MaxJTILength bounds a jti: it becomes part of a replay-store key
+	// (oauth.MaxAssertionJTI).
+	MaxJTILength = oauth.MaxAssertionJTI
 )
 
 // RequestBody is the JSON body of POST /v1/wit.
@@ -152,29 +157,19 @@ func NewRequestJWS(key *keys.PrivateKey, p RequestParams) (string, error) {
 }
 
 // AssertionClaims is the payload of a client assertion.
-type AssertionClaims struct {
-	Iss string            `json:"iss"`
-	Sub string            `json:"sub"`
-	Aud jose.Audience     `json:"aud"`
-	Iat *jose.NumericDate `json:"iat"`
-	Exp *jose.NumericDate `json:"exp"`
-	Nbf *jose.NumericDate `json:"nbf,omitempty"`
-	Jti string            `json:"jti"`
-}
+//
+// Deprecated: use oauth.AssertionClaims.
+type AssertionClaims = oauth.AssertionClaims
 
-// NewClientAssertion builds a client assertion (RFC 7523 style, typ
-// client-authentication+jwt) for a registered workload: iss = sub = the workload, aud =
-// the issuer identifier, a fresh jti, and a lifetime (at most 5 minutes is accepted by
+// NewClientAssertion builds a client assertion (oauth.NewClientAssertion) for a
+// registered workload: iss = sub = the workload, aud = the issuer identifier, a fresh
+// jti, and a lifetime, which must be positive here (at most 5 minutes is accepted by
 // default).
+//
+// Deprecated: use oauth.NewClientAssertion.
 func NewClientAssertion(key *keys.PrivateKey, workload identifier.ID, audience string, lifetime time.Duration, now time.Time) (string, error) {
-	if key == nil || workload.IsZero() || audience == "" || lifetime <= 0 {
+	if lifetime <= 0 {
 		return "", errcode.New(errcode.InvalidRequest, "key, workload, audience and a positive lifetime are required")
 	}
-	if now.IsZero() {
-		now = time.Now()
-	}
-	iat := jose.NumericDate(now.Unix())
-	exp := jose.NumericDate(now.Add(lifetime).Unix())
-	c := AssertionClaims{Iss: workload.String(), Sub: workload.String(), Aud: jose.Audience{audience}, Iat: &iat, Exp: &exp, Jti: rand.Text()}
-	return jose.SignClaims(AssertionType, key, true, c)
+	return oauth.NewClientAssertion(key, workload, audience, lifetime, now)
 }

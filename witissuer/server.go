@@ -1,7 +1,6 @@
 package witissuer
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,11 +14,11 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/reqid"
+	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/store"
@@ -34,14 +33,12 @@ type Route struct {
 }
 
 // Pinger is implemented by replay stores that can say cheaply whether they answer;
-// /readyz uses it.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
+// /readyz uses it. Both services share it (and /readyz).
+type Pinger = service.Pinger
 
 // ReadyCheck is an extra readiness check. An error that is not an *errcode.Error is
 // reported as store_unavailable.
-type ReadyCheck func(ctx context.Context) error
+type ReadyCheck = service.ReadyCheck
 
 // Config configures a Server.
 type Config struct {
@@ -160,12 +157,14 @@ func (s *Server) routes() chi.Router {
 	r.Method(http.MethodGet, PathJWKS, s.cfg.Keys.Ring())
 	r.Method(http.MethodHead, PathJWKS, s.cfg.Keys.Ring())
 	r.Get(PathMetadata, s.serveMetadata)
-	r.Get(PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	r.Get(PathReadyz, s.serveReady)
-	r.Method(http.MethodGet, PathMetrics, promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	service.MountOps(r, s.cfg.Registry, s.readiness())
 	return r
+}
+
+// readiness is what /readyz checks: an active signing key, the replay store's Ping,
+// then the configured checks.
+func (s *Server) readiness() service.Readiness {
+	return service.Readiness{SigningKey: func() bool { return s.cfg.Keys.Ring().Active() != nil }, Store: s.cfg.Replay, Checks: s.cfg.ReadyChecks, Logger: s.log}
 }
 
 // Metadata is the issuer's metadata document (GET /.well-known/wit-issuer).
@@ -204,36 +203,6 @@ func (s *Server) Metadata() Metadata {
 func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	writeJSON(w, http.StatusOK, s.Metadata())
-}
-
-func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.ready(ctx); err != nil {
-		s.log.Warn("not ready", "code", string(errcode.CodeOf(err)), "error", err.Error())
-		problem.Write(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-func (s *Server) ready(ctx context.Context) error {
-	if s.cfg.Keys.Ring().Active() == nil {
-		return errcode.Unavailable(errcode.KeysUnavailable, nil, "no signing key")
-	}
-	checks := slices.Clone(s.cfg.ReadyChecks)
-	if p, ok := s.cfg.Replay.(Pinger); ok {
-		checks = append([]ReadyCheck{p.Ping}, checks...)
-	}
-	for _, c := range checks {
-		if err := c(ctx); err != nil {
-			if errcode.CodeOf(err) == errcode.Unmapped {
-				err = errcode.Unavailable(errcode.StoreUnavailable, err, "readiness check")
-			}
-			return err
-		}
-	}
-	return nil
 }
 
 func (s *Server) issueHandler(methods []Authenticator) http.HandlerFunc {

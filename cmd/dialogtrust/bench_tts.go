@@ -16,6 +16,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
@@ -63,6 +64,7 @@ func benchTTS(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 type ttsArgs struct {
 	ttsURL, issuerURL, witArg, keyFile, prefix, alg string
 	proof, audience, scope, subject                 string
+	method                                          proof.Method
 	workloads                                       int
 	freshSubject, withDialog                        bool
 	bench                                           *benchFlags
@@ -78,7 +80,7 @@ func parseBenchTTS(args []string, stderr io.Writer) (*ttsArgs, error) {
 	fs.IntVar(&a.workloads, "workloads", 0, "with --wit-issuer: distinct workloads, each with its own WIT (default: one per worker, at most 64)")
 	fs.StringVar(&a.prefix, "workload-prefix", "wimse://dev.local/bench/", "with --wit-issuer: workload identifiers are this plus w1, w2, ...")
 	fs.StringVar(&a.alg, "alg", keys.ES256, "with --wit-issuer: algorithm of the workload keys (ES256 or EdDSA)")
-	fs.StringVar(&a.proof, "proof", tts.ProofWPT, "proof of possession: wpt or httpsig")
+	fs.StringVar(&a.proof, "proof", proof.WPT.String(), "proof of possession: wpt or httpsig")
 	fs.StringVar(&a.audience, "audience", "", "the requested trust domain (default: the TTS's first trust domain)")
 	fs.StringVar(&a.scope, "scope", "trip.read", "the requested scope (also the subject token's)")
 	fs.StringVar(&a.subject, "subject", "alice@dev.local", "sub of the self_signed subject tokens")
@@ -103,9 +105,10 @@ func parseBenchTTS(args []string, stderr io.Writer) (*ttsArgs, error) {
 	if (a.witArg == "") != (a.keyFile == "") {
 		return nil, usageError{"--wit and --key go together"}
 	}
-	if a.proof != tts.ProofWPT && a.proof != tts.ProofHTTPSig {
+	if a.proof != proof.WPT.String() && a.proof != proof.HTTPSig.String() {
 		return nil, usageError{"--proof must be wpt or httpsig"}
 	}
+	a.method, _ = proof.Parse(a.proof)
 	if err := checkAlg(a.alg); err != nil {
 		return nil, err
 	}
@@ -181,7 +184,7 @@ func (r *ttsRun) op() (loadtest.Op, error) {
 			return nil, err
 		}
 		states[i] = &ttsWorker{cred: cred, workload: wl,
-			client: &tts.Client{TokenEndpoint: r.md.TokenEndpoint, HTTPClient: r.hc, WIT: cred.WIT, Key: cred.Key, Proof: r.proof}}
+			client: &tts.Client{TokenEndpoint: r.md.TokenEndpoint, HTTPClient: r.hc, WIT: cred.WIT, Key: cred.Key, Proof: r.method}}
 	}
 	md, aud, scope, subject, freshSubject, withDialog := r.md, r.aud, r.scope, r.subject, r.freshSubject, r.withDialog
 	return func(ctx context.Context, w int) error {

@@ -24,10 +24,12 @@ import (
 	"github.com/dialogtrust/dialogtrust/cmd/dialogtrust/internal/loadtest"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/httpserver"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -141,7 +143,7 @@ func benchReceiver(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	mux := http.NewServeMux()
 	mux.Handle("POST "+*path, h)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := httpserver.New(mux)
 	fmt.Fprintf(stdout, "bench receiver on %s (pid %d, metrics on http://%s/metrics)\n", url, os.Getpid(), ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -223,7 +225,7 @@ type verifyArgs struct {
 	prefix, alg, proofName, ttsURL, scope            string
 	workloads                                        int // resolved: at least 1
 	stateful                                         bool
-	proof                                            agent.Proof
+	proof                                            proof.Method
 	bench                                            *benchFlags
 }
 
@@ -264,9 +266,9 @@ func parseBenchVerify(args []string, stderr io.Writer) (*verifyArgs, error) {
 	}
 	switch a.proofName {
 	case "httpsig":
-		a.proof = agent.HTTPSig
+		a.proof = proof.HTTPSig
 	case "wpt":
-		a.proof = agent.WPT
+		a.proof = proof.WPT
 	default:
 		return nil, usageError{"--proof must be httpsig or wpt"}
 	}
@@ -394,7 +396,7 @@ func (r *verifyRun) startReceiver(ctx context.Context) (stop func(), err error) 
 		ln.Close()
 		return nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := httpserver.New(h)
 	go func() { _ = srv.Serve(ln) }()
 	r.bench.noMetrics = true // the process is the client and the server
 	return func() { srv.Close() }, nil
@@ -457,7 +459,7 @@ func (r *verifyRun) op() (loadtest.Op, error) {
 // txnTokens is a worker's source of Txn-Tokens from the TTS, one per dialog, for a
 // self_signed subject token of its workload.
 func (r *verifyRun) txnTokens(cred *wit.Credential, id identifier.ID, src wit.Source) agent.TxnTokenSource {
-	c := &tts.Client{TokenEndpoint: r.ttsMD.TokenEndpoint, HTTPClient: r.hc, WITSource: src}
+	c := &tts.Client{TokenEndpoint: r.ttsMD.TokenEndpoint, HTTPClient: r.hc, WITSource: src, Proof: proof.WPT}
 	issuer, td, scope := r.ttsMD.Issuer, r.td, r.scope
 	return agent.NewTTSSource(c, td, scope, func(ctx context.Context) (string, string, error) {
 		tok, err := tts.NewSelfSignedToken(cred.Key, id, "alice@"+td, issuer, scope, 10*time.Minute, time.Now())

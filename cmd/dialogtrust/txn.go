@@ -13,6 +13,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
 )
 
@@ -32,7 +33,7 @@ func txnRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	dialog := fs.String("dialog", "", "the dialog identifier (request_details.dlg)")
 	details := fs.String("details", "", "request_details, a JSON object")
 	ctxJSON := fs.String("context", "", "request_context, a JSON object")
-	proof := fs.String("proof", tts.ProofWPT, "proof of possession: wpt or httpsig")
+	proofArg := fs.String("proof", proof.WPT.String(), "proof of possession: wpt or httpsig")
 	timeout := fs.Duration("timeout", 30*time.Second, "time allowed for the whole exchange")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -89,7 +90,14 @@ func txnRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		}
 		r.SubjectTokenType = tokenTypeURN(*subjectType)
 	}
-	c := &tts.Client{TokenEndpoint: md.TokenEndpoint, HTTPClient: hc, WIT: witRaw, Key: key, Proof: *proof}
+	// An empty --proof is the flag's default, a WPT.
+	pm := proof.WPT
+	if *proofArg != "" {
+		if pm, err = proof.Parse(*proofArg); err != nil {
+			return err
+		}
+	}
+	c := &tts.Client{TokenEndpoint: md.TokenEndpoint, HTTPClient: hc, WIT: witRaw, Key: key, Proof: pm}
 	resp, err := c.Request(ctx, r)
 	if err != nil {
 		return err

@@ -4,27 +4,26 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
 )
 
 // chainingSetup is the identity chaining part of the configuration, checked and with
-// its key sources built, before the TTS exists; handler finishes it once it does (the
-// grant issuer validates Txn-Tokens with the TTS's own verifier).
+// its key sources built; handlers builds AS A and AS B from it for the TTS's token
+// endpoint (the grant issuer validates Txn-Tokens with the verifier of the TTS's own
+// configuration).
 type chainingSetup struct {
 	cfg      *ChainingConfig
 	issuer   string
 	endpoint string
 	ring     *keys.Ring
-	auths    []tts.Authenticator
+	auths    []oauth.Authenticator
 	replay   store.Replay
 	asA      []chaining.GrantPeer
 	asB      []chaining.BearerPeer
@@ -47,9 +46,9 @@ func checkChaining(cfg *Config) error {
 	}
 	methods := cfg.Auth.Methods
 	if len(methods) == 0 {
-		methods = []string{tts.MethodHTTPSig, tts.MethodWPT}
+		methods = []string{oauth.MethodHTTPSig, oauth.MethodWPT}
 	}
-	if !slices.Contains(methods, tts.MethodHTTPSig) && !slices.Contains(methods, tts.MethodWPT) {
+	if !slices.Contains(methods, oauth.MethodHTTPSig) && !slices.Contains(methods, oauth.MethodWPT) {
 		return fmt.Errorf("chaining: auth.methods must include wit_httpsig or wit_wpt (grants are bound to the client's WIT key)")
 	}
 	peers := map[string]*ChainPeerConfig{}
@@ -125,7 +124,7 @@ func checkChaining(cfg *Config) error {
 
 // prepareChaining builds the peers' key sources for a checked chaining section. It
 // returns nil when chaining is not configured.
-func prepareChaining(ctx context.Context, cfg *Config, issuer, endpoint string, ring *keys.Ring, auths []tts.Authenticator, replay store.Replay) (*chainingSetup, error) {
+func prepareChaining(ctx context.Context, cfg *Config, issuer, endpoint string, ring *keys.Ring, auths []oauth.Authenticator, replay store.Replay) (*chainingSetup, error) {
 	if err := checkChaining(cfg); err != nil {
 		return nil, err
 	}
@@ -135,9 +134,9 @@ func prepareChaining(ctx context.Context, cfg *Config, issuer, endpoint string, 
 	}
 	c := &chainingSetup{cfg: cc, issuer: issuer, endpoint: endpoint, ring: ring, replay: replay}
 	// The grant and the access token bind the client's WIT key: only the WIT methods
-	// authenticate chaining requests.
+	// authenticate chaining requests, in the order auth.methods gives them.
 	for _, a := range auths {
-		if a.Name() == tts.MethodHTTPSig || a.Name() == tts.MethodWPT {
+		if n := a.Name(); n == oauth.MethodHTTPSig || n == oauth.MethodWPT {
 			c.auths = append(c.auths, a)
 		}
 	}
@@ -200,18 +199,12 @@ func (c *chainingSetup) ownAccessTokens() []tts.JWTIssuer {
 	return []tts.JWTIssuer{{Issuer: c.issuer, Keys: chaining.RingKeySet(c.ring), Typ: chaining.AccessTokenTyp, Audiences: []string{c.audience}}}
 }
 
-func (c *chainingSetup) metadata() func(*tts.Metadata) {
+// handlers builds the chaining handlers served at the TTS's token endpoint (nil when
+// chaining is not configured); ttsCfg is the TTS's configuration, whose Txn-Tokens AS A
+// accepts as subject tokens.
+func (c *chainingSetup) handlers(ttsCfg tts.Config, skew time.Duration, logger *slog.Logger) ([]oauth.Handler, error) {
 	if c == nil {
-		return nil
-	}
-	return chaining.MetadataFunc(c.cfg.ASA != nil, c.cfg.ASB != nil)
-}
-
-// handler builds the chaining handlers and returns the token endpoint's dispatcher in
-// front of the TTS.
-func (c *chainingSetup) handler(s *tts.Server, skew time.Duration, reg prometheus.Registerer, logger *slog.Logger) (http.Handler, error) {
-	if c == nil {
-		return s.Handler(), nil
+		return nil, nil
 	}
 	var (
 		asA *chaining.GrantIssuer
@@ -220,8 +213,8 @@ func (c *chainingSetup) handler(s *tts.Server, skew time.Duration, reg prometheu
 	)
 	if a := c.cfg.ASA; a != nil {
 		asA, err = chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: c.issuer, TokenEndpoint: c.endpoint, Keys: c.ring,
-			Authenticators: c.auths, TxnTokens: s.TxnTokenVerifier(), Peers: c.asA, Lifetime: a.GrantLifetime,
-			Logger: logger, Registry: reg})
+			Authenticators: c.auths, TxnTokens: tts.TxnTokenVerifierFor(ttsCfg), Peers: c.asA, Lifetime: a.GrantLifetime,
+			Logger: logger})
 		if err != nil {
 			return nil, err
 		}
@@ -229,10 +222,10 @@ func (c *chainingSetup) handler(s *tts.Server, skew time.Duration, reg prometheu
 	if b := c.cfg.ASB; b != nil {
 		asB, err = chaining.NewJWTBearer(chaining.JWTBearerConfig{Issuer: c.issuer, TokenEndpoint: c.endpoint, Keys: c.ring,
 			Authenticators: c.auths, Replay: c.replay, Peers: c.asB, Audiences: []string{c.audience},
-			Lifetime: b.AccessTokenLifetime, MaxGrantAge: b.MaxGrantAge, Skew: skew, Logger: logger, Registry: reg})
+			Lifetime: b.AccessTokenLifetime, MaxGrantAge: b.MaxGrantAge, Skew: skew, Logger: logger})
 		if err != nil {
 			return nil, err
 		}
 	}
-	return chaining.Mux(s.Handler(), asA, asB), nil
+	return chaining.Handlers(asA, asB), nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
@@ -123,7 +124,7 @@ chaining:
 
 	a2, a2Key, a2WIT := da.workload(t, "/agent/a2")
 	ss, _ := tts.NewSelfSignedToken(a2Key, a2, "alice@a.example", urlA, "trip.read trip.book", 5*time.Minute, time.Now())
-	txn, err := (&tts.Client{TokenEndpoint: mdA.TokenEndpoint, WIT: a2WIT, Key: a2Key}).Request(ctx,
+	txn, err := (&tts.Client{TokenEndpoint: mdA.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
 		tts.Request{Audience: "a.example", Scope: "trip.read trip.book", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D1-cmd"})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +166,7 @@ chaining:
 	}
 	// A domain-A workload cannot get domain-B Txn-Tokens although TTS B trusts its WIT
 	// (for AS B's client authentication): no policy rule names it.
-	if _, err := (&tts.Client{TokenEndpoint: mdB.TokenEndpoint, WIT: a2WIT, Key: a2Key}).Request(ctx,
+	if _, err := (&tts.Client{TokenEndpoint: mdB.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
 		tts.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken}); err == nil {
 		t.Fatal("a domain-A workload got a domain-B Txn-Token")
 	}

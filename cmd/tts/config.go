@@ -2,35 +2,25 @@ package main
 
 import (
 	_ "embed"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
-	"github.com/dialogtrust/dialogtrust/internal/tracing"
+	"github.com/dialogtrust/dialogtrust/internal/service"
 )
-
-//go:embed default.yaml
-var defaultYAML []byte
 
 // Config is the YAML configuration file. Every member is documented in README.md
 // ("Transaction Token Service", "Configuration").
 type Config struct {
 	// Development marks a development configuration: a generated signing key is
 	// allowed, the listener must be loopback, and the start says so loudly.
-	Development   bool                `yaml:"development"`
-	Listen        string              `yaml:"listen"`
-	Issuer        string              `yaml:"issuer"`
-	TrustDomains  []string            `yaml:"trust_domains"`
+	Development bool `yaml:"development"`
+	// Base: listen, issuer, trust_domains, log, tracing, skew, shutdown_timeout.
+	service.Base  `yaml:",inline"`
 	TLS           TLSConfig           `yaml:"tls"`
 	Keys          KeysConfig          `yaml:"keys"`
-	Store         StoreConfig         `yaml:"store"`
+	Store         cmdutil.StoreConfig `yaml:"store"`
 	WITs          []WITTrustConfig    `yaml:"wits"`
 	WITIssuers    []string            `yaml:"wit_issuers"`
 	Auth          AuthConfig          `yaml:"auth"`
@@ -39,14 +29,9 @@ type Config struct {
 	// Chaining, when set, serves identity chaining at the token endpoint (package
 	// chaining): grants for peer domains (as_a) and their redemption (as_b).
 	Chaining *ChainingConfig `yaml:"chaining"`
-	Log      LogConfig       `yaml:"log"`
-	// Tracing is OpenTelemetry export over OTLP/HTTP; off unless otlp_endpoint is set.
-	Tracing tracing.Config `yaml:"tracing"`
-	Skew    time.Duration  `yaml:"skew"`
 	// JWKSRetry bounds how often a JWKS URL that has not answered yet is tried again
 	// (default 5s).
-	JWKSRetry       time.Duration `yaml:"jwks_retry"`
-	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	JWKSRetry time.Duration `yaml:"jwks_retry"`
 }
 
 // TLSConfig: the serving certificate. Without it the TTS speaks plain HTTP, which only
@@ -67,12 +52,6 @@ type KeysConfig struct {
 	// tests with seconds-scale rotation periods need it shorter (internal/faulttest).
 	StepInterval time.Duration `yaml:"step_interval"`
 }
-
-// StoreConfig and RedisConfig are the services' shared store section (cmdutil).
-type (
-	StoreConfig = cmdutil.StoreConfig
-	RedisConfig = cmdutil.RedisConfig
-)
 
 // WITTrustConfig: the keys of one trust domain's WIT issuer, by JWKS URL (fetched
 // lazily, cached, refreshed on an unknown kid) or file.
@@ -223,161 +202,44 @@ type SubjectConfig struct {
 	Table  map[string]string `yaml:"table"`
 }
 
-// LogConfig: the slog level (debug, info, warn, error).
-type LogConfig struct {
-	Level string `yaml:"level"`
-}
-
 // EnvPrefix starts every environment override.
 const EnvPrefix = "DIALOGTRUST_TTS_"
 
-// parseYAML decodes strictly: an unknown member anywhere is an error, so a misspelt
-// option cannot be silently ignored.
-func parseYAML(b []byte, v any) error {
-	return yaml.UnmarshalWithOptions(b, v, yaml.Strict())
+// defaultYAML is the embedded development configuration.
+//
+//go:embed default.yaml
+var defaultYAML []byte
+
+// configSpec is how the configuration is read (service.Load): the embedded default,
+// or the file named by --config or DIALOGTRUST_TTS_CONFIG; then the environment
+// overrides of this table (an unknown name is an error, like an unknown YAML member);
+// then the flags. Each later layer wins.
+var configSpec = service.Spec[Config]{
+	Name: "tts", EnvPrefix: EnvPrefix, Default: defaultYAML,
+	Env: append(service.CommonEnv[Config](),
+		service.EnvVar[Config]{Name: "LIFETIME", Member: "policy.lifetime"},
+		// The development default's one WIT issuer, elsewhere.
+		service.EnvVar[Config]{Name: "WIT_JWKS_URL", Set: func(cfg *Config, v string) error {
+			if len(cfg.WITs) != 1 {
+				return fmt.Errorf("needs exactly one wits entry, the configuration has %d", len(cfg.WITs))
+			}
+			cfg.WITs[0].JWKSURL, cfg.WITs[0].JWKSFile = v, ""
+			return nil
+		}}),
+	Flags: append(service.CommonFlags(),
+		service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (iss of Txn-Tokens; default http(s)://<listen>)"},
+		service.Flag{Name: "trust-domains", Member: "trust_domains", Usage: "comma-separated trust domains served"},
+		service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the signing keys (rotated)"}),
 }
 
+// loadConfig reads the configuration as run does (tests call it).
+func loadConfig(args, env []string, stderr io.Writer) (*Config, source, error) {
+	cfg, src, err := service.Load(configSpec, args, env, stderr)
+	return cfg, source{file: src.File, embedded: src.Embedded}, err
+}
+
+// source says where the configuration came from.
 type source struct {
 	file     string
 	embedded bool
-}
-
-// loadConfig builds the configuration: the embedded default, or the file named by
-// --config or DIALOGTRUST_TTS_CONFIG; then environment overrides; then flags. Each
-// later layer wins.
-func loadConfig(args, env []string, stderr io.Writer) (*Config, source, error) {
-	envm := map[string]string{}
-	for _, kv := range env {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok && strings.HasPrefix(k, EnvPrefix) {
-			envm[strings.TrimPrefix(k, EnvPrefix)] = v
-		}
-	}
-	fs := flag.NewFlagSet("tts", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		configFile     = fs.String("config", "", "YAML configuration file (default: the embedded development configuration)")
-		listen         = fs.String("listen", "", "listen address host:port")
-		issuer         = fs.String("issuer", "", "issuer identifier (iss of Txn-Tokens; default http(s)://<listen>)")
-		trustDomains   = fs.String("trust-domains", "", "comma-separated trust domains served")
-		dataDir        = fs.String("data-dir", "", "directory for the signing keys (rotated)")
-		signingKeyFile = fs.String("signing-key-file", "", "private JWK file of the signing key")
-		storeType      = fs.String("store", "", "replay store: memory or redis")
-		redisAddrs     = fs.String("redis-addrs", "", "comma-separated Redis addresses")
-		logLevel       = fs.String("log-level", "", "debug, info, warn or error")
-	)
-	if err := fs.Parse(args); err != nil {
-		return nil, source{}, err
-	}
-	if fs.NArg() > 0 {
-		return nil, source{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	file := *configFile
-	if file == "" {
-		file = envm["CONFIG"]
-	}
-	cfg := &Config{}
-	src := source{file: file, embedded: file == ""}
-	raw := defaultYAML
-	if !src.embedded {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return nil, src, err
-		}
-		raw = b
-	}
-	if err := parseYAML(raw, cfg); err != nil {
-		if src.embedded {
-			return nil, src, fmt.Errorf("embedded default: %w", err)
-		}
-		return nil, src, fmt.Errorf("%s: %w", file, err)
-	}
-	if err := applyEnv(cfg, envm); err != nil {
-		return nil, src, err
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for name, apply := range map[string]func(){
-		"listen":           func() { cfg.Listen = *listen },
-		"issuer":           func() { cfg.Issuer = *issuer },
-		"trust-domains":    func() { cfg.TrustDomains = splitList(*trustDomains) },
-		"data-dir":         func() { cfg.Keys.DataDir = *dataDir },
-		"signing-key-file": func() { cfg.Keys.SigningKeyFile = *signingKeyFile },
-		"store":            func() { cfg.Store.Type = *storeType },
-		"redis-addrs":      func() { cfg.Store.Redis.Addrs = splitList(*redisAddrs) },
-		"log-level":        func() { cfg.Log.Level = *logLevel },
-	} {
-		if set[name] {
-			apply()
-		}
-	}
-	return cfg, src, nil
-}
-
-// applyEnv applies DIALOGTRUST_TTS_* overrides. An unknown name is an error, like an
-// unknown YAML member.
-func applyEnv(cfg *Config, env map[string]string) error {
-	for name, v := range env {
-		var err error
-		switch name {
-		case "CONFIG":
-		case "LISTEN":
-			cfg.Listen = v
-		case "ISSUER":
-			cfg.Issuer = v
-		case "TRUST_DOMAINS":
-			cfg.TrustDomains = splitList(v)
-		case "DATA_DIR":
-			cfg.Keys.DataDir = v
-		case "SIGNING_KEY_FILE":
-			cfg.Keys.SigningKeyFile = v
-		case "KEY_ALG":
-			cfg.Keys.Alg = v
-		case "ROTATION_PERIOD":
-			cfg.Keys.RotationPeriod, err = time.ParseDuration(v)
-		case "PUBLISH_DELAY":
-			cfg.Keys.PublishDelay, err = time.ParseDuration(v)
-		case "STORE":
-			cfg.Store.Type = v
-		case "REDIS_ADDRS":
-			cfg.Store.Redis.Addrs = splitList(v)
-		case "REDIS_CLUSTER":
-			cfg.Store.Redis.Cluster, err = strconv.ParseBool(v)
-		case "REDIS_PREFIX":
-			cfg.Store.Redis.Prefix = v
-		case "TLS_CERT_FILE":
-			cfg.TLS.CertFile = v
-		case "TLS_KEY_FILE":
-			cfg.TLS.KeyFile = v
-		case "LIFETIME":
-			cfg.Policy.Lifetime, err = time.ParseDuration(v)
-		case "WIT_JWKS_URL":
-			// The development default's one WIT issuer, elsewhere.
-			if len(cfg.WITs) != 1 {
-				return fmt.Errorf("%sWIT_JWKS_URL needs exactly one wits entry, the configuration has %d", EnvPrefix, len(cfg.WITs))
-			}
-			cfg.WITs[0].JWKSURL, cfg.WITs[0].JWKSFile = v, ""
-		case "LOG_LEVEL":
-			cfg.Log.Level = v
-		default:
-			var known bool
-			if known, err = cfg.Tracing.ApplyEnv(name, v); !known {
-				return fmt.Errorf("unknown environment variable %s%s", EnvPrefix, name)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("%s%s: %w", EnvPrefix, name, err)
-		}
-	}
-	return nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

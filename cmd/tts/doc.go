@@ -24,7 +24,7 @@
 //     publish-before-use by keys.Rotator.
 //   - Logs are JSON (slog) on stderr; tokens appear only as SHA-256 hashes.
 //   - Identity chaining (the chaining section, off by default) runs in the same binary
-//     behind the same token endpoint: chaining.Mux hands token exchanges for a JWT
+//     at the same token endpoint (tts.Config.Grants): it hands token exchanges for a JWT
 //     authorization grant to AS A and jwt-bearer grants to AS B, which sign with the
 //     TTS's key ring and authenticate with its WIT methods only (grants and access
 //     tokens are bound to the client's WIT key). When AS B is on, the TTS accepts the

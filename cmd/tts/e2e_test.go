@@ -14,6 +14,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
@@ -91,7 +92,7 @@ func TestEndToEndWITIssuerAndTTS(t *testing.T) {
 		return tok
 	}
 	// Before the wit-issuer runs: could not be completed.
-	early := &tts.Client{TokenEndpoint: md.TokenEndpoint, WIT: "eyJ0eXAiOiJ3aXQrand0IiwiYWxnIjoiRVMyNTYifQ.eyJzdWIiOiJ3aW1zZTovL2Rldi5sb2NhbC9hZ2VudC9hMSJ9.AAAA", Key: key}
+	early := &tts.Client{TokenEndpoint: md.TokenEndpoint, WIT: "eyJ0eXAiOiJ3aXQrand0IiwiYWxnIjoiRVMyNTYifQ.eyJzdWIiOiJ3aW1zZTovL2Rldi5sb2NhbC9hZ2VudC9hMSJ9.AAAA", Key: key, Proof: proof.WPT}
 	_, err = early.Request(ctx, tts.Request{Audience: "dev.local", Scope: "trip.read", SubjectToken: selfSigned(), SubjectTokenType: tts.TokenTypeSelfSigned})
 	if errcode.CodeOf(err) != errcode.KeysUnavailable || errcode.KindOf(err) != errcode.Incomplete {
 		t.Fatalf("before the wit-issuer: %v", err)
@@ -115,10 +116,10 @@ func TestEndToEndWITIssuerAndTTS(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := tts.NewVerifier(rs, "dev.local", tts.WithIssuer(md.Issuer))
-	for _, proof := range []string{tts.ProofWPT, tts.ProofHTTPSig} {
-		t.Run(proof, func(t *testing.T) {
-			c := &tts.Client{TokenEndpoint: md.TokenEndpoint, WIT: w.WIT, Key: key, Proof: proof}
-			resp, err := c.Request(ctx, tts.Request{Audience: "dev.local", Scope: "trip.read", SubjectToken: selfSigned(), SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D-" + proof})
+	for _, pm := range []proof.Method{proof.WPT, proof.HTTPSig} {
+		t.Run(pm.String(), func(t *testing.T) {
+			c := &tts.Client{TokenEndpoint: md.TokenEndpoint, WIT: w.WIT, Key: key, Proof: pm}
+			resp, err := c.Request(ctx, tts.Request{Audience: "dev.local", Scope: "trip.read", SubjectToken: selfSigned(), SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D-" + pm.String()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,10 +127,10 @@ func TestEndToEndWITIssuerAndTTS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if claims.Dialog() != "D-"+proof || claims.ReqWL != workload.String() || claims.Sub != "alice@dev.local" || claims.Scope != "trip.read" {
+			if claims.Dialog() != "D-"+pm.String() || claims.ReqWL != workload.String() || claims.Sub != "alice@dev.local" || claims.Scope != "trip.read" {
 				t.Fatalf("claims %+v", claims)
 			}
-			if err := tts.DialogMatches(claims, "D-"+proof); err != nil {
+			if err := tts.DialogMatches(claims, "D-"+pm.String()); err != nil {
 				t.Fatal(err)
 			}
 			if err := tts.DialogMatches(claims, "D-other"); errcode.CodeOf(err) != errcode.DialogMismatch {
@@ -138,7 +139,7 @@ func TestEndToEndWITIssuerAndTTS(t *testing.T) {
 		})
 	}
 	// A Txn-Token for dev.local is not accepted in another trust domain.
-	c := &tts.Client{TokenEndpoint: md.TokenEndpoint, WIT: w.WIT, Key: key}
+	c := &tts.Client{TokenEndpoint: md.TokenEndpoint, WIT: w.WIT, Key: key, Proof: proof.WPT}
 	resp, err := c.Request(ctx, tts.Request{Audience: "dev.local", Scope: "trip.read", SubjectToken: selfSigned(), SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D1"})
 	if err != nil {
 		t.Fatal(err)

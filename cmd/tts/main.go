@@ -3,121 +3,45 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
-	"flag"
 	"fmt"
-	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spiffe/go-spiffe/v2/bundle/x509bundle"
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/graceful"
-	"github.com/dialogtrust/dialogtrust/internal/tracing"
+	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
+	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr, nil); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "tts:", err)
-		os.Exit(1)
-	}
+// program is the TTS for the service runner (internal/service): it reads the
+// configuration, checks it, and builds the server; the runner serves and stops it.
+var program = service.Program[Config]{Name: "tts", Config: configSpec, Check: validate, Build: build}
+
+func main() { service.Main(program) }
+
+// run is the whole program, as main runs it (service.Run); tests call it.
+func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, ready func(url string)) error {
+	return service.Run(ctx, program, args, env, stdout, stderr, ready)
 }
 
 // Defaults for options the configuration leaves out.
 const (
-	defaultListen          = "127.0.0.1:8081"
-	defaultShutdownTimeout = 10 * time.Second
-	rotationStepInterval   = 30 * time.Second
-	witCacheSize           = 10000
+	defaultListen        = "127.0.0.1:8081"
+	rotationStepInterval = 30 * time.Second
+	witCacheSize         = 10000
 	// witCacheMaxAge bounds how long a cached WIT keeps vouching after its issuer key
 	// left the trust configuration.
 	witCacheMaxAge = time.Minute
 )
-
-// run is the whole program: it returns when ctx ends (after a graceful shutdown) or
-// when the server cannot start or fails. ready, if set, hears the base URL once the
-// listener is up (tests use it).
-func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, ready func(url string)) error {
-	args, checkOnly := cmdutil.CheckConfigFlag(args)
-	cfg, src, err := loadConfig(args, env, stderr)
-	if err != nil {
-		return err
-	}
-	logger, err := newLogger(cfg.Log.Level, stderr)
-	if err != nil {
-		return err
-	}
-	if checkOnly {
-		// Deployment kits (deploy/) check their configuration files with this before
-		// shipping them; it opens no listener, file, key or store.
-		if err := validate(cfg); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, "tts: configuration ok")
-		return nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	a, err := build(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	from := "embedded development default"
-	if !src.embedded {
-		from = src.file
-	}
-	logger.Info("tts started", "url", a.url, "issuer", a.issuer, "config", from, "trust_domains", cfg.TrustDomains,
-		"methods", cfg.Auth.Methods, "keys", a.keysFrom, "kid", a.rot.Ring().Active().KID(), "store", cfg.Store.Type, "tls", a.tls)
-	if cfg.Development {
-		logger.Warn("DEVELOPMENT MODE: generated or file keys, " + cfg.Store.Type + " replay store, and trust in WITs from " +
-			witSources(cfg) + ". A development wit-issuer authenticates nobody, so neither does this TTS. Never run this configuration in production.")
-		banner(stderr, "tts: DEVELOPMENT MODE. Tokens are only as trustworthy as the development wit-issuer (which authenticates nobody).",
-			"Signing key: "+a.keysFrom+". Use a configuration file with TLS, a data_dir and real WIT trust for anything real.")
-	}
-	fmt.Fprintf(stdout, "tts listening on %s (issuer %s, trust domains %v)\n", a.url, a.issuer, cfg.TrustDomains)
-	if ready != nil {
-		ready(a.url)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- a.srv.Serve(a.ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
-	sctx, scancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer scancel()
-	// Requests already sent are answered first (internal/graceful); then Shutdown.
-	a.drain.Drain(sctx, graceful.Duration(cfg.ShutdownTimeout))
-	if err := a.srv.Shutdown(sctx); err != nil {
-		logger.Error("shutdown", "error", err.Error())
-		_ = a.srv.Close()
-		return err
-	}
-	logger.Info("stopped")
-	return nil
-}
 
 func witSources(cfg *Config) string {
 	s := ""
@@ -130,57 +54,10 @@ func witSources(cfg *Config) string {
 	return s
 }
 
-func banner(w io.Writer, lines ...string) {
-	const bar = "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-	fmt.Fprintln(w, bar)
-	for _, l := range lines {
-		fmt.Fprintln(w, "!! "+l)
-	}
-	fmt.Fprintln(w, bar)
-}
-
-func newLogger(level string, w io.Writer) (*slog.Logger, error) {
-	var l slog.Level
-	if level == "" {
-		level = "info"
-	}
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("log.level: %w", err)
-	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
-}
-
-// app is a built, not yet serving, TTS.
-type app struct {
-	srv      *http.Server
-	ln       net.Listener
-	url      string
-	issuer   string
-	rot      *tts.Rotator
-	keysFrom string
-	tls      bool
-	closers  []func()
-	drain    graceful.Drainer
-}
-
-func (a *app) close() {
-	for i := len(a.closers) - 1; i >= 0; i-- {
-		a.closers[i]()
-	}
-}
-
 func applyDefaults(cfg *Config) {
-	if cfg.Listen == "" {
-		cfg.Listen = defaultListen
-	}
-	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = defaultShutdownTimeout
-	}
+	cfg.SetDefaults(defaultListen, tts.DefaultSkew)
 	if cfg.Store.Type == "" {
 		cfg.Store.Type = "memory"
-	}
-	if cfg.Skew <= 0 {
-		cfg.Skew = tts.DefaultSkew
 	}
 	if len(cfg.Auth.Methods) == 0 {
 		cfg.Auth.Methods = []string{tts.MethodHTTPSig, tts.MethodWPT}
@@ -191,16 +68,13 @@ func applyDefaults(cfg *Config) {
 // or store.
 func validate(cfg *Config) error {
 	applyDefaults(cfg)
-	if len(cfg.TrustDomains) == 0 {
-		return fmt.Errorf("trust_domains: at least one is required")
-	}
-	if err := cfg.Tracing.Validate(); err != nil {
+	if err := cfg.Base.Check(); err != nil {
 		return err
 	}
 	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
 		return fmt.Errorf("tls: cert_file and key_file go together")
 	}
-	if cfg.Development && !isLoopback(cfg.Listen) {
+	if cfg.Development && !service.IsLoopback(cfg.Listen, "localhost") {
 		return fmt.Errorf("development: listen must be a loopback address")
 	}
 	if !cfg.Development && cfg.Keys.SigningKeyFile == "" && cfg.Keys.DataDir == "" {
@@ -228,51 +102,31 @@ func validate(cfg *Config) error {
 
 // build turns the configuration into a listener and a server; key rotation runs until
 // ctx ends.
-func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err error) {
-	a := &app{}
-	defer func() {
-		if err != nil {
-			a.close()
-		}
-	}()
+func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Server, err error) {
 	if err := validate(cfg); err != nil {
 		return nil, err
 	}
-	a.tls = cfg.TLS.CertFile != ""
-	if !cfg.Development && !a.tls {
-		logger.Warn("no TLS: the token endpoint carries subject tokens and proofs in clear text (oauth.md 1.9 item 2)")
+	s := &service.Server{ShutdownTimeout: cfg.ShutdownTimeout}
+	defer s.CloseOnError(&err)
+	if err := listen(s, cfg, logger); err != nil {
+		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	issuer := cfg.Issuer
+	if issuer == "" {
+		issuer = s.URL()
+	}
+
+	replay, storeReady, closeStore, err := cmdutil.OpenStore(cfg.Store, logger)
 	if err != nil {
 		return nil, err
 	}
-	a.closers = append(a.closers, func() { _ = ln.Close() })
-	scheme := "http"
-	if a.tls {
-		pair, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-		// Client certificates are requested, not verified by crypto/tls: the
-		// tls_client_auth method verifies the chain on every request (resumed
-		// sessions included), and the other methods need none.
-		ln = tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequestClientCert})
-		scheme = "https"
-	}
-	a.ln = ln
-	a.url = scheme + "://" + ln.Addr().String()
-	a.issuer = cfg.Issuer
-	if a.issuer == "" {
-		a.issuer = a.url
+	s.OnClose(closeStore)
+	var readyChecks []tts.ReadyCheck
+	if storeReady != nil {
+		readyChecks = append(readyChecks, storeReady)
 	}
 
-	replay, readyChecks, closeStore, err := openStore(cfg.Store, logger)
-	if err != nil {
-		return nil, err
-	}
-	a.closers = append(a.closers, closeStore)
-
-	a.rot, a.keysFrom, err = openKeys(cfg.Keys, cfg.Development, tts.MaxLifetime+cfg.Skew, time.Now)
+	rot, keysFrom, err := openKeys(cfg.Keys, cfg.Development, tts.MaxLifetime+cfg.Skew, time.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -280,10 +134,57 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 	if cfg.Keys.StepInterval > 0 {
 		step = cfg.Keys.StepInterval
 	}
-	go a.rot.Run(ctx, ticker(ctx, step), func(err error) {
+	go rot.Run(ctx, service.Ticker(ctx, step), func(err error) {
 		logger.Error("key rotation step failed", "error", err.Error())
 	})
 
+	handler, err := buildHandler(ctx, cfg, logger, issuer, rot.Ring(), replay, readyChecks)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Handle(handler, cfg.Tracing, "dialogtrust-tts", logger, tts.PathToken, tts.PathMetadata, tts.PathJWKS); err != nil {
+		return nil, err
+	}
+	s.Issuer = issuer
+	s.StartAttrs = []any{"trust_domains", cfg.TrustDomains, "methods", cfg.Auth.Methods, "keys", keysFrom,
+		"kid", rot.Ring().Active().KID(), "store", cfg.Store.Type, "tls", s.TLS()}
+	s.Listening = fmt.Sprintf("(issuer %s, trust domains %v)", issuer, cfg.TrustDomains)
+	if cfg.Development {
+		s.Development = &service.Development{
+			Warning: "DEVELOPMENT MODE: generated or file keys, " + cfg.Store.Type + " replay store, and trust in WITs from " +
+				witSources(cfg) + ". A development wit-issuer authenticates nobody, so neither does this TTS. Never run this configuration in production.",
+			Banner: []string{"tts: DEVELOPMENT MODE. Tokens are only as trustworthy as the development wit-issuer (which authenticates nobody).",
+				"Signing key: " + keysFrom + ". Use a configuration file with TLS, a data_dir and real WIT trust for anything real."},
+		}
+	}
+	return s, nil
+}
+
+// listen opens the listener, with TLS when the configuration has a certificate.
+func listen(s *service.Server, cfg *Config, logger *slog.Logger) error {
+	if !cfg.Development && cfg.TLS.CertFile == "" {
+		logger.Warn("no TLS: the token endpoint carries subject tokens and proofs in clear text (oauth.md 1.9 item 2)")
+	}
+	if err := s.Listen(cfg.Listen); err != nil {
+		return err
+	}
+	if cfg.TLS.CertFile == "" {
+		return nil
+	}
+	pair, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
+	if err != nil {
+		return fmt.Errorf("tls: %w", err)
+	}
+	// Client certificates are requested, not verified by crypto/tls: the
+	// tls_client_auth method verifies the chain on every request (resumed
+	// sessions included), and the other methods need none.
+	s.UseTLS(&tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequestClientCert})
+	return nil
+}
+
+// buildHandler builds the token endpoint and everything behind it: WIT trust, client
+// authentication, subject token handlers, identity chaining, policy and metrics.
+func buildHandler(ctx context.Context, cfg *Config, logger *slog.Logger, issuer string, ring *keys.Ring, replay store.Replay, readyChecks []tts.ReadyCheck) (http.Handler, error) {
 	trust := keys.NewTrust()
 	for _, w := range cfg.WITs {
 		ks, ready, err := keySource(ctx, cfg.JWKSRetry, "wits["+w.TrustDomain+"]", w.JWKSURL, w.JWKSFile)
@@ -300,16 +201,16 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 		vopts = append(vopts, wit.WithIssuers(cfg.WITIssuers...))
 	}
 	wits := wit.NewValidator(trust, vopts...)
-	tokenEndpoint := a.issuer + tts.PathToken
-	auths, err := buildAuth(ctx, cfg, wits, replay, a.issuer, tokenEndpoint)
+	tokenEndpoint := issuer + tts.PathToken
+	auths, err := buildAuth(ctx, cfg, wits, replay, issuer, tokenEndpoint)
 	if err != nil {
 		return nil, err
 	}
-	chain, err := prepareChaining(ctx, cfg, a.issuer, tokenEndpoint, a.rot.Ring(), auths, replay)
+	chain, err := prepareChaining(ctx, cfg, issuer, tokenEndpoint, ring, auths, replay)
 	if err != nil {
 		return nil, err
 	}
-	handlers, handlerReady, err := buildSubjectHandlers(ctx, cfg, a.issuer, tokenEndpoint, chain.ownAccessTokens()...)
+	handlers, handlerReady, err := buildSubjectHandlers(ctx, cfg, issuer, tokenEndpoint, chain.ownAccessTokens()...)
 	if err != nil {
 		return nil, err
 	}
@@ -321,39 +222,20 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 	if err != nil {
 		return nil, err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), jwksRefreshes)
-	s, err := tts.New(tts.Config{
-		Issuer: a.issuer, TokenEndpoint: tokenEndpoint, TrustDomains: cfg.TrustDomains, Keys: a.rot.Ring(),
+	reg := service.NewRegistry(jwksRefreshes)
+	tcfg := tts.Config{
+		Issuer: issuer, TokenEndpoint: tokenEndpoint, TrustDomains: cfg.TrustDomains, Keys: ring,
 		Authenticators: auths, SubjectHandlers: handlers, Replay: replay, Policy: policy,
-		Registry: reg, Logger: logger, Skew: cfg.Skew, ReadyChecks: readyChecks, AmendMetadata: chain.metadata(),
-	})
+		Registry: reg, Logger: logger, Skew: cfg.Skew, ReadyChecks: readyChecks,
+	}
+	if tcfg.Grants, err = chain.handlers(tcfg, cfg.Skew, logger); err != nil {
+		return nil, err
+	}
+	s, err := tts.New(tcfg)
 	if err != nil {
 		return nil, err
 	}
-	handler, err := chain.handler(s, cfg.Skew, reg, logger)
-	if err != nil {
-		return nil, err
-	}
-	tracer, err := tracing.Start(cfg.Tracing, "dialogtrust-tts")
-	if err != nil {
-		return nil, err
-	}
-	a.closers = append(a.closers, func() { tracer.ShutdownLogged(logger) })
-	if tracer.Enabled() {
-		logger.Info("tracing on", "otlp_endpoint", cfg.Tracing.OTLPEndpoint)
-	}
-	a.srv = &http.Server{
-		Handler:           a.drain.Handler(tracer.Handler(handler, tts.PathToken, tts.PathMetadata, tts.PathJWKS)),
-		ConnState:         a.drain.ConnState,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	return a, nil
+	return s.Handler(), nil
 }
 
 // keySource is a JWKS URL (lazy: the TTS may start before the issuer it trusts, and
@@ -392,9 +274,9 @@ func keySourceRSA(ctx context.Context, retry time.Duration, what, url, file stri
 	return nil, nil, fmt.Errorf("%s: a jwks_url or jwks_file is required", what)
 }
 
-func buildAuth(ctx context.Context, cfg *Config, wits *wit.Validator, replay store.Replay, issuer, tokenEndpoint string) ([]tts.Authenticator, error) {
-	wimse := tts.WIMSEAuthenticators(wits, replay, tokenEndpoint)
-	var out []tts.Authenticator
+func buildAuth(ctx context.Context, cfg *Config, wits *wit.Validator, replay store.Replay, issuer, tokenEndpoint string) ([]oauth.Authenticator, error) {
+	wimse := oauth.WIMSEAuthenticators(wits, replay, tokenEndpoint)
+	var out []oauth.Authenticator
 	seen := map[string]bool{}
 	for _, m := range cfg.Auth.Methods {
 		if seen[m] {
@@ -402,11 +284,13 @@ func buildAuth(ctx context.Context, cfg *Config, wits *wit.Validator, replay sto
 		}
 		seen[m] = true
 		switch m {
-		case tts.MethodHTTPSig:
-			out = append(out, wimse[0])
-		case tts.MethodWPT:
-			out = append(out, wimse[1])
-		case tts.MethodTLSClientAuth:
+		case oauth.MethodHTTPSig, oauth.MethodWPT:
+			a, err := oauth.ByName(wimse, m)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, a...)
+		case oauth.MethodTLSClientAuth:
 			if len(cfg.Auth.X509Bundles) == 0 {
 				return nil, fmt.Errorf("auth.methods names tls_client_auth but auth.x509_bundles is empty")
 			}
@@ -425,9 +309,9 @@ func buildAuth(ctx context.Context, cfg *Config, wits *wit.Validator, replay sto
 				}
 				bundles = append(bundles, bundle)
 			}
-			out = append(out, tts.NewTLSClientAuth(x509bundle.NewSet(bundles...), nil))
-		case tts.MethodPrivateKeyJWT:
-			var clients []tts.RegisteredClient
+			out = append(out, oauth.NewTLSClientAuth(x509bundle.NewSet(bundles...), nil))
+		case oauth.MethodPrivateKeyJWT:
+			var clients []oauth.RegisteredClient
 			for _, c := range cfg.Auth.Clients {
 				id, err := identifier.Parse(c.ID)
 				if err != nil {
@@ -437,9 +321,9 @@ func buildAuth(ctx context.Context, cfg *Config, wits *wit.Validator, replay sto
 				if err != nil {
 					return nil, err
 				}
-				clients = append(clients, tts.RegisteredClient{ID: id, Keys: ks})
+				clients = append(clients, oauth.RegisteredClient{ID: id, Keys: ks})
 			}
-			p, err := tts.NewPrivateKeyJWT([]string{issuer, tokenEndpoint}, clients, replay, nil, cfg.Skew)
+			p, err := oauth.NewPrivateKeyJWT([]string{issuer, tokenEndpoint}, clients, replay, nil, cfg.Skew)
 			if err != nil {
 				return nil, err
 			}
@@ -543,34 +427,4 @@ func buildPolicy(pc PolicyConfig) (tts.Policy, error) {
 		return p, fmt.Errorf("policy.rules: at least one is required (no rule: no workload may request)")
 	}
 	return p, nil
-}
-
-func openStore(sc StoreConfig, logger *slog.Logger) (store.Replay, []tts.ReadyCheck, func(), error) {
-	replay, ready, closeFn, err := cmdutil.OpenStore(sc, logger)
-	if err != nil || ready == nil {
-		return replay, nil, closeFn, err
-	}
-	return replay, []tts.ReadyCheck{ready}, closeFn, nil
-}
-
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// ticker delivers ticks until ctx ends.
-func ticker(ctx context.Context, d time.Duration) <-chan time.Time {
-	t := time.NewTicker(d)
-	go func() {
-		<-ctx.Done()
-		t.Stop()
-	}()
-	return t.C
 }

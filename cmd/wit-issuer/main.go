@@ -2,135 +2,48 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
-	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/spiffe/go-spiffe/v2/workloadapi"
 
-	"github.com/dialogtrust/dialogtrust/internal/graceful"
-	"github.com/dialogtrust/dialogtrust/internal/tracing"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
+	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr, nil); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "wit-issuer:", err)
-		os.Exit(1)
-	}
+// program is the WIT issuer for the service runner (internal/service): it reads the
+// configuration, checks it, and builds the server; the runner serves and stops it.
+var program = service.Program[Config]{
+	Name: "wit-issuer", Config: configSpec, Build: build,
+	Check: func(cfg *Config) error { _, err := validate(cfg); return err },
+}
+
+func main() { service.Main(program) }
+
+// run is the whole program, as main runs it (service.Run); tests call it.
+func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, ready func(url string)) error {
+	return service.Run(ctx, program, args, env, stdout, stderr, ready)
 }
 
 // Defaults for options the configuration leaves out.
 const (
-	defaultListen          = "127.0.0.1:8080"
-	defaultShutdownTimeout = 10 * time.Second
-	defaultReloadInterval  = 10 * time.Second
-	rotationStepInterval   = 30 * time.Second
+	defaultListen         = "127.0.0.1:8080"
+	defaultReloadInterval = 10 * time.Second
+	rotationStepInterval  = 30 * time.Second
+	// maxHeaderBytes is tighter than the services' default: no request to the issuer
+	// carries more than a client certificate's worth of headers.
+	maxHeaderBytes = 32 << 10
 )
-
-// run is the whole program: it returns when ctx ends (after a graceful shutdown) or
-// when the server cannot start or fails. ready, if set, hears the base URL once the
-// listener is up (tests use it).
-func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, ready func(url string)) error {
-	args, checkOnly := cmdutil.CheckConfigFlag(args)
-	cfg, src, err := loadConfig(args, env, stderr)
-	if err != nil {
-		return err
-	}
-	logger, err := newLogger(cfg.Log.Level, stderr)
-	if err != nil {
-		return err
-	}
-	if checkOnly {
-		// Deployment kits (deploy/) check their configuration files with this before
-		// shipping them; it opens no listener, file, key or store.
-		if _, err := validate(cfg); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, "wit-issuer: configuration ok")
-		return nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	a, err := build(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-
-	from := "embedded development default"
-	if !src.embedded {
-		from = src.file
-	}
-	logger.Info("wit-issuer started", "url", a.url, "issuer", a.issuer, "config", from,
-		"trust_domains", cfg.TrustDomains, "routes", routeSummary(cfg.Routes), "keys", a.keysFrom,
-		"kid", a.rot.Ring().Active().KID(), "store", cfg.Store.Type, "tls", a.tls)
-	if a.dev {
-		logger.Warn("DEVELOPMENT MODE: the dev method authenticates NOBODY. Any process that can reach " + a.url +
-			" can obtain a WIT for any listed identifier. Never run this configuration in production.")
-		banner(stderr, "wit-issuer: DEVELOPMENT MODE. Workloads are NOT authenticated.",
-			"Use a configuration file with x509svid or assertion for anything real.")
-	}
-	fmt.Fprintf(stdout, "wit-issuer listening on %s (issuer %s)\n", a.url, a.issuer)
-	if ready != nil {
-		ready(a.url)
-	}
-
-	errc := make(chan error, 1)
-	go func() { errc <- a.srv.Serve(a.ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
-	sctx, scancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer scancel()
-	// Requests already sent are answered first (internal/graceful); then Shutdown.
-	a.drain.Drain(sctx, graceful.Duration(cfg.ShutdownTimeout))
-	if err := a.srv.Shutdown(sctx); err != nil {
-		logger.Error("shutdown", "error", err.Error())
-		_ = a.srv.Close()
-		return err
-	}
-	logger.Info("stopped")
-	return nil
-}
-
-func newLogger(level string, w io.Writer) (*slog.Logger, error) {
-	var l slog.Level
-	if level == "" {
-		level = "info"
-	}
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("log.level: %w", err)
-	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
-}
 
 func routeSummary(rs []RouteConfig) []string {
 	var out []string
@@ -140,41 +53,13 @@ func routeSummary(rs []RouteConfig) []string {
 	return out
 }
 
-// app is a built, not yet serving, issuer.
-type app struct {
-	srv      *http.Server
-	ln       net.Listener
-	url      string
-	issuer   string
-	rot      *witissuer.Rotator
-	keysFrom string
-	tls      bool
-	dev      bool
-	closers  []func()
-	drain    graceful.Drainer
-}
-
-func (a *app) close() {
-	for i := len(a.closers) - 1; i >= 0; i-- {
-		a.closers[i]()
-	}
-}
-
 func applyDefaults(cfg *Config) {
-	if cfg.Listen == "" {
-		cfg.Listen = defaultListen
-	}
-	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = defaultShutdownTimeout
-	}
+	cfg.SetDefaults(defaultListen, witissuer.DefaultSkew)
 	if cfg.ReloadInterval <= 0 {
 		cfg.ReloadInterval = defaultReloadInterval
 	}
 	if cfg.Store.Type == "" {
 		cfg.Store.Type = "memory"
-	}
-	if cfg.Skew <= 0 {
-		cfg.Skew = witissuer.DefaultSkew
 	}
 	if cfg.Policy.MaxLifetime <= 0 {
 		cfg.Policy.MaxLifetime = witissuer.DefaultMaxLifetime
@@ -185,10 +70,7 @@ func applyDefaults(cfg *Config) {
 // or store; it returns the authentication methods the routes use.
 func validate(cfg *Config) (used map[string]bool, err error) {
 	applyDefaults(cfg)
-	if len(cfg.TrustDomains) == 0 {
-		return nil, fmt.Errorf("trust_domains: at least one is required")
-	}
-	if err := cfg.Tracing.Validate(); err != nil {
+	if err := cfg.Base.Check(); err != nil {
 		return nil, err
 	}
 	if len(cfg.Routes) == 0 {
@@ -220,7 +102,7 @@ func validate(cfg *Config) (used map[string]bool, err error) {
 		}
 		// Checked before listening: an unauthenticated issuer must not even bind to a
 		// reachable address by mistake.
-		if !isLoopback(cfg.Listen) && !cfg.Auth.Dev.AllowNonLoopback {
+		if !service.IsLoopback(cfg.Listen) && !cfg.Auth.Dev.AllowNonLoopback {
 			return nil, fmt.Errorf("the dev method authenticates nobody: listen must be a loopback address unless auth.dev.allow_non_loopback is true")
 		}
 	}
@@ -232,70 +114,37 @@ func validate(cfg *Config) (used map[string]bool, err error) {
 
 // build turns the configuration into a listener and a server; background loops (bundle
 // and certificate reloads, key rotation) run until ctx ends.
-func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err error) {
-	a := &app{}
-	defer func() {
-		if err != nil {
-			a.close()
-		}
-	}()
+func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Server, err error) {
 	used, err := validate(cfg)
 	if err != nil {
 		return nil, err
 	}
-	a.tls = cfg.TLS.CertFile != "" || cfg.TLS.WorkloadAPISocket != ""
-	a.dev = used[witissuer.MethodDev]
-	ln, err := net.Listen("tcp", cfg.Listen)
+	s := &service.Server{ShutdownTimeout: cfg.ShutdownTimeout}
+	defer s.CloseOnError(&err)
+	if err := listen(ctx, s, cfg, logger); err != nil {
+		return nil, err
+	}
+	issuer := firstNonEmpty(cfg.Issuer, s.URL())
+
+	replay, storeReady, closeStore, err := cmdutil.OpenStore(cfg.Store, logger)
 	if err != nil {
 		return nil, err
 	}
-	a.closers = append(a.closers, func() { _ = ln.Close() })
-	scheme := "http"
-	if cfg.TLS.WorkloadAPISocket != "" {
-		getCert, closeSource, err := openWorkloadAPI(ctx, cfg.TLS.WorkloadAPISocket, logger)
-		if err != nil {
-			return nil, err
-		}
-		a.closers = append(a.closers, closeSource)
-		ln = tls.NewListener(ln, witissuer.ServerTLSConfig(getCert))
-		scheme = "https"
-	} else if a.tls {
-		fc, err := witissuer.LoadFileCertificate(cfg.TLS.CertFile, cfg.TLS.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-		go watch(ctx, cfg.ReloadInterval, func() {
-			if changed, err := fc.ReloadIfChanged(); err != nil {
-				logger.Error("serving certificate reload failed; the previous one stays in service", "error", err.Error())
-			} else if changed {
-				logger.Info("serving certificate reloaded")
-			}
-		})
-		ln = tls.NewListener(ln, witissuer.ServerTLSConfig(fc.GetCertificate))
-		scheme = "https"
-	}
-	a.ln = ln
-	a.url = scheme + "://" + ln.Addr().String()
-	a.issuer = cfg.Issuer
-	if a.issuer == "" {
-		a.issuer = a.url
+	s.OnClose(closeStore)
+	var ready []witissuer.ReadyCheck
+	if storeReady != nil {
+		ready = append(ready, storeReady)
 	}
 
-	replay, ready, closeStore, err := openStore(cfg.Store, logger)
+	rot, keysFrom, err := openKeys(cfg.Keys, cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
 	if err != nil {
 		return nil, err
 	}
-	a.closers = append(a.closers, closeStore)
-
-	a.rot, a.keysFrom, err = openKeys(cfg.Keys, cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
-	if err != nil {
-		return nil, err
-	}
-	go a.rot.Run(ctx, ticker(ctx, rotationStepInterval), func(err error) {
+	go rot.Run(ctx, service.Ticker(ctx, rotationStepInterval), func(err error) {
 		logger.Error("key rotation step failed", "error", err.Error())
 	})
 
-	methods, err := buildMethods(ctx, cfg, a.issuer, replay, used, logger)
+	methods, err := buildMethods(ctx, cfg, issuer, replay, used, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -311,41 +160,68 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *app, err e
 	for _, r := range cfg.Policy.Rules {
 		rules = append(rules, witissuer.Rule{FromPrefix: r.FromPrefix, ToPrefix: r.ToPrefix})
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	s, err := witissuer.New(witissuer.Config{
-		Issuer: a.issuer, PublicURL: firstNonEmpty(cfg.PublicURL, a.url), Keys: a.rot, Replay: replay,
+	wi, err := witissuer.New(witissuer.Config{
+		Issuer: issuer, PublicURL: firstNonEmpty(cfg.PublicURL, s.URL()), Keys: rot, Replay: replay,
 		Policy: witissuer.Policy{TrustDomains: cfg.TrustDomains, AllowedAlgs: cfg.Policy.AllowedAlgs,
 			MaxLifetime: cfg.Policy.MaxLifetime, DefaultLifetime: cfg.Policy.DefaultLifetime, Rules: rules},
-		Routes: routes, Registry: reg, Logger: logger, ProofWindow: cfg.ProofWindow, Skew: cfg.Skew,
+		Routes: routes, Registry: service.NewRegistry(), Logger: logger, ProofWindow: cfg.ProofWindow, Skew: cfg.Skew,
 		ReadyChecks: ready,
 	})
 	if err != nil {
 		return nil, err
 	}
-	tracer, err := tracing.Start(cfg.Tracing, "dialogtrust-wit-issuer")
-	if err != nil {
-		return nil, err
-	}
-	a.closers = append(a.closers, func() { tracer.ShutdownLogged(logger) })
-	if tracer.Enabled() {
-		logger.Info("tracing on", "otlp_endpoint", cfg.Tracing.OTLPEndpoint)
-	}
 	spanRoutes := []string{witissuer.PathWIT, witissuer.PathJWKS, witissuer.PathMetadata}
 	for _, r := range cfg.Routes {
 		spanRoutes = append(spanRoutes, r.Path)
 	}
-	a.srv = &http.Server{
-		Handler:           a.drain.Handler(tracer.Handler(s.Handler(), spanRoutes...)),
-		ConnState:         a.drain.ConnState,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    32 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	if err := s.Handle(wi.Handler(), cfg.Tracing, "dialogtrust-wit-issuer", logger, spanRoutes...); err != nil {
+		return nil, err
 	}
-	return a, nil
+	s.HTTP.MaxHeaderBytes = maxHeaderBytes
+	s.Issuer = issuer
+	s.StartAttrs = []any{"trust_domains", cfg.TrustDomains, "routes", routeSummary(cfg.Routes), "keys", keysFrom,
+		"kid", rot.Ring().Active().KID(), "store", cfg.Store.Type, "tls", s.TLS()}
+	s.Listening = "(issuer " + issuer + ")"
+	if used[witissuer.MethodDev] {
+		s.Development = &service.Development{
+			Warning: "DEVELOPMENT MODE: the dev method authenticates NOBODY. Any process that can reach " + s.URL() +
+				" can obtain a WIT for any listed identifier. Never run this configuration in production.",
+			Banner: []string{"wit-issuer: DEVELOPMENT MODE. Workloads are NOT authenticated.",
+				"Use a configuration file with x509svid or assertion for anything real."},
+		}
+	}
+	return s, nil
+}
+
+// listen opens the listener, with TLS when the configuration has a certificate: from
+// the SPIFFE Workload API, or from files reloaded when they change.
+func listen(ctx context.Context, s *service.Server, cfg *Config, logger *slog.Logger) error {
+	if err := s.Listen(cfg.Listen); err != nil {
+		return err
+	}
+	switch {
+	case cfg.TLS.WorkloadAPISocket != "":
+		getCert, closeSource, err := openWorkloadAPI(ctx, cfg.TLS.WorkloadAPISocket, logger)
+		if err != nil {
+			return err
+		}
+		s.OnClose(closeSource)
+		s.UseTLS(witissuer.ServerTLSConfig(getCert))
+	case cfg.TLS.CertFile != "":
+		fc, err := witissuer.LoadFileCertificate(cfg.TLS.CertFile, cfg.TLS.KeyFile)
+		if err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		go watch(ctx, cfg.ReloadInterval, func() {
+			if changed, err := fc.ReloadIfChanged(); err != nil {
+				logger.Error("serving certificate reload failed; the previous one stays in service", "error", err.Error())
+			} else if changed {
+				logger.Info("serving certificate reloaded")
+			}
+		})
+		s.UseTLS(witissuer.ServerTLSConfig(fc.GetCertificate))
+	}
+	return nil
 }
 
 func firstNonEmpty(s ...string) string {
@@ -355,14 +231,6 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
-}
-
-func openStore(sc StoreConfig, logger *slog.Logger) (store.Replay, []witissuer.ReadyCheck, func(), error) {
-	replay, ready, closeFn, err := cmdutil.OpenStore(sc, logger)
-	if err != nil || ready == nil {
-		return replay, nil, closeFn, err
-	}
-	return replay, []witissuer.ReadyCheck{ready}, closeFn, nil
 }
 
 // buildMethods builds each configured method that a route uses.
@@ -382,7 +250,7 @@ func buildMethods(ctx context.Context, cfg *Config, issuer string, replay store.
 			if err != nil {
 				return nil, fmt.Errorf("auth.x509svid: %w", err)
 			}
-			go bundles.Watch(ctx, ticker(ctx, cfg.ReloadInterval), func(changed bool, err error) {
+			go bundles.Watch(ctx, service.Ticker(ctx, cfg.ReloadInterval), func(changed bool, err error) {
 				if err != nil {
 					logger.Error("trust bundle reload failed; the previous bundles stay in service", "error", err.Error())
 				} else if changed {
@@ -452,7 +320,7 @@ func buildDev(dc *DevConfig) (*witissuer.Dev, error) {
 			return nil, fmt.Errorf("auth.dev.workloads_file: %w", err)
 		}
 		var f DevWorkloadsFile
-		if err := parseYAML(b, &f); err != nil {
+		if err := service.ParseYAML(b, &f); err != nil {
 			return nil, fmt.Errorf("auth.dev.workloads_file %s: %w", dc.WorkloadsFile, err)
 		}
 		ids = append(ids, f.Workloads...)
@@ -469,18 +337,9 @@ func buildDev(dc *DevConfig) (*witissuer.Dev, error) {
 	return witissuer.NewDev(parsed, prefixes)
 }
 
-// ticker delivers ticks every d until ctx ends.
-func ticker(ctx context.Context, d time.Duration) <-chan time.Time {
-	t := time.NewTicker(d)
-	go func() {
-		<-ctx.Done()
-		t.Stop()
-	}()
-	return t.C
-}
-
+// watch calls f every d until ctx ends.
 func watch(ctx context.Context, d time.Duration, f func()) {
-	tick := ticker(ctx, d)
+	tick := service.Ticker(ctx, d)
 	for {
 		select {
 		case <-ctx.Done():
@@ -492,29 +351,3 @@ func watch(ctx context.Context, d time.Duration, f func()) {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
-
-// banner frames lines in asterisks on w, so the development warning is not missed in a
-// terminal full of JSON.
-func banner(w io.Writer, lines ...string) {
-	width := 0
-	for _, l := range lines {
-		width = max(width, len(l))
-	}
-	rule := strings.Repeat("*", width+6)
-	fmt.Fprintln(w, rule)
-	for _, l := range lines {
-		fmt.Fprintf(w, "*  %-*s  *\n", width, l)
-	}
-	fmt.Fprintln(w, rule)
-}
-
-// isLoopback accepts only a loopback IP literal: a name such as "localhost" is resolved
-// at listen time, and what it resolves to is not ours to vouch for.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}

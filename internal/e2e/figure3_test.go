@@ -15,6 +15,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -103,7 +104,7 @@ func TestDialogBindingFigure3(t *testing.T) {
 	res, err = a2wpt.Continue(context.Background(), post(t, f.t1.url), dc, prov)
 	mustOK(t, err)
 	res.Body.Close()
-	if v := <-f.t1.seen; v.Proof != "wpt" || v.Context.DLG() != dc.DLG() || !v.InitiatorVerified {
+	if v := <-f.t1.seen; v.Proof != proof.WPT || v.Context.DLG() != dc.DLG() || !v.InitiatorVerified {
 		t.Fatalf("WPT hop: %+v", v)
 	}
 }

@@ -49,7 +49,9 @@ func newHandoffFixture(t *testing.T) (*handoffFixture, *dialog.Verified, *dialog
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(p.url), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithTxnTokens(tts.NewVerifier(f.a.ttsKeys, "a.example")),
-		dialog.WithHandoffs(handoff.NewReceiver(id3.String(), trust, store.NewMemoryRecords(), handoff.WithStatusKey(a3Key), handoff.WithGrantRequired()), nil),
+		// The keys are this test's own: no offer predates the records (section 8.4).
+		dialog.WithHandoffs(handoff.NewReceiver(id3.String(), trust, store.NewMemoryRecords(), handoff.WithStatusKey(a3Key), handoff.WithGrantRequired(),
+			handoff.WithRecordsLostAt(time.Time{})), nil),
 	)
 	mustOK(t, err)
 	srv.Config.Handler = rc.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

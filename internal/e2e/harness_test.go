@@ -13,6 +13,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -84,7 +85,7 @@ func startDomain(t *testing.T, td string) *domain {
 	d.ttsKeys, err = keys.NewRemoteSet(ctx, d.ttsURL+"/.well-known/jwks.json")
 	mustOK(t, err)
 	d.ttsClient = func(src wit.Source) *tts.Client {
-		return &tts.Client{TokenEndpoint: d.ttsURL + tts.PathToken, WITSource: src}
+		return &tts.Client{TokenEndpoint: d.ttsURL + tts.PathToken, WITSource: src, Proof: proof.WPT}
 	}
 	return d
 }

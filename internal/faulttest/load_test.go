@@ -128,13 +128,13 @@ func (w *workload) tokenRequest(proof, dialog string) (*prepared, error) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
 	switch proof {
-	case tts.ProofWPT:
+	case "wpt":
 		var mopts []wpt.MintOption
 		if w.proofTTL > 0 {
 			mopts = append(mopts, wpt.WithTTL(w.proofTTL))
 		}
 		err = wpt.SignRequest(req, w.key, w.wit, tokenEndpoint, wpt.RequestOptions{}, mopts...)
-	case tts.ProofHTTPSig:
+	case "httpsig":
 		_, err = w.signer.SignRequest(req, tokenEndpoint)
 	default:
 		err = fmt.Errorf("unknown proof %q", proof)

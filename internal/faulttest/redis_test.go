@@ -107,9 +107,9 @@ func runOutage(t *testing.T, h *harness, sc outageScenario) {
 	wg := runWorkers(ctx, ttsWorkers+witWorkers, 1_000_000, &stop, nil, func(w, i int) {
 		wl := wls[w%len(wls)]
 		if w < ttsWorkers {
-			proof := tts.ProofWPT
+			proof := "wpt"
 			if (w+i)%2 == 1 {
-				proof = tts.ProofHTTPSig
+				proof = "httpsig"
 			}
 			p, err := wl.tokenRequest(proof, fmt.Sprintf("R-%d-%d", w, i))
 			if err != nil {

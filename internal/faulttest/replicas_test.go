@@ -24,7 +24,7 @@ func TestReplicasShareReplayStore(t *testing.T) {
 	replicas := []*service{h.startTTS(t, cfg), h.startTTS(t, cfg)}
 	wls := newWorkloads(t, wi, 8)
 	hc := newClient(64)
-	proofs := []string{tts.ProofWPT, tts.ProofHTTPSig}
+	proofs := []string{"wpt", "httpsig"}
 
 	t.Run("sequential", func(t *testing.T) {
 		// Each proof is accepted by one replica and sent again to the other, then to the

@@ -82,9 +82,9 @@ func TestKeyRotationUnderLoad(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	wg := runWorkers(ctx, workers, 1_000_000, &stop, nil, func(w, i int) {
-		proof := tts.ProofWPT
+		proof := "wpt"
 		if (w+i)%2 == 1 {
-			proof = tts.ProofHTTPSig
+			proof = "httpsig"
 		}
 		dlg := fmt.Sprintf("K-%d-%d", w, i)
 		p, err := wls[w%len(wls)].tokenRequest(proof, dlg)

@@ -27,9 +27,9 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 		svc := h.startTTS(t, ttsConfig{witJWKS: wi.url + witissuer.PathJWKS, shutdownTimeout: shutdownTimeout})
 		wls := newWorkloads(t, wi, 8)
 		mk := func(w, i int) *prepared {
-			proof := tts.ProofWPT
+			proof := "wpt"
 			if (w+i)%2 == 1 {
-				proof = tts.ProofHTTPSig
+				proof = "httpsig"
 			}
 			p, err := wls[(w+len(wls))%len(wls)].tokenRequest(proof, fmt.Sprintf("D-%d-%d", w, i))
 			if err != nil {

@@ -66,9 +66,9 @@ func TestSoakHalfCapacity(t *testing.T) {
 	}
 	hc := newClient(workers + 1)
 	tokenOp := func(w, i int) outcome {
-		proof := tts.ProofWPT
+		proof := "wpt"
 		if (w+i)%2 == 1 {
-			proof = tts.ProofHTTPSig
+			proof = "httpsig"
 		}
 		p, err := slots[(w+i)%len(slots)].Load().tokenRequest(proof, fmt.Sprintf("S-%d-%d", w, i))
 		if err != nil {

@@ -299,7 +299,10 @@ func (f *flow) startServers(ctx context.Context) error {
 	f.htrust = handoff.NewStaticTrust()
 	_ = f.htrust.Bind(f.a2.id.String(), f.a2HK.Public())
 	_ = f.htrust.Bind(f.b1.id.String(), b1HK.Public())
-	b1Handoffs := handoff.NewReceiver(f.b1.id.String(), f.htrust, store.NewMemoryRecords(), handoff.WithStatusKey(b1HK), handoff.WithGrantRequired())
+	// The handoff keys were made just above, with these records: no offer can predate
+	// them, so nothing was lost (section 8.4 does not apply).
+	b1Handoffs := handoff.NewReceiver(f.b1.id.String(), f.htrust, store.NewMemoryRecords(), handoff.WithStatusKey(b1HK), handoff.WithGrantRequired(),
+		handoff.WithRecordsLostAt(time.Time{}))
 	acceptor := &agent.LinkAcceptor{
 		TTS:          &tts.Client{TokenEndpoint: f.mdB.TokenEndpoint, WITSource: f.b1.src, Proof: tts.ProofHTTPSig, HTTPClient: f.hc},
 		AccessTokens: &chaining.AccessTokenVerifier{Keys: f.ttsBKeys, Issuer: b.TTS, Audience: b.Name},

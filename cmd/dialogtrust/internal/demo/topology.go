@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/chaining"
+	"github.com/dialogtrust/dialogtrust/httpserver"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
@@ -158,6 +159,7 @@ func listen() (*server, error) {
 
 func (s *server) serve(h http.Handler) {
 	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	httpserver.SetDefaults(s.srv)
 	go func() { _ = s.srv.Serve(s.ln) }()
 }
 
@@ -253,7 +255,7 @@ func witValidator(ctx context.Context, hc *http.Client, ds ...Domain) *wit.Valid
 }
 
 // startTTS runs the domain's TTS binary as cmd/tts wires it: the TTS, AS A for the
-// grant peers, AS B for the bearer peers, behind chaining.Mux. It trusts the WITs of
+// grant peers, AS B for the bearer peers, at one token endpoint. It trusts the WITs of
 // the trusted domains.
 func (d *domain) startTTS(ctx context.Context, trusted []*domain, grantPeers []chaining.GrantPeer, bearerPeers []chaining.BearerPeer) error {
 	var ds []Domain
@@ -270,21 +272,17 @@ func (d *domain) startTTS(ctx context.Context, trusted []*domain, grantPeers []c
 		}
 		handlers = append(handlers, own)
 	}
-	var err error
-	d.ttsSrv, err = tts.New(tts.Config{Issuer: d.tts.URL, TrustDomains: []string{d.name}, Keys: d.ring, Authenticators: auths,
+	cfg := tts.Config{Issuer: d.tts.URL, TrustDomains: []string{d.name}, Keys: d.ring, Authenticators: auths,
 		SubjectHandlers: handlers, Replay: d.replay,
-		Policy:        tts.Policy{Rules: []tts.Rule{{Workload: "wimse://" + d.name + "/"}}},
-		AmendMetadata: chaining.MetadataFunc(grantPeers != nil, bearerPeers != nil)})
-	if err != nil {
-		return err
-	}
+		Policy: tts.Policy{Rules: []tts.Rule{{Workload: "wimse://" + d.name + "/"}}}}
 	var (
 		asA *chaining.GrantIssuer
 		asB *chaining.JWTBearer
+		err error
 	)
 	if grantPeers != nil {
 		if asA, err = chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: d.tts.URL, Keys: d.ring, Authenticators: auths,
-			TxnTokens: d.ttsSrv.TxnTokenVerifier(), Peers: grantPeers}); err != nil {
+			TxnTokens: tts.TxnTokenVerifierFor(cfg), Peers: grantPeers}); err != nil {
 			return err
 		}
 	}
@@ -294,6 +292,10 @@ func (d *domain) startTTS(ctx context.Context, trusted []*domain, grantPeers []c
 			return err
 		}
 	}
-	d.tts.serve(d.wrapped(chaining.Mux(d.ttsSrv.Handler(), asA, asB)))
+	cfg.Grants = chaining.Handlers(asA, asB)
+	if d.ttsSrv, err = tts.New(cfg); err != nil {
+		return err
+	}
+	d.tts.serve(d.wrapped(d.ttsSrv.Handler()))
 	return nil
 }

@@ -1,4 +1,4 @@
-package tts
+package oauth
 
 import (
 	"encoding/json"
@@ -95,7 +95,7 @@ func TestTokenResponseJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got strings.Builder
-		got.Write(appendTokenResponse(nil, &r))
+		got.Write(r.AppendJSON(nil))
 		if got.String() != want.String() {
 			t.Fatalf("\n got %s\nwant %s", got.String(), want.String())
 		}

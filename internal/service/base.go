@@ -1,0 +1,64 @@
+package service
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/internal/tracing"
+)
+
+// DefaultShutdownTimeout bounds the graceful stop when the configuration does not.
+const DefaultShutdownTimeout = 10 * time.Second
+
+// Base is the part of the configuration file that both services have, with the same
+// meaning. Each binary's Config inlines it (yaml:",inline"), so the members stay at
+// the top of the file and the file format is the binary's as before.
+type Base struct {
+	Listen       string    `yaml:"listen"`
+	Issuer       string    `yaml:"issuer"`
+	TrustDomains []string  `yaml:"trust_domains"`
+	Log          LogConfig `yaml:"log"`
+	// Tracing is OpenTelemetry export over OTLP/HTTP; off unless otlp_endpoint is set.
+	Tracing         tracing.Config `yaml:"tracing"`
+	Skew            time.Duration  `yaml:"skew"`
+	ShutdownTimeout time.Duration  `yaml:"shutdown_timeout"`
+}
+
+// LogConfig: the slog level (debug, info, warn, error).
+type LogConfig struct {
+	Level string `yaml:"level"`
+}
+
+// ServiceBase returns b; through embedding it is a method of every binary's Config,
+// which is how the runner finds the log level and the tracing overrides.
+func (b *Base) ServiceBase() *Base { return b }
+
+// SetDefaults sets what the configuration leaves out: the listen address and the skew
+// are the binary's, the shutdown timeout DefaultShutdownTimeout.
+func (b *Base) SetDefaults(listen string, skew time.Duration) {
+	if b.Listen == "" {
+		b.Listen = listen
+	}
+	if b.ShutdownTimeout <= 0 {
+		b.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if b.Skew <= 0 {
+		b.Skew = skew
+	}
+}
+
+// Check makes the checks of the shared members that need nothing opened.
+func (b *Base) Check() error {
+	if len(b.TrustDomains) == 0 {
+		return fmt.Errorf("trust_domains: at least one is required")
+	}
+	return b.Tracing.Validate()
+}
+
+// baseOf is cfg's Base, or nil when its type does not inline one.
+func baseOf(cfg any) *Base {
+	if b, ok := cfg.(interface{ ServiceBase() *Base }); ok {
+		return b.ServiceBase()
+	}
+	return nil
+}

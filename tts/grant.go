@@ -1,0 +1,176 @@
+package tts
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/txntoken"
+)
+
+// HandlerName is the name of the TTS's grant handler at the token endpoint (token
+// exchange for a Txn-Token, oauth.md 1.3): oauth.Record.Handler.
+const HandlerName = oauth.HandlerTxnToken
+
+// txnGrant is the TTS's grant handler at the token endpoint, and its fallback: it
+// answers every request no other handler serves (unsupported_grant_type,
+// unsupported_token_type, a repeated parameter).
+type txnGrant struct{ s *Server }
+
+// Name implements oauth.Handler.
+func (txnGrant) Name() string { return HandlerName }
+
+// Match implements oauth.Handler: a token exchange asking for a Txn-Token.
+func (txnGrant) Match(tr *oauth.TokenRequest) bool {
+	return tr.GrantType == GrantTypeTokenExchange && (tr.RequestedTokenType == TokenTypeTxnToken || tr.RequestedTokenType == TokenTypeTxnToken08)
+}
+
+// Handle implements oauth.Handler. It runs one token request through its steps, in an
+// order chosen so that cheap, stateless checks come before any signature verification,
+// and the replay store is touched only by an authenticator whose signature verified:
+//
+//  1. form, sizes (the endpoint), the parameters a TTS refuses, request_context and
+//     request_details, REQUIRED parameters, grant and requested token types (oauth.md
+//     1.3);
+//  2. no Txn-Token as a credential; client authentication (1.9);
+//  3. policy: the workload, the audience (1.5 step 1, 1.11 invalid_target);
+//  4. the subject token type and the subject token (1.4, 1.5 steps 2-3);
+//  5. scope, context, lifetime; replacement rules (1.5 steps 4-10, 1.8);
+//  6. claims and signature (1.7).
+func (g txnGrant) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, rec *oauth.Record) (oauth.Response, error) {
+	s := g.s
+	if err := checkTxnRequest(tr); err != nil {
+		return nil, at(stageRequest, err)
+	}
+	rec.Grant, rec.SubjectTokenType = metricGrant(tr.GrantType, tr.SubjectTokenType), tr.SubjectTokenType
+	if err := checkRequired(tr); err != nil {
+		return nil, at(stageRequest, err)
+	}
+
+	auth := oauth.FirstPresent(s.cfg.Authenticators, r, tr)
+	// A Txn-Token offered as a credential is named as such (oauth.md 1.9 item 4). It can
+	// never pass an authenticator (each requires its own typ), so the check only runs
+	// when authentication did not succeed, and costs nothing on the path that issues.
+	txnAsCredential := func() error {
+		return at(stageClient, errcode.New(errcode.TxnTokenNotCredential, "a Txn-Token never authenticates a workload; authenticate with a WIT and a proof, mTLS or private_key_jwt"))
+	}
+	if auth == nil {
+		if presentedTxnToken(r, tr, false) {
+			return nil, txnAsCredential()
+		}
+		return nil, at(stageClient, errcode.New(errcode.Unauthenticated, "no client authentication this TTS accepts"))
+	}
+	rec.Method = auth.Name()
+	req, err := auth.Authenticate(ctx, r, tr)
+	if err != nil {
+		if presentedTxnToken(r, tr, true) {
+			return nil, txnAsCredential()
+		}
+		return nil, at(stageClient, err)
+	}
+	rec.Requester = req.IDString()
+
+	rule, err := s.cfg.Policy.rule(rec.Requester)
+	if err != nil {
+		return nil, at(stagePolicy, err)
+	}
+	if !slices.Contains(s.cfg.TrustDomains, tr.Audience) {
+		return nil, at(stageRequest, errcode.New(errcode.AudienceNotServed, "audience %q is not a trust domain this TTS serves", truncate(tr.Audience)))
+	}
+	if !rule.mayAudience(tr.Audience, req.ID) {
+		return nil, at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not request Txn-Tokens for %s", req.ID, tr.Audience))
+	}
+
+	var h SubjectTokenHandler
+	switch tr.SubjectTokenType {
+	case TokenTypeRefreshToken:
+		return nil, at(stageSubject, errcode.New(errcode.UnsupportedTokenType, "a refresh token is never a subject token (TT section 13.3)"))
+	case TokenTypeTxnToken:
+		h = s.replace
+	default:
+		h = s.handlers[tr.SubjectTokenType]
+	}
+	if h == nil {
+		return nil, at(stageSubject, errcode.New(errcode.UnsupportedTokenType, "subject_token_type %q is not accepted", truncate(tr.SubjectTokenType)))
+	}
+	if !rule.mayType(tr.SubjectTokenType) {
+		return nil, at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not present %s subject tokens", req.ID, tr.SubjectTokenType))
+	}
+	subj, err := h.Validate(ctx, tr.SubjectToken, req)
+	if err != nil {
+		return nil, at(stageSubject, err)
+	}
+	rec.SubjectSHA256 = subj.hash
+
+	now := s.cfg.Now()
+	var claims *txntoken.Claims
+	if subj.Input != nil {
+		claims, err = s.replacement(tr, req, rule, subj, now)
+	} else {
+		claims, err = s.first(tr, req, rule, subj, now)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// One key for the whole issuance, so the log names the key that really signed
+	// even if a rotation activates another meanwhile.
+	key := s.cfg.Keys.Active()
+	tok, err := signClaims(key, claims)
+	if err != nil {
+		return nil, at(stageIssue, errcode.Wrap(errcode.Internal, err, "signing"))
+	}
+	rec.Detail, rec.KID = claims, key.KID()
+	rec.Token = oauth.TokenResponse{
+		AccessToken: tok, IssuedTokenType: TokenTypeTxnToken, TokenType: "N_A",
+		ExpiresIn: int64(*claims.Exp) - now.Unix(), Scope: claims.Scope,
+	}
+	return &rec.Token, nil
+}
+
+// subjectHash is the subject token's hash for the log line ("" without one): the
+// subject handler's when it knew it (a cached token), else computed for the line.
+func subjectHash(rec *oauth.Record) string {
+	if rec.SubjectSHA256 == "" && rec.Request != nil && rec.Request.SubjectToken != "" && rec.Grant != "" {
+		rec.SubjectSHA256 = txntoken.Hash(rec.Request.SubjectToken)
+	}
+	return rec.SubjectSHA256
+}
+
+// Done implements oauth.Handler: the request's log line; tokens only by hash. (The
+// endpoint's Observer counts it.)
+func (g txnGrant) Done(ctx context.Context, r *http.Request, rec *oauth.Record) {
+	s := g.s
+	grant := rec.Grant
+	if grant == "" {
+		grant = metricGrant("", "")
+	}
+	var dialog string
+	if rec.Request != nil && rec.Grant != "" {
+		dialog = rec.Request.Dialog()
+	}
+	if rec.Err != nil {
+		level := slog.LevelInfo
+		if errcode.KindOf(rec.Err) == errcode.Incomplete || rec.Code == errcode.Internal {
+			level = slog.LevelError
+		}
+		s.log.Log(ctx, level, "txn token refused", "request_id", rec.RequestID, "dlg", dialog, "error", rec.Error, "code", string(rec.Code),
+			"kind", errcode.KindOf(rec.Err).String(), "grant", grant, "subject_token_type", rec.SubjectTokenType,
+			"subject_token_sha256", subjectHash(rec), "method", rec.Method, "requester", rec.Requester,
+			"remote", r.RemoteAddr, "detail", rec.Err.Error())
+		return
+	}
+	claims := rec.Detail.(*txntoken.Claims)
+	// This line is written for every token issued: typed attributes, and the hashes
+	// computed only when the line is.
+	if s.log.Enabled(ctx, slog.LevelInfo) {
+		s.log.LogAttrs(ctx, slog.LevelInfo, "txn token issued", slog.String("request_id", rec.RequestID), slog.String("dlg", claims.Dialog()),
+			slog.String("grant", grant), slog.String("subject_token_type", rec.SubjectTokenType),
+			slog.String("subject_token_sha256", subjectHash(rec)), slog.String("method", rec.Method), slog.String("requester", rec.Requester),
+			slog.String("aud", claims.Aud[0]), slog.String("txn", claims.Txn), slog.String("txn_token_sha256", txntoken.Hash(rec.Token.AccessToken)),
+			slog.String("kid", rec.KID), slog.Int64("exp", int64(*claims.Exp)), slog.Int("call_chain", max(1, len(claims.ReqChain))),
+			slog.String("remote", r.RemoteAddr))
+	}
+}
