@@ -71,7 +71,8 @@
 // reflection and copies where it can: the plain JSON this project writes (WPT claims,
 // request_details, tctx) is read and written directly (jose.ScanPlainObject, with
 // encoding/json for anything else and fuzz tests holding the two equal), the log line's
-// repeating attributes are pre-formatted, and POST /token bypasses the router. See
+// repeating attributes are pre-formatted, and the router hands POST /token straight to
+// the oauth.Endpoint, which parses the body once and dispatches on grant_type. See
 // README, "Transaction Token Service", for the measured figures.
 //
 // # Receiver library
@@ -91,7 +92,7 @@
 // The signing keys are a keys.Ring (publish-before-use rotation by keys.Rotator), published
 // at /.well-known/jwks.json; RFC 8414 metadata at /.well-known/oauth-authorization-server
 // names the issuer, token endpoint, JWKS, grant type and authentication methods.
-// LazyRemoteSet trusts a JWKS URL that may not answer yet (the development default
+// keys.LazyRemoteSet trusts a JWKS URL that may not answer yet (the development default
 // starts before its WIT issuer).
 //
 // Other grant handlers share the token endpoint (Config.Grants; package chaining,
