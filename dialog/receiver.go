@@ -205,11 +205,11 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 			return nil, errcode.New(errcode.InitiatorMismatch, "the initiator %s is not proved: the sender is %s and no provenance leads back to the initiator", dc.Initiator(), v.Sender)
 		}
 		if rc.registry != nil {
-			out, err := rc.registry.Accept(ctx, dc, v.Sender)
-			if err != nil {
+			// Section 5 is checked here, but the dialog is established only once
+			// every check has passed (below): a refused request takes no dialog.
+			if _, err := rc.registry.Check(ctx, dc, v.Sender); err != nil {
 				return nil, err
 			}
-			v.Outcome = out
 		}
 	} else if len(provValues) == 1 {
 		return nil, errcode.New(errcode.InvalidProvenance, "provenance without a Dialog-Context")
@@ -247,6 +247,15 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 		if err := rc.receiveHandoff(r, v); err != nil {
 			return nil, err
 		}
+	}
+	if dc != nil && rc.registry != nil {
+		// The side effect, last. Accept is atomic: of two requests proposing one new
+		// dialog, the second is refused here even though both passed Check.
+		out, err := rc.registry.Accept(ctx, dc, v.Sender)
+		if err != nil {
+			return nil, err
+		}
+		v.Outcome = out
 	}
 	return v, nil
 }

@@ -52,6 +52,8 @@ func Status(err error) int {
 		return http.StatusConflict
 	case errcode.ResponseNotSignable:
 		return http.StatusNotImplemented
+	case errcode.TooManyDialogs:
+		return http.StatusTooManyRequests
 	case errcode.InvalidDialogContext:
 		return http.StatusBadRequest
 	case errcode.Internal, errcode.Unmapped:
