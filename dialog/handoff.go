@@ -64,7 +64,7 @@ func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified) error {
 	r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if err != nil {
-		return errcode.Unavailable(errcode.InvalidRequest, err, "reading the body")
+		return errcode.Wrap(errcode.InvalidRequest, err, "the request body could not be read") // the client's broken body: a failed check
 	}
 	if len(body) > MaxHandoffBody {
 		return errcode.New(errcode.BodyTooLarge, "body over %d octets", MaxHandoffBody)
