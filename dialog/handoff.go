@@ -9,6 +9,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 )
 
 // MaxHandoffBody bounds the body read to find a handoff.
@@ -26,14 +27,14 @@ func JSONRPCHandoff(body []byte) (*handoff.Handoff, error) {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if len(bytes.TrimSpace(body)) == 0 || json.Unmarshal(body, &env) != nil || env.Method == "" || len(env.Params) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 || exactjson.Unmarshal(body, &env) != nil || env.Method == "" || len(env.Params) == 0 {
 		return nil, nil // not JSON-RPC: no handoff can ride in it
 	}
 	if strings.HasPrefix(env.Method, "message/") {
 		var p struct {
 			Message json.RawMessage `json:"message"`
 		}
-		if err := json.Unmarshal(env.Params, &p); err != nil || len(p.Message) == 0 {
+		if err := exactjson.Unmarshal(env.Params, &p); err != nil || len(p.Message) == 0 {
 			return nil, errcode.New(errcode.InvalidRequest, "A2A params without a message")
 		}
 		return handoff.A2AMessageHandoff(p.Message)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 	"github.com/dialogtrust/dialogtrust/store"
 )
 
@@ -304,7 +305,7 @@ func (r *Registry) Lookup(ctx context.Context, dlg string) (*Record, error) {
 
 func decodeRecord(b []byte) (*Record, error) {
 	var rec Record
-	if err := json.Unmarshal(b, &rec); err != nil {
+	if err := exactjson.Unmarshal(b, &rec); err != nil {
 		return nil, errcode.Unavailable(errcode.StoreUnavailable, err, "dialog record is unreadable")
 	}
 	return &rec, nil

@@ -14,6 +14,7 @@ import (
 	"net/http"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 )
 
 // TypeBase prefixes the code to form the problem "type" URI.
@@ -87,7 +88,7 @@ func Write(w http.ResponseWriter, err error) {
 // code). It returns an *errcode.Error carrying the remote code and kind.
 func Read(status int, body []byte) error {
 	var d Details
-	if err := json.Unmarshal(body, &d); err != nil || d.Code == "" {
+	if err := exactjson.Unmarshal(body, &d); err != nil || d.Code == "" {
 		return errcode.New(errcode.Unmapped, "HTTP %d without a problem document", status)
 	}
 	kind := errcode.Failed
