@@ -31,7 +31,6 @@ func upper(claims map[string]any, names ...string) map[string]any {
 	return out
 }
 
-
 // RFC 7519 section 4: claim names are case-sensitive. Each token kind the project reads
 // is offered with its claims spelled in upper case, through the path that reads it: each
 // is refused (an upper-cased required claim is never read as the claim).
