@@ -312,7 +312,7 @@ func (v *Verifier) verify(ctx context.Context, m *message, rawWIT, reqNonce stri
 			return nil, errcode.New(errcode.RequestNonceMismatch, "wimse-req-nonce is not this client's request nonce")
 		}
 	} else if _, ok := v.audiences[sp.audience]; !ok {
-		return nil, errcode.New(errcode.AudienceMismatch, "wimse-aud %q is not an accepted audience", truncate(sp.audience))
+		return nil, errcode.New(errcode.AudienceMismatch, "wimse-aud %q is not an accepted audience", errcode.Cut(sp.audience))
 	}
 
 	// 3. SIG-3, covered components, parsed into an array on the stack (a WIMSE request

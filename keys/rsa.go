@@ -106,11 +106,11 @@ func fromRSAJWK(j jwk.Key, p RSAPolicy) (*PublicKey, error) {
 		alg = a.String()
 	}
 	if alg == "" {
-		return nil, errcode.New(errcode.InvalidKey, `RSA JWK %q has no "alg" and no default is configured: every key is pinned to one algorithm`, j.KeyID())
+		return nil, errcode.New(errcode.InvalidKey, `RSA JWK %q has no "alg" and no default is configured: every key is pinned to one algorithm`, errcode.Cut(j.KeyID()))
 	}
 	f := FamilyOf(alg)
 	if !f.IsRSA() {
-		return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not fit an RSA key (RS256 or PS256)", alg)
+		return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not fit an RSA key (RS256 or PS256)", errcode.Cut(alg))
 	}
 	var raw any
 	if err := j.Raw(&raw); err != nil {

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/internal/exactjson"
@@ -19,6 +20,9 @@ import (
 
 // TypeBase prefixes the code to form the problem "type" URI.
 const TypeBase = "urn:dialogtrust:error:"
+
+// MaxDetail bounds the detail of a problem document, in octets.
+const MaxDetail = 1024
 
 // Details is the problem document.
 type Details struct {
@@ -71,6 +75,15 @@ func From(err error) Details {
 	var e *errcode.Error
 	if errors.As(err, &e) && status != http.StatusInternalServerError {
 		d.Detail = e.Detail
+		// Details quote sender-chosen strings through errcode.Cut; this bounds the whole
+		// in case one does not.
+		if len(d.Detail) > MaxDetail {
+			i := MaxDetail
+			for i > 0 && !utf8.RuneStart(d.Detail[i]) {
+				i--
+			}
+			d.Detail = d.Detail[:i] + "..."
+		}
 	}
 	return d
 }

@@ -73,7 +73,7 @@ func Discover(ctx context.Context, hc *http.Client, baseURL string) (*Metadata, 
 	for _, link := range []string{md.WITEndpoint, md.JWKSURI} {
 		l, err := url.Parse(link)
 		if err != nil || l.Scheme != base.Scheme || l.Host != base.Host {
-			return nil, errcode.New(errcode.IssuerMismatch, "metadata link %q is not on %s://%s", link, base.Scheme, base.Host)
+			return nil, errcode.New(errcode.IssuerMismatch, "metadata link %q is not on %s://%s", errcode.Cut(link), base.Scheme, base.Host)
 		}
 	}
 	if md.Issuer == "" {

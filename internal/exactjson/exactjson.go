@@ -6,12 +6,13 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
 )
 
 // NameError reports a member whose name differs from a field's name only in case.
 type NameError struct {
-	Name  string // as received (at most 64 octets)
+	Name  string // as received, cut with errcode.Cut
 	Field string // the field's name
 }
 
@@ -245,7 +246,7 @@ func (s *scanner) object(t reflect.Type, depth int) error {
 			} else {
 				for _, n := range fs.names {
 					if strings.EqualFold(n, name) {
-						return &NameError{Name: cut(name), Field: n}
+						return &NameError{Name: errcode.Cut(name), Field: n}
 					}
 				}
 				next = nil
@@ -294,16 +295,4 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 		}
 	}
 	return nil, false, syntaxError{}
-}
-
-func cut(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	i := max
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "..."
 }
