@@ -42,6 +42,23 @@ func JSONRPCHandoff(body []byte) (*handoff.Handoff, error) {
 	return handoff.MCPRequestHandoff(env.Params)
 }
 
+// hostDialog returns the host protocol's dialog identifier of a JSON-RPC body: the
+// contextId of an A2A message ("" when there is none, or for MCP, which carries none).
+func hostDialog(body []byte) string {
+	var env struct {
+		Method string `json:"method"`
+		Params struct {
+			Message struct {
+				ContextID string `json:"contextId"`
+			} `json:"message"`
+		} `json:"params"`
+	}
+	if exactjson.Unmarshal(body, &env) != nil || !strings.HasPrefix(env.Method, "message/") {
+		return ""
+	}
+	return env.Params.Message.ContextID
+}
+
 // WithHandoffs makes the receiver check a signed handoff that travels with a request
 // (handoff-context section 5 with 5.7): its dialog must be the request's Dialog-Context
 // dlg, and its grant the digest of the credential that arrived with the request: the
@@ -75,8 +92,20 @@ func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified) error {
 		return err
 	}
 	in := handoff.Inbound{Handoff: h, AuthenticatedSender: v.Sender.String()}
-	if v.Context != nil {
+	// Step 5 (handoff-context 5.1): the offer's dialog is the dialog of the message that
+	// carries it. The message names it in Dialog-Context, in the host protocol (A2A
+	// contextId), or both, which must then agree; a message that names none cannot be
+	// checked and is refused rather than let through unchecked.
+	host := hostDialog(body)
+	switch {
+	case v.Context != nil && host != "" && host != v.Context.DLG():
+		return errcode.New(errcode.HandoffPolicy, "the message's contextId %q is not its Dialog-Context dlg %q", errcode.Cut(host), v.Context.DLG())
+	case v.Context != nil:
 		in.Dialog = v.Context.DLG()
+	case host != "":
+		in.Dialog = host
+	default:
+		return errcode.New(errcode.HandoffPolicy, "the message names no dialog (no Dialog-Context, no contextId): the offer's dialog cannot be checked")
 	}
 	switch {
 	case v.TxnToken != "":
