@@ -26,7 +26,8 @@ func NewDialogID() string { return rand.Text() }
 // dialog's first input, so establishing adds no round trip) and returns the response
 // and the dialog context. The server's signed response must echo exactly the proposed
 // context (section 5); the Transport checks that for signed responses, and Start also
-// refuses an unsigned answer that echoes another context. dlg "" picks a fresh one.
+// refuses a successful unsigned answer that echoes another context or none.
+// dlg "" picks a fresh one.
 func (a *Agent) Start(ctx context.Context, req *http.Request, dlg string) (*http.Response, *dialog.Context, error) {
 	if dlg == "" {
 		dlg = NewDialogID()
@@ -40,8 +41,17 @@ func (a *Agent) Start(ctx context.Context, req *http.Request, dlg string) (*http
 		return nil, nil, err
 	}
 	if res.StatusCode < 300 {
+		// Section 5: the initiator checks the context the server accepted. An answer
+		// that echoes none, or a malformed one, cannot be checked and is refused.
 		got, err := dialog.FromHeader(res.Header)
-		if err == nil && got != nil && !got.Equal(dc) {
+		switch {
+		case err != nil:
+			res.Body.Close()
+			return nil, nil, err
+		case got == nil:
+			res.Body.Close()
+			return nil, nil, errcode.New(errcode.DialogContextMismatch, "the server's answer echoes no Dialog-Context: the accepted context cannot be checked")
+		case !got.Equal(dc):
 			res.Body.Close()
 			return nil, nil, errcode.New(errcode.DialogContextMismatch, "the server accepted a different Dialog-Context than proposed")
 		}

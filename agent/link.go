@@ -3,7 +3,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
@@ -196,7 +196,7 @@ func dialogOf(txn string) string {
 			Dlg string `json:"dlg"`
 		} `json:"tctx"`
 	}
-	if json.Unmarshal(t.Payload, &c) != nil {
+	if exactjson.Unmarshal(t.Payload, &c) != nil {
 		return ""
 	}
 	return c.Tctx.Dlg

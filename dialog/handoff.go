@@ -9,6 +9,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 )
 
 // MaxHandoffBody bounds the body read to find a handoff.
@@ -26,19 +27,36 @@ func JSONRPCHandoff(body []byte) (*handoff.Handoff, error) {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if len(bytes.TrimSpace(body)) == 0 || json.Unmarshal(body, &env) != nil || env.Method == "" || len(env.Params) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 || exactjson.Unmarshal(body, &env) != nil || env.Method == "" || len(env.Params) == 0 {
 		return nil, nil // not JSON-RPC: no handoff can ride in it
 	}
 	if strings.HasPrefix(env.Method, "message/") {
 		var p struct {
 			Message json.RawMessage `json:"message"`
 		}
-		if err := json.Unmarshal(env.Params, &p); err != nil || len(p.Message) == 0 {
+		if err := exactjson.Unmarshal(env.Params, &p); err != nil || len(p.Message) == 0 {
 			return nil, errcode.New(errcode.InvalidRequest, "A2A params without a message")
 		}
 		return handoff.A2AMessageHandoff(p.Message)
 	}
 	return handoff.MCPRequestHandoff(env.Params)
+}
+
+// hostDialog returns the host protocol's dialog identifier of a JSON-RPC body: the
+// contextId of an A2A message ("" when there is none, or for MCP, which carries none).
+func hostDialog(body []byte) string {
+	var env struct {
+		Method string `json:"method"`
+		Params struct {
+			Message struct {
+				ContextID string `json:"contextId"`
+			} `json:"message"`
+		} `json:"params"`
+	}
+	if exactjson.Unmarshal(body, &env) != nil || !strings.HasPrefix(env.Method, "message/") {
+		return ""
+	}
+	return env.Params.Message.ContextID
 }
 
 // WithHandoffs makes the receiver check a signed handoff that travels with a request
@@ -64,7 +82,7 @@ func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified) error {
 	r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if err != nil {
-		return errcode.Unavailable(errcode.InvalidRequest, err, "reading the body")
+		return errcode.Wrap(errcode.InvalidRequest, err, "the request body could not be read") // the client's broken body: a failed check
 	}
 	if len(body) > MaxHandoffBody {
 		return errcode.New(errcode.BodyTooLarge, "body over %d octets", MaxHandoffBody)
@@ -74,8 +92,20 @@ func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified) error {
 		return err
 	}
 	in := handoff.Inbound{Handoff: h, AuthenticatedSender: v.Sender.String()}
-	if v.Context != nil {
+	// Step 5 (handoff-context 5.1): the offer's dialog is the dialog of the message that
+	// carries it. The message names it in Dialog-Context, in the host protocol (A2A
+	// contextId), or both, which must then agree; a message that names none cannot be
+	// checked and is refused rather than let through unchecked.
+	host := hostDialog(body)
+	switch {
+	case v.Context != nil && host != "" && host != v.Context.DLG():
+		return errcode.New(errcode.HandoffPolicy, "the message's contextId %q is not its Dialog-Context dlg %q", errcode.Cut(host), v.Context.DLG())
+	case v.Context != nil:
 		in.Dialog = v.Context.DLG()
+	case host != "":
+		in.Dialog = host
+	default:
+		return errcode.New(errcode.HandoffPolicy, "the message names no dialog (no Dialog-Context, no contextId): the offer's dialog cannot be checked")
 	}
 	switch {
 	case v.TxnToken != "":

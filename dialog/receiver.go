@@ -104,11 +104,12 @@ func WithHTTPSignatures(v *httpsig.Verifier) ReceiverOption { return func(r *Rec
 func WithWPT(v *wpt.Verifier) ReceiverOption { return func(r *Receiver) { r.wpt = v } }
 
 // WithTxnTokens validates Txn-Tokens with v. Without it a request carrying a Txn-Token
-// is refused: the receiver could not check it (section 12 step 3).
+// is refused as could not be completed: the receiver could not check it (section 12
+// step 3).
 func WithTxnTokens(v TxnTokenVerifier) ReceiverOption { return func(r *Receiver) { r.txn = v } }
 
 // WithProvenance verifies earlier hops' records with v (section 9). Without it a request
-// carrying provenance is refused rather than half-checked.
+// carrying provenance is refused (could not be completed) rather than half-checked.
 func WithProvenance(v *ProvenanceVerifier) ReceiverOption { return func(r *Receiver) { r.prov = v } }
 
 // WithRegistry makes the receiver a stateful participant that creates and tracks
@@ -191,7 +192,9 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 		// Step 2: earlier hops' proofs, whose origin must be the initiator.
 		if len(provValues) == 1 {
 			if rc.prov == nil {
-				return nil, errcode.New(errcode.InvalidProvenance, "provenance is not accepted here")
+				// Section 12: the check could not be performed here, which is not a
+				// failed check of the sender's provenance.
+				return nil, errcode.Unavailable(errcode.InvalidProvenance, nil, "no provenance verifier is configured, so the provenance cannot be checked")
 			}
 			p, err := ParseProvenance(provValues[0])
 			if err != nil {
@@ -207,11 +210,11 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 			return nil, errcode.New(errcode.InitiatorMismatch, "the initiator %s is not proved: the sender is %s and no provenance leads back to the initiator", dc.Initiator(), v.Sender)
 		}
 		if rc.registry != nil {
-			out, err := rc.registry.Accept(ctx, dc, v.Sender)
-			if err != nil {
+			// Section 5 is checked here, but the dialog is established only once
+			// every check has passed (below): a refused request takes no dialog.
+			if _, err := rc.registry.Check(ctx, dc, v.Sender); err != nil {
 				return nil, err
 			}
-			v.Outcome = out
 		}
 	} else if len(provValues) == 1 {
 		return nil, errcode.New(errcode.InvalidProvenance, "provenance without a Dialog-Context")
@@ -226,7 +229,7 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 		return nil, errcode.New(errcode.MissingCredential, "this endpoint requires a Txn-Token")
 	case len(txnValues) == 1:
 		if rc.txn == nil {
-			return nil, errcode.New(errcode.UntrustedIssuer, "no Txn-Token verifier is configured, so the Txn-Token cannot be checked")
+			return nil, errcode.Unavailable(errcode.UntrustedIssuer, nil, "no Txn-Token verifier is configured, so the Txn-Token cannot be checked")
 		}
 		raw := strings.TrimSpace(txnValues[0])
 		claims, err := rc.txn.Verify(ctx, raw)
@@ -249,6 +252,15 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 		if err := rc.receiveHandoff(r, v); err != nil {
 			return nil, err
 		}
+	}
+	if dc != nil && rc.registry != nil {
+		// The side effect, last. Accept is atomic: of two requests proposing one new
+		// dialog, the second is refused here even though both passed Check.
+		out, err := rc.registry.Accept(ctx, dc, v.Sender)
+		if err != nil {
+			return nil, err
+		}
+		v.Outcome = out
 	}
 	return v, nil
 }

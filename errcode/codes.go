@@ -195,6 +195,10 @@ const (
 	// DialogContextMismatch: a signed response echoes a Dialog-Context other than the
 	// request's (section 7), or the accepted context differs from the proposed one (5).
 	DialogContextMismatch Code = "dialog_context_mismatch"
+	// TooManyDialogs: the sender already holds as many live dialogs at this participant
+	// as it may (dialog.WithMaxDialogsPerSender); it establishes no more until some
+	// expire (section 5). HTTP 429.
+	TooManyDialogs Code = "too_many_dialogs"
 )
 
 // Codes for the Transaction Token Service (package tts, issue 4; oauth.md section 1).

@@ -3,6 +3,7 @@ package errcode
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Code is a stable, documented, machine-readable rejection reason.
@@ -94,3 +95,22 @@ func KindOf(err error) Kind {
 
 // Is reports whether err carries code.
 func Is(err error, code Code) bool { return CodeOf(err) == code }
+
+// MaxEchoed is how many octets of a string chosen by the sender (a kid, an alg, a claim
+// value, a member name) a detail or a log line repeats.
+const MaxEchoed = 64
+
+// Cut keeps sender-chosen text in error details and log lines short: s itself when it
+// has at most MaxEchoed octets, else its first MaxEchoed octets (cut at a character
+// boundary) and "...". Every detail that quotes such a string passes it through Cut, so
+// a 4 KB kid is never sent back or logged whole.
+func Cut(s string) string {
+	if len(s) <= MaxEchoed {
+		return s
+	}
+	i := MaxEchoed
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "..."
+}

@@ -100,7 +100,7 @@ func parseComponent(it httpsfv.Item, response bool) (component, error) {
 	// precomputed: one map lookup instead of a scan and a canonicalization.
 	k, known := common[name]
 	if !known && !validName(name) {
-		return component{}, errcode.New(errcode.ParseError, "covered component %q is not a lowercase field name or derived component", truncate(name))
+		return component{}, errcode.New(errcode.ParseError, "covered component %q is not a lowercase field name or derived component", errcode.Cut(name))
 	}
 	c := component{name: name}
 	for _, p := range it.Params.Names() {
@@ -109,7 +109,7 @@ func parseComponent(it httpsfv.Item, response bool) (component, error) {
 			// ;sf, ;key, ;bs, ;tr and ;name change how a value is computed; the profile
 			// needs none of them (an intermediary's signature may use them, but it is
 			// never parsed this far).
-			return component{}, errcode.New(errcode.UnsupportedComponent, "component parameter %q on %s is not supported", truncate(p), c.id())
+			return component{}, errcode.New(errcode.UnsupportedComponent, "component parameter %q on %s is not supported", errcode.Cut(p), c.id())
 		}
 		c.req = true
 	}
@@ -150,11 +150,11 @@ func parseComponent(it httpsfv.Item, response bool) (component, error) {
 func parseComponentID(s string, response bool) (component, error) {
 	it, err := httpsfv.UnmarshalItem([]string{s})
 	if err != nil {
-		return component{}, errcode.Wrap(errcode.InvalidRequest, err, "component identifier %q", truncate(s))
+		return component{}, errcode.Wrap(errcode.InvalidRequest, err, "component identifier %q", errcode.Cut(s))
 	}
 	c, err := parseComponent(it, response)
 	if err != nil {
-		return component{}, errcode.Wrap(errcode.InvalidRequest, err, "component identifier %q", truncate(s))
+		return component{}, errcode.Wrap(errcode.InvalidRequest, err, "component identifier %q", errcode.Cut(s))
 	}
 	return c, nil
 }
@@ -397,13 +397,4 @@ func signatureBase(m *message, comps []component, sigParams string) ([]byte, err
 	b = append(b, `"@signature-params": `...)
 	b = append(b, sigParams...)
 	return b, nil
-}
-
-// truncate keeps attacker-chosen text in error details short.
-func truncate(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
 }

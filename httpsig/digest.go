@@ -40,7 +40,12 @@ func contentDigest(body []byte) (string, error) {
 
 // readBody reads a received body, at most max octets, and returns it with a fresh reader
 // over the same octets for the handler. A nil or http.NoBody body is no content.
-func readBody(body io.ReadCloser, contentLength, max int64) ([]byte, io.ReadCloser, error) {
+//
+// A request body that cannot be read (shorter than its Content-Length, a malformed
+// chunk) is the client's broken message: a failed check (invalid_request, 400), never
+// "could not be completed". A response body that breaks off is the connection to the
+// server failing: that check could not be completed.
+func readBody(body io.ReadCloser, contentLength, max int64, response bool) ([]byte, io.ReadCloser, error) {
 	if body == nil || body == http.NoBody {
 		return nil, body, nil
 	}
@@ -56,7 +61,10 @@ func readBody(body io.ReadCloser, contentLength, max int64) ([]byte, io.ReadClos
 		if err == errOverLimit || errors.As(err, &tooLarge) {
 			return nil, http.NoBody, errcode.New(errcode.BodyTooLarge, "body is longer than %d octets", max)
 		}
-		return nil, http.NoBody, errcode.Unavailable(errcode.InvalidRequest, err, "the body could not be read")
+		if response {
+			return nil, http.NoBody, errcode.Unavailable(errcode.InvalidRequest, err, "the response body could not be read")
+		}
+		return nil, http.NoBody, errcode.Wrap(errcode.InvalidRequest, err, "the request body could not be read")
 	}
 	return b, &bodyReader{Reader: *bytes.NewReader(b)}, nil
 }
@@ -119,24 +127,40 @@ func readAll(r io.Reader, contentLength, max int64) ([]byte, error) {
 // a byte sequence, is parse_error; no such member, or a digest that differs, is
 // content_digest_mismatch. Members of other algorithms are ignored.
 func checkContentDigest(h http.Header, body []byte) error {
+	d, err := parseContentDigest(h)
+	if err != nil {
+		return err
+	}
+	return d.check(body)
+}
+
+// receivedDigest is a parsed Content-Digest field: the sha-256 and sha-512 members
+// present (in digestSchemes order), and whether the field is there at all.
+type receivedDigest struct {
+	present bool
+	got     [2][]byte
+	has     [2]bool
+}
+
+// parseContentDigest is the part of SIG-4 that needs only the field: its bound, its
+// syntax and the type of its members. The verifier runs it before the signature, the
+// comparison with the body after.
+func parseContentDigest(h http.Header) (receivedDigest, error) {
+	var rd receivedDigest
 	vals := h[headerContentDigest]
 	if len(vals) == 0 {
-		if len(body) > 0 {
-			return errcode.New(errcode.MissingComponent, "the message has content but no Content-Digest")
-		}
-		return nil
+		return rd, nil
 	}
+	rd.present = true
 	if err := checkSize(headerContentDigest, vals, maxDigestFieldSize); err != nil {
-		return err
+		return rd, err
 	}
 	d, err := httpsfv.UnmarshalDictionary(vals)
 	if err != nil {
-		return errcode.Wrap(errcode.ParseError, err, "Content-Digest is not an RFC 8941 dictionary")
+		return rd, errcode.Wrap(errcode.ParseError, err, "Content-Digest is not an RFC 8941 dictionary")
 	}
 	// Every recognized member is checked for its type before any digest is compared, so
 	// that a malformed member is parse_error whatever the other members hold.
-	var got [2][]byte
-	var has [2]bool
 	for i, s := range digestSchemes {
 		m, ok := d.Get(s)
 		if !ok {
@@ -144,24 +168,35 @@ func checkContentDigest(h http.Header, body []byte) error {
 		}
 		it, ok := m.(httpsfv.Item)
 		if !ok {
-			return errcode.New(errcode.ParseError, "Content-Digest %s is not a byte sequence", s)
+			return rd, errcode.New(errcode.ParseError, "Content-Digest %s is not a byte sequence", s)
 		}
 		b, ok := it.Value.([]byte)
 		if !ok {
-			return errcode.New(errcode.ParseError, "Content-Digest %s is not a byte sequence", s)
+			return rd, errcode.New(errcode.ParseError, "Content-Digest %s is not a byte sequence", s)
 		}
-		got[i], has[i] = b, true
+		rd.got[i], rd.has[i] = b, true
 	}
-	if !has[0] && !has[1] {
+	return rd, nil
+}
+
+// check compares the parsed field with the content received.
+func (rd receivedDigest) check(body []byte) error {
+	if !rd.present {
+		if len(body) > 0 {
+			return errcode.New(errcode.MissingComponent, "the message has content but no Content-Digest")
+		}
+		return nil
+	}
+	if !rd.has[0] && !rd.has[1] {
 		return errcode.New(errcode.ContentDigestMismatch, "Content-Digest has no sha-256 or sha-512 member")
 	}
-	if has[0] {
-		if sum := sha256.Sum256(body); !bytes.Equal(got[0], sum[:]) {
+	if rd.has[0] {
+		if sum := sha256.Sum256(body); !bytes.Equal(rd.got[0], sum[:]) {
 			return errDigestMismatch(digestSchemes[0])
 		}
 	}
-	if has[1] {
-		if sum := sha512.Sum512(body); !bytes.Equal(got[1], sum[:]) {
+	if rd.has[1] {
+		if sum := sha512.Sum512(body); !bytes.Equal(rd.got[1], sum[:]) {
 			return errDigestMismatch(digestSchemes[1])
 		}
 	}

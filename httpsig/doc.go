@@ -95,13 +95,17 @@
 //  5. WIT (SIG-2): exactly one Workload-Identity-Token field (missing_credential,
 //     duplicate_field), validated with the wit.Validator (its codes) before the signature
 //     is verified.
-//  6. Content (SIG-4): the body is read up to the limit (one octet more is
-//     body_too_large) and put back for the handler. If the message has content or
-//     carries Content-Digest, the digest is recomputed over the octets received: content
-//     without Content-Digest is missing_component, a malformed field parse_error, a
-//     digest that does not match (or no sha-256/sha-512 member) content_digest_mismatch.
-//  7. Signature (SIG-5): the base is rebuilt (missing_component,
+//  6. Signature (SIG-5): the base is rebuilt (missing_component,
 //     invalid_component_value) and verified with the WIT's cnf key: invalid_signature.
+//     It covers Content-Digest, not the content, so it is verified before the body is
+//     read: without the key nobody makes the verifier read a body.
+//  7. Content (SIG-4): the body is read up to the limit (one octet more is
+//     body_too_large) and put back for the handler; a request body that cannot be read
+//     (shorter than its Content-Length, a malformed chunk) is invalid_request, a failed
+//     check. If the message has content or carries Content-Digest, the digest is
+//     recomputed over the octets received: content without Content-Digest is
+//     missing_component, a malformed field parse_error, a digest that does not match (or
+//     no sha-256/sha-512 member) content_digest_mismatch.
 //  8. Replay (SIG-8), when WithReplay is set: the nonce is claimed once until expires +
 //     skew; replayed, or the store's Incomplete error (store_unavailable).
 //

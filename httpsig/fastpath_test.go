@@ -153,7 +153,7 @@ func TestReadBodyLimit(t *testing.T) {
 		data := bytes.Repeat([]byte("z"), size)
 		for _, chunk := range []int{1, 7, 512, 1 << 20} {
 			for _, cl := range []int64{-1, int64(size), 0, 10} {
-				got, rc, err := readBody(&chunkReader{data: data, n: chunk}, cl, max)
+				got, rc, err := readBody(&chunkReader{data: data, n: chunk}, cl, max, false)
 				if size > max {
 					wantCode(t, err, errcode.BodyTooLarge)
 					continue
@@ -169,11 +169,18 @@ func TestReadBodyLimit(t *testing.T) {
 			}
 		}
 	}
-	_, _, err := readBody(io.NopCloser(http.MaxBytesReader(nil, readCloser("0123456789"), 5)), -1, max)
+	_, _, err := readBody(io.NopCloser(http.MaxBytesReader(nil, readCloser("0123456789"), 5)), -1, max, false)
 	wantCode(t, err, errcode.BodyTooLarge)
-	_, _, err = readBody(&chunkReader{data: []byte("abc"), n: 2, err: errDown}, -1, max)
+	_, _, err = readBody(&chunkReader{data: []byte("abc"), n: 2, err: errDown}, -1, max, false)
 	wantCode(t, err, errcode.InvalidRequest)
-	_, _, err = readBody(readCloser("abc"), -1, math.MaxInt64)
+	if errcode.KindOf(err) != errcode.Failed {
+		t.Fatalf("a request body that cannot be read is %v, want a failed check", errcode.KindOf(err))
+	}
+	_, _, err = readBody(&chunkReader{data: []byte("abc"), n: 2, err: errDown}, -1, max, true)
+	if errcode.KindOf(err) != errcode.Incomplete {
+		t.Fatalf("a response body that breaks off is %v, want could not be completed", errcode.KindOf(err))
+	}
+	_, _, err = readBody(readCloser("abc"), -1, math.MaxInt64, false)
 	mustOK(t, err)
 }
 

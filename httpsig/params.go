@@ -170,7 +170,7 @@ func selectSignature(h http.Header, maxSize int) (received, error) {
 	m, _ := dict.Get(label)
 	il, ok := m.(httpsfv.InnerList)
 	if !ok {
-		return received{}, errcode.New(errcode.ParseError, "Signature-Input member %q is not an inner list", truncate(label))
+		return received{}, errcode.New(errcode.ParseError, "Signature-Input member %q is not an inner list", errcode.Cut(label))
 	}
 	if il.Params == nil {
 		il.Params = httpsfv.NewParams()
@@ -182,15 +182,15 @@ func selectSignature(h http.Header, maxSize int) (received, error) {
 	}
 	sm, ok := sdict.Get(label)
 	if !ok {
-		return received{}, errcode.New(errcode.MalformedSignature, "no Signature member for label %q", truncate(label))
+		return received{}, errcode.New(errcode.MalformedSignature, "no Signature member for label %q", errcode.Cut(label))
 	}
 	it, ok := sm.(httpsfv.Item)
 	if !ok {
-		return received{}, errcode.New(errcode.MalformedSignature, "Signature member %q is not a byte sequence", truncate(label))
+		return received{}, errcode.New(errcode.MalformedSignature, "Signature member %q is not a byte sequence", errcode.Cut(label))
 	}
 	sig, ok := it.Value.([]byte)
 	if !ok {
-		return received{}, errcode.New(errcode.MalformedSignature, "Signature member %q is not a byte sequence", truncate(label))
+		return received{}, errcode.New(errcode.MalformedSignature, "Signature member %q is not a byte sequence", errcode.Cut(label))
 	}
 	// ES256 (raw r||s) and Ed25519 signatures are both 64 octets.
 	if len(sig) != 64 {
@@ -264,7 +264,7 @@ func checkParams(p *httpsfv.Params, response bool) (sigParams, error) {
 		return sp, err
 	}
 	if sp.tag != Tag {
-		return sp, errcode.New(errcode.WrongTag, "tag %q is not %q", truncate(sp.tag), Tag)
+		return sp, errcode.New(errcode.WrongTag, "tag %q is not %q", errcode.Cut(sp.tag), Tag)
 	}
 	for _, f := range []string{paramKeyID, paramAlg} {
 		if _, ok := p.Get(f); ok {
@@ -354,7 +354,7 @@ func signatureFields(label string, il httpsfv.InnerList, sig []byte) (string, st
 	d.Add(label, il)
 	si, err := httpsfv.Marshal(d)
 	if err != nil {
-		return "", "", errcode.Wrap(errcode.InvalidRequest, err, "label %q is not an RFC 8941 key", truncate(label))
+		return "", "", errcode.Wrap(errcode.InvalidRequest, err, "label %q is not an RFC 8941 key", errcode.Cut(label))
 	}
 	s, err := signatureField(label, sig)
 	if err != nil {

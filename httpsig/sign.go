@@ -250,7 +250,7 @@ func (s *Signer) check() error {
 		return errcode.New(errcode.InvalidRequest, "signer has no usable WIT")
 	}
 	if !validLabel(s.label) {
-		return errcode.New(errcode.InvalidRequest, "label %q is not an RFC 8941 key", truncate(s.label))
+		return errcode.New(errcode.InvalidRequest, "label %q is not an RFC 8941 key", errcode.Cut(s.label))
 	}
 	if s.ttl < time.Second {
 		return errcode.New(errcode.InvalidRequest, "signature TTL %v is under one second", s.ttl)

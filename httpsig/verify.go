@@ -312,7 +312,7 @@ func (v *Verifier) verify(ctx context.Context, m *message, rawWIT, reqNonce stri
 			return nil, errcode.New(errcode.RequestNonceMismatch, "wimse-req-nonce is not this client's request nonce")
 		}
 	} else if _, ok := v.audiences[sp.audience]; !ok {
-		return nil, errcode.New(errcode.AudienceMismatch, "wimse-aud %q is not an accepted audience", truncate(sp.audience))
+		return nil, errcode.New(errcode.AudienceMismatch, "wimse-aud %q is not an accepted audience", errcode.Cut(sp.audience))
 	}
 
 	// 3. SIG-3, covered components, parsed into an array on the stack (a WIMSE request
@@ -359,18 +359,16 @@ func (v *Verifier) verify(ctx context.Context, m *message, rawWIT, reqNonce stri
 		return nil, err
 	}
 
-	// 6. SIG-4: the content, bounded, against Content-Digest. The body is put back for
-	// the handler whatever the outcome.
-	content, rc, err := readBody(*body, contentLength, v.maxBody)
-	*body = rc
+	// The Content-Digest field (bound, syntax) is checked with the other fields; the
+	// body it names is compared after the signature (step 7).
+	digest, err := parseContentDigest(m.header)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkContentDigest(m.header, content); err != nil {
-		return nil, err
-	}
 
-	// 7. SIG-5: rebuild the base over the received parameters and verify with cnf.jwk.
+	// 6. SIG-5: rebuild the base over the received parameters and verify with cnf.jwk.
+	// The signature covers Content-Digest, not the content, so it is verified before
+	// the body is read: nobody without the key makes a receiver read a body.
 	sigParams, err := httpsfv.Marshal(rcv.input)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.ParseError, err, "Signature-Input member cannot be serialized")
@@ -381,6 +379,17 @@ func (v *Verifier) verify(ctx context.Context, m *message, rawWIT, reqNonce stri
 	}
 	if !w.Key.Verify(base, rcv.sig) {
 		return nil, errcode.New(errcode.InvalidSignature, "signature does not verify with the key of WIT %s", wit.Hash(rawWIT))
+	}
+
+	// 7. SIG-4: the content, bounded, against the Content-Digest just authenticated.
+	// The body is put back for the handler whatever the outcome.
+	content, rc, err := readBody(*body, contentLength, v.maxBody, m.response)
+	*body = rc
+	if err != nil {
+		return nil, err
+	}
+	if err := digest.check(content); err != nil {
+		return nil, err
 	}
 
 	// 8. SIG-8: claim the nonce last, so that only authenticated messages spend one.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 )
 
 // NumericDate is an RFC 7519 NumericDate. Fractions are truncated.
@@ -125,9 +126,11 @@ func CheckTimes(r TimeRules, exp, nbf, iat *NumericDate) error {
 }
 
 // DecodeClaims unmarshals an authenticated payload into v, mapping errors to codes.
-// A claim whose UnmarshalJSON returned an *errcode.Error keeps its code.
+// A claim whose UnmarshalJSON returned an *errcode.Error keeps its code. Claim names
+// match exactly (RFC 7519 section 4): a name that equals a claim of v only under case
+// folding ("AUD") is invalid_encoding, never read as the claim (package exactjson).
 func DecodeClaims(payload []byte, v any) error {
-	if err := json.Unmarshal(payload, v); err != nil {
+	if err := exactjson.Unmarshal(payload, v); err != nil {
 		if c := errcode.CodeOf(err); c != errcode.Unmapped {
 			return err
 		}

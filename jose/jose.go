@@ -291,7 +291,7 @@ func checkNoDuplicateMembers(b []byte) error {
 		}
 		name, _ := k.(string)
 		if _, dup := seen[name]; dup {
-			return errcode.New(errcode.InvalidEncoding, "header member %q appears twice", name)
+			return errcode.New(errcode.InvalidEncoding, "header member %q appears twice", errcode.Cut(name))
 		}
 		seen[name] = struct{}{}
 		var skip json.RawMessage
@@ -368,7 +368,7 @@ func (t *Token) CheckHeader(opts Options) error {
 		return errcode.New(errcode.WrongType, "verifier has no expected typ")
 	}
 	if _, ok := t.header["typ"]; ok && !TypeMatches(t.Typ, opts.Typ) || !ok && !opts.AllowUntyped {
-		return errcode.New(errcode.WrongType, "typ %q, want %q", t.Typ, opts.Typ)
+		return errcode.New(errcode.WrongType, "typ %q, want %q", errcode.Cut(t.Typ), opts.Typ)
 	}
 	if _, ok := t.header["crit"]; ok {
 		return errcode.New(errcode.UnsupportedCritical, "crit header is not supported")
@@ -379,7 +379,7 @@ func (t *Token) CheckHeader(opts Options) error {
 		}
 	}
 	if f := keys.FamilyOf(t.Alg); f == keys.FamilyNone || keys.IsForbiddenAlg(t.Alg) || f.IsRSA() && !opts.RSA {
-		return errcode.New(errcode.UnsupportedAlg, "alg %q is not accepted", t.Alg)
+		return errcode.New(errcode.UnsupportedAlg, "alg %q is not accepted", errcode.Cut(t.Alg))
 	}
 	if len(opts.Algs) > 0 {
 		ok := false
@@ -390,7 +390,7 @@ func (t *Token) CheckHeader(opts Options) error {
 			}
 		}
 		if !ok {
-			return errcode.New(errcode.UnsupportedAlg, "alg %q is not allowed here", t.Alg)
+			return errcode.New(errcode.UnsupportedAlg, "alg %q is not allowed here", errcode.Cut(t.Alg))
 		}
 	}
 	return nil
@@ -399,7 +399,7 @@ func (t *Token) CheckHeader(opts Options) error {
 // VerifyWith checks the signature with key, whose one algorithm must be the token's.
 func (t *Token) VerifyWith(key *keys.PublicKey, exactAlg bool) error {
 	if exactAlg && key.Alg() != t.Alg || keys.FamilyOf(t.Alg) != key.Family() {
-		return errcode.New(errcode.UnsupportedAlg, "alg %q does not match the key's %q", t.Alg, key.Alg())
+		return errcode.New(errcode.UnsupportedAlg, "alg %q does not match the key's %q", errcode.Cut(t.Alg), key.Alg())
 	}
 	// A view, not a copy: Verify only reads the message (it is hashed), and the string
 	// outlives the call.

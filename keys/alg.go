@@ -55,7 +55,7 @@ func CheckSignatureAlg(alg string) error {
 	if f := FamilyOf(alg); f == FamilyES256 || f == FamilyEd25519 {
 		return nil
 	}
-	return errcode.New(errcode.UnsupportedAlg, "algorithm %q is not supported", alg)
+	return errcode.New(errcode.UnsupportedAlg, "algorithm %q is not supported", errcode.Cut(alg))
 }
 
 // IsForbiddenAlg reports algorithm names that can never prove possession: "none",

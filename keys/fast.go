@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 )
 
 // jwkMembers are the members of a public ES256 or Ed25519 JWK.
@@ -34,16 +35,16 @@ type jwkMembers struct {
 // TestConfirmationJWKAgreesWithJWX keeps this parser and jwx in step.
 func ParseConfirmationJWK(b []byte) (*PublicKey, error) {
 	var m jwkMembers
-	if err := json.Unmarshal(b, &m); err != nil {
+	if err := exactjson.Unmarshal(b, &m); err != nil {
 		return nil, errcode.Wrap(errcode.InvalidKey, err, "JWK is not a JSON object")
 	}
 	switch {
 	case m.Alg == "":
 		return nil, errcode.New(errcode.MissingConfirmationAlg, "cnf.jwk has no alg")
 	case IsForbiddenAlg(m.Alg) || m.K != nil || m.Kty == "oct":
-		return nil, errcode.New(errcode.ForbiddenConfirmationAlg, "cnf.jwk alg %q cannot prove possession", m.Alg)
+		return nil, errcode.New(errcode.ForbiddenConfirmationAlg, "cnf.jwk alg %q cannot prove possession", errcode.Cut(m.Alg))
 	case CheckSignatureAlg(m.Alg) != nil: // ES256 and EdDSA only: never RSA
-		return nil, errcode.New(errcode.UnsupportedConfirmationAlg, "cnf.jwk alg %q is not supported", m.Alg)
+		return nil, errcode.New(errcode.UnsupportedConfirmationAlg, "cnf.jwk alg %q is not supported", errcode.Cut(m.Alg))
 	case m.D != nil:
 		return nil, errcode.New(errcode.InvalidKey, "cnf.jwk carries a private key")
 	}
@@ -51,7 +52,7 @@ func ParseConfirmationJWK(b []byte) (*PublicKey, error) {
 	switch {
 	case m.Kty == "EC" && m.Crv == "P-256":
 		if FamilyOf(m.Alg) != FamilyES256 {
-			return nil, errcode.New(errcode.UnsupportedConfirmationAlg, "alg %q does not fit an EC P-256 key", m.Alg)
+			return nil, errcode.New(errcode.UnsupportedConfirmationAlg, "alg %q does not fit an EC P-256 key", errcode.Cut(m.Alg))
 		}
 		x, errX := dec.DecodeString(m.X)
 		y, errY := dec.DecodeString(m.Y)
@@ -67,7 +68,7 @@ func ParseConfirmationJWK(b []byte) (*PublicKey, error) {
 		return &PublicKey{kid: m.Kid, alg: m.Alg, family: FamilyES256, ec: pub}, nil
 	case m.Kty == "OKP" && m.Crv == "Ed25519":
 		if FamilyOf(m.Alg) != FamilyEd25519 {
-			return nil, errcode.New(errcode.UnsupportedConfirmationAlg, "alg %q does not fit an Ed25519 key", m.Alg)
+			return nil, errcode.New(errcode.UnsupportedConfirmationAlg, "alg %q does not fit an Ed25519 key", errcode.Cut(m.Alg))
 		}
 		x, err := dec.DecodeString(m.X)
 		if err != nil || len(x) != ed25519.PublicKeySize || m.Y != "" {
@@ -75,5 +76,5 @@ func ParseConfirmationJWK(b []byte) (*PublicKey, error) {
 		}
 		return &PublicKey{kid: m.Kid, alg: m.Alg, family: FamilyEd25519, ed: ed25519.PublicKey(x)}, nil
 	}
-	return nil, errcode.New(errcode.UnsupportedConfirmationAlg, "cnf.jwk is neither EC P-256 nor OKP Ed25519 (kty %q, crv %q)", m.Kty, m.Crv)
+	return nil, errcode.New(errcode.UnsupportedConfirmationAlg, "cnf.jwk is neither EC P-256 nor OKP Ed25519 (kty %q, crv %q)", errcode.Cut(m.Kty), errcode.Cut(m.Crv))
 }

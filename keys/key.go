@@ -250,12 +250,12 @@ func ParsePrivateJWK(b []byte) (*PrivateKey, error) {
 	switch v := raw.(type) {
 	case *ecdsa.PrivateKey:
 		if FamilyOf(alg) != FamilyES256 || v.Curve != elliptic.P256() {
-			return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not fit an EC key on %s", alg, v.Curve.Params().Name)
+			return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not fit an EC key on %s", errcode.Cut(alg), v.Curve.Params().Name)
 		}
 		k = &PrivateKey{ec: v, pub: PublicKey{alg: alg, family: FamilyES256, ec: &v.PublicKey}}
 	case ed25519.PrivateKey:
 		if FamilyOf(alg) != FamilyEd25519 {
-			return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not fit an Ed25519 key", alg)
+			return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not fit an Ed25519 key", errcode.Cut(alg))
 		}
 		k = &PrivateKey{ed: v, pub: PublicKey{alg: alg, family: FamilyEd25519, ed: v.Public().(ed25519.PublicKey)}}
 	default:
@@ -320,7 +320,7 @@ func checkKeyAlg(alg string) error {
 		return errcode.New(errcode.InvalidKey, `private JWK has no "alg": a signing key names its one algorithm`)
 	}
 	if IsForbiddenAlg(alg) {
-		return errcode.New(errcode.UnsupportedAlg, "alg %q can never sign", alg)
+		return errcode.New(errcode.UnsupportedAlg, "alg %q can never sign", errcode.Cut(alg))
 	}
 	return CheckSignatureAlg(alg)
 }
@@ -331,7 +331,7 @@ func (k *PublicKey) LookupKey(_ context.Context, kid string) (*PublicKey, error)
 	if kid == "" || kid == k.kid || k.kid == "" {
 		return k, nil
 	}
-	return nil, errcode.New(errcode.UnknownKey, "kid %q is not trusted", kid)
+	return nil, errcode.New(errcode.UnknownKey, "kid %q is not trusted", errcode.Cut(kid))
 }
 
 func (k *PublicKey) String() string { return fmt.Sprintf("%s key %s", k.alg, k.kid) }

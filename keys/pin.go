@@ -74,14 +74,14 @@ func externalKey(j jwk.Key, p *RSAPolicy) (*PublicKey, error) {
 // not verify, or that names RSA in a set not opened to RSA.
 func checkDeclaredAlg(alg string, rsaOpen bool) error {
 	if IsForbiddenAlg(alg) {
-		return errcode.New(errcode.UnsupportedAlg, "alg %q can never sign", alg)
+		return errcode.New(errcode.UnsupportedAlg, "alg %q can never sign", errcode.Cut(alg))
 	}
 	f := FamilyOf(alg)
 	switch {
 	case f == FamilyNone:
-		return errcode.New(errcode.UnsupportedAlg, "algorithm %q is not supported", alg)
+		return errcode.New(errcode.UnsupportedAlg, "algorithm %q is not supported", errcode.Cut(alg))
 	case f.IsRSA() && !rsaOpen:
-		return errcode.New(errcode.UnsupportedAlg, "alg %q: RSA keys are accepted only in a key set opened to RSA (RSAPolicy)", alg)
+		return errcode.New(errcode.UnsupportedAlg, "alg %q: RSA keys are accepted only in a key set opened to RSA (RSAPolicy)", errcode.Cut(alg))
 	}
 	return nil
 }
@@ -90,29 +90,29 @@ func checkDeclaredAlg(alg string, rsaOpen bool) error {
 func impliedAlg(j jwk.Key, pub any, p *RSAPolicy) (string, error) {
 	kid := j.KeyID()
 	if j.KeyUsage() == string(jwk.ForEncryption) {
-		return "", errcode.New(errcode.InvalidKey, `JWK %q has no "alg" and its "use" is "enc": an encryption key is not pinned to a signature algorithm`, kid)
+		return "", errcode.New(errcode.InvalidKey, `JWK %q has no "alg" and its "use" is "enc": an encryption key is not pinned to a signature algorithm`, errcode.Cut(kid))
 	}
 	if ops := j.KeyOps(); len(ops) > 0 && !hasOp(ops, jwk.KeyOpVerify) && !hasOp(ops, jwk.KeyOpSign) {
-		return "", errcode.New(errcode.InvalidKey, `JWK %q has no "alg" and its "key_ops" %v include neither "verify" nor "sign": not pinned to a signature algorithm`, kid, ops)
+		return "", errcode.New(errcode.InvalidKey, `JWK %q has no "alg" and its "key_ops" %v include neither "verify" nor "sign": not pinned to a signature algorithm`, errcode.Cut(kid), ops)
 	}
 	switch v := pub.(type) {
 	case *ecdsa.PublicKey:
 		if v.Curve == elliptic.P256() {
 			return impliedEC, nil
 		}
-		return "", errcode.New(errcode.InvalidKey, `EC JWK %q on %s has no "alg": only a P-256 key is pinned by its type (ES256)`, kid, v.Curve.Params().Name)
+		return "", errcode.New(errcode.InvalidKey, `EC JWK %q on %s has no "alg": only a P-256 key is pinned by its type (ES256)`, errcode.Cut(kid), v.Curve.Params().Name)
 	case ed25519.PublicKey:
 		return impliedEd25519, nil
 	case *rsa.PublicKey:
 		if p == nil {
-			return "", errcode.New(errcode.InvalidKey, `RSA JWK %q has no "alg", and RSA keys are accepted only in a key set opened to RSA (RSAPolicy)`, kid)
+			return "", errcode.New(errcode.InvalidKey, `RSA JWK %q has no "alg", and RSA keys are accepted only in a key set opened to RSA (RSAPolicy)`, errcode.Cut(kid))
 		}
 		if p.DefaultAlg == "" {
-			return "", errcode.New(errcode.InvalidKey, `RSA JWK %q has no "alg" and no default is configured: every key is pinned to one algorithm`, kid)
+			return "", errcode.New(errcode.InvalidKey, `RSA JWK %q has no "alg" and no default is configured: every key is pinned to one algorithm`, errcode.Cut(kid))
 		}
 		return p.DefaultAlg, nil
 	}
-	return "", errcode.New(errcode.InvalidKey, `JWK %q (%T) has no "alg", and its type admits no supported algorithm (EC P-256 or OKP Ed25519)`, kid, pub)
+	return "", errcode.New(errcode.InvalidKey, `JWK %q (%T) has no "alg", and its type admits no supported algorithm (EC P-256 or OKP Ed25519)`, errcode.Cut(kid), pub)
 }
 
 func hasOp(ops jwk.KeyOperationList, op jwk.KeyOperation) bool {
@@ -131,21 +131,21 @@ func pinnedKey(kid, alg string, pub any, p *RSAPolicy) (*PublicKey, error) {
 	switch v := pub.(type) {
 	case *ecdsa.PublicKey:
 		if FamilyOf(alg) != FamilyES256 || v.Curve != elliptic.P256() {
-			return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not fit an EC key on %s", alg, v.Curve.Params().Name)
+			return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not fit an EC key on %s", errcode.Cut(alg), v.Curve.Params().Name)
 		}
 		k.family, k.ec = FamilyES256, v
 	case ed25519.PublicKey:
 		if FamilyOf(alg) != FamilyEd25519 {
-			return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not fit an Ed25519 key", alg)
+			return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not fit an Ed25519 key", errcode.Cut(alg))
 		}
 		k.family, k.ed = FamilyEd25519, v
 	case *rsa.PublicKey:
 		if p == nil {
-			return nil, errcode.New(errcode.InvalidKey, "RSA JWK %q: RSA keys are accepted only in a key set opened to RSA (RSAPolicy)", kid)
+			return nil, errcode.New(errcode.InvalidKey, "RSA JWK %q: RSA keys are accepted only in a key set opened to RSA (RSAPolicy)", errcode.Cut(kid))
 		}
 		f := FamilyOf(alg)
 		if !f.IsRSA() {
-			return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not fit an RSA key (RS256 or PS256)", alg)
+			return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not fit an RSA key (RS256 or PS256)", errcode.Cut(alg))
 		}
 		if n := v.N.BitLen(); n < MinRSABits || n > MaxRSABits {
 			return nil, errcode.New(errcode.InvalidKey, "RSA key of %d bits: %d to %d are accepted", n, MinRSABits, MaxRSABits)

@@ -28,7 +28,7 @@ func NewStaticSet(ks ...*PublicKey) (*StaticSet, error) {
 	s := &StaticSet{byKID: make(map[string]*PublicKey, len(ks))}
 	for _, k := range ks {
 		if _, dup := s.byKID[k.kid]; dup {
-			return nil, errcode.New(errcode.InvalidKey, "duplicate kid %q in key set", k.kid)
+			return nil, errcode.New(errcode.InvalidKey, "duplicate kid %q in key set", errcode.Cut(k.kid))
 		}
 		s.byKID[k.kid] = k
 		s.all = append(s.all, k)
@@ -72,7 +72,7 @@ func (s *StaticSet) LookupKey(_ context.Context, kid string) (*PublicKey, error)
 	if k, ok := s.byKID[kid]; ok {
 		return k, nil
 	}
-	return nil, errcode.New(errcode.UnknownKey, "kid %q is not trusted", kid)
+	return nil, errcode.New(errcode.UnknownKey, "kid %q is not trusted", errcode.Cut(kid))
 }
 
 // Keys returns the keys in the set.
@@ -128,7 +128,7 @@ func (t *Trust) ForTrustDomain(td string) (KeySet, error) {
 	if ks, ok := t.byTrustDomain[td]; ok {
 		return ks, nil
 	}
-	return nil, errcode.New(errcode.UntrustedIssuer, "trust domain %q is not trusted", td)
+	return nil, errcode.New(errcode.UntrustedIssuer, "trust domain %q is not trusted", errcode.Cut(td))
 }
 
 // ForIssuer returns the keys for iss, or an UntrustedIssuer error.
@@ -138,5 +138,5 @@ func (t *Trust) ForIssuer(iss string) (KeySet, error) {
 	if ks, ok := t.byIssuer[iss]; ok {
 		return ks, nil
 	}
-	return nil, errcode.New(errcode.UntrustedIssuer, "issuer %q is not trusted", iss)
+	return nil, errcode.New(errcode.UntrustedIssuer, "issuer %q is not trusted", errcode.Cut(iss))
 }

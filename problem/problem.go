@@ -4,12 +4,17 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 )
 
 // TypeBase prefixes the code to form the problem "type" URI.
 const TypeBase = "urn:dialogtrust:error:"
+
+// MaxDetail bounds the detail of a problem document, in octets.
+const MaxDetail = 1024
 
 // Details is the problem document.
 type Details struct {
@@ -44,6 +49,8 @@ func Status(err error) int {
 		return http.StatusConflict
 	case errcode.ResponseNotSignable:
 		return http.StatusNotImplemented
+	case errcode.TooManyDialogs:
+		return http.StatusTooManyRequests
 	case errcode.InvalidDialogContext:
 		return http.StatusBadRequest
 	case errcode.Internal, errcode.Unmapped:
@@ -60,6 +67,15 @@ func From(err error) Details {
 	var e *errcode.Error
 	if errors.As(err, &e) && status != http.StatusInternalServerError {
 		d.Detail = e.Detail
+		// Details quote sender-chosen strings through errcode.Cut; this bounds the whole
+		// in case one does not.
+		if len(d.Detail) > MaxDetail {
+			i := MaxDetail
+			for i > 0 && !utf8.RuneStart(d.Detail[i]) {
+				i--
+			}
+			d.Detail = d.Detail[:i] + "..."
+		}
 	}
 	return d
 }
@@ -77,7 +93,7 @@ func Write(w http.ResponseWriter, err error) {
 // code). It returns an *errcode.Error carrying the remote code and kind.
 func Read(status int, body []byte) error {
 	var d Details
-	if err := json.Unmarshal(body, &d); err != nil || d.Code == "" {
+	if err := exactjson.Unmarshal(body, &d); err != nil || d.Code == "" {
 		return errcode.New(errcode.Unmapped, "HTTP %d without a problem document", status)
 	}
 	kind := errcode.Failed

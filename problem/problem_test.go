@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 )
@@ -35,5 +37,13 @@ func TestStatusAndRoundTrip(t *testing.T) {
 	}
 	if Status(errcode.New(errcode.Replayed, "")) != http.StatusUnauthorized {
 		t.Fatal("replay status")
+	}
+}
+
+// A detail is bounded even when a caller put a long string in it unbounded.
+func TestDetailIsBounded(t *testing.T) {
+	d := From(errcode.New(errcode.UnknownKey, "kid %q", strings.Repeat("é", 3000)))
+	if len(d.Detail) > MaxDetail+3 || !strings.HasSuffix(d.Detail, "...") || !utf8.ValidString(d.Detail) {
+		t.Fatalf("detail of %d octets", len(d.Detail))
 	}
 }

@@ -248,7 +248,7 @@ func (v *Validator) checkClaims(w *WIT) error {
 		return err
 	}
 	if len(v.issuers) > 0 && !contains(v.issuers, w.Claims.Iss) {
-		return errcode.New(errcode.IssuerMismatch, "iss %q is not an accepted issuer", w.Claims.Iss)
+		return errcode.New(errcode.IssuerMismatch, "iss %q is not an accepted issuer", errcode.Cut(w.Claims.Iss))
 	}
 	key, err := ConfirmationKey(w.Claims.Cnf, v.cnfAlgs)
 	if err != nil {

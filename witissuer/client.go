@@ -12,6 +12,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
@@ -72,7 +73,7 @@ func Discover(ctx context.Context, hc *http.Client, baseURL string) (*Metadata, 
 	for _, link := range []string{md.WITEndpoint, md.JWKSURI} {
 		l, err := url.Parse(link)
 		if err != nil || l.Scheme != base.Scheme || l.Host != base.Host {
-			return nil, errcode.New(errcode.IssuerMismatch, "metadata link %q is not on %s://%s", link, base.Scheme, base.Host)
+			return nil, errcode.New(errcode.IssuerMismatch, "metadata link %q is not on %s://%s", errcode.Cut(link), base.Scheme, base.Host)
 		}
 	}
 	if md.Issuer == "" {
@@ -130,7 +131,7 @@ func (c *Client) Request(ctx context.Context, key *keys.PrivateKey) (*Response, 
 		return nil, problem.Read(res.StatusCode, rb)
 	}
 	var out Response
-	if err := json.Unmarshal(rb, &out); err != nil || out.WIT == "" {
+	if err := exactjson.Unmarshal(rb, &out); err != nil || out.WIT == "" {
 		return nil, errcode.Unavailable(errcode.IssuerUnavailable, err, "issuer's answer is not a WIT response")
 	}
 	if err := checkIssued(out.WIT, out.ExpiresAt, key); err != nil {
@@ -213,7 +214,7 @@ func getJSON(ctx context.Context, hc *http.Client, u string, v any) error {
 	if res.StatusCode != http.StatusOK {
 		return problem.Read(res.StatusCode, b)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
+	if err := exactjson.Unmarshal(b, v); err != nil {
 		return errcode.Unavailable(errcode.IssuerUnavailable, err, "%s is not the expected JSON", u)
 	}
 	return nil

@@ -96,7 +96,7 @@ func checkPrefix(pre string) error {
 // CheckAlg refuses a confirmation-key algorithm the policy does not allow.
 func (p *Policy) CheckAlg(alg string) error {
 	if !slices.Contains(p.AllowedAlgs, alg) {
-		return errcode.New(errcode.AlgNotAllowed, "key algorithm %q is not allowed by policy", alg)
+		return errcode.New(errcode.AlgNotAllowed, "key algorithm %q is not allowed by policy", errcode.Cut(alg))
 	}
 	return nil
 }

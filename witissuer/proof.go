@@ -35,8 +35,9 @@ type proofRules struct {
 
 // checkProof verifies the request JWS of body. Order and codes:
 //
-//  1. compact JWS, typ wit-request+jwt, no crit, no key-selecting header, a signature
-//     algorithm (jose: malformed_token, wrong_type, forbidden_header, unsupported_alg...);
+//  1. compact JWS, typ wit-request+jwt, no crit, no key-selecting header and no kid, a
+//     signature algorithm (jose: malformed_token, wrong_type, forbidden_header,
+//     unsupported_alg...);
 //  2. claims decode (invalid_encoding, invalid_claim); cnf.jwk present with an alg
 //     (missing_claim, *_confirmation_alg, invalid_key);
 //  3. the signature verifies under cnf.jwk, and the header alg string-equals
@@ -55,6 +56,11 @@ func checkProof(body *RequestBody, rules proofRules) (*Request, error) {
 	}
 	if err := t.CheckHeader(jose.Options{Typ: RequestType}); err != nil {
 		return nil, err
+	}
+	// The request is verified with the key it carries in cnf.jwk and nothing else: a
+	// kid would name a key the issuer never looks up, and invites a verifier that does.
+	if _, ok := t.HeaderMember("kid"); ok {
+		return nil, errcode.New(errcode.ForbiddenHeader, "header \"kid\" is refused: the request is verified with its own cnf.jwk")
 	}
 	req := &Request{Body: body}
 	if err := jose.DecodeClaims(t.Payload, &req.Claims); err != nil {

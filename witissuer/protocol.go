@@ -9,6 +9,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -102,6 +103,10 @@ func ParseBody(b []byte) (*RequestBody, error) {
 	dec.DisallowUnknownFields()
 	var body RequestBody
 	if err := dec.Decode(&body); err != nil {
+		return nil, errcode.Wrap(errcode.InvalidRequest, err, "body is not the expected JSON object")
+	}
+	// DisallowUnknownFields lets {"REQUEST": ...} through as "request": names are exact.
+	if err := exactjson.CheckNames(b[:dec.InputOffset()], &body); err != nil {
 		return nil, errcode.Wrap(errcode.InvalidRequest, err, "body is not the expected JSON object")
 	}
 	if len(bytes.TrimSpace(b[dec.InputOffset():])) != 0 {

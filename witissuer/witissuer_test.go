@@ -145,6 +145,8 @@ func TestWITIssuerRefusals(t *testing.T) {
 		{"wrong typ", good, rawRequest(t, "JWT", k, claims(nil)), 401, errcode.WrongType},
 		{"key in a jwk header", good, witissuer.RequestBody{Request: handMade(t,
 			map[string]any{"typ": witissuer.RequestType, "alg": "ES256", "jwk": json.RawMessage(cnfOf(t, k))}, claims(nil), k)}, 401, errcode.ForbiddenHeader},
+		{"kid in the request header", good, witissuer.RequestBody{Request: handMade(t,
+			map[string]any{"typ": witissuer.RequestType, "alg": "ES256", "kid": "k1"}, claims(nil), k)}, 401, errcode.ForbiddenHeader},
 		{"not a JWS", good, witissuer.RequestBody{Request: "a.b"}, 401, errcode.MalformedToken},
 		{"no credential at all", h.client(nil), h.request(k, witissuer.RequestParams{}), 401, errcode.Unauthenticated},
 		{"no request member", good, `{}`, 400, errcode.InvalidRequest},

@@ -367,15 +367,15 @@ func checkOther(oth map[string]string, other map[string]string) error {
 	for _, n := range names {
 		val, ok := lower[n]
 		if !ok {
-			return errcode.New(errcode.OtherTokenBindingMismatch, "oth names %q, which the request does not carry", n)
+			return errcode.New(errcode.OtherTokenBindingMismatch, "oth names %q, which the request does not carry", errcode.Cut(n))
 		}
 		if oth[n] != Hash(val) {
-			return errcode.New(errcode.OtherTokenBindingMismatch, "oth[%q] does not match the field", n)
+			return errcode.New(errcode.OtherTokenBindingMismatch, "oth[%q] does not match the field", errcode.Cut(n))
 		}
 	}
 	for n := range lower {
 		if _, ok := oth[n]; !ok {
-			return errcode.New(errcode.OtherTokenBindingMismatch, "context token %q is not covered by oth", n)
+			return errcode.New(errcode.OtherTokenBindingMismatch, "context token %q is not covered by oth", errcode.Cut(n))
 		}
 	}
 	return nil

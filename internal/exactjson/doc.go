@@ -1,0 +1,15 @@
+// Package exactjson makes JSON member names match struct fields exactly.
+//
+// encoding/json matches an object member to a struct field case-insensitively when no
+// name matches exactly: it reads {"AUD": ...} as the claim aud. JWT claim names are
+// case-sensitive (RFC 7519 section 4), and so are the members of every JSON document
+// this project reads, so CheckNames refuses a member whose name is not one of the
+// struct's but equals one of them under case folding. A member that matches no field
+// in any case is still ignored, as before. The check follows the Go type into nested
+// structs, pointers, slices, arrays and map values; a type with its own UnmarshalJSON
+// or UnmarshalText (json.RawMessage, jose.NumericDate) decodes itself and is not
+// entered, nor is an interface value (maps match names exactly).
+//
+// One mechanism for every decode site: Unmarshal for json.Unmarshal, CheckNames after
+// a json.Decoder.
+package exactjson

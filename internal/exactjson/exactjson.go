@@ -1,0 +1,298 @@
+package exactjson
+
+import (
+	"encoding"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+)
+
+// NameError reports a member whose name differs from a field's name only in case.
+type NameError struct {
+	Name  string // as received, cut with errcode.Cut
+	Field string // the field's name
+}
+
+func (e *NameError) Error() string {
+	return "member \"" + e.Name + "\" is not \"" + e.Field + "\": JSON member names are case-sensitive"
+}
+
+// Unmarshal is json.Unmarshal followed by CheckNames.
+func Unmarshal(data []byte, v any) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return err
+	}
+	return CheckNames(data, v)
+}
+
+// CheckNames checks the member names of the JSON value data against the type of v
+// (what data was, or will be, decoded into). data must be valid JSON; text that is not
+// is reported as an error.
+func CheckNames(data []byte, v any) error {
+	t := reflect.TypeOf(v)
+	if t == nil {
+		return nil
+	}
+	s := scanner{b: data}
+	s.space()
+	if err := s.value(t, 0); err != nil {
+		return err
+	}
+	return nil
+}
+
+// maxDepth bounds nesting (encoding/json itself stops at 10000).
+const maxDepth = 10000
+
+var (
+	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// custom reports whether t decodes itself.
+func custom(t reflect.Type) bool {
+	if t.Implements(unmarshalerType) || t.Implements(textUnmarshalerType) {
+		return true
+	}
+	if t.Kind() != reflect.Pointer {
+		p := reflect.PointerTo(t)
+		return p.Implements(unmarshalerType) || p.Implements(textUnmarshalerType)
+	}
+	return false
+}
+
+// fields of a struct type, as encoding/json names them (promoted fields included).
+type fields struct {
+	byName map[string]reflect.Type
+	names  []string
+}
+
+var fieldCache sync.Map // reflect.Type -> *fields
+
+func fieldsOf(t reflect.Type) *fields {
+	if f, ok := fieldCache.Load(t); ok {
+		return f.(*fields)
+	}
+	f := &fields{byName: map[string]reflect.Type{}}
+	collect(t, f, 0)
+	for n := range f.byName {
+		f.names = append(f.names, n)
+	}
+	fieldCache.Store(t, f)
+	return f
+}
+
+func collect(t reflect.Type, f *fields, depth int) {
+	if depth > 8 {
+		return
+	}
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag := sf.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		ft := sf.Type
+		if sf.Anonymous && name == "" {
+			et := ft
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				collect(et, f, depth+1)
+				continue
+			}
+		}
+		if !sf.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		if _, dup := f.byName[name]; !dup {
+			f.byName[name] = ft
+		}
+	}
+}
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+type syntaxError struct{}
+
+func (syntaxError) Error() string { return "exactjson: not valid JSON" }
+
+func (s *scanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// value checks the value at s.i against t (nil: skip it) and moves past it.
+func (s *scanner) value(t reflect.Type, depth int) error {
+	if depth > maxDepth {
+		return syntaxError{}
+	}
+	for t != nil && t.Kind() == reflect.Pointer && !custom(t) {
+		t = t.Elem()
+	}
+	if t != nil && (custom(t) || t.Kind() == reflect.Interface) {
+		t = nil
+	}
+	if s.i >= len(s.b) {
+		return syntaxError{}
+	}
+	switch s.b[s.i] {
+	case '{':
+		return s.object(t, depth)
+	case '[':
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		s.i++
+		s.space()
+		if s.i < len(s.b) && s.b[s.i] == ']' {
+			s.i++
+			return nil
+		}
+		for {
+			s.space()
+			if err := s.value(elem, depth+1); err != nil {
+				return err
+			}
+			s.space()
+			if s.i >= len(s.b) {
+				return syntaxError{}
+			}
+			switch s.b[s.i] {
+			case ',':
+				s.i++
+			case ']':
+				s.i++
+				return nil
+			default:
+				return syntaxError{}
+			}
+		}
+	case '"':
+		_, _, err := s.str()
+		return err
+	default: // number, true, false, null
+		start := s.i
+		for s.i < len(s.b) && !strings.ContainsRune(",]} \t\n\r", rune(s.b[s.i])) {
+			s.i++
+		}
+		if s.i == start {
+			return syntaxError{}
+		}
+		return nil
+	}
+}
+
+func (s *scanner) object(t reflect.Type, depth int) error {
+	var fs *fields
+	var elem reflect.Type
+	if t != nil {
+		switch t.Kind() {
+		case reflect.Struct:
+			fs = fieldsOf(t)
+		case reflect.Map:
+			elem = t.Elem()
+		}
+	}
+	s.i++
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		s.space()
+		raw, escaped, err := s.str()
+		if err != nil {
+			return err
+		}
+		s.space()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return syntaxError{}
+		}
+		s.i++
+		s.space()
+		next := elem
+		if fs != nil {
+			name := string(raw)
+			if escaped {
+				var dec string
+				if json.Unmarshal(quoted(raw), &dec) != nil {
+					return syntaxError{}
+				}
+				name = dec
+			}
+			ft, ok := fs.byName[name]
+			if ok {
+				next = ft
+			} else {
+				for _, n := range fs.names {
+					if strings.EqualFold(n, name) {
+						return &NameError{Name: errcode.Cut(name), Field: n}
+					}
+				}
+				next = nil
+			}
+		}
+		if err := s.value(next, depth+1); err != nil {
+			return err
+		}
+		s.space()
+		if s.i >= len(s.b) {
+			return syntaxError{}
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return nil
+		default:
+			return syntaxError{}
+		}
+	}
+}
+
+func quoted(raw []byte) []byte {
+	q := make([]byte, 0, len(raw)+2)
+	q = append(q, '"')
+	q = append(q, raw...)
+	return append(q, '"')
+}
+
+// str reads a string at s.i and returns its text between the quotes.
+func (s *scanner) str() (raw []byte, escaped bool, err error) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false, syntaxError{}
+	}
+	start := s.i + 1
+	for j := start; j < len(s.b); j++ {
+		switch s.b[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			s.i = j + 1
+			return s.b[start:j], escaped, nil
+		}
+	}
+	return nil, false, syntaxError{}
+}
