@@ -1,7 +1,9 @@
 package txntoken
 
 import (
+	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -271,4 +273,35 @@ func TestDialogMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCode(t, DialogMatches(c, "D1"), errcode.DialogMismatch)
+}
+
+// RFC 7519 section 4: claim names are case-sensitive. A Txn-Token whose claims are
+// spelled AUD, SUB, TCTX is not read as having aud, sub and tctx.
+func TestRFC7519Sec4_TxnTokenClaimNamesAreCaseSensitive(t *testing.T) {
+	f := newFixture(t)
+	v := f.verifier(tdA)
+	c := f.claims()
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"aud", "sub", "tctx", "scope", "txn"} {
+		up := maps.Clone(m)
+		up[strings.ToUpper(name)] = up[name]
+		delete(up, name)
+		tok, err := jose.SignClaims(Type, f.key, true, up)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.Verify(context.Background(), tok); errcode.CodeOf(err) != errcode.InvalidEncoding {
+			t.Errorf("%s spelled %s: %v, want invalid_encoding", name, strings.ToUpper(name), err)
+		}
+	}
+	if _, err := v.Verify(context.Background(), f.mint(c)); err != nil {
+		t.Fatalf("the claims as spelled by the spec: %v", err)
+	}
 }
