@@ -295,7 +295,7 @@ func (b *JWTBearer) redeem(ctx context.Context, r *http.Request, tr *oauth.Token
 	aud := b.cfg.Audiences[0]
 	if br.Resource != "" {
 		if !slices.Contains(b.cfg.Audiences, br.Resource) {
-			return nil, nil, "", at(stageRequest, errcode.New(errcode.AudienceNotServed, "resource %q is not served by this authorization server", truncate(br.Resource)))
+			return nil, nil, "", at(stageRequest, errcode.New(errcode.AudienceNotServed, "resource %q is not served by this authorization server", errcode.Cut(br.Resource)))
 		}
 		aud = br.Resource
 	}
@@ -305,7 +305,7 @@ func (b *JWTBearer) redeem(ctx context.Context, r *http.Request, tr *oauth.Token
 		rec.Peer = peer.Issuer
 	}
 	if g != nil {
-		bl.grantJTI = truncate(g.Jti)
+		bl.grantJTI = errcode.Cut(g.Jti)
 	}
 	if err != nil {
 		return nil, nil, "", at(stageGrant, err)
@@ -363,7 +363,7 @@ func (b *JWTBearer) verifyGrant(ctx context.Context, raw string, now time.Time) 
 	}
 	peer, ok := b.peers[g.Iss]
 	if !ok {
-		return nil, nil, errcode.New(errcode.UntrustedIssuer, "grants of %q are not accepted here", truncate(g.Iss))
+		return nil, nil, errcode.New(errcode.UntrustedIssuer, "grants of %q are not accepted here", errcode.Cut(g.Iss))
 	}
 	typ := peer.Typs[0]
 	for _, ty := range peer.Typs {
@@ -427,7 +427,7 @@ func bearerScope(requested []string, grant *string, allowed []string) ([]string,
 	}
 	for _, s := range requested {
 		if !slices.Contains(may, s) {
-			return nil, errcode.New(errcode.ScopeTooBroad, "scope %q is not within the grant's scope as this domain allows it", truncate(s))
+			return nil, errcode.New(errcode.ScopeTooBroad, "scope %q is not within the grant's scope as this domain allows it", errcode.Cut(s))
 		}
 	}
 	return requested, nil

@@ -75,7 +75,7 @@ func (c *Client) Grant(ctx context.Context, p GrantParams) (*GrantResponse, erro
 		return nil, err
 	}
 	if out.AccessToken == "" || out.IssuedTokenType != oauth.TokenTypeJWT || out.TokenType != "N_A" {
-		return nil, errcode.New(errcode.UnsupportedTokenType, "AS A did not issue a JWT authorization grant (issued_token_type %q)", clipResponse(out.IssuedTokenType))
+		return nil, errcode.New(errcode.UnsupportedTokenType, "AS A did not issue a JWT authorization grant (issued_token_type %q)", errcode.Cut(out.IssuedTokenType))
 	}
 	return &GrantResponse{AccessToken: out.AccessToken, IssuedTokenType: out.IssuedTokenType, TokenType: out.TokenType, ExpiresIn: out.ExpiresIn, Scope: out.Scope}, nil
 }
@@ -95,7 +95,7 @@ func (c *Client) Redeem(ctx context.Context, tokenEndpoint, grant, scope string)
 		return nil, err
 	}
 	if out.AccessToken == "" || !strings.EqualFold(out.TokenType, "Bearer") {
-		return nil, errcode.New(errcode.UnsupportedTokenType, "AS B did not issue a bearer access token (token_type %q)", clipResponse(out.TokenType))
+		return nil, errcode.New(errcode.UnsupportedTokenType, "AS B did not issue a bearer access token (token_type %q)", errcode.Cut(out.TokenType))
 	}
 	return &AccessTokenResponse{AccessToken: out.AccessToken, TokenType: out.TokenType, ExpiresIn: out.ExpiresIn, Scope: out.Scope}, nil
 }
@@ -113,12 +113,4 @@ func (c *Client) oauthClient(endpoint string) *oauth.TokenClient {
 		Now:           c.Now,
 		Unavailable:   errcode.ASUnavailable,
 	}
-}
-
-// clipResponse bounds a server-supplied string quoted in an error.
-func clipResponse(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
 }

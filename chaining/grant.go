@@ -170,7 +170,7 @@ func (g *GrantIssuer) peer(audience, resource string) (*GrantPeer, error) {
 		}
 		p := g.lookup(v.val)
 		if p == nil {
-			return nil, errcode.New(errcode.UnknownPeer, "%s %q names no peer authorization server this AS issues grants for", v.param, truncate(v.val))
+			return nil, errcode.New(errcode.UnknownPeer, "%s %q names no peer authorization server this AS issues grants for", v.param, errcode.Cut(v.val))
 		}
 		if found != nil && found != p {
 			return nil, errcode.New(errcode.UnknownPeer, "audience and resource name different peers")
@@ -344,10 +344,10 @@ func grantScope(requested, subject, allowed []string) ([]string, error) {
 	}
 	for _, s := range requested {
 		if !slices.Contains(subject, s) {
-			return nil, at(stageRequest, errcode.New(errcode.ScopeTooBroad, "scope %q is not within the Txn-Token's scope", truncate(s)))
+			return nil, at(stageRequest, errcode.New(errcode.ScopeTooBroad, "scope %q is not within the Txn-Token's scope", errcode.Cut(s)))
 		}
 		if len(allowed) > 0 && !slices.Contains(allowed, s) {
-			return nil, at(stageRequest, errcode.New(errcode.ScopeTooBroad, "scope %q may not cross to this peer", truncate(s)))
+			return nil, at(stageRequest, errcode.New(errcode.ScopeTooBroad, "scope %q may not cross to this peer", errcode.Cut(s)))
 		}
 	}
 	return requested, nil

@@ -152,5 +152,3 @@ func checkResource(s string) error {
 func invalid(format string, args ...any) *errcode.Error {
 	return errcode.New(errcode.InvalidRequest, format, args...)
 }
-
-func truncate(s string) string { return oauth.Truncate(s) }

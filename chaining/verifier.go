@@ -52,7 +52,7 @@ func (v *AccessTokenVerifier) Verify(ctx context.Context, raw string) (*AccessTo
 	}
 	switch {
 	case c.Iss != v.Issuer:
-		return nil, errcode.New(errcode.IssuerMismatch, "iss %q is not the configured authorization server", truncate(c.Iss))
+		return nil, errcode.New(errcode.IssuerMismatch, "iss %q is not the configured authorization server", errcode.Cut(c.Iss))
 	case !c.Aud.Contains(v.Audience):
 		return nil, errcode.New(errcode.AudienceMismatch, "the access token's aud does not name this audience")
 	case c.Sub == "" || c.ClientID == "" || c.Jti == "":

@@ -181,7 +181,7 @@ func parseInto(r *TokenRequest, rest string) error {
 		if i < 0 || i >= nStrict {
 			// A loose or unknown parameter: only its repetition is refused here.
 			if i >= 0 && r.present&(1<<i) != 0 || i < 0 && slices.Contains(others, name) {
-				return invalid("parameter %q appears more than once", truncate(name))
+				return invalid("parameter %q appears more than once", errcode.Cut(name))
 			}
 			if i < 0 {
 				others = append(others, name)
@@ -280,11 +280,11 @@ func (r *TokenRequest) CheckBounds(limits map[string]int, other int) error {
 	case len(u.longestName) > other:
 		return invalid("a parameter name is over %d octets", other)
 	case u.undecodable != "" && paramIndex(u.undecodable) < 0:
-		return invalid("parameter %s is not application/x-www-form-urlencoded", truncate(u.undecodable))
+		return invalid("parameter %s is not application/x-www-form-urlencoded", errcode.Cut(u.undecodable))
 	case u.longestValue != "" && u.valueLen > limit(u.longestValue):
-		return invalid("parameter %s is over %d octets", truncate(u.longestValue), limit(u.longestValue))
+		return invalid("parameter %s is over %d octets", errcode.Cut(u.longestValue), limit(u.longestValue))
 	case u.notText != "":
-		return invalid("parameter %s is not valid UTF-8 text", truncate(u.notText))
+		return invalid("parameter %s is not valid UTF-8 text", errcode.Cut(u.notText))
 	}
 	return nil
 }
@@ -396,7 +396,7 @@ func contextParam(raw, name string) (map[string]json.RawMessage, error) {
 		if dup, err := DuplicateMember(raw); err != nil {
 			return nil, invalid("%s must be a JSON object", name)
 		} else if dup != "" {
-			return nil, invalid("%s names member %q twice in one object", name, truncate(dup))
+			return nil, invalid("%s names member %q twice in one object", name, errcode.Cut(dup))
 		}
 		var decoded map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(raw), &decoded); err != nil || decoded == nil {
@@ -566,14 +566,3 @@ func ValidDialog(s string) bool {
 func invalid(format string, args ...any) *errcode.Error {
 	return errcode.New(errcode.InvalidRequest, format, args...)
 }
-
-// Truncate bounds a caller's value quoted in an error description: its first 64
-// octets and "...".
-func Truncate(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
-}
-
-func truncate(s string) string { return Truncate(s) }

@@ -78,7 +78,7 @@ func (g txnGrant) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRe
 		return nil, at(stagePolicy, err)
 	}
 	if !slices.Contains(s.cfg.TrustDomains, tr.Audience) {
-		return nil, at(stageRequest, errcode.New(errcode.AudienceNotServed, "audience %q is not a trust domain this TTS serves", truncate(tr.Audience)))
+		return nil, at(stageRequest, errcode.New(errcode.AudienceNotServed, "audience %q is not a trust domain this TTS serves", errcode.Cut(tr.Audience)))
 	}
 	if !rule.mayAudience(tr.Audience, req.ID) {
 		return nil, at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not request Txn-Tokens for %s", req.ID, tr.Audience))
@@ -94,7 +94,7 @@ func (g txnGrant) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRe
 		h = s.handlers[tr.SubjectTokenType]
 	}
 	if h == nil {
-		return nil, at(stageSubject, errcode.New(errcode.UnsupportedTokenType, "subject_token_type %q is not accepted", truncate(tr.SubjectTokenType)))
+		return nil, at(stageSubject, errcode.New(errcode.UnsupportedTokenType, "subject_token_type %q is not accepted", errcode.Cut(tr.SubjectTokenType)))
 	}
 	if !rule.mayType(tr.SubjectTokenType) {
 		return nil, at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not present %s subject tokens", req.ID, tr.SubjectTokenType))

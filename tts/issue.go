@@ -134,7 +134,7 @@ func (s *Server) replacement(tr *TokenRequest, req *Requester, rule *Rule, subj 
 			if name == txntoken.DialogMember {
 				return nil, at(stageSubject, errcode.New(errcode.DialogMismatch, "a replacement never changes tctx.dlg"))
 			}
-			return nil, at(stageSubject, errcode.New(errcode.ImmutableClaimChanged, "a replacement never changes tctx.%s", truncate(name)))
+			return nil, at(stageSubject, errcode.New(errcode.ImmutableClaimChanged, "a replacement never changes tctx.%s", errcode.Cut(name)))
 		case present:
 		case name == txntoken.DialogMember || rule.mayDetail(name):
 			if tctx == nil {
@@ -148,7 +148,7 @@ func (s *Server) replacement(tr *TokenRequest, req *Requester, rule *Rule, subj 
 		old, present := rctx[name]
 		switch {
 		case present && !jsonEqual(old, v):
-			return nil, at(stageSubject, errcode.New(errcode.ImmutableClaimChanged, "a replacement never changes rctx.%s", truncate(name)))
+			return nil, at(stageSubject, errcode.New(errcode.ImmutableClaimChanged, "a replacement never changes rctx.%s", errcode.Cut(name)))
 		case present:
 		case rule.mayContext(name):
 			if rctx == nil {
@@ -204,12 +204,12 @@ func checkReplacement(in, out *txntoken.Claims, maxExt int) error {
 	}
 	for name, v := range in.Tctx {
 		if !jsonEqual(out.Tctx[name], v) {
-			return fail("tctx.%s changed", truncate(name))
+			return fail("tctx.%s changed", errcode.Cut(name))
 		}
 	}
 	for name, v := range in.Rctx {
 		if !jsonEqual(out.Rctx[name], v) {
-			return fail("rctx.%s changed", truncate(name))
+			return fail("rctx.%s changed", errcode.Cut(name))
 		}
 	}
 	for _, sc := range out.ScopeList() {
@@ -234,10 +234,10 @@ func checkReplacement(in, out *txntoken.Claims, maxExt int) error {
 func grantScope(requested, allowed []string, rule *Rule, whose string) ([]string, error) {
 	for _, sc := range requested {
 		if !slices.Contains(allowed, sc) {
-			return nil, at(stageScope, errcode.New(errcode.ScopeTooBroad, "scope %q is not within %s scope", truncate(sc), whose))
+			return nil, at(stageScope, errcode.New(errcode.ScopeTooBroad, "scope %q is not within %s scope", errcode.Cut(sc), whose))
 		}
 		if len(rule.Scopes) > 0 && !slices.Contains(rule.Scopes, sc) {
-			return nil, at(stageScope, errcode.New(errcode.ScopeTooBroad, "policy does not let this workload request scope %q", truncate(sc)))
+			return nil, at(stageScope, errcode.New(errcode.ScopeTooBroad, "policy does not let this workload request scope %q", errcode.Cut(sc)))
 		}
 	}
 	return requested, nil

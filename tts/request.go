@@ -90,5 +90,3 @@ func ParseScope(s string) ([]string, error) { return oauth.ParseScope(s) }
 func invalid(format string, args ...any) *errcode.Error {
 	return errcode.New(errcode.InvalidRequest, format, args...)
 }
-
-func truncate(s string) string { return oauth.Truncate(s) }

@@ -283,7 +283,7 @@ func (h *JWTHandler) Validate(ctx context.Context, token string, _ *Requester) (
 	}
 	is, ok := h.issuers[c.Iss]
 	if !ok {
-		return nil, errcode.New(errcode.UntrustedIssuer, "subject token issuer %q is not configured", truncate(c.Iss))
+		return nil, errcode.New(errcode.UntrustedIssuer, "subject token issuer %q is not configured", errcode.Cut(c.Iss))
 	}
 	if err := t.CheckHeader(jose.Options{Typ: is.Typ, RSA: is.RSA, AllowUntyped: is.AllowUntyped}); err != nil {
 		return nil, err
@@ -420,7 +420,7 @@ func (h *SelfSignedHandler) Validate(_ context.Context, token string, req *Reque
 	// iss must be the authenticated workload (oauth.md 1.4 and Q7): a workload cannot
 	// present a subject vouched for by another.
 	if c.Iss != who {
-		return nil, errcode.New(errcode.IssuerMismatch, "self_signed iss %q is not the authenticated workload %s", truncate(c.Iss), who)
+		return nil, errcode.New(errcode.IssuerMismatch, "self_signed iss %q is not the authenticated workload %s", errcode.Cut(c.Iss), who)
 	}
 	if len(req.Keys) == 0 {
 		return nil, errcode.New(errcode.UnknownKey, "a self_signed token needs a key the workload proved it holds (WIT or private_key_jwt authentication)")
@@ -501,7 +501,7 @@ func (h *UnsignedJSONHandler) Validate(_ context.Context, token string, _ *Reque
 	// A repeated member (sub twice, at any depth) is refused, not resolved: encoding/json
 	// keeps the last, the requester's own reader may keep the first.
 	if dup, err := oauth.DuplicateMember(token); err == nil && dup != "" {
-		return nil, errcode.New(errcode.InvalidEncoding, "unsigned_json subject token names member %q twice in one object", truncate(dup))
+		return nil, errcode.New(errcode.InvalidEncoding, "unsigned_json subject token names member %q twice in one object", errcode.Cut(dup))
 	}
 	var m map[string]any
 	if err := decodeJSON([]byte(token), &m); err != nil || m == nil {

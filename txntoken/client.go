@@ -100,7 +100,7 @@ func (c *Client) Request(ctx context.Context, r Request) (*oauth.TokenResponse, 
 		return nil, errcode.New(errcode.InvalidEncoding, "the token response is not a Txn-Token response")
 	}
 	if tr.IssuedTokenType != oauth.TokenTypeTxnToken || tr.TokenType != "N_A" {
-		return nil, errcode.New(errcode.UnsupportedTokenType, "the TTS issued %q (token_type %q), not a Txn-Token", clipResponse(tr.IssuedTokenType), clipResponse(tr.TokenType))
+		return nil, errcode.New(errcode.UnsupportedTokenType, "the TTS issued %q (token_type %q), not a Txn-Token", errcode.Cut(tr.IssuedTokenType), errcode.Cut(tr.TokenType))
 	}
 	return tr, nil
 }
@@ -147,12 +147,4 @@ func NewSelfSignedToken(key *keys.PrivateKey, workload identifier.ID, sub, tts, 
 		c.Scope = &scope
 	}
 	return jose.SignClaims(selfSignedTyp, key, false, c)
-}
-
-// clipResponse bounds a server-supplied string quoted in an error.
-func clipResponse(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
 }

@@ -120,13 +120,13 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Claims, error) {
 	// One trust domain per token (Q12), and it must be ours: a token is never accepted
 	// outside its trust domain (oauth.md 1.7, 1.10 b).
 	if len(c.Aud) != 1 || !slices.Contains(v.trustDomains, c.Aud[0]) {
-		return nil, errcode.New(errcode.AudienceMismatch, "aud %q is not this trust domain", clipForMessage(strings.Join(c.Aud, " ")))
+		return nil, errcode.New(errcode.AudienceMismatch, "aud %q is not this trust domain", errcode.Cut(strings.Join(c.Aud, " ")))
 	}
 	if err := jose.CheckTimes(jose.TimeRules{Now: v.now(), Skew: v.skew, RequireExp: true, MaxLifetime: v.maxLifetime}, c.Exp, nil, c.Iat); err != nil {
 		return nil, err
 	}
 	if v.issuer != "" && c.Iss != v.issuer {
-		return nil, errcode.New(errcode.IssuerMismatch, "iss %q is not the configured TTS", clipForMessage(c.Iss))
+		return nil, errcode.New(errcode.IssuerMismatch, "iss %q is not the configured TTS", errcode.Cut(c.Iss))
 	}
 	return &c, nil
 }
@@ -164,12 +164,4 @@ func DialogMatches(c *Claims, dlg string) error {
 		return errcode.New(errcode.DialogMismatch, "the Txn-Token was issued for another dialog")
 	}
 	return nil
-}
-
-// clipForMessage bounds a value an error message quotes from a token to 64 octets.
-func clipForMessage(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
 }
