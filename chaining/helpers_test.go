@@ -26,6 +26,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -125,7 +126,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	// Domain A: TTS with self_signed subjects, and AS A with peer B.
 	a := e.a
 	witsA := wit.NewValidator(trustA, append([]wit.ValidatorOption{wit.WithClock(clock.Now)}, vopts...)...)
-	authA := tts.WIMSEAuthenticators(witsA, a.replay, a.endpoint())
+	authA := oauth.WIMSEAuthenticators(witsA, a.replay, a.endpoint())
 	hopts := tts.HandlerOptions{Now: clock.Now}
 	var err error
 	cfgA := tts.Config{Issuer: a.url, TrustDomains: []string{"a.example"}, Keys: a.ring, Authenticators: authA,
@@ -150,7 +151,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	// Domain B: AS B redeeming A's grants; its TTS accepts AS B's access tokens.
 	b := e.b
 	witsB := wit.NewValidator(trustB, append([]wit.ValidatorOption{wit.WithClock(clock.Now)}, vopts...)...)
-	authB := tts.WIMSEAuthenticators(witsB, b.replay, b.endpoint())
+	authB := oauth.WIMSEAuthenticators(witsB, b.replay, b.endpoint())
 	ownAT, err := tts.NewJWTHandler(tts.TokenTypeAccessToken, []tts.JWTIssuer{{Issuer: b.url, Keys: chaining.RingKeySet(b.ring),
 		Typ: chaining.AccessTokenTyp, Audiences: []string{"b.example"}}}, hopts)
 	if err != nil {
@@ -191,12 +192,12 @@ func newEnv(t testing.TB, o envOpts) *env {
 // txnToken gets a real Txn-Token of domain A for w from TTS A, recording dlg.
 func (e *env) txnToken(w *testkit.Workload, scope, dlg string) string {
 	e.t.Helper()
-	ss, err := tts.NewSelfSignedToken(w.Key, w.ID, "alice@a.example", e.a.url, "trip.read trip.book", 5*time.Minute, e.clock.Now())
+	ss, err := txntoken.NewSelfSignedToken(w.Key, w.ID, "alice@a.example", e.a.url, "trip.read trip.book", 5*time.Minute, e.clock.Now())
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	c := &tts.Client{TokenEndpoint: e.a.endpoint(), WIT: w.WIT, Key: w.Key, Now: e.clock.Now, Proof: proof.WPT}
-	res, err := c.Request(context.Background(), tts.Request{Audience: "a.example", Scope: scope, SubjectToken: ss,
+	c := &txntoken.Client{TokenEndpoint: e.a.endpoint(), WIT: w.WIT, Key: w.Key, Now: e.clock.Now, Proof: proof.WPT}
+	res, err := c.Request(context.Background(), txntoken.Request{Audience: "a.example", Scope: scope, SubjectToken: ss,
 		SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: dlg})
 	if err != nil {
 		e.t.Fatalf("Txn-Token: %v", err)

@@ -158,7 +158,7 @@ func (w *world) chain(ids ...string) (*Handoff, []*Offer) {
 // records lost nothing (section 8.4 does not apply): no offer can predate the world's
 // keys. Tests of section 8.4 pass their own WithRecordsLostAt.
 func (w *world) receiver(self string, opts ...ReceiverOption) (*Receiver, *store.MemoryRecords) {
-	recs := store.NewMemoryRecords(store.WithRecordsClock(w.clock.Now))
+	recs := store.NewMemoryRecords(store.WithClock(w.clock.Now))
 	base := []ReceiverOption{WithClock(w.clock.Now), WithStatusKey(w.key(self)), WithRecordsLostAt(time.Time{})}
 	return NewReceiver(self, w.trust, recs, append(base, opts...)...), recs
 }

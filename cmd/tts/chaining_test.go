@@ -12,8 +12,10 @@ import (
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -107,14 +109,14 @@ chaining:
 	procB := start(t, []string{"--config", writeConfig(t, cfgB)}, nil)
 	procA := start(t, []string{"--config", writeConfig(t, cfgA)}, nil)
 
-	mdA, err := tts.Discover(ctx, nil, procA.url)
+	mdA, err := oauth.Discover(ctx, nil, procA.url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(mdA.IdentityChainingRequestedTokenTypesSupported, chaining.TokenTypeJWT) {
 		t.Fatalf("AS A metadata %+v", mdA)
 	}
-	mdB, err := tts.Discover(ctx, nil, procB.url)
+	mdB, err := oauth.Discover(ctx, nil, procB.url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +125,9 @@ chaining:
 	}
 
 	a2, a2Key, a2WIT := da.workload(t, "/agent/a2")
-	ss, _ := tts.NewSelfSignedToken(a2Key, a2, "alice@a.example", urlA, "trip.read trip.book", 5*time.Minute, time.Now())
-	txn, err := (&tts.Client{TokenEndpoint: mdA.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
-		tts.Request{Audience: "a.example", Scope: "trip.read trip.book", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D1-cmd"})
+	ss, _ := txntoken.NewSelfSignedToken(a2Key, a2, "alice@a.example", urlA, "trip.read trip.book", 5*time.Minute, time.Now())
+	txn, err := (&txntoken.Client{TokenEndpoint: mdA.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
+		txntoken.Request{Audience: "a.example", Scope: "trip.read trip.book", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D1-cmd"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +150,8 @@ chaining:
 		t.Fatal("TTS B not ready once AS A's metadata and keys answered")
 	}
 	b1, b1Key, b1WIT := db.workload(t, "/agent/b1")
-	res, err := (&tts.Client{TokenEndpoint: mdB.TokenEndpoint, WIT: b1WIT, Key: b1Key, Proof: tts.ProofHTTPSig}).Request(ctx,
-		tts.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken, Dialog: "D2-cmd"})
+	res, err := (&txntoken.Client{TokenEndpoint: mdB.TokenEndpoint, WIT: b1WIT, Key: b1Key, Proof: proof.HTTPSig}).Request(ctx,
+		txntoken.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken, Dialog: "D2-cmd"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +159,7 @@ chaining:
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims, err := tts.NewVerifier(ks, "b.example", tts.WithIssuer(urlB)).Verify(ctx, res.AccessToken)
+	claims, err := txntoken.NewVerifier(ks, "b.example", txntoken.WithIssuer(urlB)).Verify(ctx, res.AccessToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,12 +168,12 @@ chaining:
 	}
 	// A domain-A workload cannot get domain-B Txn-Tokens although TTS B trusts its WIT
 	// (for AS B's client authentication): no policy rule names it.
-	if _, err := (&tts.Client{TokenEndpoint: mdB.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
-		tts.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken}); err == nil {
+	if _, err := (&txntoken.Client{TokenEndpoint: mdB.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
+		txntoken.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken}); err == nil {
 		t.Fatal("a domain-A workload got a domain-B Txn-Token")
 	}
 	logs := procA.stderr.String() + procB.stderr.String()
-	for _, want := range []string{`"chaining grant issued"`, `"chaining access token issued"`, `"grant_sha256":"` + tts.Hash(g.AccessToken) + `"`} {
+	for _, want := range []string{`"chaining grant issued"`, `"chaining access token issued"`, `"grant_sha256":"` + txntoken.Hash(g.AccessToken) + `"`} {
 		if !strings.Contains(logs, want) {
 			t.Fatalf("logs lack %s", want)
 		}

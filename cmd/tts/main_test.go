@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/tts"
 )
 
@@ -92,7 +93,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	if !strings.Contains(s.stderr.String(), "DEVELOPMENT MODE") || !strings.Contains(s.stdout.String(), "tts listening on "+s.url) {
 		t.Fatalf("stdout %q stderr %q", s.stdout.String(), s.stderr.String())
 	}
-	var md tts.Metadata
+	var md oauth.Metadata
 	if getJSON(t, s.url+tts.PathMetadata, &md) != 200 || md.Issuer != s.url || md.TokenEndpoint != s.url+"/token" || md.TrustDomainsSupported[0] != "dev.local" {
 		t.Fatalf("metadata %+v", md)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
@@ -216,7 +217,7 @@ func runOutage(t *testing.T, h *harness, sc outageScenario) {
 			} else if !o.storeUnavailable() {
 				t.Errorf("%s: a request sent %s after the start of the fault got %s (%s); want 200 or 503 store_unavailable could_not_complete",
 					what, o.start.Sub(downAt), o.label(), o.oauth)
-			} else if isTTS && (o.oauth != tts.ErrTemporarilyUnavailable || o.retryAfter == "") {
+			} else if isTTS && (o.oauth != oauth.ErrTemporarilyUnavailable || o.retryAfter == "") {
 				t.Errorf("%s: 503 with error %q and Retry-After %q; want temporarily_unavailable with Retry-After", what, o.oauth, o.retryAfter)
 			}
 			if !o.start.Before(downAt) && !o.end.After(restoreAt) {

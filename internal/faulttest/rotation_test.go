@@ -15,6 +15,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
 
@@ -48,16 +49,16 @@ func TestKeyRotationUnderLoad(t *testing.T) {
 
 	rctx, rcancel := context.WithCancel(context.Background())
 	defer rcancel()
-	newReceiver := func(ct *countingTransport, minRefresh time.Duration) *tts.Verifier {
+	newReceiver := func(ct *countingTransport, minRefresh time.Duration) *txntoken.Verifier {
 		rs, err := keys.NewRemoteSet(rctx, svc.url+tts.PathJWKS, keys.WithMinRefresh(minRefresh),
 			keys.WithHTTPClient(&http.Client{Transport: ct, Timeout: 5 * time.Second}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tts.NewVerifier(rs, trustDomain, tts.WithIssuer(ttsIssuer))
+		return txntoken.NewVerifier(rs, trustDomain, txntoken.WithIssuer(ttsIssuer))
 	}
 	fetches := make([]*countingTransport, receivers)
-	vs := make([]*tts.Verifier, receivers)
+	vs := make([]*txntoken.Verifier, receivers)
 	for i := range vs {
 		fetches[i] = &countingTransport{}
 		vs[i] = newReceiver(fetches[i], minRefresh)
