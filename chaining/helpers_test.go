@@ -1,7 +1,6 @@
 package chaining_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,7 +40,7 @@ type side struct {
 	replay store.Replay
 	ga     *chaining.GrantIssuer
 	jb     *chaining.JWTBearer
-	logs   *syncBuffer
+	logs   *testkit.SyncBuffer
 	reg    *prometheus.Registry
 }
 
@@ -69,28 +67,11 @@ type envOpts struct {
 	wrap func(http.Handler) http.Handler
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func newSide(t testing.TB, td, alg string, clock *testkit.Clock) *side {
 	if alg == "" {
 		alg = keys.ES256
 	}
-	s := &side{td: td, dom: testkit.NewDomain(t, td, alg, clock), logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
+	s := &side{td: td, dom: testkit.NewDomain(t, td, alg, clock), logs: &testkit.SyncBuffer{}, reg: prometheus.NewRegistry()}
 	k, err := keys.Generate(alg)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
@@ -209,14 +210,14 @@ policy:
 		{"chaining:\n  peers: [{issuer: https://b, jwks: x}]\n  as_a: {peers: [{issuer: https://b}]}\n", "unknown field"},
 	} {
 		f := writeConfig(t, base+tc.chaining)
-		err := run(context.Background(), []string{"--config", f, "--check-config"}, nil, &syncBuffer{}, &syncBuffer{}, nil)
+		err := run(context.Background(), []string{"--config", f, "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: got %v, want %q", tc.chaining, err, tc.want)
 		}
 	}
 	ok := base + "chaining:\n  peers: [{issuer: https://a, jwks_file: /x}, {issuer: https://c}]\n  as_a: {peers: [{issuer: https://c}]}\n  as_b: {peers: [{issuer: https://a, scopes: [x]}]}\n"
-	out := &syncBuffer{}
-	if err := run(context.Background(), []string{"--config", writeConfig(t, ok), "--check-config"}, nil, out, &syncBuffer{}, nil); err != nil {
+	out := &testkit.SyncBuffer{}
+	if err := run(context.Background(), []string{"--config", writeConfig(t, ok), "--check-config"}, nil, out, &testkit.SyncBuffer{}, nil); err != nil {
 		t.Fatal(err)
 	}
 }
