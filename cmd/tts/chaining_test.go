@@ -66,7 +66,38 @@ func TestChainingTwoDomains(t *testing.T) {
 	da, db := newWITDomain(t, "a.example"), newWITDomain(t, "b.example")
 	addrA, addrB := freeLoopback(t), freeLoopback(t)
 	urlA, urlB := "http://"+addrA, "http://"+addrB
-	cfgA := `development: true
+	cfgA, cfgB := twoDomainConfigs(da, db, addrA, addrB)
+	procB := start(t, []string{"--config", writeConfig(t, cfgB)}, nil)
+	procA := start(t, []string{"--config", writeConfig(t, cfgA)}, nil)
+	mdA, mdB := discoverTwoDomains(t, ctx, procA, procB)
+
+	a2, a2Key, a2WIT := da.workload(t, "/agent/a2")
+	ss, _ := txntoken.NewSelfSignedToken(a2Key, a2, "alice@a.example", urlA, "trip.read trip.book", 5*time.Minute, time.Now())
+	txn, err := (&txntoken.Client{TokenEndpoint: mdA.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
+		txntoken.Request{Audience: "a.example", Scope: "trip.read trip.book", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D1-cmd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &chaining.Client{WIT: a2WIT, Key: a2Key}
+	g, at := chainToDomainB(t, ctx, cc, mdA, mdB, txn.AccessToken)
+	if getJSON(t, procB.url+tts.PathReadyz, nil) != 200 {
+		t.Fatal("TTS B not ready once AS A's metadata and keys answered")
+	}
+	txnInB(t, ctx, db, mdB, urlB, at.AccessToken)
+	// A domain-A workload cannot get domain-B Txn-Tokens although TTS B trusts its WIT
+	// (for AS B's client authentication): no policy rule names it.
+	if _, err := (&txntoken.Client{TokenEndpoint: mdB.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
+		txntoken.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken}); err == nil {
+		t.Fatal("a domain-A workload got a domain-B Txn-Token")
+	}
+	checkChainingLogs(t, procA.stderr.String()+procB.stderr.String(), txn.AccessToken, g.AccessToken, at.AccessToken)
+}
+
+// twoDomainConfigs: TTS A (AS A) issues grants for AS B; TTS B (AS B) redeems them,
+// mapping A's subjects under the prefix "a.example:".
+func twoDomainConfigs(da, db *witDomain, addrA, addrB string) (cfgA, cfgB string) {
+	urlA, urlB := "http://"+addrA, "http://"+addrB
+	cfgA = `development: true
 listen: ` + addrA + `
 trust_domains: [a.example]
 wits:
@@ -86,7 +117,7 @@ chaining:
       - issuer: ` + urlB + `
         scopes: [trip.read]
 `
-	cfgB := `development: true
+	cfgB = `development: true
 listen: ` + addrB + `
 trust_domains: [b.example]
 jwks_retry: 1ns
@@ -107,9 +138,12 @@ chaining:
         scopes: [trip.read, trip.book]
         subject: {mode: prefix, prefix: "a.example:"}
 `
-	procB := start(t, []string{"--config", writeConfig(t, cfgB)}, nil)
-	procA := start(t, []string{"--config", writeConfig(t, cfgA)}, nil)
+	return cfgA, cfgB
+}
 
+// discoverTwoDomains: AS A offers identity-chaining grants, AS B redeems them (and
+// offers none itself).
+func discoverTwoDomains(t *testing.T, ctx context.Context, procA, procB *started) (mdA, mdB *oauth.Metadata) {
 	mdA, err := oauth.Discover(ctx, nil, procA.url)
 	if err != nil {
 		t.Fatal(err)
@@ -117,42 +151,42 @@ chaining:
 	if !slices.Contains(mdA.IdentityChainingRequestedTokenTypesSupported, chaining.TokenTypeJWT) {
 		t.Fatalf("AS A metadata %+v", mdA)
 	}
-	mdB, err := oauth.Discover(ctx, nil, procB.url)
+	mdB, err = oauth.Discover(ctx, nil, procB.url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(mdB.GrantTypesSupported, chaining.GrantTypeJWTBearer) || len(mdB.IdentityChainingRequestedTokenTypesSupported) != 0 {
 		t.Fatalf("AS B metadata %+v", mdB)
 	}
+	return mdA, mdB
+}
 
-	a2, a2Key, a2WIT := da.workload(t, "/agent/a2")
-	ss, _ := txntoken.NewSelfSignedToken(a2Key, a2, "alice@a.example", urlA, "trip.read trip.book", 5*time.Minute, time.Now())
-	txn, err := (&txntoken.Client{TokenEndpoint: mdA.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
-		txntoken.Request{Audience: "a.example", Scope: "trip.read trip.book", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D1-cmd"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc := &chaining.Client{WIT: a2WIT, Key: a2Key}
-	g, err := cc.Grant(ctx, chaining.GrantParams{TokenEndpoint: mdA.TokenEndpoint, TxnToken: txn.AccessToken, Audience: "as.b.example"})
+// chainToDomainB trades the domain-A Txn-Token for a grant at AS A (30 s, the scope
+// narrowed to trip.read) and redeems it at AS B for an access token (2 min).
+func chainToDomainB(t *testing.T, ctx context.Context, cc *chaining.Client, mdA, mdB *oauth.Metadata, txn string) (g *chaining.GrantResponse, at *chaining.AccessTokenResponse) {
+	g, err := cc.Grant(ctx, chaining.GrantParams{TokenEndpoint: mdA.TokenEndpoint, TxnToken: txn, Audience: "as.b.example"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g.ExpiresIn != 30 || g.Scope != "trip.read" {
 		t.Fatalf("grant %+v", g)
 	}
-	at, err := cc.Redeem(ctx, mdB.TokenEndpoint, g.AccessToken, "")
+	at, err = cc.Redeem(ctx, mdB.TokenEndpoint, g.AccessToken, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if at.ExpiresIn != 120 || at.Scope != "trip.read" {
 		t.Fatalf("access token %+v", at)
 	}
-	if getJSON(t, procB.url+tts.PathReadyz, nil) != 200 {
-		t.Fatal("TTS B not ready once AS A's metadata and keys answered")
-	}
+	return g, at
+}
+
+// txnInB: a domain-B workload gets a domain-B Txn-Token for the access token, whose
+// subject is A's, prefixed.
+func txnInB(t *testing.T, ctx context.Context, db *witDomain, mdB *oauth.Metadata, urlB, accessToken string) {
 	b1, b1Key, b1WIT := db.workload(t, "/agent/b1")
 	res, err := (&txntoken.Client{TokenEndpoint: mdB.TokenEndpoint, WIT: b1WIT, Key: b1Key, Proof: proof.HTTPSig}).Request(ctx,
-		txntoken.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken, Dialog: "D2-cmd"})
+		txntoken.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: accessToken, SubjectTokenType: tts.TokenTypeAccessToken, Dialog: "D2-cmd"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,19 +201,17 @@ chaining:
 	if claims.Dialog() != "D2-cmd" || claims.Sub != "a.example:alice@a.example" || claims.ReqWL != b1.String() {
 		t.Fatalf("domain-B Txn-Token %+v", claims)
 	}
-	// A domain-A workload cannot get domain-B Txn-Tokens although TTS B trusts its WIT
-	// (for AS B's client authentication): no policy rule names it.
-	if _, err := (&txntoken.Client{TokenEndpoint: mdB.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
-		txntoken.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken}); err == nil {
-		t.Fatal("a domain-A workload got a domain-B Txn-Token")
-	}
-	logs := procA.stderr.String() + procB.stderr.String()
-	for _, want := range []string{`"chaining grant issued"`, `"chaining access token issued"`, `"grant_sha256":"` + txntoken.Hash(g.AccessToken) + `"`} {
+}
+
+// checkChainingLogs: both issuances are logged, the grant by its hash, and no token
+// in full.
+func checkChainingLogs(t *testing.T, logs, txn, grant, accessToken string) {
+	for _, want := range []string{`"chaining grant issued"`, `"chaining access token issued"`, `"grant_sha256":"` + txntoken.Hash(grant) + `"`} {
 		if !strings.Contains(logs, want) {
 			t.Fatalf("logs lack %s", want)
 		}
 	}
-	for _, tok := range []string{txn.AccessToken, g.AccessToken, at.AccessToken} {
+	for _, tok := range []string{txn, grant, accessToken} {
 		if strings.Contains(logs, tok) {
 			t.Fatal("the logs must name tokens by hash only")
 		}
