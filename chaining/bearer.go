@@ -40,8 +40,22 @@ type BearerPeer struct {
 	// Typs are the accepted JOSE typ values (default: exactly GrantTyp).
 	Typs []string
 	// Algs is the algorithm allow-list (default: every algorithm package keys supports;
-	// never none, never a MAC).
+	// never none, never a MAC; RS256 and PS256 only with RSA).
 	Algs []string
+	// RSA admits RS256 and PS256 grants (RFC 7523's mandatory algorithm, the default of
+	// Keycloak, Okta and Entra ID); Keys must then be a set opened to RSA (keys.RSAPolicy:
+	// 2048 to 8192 bits), since no other set holds RSA keys. Off, such a grant is
+	// unsupported_alg whatever Keys holds.
+	RSA bool
+	// AllowUntyped accepts grants without a typ header (identity-chaining does not
+	// require one); a typ that is present must still be one of Typs. It needs Audiences,
+	// so that an untyped token of another kind from the same issuer is not taken for a
+	// grant. Off, an untyped grant is wrong_type.
+	AllowUntyped bool
+	// Audiences, when set, are the aud values this peer's grants must name (one at
+	// least), in place of this AS's issuer identifier and token endpoint (oauth.md 4.2
+	// item 3): the name an identity provider knows this AS by.
+	Audiences []string
 	// Scopes are the scope tokens a grant of this peer may bring in; the granted scope
 	// is the grant's intersected with them. Required: nothing is allowed by default.
 	Scopes []string
@@ -162,8 +176,17 @@ func NewJWTBearer(cfg JWTBearerConfig) (*JWTBearer, error) {
 		if len(p.Typs) == 0 {
 			p.Typs = []string{GrantTyp}
 		}
+		if p.AllowUntyped && len(p.Audiences) == 0 {
+			return nil, fmt.Errorf("chaining: peer %s: accepting untyped grants needs audiences", p.Issuer)
+		}
+		for _, a := range p.Audiences {
+			if a == "" {
+				return nil, fmt.Errorf("chaining: peer %s: an empty audience", p.Issuer)
+			}
+		}
 		for _, a := range p.Algs {
-			if err := keys.CheckSignatureAlg(a); err != nil || keys.IsForbiddenAlg(a) {
+			rsaAlg := p.RSA && keys.FamilyOf(a).IsRSA()
+			if err := keys.CheckSignatureAlg(a); err != nil && !rsaAlg || keys.IsForbiddenAlg(a) {
 				return nil, fmt.Errorf("chaining: peer %s: algorithm %q cannot be allowed", p.Issuer, a)
 			}
 		}
@@ -246,8 +269,10 @@ func (b *JWTBearer) Done(ctx context.Context, r *http.Request, rec *oauth.Record
 //  2. client authentication with a WIT and a proof (invalid_client);
 //  3. resource, if any, is an audience this AS issues for (invalid_target);
 //  4. the grant (oauth.md 4.2, everything invalid_grant): iss a configured peer; typ
-//     one of the peer's; alg allowed; the key by kid from the peer's keys only; the
-//     signature; sub; aud naming this AS (issuer identifier or token endpoint, exact);
+//     one of the peer's (or none, where the peer allows untyped grants); alg allowed
+//     (RS256 and PS256 only for a peer opened to RSA); the key by kid from the peer's
+//     keys only; the signature; sub; aud naming this AS (issuer identifier or token
+//     endpoint, or the peer's audiences, exact);
 //     exp required and at most MaxGrantAge ahead, nbf, iat not in the future; jti;
 //     requested_cnf.jkt equal to the thumbprint of the client's WIT key;
 //  5. the client may present this peer's grants (unauthorized_client);
@@ -347,7 +372,7 @@ func (b *JWTBearer) verifyGrant(ctx context.Context, raw string, now time.Time) 
 			break
 		}
 	}
-	if err := t.CheckHeader(jose.Options{Typ: typ, Algs: peer.Algs}); err != nil {
+	if err := t.CheckHeader(jose.Options{Typ: typ, Algs: peer.Algs, RSA: peer.RSA, AllowUntyped: peer.AllowUntyped}); err != nil {
 		return peer, nil, err
 	}
 	key, err := peer.Keys.LookupKey(ctx, t.Kid)
@@ -357,10 +382,14 @@ func (b *JWTBearer) verifyGrant(ctx context.Context, raw string, now time.Time) 
 	if err := t.VerifyWith(key, false); err != nil {
 		return peer, nil, err
 	}
+	auds := peer.Audiences
+	if len(auds) == 0 {
+		auds = []string{b.cfg.Issuer, b.cfg.TokenEndpoint}
+	}
 	switch {
 	case g.Sub == "":
 		return peer, &g, errcode.New(errcode.MissingClaim, "the grant has no sub")
-	case !g.Aud.Contains(b.cfg.Issuer) && !g.Aud.Contains(b.cfg.TokenEndpoint):
+	case !slices.ContainsFunc(auds, g.Aud.Contains):
 		return peer, &g, errcode.New(errcode.AudienceMismatch, "the grant's aud does not name this authorization server")
 	}
 	if err := jose.CheckTimes(jose.TimeRules{Now: now, Skew: b.cfg.Skew, RequireExp: true, MaxLifetime: b.cfg.MaxGrantAge}, g.Exp, g.Nbf, g.Iat); err != nil {

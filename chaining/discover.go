@@ -26,6 +26,7 @@ type DiscoveredKeys struct {
 	hc     *http.Client
 	retry  time.Duration
 	now    func() time.Time
+	opts   []keys.RemoteOption
 
 	mu      sync.Mutex
 	set     *keys.LazyRemoteSet
@@ -36,8 +37,9 @@ type DiscoveredKeys struct {
 // NewDiscoveredKeys returns the keys of the AS whose issuer identifier is issuer. Its
 // background refreshes live as long as ctx; hc fetches metadata and JWKS (default: a
 // client with a 5 second timeout); retry bounds how often a failed discovery is tried
-// again (default 5 s); now is its clock.
-func NewDiscoveredKeys(ctx context.Context, issuer string, hc *http.Client, retry time.Duration, now func() time.Time) *DiscoveredKeys {
+// again (default 5 s); now is its clock; opts apply to the JWKS set (keys.WithRSA for a
+// peer whose grants are RSA-signed).
+func NewDiscoveredKeys(ctx context.Context, issuer string, hc *http.Client, retry time.Duration, now func() time.Time, opts ...keys.RemoteOption) *DiscoveredKeys {
 	if hc == nil {
 		hc = &http.Client{Timeout: 5 * time.Second}
 	}
@@ -47,7 +49,7 @@ func NewDiscoveredKeys(ctx context.Context, issuer string, hc *http.Client, retr
 	if now == nil {
 		now = time.Now
 	}
-	return &DiscoveredKeys{base: ctx, issuer: issuer, hc: hc, retry: retry, now: now}
+	return &DiscoveredKeys{base: ctx, issuer: issuer, hc: hc, retry: retry, now: now, opts: opts}
 }
 
 // LookupKey implements keys.KeySet.
@@ -84,6 +86,6 @@ func (d *DiscoveredKeys) get(ctx context.Context) (*keys.LazyRemoteSet, error) {
 		d.lastErr = err
 		return nil, errcode.Unavailable(errcode.KeysUnavailable, err, "metadata of %s", d.issuer)
 	}
-	d.set = keys.NewLazyRemoteSet(d.base, md.JWKSURI, d.retry, d.now, keys.WithHTTPClient(d.hc))
+	d.set = keys.NewLazyRemoteSet(d.base, md.JWKSURI, d.retry, d.now, append([]keys.RemoteOption{keys.WithHTTPClient(d.hc)}, d.opts...)...)
 	return d.set, nil
 }

@@ -60,10 +60,13 @@
 //
 // JWTBearer validates the grant per oauth.md 4.2 through package jose, the one
 // typed-token path: iss a configured peer (else untrusted_issuer), typ one of the
-// peer's (default exactly oauth-chain-grant+jwt), alg on the allow-list, the key by kid
-// from the peer's configured keys only (a JWKS file or URL, or the peer's RFC 8414
-// metadata: NewDiscoveredKeys), the signature, sub present, aud naming AS B's issuer
-// identifier or its token endpoint URL (exact), exp required and at most 5 minutes
+// peer's (default exactly oauth-chain-grant+jwt; no typ only where the peer allows
+// untyped grants, else wrong_type), alg on the allow-list (RS256 and PS256 only from a
+// peer opened to RSA, BearerPeer.RSA with a keys.RSAPolicy key set, else
+// unsupported_alg), the key by kid from the peer's configured keys only (a JWKS file or
+// URL, or the peer's RFC 8414 metadata: NewDiscoveredKeys), the signature, sub present,
+// aud naming AS B's issuer identifier or its token endpoint URL, or one of the peer's
+// audiences (exact), exp required and at most 5 minutes
 // ahead, nbf, iat not in the future, jti present, requested_cnf.jkt equal to the
 // thumbprint of the authenticated client's WIT key (grant_binding_mismatch). Then the
 // client policy, scope (the grant's intersected with the peer's allowed scopes; a

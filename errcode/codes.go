@@ -250,6 +250,11 @@ const (
 	// ASUnavailable: an authorization server (AS A or AS B) could not be reached or gave
 	// no usable answer (client side; Incomplete).
 	ASUnavailable Code = "as_unavailable"
+	// TokenRefused: a token endpoint refused the request with a plain RFC 6749 error (or
+	// an HTTP 4xx without an error document) and no dialogtrust code: another vendor's
+	// authorization server. Its error and error_description are in the detail (client
+	// side).
+	TokenRefused Code = "token_refused"
 	// CrossesTrustBoundary: a request of a linked dialog would carry the original
 	// domain's Txn-Token, dialog identifier or provenance across the trust boundary
 	// (dialog-binding sections 11 and 13, domain separation).

@@ -114,7 +114,8 @@ const MaxTrustFileSize = 4 << 20
 //
 //	{"spiffe://a.example/agent/planner": {"keys": [{"kty":"EC", ..., "alg":"ES256"}]}}
 //
-// Every key must carry "alg" (one algorithm per key, section 3.4).
+// Every key is pinned to one algorithm (section 3.4): its "alg", or without one the one
+// its type admits (EC P-256: ES256; OKP Ed25519: EdDSA), as keys.ParsePublicJWK decides.
 func ParseTrust(b []byte) (*StaticTrust, error) {
 	if len(b) > MaxTrustFileSize {
 		return nil, errcode.New(errcode.InvalidKey, "trust document larger than %d octets", MaxTrustFileSize)

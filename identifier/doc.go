@@ -8,7 +8,8 @@
 // each a rejection with its own code. Because only canonical identifiers are accepted,
 // comparison is byte-for-byte over the whole URI (section 4.3, ID-5): use ID.Equal or ==.
 //
-// The wimse path follows the vectors of shared/conformance (RFC 3986 pchar: unreserved,
+// The wimse path follows the wimsey conformance vectors (in
+// cmd/dialogtrust/internal/conformance/testdata; RFC 3986 pchar: unreserved,
 // sub-delims, ':' and '@', plus upper-case percent-escapes of characters that are not
 // unreserved). The spiffe path is the narrower SPIFFE set [A-Za-z0-9._-].
 package identifier

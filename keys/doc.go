@@ -3,8 +3,14 @@
 //
 // Rules it enforces (wimse.md 2.1, 2.4 WIT-1; workload-creds-02 section 3):
 //   - every key is pinned to exactly one JWS algorithm: ES256 (P-256) or Ed25519, the
-//     latter under either name "EdDSA" or "Ed25519" (RFC 9864). A key without "alg" is
-//     refused; "none", MAC and encryption algorithms are refused.
+//     latter under either name "EdDSA" or "Ed25519" (RFC 9864); "none", MAC and
+//     encryption algorithms, and an "alg" that does not fit the key's type, are refused.
+//     A key from trust configuration (ParseJWKS, LoadJWKSFile, RemoteSet,
+//     ParsePublicJWK) without "alg" is pinned to the one algorithm its type admits:
+//     EC P-256 to ES256, OKP Ed25519 to EdDSA, RSA (only in a set opened to RSA) to the
+//     RSAPolicy's DefaultAlg; pin.go is the one place that decides. A cnf.jwk
+//     (ParseConfirmationJWK) and a private signing key (ParsePrivateJWK) must still
+//     carry "alg" (workload-creds-02 section 5.1).
 //   - the kid of a generated key is its RFC 7638 thumbprint (SHA-256, base64url); a loaded
 //     key keeps the kid it has (drafts' examples use kids such as "June 5").
 //   - keys come only from trust configuration (a JWKS file, a JWKS URL configured out of

@@ -4,14 +4,16 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/keys"
 )
 
 // FuzzParseJWKS: JWK sets arrive over the network (JWKS URLs). Whatever the input, the
-// parsers do not panic, every key they return is pinned to one supported algorithm, and
-// RSA keys come only from the RSA-opened parser, within the size bounds.
+// parsers do not panic, every key they return is pinned to one supported algorithm (its
+// alg, or the one its type admits when it has none), and RSA keys come only from the
+// RSA-opened parser, within the size bounds.
 func FuzzParseJWKS(f *testing.F) {
 	ec, _ := keys.Generate(keys.ES256)
 	ed, _ := keys.Generate(keys.EdDSA)
@@ -23,19 +25,38 @@ func FuzzParseJWKS(f *testing.F) {
 	f.Add([]byte(`{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB","alg":"RS256"}]}`))
 	f.Add([]byte(`{"keys":[{"kty":"oct","k":"c2VjcmV0","alg":"HS256"}]}`))
 	f.Add([]byte(`{}`))
+	// Keys without alg (pinned by type, or refused) and a key whose alg does not fit.
+	noAlg := func(j []byte) string { return strings.Replace(string(j), `"alg":"`+keys.ES256+`",`, "", 1) }
+	f.Add([]byte(`{"keys":[` + noAlg(ecj) + `,{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}`))
+	f.Add(jwks(f, rsaJWK(f, rk, "r3", "", "")))
+	f.Add([]byte(`{"keys":[` + strings.Replace(string(ecj), `"alg":"ES256"`, `"alg":"EdDSA"`, 1) + `]}`))
+	f.Add([]byte(`{"keys":[` + noAlg(ecj)[:len(noAlg(ecj))-1] + `,"use":"enc"}]}`))
+	// pinnedToOne: the key's one algorithm is a name of its family, and one the set
+	// may hold (ES256 or Ed25519 everywhere; RS256 or PS256 only with RSA).
+	pinnedToOne := func(t *testing.T, where string, k *keys.PublicKey, rsaOpen bool) {
+		t.Helper()
+		fam := k.Family()
+		switch {
+		case fam == keys.FamilyNone || keys.FamilyOf(k.Alg()) != fam:
+			t.Fatalf("%s: key %q pinned to %q (%v)", where, k.KID(), k.Alg(), fam)
+		case fam.IsRSA() && !rsaOpen:
+			t.Fatalf("%s returned a %v key", where, fam)
+		case !fam.IsRSA() && keys.CheckSignatureAlg(k.Alg()) != nil:
+			t.Fatalf("%s: key %q pinned to unsupported %q", where, k.KID(), k.Alg())
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if set, err := keys.ParseJWKS(b); err == nil {
 			for _, k := range set.Keys() {
-				if fam := k.Family(); fam != keys.FamilyES256 && fam != keys.FamilyEd25519 {
-					t.Fatalf("ParseJWKS returned a %v key", fam)
-				}
+				pinnedToOne(t, "ParseJWKS", k, false)
 			}
+		}
+		if k, err := keys.ParsePublicJWK(b); err == nil {
+			pinnedToOne(t, "ParsePublicJWK", k, false)
 		}
 		if set, err := keys.ParseJWKSWithRSA(b, keys.RSAPolicy{DefaultAlg: keys.RS256}); err == nil {
 			for _, k := range set.Keys() {
-				if keys.FamilyOf(k.Alg()) != k.Family() || k.Family() == keys.FamilyNone {
-					t.Fatalf("key %s pinned to %q", k.KID(), k.Alg())
-				}
+				pinnedToOne(t, "ParseJWKSWithRSA", k, true)
 				if pub, ok := k.Crypto().(*rsa.PublicKey); ok {
 					if n := pub.N.BitLen(); n < keys.MinRSABits || n > keys.MaxRSABits {
 						t.Fatalf("RSA key of %d bits", n)

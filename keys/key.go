@@ -268,65 +268,39 @@ func ParsePrivateJWK(b []byte) (*PrivateKey, error) {
 	return k, nil
 }
 
-// ParsePublicJWK loads a public JWK (private members, if present, are ignored). It must
-// carry "alg"; "none", MAC and encryption algorithms are
-// refused. The kid is kept as given ("" when absent).
+// ParsePublicJWK loads a public JWK from trust configuration (private members, if
+// present, are ignored) and pins it to one algorithm (pin.go): its "alg", or without one
+// the one algorithm its type admits (EC P-256: ES256; OKP Ed25519: EdDSA). "none", MAC
+// and encryption algorithms, RSA keys and an alg that does not fit the key are refused.
+// The kid is kept as given ("" when absent).
 func ParsePublicJWK(b []byte) (*PublicKey, error) {
-	j, alg, err := parseJWK(b)
+	j, err := decodeJWK(b)
 	if err != nil {
 		return nil, err
 	}
-	return fromJWK(j, alg)
+	return externalKey(j, nil)
 }
 
-// FromJWK converts a jwx key (public or private) into a PublicKey pinned to its alg.
-func FromJWK(j jwk.Key) (*PublicKey, error) {
-	alg := ""
-	if a := j.Algorithm(); a != nil {
-		alg = a.String()
-	}
-	if err := checkKeyAlg(alg); err != nil {
-		return nil, err
-	}
-	return fromJWK(j, alg)
-}
+// FromJWK converts a jwx key (public or private) from trust configuration into a
+// PublicKey pinned to one algorithm, as ParsePublicJWK does.
+func FromJWK(j jwk.Key) (*PublicKey, error) { return externalKey(j, nil) }
 
-func fromJWK(j jwk.Key, alg string) (*PublicKey, error) {
-	var raw any
-	if err := j.Raw(&raw); err != nil {
-		return nil, errcode.Wrap(errcode.InvalidKey, err, "JWK")
-	}
-	k := &PublicKey{kid: j.KeyID(), alg: alg}
-	switch v := raw.(type) {
-	case *ecdsa.PrivateKey:
-		raw = &v.PublicKey
-	case ed25519.PrivateKey:
-		raw = v.Public().(ed25519.PublicKey)
-	}
-	switch v := raw.(type) {
-	case *ecdsa.PublicKey:
-		if FamilyOf(alg) != FamilyES256 || v.Curve != elliptic.P256() {
-			return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not fit an EC key on %s", alg, v.Curve.Params().Name)
-		}
-		k.family, k.ec = FamilyES256, v
-	case ed25519.PublicKey:
-		if FamilyOf(alg) != FamilyEd25519 {
-			return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not fit an Ed25519 key", alg)
-		}
-		k.family, k.ed = FamilyEd25519, v
-	default:
-		return nil, errcode.New(errcode.InvalidKey, "not an ES256 or Ed25519 JWK (%T)", raw)
-	}
-	return k, nil
-}
-
-func parseJWK(b []byte) (jwk.Key, string, error) {
+func decodeJWK(b []byte) (jwk.Key, error) {
 	if len(b) > 16<<10 {
-		return nil, "", errcode.New(errcode.InvalidKey, "JWK larger than 16 KiB")
+		return nil, errcode.New(errcode.InvalidKey, "JWK larger than 16 KiB")
 	}
 	j, err := jwk.ParseKey(b)
 	if err != nil {
-		return nil, "", errcode.Wrap(errcode.InvalidKey, err, "JWK")
+		return nil, errcode.Wrap(errcode.InvalidKey, err, "JWK")
+	}
+	return j, nil
+}
+
+// parseJWK decodes a signing key of this service's own: it must name its algorithm.
+func parseJWK(b []byte) (jwk.Key, string, error) {
+	j, err := decodeJWK(b)
+	if err != nil {
+		return nil, "", err
 	}
 	alg := ""
 	if a := j.Algorithm(); a != nil {
@@ -338,11 +312,12 @@ func parseJWK(b []byte) (jwk.Key, string, error) {
 	return j, alg, nil
 }
 
-// checkKeyAlg enforces "exactly one algorithm per key": the JWK names it, and it is one
-// this project signs with.
+// checkKeyAlg enforces "exactly one algorithm per key" for a signing key: the private
+// JWK names it (a signing_key_file is the operator's statement of the algorithm), and it
+// is one this project signs with.
 func checkKeyAlg(alg string) error {
 	if alg == "" {
-		return errcode.New(errcode.InvalidKey, `JWK has no "alg": every key is pinned to one algorithm`)
+		return errcode.New(errcode.InvalidKey, `private JWK has no "alg": a signing key names its one algorithm`)
 	}
 	if IsForbiddenAlg(alg) {
 		return errcode.New(errcode.UnsupportedAlg, "alg %q can never sign", alg)

@@ -50,10 +50,10 @@ func TestThumbprintKnownValue(t *testing.T) {
 	}
 }
 
-// Exactly one algorithm per key: a JWK must carry alg, and alg must fit the key type.
+// Exactly one algorithm per key: a present alg must fit the key type (a key without alg
+// is pinned by its type: pin_test.go).
 func TestOneAlgorithmPerKey(t *testing.T) {
 	for jwk, code := range map[string]errcode.Code{
-		`{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}`:               errcode.InvalidKey,
 		`{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","alg":"ES256"}`: errcode.UnsupportedAlg,
 		`{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","alg":"none"}`:  errcode.UnsupportedAlg,
 		`{"kty":"oct","k":"c2VjcmV0","alg":"HS256"}`:                                                    errcode.UnsupportedAlg,

@@ -1,7 +1,6 @@
 package keys
 
 import (
-	"crypto/rsa"
 	"os"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
@@ -24,8 +23,8 @@ const (
 // reach the WIT, WPT, HTTP-signature, Txn-Token or handoff paths.
 //
 // An RSA key is accepted with alg RS256 or PS256 and a modulus of MinRSABits to
-// MaxRSABits. A key without "alg" (Azure AD's JWKS carries none) is pinned to DefaultAlg;
-// without DefaultAlg it is refused, as every key must name its one algorithm. Keys whose
+// MaxRSABits. An RSA key admits several algorithms, so one without "alg" (Azure AD's
+// JWKS carries none) is pinned to DefaultAlg; without DefaultAlg it is refused. Keys whose
 // "use" is "enc" are skipped: a provider's JWKS may list encryption keys beside its
 // signing keys.
 type RSAPolicy struct {
@@ -70,7 +69,8 @@ func WithRSA(p RSAPolicy) RemoteOption {
 	return func(r *RemoteSet, _ *[]jwk.RegisterOption) { r.rsa = &p }
 }
 
-// fromJWKSetPolicy converts a set; with p, RSA keys are taken as p says.
+// fromJWKSetPolicy converts a set, pinning every key to one algorithm (externalKey);
+// with p, RSA keys are taken as p says and RSA encryption keys are skipped.
 func fromJWKSetPolicy(set jwk.Set, p *RSAPolicy) (*StaticSet, error) {
 	if p != nil {
 		if err := p.Check(); err != nil {
@@ -80,56 +80,14 @@ func fromJWKSetPolicy(set jwk.Set, p *RSAPolicy) (*StaticSet, error) {
 	ks := make([]*PublicKey, 0, set.Len())
 	for i := 0; i < set.Len(); i++ {
 		j, _ := set.Key(i)
-		if p != nil && j.KeyType() == jwa.RSA {
-			if j.KeyUsage() == string(jwk.ForEncryption) {
-				continue
-			}
-			k, err := fromRSAJWK(j, *p)
-			if err != nil {
-				return nil, err
-			}
-			ks = append(ks, k)
+		if p != nil && j.KeyType() == jwa.RSA && j.KeyUsage() == string(jwk.ForEncryption) {
 			continue
 		}
-		k, err := FromJWK(j)
+		k, err := externalKey(j, p)
 		if err != nil {
 			return nil, err
 		}
 		ks = append(ks, k)
 	}
 	return NewStaticSet(ks...)
-}
-
-func fromRSAJWK(j jwk.Key, p RSAPolicy) (*PublicKey, error) {
-	alg := p.DefaultAlg
-	if a := j.Algorithm(); a != nil && a.String() != "" {
-		alg = a.String()
-	}
-	if alg == "" {
-		return nil, errcode.New(errcode.InvalidKey, `RSA JWK %q has no "alg" and no default is configured: every key is pinned to one algorithm`, j.KeyID())
-	}
-	f := FamilyOf(alg)
-	if !f.IsRSA() {
-		return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not fit an RSA key (RS256 or PS256)", alg)
-	}
-	var raw any
-	if err := j.Raw(&raw); err != nil {
-		return nil, errcode.Wrap(errcode.InvalidKey, err, "RSA JWK")
-	}
-	var pub *rsa.PublicKey
-	switch v := raw.(type) {
-	case *rsa.PublicKey:
-		pub = v
-	case *rsa.PrivateKey:
-		pub = &v.PublicKey
-	default:
-		return nil, errcode.New(errcode.InvalidKey, "RSA JWK holds %T", raw)
-	}
-	if n := pub.N.BitLen(); n < MinRSABits || n > MaxRSABits {
-		return nil, errcode.New(errcode.InvalidKey, "RSA key of %d bits: %d to %d are accepted", n, MinRSABits, MaxRSABits)
-	}
-	if pub.E < 3 || pub.E%2 == 0 {
-		return nil, errcode.New(errcode.InvalidKey, "RSA public exponent %d", pub.E)
-	}
-	return &PublicKey{kid: j.KeyID(), alg: alg, family: f, rsa: pub}, nil
 }

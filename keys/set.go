@@ -36,7 +36,9 @@ func NewStaticSet(ks ...*PublicKey) (*StaticSet, error) {
 	return s, nil
 }
 
-// ParseJWKS reads a JWK Set document. Every key must carry "alg" (one algorithm per key).
+// ParseJWKS reads a JWK Set document from trust configuration. Every key is pinned to
+// one algorithm: its "alg", or without one the one its type admits (EC P-256: ES256;
+// OKP Ed25519: EdDSA). RSA keys are refused (ParseJWKSWithRSA opens a set to them).
 func ParseJWKS(b []byte) (*StaticSet, error) {
 	if len(b) > 1<<20 {
 		return nil, errcode.New(errcode.InvalidKey, "JWKS larger than 1 MiB")

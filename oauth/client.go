@@ -90,7 +90,7 @@ func (c *TokenClient) Token(ctx context.Context, form url.Values) (*TokenRespons
 	}
 	if res.StatusCode != http.StatusOK {
 		err := ReadError(res.StatusCode, b)
-		if errcode.CodeOf(err) == errcode.Unmapped && res.StatusCode >= 500 {
+		if errcode.CodeOf(err) == errcode.TokenRefused && res.StatusCode >= 500 {
 			return nil, errcode.Unavailable(unavailable, err, "HTTP %d", res.StatusCode)
 		}
 		return nil, err
@@ -139,19 +139,20 @@ func (c *TokenClient) prove(ctx context.Context, req *http.Request) error {
 // ReadError turns a token endpoint's error document (RFC 6749 section 5.2) back into
 // an *errcode.Error. When the document carries a code of ours (the code and kind
 // members of ErrorResponse) the error has that code and kind; a plain RFC 6749 error
-// of a foreign server, or an answer that is no error document, is errcode.Unmapped
-// (could not be completed for a 503), with the OAuth error in the detail.
+// of a foreign server, or an answer that is no error document, is
+// errcode.TokenRefused (could not be completed for a 503), with the OAuth error in the
+// detail.
 func ReadError(status int, body []byte) error {
 	var d ErrorResponse
 	if err := json.Unmarshal(body, &d); err != nil || d.Error == "" {
 		if status == http.StatusServiceUnavailable {
-			return errcode.Unavailable(errcode.Unmapped, nil, "HTTP %d without an error document", status)
+			return errcode.Unavailable(errcode.TokenRefused, nil, "HTTP %d without an error document", status)
 		}
-		return errcode.New(errcode.Unmapped, "HTTP %d without an error document", status)
+		return errcode.New(errcode.TokenRefused, "HTTP %d without an error document", status)
 	}
 	code := errcode.Code(d.Code)
 	if !isCode(d.Code) {
-		code = errcode.Unmapped
+		code = errcode.TokenRefused
 	}
 	kind := errcode.Failed
 	if d.Kind == errcode.Incomplete.String() {

@@ -66,12 +66,12 @@ func TestClientErrorDecoding(t *testing.T) {
 	}{
 		{"our code", 400, `{"error":"invalid_scope","error_description":"trip.book","code":"scope_too_broad","kind":"failed"}`, "", errcode.ScopeTooBroad, errcode.Failed, "invalid_scope: trip.book"},
 		{"our could-not-complete", 503, `{"error":"temporarily_unavailable","code":"store_unavailable","kind":"could_not_complete"}`, errcode.TTSUnavailable, errcode.StoreUnavailable, errcode.Incomplete, "temporarily_unavailable"},
-		{"foreign RFC 6749 error", 400, `{"error":"invalid_grant","error_description":"expired"}`, "", errcode.Unmapped, errcode.Failed, "invalid_grant: expired"},
+		{"foreign RFC 6749 error", 400, `{"error":"invalid_grant","error_description":"expired"}`, "", errcode.TokenRefused, errcode.Failed, "invalid_grant: expired"},
 		{"foreign 5xx error", 500, `{"error":"server_error"}`, errcode.TTSUnavailable, errcode.TTSUnavailable, errcode.Incomplete, "HTTP 500"},
-		{"a code not of ours", 400, `{"error":"invalid_request","code":"Not A Code\n"}`, "", errcode.Unmapped, errcode.Failed, "invalid_request"},
+		{"a code not of ours", 400, `{"error":"invalid_request","code":"Not A Code\n"}`, "", errcode.TokenRefused, errcode.Failed, "invalid_request"},
 		{"non-JSON 5xx", 502, `<html>bad gateway</html>`, "", errcode.ASUnavailable, errcode.Incomplete, "HTTP 502"},
 		{"non-JSON 5xx, TTS", 502, `<html>bad gateway</html>`, errcode.TTSUnavailable, errcode.TTSUnavailable, errcode.Incomplete, "HTTP 502"},
-		{"non-JSON 4xx", 404, `not found`, "", errcode.Unmapped, errcode.Failed, "HTTP 404 without an error document"},
+		{"non-JSON 4xx", 404, `not found`, "", errcode.TokenRefused, errcode.Failed, "HTTP 404 without an error document"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testClient(t, answering(tc.status, strings.NewReader(tc.body)))
@@ -113,7 +113,7 @@ func TestClientBoundedRead(t *testing.T) {
 	}
 	big := `{"error":"invalid_request","code":"scope_too_broad","error_description":"` + strings.Repeat("x", oauth.MaxResponseSize) + `"}`
 	_, err = testClient(t, answering(400, strings.NewReader(big))).Token(ctx, url.Values{})
-	wantErr(t, err, errcode.Unmapped, errcode.Failed)
+	wantErr(t, err, errcode.TokenRefused, errcode.Failed)
 	// Exactly at the bound is still read.
 	fits := `{"access_token":"t","token_type":"N_A"}`
 	fits += strings.Repeat(" ", oauth.MaxResponseSize-len(fits))

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"encoding/json"
+	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -21,7 +22,7 @@ const (
 	MaxContextDepth      = 8
 	MaxScopeSize         = 1 << 10
 	MaxParamSize         = 1 << 10 // every other parameter
-	MaxDialogLength      = 256
+	MaxDialogLength      = 128     // the Dialog-Context dlg limit (dialog.MaxDLGLength)
 	MaxClientAssertion   = 8 << 10
 	MaxContextMembers    = 64
 	maxParams            = 64
@@ -306,7 +307,7 @@ func (r *TokenRequest) DecodeContext() error {
 	}
 	if d, ok := r.RequestDetails[dialogMember]; ok {
 		if !decodeDialog(d, &r.dialog) || !ValidDialog(r.dialog) {
-			return invalid("request_details.dlg must be a string of 1 to %d printable ASCII characters", MaxDialogLength)
+			return invalid("request_details.dlg must be a string of 1 to %d characters of [A-Za-z0-9._~:-] (a Dialog-Context dlg)", MaxDialogLength)
 		}
 	}
 	return nil
@@ -390,6 +391,13 @@ func contextParam(raw, name string) (map[string]json.RawMessage, error) {
 	}
 	m, ok := plainContext(raw)
 	if !ok {
+		// encoding/json keeps the last of a repeated member, another reader of the same
+		// text may keep the first: a repetition at any depth is refused, not resolved.
+		if dup, err := DuplicateMember(raw); err != nil {
+			return nil, invalid("%s must be a JSON object", name)
+		} else if dup != "" {
+			return nil, invalid("%s names member %q twice in one object", name, truncate(dup))
+		}
 		var decoded map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(raw), &decoded); err != nil || decoded == nil {
 			return nil, invalid("%s must be a JSON object", name)
@@ -464,6 +472,57 @@ func CheckDepth(s string, max int) error {
 	return nil
 }
 
+// DuplicateMember returns the first member name that an object of the JSON text s, at
+// any depth, names twice (after unescaping: "dlg" and "\u0064lg" are one name), or ""
+// when there is none; an error when s is not one JSON value. Run CheckDepth first: the
+// walk recurses once per level of nesting.
+func DuplicateMember(s string) (string, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	name, err := duplicateIn(dec)
+	if err != nil || name != "" {
+		return name, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", errcode.New(errcode.InvalidEncoding, "trailing data after the JSON value")
+	}
+	return "", nil
+}
+
+func duplicateIn(dec *json.Decoder) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]struct{}{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return "", err
+			}
+			name, _ := k.(string)
+			if _, dup := seen[name]; dup {
+				return name, nil
+			}
+			seen[name] = struct{}{}
+			if name, err := duplicateIn(dec); err != nil || name != "" {
+				return name, err
+			}
+		}
+	case json.Delim('['):
+		for dec.More() {
+			if name, err := duplicateIn(dec); err != nil || name != "" {
+				return name, err
+			}
+		}
+	default:
+		return "", nil
+	}
+	_, err = dec.Token() // the closing delimiter
+	return "", err
+}
+
 // decodeDialog decodes the JSON string d into *dst. A dialog identifier is printable
 // ASCII (ValidDialog), so the common case is a string literal without escapes, which
 // decodes to the octets between its quotes; anything else is left to encoding/json.
@@ -486,14 +545,18 @@ func decodeDialog(d json.RawMessage, dst *string) bool {
 }
 
 // ValidDialog: a dialog identifier is opaque to the TTS (dialog-binding section 4), but
-// it is compared octet for octet with the Dialog-Context field, so it must be printable
-// ASCII that survives an HTTP field unchanged.
+// it is compared octet for octet with the dlg of a Dialog-Context field, so it must be
+// one that field can carry: the grammar of package dialog, 1 to MaxDialogLength
+// characters of [A-Za-z0-9._~:-] (enough for UUIDs, ULIDs and URNs, and nothing that
+// needs escaping where it is logged or stored). TestValidDialogIsDialogGrammar holds
+// the two equal; package dialog imports this one, so the grammar cannot live there.
 func ValidDialog(s string) bool {
 	if s == "" || len(s) > MaxDialogLength {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '~' || c == ':' || c == '-') {
 			return false
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
 )
 
 // The direct decoding of plain context objects gives what encoding/json gives.
@@ -98,6 +100,65 @@ func TestTokenResponseJSON(t *testing.T) {
 		got.Write(r.AppendJSON(nil))
 		if got.String() != want.String() {
 			t.Fatalf("\n got %s\nwant %s", got.String(), want.String())
+		}
+	}
+}
+
+// Issue 12 point 5: a member named twice in request_details or request_context, at any
+// depth and however it is spelled, is refused (invalid_request), never "last wins".
+func TestDecodeContextDuplicateMembers(t *testing.T) {
+	for _, tc := range []struct{ param, value string }{
+		{"request_details", `{"dlg":"A","dlg":"B"}`},
+		{"request_details", `{"dlg":"A","\u0064lg":"B"}`},
+		{"request_details", `{"a":{"b":1,"b":2}}`},
+		{"request_details", `{"a":[1,{"x":{"c":1,"c":2}}]}`},
+		{"request_context", `{"ip":"1","ip":"2"}`},
+		{"request_context", `{"req":{"ip":"1","ip":"2"}}`},
+	} {
+		r, err := ParseTokenRequest([]byte(url.Values{tc.param: {tc.value}}.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = r.DecodeContext()
+		if errcode.CodeOf(err) != errcode.InvalidRequest || !strings.Contains(err.Error(), "twice") {
+			t.Fatalf("%s=%s: %v (dlg %q), want invalid_request naming the repeated member", tc.param, tc.value, err, r.Dialog())
+		}
+	}
+	for _, ok := range []string{`{"a":{"b":1},"c":{"b":2}}`, `{"a":[{"b":1},{"b":2}]}`, `{"dlg":"A","x":"\u0041"}`} {
+		r, _ := ParseTokenRequest([]byte(url.Values{"request_details": {ok}}.Encode()))
+		if err := r.DecodeContext(); err != nil {
+			t.Fatalf("%s: %v", ok, err)
+		}
+	}
+}
+
+// Issue 12 point 5: request_details.dlg is held to the Dialog-Context dlg grammar, so
+// that every tctx.dlg can be carried by a Dialog-Context field.
+func TestDecodeContextDialogGrammar(t *testing.T) {
+	for _, bad := range []string{`"a\"b"`, `"` + strings.Repeat("d", MaxDialogLength+1) + `"`, `"a b"`, `"a/b"`, `"a,b"`, `"a;b"`, `""`, `1`, `"\u00e9"`} {
+		r, _ := ParseTokenRequest([]byte(url.Values{"request_details": {`{"dlg":` + bad + `}`}}.Encode()))
+		if err := r.DecodeContext(); errcode.CodeOf(err) != errcode.InvalidRequest {
+			t.Fatalf("dlg %s: %v (dlg %q), want invalid_request", bad, err, r.Dialog())
+		}
+	}
+	for _, good := range []string{"7f3c9a2e-5b1d-4e8a-9c6f-0d2b8e4a1f37", "urn:uuid:7f3c9a2e", "D1_a.b~c", strings.Repeat("d", MaxDialogLength)} {
+		r, _ := ParseTokenRequest([]byte(url.Values{"request_details": {`{"dlg":"` + good + `"}`}}.Encode()))
+		if err := r.DecodeContext(); err != nil || r.Dialog() != good {
+			t.Fatalf("dlg %s: %v %q", good, err, r.Dialog())
+		}
+	}
+}
+
+func TestDuplicateMember(t *testing.T) {
+	for s, want := range map[string]string{`{}`: "", `[]`: "", `1`: "", `{"a":1,"a":2}`: "a", `{"a":{"b":[{"c":1,"c":1}]}}`: "c", `[{"x":1},{"x":1}]`: ""} {
+		got, err := DuplicateMember(s)
+		if err != nil || got != want {
+			t.Fatalf("%s: %q %v, want %q", s, got, err, want)
+		}
+	}
+	for _, bad := range []string{``, `{`, `{"a":1}x`, `{"a":}`} {
+		if _, err := DuplicateMember(bad); err == nil {
+			t.Fatalf("%q: no error", bad)
 		}
 	}
 }

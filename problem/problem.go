@@ -1,11 +1,3 @@
-// Package problem writes rejections as RFC 9457 problem details
-// (application/problem+json) with the stable code of package errcode.
-//
-// The status follows the kind and the code: a check that could not be completed is 503,
-// so that callers and load balancers can tell it from a bad credential; credential
-// failures are 401 or 400 as the WIMSE drafts recommend for their binding; policy
-// refusals are 403. The body never contains a token: details come from errcode errors,
-// which never carry whole tokens.
 package problem
 
 import (

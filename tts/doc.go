@@ -69,10 +69,13 @@
 // cache validated subject tokens by their exact text until their exp (bounded, at most
 // CacheMaxAge); the time rules run on every use. The rest of a request avoids
 // reflection and copies where it can: the plain JSON this project writes (WPT claims,
-// request_details, tctx) is read and written directly (jose.ScanPlainObject, with
-// encoding/json for anything else and fuzz tests holding the two equal), the log line's
-// repeating attributes are pre-formatted, and POST /token bypasses the router. See
-// README, "Transaction Token Service", for the measured figures.
+// request_details, tctx) is read and written directly (read by jose.ScanPlainObject,
+// written by internal/plainjson, with encoding/json for anything else and fuzz tests
+// holding the two equal), the log line of
+// an issued token is written with typed attributes and its hashes computed only when it
+// is written, and the router hands POST /token straight to the oauth.Endpoint, which
+// parses the body once and dispatches on grant_type. See README, "Transaction Token
+// Service", for the measured figures.
 //
 // # Receiver library
 //
@@ -91,7 +94,7 @@
 // The signing keys are a keys.Ring (publish-before-use rotation by keys.Rotator), published
 // at /.well-known/jwks.json; RFC 8414 metadata at /.well-known/oauth-authorization-server
 // names the issuer, token endpoint, JWKS, grant type and authentication methods.
-// LazyRemoteSet trusts a JWKS URL that may not answer yet (the development default
+// keys.LazyRemoteSet trusts a JWKS URL that may not answer yet (the development default
 // starts before its WIT issuer).
 //
 // Other grant handlers share the token endpoint (Config.Grants; package chaining,

@@ -498,6 +498,11 @@ func (h *UnsignedJSONHandler) Validate(_ context.Context, token string, _ *Reque
 	if err := oauth.CheckDepth(token, MaxContextDepth); err != nil {
 		return nil, err
 	}
+	// A repeated member (sub twice, at any depth) is refused, not resolved: encoding/json
+	// keeps the last, the requester's own reader may keep the first.
+	if dup, err := oauth.DuplicateMember(token); err == nil && dup != "" {
+		return nil, errcode.New(errcode.InvalidEncoding, "unsigned_json subject token names member %q twice in one object", truncate(dup))
+	}
 	var m map[string]any
 	if err := decodeJSON([]byte(token), &m); err != nil || m == nil {
 		return nil, errcode.New(errcode.InvalidEncoding, "unsigned_json subject token is not a JSON object")

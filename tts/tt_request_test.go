@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/keys"
 )
 
 // oauth.md 1.3: every REQUIRED parameter, in a fixed order.
@@ -149,7 +150,7 @@ func TestTT1_11_InvalidClientDocument(t *testing.T) {
 // completed" (503, temporarily_unavailable, kind could_not_complete), never acceptance.
 func TestTT1_11_KeysUnavailable(t *testing.T) {
 	e := newEnv(t, func(c *Config) {
-		lazy := NewLazyRemoteSet(t.Context(), "http://"+freeAddr(t)+"/jwks.json", 0, nil)
+		lazy := keys.NewLazyRemoteSet(t.Context(), "http://"+freeAddr(t)+"/jwks.json", 0, nil)
 		c.SubjectHandlers[0], _ = NewJWTHandler(TokenTypeAccessToken, []JWTIssuer{{Issuer: idpIss, Keys: lazy}}, HandlerOptions{})
 	})
 	status, _, body := e.rawPost(e.workload("/agent/a1"), baseForm(tdA, "trip.read", e.accessToken("alice", "trip.read", 0), TokenTypeAccessToken), nil)

@@ -22,7 +22,7 @@ func FuzzIdentifierFromCertDER(f *testing.F) {
 	for _, s := range [][]byte{good, two, ca.der, []byte("not a certificate"), {0x30, 0x80}, {}} {
 		f.Add(s)
 	}
-	dir, _ := filepath.Abs("../../shared/conformance/wimsey/mtls")
+	dir, _ := filepath.Abs("../cmd/dialogtrust/internal/conformance/testdata/wimsey/mtls")
 	for _, name := range []string{"wic-es256.json", "wic-eddsa.json"} {
 		raw, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {

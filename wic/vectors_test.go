@@ -15,20 +15,17 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 )
 
-// The wimsey mtls vectors, beside the repository as laid out for CI. The conformance
+// The wimsey mtls vectors, in the conformance runner's testdata. The conformance
 // runner (cmd/dialogtrust/internal/conformance/mtls.go) is the authority; this copy
 // keeps the package's own tests honest about byte equality when run alone.
 func mtlsVectors(t testing.TB) map[string][]byte {
 	t.Helper()
-	dir, _ := filepath.Abs("../../shared/conformance/wimsey/mtls")
+	dir, _ := filepath.Abs("../cmd/dialogtrust/internal/conformance/testdata/wimsey/mtls")
 	out := map[string][]byte{}
 	for _, f := range []string{"wic-es256.json", "wic-eddsa.json"} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("vectors not found: %v", err)
-			}
-			t.Skipf("vectors not found: %v", err)
+			t.Fatalf("vectors not found: %v", err)
 		}
 		out[f] = b
 	}

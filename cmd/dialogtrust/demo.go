@@ -29,17 +29,19 @@ func demoRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	topo := demo.InProcess()
 	if *local != "" || *localEnv {
 		var vars map[string]string
+		source := "--local-env"
 		if *localEnv {
 			vars = demo.EnvFromEnviron(os.Environ())
 		} else {
+			source = "--local"
 			var err error
 			if vars, err = demo.ReadEnvFile(*local); err != nil {
-				return usageError{err.Error()}
+				return usageError{source + ": " + err.Error()}
 			}
 		}
 		var err error
 		if topo, err = demo.LocalTopology(vars); err != nil {
-			return usageError{err.Error()}
+			return usageError{source + ": " + err.Error()}
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

@@ -1,8 +1,3 @@
-// Command dialogtrust is the command line for operators and agents: keys, WITs, WPTs,
-// HTTP signatures, and the conformance runner. Later issues add more subcommands.
-//
-// Exit status: 0 on success; 1 when a credential or message is rejected (stderr then
-// says "error: <code>"); 2 on a usage error.
 package main
 
 import (
@@ -10,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 )
@@ -38,7 +35,7 @@ var commands = []command{
 	{"handoff digest", "[--raw] [SIGNED|HANDOFF|@FILE|-]", handoffDigest},
 	{"txn request", "--tts URL --wit WIT --key FILE (--subject-token T --subject-token-type URI | --self-signed SUB) --scope S --audience TD [--dialog D] [--details JSON] [--context JSON] [--proof wpt|httpsig]", txnRequest},
 	{"txn verify", "--jwks URL|FILE --audience TD [--dialog D] [--dialog-context V] [--iss URI] [--now UNIX] TOKEN", txnVerify},
-	{"conformance", "--dir DIR", conformanceRun},
+	{"conformance", "[--dir DIR] (default: the wimsey vectors built in)", conformanceRun},
 	{"demo", "[--local ENVFILE | --local-env] (runs dialog-binding Figure 5 in process, or against the services of deploy/local/up.sh, and prints every check)", demoRun},
 	{"bench verify", "[--url URL (--wit-issuer URL | --wit WIT --key FILE)] [--wit-issuer URL [--trust JWKS]] [--tts URL] [--proof httpsig|wpt] [--alg ES256|EdDSA] [--stateful] [--concurrency 16] [--duration 10s] [--rate R] [--server-pid PID] [--json]", benchVerify},
 	{"bench receiver", "--trust JWKS_URL|FILE [--listen 127.0.0.1:8090] [--path /invoke] [--trust-domain dev.local] [--tts-jwks URL|FILE] [--stateful] [--for D]", benchReceiver},
@@ -64,10 +61,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		words := strings.Fields(c.name)
 		// "key generate" is two words on a shell command line and one in tests.
 		if len(args) >= 1 && args[0] == c.name {
-			return report(c.run(args[1:], stdin, stdout, stderr), c, stderr)
+			return report(c.run(args[1:], stdin, stdout, stderr), c, args[1:], stderr)
 		}
 		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
-			return report(c.run(args[len(words):], stdin, stdout, stderr), c, stderr)
+			return report(c.run(args[len(words):], stdin, stdout, stderr), c, args[len(words):], stderr)
 		}
 	}
 	fmt.Fprintln(stderr, "usage: dialogtrust <command> [flags]")
@@ -77,9 +74,22 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 2
 }
 
-func report(err error, c command, stderr io.Writer) int {
+// report prints err and returns the exit status. It is the one place where errors reach
+// the user: a code only for a rejection (an *errcode.Error), never the internal
+// "unmapped"; a file that a flag or argument names and that cannot be opened is a usage
+// error naming that flag.
+func report(err error, c command, args []string, stderr io.Writer) int {
 	if err == nil {
 		return 0
+	}
+	var ce *errcode.Error
+	var pe *fs.PathError
+	if !errors.As(err, &ce) && errors.As(err, &pe) {
+		bools, _ := boolFlags.Load(c.name)
+		b, _ := bools.(map[string]bool)
+		if where := namedBy(args, b, pe.Path); where != "" {
+			err = usageError{where + ": " + pe.Error()}
+		}
 	}
 	var ue usageError
 	if errors.As(err, &ue) || errors.Is(err, flag.ErrHelp) {
@@ -93,16 +103,52 @@ func report(err error, c command, stderr io.Writer) int {
 	if errors.As(err, &sf) {
 		return 1
 	}
-	var ce *errcode.Error
-	if errors.As(err, &ce) {
+	if ce != nil {
 		fmt.Fprintf(stderr, "error: %s\n", ce.Code)
 		fmt.Fprintf(stderr, "detail: %s\n", ce.Error())
 		return 1
 	}
-	fmt.Fprintf(stderr, "error: %s\n", errcode.Unmapped)
-	fmt.Fprintf(stderr, "detail: %v\n", err)
+	fmt.Fprintf(stderr, "dialogtrust %s: %v\n", c.name, err)
 	return 1
 }
+
+// namedBy says which flag ("--key") or argument ("argument @FILE") of args names path,
+// as a file or as @FILE; "" when none does. It reads args as package flag does: flags
+// up to the first argument that is not one (or "--"); a boolean flag (bools) takes no
+// separate value.
+func namedBy(args []string, bools map[string]bool, path string) string {
+	if path == "" {
+		return ""
+	}
+	names := func(v string) bool { return v == path || v == "@"+path }
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
+			if a == "--" {
+				i++
+			}
+			for _, rest := range args[i:] {
+				if names(rest) {
+					return "argument " + rest
+				}
+			}
+			return ""
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !hasValue && !bools[name] && i+1 < len(args) {
+			i++
+			value = args[i]
+		}
+		if names(value) {
+			return "--" + name
+		}
+	}
+	return ""
+}
+
+// boolFlags holds, per command, the names of its boolean flags (recorded by parse), so
+// that report can read the command line as package flag did.
+var boolFlags sync.Map // command name -> map[string]bool
 
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -111,6 +157,13 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 }
 
 func parse(fs *flag.FlagSet, args []string) error {
+	bools := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			bools[f.Name] = true
+		}
+	})
+	boolFlags.Store(fs.Name(), bools)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,18 +137,17 @@ func TestHTTPSigSignVerify(t *testing.T) {
 }
 
 func TestConformanceCommand(t *testing.T) {
-	dir, _ := filepath.Abs("../../../shared/conformance/wimsey")
-	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("vectors not found at %s", dir)
+	// The same set twice: built in (run from another directory, so that nothing is read
+	// relative to the working directory), and from the repository's copy with --dir.
+	dir, _ := filepath.Abs("internal/conformance/testdata/wimsey")
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{{"conformance"}, {"conformance", "--dir", dir}} {
+		out, errOut, code := dt(t, "", args...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		last := lines[len(lines)-1]
+		if code != 0 || !strings.HasSuffix(last, " passed, 0 failed") || len(lines) < 100 {
+			t.Fatalf("%v: exit %d, last line %q, stderr %q", args, code, last, errOut)
 		}
-		t.Skip("vectors not found")
-	}
-	out, errOut, code := dt(t, "", "conformance", "--dir", dir)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	last := lines[len(lines)-1]
-	if code != 0 || !strings.HasSuffix(last, " passed, 0 failed") || len(lines) < 100 {
-		t.Fatalf("exit %d, last line %q, stderr %q", code, last, errOut)
 	}
 }
 
@@ -155,5 +155,52 @@ func TestDemoCommand(t *testing.T) {
 	out, errOut, code := dt(t, "", "demo")
 	if code != 0 || !strings.HasSuffix(strings.TrimSpace(out), " passed, 0 failed") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestUsageErrors: a file that the command line names and that cannot be read or
+// written, or a bad flag value, is a usage error (exit 2) naming the flag or argument;
+// no error reaches the user as "unmapped".
+func TestUsageErrors(t *testing.T) {
+	e := setup(t, "ES256")
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"conformance", "--dir", missing}, 2, "usage error: --dir: "},
+		{[]string{"conformance", "--dir", e.issuer}, 2, "usage error: --dir: "},
+		{[]string{"conformance", "--dir", e.dir}, 2, "usage error: --dir " + e.dir + ": "},
+		{[]string{"key public", "--in", missing}, 2, "usage error: --in: "},
+		{[]string{"key generate", "--alg", "ES256", "--out", filepath.Join(missing, "k.jwk")}, 2, "usage error: --out: "},
+		{[]string{"wit issue", "--issuer-key", missing, "--iss", "https://a.example", "--sub", "wimse://a.example/w", "--cnf-key", e.workload}, 2, "usage error: --issuer-key: "},
+		{[]string{"wit issue", "--issuer-key", e.issuer, "--iss", "https://a.example", "--sub", "wimse://a.example/w", "--cnf-key=" + missing}, 2, "usage error: --cnf-key: "},
+		{[]string{"wit issue", "--issuer-key", e.issuer, "--iss", "https://a.example", "--sub", "wimse://a.example/w", "--cnf-key", e.workload, "--ttl", "soon"}, 2, "-ttl"},
+		{[]string{"wit verify", "--trust", e.trust, "@" + missing}, 2, "usage error: argument @" + missing + ": "},
+		{[]string{"wpt new", "--key", e.workload, "--wit", "@" + missing, "--aud", "https://b.example/"}, 2, "usage error: --wit: "},
+		{[]string{"httpsig sign", "--key", missing, "--wit", e.wit, "--aud", "https://b.example/"}, 2, "usage error: --key: "},
+		{[]string{"handoff offer", "--key", e.workload, "@" + missing}, 2, "usage error: argument @" + missing + ": "},
+		// A boolean flag takes no value: the file is the argument after it.
+		{[]string{"handoff verify", "--trust", e.trust, "--self", "wimse://a.example/w", "--require-full-chain", "@" + missing}, 2, "usage error: argument @" + missing + ": "},
+		{[]string{"handoff digest", "@" + missing}, 2, "usage error: argument @" + missing + ": "},
+		{[]string{"demo", "--local", missing}, 2, "usage error: --local: "},
+		// A failure with a code keeps it.
+		{[]string{"wit verify", "--trust", missing, e.wit}, 1, "error: keys_unavailable\n"},
+		{[]string{"key generate", "--alg", "RS1"}, 1, "error: unsupported_alg\n"},
+	} {
+		_, errOut, code := dt(t, "", c.args...)
+		if code != c.code || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "unmapped") {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut, c.code, c.want)
+		}
+	}
+}
+
+// TestReportUncoded: an error without a code is printed as itself, never as "unmapped".
+func TestReportUncoded(t *testing.T) {
+	var errb bytes.Buffer
+	code := report(errors.New("disk full"), command{name: "key generate"}, nil, &errb)
+	if code != 1 || errb.String() != "dialogtrust key generate: disk full\n" {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }

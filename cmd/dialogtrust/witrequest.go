@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -19,7 +20,8 @@ import (
 )
 
 // witRequest obtains a WIT from a WIT issuer for a key generated here, and writes that
-// key next to it. Authentication: the X.509-SVID (--svid, --svid-key, --bundle), or a
+// key to --key-out or, by default, into the per-user state directory (never silently
+// into the working directory, where it could end up committed). Authentication: the X.509-SVID (--svid, --svid-key, --bundle), or a
 // client assertion signed by the workload's registered key (--assertion-key,
 // --workload), or, with neither, development mode, which names the workload by
 // --workload and proves nothing.
@@ -35,7 +37,7 @@ func witRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	sub := fs.String("sub", "", "request this identifier instead of the authenticated identity")
 	alg := fs.String("alg", keys.ES256, "algorithm of the new key: ES256, EdDSA or Ed25519")
 	ttl := fs.Duration("ttl", 0, "requested lifetime (default: the issuer's)")
-	keyOut := fs.String("key-out", "wit.key.jwk", "write the new private JWK here (mode 0600)")
+	keyOut := fs.String("key-out", "", "write the new private JWK here (mode 0600; default: "+defaultWITKeyFile+" in $XDG_STATE_HOME/dialogtrust or ~/.local/state/dialogtrust)")
 	timeout := fs.Duration("timeout", 30*time.Second, "overall time limit")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -43,7 +45,7 @@ func witRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if fs.NArg() != 0 {
 		return usageError{"unexpected argument " + fs.Arg(0)}
 	}
-	if err := required(map[string]string{"issuer": *issuer, "key-out": *keyOut}); err != nil {
+	if err := required(map[string]string{"issuer": *issuer}); err != nil {
 		return err
 	}
 	useSVID := *svid != "" || *svidKey != ""
@@ -59,6 +61,12 @@ func witRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		return usageError{"give --svid, --assertion-key, or (development mode) --workload"}
 	}
 
+	// Where the key goes is settled before the issuer is asked, so that a WIT is not
+	// issued for a key that cannot be kept.
+	keyPath, err := witKeyPath(*keyOut)
+	if err != nil {
+		return err
+	}
 	transport, err := witRequestTransport(*svid, *svidKey, *bundle, *serverID, useSVID)
 	if err != nil {
 		return err
@@ -94,11 +102,56 @@ func witRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if err := writePrivateJWK(*keyOut, key); err != nil {
+	if err := writePrivateJWK(keyPath, key); err != nil {
 		return err
+	}
+	if *keyOut == "" {
+		fmt.Fprintf(stderr, "dialogtrust: wrote the private key to %s\n", keyPath)
 	}
 	_, err = io.WriteString(stdout, res.WIT+"\n")
 	return err
+}
+
+// defaultWITKeyFile is the name of the key file "wit request" writes without --key-out.
+const defaultWITKeyFile = "wit.key.jwk"
+
+// userStateDir is the per-user directory for the private keys that a command makes when
+// the user names no file: $XDG_STATE_HOME/dialogtrust, or ~/.local/state/dialogtrust
+// (the XDG default; a relative XDG_STATE_HOME is invalid and ignored).
+func userStateDir() (string, error) {
+	base := os.Getenv("XDG_STATE_HOME")
+	if !filepath.IsAbs(base) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no per-user directory for the private key (give --key-out): %w", err)
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(base, "dialogtrust"), nil
+}
+
+// witKeyPath is the file for the new private key: keyOut, whose directory must exist,
+// or the default file in userStateDir, which it creates (mode 0700) if need be.
+func witKeyPath(keyOut string) (string, error) {
+	if keyOut != "" {
+		dir := filepath.Dir(keyOut)
+		st, err := os.Stat(dir)
+		if err != nil {
+			return "", usageError{"--key-out: " + err.Error()}
+		}
+		if !st.IsDir() {
+			return "", usageError{"--key-out: " + dir + " is not a directory"}
+		}
+		return keyOut, nil
+	}
+	dir, err := userStateDir()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, defaultWITKeyFile), nil
 }
 
 // witRequestTransport is the HTTP transport of "wit request": with --svid it presents

@@ -120,6 +120,45 @@ func TestWITRequestDevModeAndVerifyByURL(t *testing.T) {
 	}
 }
 
+// Without --key-out the key goes into the per-user state directory (created 0700), not
+// the working directory, and stderr says where.
+func TestWITRequestDefaultKeyFile(t *testing.T) {
+	srv := httptest.NewUnstartedServer(nil)
+	url := "http://" + srv.Listener.Addr().String()
+	srv.Config.Handler = issuerFor(t, url, func(store.Replay) []witissuer.Authenticator {
+		d, _ := witissuer.NewDev(nil, []string{"wimse://dev.local/"})
+		return []witissuer.Authenticator{d}
+	})
+	srv.Start()
+	defer srv.Close()
+	state := filepath.Join(t.TempDir(), "state")
+	t.Setenv("XDG_STATE_HOME", state)
+	work := t.TempDir()
+	t.Chdir(work)
+	out, errOut, code := dt(t, "", "wit request", "--issuer", url, "--workload", "wimse://dev.local/agent/a1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	keyFile := filepath.Join(state, "dialogtrust", "wit.key.jwk")
+	if errOut != "dialogtrust: wrote the private key to "+keyFile+"\n" {
+		t.Fatalf("stderr %q", errOut)
+	}
+	checkIssued(t, out, url+witissuer.PathJWKS, keyFile, "wimse://dev.local/agent/a1")
+	if st, err := os.Stat(filepath.Dir(keyFile)); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("key directory: %v %v", st, err)
+	}
+	if left, _ := os.ReadDir(work); len(left) != 0 {
+		t.Fatalf("the working directory holds %v", left)
+	}
+	// A --key-out in a directory that does not exist is a usage error, found before the
+	// issuer is asked.
+	_, errOut, code = dt(t, "", "wit request", "--issuer", "http://127.0.0.1:1", "--workload", "wimse://dev.local/agent/a1",
+		"--key-out", filepath.Join(work, "missing", "k.jwk"))
+	if code != 2 || !strings.HasPrefix(errOut, "usage error: --key-out: ") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
 func writePEM(t *testing.T, path, typ string, der []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {

@@ -112,6 +112,14 @@ func checkChaining(cfg *Config) error {
 			if len(bp.Scopes) == 0 {
 				return fmt.Errorf("chaining.as_b.peers[%s].scopes: at least one (nothing crosses by default)", p.Issuer)
 			}
+			if bp.AllowUntyped && len(bp.Audiences) == 0 {
+				return fmt.Errorf("chaining.as_b.peers[%s]: allow_untyped needs audiences", p.Issuer)
+			}
+			if p.RSA != nil {
+				if err := rsaPolicy(p.RSA).Check(); err != nil {
+					return fmt.Errorf("chaining.peers[%s].rsa: %w", p.Issuer, err)
+				}
+			}
 		}
 	}
 	for iss := range peers {
@@ -165,25 +173,39 @@ func prepareChaining(ctx context.Context, cfg *Config, issuer, endpoint string, 
 			if ready != nil {
 				c.ready = append(c.ready, ready)
 			}
-			c.asB = append(c.asB, chaining.BearerPeer{Issuer: p.Issuer, Keys: ks, Typs: p.Typs, Algs: p.Algs, Scopes: bp.Scopes,
-				Subject: subjectMap(bp.Subject), Clients: bp.Clients, AllowUnbound: bp.AllowUnbound})
+			c.asB = append(c.asB, chaining.BearerPeer{Issuer: p.Issuer, Keys: ks, Typs: p.Typs, Algs: p.Algs, RSA: p.RSA != nil,
+				AllowUntyped: bp.AllowUntyped, Audiences: bp.Audiences, Scopes: bp.Scopes, Subject: subjectMap(bp.Subject),
+				Clients: bp.Clients, AllowUnbound: bp.AllowUnbound})
 		}
 	}
 	return c, nil
 }
 
-// peerKeys: exactly one of jwks_url (lazy), jwks_file, metadata (lazy discovery).
+// peerKeys: exactly one of jwks_url (lazy), jwks_file, metadata (lazy discovery); with
+// an rsa section, the set is opened to RSA keys as the section says.
 func peerKeys(ctx context.Context, retry time.Duration, p *ChainPeerConfig) (keys.KeySet, tts.ReadyCheck, error) {
 	what := "chaining.peers[" + p.Issuer + "]"
+	var rsa *keys.RSAPolicy
+	if p.RSA != nil {
+		r := rsaPolicy(p.RSA)
+		rsa = &r
+	}
 	if p.Metadata {
 		if p.JWKSURL != "" || p.JWKSFile != "" {
 			return nil, nil, fmt.Errorf("%s: metadata, jwks_url and jwks_file exclude each other", what)
 		}
-		d := chaining.NewDiscoveredKeys(ctx, p.Issuer, nil, retry, nil)
+		var opts []keys.RemoteOption
+		if rsa != nil {
+			opts = append(opts, keys.WithRSA(*rsa))
+		}
+		d := chaining.NewDiscoveredKeys(ctx, p.Issuer, nil, retry, nil, opts...)
 		return d, d.Ready, nil
 	}
-	return keySource(ctx, retry, what, p.JWKSURL, p.JWKSFile)
+	return keySourceRSA(ctx, retry, what, p.JWKSURL, p.JWKSFile, rsa)
 }
+
+// rsaPolicy is the key policy of an rsa section (subject-token issuers, chaining peers).
+func rsaPolicy(c *RSAConfig) keys.RSAPolicy { return keys.RSAPolicy{DefaultAlg: c.DefaultAlg} }
 
 func subjectMap(s SubjectConfig) chaining.SubjectMap {
 	return chaining.SubjectMap{Mode: s.Mode, Prefix: s.Prefix, Table: s.Table}

@@ -161,6 +161,9 @@ type ChainPeerConfig struct {
 	Metadata bool     `yaml:"metadata"`
 	Typs     []string `yaml:"typs"`
 	Algs     []string `yaml:"algs"`
+	// RSA, when present, admits RSA keys (RS256, PS256; 2048 to 8192 bits) in this
+	// peer's keys and RS256/PS256 grants from it (as_b), as for subject-token issuers.
+	RSA *RSAConfig `yaml:"rsa"`
 }
 
 // ASAConfig: grants this AS issues (AS A).
@@ -193,6 +196,11 @@ type ASBPeerConfig struct {
 	Subject      SubjectConfig `yaml:"subject"`
 	Clients      []string      `yaml:"clients"`
 	AllowUnbound bool          `yaml:"allow_unbound"`
+	// AllowUntyped accepts grants without a typ header; it needs audiences.
+	AllowUntyped bool `yaml:"allow_untyped"`
+	// Audiences, when set, are the aud values the peer's grants must name, in place of
+	// this AS's issuer identifier and token endpoint.
+	Audiences []string `yaml:"audiences"`
 }
 
 // SubjectConfig: see chaining.SubjectMap (mode keep, prefix or table).

@@ -13,11 +13,21 @@ if [ "${1:-}" = "--keep" ]; then
   keep=1
   shift
 fi
-dir="${1:-${DIALOGTRUST_LOCAL_DIR:-${TMPDIR:-/tmp}/dialogtrust-local-$(id -u)}}"
+dir="${1:-${DIALOGTRUST_LOCAL_DIR:-${XDG_RUNTIME_DIR:-${TMPDIR:-/tmp}}/dialogtrust-local-$(id -u)}}"
 stop_timeout="${DIALOGTRUST_LOCAL_STOP_TIMEOUT:-15}"
 
 log() { printf 'down.sh: %s\n' "$*" >&2; }
 
+# Only this user's own directory (not a symbolic link): its PID file says what to kill,
+# and the clean-up below removes files.
+if [ -L "$dir" ] || { [ -e "$dir" ] && [ ! -O "$dir" ]; }; then
+  if [ -L "$dir" ]; then
+    log "$dir is a symbolic link; refusing to touch it"
+  else
+    log "$dir belongs to another user; refusing to touch it"
+  fi
+  exit 1
+fi
 # Only a directory up.sh made: the clean-up below removes files.
 if [ ! -f "$dir/.dialogtrust-local" ]; then
   log "$dir is not a directory made by deploy/local/up.sh; nothing to do"

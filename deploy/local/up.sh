@@ -11,7 +11,8 @@
 #   deploy/local/down.sh      # stops exactly the processes up.sh started
 #
 # Everything lives in one directory, $DIALOGTRUST_LOCAL_DIR (default
-# ${TMPDIR:-/tmp}/dialogtrust-local-<uid>): the binaries, the TTS configurations written
+# ${XDG_RUNTIME_DIR:-${TMPDIR:-/tmp}}/dialogtrust-local-<uid>, mode 0700; a symbolic link
+# or a directory of another user is refused): the binaries, the TTS configurations written
 # from the templates tts-{a,b}.yaml (config/), the signing keys (generated at first
 # start), the logs, the list of PIDs and the env file. Needs bash, go and
 # redis-server; no root, no Docker, no curl (HTTP and RESP go through bash's /dev/tcp).
@@ -25,7 +26,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-dir="${DIALOGTRUST_LOCAL_DIR:-${TMPDIR:-/tmp}/dialogtrust-local-$(id -u)}"
+dir="${DIALOGTRUST_LOCAL_DIR:-${XDG_RUNTIME_DIR:-${TMPDIR:-/tmp}}/dialogtrust-local-$(id -u)}"
 # How long to wait for each service to answer /readyz (seconds).
 ready_timeout="${DIALOGTRUST_LOCAL_READY_TIMEOUT:-60}"
 domains=(a b)
@@ -35,6 +36,19 @@ die() {
   log "$*"
   exit 1
 }
+
+# The directory holds the signing keys and the binaries that run: it must be this
+# user's own. A symbolic link or another user's directory (in a shared /tmp, made
+# before us to read the keys or plant binaries) is refused, not used.
+own_dir() {
+  if [ -L "$dir" ]; then
+    die "$dir is a symbolic link; set DIALOGTRUST_LOCAL_DIR to a directory of your own"
+  fi
+  if [ -e "$dir" ] && [ ! -O "$dir" ]; then
+    die "$dir belongs to another user; set DIALOGTRUST_LOCAL_DIR to a directory of your own"
+  fi
+}
+own_dir
 
 # The deployment is the configuration files in deploy/local and the flags below; an
 # override left in the caller's environment (DIALOGTRUST_TTS_CONFIG, ...) must not
@@ -58,7 +72,10 @@ fi
 if [ -e "$dir" ] && [ ! -f "$dir/.dialogtrust-local" ]; then
   die "$dir exists and was not made by up.sh; set DIALOGTRUST_LOCAL_DIR to another directory"
 fi
-mkdir -p "$dir"
+mkdir -p -m 700 "$dir"
+# Again: another user could have made it between the check above and mkdir.
+own_dir
+[ -d "$dir" ] || die "$dir is not a directory"
 chmod 700 "$dir"
 touch "$dir/.dialogtrust-local"
 rm -rf "$dir/bin" "$dir/logs" "$dir/data" "$dir/config" "$dir/pids" "$dir/env"

@@ -1,8 +1,3 @@
-// Package plainjson reads and writes the plain JSON of tokens without reflection where
-// encoding/json's output is known, and with encoding/json everywhere else, so that the
-// result is always encoding/json's, octet for octet (the fuzz tests of package txntoken
-// and tts hold the two equal). It exists so that the Txn-Token credential (package
-// txntoken) and the service minting it (package tts) share one copy.
 package plainjson
 
 import (

@@ -1,6 +1,3 @@
-// Package tracingtest is an OTLP/HTTP traces receiver for tests: a real HTTP server on
-// loopback that decodes every export as the protobuf ExportTraceServiceRequest an
-// OpenTelemetry collector receives, and keeps the spans.
 package tracingtest
 
 import (

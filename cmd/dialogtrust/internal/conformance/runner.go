@@ -1,10 +1,13 @@
 package conformance
 
 import (
+	"embed"
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -49,10 +52,31 @@ var suites = map[string]suiteFunc{}
 
 func register(name string, f suiteFunc) { suites[name] = f }
 
-// Run reads dir/manifest.json and runs every listed vector. It fails as a whole when the
-// manifest is not v6, names an unknown suite, or a suite directory holds an unlisted file.
+// embedded is the wimsey vector set, copied into the repository with its SOURCE.md and
+// LICENSE (Apache-2.0), so that the runner and the tests need nothing beside the clone.
+//
+//go:embed testdata/wimsey
+var embedded embed.FS
+
+// Vectors is the embedded wimsey vector set: manifest.json at its root.
+func Vectors() fs.FS {
+	sub, err := fs.Sub(embedded, "testdata/wimsey")
+	if err != nil {
+		panic(err) // a constant, valid path
+	}
+	return sub
+}
+
+// Run reads dir/manifest.json and runs every listed vector (see RunFS).
 func Run(dir string) ([]Result, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	return RunFS(os.DirFS(dir))
+}
+
+// RunFS reads manifest.json at the root of fsys and runs every listed vector. It fails as
+// a whole when the manifest is not v6, names an unknown suite, or a suite directory holds
+// an unlisted file.
+func RunFS(fsys fs.FS) ([]Result, error) {
+	b, err := fs.ReadFile(fsys, "manifest.json")
 	if err != nil {
 		return nil, err
 	}
@@ -69,21 +93,20 @@ func Run(dir string) ([]Result, error) {
 		if _, ok := suites[v.Suite]; !ok {
 			return nil, fmt.Errorf("unknown suite %q", v.Suite)
 		}
-		listed[filepath.Clean(v.Path)] = true
-		dirs[filepath.Dir(filepath.Clean(v.Path))] = true
+		listed[path.Clean(v.Path)] = true
+		dirs[path.Dir(path.Clean(v.Path))] = true
 	}
 	for d := range dirs {
-		files, _ := filepath.Glob(filepath.Join(dir, d, "*.json"))
+		files, _ := fs.Glob(fsys, path.Join(d, "*.json"))
 		for _, f := range files {
-			rel, _ := filepath.Rel(dir, f)
-			if !listed[rel] {
-				return nil, fmt.Errorf("%s is not listed in the manifest", rel)
+			if !listed[f] {
+				return nil, fmt.Errorf("%s is not listed in the manifest", f)
 			}
 		}
 	}
 	var out []Result
 	for _, v := range m.Vectors {
-		raw, err := os.ReadFile(filepath.Join(dir, v.Path))
+		raw, err := fs.ReadFile(fsys, path.Clean(v.Path))
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDemo runs the demo end to end, as `dialogtrust demo` does; CI runs it.
@@ -169,5 +170,24 @@ func TestRecorderTransport(t *testing.T) {
 	}
 	if rec.count() != 1 || !rec.contains("SECRET") || !rec.contains("HEADERVALUE") || !rec.contains("/token") || rec.contains("UNWATCHED") {
 		t.Fatalf("recorded %d requests: %q", rec.count(), rec.seen)
+	}
+}
+
+// TestStepTimers: each step's time is measured with the printer's clock from its header
+// to the next header (or the end), and printed finely enough for a step of milliseconds.
+func TestStepTimers(t *testing.T) {
+	var out bytes.Buffer
+	t0 := time.Unix(1700000000, 0)
+	now := t0
+	p := &printer{w: &out, now: func() time.Time { return now }}
+	p.stepf("one")
+	now = now.Add(2500 * time.Microsecond)
+	p.stepf("two")
+	now = now.Add(1500 * time.Millisecond)
+	p.endStep()
+	p.endStep() // once only
+	want := "\n[1/8] one\n        (step 1 took 2.5ms)\n\n[2/8] two\n        (step 2 took 1.5s)\n"
+	if out.String() != want {
+		t.Fatalf("got %q, want %q", out.String(), want)
 	}
 }
