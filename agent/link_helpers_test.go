@@ -20,6 +20,8 @@ import (
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/txntoken"
@@ -123,7 +125,7 @@ func newDomain(t *testing.T, name string, clock *testkit.Clock) *domain {
 // authentication for the domain's workloads.
 func (d *domain) witIssuer(t *testing.T) http.Handler {
 	k, _ := keys.Generate(keys.ES256)
-	rot, err := witissuer.NewStaticRotator(k, witissuer.RotationConfig{Retain: 2 * time.Hour, Now: d.clock.Now})
+	rot, err := keys.NewStaticRotator(k, keys.RotationConfig{Retain: 2 * time.Hour, Now: d.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +165,7 @@ func (f *figure5) wits(ds ...*domain) *wit.Validator {
 // ttsBinary builds a domain's TTS and chaining handlers, as cmd/tts does.
 func (f *figure5) ttsBinary(d *domain, trusted []*domain, grantPeers []chaining.GrantPeer, bearerPeers []chaining.BearerPeer) http.Handler {
 	t := f.t
-	auths := tts.WIMSEAuthenticators(f.wits(trusted...), d.replay, d.endpoint())
+	auths := oauth.WIMSEAuthenticators(f.wits(trusted...), d.replay, d.endpoint())
 	hopts := tts.HandlerOptions{Now: f.clock.Now}
 	handlers := []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{d.ttsURL}, tts.SelfSignedOptions{HandlerOptions: hopts})}
 	if bearerPeers != nil {
@@ -257,7 +259,7 @@ func newFigure5(t *testing.T) *figure5 {
 	b1aud := "http://" + f.b1Srv.Listener.Addr().String() + "/task"
 	ttsBKeys := keys.NewLazyRemoteSet(ctx, b.ttsURL+tts.PathJWKS, time.Nanosecond, clock.Now)
 	acceptor := &agent.LinkAcceptor{
-		TTS:          &tts.Client{TokenEndpoint: b.endpoint(), WITSource: f.b1.src, Proof: tts.ProofHTTPSig, Now: clock.Now},
+		TTS:          &txntoken.Client{TokenEndpoint: b.endpoint(), WITSource: f.b1.src, Proof: proof.HTTPSig, Now: clock.Now},
 		AccessTokens: &chaining.AccessTokenVerifier{Keys: ttsBKeys, Issuer: b.ttsURL, Audience: "b.example", Now: clock.Now},
 		TrustDomain:  "b.example",
 	}
@@ -311,13 +313,13 @@ func (f *figure5) transport(w *workloadCreds, tokens agent.TxnTokenSource, ds ..
 
 // txnSource is A1's Txn-Token source at TTS A: a self_signed subject alice@a.example.
 func (f *figure5) txnSource(w *workloadCreds, scope string) *agent.TTSSource {
-	c := &tts.Client{TokenEndpoint: f.a.endpoint(), WITSource: w.src, Proof: tts.ProofHTTPSig, Now: f.clock.Now}
+	c := &txntoken.Client{TokenEndpoint: f.a.endpoint(), WITSource: w.src, Proof: proof.HTTPSig, Now: f.clock.Now}
 	subject := func(ctx context.Context) (string, string, error) {
 		cred, err := w.src.Credential(ctx)
 		if err != nil {
 			return "", "", err
 		}
-		tok, err := tts.NewSelfSignedToken(cred.Key, w.id, "alice@a.example", f.a.ttsURL, "trip.read trip.book", 5*time.Minute, f.clock.Now())
+		tok, err := txntoken.NewSelfSignedToken(cred.Key, w.id, "alice@a.example", f.a.ttsURL, "trip.read trip.book", 5*time.Minute, f.clock.Now())
 		return tok, tts.TokenTypeSelfSigned, err
 	}
 	return agent.NewTTSSource(c, "a.example", scope, subject, f.clock.Now)

@@ -18,6 +18,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/txntoken"
@@ -105,11 +106,11 @@ func TestDialogBindingFigure5(t *testing.T) {
 		t.Fatal("domain B accepted domain A's Txn-Token")
 	}
 	// Both TTS binaries say what they serve.
-	mdA, err := tts.Discover(f.ctx, nil, f.a.ttsURL)
+	mdA, err := oauth.Discover(f.ctx, nil, f.a.ttsURL)
 	if err != nil || len(mdA.IdentityChainingRequestedTokenTypesSupported) != 1 || mdA.IdentityChainingRequestedTokenTypesSupported[0] != chaining.TokenTypeJWT {
 		t.Fatalf("AS A metadata %+v %v", mdA, err)
 	}
-	mdB, err := tts.Discover(f.ctx, nil, f.b.ttsURL)
+	mdB, err := oauth.Discover(f.ctx, nil, f.b.ttsURL)
 	if err != nil || !strings.Contains(strings.Join(mdB.GrantTypesSupported, " "), chaining.GrantTypeJWTBearer) {
 		t.Fatalf("AS B metadata %+v %v", mdB, err)
 	}
@@ -259,12 +260,12 @@ func TestDialogBindingSec11_GrantFromUntrustedDomain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss, err := tts.NewSelfSignedToken(cred.Key, c1.id, "carol@c.example", f.c.ttsURL, "trip.read", 5*time.Minute, f.clock.Now())
+	ss, err := txntoken.NewSelfSignedToken(cred.Key, c1.id, "carol@c.example", f.c.ttsURL, "trip.read", 5*time.Minute, f.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	txn, err := (&tts.Client{TokenEndpoint: f.c.endpoint(), WITSource: c1.src, Now: f.clock.Now, Proof: proof.WPT}).Request(f.ctx,
-		tts.Request{Audience: "c.example", Scope: "trip.read", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "C-D1"})
+	txn, err := (&txntoken.Client{TokenEndpoint: f.c.endpoint(), WITSource: c1.src, Now: f.clock.Now, Proof: proof.WPT}).Request(f.ctx,
+		txntoken.Request{Audience: "c.example", Scope: "trip.read", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "C-D1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +386,7 @@ func TestDialogBindingSec11_LinkedDialogRefusals(t *testing.T) {
 	}
 	// A WPT transport cannot carry the access token.
 	wl := f.linker(f.a2)
-	wl.Transport.Proof = agent.WPT
+	wl.Transport.Proof = proof.WPT
 	if _, err := wl.Link(context.Background(), cfg("", f.post(f.b1Srv.URL+"/task"))); errcode.CodeOf(err) != errcode.InvalidRequest {
 		t.Fatalf("WPT linker: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 type answer func(*http.Request) (*http.Response, error)
@@ -32,7 +33,7 @@ func TestTTSSourceCacheBound(t *testing.T) {
 		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
 	})}
 	clock := testkit.NewClock(testkit.Epoch)
-	c := &tts.Client{TokenEndpoint: "http://tts.invalid/token", HTTPClient: hc, WIT: "h.p.s", Key: key}
+	c := &txntoken.Client{TokenEndpoint: "http://tts.invalid/token", HTTPClient: hc, WIT: "h.p.s", Key: key}
 	s := NewTTSSource(c, "a.example", "s", func(context.Context) (string, string, error) {
 		return "subject", tts.TokenTypeSelfSigned, nil
 	}, clock.Now)

@@ -91,23 +91,13 @@ func benchBearer(b *testing.B, alg string, cold bool) {
 	for i := range grants {
 		grants[i], proofs[i] = mintGrant(i), mintProof()
 	}
-	var inHandler, inFloor time.Duration
+	var req *http.Request
+	var rec *httptest.ResponseRecorder
 	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		req, rec := prepare(grants[i], proofs[i])
-		t0 := time.Now()
-		serve(req, rec)
-		t1 := time.Now()
-		floor()
-		inHandler += t1.Sub(t0)
-		inFloor += time.Since(t1)
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(inHandler.Nanoseconds())/float64(b.N), "handler-ns/op")
-	b.ReportMetric(float64(inFloor.Nanoseconds())/float64(b.N), "floor-ns/op")
-	b.ReportMetric(100*float64(inFloor)/float64(inHandler), "crypto-%")
-	b.ReportMetric(float64(b.N)/inHandler.Seconds(), "tokens/s")
+	testkit.BenchHandlerAndFloor(b,
+		func(i int) { req, rec = prepare(grants[i], proofs[i]) },
+		func() { serve(req, rec) },
+		floor)
 }
 
 // floorOps: the raw operations one redemption needs, on realistic inputs.

@@ -24,6 +24,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 func signRequest(t testing.TB, e *env, req *http.Request, w *testkit.Workload, aud string) {
@@ -72,14 +73,14 @@ func TestChaining2_3_GrantContents(t *testing.T) {
 		t.Fatalf("requested_cnf %v", c["requested_cnf"])
 	}
 	raw, _ := json.Marshal(c)
-	if strings.Contains(string(raw), "D1-7f3c9a2e") || strings.Contains(string(raw), tts.Hash(txn)) {
+	if strings.Contains(string(raw), "D1-7f3c9a2e") || strings.Contains(string(raw), txntoken.Hash(txn)) {
 		t.Fatal("the grant carries the dialog or the Txn-Token's hash")
 	}
 	// The grant verifies through the one typed-token path with AS A's published keys.
 	if _, err := jose.Verify(context.Background(), g.AccessToken, jose.Options{Typ: chaining.GrantTyp}, e.a.ring.KeySet()); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(e.a.logs.String(), `"grant_sha256":"`+tts.Hash(g.AccessToken)+`"`) || strings.Contains(e.a.logs.String(), g.AccessToken) || strings.Contains(e.a.logs.String(), txn) {
+	if !strings.Contains(e.a.logs.String(), `"grant_sha256":"`+txntoken.Hash(g.AccessToken)+`"`) || strings.Contains(e.a.logs.String(), g.AccessToken) || strings.Contains(e.a.logs.String(), txn) {
 		t.Fatal("the log must name tokens by hash only")
 	}
 }
@@ -198,12 +199,12 @@ func TestChaining2_4_AccessToken(t *testing.T) {
 	}
 	// TTS B: the access token as subject token, the linked dialog in request_details.
 	b1 := e.b.dom.Workload(t, "/agent/b1", keys.ES256)
-	res, err := (&tts.Client{TokenEndpoint: e.b.endpoint(), WIT: b1.WIT, Key: b1.Key, Now: e.clock.Now, Proof: proof.WPT}).Request(ctx,
-		tts.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at, SubjectTokenType: tts.TokenTypeAccessToken, Dialog: "D2"})
+	res, err := (&txntoken.Client{TokenEndpoint: e.b.endpoint(), WIT: b1.WIT, Key: b1.Key, Now: e.clock.Now, Proof: proof.WPT}).Request(ctx,
+		txntoken.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at, SubjectTokenType: tts.TokenTypeAccessToken, Dialog: "D2"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims, err := tts.NewVerifier(e.b.ring.KeySet(), "b.example", tts.WithVerifierClock(e.clock.Now), tts.WithIssuer(e.b.url)).Verify(ctx, res.AccessToken)
+	claims, err := txntoken.NewVerifier(e.b.ring.KeySet(), "b.example", txntoken.WithClock(e.clock.Now), txntoken.WithIssuer(e.b.url)).Verify(ctx, res.AccessToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,8 +212,8 @@ func TestChaining2_4_AccessToken(t *testing.T) {
 		t.Fatalf("Txn-Token %+v", claims)
 	}
 	// A grant is not an access token, and a Txn-Token is neither (explicit typing).
-	_, err = (&tts.Client{TokenEndpoint: e.b.endpoint(), WIT: b1.WIT, Key: b1.Key, Now: e.clock.Now, Proof: proof.WPT}).Request(ctx,
-		tts.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: res.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken})
+	_, err = (&txntoken.Client{TokenEndpoint: e.b.endpoint(), WIT: b1.WIT, Key: b1.Key, Now: e.clock.Now, Proof: proof.WPT}).Request(ctx,
+		txntoken.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: res.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken})
 	if err == nil {
 		t.Fatal("a Txn-Token accepted as an access token")
 	}
@@ -249,7 +250,7 @@ func TestChaining4_2_GrantChecks(t *testing.T) {
 		}, ""},
 		{"typ with application/", func() string { return signGrant(t, "application/"+chaining.GrantTyp, key, base()) }, ""},
 		{"wrong typ", func() string { return signGrant(t, "JWT", key, base()) }, errcode.WrongType},
-		{"Txn-Token typ", func() string { return signGrant(t, tts.Type, key, base()) }, errcode.WrongType},
+		{"Txn-Token typ", func() string { return signGrant(t, txntoken.Type, key, base()) }, errcode.WrongType},
 		{"alg not allowed", func() string { return signGrant(t, chaining.GrantTyp, edKey, base()) }, errcode.UnsupportedAlg},
 		{"unknown kid", func() string { return signGrant(t, chaining.GrantTyp, strangerKey, base()) }, errcode.UnknownKey},
 		{"forged signature", func() string {
@@ -363,9 +364,9 @@ func TestChaining2_5_BearerScopeAndSubject(t *testing.T) {
 	wantRefusal(t, err, "invalid_scope", errcode.ScopeTooBroad)
 
 	bob := e.a.dom.Workload(t, "/agent/a3", keys.ES256)
-	ss, _ := tts.NewSelfSignedToken(bob.Key, bob.ID, "bob@a.example", e.a.url, "trip.read", 5*time.Minute, e.clock.Now())
-	res, err := (&tts.Client{TokenEndpoint: e.a.endpoint(), WIT: bob.WIT, Key: bob.Key, Now: e.clock.Now, Proof: proof.WPT}).Request(ctx,
-		tts.Request{Audience: "a.example", Scope: "trip.read", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned})
+	ss, _ := txntoken.NewSelfSignedToken(bob.Key, bob.ID, "bob@a.example", e.a.url, "trip.read", 5*time.Minute, e.clock.Now())
+	res, err := (&txntoken.Client{TokenEndpoint: e.a.endpoint(), WIT: bob.WIT, Key: bob.Key, Now: e.clock.Now, Proof: proof.WPT}).Request(ctx,
+		txntoken.Request{Audience: "a.example", Scope: "trip.read", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,14 +470,14 @@ func TestChainingMux(t *testing.T) {
 	if res.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("oversized: %d", res.StatusCode)
 	}
-	mdA, err := tts.Discover(ctx, nil, e.a.url)
+	mdA, err := oauth.Discover(ctx, nil, e.a.url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(mdA.IdentityChainingRequestedTokenTypesSupported, chaining.TokenTypeJWT) || !slices.Contains(mdA.IssuedTokenTypesSupported, chaining.TokenTypeJWT) {
 		t.Fatalf("AS A metadata %+v", mdA)
 	}
-	mdB, err := tts.Discover(ctx, nil, e.b.url)
+	mdB, err := oauth.Discover(ctx, nil, e.b.url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,7 +526,7 @@ func TestSubjectMap(t *testing.T) {
 	}
 	k, _ := keys.Generate(keys.ES256)
 	ring := keys.NewRing(k, nil)
-	auth := []tts.Authenticator{nil}
+	auth := []oauth.Authenticator{nil}
 	for _, p := range []chaining.GrantPeer{
 		{},
 		{Issuer: "https://b", Subject: chaining.SubjectMap{Mode: "rot13"}},
@@ -534,11 +535,11 @@ func TestSubjectMap(t *testing.T) {
 		{Issuer: "https://b", Scopes: []string{"a b"}},
 		{Issuer: "https://a"},
 	} {
-		if _, err := chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: "https://a", Keys: ring, Authenticators: auth, TxnTokens: &tts.Verifier{}, Peers: []chaining.GrantPeer{p}}); err == nil {
+		if _, err := chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: "https://a", Keys: ring, Authenticators: auth, TxnTokens: &txntoken.Verifier{}, Peers: []chaining.GrantPeer{p}}); err == nil {
 			t.Fatalf("peer %+v accepted", p)
 		}
 	}
-	if _, err := chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: "https://a", Keys: ring, Authenticators: auth, TxnTokens: &tts.Verifier{},
+	if _, err := chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: "https://a", Keys: ring, Authenticators: auth, TxnTokens: &txntoken.Verifier{},
 		Peers: []chaining.GrantPeer{{Issuer: "https://b"}}, Lifetime: 10 * time.Minute}); err == nil {
 		t.Fatal("a 10 minute grant lifetime accepted")
 	}

@@ -1,7 +1,6 @@
 package chaining_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +24,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -41,7 +40,7 @@ type side struct {
 	replay store.Replay
 	ga     *chaining.GrantIssuer
 	jb     *chaining.JWTBearer
-	logs   *syncBuffer
+	logs   *testkit.SyncBuffer
 	reg    *prometheus.Registry
 }
 
@@ -68,28 +67,11 @@ type envOpts struct {
 	wrap func(http.Handler) http.Handler
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func newSide(t testing.TB, td, alg string, clock *testkit.Clock) *side {
 	if alg == "" {
 		alg = keys.ES256
 	}
-	s := &side{td: td, dom: testkit.NewDomain(t, td, alg, clock), logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
+	s := &side{td: td, dom: testkit.NewDomain(t, td, alg, clock), logs: &testkit.SyncBuffer{}, reg: prometheus.NewRegistry()}
 	k, err := keys.Generate(alg)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +107,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	// Domain A: TTS with self_signed subjects, and AS A with peer B.
 	a := e.a
 	witsA := wit.NewValidator(trustA, append([]wit.ValidatorOption{wit.WithClock(clock.Now)}, vopts...)...)
-	authA := tts.WIMSEAuthenticators(witsA, a.replay, a.endpoint())
+	authA := oauth.WIMSEAuthenticators(witsA, a.replay, a.endpoint())
 	hopts := tts.HandlerOptions{Now: clock.Now}
 	var err error
 	cfgA := tts.Config{Issuer: a.url, TrustDomains: []string{"a.example"}, Keys: a.ring, Authenticators: authA,
@@ -150,7 +132,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	// Domain B: AS B redeeming A's grants; its TTS accepts AS B's access tokens.
 	b := e.b
 	witsB := wit.NewValidator(trustB, append([]wit.ValidatorOption{wit.WithClock(clock.Now)}, vopts...)...)
-	authB := tts.WIMSEAuthenticators(witsB, b.replay, b.endpoint())
+	authB := oauth.WIMSEAuthenticators(witsB, b.replay, b.endpoint())
 	ownAT, err := tts.NewJWTHandler(tts.TokenTypeAccessToken, []tts.JWTIssuer{{Issuer: b.url, Keys: chaining.RingKeySet(b.ring),
 		Typ: chaining.AccessTokenTyp, Audiences: []string{"b.example"}}}, hopts)
 	if err != nil {
@@ -191,12 +173,12 @@ func newEnv(t testing.TB, o envOpts) *env {
 // txnToken gets a real Txn-Token of domain A for w from TTS A, recording dlg.
 func (e *env) txnToken(w *testkit.Workload, scope, dlg string) string {
 	e.t.Helper()
-	ss, err := tts.NewSelfSignedToken(w.Key, w.ID, "alice@a.example", e.a.url, "trip.read trip.book", 5*time.Minute, e.clock.Now())
+	ss, err := txntoken.NewSelfSignedToken(w.Key, w.ID, "alice@a.example", e.a.url, "trip.read trip.book", 5*time.Minute, e.clock.Now())
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	c := &tts.Client{TokenEndpoint: e.a.endpoint(), WIT: w.WIT, Key: w.Key, Now: e.clock.Now, Proof: proof.WPT}
-	res, err := c.Request(context.Background(), tts.Request{Audience: "a.example", Scope: scope, SubjectToken: ss,
+	c := &txntoken.Client{TokenEndpoint: e.a.endpoint(), WIT: w.WIT, Key: w.Key, Now: e.clock.Now, Proof: proof.WPT}
+	res, err := c.Request(context.Background(), txntoken.Request{Audience: "a.example", Scope: scope, SubjectToken: ss,
 		SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: dlg})
 	if err != nil {
 		e.t.Fatalf("Txn-Token: %v", err)

@@ -106,21 +106,21 @@ func newFigure3(t *testing.T) *figure3 {
 	return f
 }
 
-func (f *figure3) agent(w *testkit.Workload, tokens agent.TxnTokenSource, proof agent.Proof) *agent.Agent {
-	return f.agentOpts(w, tokens, proof, proof == agent.HTTPSig)
+func (f *figure3) agent(w *testkit.Workload, tokens agent.TxnTokenSource, method proof.Method) *agent.Agent {
+	return f.agentOpts(w, tokens, method, method == proof.HTTPSig)
 }
 
 // agentOpts: refusals are unsigned problem documents, so tests that read them do not
 // demand signed responses (a client that does gets missing_credential instead).
-func (f *figure3) agentOpts(w *testkit.Workload, tokens agent.TxnTokenSource, proof agent.Proof, requireSigned bool) *agent.Agent {
+func (f *figure3) agentOpts(w *testkit.Workload, tokens agent.TxnTokenSource, method proof.Method, requireSigned bool) *agent.Agent {
 	wits := f.d.Validator()
-	tr := &agent.Transport{Source: f.source(w), Tokens: tokens, Proof: proof, RequireSignedResponse: requireSigned,
+	tr := &agent.Transport{Source: f.source(w), Tokens: tokens, Proof: method, RequireSignedResponse: requireSigned,
 		Responses: httpsig.NewVerifier(wits, httpsig.WithVerifierClock(f.clock.Now))}
 	return &agent.Agent{Self: w.ID, Client: &http.Client{Transport: tr}}
 }
 
-func (f *figure3) agentLax(w *testkit.Workload, tokens agent.TxnTokenSource, proof agent.Proof) *agent.Agent {
-	return f.agentOpts(w, tokens, proof, false)
+func (f *figure3) agentLax(w *testkit.Workload, tokens agent.TxnTokenSource, method proof.Method) *agent.Agent {
+	return f.agentOpts(w, tokens, method, false)
 }
 
 func post(t *testing.T, url string) *http.Request {
@@ -151,7 +151,7 @@ func TestDialogBindingFigure3_ToolVerifiesAllThree(t *testing.T) {
 	f := newFigure3(t)
 	ctx := context.Background()
 	tok := f.txnToken(t, "D1", "a.example")
-	a1 := f.agent(f.a1, agent.Forwarded(tok), agent.HTTPSig)
+	a1 := f.agent(f.a1, agent.Forwarded(tok), proof.HTTPSig)
 	res, dc, err := a1.Start(ctx, post(t, f.a2Srv.URL+"/task"), "D1")
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +166,7 @@ func TestDialogBindingFigure3_ToolVerifiesAllThree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2 := f.agent(f.a2, agent.Forwarded(atA2.TxnToken), agent.HTTPSig)
+	a2 := f.agent(f.a2, agent.Forwarded(atA2.TxnToken), proof.HTTPSig)
 	res, err = a2.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), dc, prov)
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestDialogBindingFigure3_ToolVerifiesAllThree(t *testing.T) {
 		t.Fatal("a stateless tool created a dialog")
 	}
 	// The same with a WPT from A2 (no provenance: the tool verifies A2 and D1 only).
-	a2wpt := f.agent(f.a2, agent.Forwarded(atA2.TxnToken), agent.WPT)
+	a2wpt := f.agent(f.a2, agent.Forwarded(atA2.TxnToken), proof.WPT)
 	res, err = a2wpt.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), dc, nil)
 	if err != nil || res.StatusCode != 200 {
 		t.Fatalf("WPT: %v %v", err, res)
@@ -203,23 +203,23 @@ func TestDialogBindingFigure3_Refusals(t *testing.T) {
 	d1, _ := dialog.New("D1", f.a1.ID)
 
 	// A client that demanded a signed response refuses the unsigned refusal.
-	strict := f.agent(f.a2, agent.Forwarded(f.txnToken(t, "D2", "a.example")), agent.HTTPSig)
+	strict := f.agent(f.a2, agent.Forwarded(f.txnToken(t, "D2", "a.example")), proof.HTTPSig)
 	if _, err := strict.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), d1, nil); errcode.CodeOf(err) != errcode.MissingCredential {
 		t.Fatalf("unsigned refusal accepted by a client that demanded a signature: %v", err)
 	}
 
 	// Section 13, dialog-bound authorization: a token recorded for D2 used in D1.
-	other := f.agentLax(f.a2, agent.Forwarded(f.txnToken(t, "D2", "a.example")), agent.HTTPSig)
+	other := f.agentLax(f.a2, agent.Forwarded(f.txnToken(t, "D2", "a.example")), proof.HTTPSig)
 	res, err := other.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), d1, nil)
 	wantProblem(t, res, err, errcode.DialogMismatch)
 
 	// A token for another trust domain.
-	foreign := f.agentLax(f.a2, agent.Forwarded(f.txnToken(t, "D1", "b.example")), agent.HTTPSig)
+	foreign := f.agentLax(f.a2, agent.Forwarded(f.txnToken(t, "D1", "b.example")), proof.HTTPSig)
 	res, err = foreign.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), d1, nil)
 	wantProblem(t, res, err, errcode.AudienceMismatch)
 
 	// Section 7: an intermediary modifies Dialog-Context after A2 signed.
-	a2 := f.agentLax(f.a2, agent.Forwarded(f.txnToken(t, "D1", "a.example")), agent.HTTPSig)
+	a2 := f.agentLax(f.a2, agent.Forwarded(f.txnToken(t, "D1", "a.example")), proof.HTTPSig)
 	a2.Client.Transport.(*agent.Transport).Base = rewrite(func(r *http.Request) {
 		r.Header.Set(dialog.HeaderName, `dlg="D1", initiator="wimse://a.example/agent/a2"`)
 	})
@@ -227,19 +227,19 @@ func TestDialogBindingFigure3_Refusals(t *testing.T) {
 	wantProblem(t, res, err, errcode.InvalidSignature)
 
 	// Section 7: Dialog-Context added after signing: not covered.
-	plain := f.agentLax(f.a2, nil, agent.HTTPSig)
+	plain := f.agentLax(f.a2, nil, proof.HTTPSig)
 	plain.Client.Transport.(*agent.Transport).Base = rewrite(func(r *http.Request) { d1.Set(r.Header) })
 	res, err = plain.Client.Do(post(t, f.toolSrv.URL+"/invoke"))
 	wantProblem(t, res, err, errcode.DialogContextNotCovered)
 
 	// Section 5: A2 proposes a dialog naming A1 as initiator (forged initiator) at A2's
 	// own peer... here at A2: the sender is not the named initiator of an unknown dialog.
-	forger := f.agentLax(f.t1, nil, agent.HTTPSig)
+	forger := f.agentLax(f.t1, nil, proof.HTTPSig)
 	res, err = forger.Continue(ctx, post(t, f.a2Srv.URL+"/task"), d1, nil)
 	wantProblem(t, res, err, errcode.InitiatorMismatch)
 
 	// With WPT, Dialog-Context added after the proof was made: dth missing.
-	wptAgent := f.agent(f.a2, nil, agent.WPT)
+	wptAgent := f.agent(f.a2, nil, proof.WPT)
 	wptAgent.Client.Transport.(*agent.Transport).Base = rewrite(func(r *http.Request) { d1.Set(r.Header) })
 	res, err = wptAgent.Client.Do(post(t, f.toolSrv.URL+"/invoke"))
 	wantProblem(t, res, err, errcode.DialogContextBindingMismatch)
@@ -249,13 +249,13 @@ func TestDialogBindingFigure3_Refusals(t *testing.T) {
 func TestDialogBindingSec5_DialogInUse(t *testing.T) {
 	f := newFigure3(t)
 	ctx := context.Background()
-	res, _, err := f.agent(f.a1, nil, agent.HTTPSig).Start(ctx, post(t, f.a2Srv.URL+"/task"), "D7")
+	res, _, err := f.agent(f.a1, nil, proof.HTTPSig).Start(ctx, post(t, f.a2Srv.URL+"/task"), "D7")
 	if err != nil {
 		t.Fatal(err)
 	}
 	res.Body.Close()
 	<-f.seen
-	res, _, err = f.agentLax(f.t1, nil, agent.HTTPSig).Start(ctx, post(t, f.a2Srv.URL+"/task"), "D7")
+	res, _, err = f.agentLax(f.t1, nil, proof.HTTPSig).Start(ctx, post(t, f.a2Srv.URL+"/task"), "D7")
 	wantProblem(t, res, err, errcode.DialogInUse)
 }
 
@@ -288,7 +288,7 @@ func TestDialogBindingSec12_CouldNotCompleteIsDistinct(t *testing.T) {
 		t.Error("the handler ran although a check could not be completed")
 	}))
 	d1, _ := dialog.New("D1", f.a1.ID)
-	res, err := f.agentLax(f.a2, nil, agent.HTTPSig).Continue(context.Background(), post(t, aud), d1, nil)
+	res, err := f.agentLax(f.a2, nil, proof.HTTPSig).Continue(context.Background(), post(t, aud), d1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestDialogBindingSec12_CouldNotCompleteIsDistinct(t *testing.T) {
 		t.Fatalf("status %d, %+v", res.StatusCode, p)
 	}
 	// A failed check, for contrast: 4xx and kind failed.
-	res, err = f.agentLax(f.a2, agent.Forwarded("not-a-token"), agent.HTTPSig).Continue(context.Background(), post(t, f.a2Srv.URL+"/task"), d1, nil)
+	res, err = f.agentLax(f.a2, agent.Forwarded("not-a-token"), proof.HTTPSig).Continue(context.Background(), post(t, f.a2Srv.URL+"/task"), d1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestReceiverWithChi(t *testing.T) {
 	})
 	f.toolSrv.Config.Handler = r
 	d1, _ := dialog.New("D1", f.a1.ID)
-	res, err := f.agentLax(f.a2, nil, agent.HTTPSig).Continue(context.Background(), post(t, f.toolSrv.URL+"/tools/search"), d1, nil)
+	res, err := f.agentLax(f.a2, nil, proof.HTTPSig).Continue(context.Background(), post(t, f.toolSrv.URL+"/tools/search"), d1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

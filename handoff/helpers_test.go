@@ -5,36 +5,19 @@ import (
 	cryptorand "crypto/rand"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
 )
 
-// Tests never sleep: time is a settable clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
 var epoch = time.Unix(1_793_000_000, 0)
 
-func newClock() *clock { return &clock{now: epoch} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// Tests never sleep: time is a settable clock.
+func newClock() *testkit.Clock { return testkit.NewClock(epoch) }
 
 var forms = []Form{JWS, COSE}
 
@@ -51,7 +34,7 @@ func forEachForm(t *testing.T, f func(t *testing.T, w *world)) {
 type world struct {
 	t     testing.TB
 	form  Form
-	clock *clock
+	clock *testkit.Clock
 	trust *StaticTrust
 	keys  map[string]*keys.PrivateKey
 }
@@ -158,7 +141,7 @@ func (w *world) chain(ids ...string) (*Handoff, []*Offer) {
 // records lost nothing (section 8.4 does not apply): no offer can predate the world's
 // keys. Tests of section 8.4 pass their own WithRecordsLostAt.
 func (w *world) receiver(self string, opts ...ReceiverOption) (*Receiver, *store.MemoryRecords) {
-	recs := store.NewMemoryRecords(store.WithRecordsClock(w.clock.Now))
+	recs := store.NewMemoryRecords(store.WithClock(w.clock.Now))
 	base := []ReceiverOption{WithClock(w.clock.Now), WithStatusKey(w.key(self)), WithRecordsLostAt(time.Time{})}
 	return NewReceiver(self, w.trust, recs, append(base, opts...)...), recs
 }

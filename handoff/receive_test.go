@@ -349,7 +349,7 @@ func TestSec8_4_RestartThatLostRecords(t *testing.T) {
 
 		// With the records kept (same store, new receiver as after a restart), the
 		// rule does not apply: the hop is answered from its record.
-		shared := store.NewMemoryRecords(store.WithRecordsClock(w.clock.Now))
+		shared := store.NewMemoryRecords(store.WithClock(w.clock.Now))
 		r1 := NewReceiver(coder, w.trust, shared, WithClock(w.clock.Now), WithStatusKey(w.key(coder)), WithRecordsLostAt(time.Time{}))
 		o := w.newOffer(planner, coder)
 		h := &Handoff{Offer: w.sign(o)}
@@ -467,7 +467,7 @@ func TestSec5_2_IncompleteCheckForgetsThePair(t *testing.T) {
 	forEachForm(t, func(t *testing.T, w *world) {
 		h, _ := w.chain(user, planner, coder)
 		ft := &flakyTrust{Trust: w.trust, down: user}
-		recs := store.NewMemoryRecords(store.WithRecordsClock(w.clock.Now))
+		recs := store.NewMemoryRecords(store.WithClock(w.clock.Now))
 		r := NewReceiver(coder, ft, recs, WithClock(w.clock.Now), WithStatusKey(w.key(coder)), WithRecordsLostAt(time.Time{}))
 		d, err := receive(r, h)
 		if d.Outcome != OutcomeRejected || d.Reason != "" || d.Step != 6 || errcode.KindOf(err) != errcode.Incomplete || d.Reply != nil {
@@ -516,7 +516,7 @@ func TestSec8_4_MemoryRecordsApplyTheRuleByThemselves(t *testing.T) {
 		before := &Handoff{Offer: w.sign(w.newOffer(planner, coder))}
 		w.clock.Advance(5 * time.Second)
 		sameSecond := &Handoff{Offer: w.sign(w.newOffer(planner, coder))}
-		mem := func() *store.MemoryRecords { return store.NewMemoryRecords(store.WithRecordsClock(w.clock.Now)) }
+		mem := func() *store.MemoryRecords { return store.NewMemoryRecords(store.WithClock(w.clock.Now)) }
 		r := NewReceiver(coder, w.trust, mem(), WithClock(w.clock.Now), WithStatusKey(w.key(coder)))
 		for name, h := range map[string]*Handoff{"issued before the start": before, "issued in the second of the start": sameSecond} {
 			d, err := receive(r, h)

@@ -198,7 +198,7 @@ func TestClientProof(t *testing.T) {
 		}
 		if err != nil || r.PostForm.Get("assertion") != "grant" || r.Header.Get("Content-Type") != "application/x-www-form-urlencoded" {
 			seen <- "refused: " + string(errcode.CodeOf(err))
-			http.Error(rw, `{"error":"invalid_client","code":"unauthenticated","kind":"failed"}`, 401)
+			http.Error(rw, `{"error":"invalid_client","code":"unauthenticated","kind":"failed"}`, http.StatusUnauthorized)
 			return
 		}
 		seen <- method

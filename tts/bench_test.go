@@ -158,24 +158,12 @@ func BenchmarkIssueTxnTokenRatio(b *testing.B) {
 				for i := range proofs {
 					proofs[i] = mint()
 				}
-				var inHandler, inFloor time.Duration
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					// The request and its recorder are built outside the handler's time:
-					// that is the client's and net/http's work, not the handler's.
-					req, rec := prepare(proofs[i])
-					t0 := time.Now()
-					serve(req, rec)
-					t1 := time.Now()
-					floor()
-					inHandler += t1.Sub(t0)
-					inFloor += time.Since(t1)
-				}
-				b.StopTimer()
-				b.ReportMetric(float64(inHandler.Nanoseconds())/float64(b.N), "handler-ns/op")
-				b.ReportMetric(float64(inFloor.Nanoseconds())/float64(b.N), "floor-ns/op")
-				b.ReportMetric(100*float64(inFloor)/float64(inHandler), "crypto-%")
-				b.ReportMetric(float64(b.N)/inHandler.Seconds(), "tokens/s")
+				var req *http.Request
+				var rec *httptest.ResponseRecorder
+				testkit.BenchHandlerAndFloor(b,
+					func(i int) { req, rec = prepare(proofs[i]) },
+					func() { serve(req, rec) },
+					floor)
 			})
 		}
 	}

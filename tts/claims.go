@@ -55,9 +55,6 @@ const DialogMember = txntoken.DialogMember
 // Deprecated: use txntoken.Claims.
 type Claims = txntoken.Claims
 
-// appendJSONString appends s as encoding/json writes a JSON string.
-func appendJSONString(b []byte, s string) []byte { return plainjson.AppendString(b, s) }
-
 // newTxn returns a transaction identifier of 128 random bits (oauth.md 1.7: unique in
 // the trust domain; random, so no coordination between TTS instances is needed).
 func newTxn() string {

@@ -2,7 +2,6 @@ package tts
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -271,12 +270,6 @@ func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) {
 //
 // Deprecated: use oauth.TokenResponse.
 type TokenResponse = oauth.TokenResponse
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
 
 // ringKeys lets a Ring's published keys serve as a KeySet (for replacement).
 type ringKeys struct{ r *keys.Ring }

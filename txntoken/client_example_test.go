@@ -39,7 +39,7 @@ func ExampleClient() {
 		Issuer:          issuer,
 		TrustDomains:    []string{"a.example"},
 		Keys:            keys.NewRing(ttsKey, time.Now),
-		Authenticators:  tts.WIMSEAuthenticators(wit.NewValidator(trust), replay, issuer+tts.PathToken),
+		Authenticators:  oauth.WIMSEAuthenticators(wit.NewValidator(trust), replay, issuer+tts.PathToken),
 		SubjectHandlers: []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{issuer}, tts.SelfSignedOptions{})},
 		Replay:          replay,
 		Policy:          tts.Policy{Rules: []tts.Rule{{Workload: "wimse://a.example/"}}},

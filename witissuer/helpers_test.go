@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -96,7 +95,7 @@ type harness struct {
 	registry   *prometheus.Registry
 	srv        *witissuer.Server
 	url        string
-	logs       *syncBuffer
+	logs       *testkit.SyncBuffer
 	assertKey  *keys.PrivateKey
 	assertID   identifier.ID
 }
@@ -109,30 +108,12 @@ type harnessOpts struct {
 	rotCfg keys.RotationConfig
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func newHarness(t *testing.T, o harnessOpts) *harness {
 	t.Helper()
 	// Real time as the start: the client checks the issuer's certificate with the
 	// real clock, the issuer checks client certificates with this one.
 	clock := testkit.NewClock(time.Now().Truncate(time.Second))
-	h := &harness{t: t, clock: clock, ca: newCA(t, clock.Now()), logs: &syncBuffer{}}
+	h := &harness{t: t, clock: clock, ca: newCA(t, clock.Now()), logs: &testkit.SyncBuffer{}}
 	h.bundleFile = filepath.Join(t.TempDir(), "example.org.pem")
 	if err := os.WriteFile(h.bundleFile, h.ca.pem(), 0o600); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -398,8 +397,6 @@ func TestClientRefusesWITForAnotherKey(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
-
-func h0clock() *testkit.Clock { return testkit.NewClock(testkit.Epoch) }
 
 func newDomainIssuer(t *testing.T) *wit.Issuer {
 	k := mustKey(t, keys.ES256)

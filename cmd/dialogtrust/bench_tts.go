@@ -16,8 +16,10 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
@@ -119,7 +121,7 @@ func parseBenchTTS(args []string, stderr io.Writer) (*ttsArgs, error) {
 type ttsRun struct {
 	*ttsArgs
 	hc        *http.Client
-	md        *tts.Metadata
+	md        *oauth.Metadata
 	aud       string // the requested trust domain
 	serverAlg string
 	creds     []*wit.Credential
@@ -128,7 +130,7 @@ type ttsRun struct {
 // discover reads the TTS's metadata: its token endpoint, the audience to ask for and
 // the algorithm it signs with.
 func (r *ttsRun) discover(setup context.Context) error {
-	md, err := tts.Discover(setup, r.hc, r.ttsURL)
+	md, err := ttsMetadata(setup, r.hc, r.ttsURL)
 	if err != nil {
 		return err
 	}
@@ -167,7 +169,7 @@ func (r *ttsRun) credentials(setup context.Context, stdin io.Reader) error {
 
 // ttsWorker is one worker's TTS client and its current self_signed subject token.
 type ttsWorker struct {
-	client   *tts.Client
+	client   *txntoken.Client
 	cred     *wit.Credential
 	workload identifier.ID
 	subject  string
@@ -184,20 +186,20 @@ func (r *ttsRun) op() (loadtest.Op, error) {
 			return nil, err
 		}
 		states[i] = &ttsWorker{cred: cred, workload: wl,
-			client: &tts.Client{TokenEndpoint: r.md.TokenEndpoint, HTTPClient: r.hc, WIT: cred.WIT, Key: cred.Key, Proof: r.method}}
+			client: &txntoken.Client{TokenEndpoint: r.md.TokenEndpoint, HTTPClient: r.hc, WIT: cred.WIT, Key: cred.Key, Proof: r.method}}
 	}
 	md, aud, scope, subject, freshSubject, withDialog := r.md, r.aud, r.scope, r.subject, r.freshSubject, r.withDialog
 	return func(ctx context.Context, w int) error {
 		st := states[w]
 		now := time.Now()
 		if freshSubject || st.subject == "" || now.Sub(st.minted) > selfSignedRefresh {
-			tok, err := tts.NewSelfSignedToken(st.cred.Key, st.workload, subject, md.Issuer, scope, 10*time.Minute, now)
+			tok, err := txntoken.NewSelfSignedToken(st.cred.Key, st.workload, subject, md.Issuer, scope, 10*time.Minute, now)
 			if err != nil {
 				return err
 			}
 			st.subject, st.minted = tok, now
 		}
-		req := tts.Request{Audience: aud, Scope: scope, SubjectToken: st.subject, SubjectTokenType: tts.TokenTypeSelfSigned}
+		req := txntoken.Request{Audience: aud, Scope: scope, SubjectToken: st.subject, SubjectTokenType: tts.TokenTypeSelfSigned}
 		if withDialog {
 			req.Dialog = rand.Text()
 		}

@@ -28,10 +28,12 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 	"github.com/dialogtrust/dialogtrust/wpt"
@@ -57,7 +59,7 @@ func newReceiverHandler(o receiverOptions) (http.Handler, error) {
 		dialog.RequireDialog(),
 	}
 	if o.ttsKeys != nil {
-		opts = append(opts, dialog.WithTxnTokens(tts.NewVerifier(o.ttsKeys, o.trustDomain)), dialog.RequireTxnToken())
+		opts = append(opts, dialog.WithTxnTokens(txntoken.NewVerifier(o.ttsKeys, o.trustDomain)), dialog.RequireTxnToken())
 	}
 	if o.stateful {
 		opts = append(opts, dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())))
@@ -292,9 +294,9 @@ type verifyRun struct {
 	creds     []*wit.Credential
 	trust     keys.KeySet // what the in-process receiver trusts for the WITs; nil: from --trust
 	issuerAlg string
-	ttsMD     *tts.Metadata // nil without --tts
-	ttsKeys   keys.KeySet   // the in-process receiver's keys for the Txn-Tokens
-	url       string        // the receiver's endpoint
+	ttsMD     *oauth.Metadata // nil without --tts
+	ttsKeys   keys.KeySet     // the in-process receiver's keys for the Txn-Tokens
+	url       string          // the receiver's endpoint
 	inProcess bool
 }
 
@@ -363,7 +365,7 @@ func (r *verifyRun) discoverTTS(ctx, setup context.Context) error {
 		return nil
 	}
 	var err error
-	if r.ttsMD, err = tts.Discover(setup, r.hc, r.ttsURL); err != nil {
+	if r.ttsMD, err = ttsMetadata(setup, r.hc, r.ttsURL); err != nil {
 		return err
 	}
 	if r.target == "" {
@@ -459,10 +461,10 @@ func (r *verifyRun) op() (loadtest.Op, error) {
 // txnTokens is a worker's source of Txn-Tokens from the TTS, one per dialog, for a
 // self_signed subject token of its workload.
 func (r *verifyRun) txnTokens(cred *wit.Credential, id identifier.ID, src wit.Source) agent.TxnTokenSource {
-	c := &tts.Client{TokenEndpoint: r.ttsMD.TokenEndpoint, HTTPClient: r.hc, WITSource: src, Proof: proof.WPT}
+	c := &txntoken.Client{TokenEndpoint: r.ttsMD.TokenEndpoint, HTTPClient: r.hc, WITSource: src, Proof: proof.WPT}
 	issuer, td, scope := r.ttsMD.Issuer, r.td, r.scope
 	return agent.NewTTSSource(c, td, scope, func(ctx context.Context) (string, string, error) {
-		tok, err := tts.NewSelfSignedToken(cred.Key, id, "alice@"+td, issuer, scope, 10*time.Minute, time.Now())
+		tok, err := txntoken.NewSelfSignedToken(cred.Key, id, "alice@"+td, issuer, scope, 10*time.Minute, time.Now())
 		return tok, tts.TokenTypeSelfSigned, err
 	}, nil)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	dialogctx "github.com/dialogtrust/dialogtrust/dialog"
 	"io"
 	"net/http"
@@ -13,8 +14,10 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // txnRequest: dialogtrust txn request. It discovers the TTS at --tts (RFC 8414
@@ -55,7 +58,7 @@ func txnRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	r := tts.Request{Audience: *audience, Scope: *scope, Dialog: *dialog}
+	r := txntoken.Request{Audience: *audience, Scope: *scope, Dialog: *dialog}
 	for name, dst := range map[string]*map[string]any{"details": &r.Details, "context": &r.Context} {
 		src := map[string]string{"details": *details, "context": *ctxJSON}[name]
 		if src == "" {
@@ -68,7 +71,7 @@ func txnRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	hc := &http.Client{Timeout: *timeout}
-	md, err := tts.Discover(ctx, hc, *ttsURL)
+	md, err := ttsMetadata(ctx, hc, *ttsURL)
 	if err != nil {
 		return err
 	}
@@ -77,7 +80,7 @@ func txnRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		if err != nil {
 			return err
 		}
-		if r.SubjectToken, err = tts.NewSelfSignedToken(key, wl, *selfSigned, md.Issuer, *scope, 5*time.Minute, time.Now()); err != nil {
+		if r.SubjectToken, err = txntoken.NewSelfSignedToken(key, wl, *selfSigned, md.Issuer, *scope, 5*time.Minute, time.Now()); err != nil {
 			return err
 		}
 		r.SubjectTokenType = tts.TokenTypeSelfSigned
@@ -97,7 +100,7 @@ func txnRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
-	c := &tts.Client{TokenEndpoint: md.TokenEndpoint, HTTPClient: hc, WIT: witRaw, Key: key, Proof: pm}
+	c := &txntoken.Client{TokenEndpoint: md.TokenEndpoint, HTTPClient: hc, WIT: witRaw, Key: key, Proof: pm}
 	resp, err := c.Request(ctx, r)
 	if err != nil {
 		return err
@@ -117,7 +120,7 @@ func txnVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	dialogContext := fs.String("dialog-context", "", "require tctx.dlg to be the dlg of this Dialog-Context value")
 	iss := fs.String("iss", "", "require this iss")
 	now := fs.Int64("now", 0, "verify at this Unix time instead of the clock")
-	skew := fs.Duration("skew", tts.DefaultSkew, "allowed clock skew")
+	skew := fs.Duration("skew", oauth.DefaultSkew, "allowed clock skew")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -134,19 +137,19 @@ func txnVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := []tts.VerifierOption{tts.WithVerifierSkew(*skew)}
+	opts := []txntoken.VerifierOption{txntoken.WithSkew(*skew)}
 	if *now != 0 {
-		opts = append(opts, tts.WithVerifierClock(func() time.Time { return time.Unix(*now, 0) }))
+		opts = append(opts, txntoken.WithClock(func() time.Time { return time.Unix(*now, 0) }))
 	}
 	if *iss != "" {
-		opts = append(opts, tts.WithIssuer(*iss))
+		opts = append(opts, txntoken.WithIssuer(*iss))
 	}
-	claims, err := tts.NewVerifier(ks, *audience, opts...).Verify(ctx, tok)
+	claims, err := txntoken.NewVerifier(ks, *audience, opts...).Verify(ctx, tok)
 	if err != nil {
 		return err
 	}
 	if *dialog != "" {
-		if err := tts.DialogMatches(claims, *dialog); err != nil {
+		if err := txntoken.DialogMatches(claims, *dialog); err != nil {
 			return err
 		}
 	}
@@ -155,7 +158,7 @@ func txnVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if err := tts.DialogMatches(claims, dc.DLG()); err != nil {
+		if err := txntoken.DialogMatches(claims, dc.DLG()); err != nil {
 			return err
 		}
 	}
@@ -197,4 +200,16 @@ func tokenTypeURN(s string) string {
 		return s
 	}
 	return "urn:ietf:params:oauth:token-type:" + s
+}
+
+// ttsMetadata reads a TTS's metadata (oauth.Discover). A TTS that cannot be reached is
+// reported tts_unavailable, as these commands always have, not as_unavailable.
+func ttsMetadata(ctx context.Context, hc *http.Client, url string) (*oauth.Metadata, error) {
+	md, err := oauth.Discover(ctx, hc, url)
+	if e, ok := errors.AsType[*errcode.Error](err); ok && e.Code == errcode.ASUnavailable {
+		unavailable := *e
+		unavailable.Code = errcode.TTSUnavailable
+		return nil, &unavailable
+	}
+	return md, err
 }

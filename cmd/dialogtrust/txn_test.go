@@ -14,8 +14,10 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -36,7 +38,7 @@ func newTxnEnv(t *testing.T) txnEnv {
 	replay := store.NewMemory()
 	srv, err := tts.New(tts.Config{
 		Issuer: url, TrustDomains: []string{"a.example"}, Keys: keys.NewRing(k, nil),
-		Authenticators:  tts.WIMSEAuthenticators(wit.NewValidator(d.Trust), replay, url+tts.PathToken),
+		Authenticators:  oauth.WIMSEAuthenticators(wit.NewValidator(d.Trust), replay, url+tts.PathToken),
 		SubjectHandlers: []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{url}, tts.SelfSignedOptions{})},
 		Replay:          replay,
 		Policy:          tts.Policy{Rules: []tts.Rule{{Workload: "wimse://a.example/"}}},
@@ -63,7 +65,7 @@ func TestTxnRequestVerify(t *testing.T) {
 			"--self-signed", "alice", "--scope", "trip.read", "--audience", "a.example", "--dialog", "D1", "--proof", proof,
 			"--details", `{"purpose":"book"}`))
 		out := mustRun(t, "", "txn verify", "--jwks", jwks, "--audience", "a.example", "--dialog", "D1", "--iss", e.url, tok)
-		var c tts.Claims
+		var c txntoken.Claims
 		if err := json.Unmarshal([]byte(out), &c); err != nil || c.Dialog() != "D1" || c.Sub != "alice" || c.ReqWL != "wimse://a.example/agent/a1" {
 			t.Fatalf("%s: %q %v", proof, out, err)
 		}

@@ -32,7 +32,7 @@ import (
 func issuerFor(t *testing.T, issuerURL string, methods func(replay store.Replay) []witissuer.Authenticator) http.Handler {
 	t.Helper()
 	k, _ := keys.Generate(keys.ES256)
-	rot, err := witissuer.NewStaticRotator(k, witissuer.RotationConfig{Retain: 2 * time.Hour})
+	rot, err := keys.NewStaticRotator(k, keys.RotationConfig{Retain: 2 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

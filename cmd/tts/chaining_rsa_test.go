@@ -6,6 +6,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -50,7 +51,7 @@ policy:
 			"  as_b: {peers: [{issuer: https://idp.example, scopes: [x]" + asbPart + "}]}\n"
 	}
 	check := func(yaml string) error {
-		return run(context.Background(), []string{"--config", writeConfig(t, yaml), "--check-config"}, nil, &syncBuffer{}, &syncBuffer{}, nil)
+		return run(context.Background(), []string{"--config", writeConfig(t, yaml), "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
 	}
 	for _, tc := range []struct{ rsaPart, asbPart, want string }{
 		{"", ", allow_untyped: true", "allow_untyped needs audiences"},
@@ -65,7 +66,7 @@ policy:
 	}
 
 	prepare := func(yaml string) (*chainingSetup, error) {
-		cfg, _, err := loadConfig([]string{"--config", writeConfig(t, yaml)}, nil, &syncBuffer{})
+		cfg, _, err := loadConfig([]string{"--config", writeConfig(t, yaml)}, nil, &testkit.SyncBuffer{})
 		if err != nil {
 			t.Fatal(err)
 		}

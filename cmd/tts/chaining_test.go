@@ -11,9 +11,12 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -63,7 +66,38 @@ func TestChainingTwoDomains(t *testing.T) {
 	da, db := newWITDomain(t, "a.example"), newWITDomain(t, "b.example")
 	addrA, addrB := freeLoopback(t), freeLoopback(t)
 	urlA, urlB := "http://"+addrA, "http://"+addrB
-	cfgA := `development: true
+	cfgA, cfgB := twoDomainConfigs(da, db, addrA, addrB)
+	procB := start(t, []string{"--config", writeConfig(t, cfgB)}, nil)
+	procA := start(t, []string{"--config", writeConfig(t, cfgA)}, nil)
+	mdA, mdB := discoverTwoDomains(t, ctx, procA, procB)
+
+	a2, a2Key, a2WIT := da.workload(t, "/agent/a2")
+	ss, _ := txntoken.NewSelfSignedToken(a2Key, a2, "alice@a.example", urlA, "trip.read trip.book", 5*time.Minute, time.Now())
+	txn, err := (&txntoken.Client{TokenEndpoint: mdA.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
+		txntoken.Request{Audience: "a.example", Scope: "trip.read trip.book", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D1-cmd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &chaining.Client{WIT: a2WIT, Key: a2Key}
+	g, at := chainToDomainB(t, ctx, cc, mdA, mdB, txn.AccessToken)
+	if getJSON(t, procB.url+tts.PathReadyz, nil) != 200 {
+		t.Fatal("TTS B not ready once AS A's metadata and keys answered")
+	}
+	txnInB(t, ctx, db, mdB, urlB, at.AccessToken)
+	// A domain-A workload cannot get domain-B Txn-Tokens although TTS B trusts its WIT
+	// (for AS B's client authentication): no policy rule names it.
+	if _, err := (&txntoken.Client{TokenEndpoint: mdB.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
+		txntoken.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken}); err == nil {
+		t.Fatal("a domain-A workload got a domain-B Txn-Token")
+	}
+	checkChainingLogs(t, procA.stderr.String()+procB.stderr.String(), txn.AccessToken, g.AccessToken, at.AccessToken)
+}
+
+// twoDomainConfigs: TTS A (AS A) issues grants for AS B; TTS B (AS B) redeems them,
+// mapping A's subjects under the prefix "a.example:".
+func twoDomainConfigs(da, db *witDomain, addrA, addrB string) (cfgA, cfgB string) {
+	urlA, urlB := "http://"+addrA, "http://"+addrB
+	cfgA = `development: true
 listen: ` + addrA + `
 trust_domains: [a.example]
 wits:
@@ -83,7 +117,7 @@ chaining:
       - issuer: ` + urlB + `
         scopes: [trip.read]
 `
-	cfgB := `development: true
+	cfgB = `development: true
 listen: ` + addrB + `
 trust_domains: [b.example]
 jwks_retry: 1ns
@@ -104,52 +138,55 @@ chaining:
         scopes: [trip.read, trip.book]
         subject: {mode: prefix, prefix: "a.example:"}
 `
-	procB := start(t, []string{"--config", writeConfig(t, cfgB)}, nil)
-	procA := start(t, []string{"--config", writeConfig(t, cfgA)}, nil)
+	return cfgA, cfgB
+}
 
-	mdA, err := tts.Discover(ctx, nil, procA.url)
+// discoverTwoDomains: AS A offers identity-chaining grants, AS B redeems them (and
+// offers none itself).
+func discoverTwoDomains(t *testing.T, ctx context.Context, procA, procB *started) (mdA, mdB *oauth.Metadata) {
+	mdA, err := oauth.Discover(ctx, nil, procA.url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(mdA.IdentityChainingRequestedTokenTypesSupported, chaining.TokenTypeJWT) {
 		t.Fatalf("AS A metadata %+v", mdA)
 	}
-	mdB, err := tts.Discover(ctx, nil, procB.url)
+	mdB, err = oauth.Discover(ctx, nil, procB.url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(mdB.GrantTypesSupported, chaining.GrantTypeJWTBearer) || len(mdB.IdentityChainingRequestedTokenTypesSupported) != 0 {
 		t.Fatalf("AS B metadata %+v", mdB)
 	}
+	return mdA, mdB
+}
 
-	a2, a2Key, a2WIT := da.workload(t, "/agent/a2")
-	ss, _ := tts.NewSelfSignedToken(a2Key, a2, "alice@a.example", urlA, "trip.read trip.book", 5*time.Minute, time.Now())
-	txn, err := (&tts.Client{TokenEndpoint: mdA.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
-		tts.Request{Audience: "a.example", Scope: "trip.read trip.book", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D1-cmd"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc := &chaining.Client{WIT: a2WIT, Key: a2Key}
-	g, err := cc.Grant(ctx, chaining.GrantParams{TokenEndpoint: mdA.TokenEndpoint, TxnToken: txn.AccessToken, Audience: "as.b.example"})
+// chainToDomainB trades the domain-A Txn-Token for a grant at AS A (30 s, the scope
+// narrowed to trip.read) and redeems it at AS B for an access token (2 min).
+func chainToDomainB(t *testing.T, ctx context.Context, cc *chaining.Client, mdA, mdB *oauth.Metadata, txn string) (g *chaining.GrantResponse, at *chaining.AccessTokenResponse) {
+	g, err := cc.Grant(ctx, chaining.GrantParams{TokenEndpoint: mdA.TokenEndpoint, TxnToken: txn, Audience: "as.b.example"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g.ExpiresIn != 30 || g.Scope != "trip.read" {
 		t.Fatalf("grant %+v", g)
 	}
-	at, err := cc.Redeem(ctx, mdB.TokenEndpoint, g.AccessToken, "")
+	at, err = cc.Redeem(ctx, mdB.TokenEndpoint, g.AccessToken, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if at.ExpiresIn != 120 || at.Scope != "trip.read" {
 		t.Fatalf("access token %+v", at)
 	}
-	if getJSON(t, procB.url+tts.PathReadyz, nil) != 200 {
-		t.Fatal("TTS B not ready once AS A's metadata and keys answered")
-	}
+	return g, at
+}
+
+// txnInB: a domain-B workload gets a domain-B Txn-Token for the access token, whose
+// subject is A's, prefixed.
+func txnInB(t *testing.T, ctx context.Context, db *witDomain, mdB *oauth.Metadata, urlB, accessToken string) {
 	b1, b1Key, b1WIT := db.workload(t, "/agent/b1")
-	res, err := (&tts.Client{TokenEndpoint: mdB.TokenEndpoint, WIT: b1WIT, Key: b1Key, Proof: tts.ProofHTTPSig}).Request(ctx,
-		tts.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken, Dialog: "D2-cmd"})
+	res, err := (&txntoken.Client{TokenEndpoint: mdB.TokenEndpoint, WIT: b1WIT, Key: b1Key, Proof: proof.HTTPSig}).Request(ctx,
+		txntoken.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: accessToken, SubjectTokenType: tts.TokenTypeAccessToken, Dialog: "D2-cmd"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,26 +194,24 @@ chaining:
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims, err := tts.NewVerifier(ks, "b.example", tts.WithIssuer(urlB)).Verify(ctx, res.AccessToken)
+	claims, err := txntoken.NewVerifier(ks, "b.example", txntoken.WithIssuer(urlB)).Verify(ctx, res.AccessToken)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if claims.Dialog() != "D2-cmd" || claims.Sub != "a.example:alice@a.example" || claims.ReqWL != b1.String() {
 		t.Fatalf("domain-B Txn-Token %+v", claims)
 	}
-	// A domain-A workload cannot get domain-B Txn-Tokens although TTS B trusts its WIT
-	// (for AS B's client authentication): no policy rule names it.
-	if _, err := (&tts.Client{TokenEndpoint: mdB.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
-		tts.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken}); err == nil {
-		t.Fatal("a domain-A workload got a domain-B Txn-Token")
-	}
-	logs := procA.stderr.String() + procB.stderr.String()
-	for _, want := range []string{`"chaining grant issued"`, `"chaining access token issued"`, `"grant_sha256":"` + tts.Hash(g.AccessToken) + `"`} {
+}
+
+// checkChainingLogs: both issuances are logged, the grant by its hash, and no token
+// in full.
+func checkChainingLogs(t *testing.T, logs, txn, grant, accessToken string) {
+	for _, want := range []string{`"chaining grant issued"`, `"chaining access token issued"`, `"grant_sha256":"` + txntoken.Hash(grant) + `"`} {
 		if !strings.Contains(logs, want) {
 			t.Fatalf("logs lack %s", want)
 		}
 	}
-	for _, tok := range []string{txn.AccessToken, g.AccessToken, at.AccessToken} {
+	for _, tok := range []string{txn, grant, accessToken} {
 		if strings.Contains(logs, tok) {
 			t.Fatal("the logs must name tokens by hash only")
 		}
@@ -207,14 +242,14 @@ policy:
 		{"chaining:\n  peers: [{issuer: https://b, jwks: x}]\n  as_a: {peers: [{issuer: https://b}]}\n", "unknown field"},
 	} {
 		f := writeConfig(t, base+tc.chaining)
-		err := run(context.Background(), []string{"--config", f, "--check-config"}, nil, &syncBuffer{}, &syncBuffer{}, nil)
+		err := run(context.Background(), []string{"--config", f, "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: got %v, want %q", tc.chaining, err, tc.want)
 		}
 	}
 	ok := base + "chaining:\n  peers: [{issuer: https://a, jwks_file: /x}, {issuer: https://c}]\n  as_a: {peers: [{issuer: https://c}]}\n  as_b: {peers: [{issuer: https://a, scopes: [x]}]}\n"
-	out := &syncBuffer{}
-	if err := run(context.Background(), []string{"--config", writeConfig(t, ok), "--check-config"}, nil, out, &syncBuffer{}, nil); err != nil {
+	out := &testkit.SyncBuffer{}
+	if err := run(context.Background(), []string{"--config", writeConfig(t, ok), "--check-config"}, nil, out, &testkit.SyncBuffer{}, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -14,8 +14,10 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
 
@@ -77,7 +79,7 @@ func TestEndToEndWITIssuerAndTTS(t *testing.T) {
 		t.Fatal(err)
 	}
 	ttsProc := start(t, []string{"--config", cfgFile, "--listen", "127.0.0.1:0"}, nil)
-	md, err := tts.Discover(ctx, nil, ttsProc.url)
+	md, err := oauth.Discover(ctx, nil, ttsProc.url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,15 +87,15 @@ func TestEndToEndWITIssuerAndTTS(t *testing.T) {
 	workload := identifier.MustParse("wimse://dev.local/agent/a1")
 	key, _ := keys.Generate(keys.ES256)
 	selfSigned := func() string {
-		tok, err := tts.NewSelfSignedToken(key, workload, "alice@dev.local", md.Issuer, "trip.read trip.book", 5*time.Minute, time.Now())
+		tok, err := txntoken.NewSelfSignedToken(key, workload, "alice@dev.local", md.Issuer, "trip.read trip.book", 5*time.Minute, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
 		return tok
 	}
 	// Before the wit-issuer runs: could not be completed.
-	early := &tts.Client{TokenEndpoint: md.TokenEndpoint, WIT: "eyJ0eXAiOiJ3aXQrand0IiwiYWxnIjoiRVMyNTYifQ.eyJzdWIiOiJ3aW1zZTovL2Rldi5sb2NhbC9hZ2VudC9hMSJ9.AAAA", Key: key, Proof: proof.WPT}
-	_, err = early.Request(ctx, tts.Request{Audience: "dev.local", Scope: "trip.read", SubjectToken: selfSigned(), SubjectTokenType: tts.TokenTypeSelfSigned})
+	early := &txntoken.Client{TokenEndpoint: md.TokenEndpoint, WIT: "eyJ0eXAiOiJ3aXQrand0IiwiYWxnIjoiRVMyNTYifQ.eyJzdWIiOiJ3aW1zZTovL2Rldi5sb2NhbC9hZ2VudC9hMSJ9.AAAA", Key: key, Proof: proof.WPT}
+	_, err = early.Request(ctx, txntoken.Request{Audience: "dev.local", Scope: "trip.read", SubjectToken: selfSigned(), SubjectTokenType: tts.TokenTypeSelfSigned})
 	if errcode.CodeOf(err) != errcode.KeysUnavailable || errcode.KindOf(err) != errcode.Incomplete {
 		t.Fatalf("before the wit-issuer: %v", err)
 	}
@@ -115,11 +117,11 @@ func TestEndToEndWITIssuerAndTTS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := tts.NewVerifier(rs, "dev.local", tts.WithIssuer(md.Issuer))
+	v := txntoken.NewVerifier(rs, "dev.local", txntoken.WithIssuer(md.Issuer))
 	for _, pm := range []proof.Method{proof.WPT, proof.HTTPSig} {
 		t.Run(pm.String(), func(t *testing.T) {
-			c := &tts.Client{TokenEndpoint: md.TokenEndpoint, WIT: w.WIT, Key: key, Proof: pm}
-			resp, err := c.Request(ctx, tts.Request{Audience: "dev.local", Scope: "trip.read", SubjectToken: selfSigned(), SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D-" + pm.String()})
+			c := &txntoken.Client{TokenEndpoint: md.TokenEndpoint, WIT: w.WIT, Key: key, Proof: pm}
+			resp, err := c.Request(ctx, txntoken.Request{Audience: "dev.local", Scope: "trip.read", SubjectToken: selfSigned(), SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D-" + pm.String()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,21 +132,21 @@ func TestEndToEndWITIssuerAndTTS(t *testing.T) {
 			if claims.Dialog() != "D-"+pm.String() || claims.ReqWL != workload.String() || claims.Sub != "alice@dev.local" || claims.Scope != "trip.read" {
 				t.Fatalf("claims %+v", claims)
 			}
-			if err := tts.DialogMatches(claims, "D-"+pm.String()); err != nil {
+			if err := txntoken.DialogMatches(claims, "D-"+pm.String()); err != nil {
 				t.Fatal(err)
 			}
-			if err := tts.DialogMatches(claims, "D-other"); errcode.CodeOf(err) != errcode.DialogMismatch {
+			if err := txntoken.DialogMatches(claims, "D-other"); errcode.CodeOf(err) != errcode.DialogMismatch {
 				t.Fatalf("another dialog: %v", err)
 			}
 		})
 	}
 	// A Txn-Token for dev.local is not accepted in another trust domain.
-	c := &tts.Client{TokenEndpoint: md.TokenEndpoint, WIT: w.WIT, Key: key, Proof: proof.WPT}
-	resp, err := c.Request(ctx, tts.Request{Audience: "dev.local", Scope: "trip.read", SubjectToken: selfSigned(), SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D1"})
+	c := &txntoken.Client{TokenEndpoint: md.TokenEndpoint, WIT: w.WIT, Key: key, Proof: proof.WPT}
+	resp, err := c.Request(ctx, txntoken.Request{Audience: "dev.local", Scope: "trip.read", SubjectToken: selfSigned(), SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tts.NewVerifier(rs, "other.example").Verify(ctx, resp.AccessToken); errcode.CodeOf(err) != errcode.AudienceMismatch {
+	if _, err := txntoken.NewVerifier(rs, "other.example").Verify(ctx, resp.AccessToken); errcode.CodeOf(err) != errcode.AudienceMismatch {
 		t.Fatalf("other trust domain: %v", err)
 	}
 	if !strings.Contains(ttsProc.stderr.String(), `"txn_token_sha256"`) || strings.Contains(ttsProc.stderr.String(), resp.AccessToken) {

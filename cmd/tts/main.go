@@ -55,12 +55,12 @@ func witSources(cfg *Config) string {
 }
 
 func applyDefaults(cfg *Config) {
-	cfg.SetDefaults(defaultListen, tts.DefaultSkew)
+	cfg.SetDefaults(defaultListen, oauth.DefaultSkew)
 	if cfg.Store.Type == "" {
 		cfg.Store.Type = "memory"
 	}
 	if len(cfg.Auth.Methods) == 0 {
-		cfg.Auth.Methods = []string{tts.MethodHTTPSig, tts.MethodWPT}
+		cfg.Auth.Methods = []string{oauth.MethodHTTPSig, oauth.MethodWPT}
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,55 +12,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/internal/service/servicetest"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/tts"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // started is a tts running in this process through run(), as main runs it.
 type started struct {
 	url            string
-	stdout, stderr *syncBuffer
+	stdout, stderr *testkit.SyncBuffer
 	stop           func()
 }
 
 func start(t *testing.T, args, env []string) *started {
 	t.Helper()
-	s := &started{stdout: &syncBuffer{}, stderr: &syncBuffer{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	urls := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, env, s.stdout, s.stderr, func(u string) { urls <- u }) }()
-	select {
-	case s.url = <-urls:
-	case err := <-done:
-		cancel()
-		t.Fatalf("tts did not start: %v\n%s", err, s.stderr.String())
-	case <-time.After(10 * time.Second):
-		cancel()
-		t.Fatal("tts did not start in time")
-	}
+	p := servicetest.Start(t, "tts", 10*time.Second, run, args, env)
+	s := &started{url: p.URL, stdout: p.Stdout, stderr: p.Stderr}
 	var once sync.Once
 	s.stop = func() {
 		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
+			if err := p.Stop(); err != nil {
 				t.Errorf("run: %v", err)
 			}
 		})
@@ -92,7 +64,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	if !strings.Contains(s.stderr.String(), "DEVELOPMENT MODE") || !strings.Contains(s.stdout.String(), "tts listening on "+s.url) {
 		t.Fatalf("stdout %q stderr %q", s.stdout.String(), s.stderr.String())
 	}
-	var md tts.Metadata
+	var md oauth.Metadata
 	if getJSON(t, s.url+tts.PathMetadata, &md) != 200 || md.Issuer != s.url || md.TokenEndpoint != s.url+"/token" || md.TrustDomainsSupported[0] != "dev.local" {
 		t.Fatalf("metadata %+v", md)
 	}

@@ -17,11 +17,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/service/servicetest"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/wic"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
@@ -57,61 +58,17 @@ func dialogtrust(t *testing.T, bin string, args ...string) (string, string, int)
 	return out.String(), errb.String(), code
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // started is a wit-issuer running in this process through run(), as main runs it.
 type started struct {
 	url            string
-	stdout, stderr *syncBuffer
+	stdout, stderr *testkit.SyncBuffer
 	stop           func() error
 }
 
 func start(t *testing.T, args []string, env []string) *started {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &started{stdout: &syncBuffer{}, stderr: &syncBuffer{}}
-	urlc := make(chan string, 1)
-	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, args, env, s.stdout, s.stderr, func(u string) { urlc <- u }) }()
-	select {
-	case s.url = <-urlc:
-	case err := <-errc:
-		cancel()
-		t.Fatalf("wit-issuer did not start: %v\n%s", err, s.stderr.String())
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("wit-issuer did not start within 30s")
-	}
-	var once sync.Once
-	var stopErr error
-	s.stop = func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case stopErr = <-errc:
-			case <-time.After(30 * time.Second):
-				t.Error("wit-issuer did not stop within 30s")
-			}
-		})
-		return stopErr
-	}
-	t.Cleanup(func() { _ = s.stop() })
-	return s
+	p := servicetest.Start(t, "wit-issuer", 30*time.Second, run, args, env)
+	return &started{url: p.URL, stdout: p.Stdout, stderr: p.Stderr, stop: p.Stop}
 }
 
 // Acceptance: the embedded default (no configuration; here only the port is chosen so

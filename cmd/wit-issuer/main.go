@@ -17,6 +17,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
@@ -54,7 +55,7 @@ func routeSummary(rs []RouteConfig) []string {
 }
 
 func applyDefaults(cfg *Config) {
-	cfg.SetDefaults(defaultListen, witissuer.DefaultSkew)
+	cfg.SetDefaults(defaultListen, oauth.DefaultSkew)
 	if cfg.ReloadInterval <= 0 {
 		cfg.ReloadInterval = defaultReloadInterval
 	}

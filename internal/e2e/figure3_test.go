@@ -62,7 +62,7 @@ func wantProblem(t *testing.T, res *http.Response, err error, code errcode.Code)
 // establish runs step 0 (A1 starts D1 with A2, the first request carrying the first
 // input) and returns what A2 verified and the dialog context.
 func (f *figure3) establish(t *testing.T) (*dialog.Verified, *dialog.Context) {
-	a1 := f.a.caller(f.a1.id, f.a1.src, f.a1Tokens, agent.HTTPSig, true)
+	a1 := f.a.caller(f.a1.id, f.a1.src, f.a1Tokens, proof.HTTPSig, true)
 	res, dc, err := a1.Start(context.Background(), post(t, f.a2.url), "")
 	mustOK(t, err)
 	res.Body.Close()
@@ -84,7 +84,7 @@ func TestDialogBindingFigure3(t *testing.T) {
 	atA2, dc := f.establish(t)
 	prov, err := atA2.Forward()
 	mustOK(t, err)
-	a2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), agent.HTTPSig, true)
+	a2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), proof.HTTPSig, true)
 	res, err := a2.Continue(context.Background(), post(t, f.t1.url), dc, prov)
 	mustOK(t, err)
 	res.Body.Close()
@@ -100,7 +100,7 @@ func TestDialogBindingFigure3(t *testing.T) {
 		t.Fatal("the stateless tool created a dialog")
 	}
 	// The same hop with a WPT (dth, tth, and the provenance bound through oth).
-	a2wpt := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), agent.WPT, false)
+	a2wpt := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), proof.WPT, false)
 	res, err = a2wpt.Continue(context.Background(), post(t, f.t1.url), dc, prov)
 	mustOK(t, err)
 	res.Body.Close()
@@ -119,12 +119,12 @@ func TestDialogBindingFigure3_Refusals(t *testing.T) {
 	// A Txn-Token the TTS issued for another dialog.
 	other, err := f.a1Tokens.TxnToken(ctx, "D-other")
 	mustOK(t, err)
-	a2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(other), agent.HTTPSig, false)
+	a2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(other), proof.HTTPSig, false)
 	res, err := a2.Continue(ctx, post(t, f.t1.url), dc, nil)
 	wantProblem(t, res, err, errcode.DialogMismatch)
 
 	// A hop rewrites Dialog-Context after A2 signed.
-	tampered := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), agent.HTTPSig, false)
+	tampered := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), proof.HTTPSig, false)
 	tampered.Client.Transport.(*agent.Transport).Base = rewrite(func(r *http.Request) {
 		r.Header.Set(dialog.HeaderName, strings.Replace(dc.Value(), dc.DLG(), dc.DLG()+"x", 1))
 	})
@@ -132,7 +132,7 @@ func TestDialogBindingFigure3_Refusals(t *testing.T) {
 	wantProblem(t, res, err, errcode.InvalidSignature)
 
 	// Dialog-Context added after signing: not covered by the signature.
-	uncovered := f.a.caller(f.a2.id, f.a2.src, nil, agent.HTTPSig, false)
+	uncovered := f.a.caller(f.a2.id, f.a2.src, nil, proof.HTTPSig, false)
 	uncovered.Client.Transport.(*agent.Transport).Base = rewrite(func(r *http.Request) { dc.Set(r.Header) })
 	res, err = uncovered.Client.Do(post(t, f.t1.url))
 	wantProblem(t, res, err, errcode.DialogContextNotCovered)
@@ -141,7 +141,7 @@ func TestDialogBindingFigure3_Refusals(t *testing.T) {
 	// D1 exists at A2, so the forged request must prove A1 as origin; at a fresh
 	// dialog identifier the sender is not the named initiator.
 	forged, _ := dialog.New("D-forged", f.a1.id)
-	forger := f.a.caller(f.t1.id, f.t1.src, nil, agent.HTTPSig, false)
+	forger := f.a.caller(f.t1.id, f.t1.src, nil, proof.HTTPSig, false)
 	res, err = forger.Continue(ctx, post(t, f.a2.url), forged, nil)
 	wantProblem(t, res, err, errcode.InitiatorMismatch)
 }
@@ -160,7 +160,7 @@ func TestDialogBindingSec13_Origin(t *testing.T) {
 	atA2, dc := f.establish(t)
 	prov, err := atA2.Forward()
 	mustOK(t, err)
-	a2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), agent.HTTPSig, false)
+	a2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), proof.HTTPSig, false)
 	res, err := a2.Continue(context.Background(), post(t, f.t1.url), dc, prov)
 	mustOK(t, err)
 	res.Body.Close()
@@ -169,7 +169,7 @@ func TestDialogBindingSec13_Origin(t *testing.T) {
 	}
 	// Build a chain whose origin is A2 for A1's dialog D1: A2 signs a request in D1 to
 	// itself, and the record of that hop is sent to the tool as the origin.
-	a2toA2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), agent.HTTPSig, false)
+	a2toA2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), proof.HTTPSig, false)
 	res, err = a2toA2.Continue(context.Background(), post(t, f.a2.url), dc, nil)
 	mustOK(t, err)
 	res.Body.Close()
@@ -191,7 +191,7 @@ func TestDialogBindingSec13_Integrity(t *testing.T) {
 	// signature verifies, but A1's record was made for the original context.
 	changed, err := dialog.New(dc.DLG()+"-changed", dc.Initiator())
 	mustOK(t, err)
-	a2 := f.a.caller(f.a2.id, f.a2.src, nil, agent.HTTPSig, false)
+	a2 := f.a.caller(f.a2.id, f.a2.src, nil, proof.HTTPSig, false)
 	res, err := a2.Continue(context.Background(), post(t, f.t1.url), changed, prov)
 	wantProblem(t, res, err, errcode.ProvenanceDialogMismatch)
 }
@@ -208,7 +208,7 @@ func TestDialogBindingSec13_SenderBinding(t *testing.T) {
 	res, err := http.DefaultClient.Do(req)
 	wantProblem(t, res, err, errcode.MissingCredential)
 	// Another workload presenting the token is identified as itself.
-	tool := f.a.caller(f.t1.id, f.t1.src, agent.Forwarded(atA2.TxnToken), agent.HTTPSig, false)
+	tool := f.a.caller(f.t1.id, f.t1.src, agent.Forwarded(atA2.TxnToken), proof.HTTPSig, false)
 	res, err = tool.Continue(context.Background(), post(t, f.t1.url), dc, nil)
 	mustOK(t, err)
 	res.Body.Close()
@@ -223,7 +223,7 @@ func TestDialogBindingSec13_DialogBoundAuthorization(t *testing.T) {
 	f := newFigure3(t)
 	atA2, _ := f.establish(t)
 	d2, _ := dialog.New("D2", f.a2.id)
-	a2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), agent.HTTPSig, false)
+	a2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), proof.HTTPSig, false)
 	res, err := a2.Continue(context.Background(), post(t, f.t1.url), d2, nil)
 	wantProblem(t, res, err, errcode.DialogMismatch)
 	// No Dialog-Context at all, same token.
@@ -243,7 +243,7 @@ func TestDialogBindingSec13_ResponseBinding(t *testing.T) {
 	// Capture a signed response of the tool to one request...
 	var captured *http.Response
 	var capturedBody []byte
-	first := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), agent.HTTPSig, true)
+	first := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), proof.HTTPSig, true)
 	first.Client.Transport.(*agent.Transport).Base = capture(func(r *http.Response) {
 		capturedBody, _ = io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(capturedBody))
@@ -254,7 +254,7 @@ func TestDialogBindingSec13_ResponseBinding(t *testing.T) {
 	res.Body.Close()
 	<-f.t1.seen
 	// ...and serve it as the answer to the next request: its wimse-req-nonce is wrong.
-	second := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), agent.HTTPSig, true)
+	second := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), proof.HTTPSig, true)
 	second.Client.Transport.(*agent.Transport).Base = replay{captured, capturedBody}
 	_, err = second.Continue(ctx, post(t, f.t1.url), dc, nil)
 	if errcode.CodeOf(err) != errcode.RequestNonceMismatch {

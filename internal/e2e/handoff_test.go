@@ -16,8 +16,9 @@ import (
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -48,7 +49,7 @@ func newHandoffFixture(t *testing.T) (*handoffFixture, *dialog.Verified, *dialog
 	wits := wit.NewValidator(f.a.trust)
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(p.url), httpsig.WithReplay(store.NewMemory()))),
-		dialog.WithTxnTokens(tts.NewVerifier(f.a.ttsKeys, "a.example")),
+		dialog.WithTxnTokens(txntoken.NewVerifier(f.a.ttsKeys, "a.example")),
 		// The keys are this test's own: no offer predates the records (section 8.4).
 		dialog.WithHandoffs(handoff.NewReceiver(id3.String(), trust, store.NewMemoryRecords(), handoff.WithStatusKey(a3Key), handoff.WithGrantRequired(),
 			handoff.WithRecordsLostAt(time.Time{})), nil),
@@ -67,7 +68,7 @@ func (h *handoffFixture) send(t *testing.T, ctx context.Context, body []byte, dc
 	req, err := http.NewRequest("POST", h.a3.url, bytes.NewReader(body))
 	mustOK(t, err)
 	req.Header.Set("Content-Type", "application/json")
-	a2 := h.a.caller(h.a2.id, h.a2.src, tokens, agent.HTTPSig, false)
+	a2 := h.a.caller(h.a2.id, h.a2.src, tokens, proof.HTTPSig, false)
 	return a2.Continue(ctx, req, dc, nil)
 }
 

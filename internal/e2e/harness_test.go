@@ -13,9 +13,11 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 	"github.com/dialogtrust/dialogtrust/wpt"
@@ -29,7 +31,7 @@ type domain struct {
 	witKeys   keys.KeySet // the WIT issuer's JWKS, fetched over HTTP
 	ttsKeys   keys.KeySet // the TTS's JWKS, fetched over HTTP
 	trust     *keys.Trust
-	ttsClient func(src wit.Source) *tts.Client
+	ttsClient func(src wit.Source) *txntoken.Client
 }
 
 func mustOK(t *testing.T, err error) {
@@ -51,7 +53,7 @@ func startDomain(t *testing.T, td string) *domain {
 	d.witURL = "http://" + witSrv.Listener.Addr().String()
 	witKey, err := keys.Generate(keys.ES256)
 	mustOK(t, err)
-	rot, err := witissuer.NewStaticRotator(witKey, witissuer.RotationConfig{Retain: 2 * time.Hour})
+	rot, err := keys.NewStaticRotator(witKey, keys.RotationConfig{Retain: 2 * time.Hour})
 	mustOK(t, err)
 	dev, err := witissuer.NewDev(nil, []string{"wimse://" + td + "/"})
 	mustOK(t, err)
@@ -73,7 +75,7 @@ func startDomain(t *testing.T, td string) *domain {
 	wits := wit.NewValidator(d.trust, wit.WithCache(1024, time.Minute))
 	ts, err := tts.New(tts.Config{
 		Issuer: d.ttsURL, TrustDomains: []string{td}, Keys: keys.NewRing(ttsKey, nil),
-		Authenticators:  tts.WIMSEAuthenticators(wits, replay, d.ttsURL+tts.PathToken),
+		Authenticators:  oauth.WIMSEAuthenticators(wits, replay, d.ttsURL+tts.PathToken),
 		SubjectHandlers: []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{d.ttsURL}, tts.SelfSignedOptions{})},
 		Replay:          replay,
 		Policy:          tts.Policy{Rules: []tts.Rule{{Workload: "wimse://" + td + "/", SubjectScopes: []string{"trip.book"}}}},
@@ -84,8 +86,8 @@ func startDomain(t *testing.T, td string) *domain {
 	t.Cleanup(ttsSrv.Close)
 	d.ttsKeys, err = keys.NewRemoteSet(ctx, d.ttsURL+"/.well-known/jwks.json")
 	mustOK(t, err)
-	d.ttsClient = func(src wit.Source) *tts.Client {
-		return &tts.Client{TokenEndpoint: d.ttsURL + tts.PathToken, WITSource: src, Proof: proof.WPT}
+	d.ttsClient = func(src wit.Source) *txntoken.Client {
+		return &txntoken.Client{TokenEndpoint: d.ttsURL + tts.PathToken, WITSource: src, Proof: proof.WPT}
 	}
 	return d
 }
@@ -109,7 +111,7 @@ func (d *domain) selfSigned(id identifier.ID, src wit.Source) agent.SubjectFunc 
 		if err != nil {
 			return "", "", err
 		}
-		tok, err := tts.NewSelfSignedToken(c.Key, id, "alice@"+d.td, d.ttsURL, "trip.book", time.Minute, time.Now())
+		tok, err := txntoken.NewSelfSignedToken(c.Key, id, "alice@"+d.td, d.ttsURL, "trip.book", time.Minute, time.Now())
 		return tok, tts.TokenTypeSelfSigned, err
 	}
 }
@@ -131,7 +133,7 @@ func (d *domain) serve(t *testing.T, id identifier.ID, src wit.Source, path stri
 	opts := []dialog.ReceiverOption{
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(p.url), httpsig.WithReplay(replay))),
 		dialog.WithWPT(wpt.NewVerifier(wits, wpt.WithAudiences(p.url), wpt.WithReplay(replay))),
-		dialog.WithTxnTokens(tts.NewVerifier(d.ttsKeys, d.td)),
+		dialog.WithTxnTokens(txntoken.NewVerifier(d.ttsKeys, d.td)),
 		dialog.WithProvenance(dialog.NewProvenanceVerifier(wits, 0)),
 		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
 			c, err := src.Credential(ctx)
@@ -157,10 +159,10 @@ func (d *domain) serve(t *testing.T, id identifier.ID, src wit.Source, path stri
 }
 
 // caller is an agent's outgoing side.
-func (d *domain) caller(id identifier.ID, src wit.Source, tokens agent.TxnTokenSource, proof agent.Proof, requireSigned bool) *agent.Agent {
+func (d *domain) caller(id identifier.ID, src wit.Source, tokens agent.TxnTokenSource, method proof.Method, requireSigned bool) *agent.Agent {
 	wits := wit.NewValidator(d.trust)
 	return &agent.Agent{Self: id, Client: &http.Client{Transport: &agent.Transport{
-		Source: src, Tokens: tokens, Proof: proof, RequireSignedResponse: requireSigned,
+		Source: src, Tokens: tokens, Proof: method, RequireSignedResponse: requireSigned,
 		Responses: httpsig.NewVerifier(wits),
 	}}}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 	"github.com/dialogtrust/dialogtrust/wpt"
 )
@@ -89,7 +90,7 @@ func (w *workload) subjectToken() (string, error) {
 		return w.subject, nil
 	}
 	now := time.Now()
-	s, err := tts.NewSelfSignedToken(w.key, w.id, "user@"+trustDomain, ttsIssuer, "read write", 10*time.Minute, now)
+	s, err := txntoken.NewSelfSignedToken(w.key, w.id, "user@"+trustDomain, ttsIssuer, "read write", 10*time.Minute, now)
 	if err != nil {
 		return "", err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
@@ -86,27 +87,83 @@ func poller(ctx context.Context, stop *atomic.Bool, wg *sync.WaitGroup, url stri
 	return &out
 }
 
-func runOutage(t *testing.T, h *harness, sc outageScenario) {
-	redis := h.startRedis(t, 0, "", sc.persistent)
-	var quarantine, proofTTL, skew time.Duration
-	volatile := sc.kill && !sc.persistent
-	if volatile {
-		quarantine, proofTTL, skew = 12*time.Second, 10*time.Second, time.Second
-	}
-	wi := h.startWITIssuer(t, witIssuerConfig{redis: redis.addr(), lossQuarantine: quarantine, proofWindow: proofTTL, skew: skew})
-	svc := h.startTTS(t, ttsConfig{witJWKS: wi.url + witissuer.PathJWKS, redis: redis.addr(), lossQuarantine: quarantine, skew: skew})
-	wls := newWorkloadsTTL(t, wi, 8, proofTTL)
+// outage is one run of an outage scenario: the services, the load's recorders and the
+// moments of the fault.
+type outage struct {
+	t                    *testing.T
+	h                    *harness
+	sc                   outageScenario
+	redis                *redisProc
+	wi, svc              *service
+	volatile             bool
+	quarantine, proofTTL time.Duration
+	skew                 time.Duration
+	recTTS, recWIT       *recorder
+	readyTTS, readyWIT   *[]poll
+	side                 []*[]poll
+	downAt, restoreAt    time.Time
+	backAt, resumed      time.Time
+}
 
-	const ttsWorkers, witWorkers = 12, 2
-	hc := newClient(ttsWorkers + witWorkers)
-	recTTS := newRecorder(ttsWorkers+witWorkers, 200_000)
-	recWIT := newRecorder(ttsWorkers+witWorkers, 200_000)
-	var stop atomic.Bool
+const outageTTSWorkers, outageWITWorkers = 12, 2
+
+func runOutage(t *testing.T, h *harness, sc outageScenario) {
+	x := startOutageServices(t, h, sc)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	wg := runWorkers(ctx, ttsWorkers+witWorkers, 1_000_000, &stop, nil, func(w, i int) {
+	var stop atomic.Bool
+	var pollWG sync.WaitGroup
+	wg := x.startLoad(ctx, &stop, &pollWG)
+
+	time.Sleep(1500 * time.Millisecond)
+	x.stopRedis()
+	time.Sleep(3 * time.Second)
+	x.restoreRedis()
+	var immediate []string
+	if x.volatile {
+		immediate = x.replayAcrossRestart()
+	}
+	time.Sleep(time.Until(x.resumed.Add(time.Second)))
+	stop.Store(true)
+	wg.Wait()
+	pollWG.Wait()
+	cancel()
+
+	vt := x.judge("tts", x.recTTS.all(), true)
+	vw := x.judge("wit-issuer", x.recWIT.all(), false)
+	readyDown, firstReady, sidePolls := x.judgeSideEndpoints()
+	vt.pre, vt.post = x.replayAccepted("tts", x.svc.url, tts.PathToken, vt.accepted, isReplayed)
+	vw.pre, vw.post = x.replayAccepted("wit-issuer", x.wi.url, witissuer.PathWIT, vw.accepted, func(o *outcome) bool {
+		return o.netErr == "" && o.status == http.StatusUnauthorized && o.code == "replayed"
+	})
+	x.report(immediate, vt, vw, readyDown, firstReady, sidePolls)
+}
+
+// startOutageServices starts Redis, the wit-issuer and the TTS on it, and the workloads.
+// In restart-volatile proofs are short-lived and the loss quarantine is set.
+func startOutageServices(t *testing.T, h *harness, sc outageScenario) *outage {
+	x := &outage{t: t, h: h, sc: sc, volatile: sc.kill && !sc.persistent}
+	x.redis = h.startRedis(t, 0, "", sc.persistent)
+	if x.volatile {
+		x.quarantine, x.proofTTL, x.skew = 12*time.Second, 10*time.Second, time.Second
+	}
+	x.wi = h.startWITIssuer(t, witIssuerConfig{redis: x.redis.addr(), lossQuarantine: x.quarantine, proofWindow: x.proofTTL, skew: x.skew})
+	x.svc = h.startTTS(t, ttsConfig{witJWKS: x.wi.url + witissuer.PathJWKS, redis: x.redis.addr(), lossQuarantine: x.quarantine, skew: x.skew})
+	return x
+}
+
+// startLoad starts the closed-loop load (Txn-Token requests, WPT and HTTP signature
+// alternating, and WIT requests) and the pollers of readyz and the side endpoints.
+func (x *outage) startLoad(ctx context.Context, stop *atomic.Bool, pollWG *sync.WaitGroup) *sync.WaitGroup {
+	t := x.t
+	wls := newWorkloadsTTL(t, x.wi, 8, x.proofTTL)
+	const workers = outageTTSWorkers + outageWITWorkers
+	hc := newClient(workers)
+	x.recTTS = newRecorder(workers, 200_000)
+	x.recWIT = newRecorder(workers, 200_000)
+	wg := runWorkers(ctx, workers, 1_000_000, stop, nil, func(w, i int) {
 		wl := wls[w%len(wls)]
-		if w < ttsWorkers {
+		if w < outageTTSWorkers {
 			proof := "wpt"
 			if (w+i)%2 == 1 {
 				proof = "httpsig"
@@ -117,160 +174,171 @@ func runOutage(t *testing.T, h *harness, sc outageScenario) {
 				stop.Store(true)
 				return
 			}
-			recTTS.add(w, send(hc, svc.url, tts.PathToken, p, false))
+			x.recTTS.add(w, send(hc, x.svc.url, tts.PathToken, p, false))
 			return
 		}
-		p, err := witRequest(wi.url, wl)
+		p, err := witRequest(x.wi.url, wl)
 		if err != nil {
 			t.Error(err)
 			stop.Store(true)
 			return
 		}
-		recWIT.add(w, send(hc, wi.url, witissuer.PathWIT, p, false))
+		x.recWIT.add(w, send(hc, x.wi.url, witissuer.PathWIT, p, false))
 	})
-	var pollWG sync.WaitGroup
-	readyTTS := poller(ctx, &stop, &pollWG, svc.url+tts.PathReadyz)
-	readyWIT := poller(ctx, &stop, &pollWG, wi.url+witissuer.PathReadyz)
-	var side []*[]poll
-	for _, u := range []string{svc.url + tts.PathJWKS, svc.url + tts.PathHealthz, wi.url + witissuer.PathJWKS, wi.url + witissuer.PathHealthz} {
-		side = append(side, poller(ctx, &stop, &pollWG, u))
+	x.readyTTS = poller(ctx, stop, pollWG, x.svc.url+tts.PathReadyz)
+	x.readyWIT = poller(ctx, stop, pollWG, x.wi.url+witissuer.PathReadyz)
+	for _, u := range []string{x.svc.url + tts.PathJWKS, x.svc.url + tts.PathHealthz, x.wi.url + witissuer.PathJWKS, x.wi.url + witissuer.PathHealthz} {
+		x.side = append(x.side, poller(ctx, stop, pollWG, u))
 	}
+	return wg
+}
 
-	time.Sleep(1500 * time.Millisecond)
-	if sc.kill {
-		redis.signal(t, syscall.SIGKILL)
-		if !redis.wait(5 * time.Second) {
-			t.Fatal("redis-server did not die of SIGKILL")
+// stopRedis kills Redis (SIGKILL) or hangs it (SIGSTOP), and notes when.
+func (x *outage) stopRedis() {
+	if x.sc.kill {
+		x.redis.signal(x.t, syscall.SIGKILL)
+		if !x.redis.wait(5 * time.Second) {
+			x.t.Fatal("redis-server did not die of SIGKILL")
 		}
 	} else {
-		redis.signal(t, syscall.SIGSTOP)
+		x.redis.signal(x.t, syscall.SIGSTOP)
 	}
-	downAt := time.Now()
-	time.Sleep(3 * time.Second)
-	restoreAt := time.Now()
-	if sc.kill {
-		h.restartRedis(t, redis) // same port; returns once it answers PING
+	x.downAt = time.Now()
+}
+
+// restoreRedis brings Redis back on the same port and notes when it was asked to and
+// when it answered; every request from quarantine + 2 s after that must succeed.
+func (x *outage) restoreRedis() {
+	x.restoreAt = time.Now()
+	if x.sc.kill {
+		x.h.restartRedis(x.t, x.redis) // same port; returns once it answers PING
 	} else {
-		redis.signal(t, syscall.SIGCONT)
-		if !redis.waitPing(5 * time.Second) {
-			t.Fatal("redis-server does not answer after SIGCONT")
+		x.redis.signal(x.t, syscall.SIGCONT)
+		if !x.redis.waitPing(5 * time.Second) {
+			x.t.Fatal("redis-server does not answer after SIGCONT")
 		}
 	}
-	backAt := time.Now()
-	// From when every request must succeed again.
-	resumed := backAt.Add(quarantine + 2*time.Second)
+	x.backAt = time.Now()
+	x.resumed = x.backAt.Add(x.quarantine + 2*time.Second)
+}
+
+// replayAcrossRestart sends every proof accepted before the restart again, at once:
+// still valid (they are at most ~5 s old and live 10 s), and the emptied store holds
+// none of them. None may be accepted.
+func (x *outage) replayAcrossRestart() []string {
+	t := x.t
 	var immediate []string
-	if volatile {
-		// Every proof accepted before the restart, again, at once: still valid (they are
-		// at most ~5 s old and live 10 s), and the emptied store holds none of them.
-		for _, x := range []struct {
-			what, base, path string
-			rec              *recorder
-		}{{"tts", svc.url, tts.PathToken, recTTS}, {"wit-issuer", wi.url, witissuer.PathWIT, recWIT}} {
-			var reqs []*prepared
-			var made []time.Time
-			for _, o := range x.rec.all() {
-				if o.ok() && o.start.Before(downAt) {
-					reqs = append(reqs, o.req)
-					made = append(made, o.start)
-				}
+	for _, s := range []struct {
+		what, base, path string
+		rec              *recorder
+	}{{"tts", x.svc.url, tts.PathToken, x.recTTS}, {"wit-issuer", x.wi.url, witissuer.PathWIT, x.recWIT}} {
+		var reqs []*prepared
+		var made []time.Time
+		for _, o := range s.rec.all() {
+			if o.ok() && o.start.Before(x.downAt) {
+				reqs = append(reqs, o.req)
+				made = append(made, o.start)
 			}
-			res := replayAll(newClient(16), x.base, x.path, reqs, 16)
-			c, quarantined := counts{}, 0
-			for i := range res {
-				o := &res[i]
-				c.add(o)
-				if o.ok() {
-					t.Errorf("%s: a proof accepted before the restart (made %s before it) was accepted again after it", x.what, backAt.Sub(made[i]))
-				}
-				if o.storeUnavailable() {
-					quarantined++
-				}
-			}
-			if len(reqs) == 0 || quarantined == 0 {
-				t.Errorf("%s: %d proofs from before the restart sent again, %d refused by the quarantine: the test measured nothing", x.what, len(reqs), quarantined)
-			}
-			immediate = append(immediate, fmt.Sprintf("%s: %d proofs accepted before the restart, sent again within %s of it: %s", x.what, len(reqs), ms(time.Since(backAt)), c))
 		}
-	}
-	time.Sleep(time.Until(resumed.Add(time.Second)))
-	stop.Store(true)
-	wg.Wait()
-	pollWG.Wait()
-	cancel()
-
-	type verdict struct {
-		all, down                  counts
-		maxDownLatency             time.Duration
-		firstOKAfter, lastBadAfter time.Duration
-		steady                     int
-		accepted                   []outcome
-	}
-	judge := func(what string, outs []outcome, isTTS bool) verdict {
-		v := verdict{all: counts{}, down: counts{}, firstOKAfter: -1}
-		for i := range outs {
-			o := &outs[i]
-			v.all.add(o)
+		res := replayAll(newClient(16), s.base, s.path, reqs, 16)
+		c, quarantined := counts{}, 0
+		for i := range res {
+			o := &res[i]
+			c.add(o)
 			if o.ok() {
-				v.accepted = append(v.accepted, *o)
-			} else if !o.storeUnavailable() {
-				t.Errorf("%s: a request sent %s after the start of the fault got %s (%s); want 200 or 503 store_unavailable could_not_complete",
-					what, o.start.Sub(downAt), o.label(), o.oauth)
-			} else if isTTS && (o.oauth != tts.ErrTemporarilyUnavailable || o.retryAfter == "") {
-				t.Errorf("%s: 503 with error %q and Retry-After %q; want temporarily_unavailable with Retry-After", what, o.oauth, o.retryAfter)
+				t.Errorf("%s: a proof accepted before the restart (made %s before it) was accepted again after it", s.what, x.backAt.Sub(made[i]))
 			}
-			if !o.start.Before(downAt) && !o.end.After(restoreAt) {
-				v.down.add(o)
-				v.maxDownLatency = max(v.maxDownLatency, o.end.Sub(o.start))
-				if o.ok() {
-					t.Errorf("%s: a request accepted while Redis was down (sent %s after the fault)", what, o.start.Sub(downAt))
-				}
-			}
-			if !o.start.Before(restoreAt) {
-				if o.ok() && (v.firstOKAfter < 0 || o.end.Sub(backAt) < v.firstOKAfter) {
-					v.firstOKAfter = o.end.Sub(backAt)
-				}
-				if !o.ok() {
-					v.lastBadAfter = max(v.lastBadAfter, o.end.Sub(backAt))
-				}
-			}
-			if o.start.After(resumed) {
-				v.steady++
-				if !o.ok() {
-					t.Errorf("%s: service has not resumed: a request sent %s after Redis returned got %s", what, o.start.Sub(backAt), o.label())
-				}
+			if o.storeUnavailable() {
+				quarantined++
 			}
 		}
-		if v.down.total() == 0 {
-			t.Errorf("%s: no request fell inside the outage: the test measured nothing", what)
+		if len(reqs) == 0 || quarantined == 0 {
+			t.Errorf("%s: %d proofs from before the restart sent again, %d refused by the quarantine: the test measured nothing", s.what, len(reqs), quarantined)
 		}
-		if v.steady == 0 {
-			t.Errorf("%s: no request after Redis returned", what)
-		}
-		if v.maxDownLatency > 2*time.Second {
-			t.Errorf("%s: a refusal during the outage took %s: want the store timeout (500 ms), not a hang", what, v.maxDownLatency)
-		}
-		return v
+		immediate = append(immediate, fmt.Sprintf("%s: %d proofs accepted before the restart, sent again within %s of it: %s", s.what, len(reqs), ms(time.Since(x.backAt)), c))
 	}
-	vt := judge("tts", recTTS.all(), true)
-	vw := judge("wit-issuer", recWIT.all(), false)
+	return immediate
+}
 
-	// Side endpoints and readiness: a readyz asked and answered while Redis was down
-	// says not ready; both say ready again soon after Redis returns; the JWKS and
-	// healthz never need the store and are served throughout.
-	var readyDown, sidePolls, sideBad int
-	firstReady := time.Duration(-1)
-	for _, ps := range []*[]poll{readyTTS, readyWIT} {
+// outageVerdict is what one service's requests showed.
+type outageVerdict struct {
+	all, down                  counts
+	maxDownLatency             time.Duration
+	firstOKAfter, lastBadAfter time.Duration
+	steady                     int
+	accepted                   []outcome
+	pre, post                  counts // replays of the accepted proofs: accepted before the fault, after it
+}
+
+// judge checks one service's requests: 200 or 503 store_unavailable (the TTS's with
+// temporarily_unavailable and Retry-After), none accepted while Redis was down, every
+// refusal quick, and service resumed.
+func (x *outage) judge(what string, outs []outcome, isTTS bool) outageVerdict {
+	t := x.t
+	v := outageVerdict{all: counts{}, down: counts{}, firstOKAfter: -1}
+	for i := range outs {
+		o := &outs[i]
+		v.all.add(o)
+		if o.ok() {
+			v.accepted = append(v.accepted, *o)
+		} else if !o.storeUnavailable() {
+			t.Errorf("%s: a request sent %s after the start of the fault got %s (%s); want 200 or 503 store_unavailable could_not_complete",
+				what, o.start.Sub(x.downAt), o.label(), o.oauth)
+		} else if isTTS && (o.oauth != oauth.ErrTemporarilyUnavailable || o.retryAfter == "") {
+			t.Errorf("%s: 503 with error %q and Retry-After %q; want temporarily_unavailable with Retry-After", what, o.oauth, o.retryAfter)
+		}
+		if !o.start.Before(x.downAt) && !o.end.After(x.restoreAt) {
+			v.down.add(o)
+			v.maxDownLatency = max(v.maxDownLatency, o.end.Sub(o.start))
+			if o.ok() {
+				t.Errorf("%s: a request accepted while Redis was down (sent %s after the fault)", what, o.start.Sub(x.downAt))
+			}
+		}
+		if !o.start.Before(x.restoreAt) {
+			if o.ok() && (v.firstOKAfter < 0 || o.end.Sub(x.backAt) < v.firstOKAfter) {
+				v.firstOKAfter = o.end.Sub(x.backAt)
+			}
+			if !o.ok() {
+				v.lastBadAfter = max(v.lastBadAfter, o.end.Sub(x.backAt))
+			}
+		}
+		if o.start.After(x.resumed) {
+			v.steady++
+			if !o.ok() {
+				t.Errorf("%s: service has not resumed: a request sent %s after Redis returned got %s", what, o.start.Sub(x.backAt), o.label())
+			}
+		}
+	}
+	if v.down.total() == 0 {
+		t.Errorf("%s: no request fell inside the outage: the test measured nothing", what)
+	}
+	if v.steady == 0 {
+		t.Errorf("%s: no request after Redis returned", what)
+	}
+	if v.maxDownLatency > 2*time.Second {
+		t.Errorf("%s: a refusal during the outage took %s: want the store timeout (500 ms), not a hang", what, v.maxDownLatency)
+	}
+	return v
+}
+
+// judgeSideEndpoints checks readiness and the side endpoints: a readyz asked and
+// answered while Redis was down says not ready; both say ready again soon after Redis
+// returns; the JWKS and healthz never need the store and are served throughout.
+func (x *outage) judgeSideEndpoints() (readyDown int, firstReady time.Duration, sidePolls int) {
+	t := x.t
+	var sideBad int
+	firstReady = -1
+	for _, ps := range []*[]poll{x.readyTTS, x.readyWIT} {
 		first := time.Duration(-1)
 		for _, p := range *ps {
-			if !p.start.Before(downAt) && !p.end.After(restoreAt) {
+			if !p.start.Before(x.downAt) && !p.end.After(x.restoreAt) {
 				readyDown++
 				if p.status == http.StatusOK {
-					t.Errorf("/readyz said ready while Redis was down (asked %s after the fault)", p.start.Sub(downAt))
+					t.Errorf("/readyz said ready while Redis was down (asked %s after the fault)", p.start.Sub(x.downAt))
 				}
 			}
-			if !p.start.Before(backAt) && p.status == http.StatusOK && first < 0 {
-				first = p.end.Sub(backAt)
+			if !p.start.Before(x.backAt) && p.status == http.StatusOK && first < 0 {
+				first = p.end.Sub(x.backAt)
 			}
 		}
 		if first < 0 {
@@ -278,7 +346,7 @@ func runOutage(t *testing.T, h *harness, sc outageScenario) {
 		}
 		firstReady = max(firstReady, first)
 	}
-	for _, ps := range side {
+	for _, ps := range x.side {
 		for _, p := range *ps {
 			sidePolls++
 			if p.status != http.StatusOK {
@@ -289,59 +357,59 @@ func runOutage(t *testing.T, h *harness, sc outageScenario) {
 	if sideBad > 0 {
 		t.Errorf("%d of %d polls of JWKS or healthz were not 200: requests that do not need the store must be served", sideBad, sidePolls)
 	}
+	return readyDown, firstReady, sidePolls
+}
 
-	// Every accepted proof, once more.
-	replay := func(what string, base, path string, acc []outcome, want func(*outcome) bool) (pre, post counts) {
-		reqs := make([]*prepared, len(acc))
-		for i := range acc {
-			reqs[i] = acc[i].req
-		}
-		rh := newClient(16)
-		res := replayAll(rh, base, path, reqs, 16)
-		pre, post = counts{}, counts{}
-		for i := range res {
-			o := &res[i]
-			before := acc[i].start.Before(downAt) // its claim went to the Redis that was stopped
-			if before {
-				pre.add(o)
-			} else {
-				post.add(o)
-			}
-			if want(o) {
-				continue
-			}
-			if volatile && o.netErr == "" && !o.ok() && o.status < 500 {
-				continue // refused: replayed, or expired (the proofs live 10 s here)
-			}
-			t.Errorf("%s: a copy of a proof accepted %s after the fault got %s; want 401 replayed", what, acc[i].end.Sub(downAt), o.label())
-		}
-		return pre, post
+// replayAccepted sends every accepted proof once more: each copy must be refused as
+// replayed (in restart-volatile: refused, as replayed or expired).
+func (x *outage) replayAccepted(what string, base, path string, acc []outcome, want func(*outcome) bool) (pre, post counts) {
+	reqs := make([]*prepared, len(acc))
+	for i := range acc {
+		reqs[i] = acc[i].req
 	}
-	preT, postT := replay("tts", svc.url, tts.PathToken, vt.accepted, isReplayed)
-	preW, postW := replay("wit-issuer", wi.url, witissuer.PathWIT, vw.accepted, func(o *outcome) bool {
-		return o.netErr == "" && o.status == http.StatusUnauthorized && o.code == "replayed"
-	})
+	rh := newClient(16)
+	res := replayAll(rh, base, path, reqs, 16)
+	pre, post = counts{}, counts{}
+	for i := range res {
+		o := &res[i]
+		before := acc[i].start.Before(x.downAt) // its claim went to the Redis that was stopped
+		if before {
+			pre.add(o)
+		} else {
+			post.add(o)
+		}
+		if want(o) {
+			continue
+		}
+		if x.volatile && o.netErr == "" && !o.ok() && o.status < 500 {
+			continue // refused: replayed, or expired (the proofs live 10 s here)
+		}
+		x.t.Errorf("%s: a copy of a proof accepted %s after the fault got %s; want 401 replayed", what, acc[i].end.Sub(x.downAt), o.label())
+	}
+	return pre, post
+}
 
+// report prints the scenario's figures.
+func (x *outage) report(immediate []string, vt, vw outageVerdict, readyDown int, firstReady time.Duration, sidePolls int) {
+	t := x.t
 	for _, line := range immediate {
 		figure(t, "%s", line)
 	}
 	redisMode := "no persistence"
-	if volatile {
-		redisMode += fmt.Sprintf("; proofs live %s, skew %s, loss quarantine %s", proofTTL, skew, quarantine)
+	if x.volatile {
+		redisMode += fmt.Sprintf("; proofs live %s, skew %s, loss quarantine %s", x.proofTTL, x.skew, x.quarantine)
 	}
-	if sc.persistent {
+	if x.sc.persistent {
 		redisMode = "appendonly yes, appendfsync always"
 	}
-	figure(t, "Redis %s (%s), down %s; load %d TTS + %d WIT workers", map[bool]string{true: "SIGKILL, restarted on the same port", false: "SIGSTOP, then SIGCONT"}[sc.kill], redisMode, ms(restoreAt.Sub(downAt)), ttsWorkers, witWorkers)
-	for _, x := range []struct {
+	figure(t, "Redis %s (%s), down %s; load %d TTS + %d WIT workers", map[bool]string{true: "SIGKILL, restarted on the same port", false: "SIGSTOP, then SIGCONT"}[x.sc.kill], redisMode, ms(x.restoreAt.Sub(x.downAt)), outageTTSWorkers, outageWITWorkers)
+	for _, s := range []struct {
 		what string
-		v    verdict
-		pre  counts
-		post counts
-	}{{"tts", vt, preT, postT}, {"wit-issuer", vw, preW, postW}} {
+		v    outageVerdict
+	}{{"tts", vt}, {"wit-issuer", vw}} {
 		figure(t, "%s: %d requests (%s); sent and answered while Redis was down: %d (%s), slowest %s; first success %s after Redis answered again, last refusal %s after; %d requests from %s after: all 200",
-			x.what, x.v.all.total(), x.v.all, x.v.down.total(), x.v.down, ms(x.v.maxDownLatency), ms(x.v.firstOKAfter), ms(x.v.lastBadAfter), x.v.steady, ms(resumed.Sub(backAt)))
-		figure(t, "%s: replays of %d accepted proofs: accepted before the fault %s; after it %s", x.what, len(x.v.accepted), x.pre, x.post)
+			s.what, s.v.all.total(), s.v.all, s.v.down.total(), s.v.down, ms(s.v.maxDownLatency), ms(s.v.firstOKAfter), ms(s.v.lastBadAfter), s.v.steady, ms(x.resumed.Sub(x.backAt)))
+		figure(t, "%s: replays of %d accepted proofs: accepted before the fault %s; after it %s", s.what, len(s.v.accepted), s.v.pre, s.v.post)
 	}
 	figure(t, "readyz asked and answered during the outage: %d, none 200; both services ready again %s after Redis answered; JWKS and healthz: %d polls, all 200", readyDown, ms(firstReady), sidePolls)
 }

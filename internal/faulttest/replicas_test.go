@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
@@ -111,5 +112,5 @@ func TestReplicasShareReplayStore(t *testing.T) {
 
 // isReplayed: the TTS's answer to a proof it has seen (oauth.md 1.11: invalid_client).
 func isReplayed(o *outcome) bool {
-	return o.netErr == "" && o.status == http.StatusUnauthorized && o.code == "replayed" && o.oauth == tts.ErrInvalidClient
+	return o.netErr == "" && o.status == http.StatusUnauthorized && o.code == "replayed" && o.oauth == oauth.ErrInvalidClient
 }

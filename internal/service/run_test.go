@@ -9,29 +9,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/httpserver"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func testProgram(built *int, closed *bool) Program[testConfig] {
 	return Program[testConfig]{
@@ -86,7 +69,7 @@ func TestRunCheckConfig(t *testing.T) {
 func TestRunServesAndStops(t *testing.T) {
 	var built int
 	var closed bool
-	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+	stdout, stderr := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
 	ctx, cancel := context.WithCancel(t.Context())
 	urls := make(chan string, 1)
 	done := make(chan error, 1)

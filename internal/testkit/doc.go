@@ -1,6 +1,8 @@
 // Package testkit builds the credentials tests need: an issuer with trust configuration,
-// workloads with keys and WITs, and a settable clock. Tests only; nothing here is a fake
-// of a credential: every token is really signed and really verified.
+// workloads with keys and WITs, and a settable clock; and the small pieces several
+// packages' tests share (a buffer safe for a server's goroutines, the handler-and-floor
+// benchmark loop). Tests only; nothing here is a fake of a credential: every token is
+// really signed and really verified.
 //
 // It implements no spec section.
 package testkit

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"bytes"
 	"sync"
 	"testing"
 	"time"
@@ -90,4 +91,50 @@ func (d *Domain) Workload(tb testing.TB, path, alg string) *Workload {
 		tb.Fatal(err)
 	}
 	return &Workload{ID: id, Key: k, WIT: tok}
+}
+
+// SyncBuffer is a bytes.Buffer safe for a server's goroutines: tests hand it to a
+// logger or a command's stdout and stderr and read it while the server runs.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what has been written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// BenchHandlerAndFloor runs a handler and its crypto floor interleaved, b.N times: one
+// request, then one floor, so that both see the same machine. prepare(i) builds the
+// i-th request outside the handler's time (that is the client's and net/http's work,
+// not the handler's); serve handles the request prepare built last. It reports the
+// handler's and the floor's time per operation, the floor's share of the handler's
+// time (crypto-%) and tokens a second.
+func BenchHandlerAndFloor(b *testing.B, prepare func(i int), serve, floor func()) {
+	var inHandler, inFloor time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		prepare(i)
+		t0 := time.Now()
+		serve()
+		t1 := time.Now()
+		floor()
+		inHandler += t1.Sub(t0)
+		inFloor += time.Since(t1)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(inHandler.Nanoseconds())/float64(b.N), "handler-ns/op")
+	b.ReportMetric(float64(inFloor.Nanoseconds())/float64(b.N), "floor-ns/op")
+	b.ReportMetric(100*float64(inFloor)/float64(inHandler), "crypto-%")
+	b.ReportMetric(float64(b.N)/inHandler.Seconds(), "tokens/s")
 }

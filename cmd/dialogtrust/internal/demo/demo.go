@@ -19,8 +19,11 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
@@ -155,7 +158,7 @@ type flow struct {
 	hc      *http.Client
 	servers []*server
 
-	mdA, mdB       *tts.Metadata
+	mdA, mdB       *oauth.Metadata
 	witMD          map[string]*witissuer.Metadata
 	a1, a2, t1, b1 workload
 	witsA, witsAB  *wit.Validator
@@ -223,12 +226,12 @@ func (f *flow) startDomains(ctx context.Context) error {
 func (f *flow) discover(ctx context.Context) error {
 	p, a, b := f.p, f.a, f.b
 	var err error
-	f.mdA, err = tts.Discover(ctx, f.hc, a.TTS)
+	f.mdA, err = oauth.Discover(ctx, f.hc, a.TTS)
 	if !p.check(err == nil && slices.Contains(f.mdA.IdentityChainingRequestedTokenTypesSupported, chaining.TokenTypeJWT),
 		"TTS A's metadata names it as issuer and offers identity-chaining grants (AS A)", err) {
 		return fmt.Errorf("TTS A at %s does not issue identity-chaining grants", a.TTS)
 	}
-	f.mdB, err = tts.Discover(ctx, f.hc, b.TTS)
+	f.mdB, err = oauth.Discover(ctx, f.hc, b.TTS)
 	if !p.check(err == nil && slices.Contains(f.mdB.GrantTypesSupported, chaining.GrantTypeJWTBearer),
 		"TTS B's metadata names it as issuer and offers the jwt-bearer grant (AS B)", err) {
 		return fmt.Errorf("TTS B at %s does not redeem grants", b.TTS)
@@ -288,9 +291,9 @@ func (f *flow) startServers(ctx context.Context) error {
 		f.servers = append(f.servers, srv)
 	}
 	atA2, atTool := f.atA2, f.atTool
-	f.a2Srv.serve(receiver(f.a2Srv.URL+"/task", f.a2, f.witsA, tts.NewVerifier(ttsAKeys, a.Name), true, nil).Middleware(
+	f.a2Srv.serve(receiver(f.a2Srv.URL+"/task", f.a2, f.witsA, txntoken.NewVerifier(ttsAKeys, a.Name), true, nil).Middleware(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { atA2 <- dialog.FromRequest(r); okJSON(w) })))
-	f.toolSrv.serve(receiver(f.toolSrv.URL+"/invoke", f.t1, f.witsA, tts.NewVerifier(ttsAKeys, a.Name), false, nil).Middleware(
+	f.toolSrv.serve(receiver(f.toolSrv.URL+"/invoke", f.t1, f.witsA, txntoken.NewVerifier(ttsAKeys, a.Name), false, nil).Middleware(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { atTool <- dialog.FromRequest(r); okJSON(w) })))
 
 	// Handoff keys: the AgentIds are the workload identifiers.
@@ -304,7 +307,7 @@ func (f *flow) startServers(ctx context.Context) error {
 	b1Handoffs := handoff.NewReceiver(f.b1.id.String(), f.htrust, store.NewMemoryRecords(), handoff.WithStatusKey(b1HK), handoff.WithGrantRequired(),
 		handoff.WithRecordsLostAt(time.Time{}))
 	acceptor := &agent.LinkAcceptor{
-		TTS:          &tts.Client{TokenEndpoint: f.mdB.TokenEndpoint, WITSource: f.b1.src, Proof: tts.ProofHTTPSig, HTTPClient: f.hc},
+		TTS:          &txntoken.Client{TokenEndpoint: f.mdB.TokenEndpoint, WITSource: f.b1.src, Proof: proof.HTTPSig, HTTPClient: f.hc},
 		AccessTokens: &chaining.AccessTokenVerifier{Keys: f.ttsBKeys, Issuer: b.TTS, Audience: b.Name},
 		TrustDomain:  b.Name,
 	}
@@ -317,7 +320,7 @@ func (f *flow) startServers(ctx context.Context) error {
 func (f *flow) startD1(ctx context.Context) error {
 	p, a, b, a1 := f.p, f.a, f.b, f.a1
 	p.stepf("A1 starts dialog D1 with A2: a signed request with a Txn-Token from TTS A recording D1")
-	a1Tokens := agent.NewTTSSource(&tts.Client{TokenEndpoint: f.mdA.TokenEndpoint, WITSource: a1.src, Proof: tts.ProofHTTPSig, HTTPClient: f.hc},
+	a1Tokens := agent.NewTTSSource(&txntoken.Client{TokenEndpoint: f.mdA.TokenEndpoint, WITSource: a1.src, Proof: proof.HTTPSig, HTTPClient: f.hc},
 		a.Name, "trip.read trip.book", selfSigned(a, a1), nil)
 	a1Agent := &agent.Agent{Self: a1.id, Client: &http.Client{Transport: transport(a1, a1Tokens, f.witsA, f.hc)}}
 	res, d1, err := a1Agent.Start(ctx, post(f.a2Srv.URL+"/task", `{"task":"plan a trip to `+b.Name+`"}`), "")
@@ -403,7 +406,7 @@ func (f *flow) checkB1TxnToken(ctx context.Context) error {
 	p, ev := f.p, f.b1First
 	p.stepf("B1 exchanges the access token at TTS B for a Txn-Token of domain B recording D2")
 	if p.check(ev.acc != nil, "TTS B issued the Txn-Token", ev.err) {
-		claims, err := tts.NewVerifier(f.ttsBKeys, f.b.Name).Verify(ctx, ev.acc.TxnToken.AccessToken)
+		claims, err := txntoken.NewVerifier(f.ttsBKeys, f.b.Name).Verify(ctx, ev.acc.TxnToken.AccessToken)
 		p.check(err == nil && claims.Dialog() == f.linked.Dialog.DLG(), "the domain-B Txn-Token verifies through TTS B's JWKS and records D2 in tctx.dlg", err)
 		if err == nil {
 			p.info("sub %q, scope %q, req_wl %s", claims.Sub, claims.Scope, claims.ReqWL)
@@ -452,7 +455,7 @@ func (f *flow) checkSeparation(context.Context) error {
 		"the record holds D2's identifier and the domain-B access token: it saw the requests of D2")
 	p.check(!rec.contains(d1), "D1's identifier never reached domain B")
 	p.check(!rec.contains(txnA), "the domain-A Txn-Token never reached domain B")
-	p.check(!rec.contains(tts.Hash(txnA)), "not even its hash")
+	p.check(!rec.contains(txntoken.Hash(txnA)), "not even its hash")
 	if !f.ds.serverSide {
 		f.checkTTSBLog(d1, txnA)
 		p.skip("what reached WIT issuer B from other processes", "a deployed service in another process, and its log does not record request contents; the in-process demo records it")
@@ -470,10 +473,10 @@ func (f *flow) checkTTSBLog(d1, txnA string) {
 		return
 	}
 	log, err := os.ReadFile(b.TTSLog)
-	if p.check(err == nil && bytes.Contains(log, []byte(tts.Hash(linked.AccessToken))) && bytes.Contains(log, []byte(linked.Dialog.DLG())),
+	if p.check(err == nil && bytes.Contains(log, []byte(txntoken.Hash(linked.AccessToken))) && bytes.Contains(log, []byte(linked.Dialog.DLG())),
 		"TTS B's log records B1's exchange (D2, the access token's hash): it is the log of what reached TTS B", b.TTSLog, err) {
 		p.check(!bytes.Contains(log, []byte(d1)), "TTS B's log never names D1")
-		p.check(!bytes.Contains(log, []byte(txnA)) && !bytes.Contains(log, []byte(tts.Hash(txnA))),
+		p.check(!bytes.Contains(log, []byte(txnA)) && !bytes.Contains(log, []byte(txntoken.Hash(txnA))),
 			"TTS B's log has neither the domain-A Txn-Token nor its hash")
 	}
 }
@@ -622,7 +625,7 @@ func selfSigned(d Domain, wl workload) agent.SubjectFunc {
 		if err != nil {
 			return "", "", err
 		}
-		tok, err := tts.NewSelfSignedToken(c.Key, wl.id, "alice@"+d.Name, d.TTS, "trip.read trip.book", 5*time.Minute, time.Now())
+		tok, err := txntoken.NewSelfSignedToken(c.Key, wl.id, "alice@"+d.Name, d.TTS, "trip.read trip.book", 5*time.Minute, time.Now())
 		return tok, tts.TokenTypeSelfSigned, err
 	}
 }

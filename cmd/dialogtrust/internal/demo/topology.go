@@ -12,6 +12,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/httpserver"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -224,7 +225,7 @@ func (d *domain) startWITIssuer() error {
 	if err != nil {
 		return err
 	}
-	rot, err := witissuer.NewStaticRotator(k, witissuer.RotationConfig{Retain: 2 * time.Hour})
+	rot, err := keys.NewStaticRotator(k, keys.RotationConfig{Retain: 2 * time.Hour})
 	if err != nil {
 		return err
 	}
@@ -262,7 +263,7 @@ func (d *domain) startTTS(ctx context.Context, trusted []*domain, grantPeers []c
 	for _, t := range trusted {
 		ds = append(ds, t.public())
 	}
-	auths := tts.WIMSEAuthenticators(witValidator(ctx, nil, ds...), d.replay, d.endpoint())
+	auths := oauth.WIMSEAuthenticators(witValidator(ctx, nil, ds...), d.replay, d.endpoint())
 	handlers := []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{d.tts.URL}, tts.SelfSignedOptions{})}
 	if bearerPeers != nil {
 		own, err := tts.NewJWTHandler(tts.TokenTypeAccessToken, []tts.JWTIssuer{{Issuer: d.tts.URL, Keys: chaining.RingKeySet(d.ring),
