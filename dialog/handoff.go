@@ -101,8 +101,8 @@ type handoffReply struct {
 
 // ServeHTTP answers a JSON-RPC request (A2A or MCP, section 6) with a JSON-RPC result
 // on 200 that carries the status: for A2A a Message with the status in its metadata
-// under the extension URI, for MCP a CallToolResult with it in _meta (isError for a
-// rejection). Any other request gets the problem document of the refusal, with its
+// under the extension URI, for MCP a CallToolResult with it in _meta (isError, the
+// tool call not run). Any other request gets the problem document of the refusal, with its
 // HTTP status, and the status in the HandoffStatusMember member.
 func (h *handoffReply) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	var env struct {
@@ -130,8 +130,9 @@ func (h *handoffReply) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 			"contextId": h.dialog, "parts": []any{}})
 		result, err = handoff.PutA2AStatus(msg, h.status)
 	} else {
-		rejected := errcode.CodeOf(h.err) != errcode.HandoffRetransmission
-		res, _ := json.Marshal(map[string]any{"content": []any{}, "isError": rejected})
+		// isError: the tool call was refused and not run, whatever the status says;
+		// the same for a first rejection and its retransmissions.
+		res, _ := json.Marshal(map[string]any{"content": []any{}, "isError": true})
 		result, err = handoff.PutMCPResult(res, h.status)
 	}
 	if err != nil {
