@@ -73,7 +73,9 @@ func hostDialog(body []byte) string {
 // metadata; MCP: a CallToolResult with it in _meta, section 6); for any other request,
 // the refusal's problem document and HTTP status with the status in its
 // HandoffStatusMember member. agent.HandoffStatus reads it back from any of them.
-// Without a status to send, the refusal is the bare problem document, as before.
+// Without a status to send, and for a request that would have established its dialog
+// (which a refused request does not take, so no reply may echo its Dialog-Context),
+// the refusal is the bare problem document, as before.
 // extract defaults to JSONRPCHandoff.
 func WithHandoffs(r *handoff.Receiver, extract HandoffExtractor) ReceiverOption {
 	if extract == nil {

@@ -205,6 +205,7 @@ func (rc *Receiver) verifyRequest(ctx context.Context, r *http.Request, v *Verif
 	if dc == nil && rc.requireDialog {
 		return nil, nil, errcode.New(errcode.InvalidDialogContext, "this endpoint requires a Dialog-Context")
 	}
+	var establishes Outcome // what the registry's check found: a new dialog, or one that exists
 	provValues := r.Header.Values(ProvenanceHeader)
 	if len(provValues) > 1 {
 		return nil, nil, errcode.New(errcode.DuplicateField, "more than one %s field", ProvenanceHeader)
@@ -234,7 +235,7 @@ func (rc *Receiver) verifyRequest(ctx context.Context, r *http.Request, v *Verif
 		if rc.registry != nil {
 			// Section 5 is checked here, but the dialog is established only once
 			// every check has passed (below): a refused request takes no dialog.
-			if _, err := rc.registry.Check(ctx, dc, v.Sender); err != nil {
+			if establishes, err = rc.registry.Check(ctx, dc, v.Sender); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -272,6 +273,12 @@ func (rc *Receiver) verifyRequest(ctx context.Context, r *http.Request, v *Verif
 	}
 	if rc.handoffs != nil {
 		if reply, err := rc.receiveHandoff(r, v); err != nil {
+			if establishes == Established {
+				// The request would have established its dialog, which a refused
+				// request does not take: a reply echoing its Dialog-Context would tell
+				// the initiator otherwise (section 5). The refusal goes alone.
+				reply = nil
+			}
 			return v, reply, err
 		}
 	}

@@ -61,7 +61,7 @@ var carriages = []carriage{
 
 // newStatusFixture is newHandoffFixture with the carriage's extractor: A2 delegates to
 // A3 in dialog D1, A3's receiver middleware checks the offer.
-func newStatusFixture(t *testing.T, c carriage) (*handoffFixture, *dialog.Verified, *dialog.Context) {
+func newStatusFixture(t *testing.T, c carriage, extra ...dialog.ReceiverOption) (*handoffFixture, *dialog.Verified, *dialog.Context) {
 	f := newFigure3(t)
 	atA2, dc := f.establish(t)
 	a2Key, _ := keys.Generate(keys.ES256)
@@ -76,12 +76,12 @@ func newStatusFixture(t *testing.T, c carriage) (*handoffFixture, *dialog.Verifi
 	p := &participant{id: id3, src: src3, seen: make(chan *dialog.Verified, 16)}
 	srv := httptest.NewUnstartedServer(nil)
 	p.url = "http://" + srv.Listener.Addr().String() + "/a2a"
-	rc, err := dialog.NewReceiver(
+	rc, err := dialog.NewReceiver(append([]dialog.ReceiverOption{
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(wit.NewValidator(f.a.trust), httpsig.WithAudiences(p.url), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithTxnTokens(tts.NewVerifier(f.a.ttsKeys, "a.example")),
 		dialog.WithHandoffs(handoff.NewReceiver(id3.String(), trust, store.NewMemoryRecords(), handoff.WithStatusKey(a3Key), handoff.WithGrantRequired(),
 			handoff.WithRecordsLostAt(time.Time{})), c.extract),
-	)
+	}, extra...)...)
 	mustOK(t, err)
 	srv.Config.Handler = rc.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.seen <- dialog.FromRequest(r)
@@ -259,5 +259,53 @@ func wantRejected(t *testing.T, h *handoffFixture, res *http.Response, err error
 	mustOK(t, err)
 	if u.Status.State != handoff.StateRejected || u.Status.ReasonValue() != reason {
 		t.Fatalf("status %s reason %s, want rejected %s", u.Status.State, u.Status.ReasonValue(), reason)
+	}
+}
+
+// Section 5.1 with dialog-binding section 5: a refused offer in a request that would
+// have established its dialog gets the refusal alone, for a reply echoing the
+// Dialog-Context would tell the initiator the dialog was taken. Once the dialog exists,
+// the rejected status travels back.
+func TestHandoffSec5_1_RefusalOfAnEstablishingRequestCarriesNoStatus(t *testing.T) {
+	for _, c := range carriages {
+		t.Run(c.name, func(t *testing.T) {
+			h, _, _ := newStatusFixture(t, c, dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())))
+			d9, err := dialog.New("D9", h.a2.id)
+			mustOK(t, err)
+			offer := func() []byte {
+				// The offer names no grant, which the receiver requires: rejected at
+				// step 5, reason policy.
+				o, err := h.delegator.Offer(context.Background(), handoff.OfferRequest{Offer: handoff.Offer{Aud: h.a3.id.String(), Dialog: "D9"}})
+				mustOK(t, err)
+				return c.body(t, o)
+			}
+			code, reply := h.sendAs(t, h.a2, nil, offer(), d9)
+			noHandler(t, h)
+			if code != http.StatusForbidden || errcode.CodeOf(problem.Read(code, reply)) != errcode.HandoffGrantMismatch {
+				t.Fatalf("status %d body %s, want 403 handoff_grant_mismatch", code, reply)
+			}
+			if st, err := agent.HandoffStatus(reply); st != nil || err != nil {
+				t.Fatalf("a status (%v) in the refusal of an establishing request: %s", err, reply)
+			}
+			// The refused request took no dialog: the next one establishes it.
+			if code, reply := h.sendAs(t, h.a2, nil, nil, d9); code != http.StatusOK {
+				t.Fatalf("status %d body %s", code, reply)
+			}
+			if v := <-h.a3.seen; v.Outcome != dialog.Established {
+				t.Fatalf("outcome %v, want the dialog established by the second request", v.Outcome)
+			}
+			code, reply = h.sendAs(t, h.a2, nil, offer(), d9)
+			noHandler(t, h)
+			wantReplyShape(t, c, code, reply, errcode.HandoffGrantMismatch, http.StatusForbidden)
+			st, err := agent.HandoffStatus(reply)
+			if err != nil || st == nil {
+				t.Fatalf("no status in the reply in an existing dialog (%v): %s", err, reply)
+			}
+			u, err := h.delegator.HandleStatus(context.Background(), *st)
+			mustOK(t, err)
+			if u.Status.State != handoff.StateRejected {
+				t.Fatalf("state %s, want rejected", u.Status.State)
+			}
+		})
 	}
 }
