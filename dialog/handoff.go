@@ -103,9 +103,9 @@ type handoffReply struct {
 
 // ServeHTTP answers a JSON-RPC request (A2A or MCP, section 6) with a JSON-RPC result
 // on 200 that carries the status: for A2A a Message with the status in its metadata
-// under the extension URI, for MCP a CallToolResult with it in _meta (isError, the
-// tool call not run). Any other request gets the problem document of the refusal, with its
-// HTTP status, and the status in the HandoffStatusMember member.
+// under the extension URI, for MCP a CallToolResult with it in _meta (isError: the
+// tool call was not run). Any other request gets the problem document of the refusal,
+// with its HTTP status, and the status in the HandoffStatusMember member.
 func (h *handoffReply) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	var env struct {
 		ID     json.RawMessage `json:"id"`
