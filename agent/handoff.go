@@ -56,3 +56,38 @@ func A2AMessageSend(id any, message json.RawMessage, h *handoff.Handoff) ([]byte
 		"params": map[string]json.RawMessage{"message": msg},
 	})
 }
+
+// HandoffStatus takes the delegate's signed status out of the body of a reply to a
+// request that carried a handoff, in any of the shapes dialog.WithHandoffs answers
+// with: a JSON-RPC result that is an A2A Message (status in metadata), an A2A Task
+// (in its status message) or an MCP CallToolResult (in _meta), handoff-context section
+// 6; or a problem document with the dialog.HandoffStatusMember member. It returns
+// (nil, nil) when the reply carries none. The status is not verified here: hand it to
+// handoff.Delegator.HandleStatus.
+func HandoffStatus(body []byte) (*handoff.Signed, error) {
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(body, &env); err != nil || env == nil {
+		return nil, errcode.New(errcode.InvalidEncoding, "the reply is not a JSON object")
+	}
+	if v, ok := env[dialog.HandoffStatusMember]; ok {
+		var text string
+		if err := json.Unmarshal(v, &text); err != nil {
+			return nil, errcode.New(errcode.InvalidEncoding, "%s is not a signed handoff in text form", dialog.HandoffStatusMember)
+		}
+		s, err := handoff.ParseSignedText(text)
+		if err != nil {
+			return nil, err
+		}
+		return &s, nil
+	}
+	result, ok := env["result"]
+	if !ok || string(result) == "null" {
+		return nil, nil
+	}
+	for _, take := range []func([]byte) (*handoff.Signed, error){handoff.A2AMessageStatus, handoff.A2ATaskStatus, handoff.MCPResultStatus} {
+		if s, err := take(result); err != nil || s != nil {
+			return s, err
+		}
+	}
+	return nil, nil
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/problem"
 )
 
 // MaxHandoffBody bounds the body read to find a handoff.
@@ -63,9 +64,19 @@ func hostDialog(body []byte) string {
 // (handoff-context section 5 with 5.7): its dialog must be the request's Dialog-Context
 // dlg, and its grant the digest of the credential that arrived with the request: the
 // Txn-Token within a trust domain, else the bearer access token of the Authorization
-// field (across a trust boundary). The handler finds the decision in Verified.Handoff
-// and takes or refuses the work with the handoff receiver. extract defaults to
-// JSONRPCHandoff.
+// field (across a trust boundary). The handler finds an accepted offer's decision in
+// Verified.Handoff and takes or refuses the work with the handoff receiver. A rejected
+// offer, and a retransmission, are answered by the middleware without the handler:
+// with the signed "rejected" status (section 5.1), or the last status resent only to
+// the authenticated offer.iss (sections 5.3, 8.4), in the host protocol's reply. For a
+// JSON-RPC request that is a result on 200 (A2A: a Message with the status in its
+// metadata; MCP: a CallToolResult with it in _meta, section 6); for any other request,
+// the refusal's problem document and HTTP status with the status in its
+// HandoffStatusMember member. agent.HandoffStatus reads it back from any of them.
+// Without a status to send, and for a request that would have established its dialog
+// (which a refused request does not take, so no reply may echo its Dialog-Context),
+// the refusal is the bare problem document, as before.
+// extract defaults to JSONRPCHandoff.
 func WithHandoffs(r *handoff.Receiver, extract HandoffExtractor) ReceiverOption {
 	if extract == nil {
 		extract = JSONRPCHandoff
@@ -73,23 +84,89 @@ func WithHandoffs(r *handoff.Receiver, extract HandoffExtractor) ReceiverOption 
 	return func(rc *Receiver) { rc.handoffs, rc.extract = r, extract }
 }
 
-// receiveHandoff runs after the proof, the dialog and the Txn-Token are verified.
-func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified) error {
+// HandoffStatusMember is the member of the problem document that carries the signed
+// status answering a handoff carried outside JSON-RPC (a HandoffExtractor of the
+// integrator's own): its JSON carriage form (a JwsCompact, or base64url text of a
+// COSE_Sign1), as in the metadata of section 6.
+const HandoffStatusMember = "handoff_status"
+
+// handoffReply is the signed status the receiver answers a refused offer with, in the
+// host protocol's reply, instead of running the handler: a rejection (section 5.1) or
+// the last status resent to a retransmission (5.3), which the handoff receiver provides
+// only to an authenticated offer.iss (8.4).
+type handoffReply struct {
+	err    error
+	status handoff.Signed
+	body   []byte // the request body, to answer in its own shape
+	dialog string // the dialog of the message (an A2A reply names it as contextId)
+}
+
+// ServeHTTP answers a JSON-RPC request (A2A or MCP, section 6) with a JSON-RPC result
+// on 200 that carries the status: for A2A a Message with the status in its metadata
+// under the extension URI, for MCP a CallToolResult with it in _meta (isError: the
+// tool call was not run). Any other request gets the problem document of the refusal,
+// with its HTTP status, and the status in the HandoffStatusMember member.
+func (h *handoffReply) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	var env struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if exactjson.Unmarshal(h.body, &env) != nil || env.Method == "" {
+		text, _ := json.Marshal(h.status.Text())
+		d, _ := json.Marshal(problem.From(h.err))
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(d, &m)
+		m[HandoffStatusMember] = text
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(problem.Status(h.err))
+		_ = json.NewEncoder(w).Encode(m)
+		return
+	}
+	var result []byte
+	var err error
+	if strings.HasPrefix(env.Method, "message/") {
+		// The messageId names the status, so that a resent status is the same reply.
+		id := "handoff-status-" + h.status.Digest().Val
+		msg, _ := json.Marshal(map[string]any{"kind": "message", "role": "agent", "messageId": id,
+			"contextId": h.dialog, "parts": []any{}})
+		result, err = handoff.PutA2AStatus(msg, h.status)
+	} else {
+		// isError: the tool call was refused and not run, whatever the status says;
+		// the same for a first rejection and its retransmissions.
+		res, _ := json.Marshal(map[string]any{"content": []any{}, "isError": true})
+		result, err = handoff.PutMCPResult(res, h.status)
+	}
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	if len(env.ID) == 0 {
+		env.ID = json.RawMessage("null")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": env.ID, "result": result})
+}
+
+// receiveHandoff runs after the proof, the dialog and the Txn-Token are verified. When
+// the offer is refused with a signed status to send back, it returns that reply too.
+func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified) (*handoffReply, error) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil
+		return nil, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxHandoffBody+1))
 	r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if err != nil {
-		return errcode.Wrap(errcode.InvalidRequest, err, "the request body could not be read") // the client's broken body: a failed check
+		return nil, errcode.Wrap(errcode.InvalidRequest, err, "the request body could not be read") // the client's broken body: a failed check
 	}
 	if len(body) > MaxHandoffBody {
-		return errcode.New(errcode.BodyTooLarge, "body over %d octets", MaxHandoffBody)
+		return nil, errcode.New(errcode.BodyTooLarge, "body over %d octets", MaxHandoffBody)
 	}
 	h, err := rc.extract(body)
 	if err != nil || h == nil {
-		return err
+		return nil, err
 	}
 	in := handoff.Inbound{Handoff: h, AuthenticatedSender: v.Sender.String()}
 	// Step 5 (handoff-context 5.1): the offer's dialog is the dialog of the message that
@@ -99,13 +176,13 @@ func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified) error {
 	host := hostDialog(body)
 	switch {
 	case v.Context != nil && host != "" && host != v.Context.DLG():
-		return errcode.New(errcode.HandoffPolicy, "the message's contextId %q is not its Dialog-Context dlg %q", errcode.Cut(host), v.Context.DLG())
+		return nil, errcode.New(errcode.HandoffPolicy, "the message's contextId %q is not its Dialog-Context dlg %q", errcode.Cut(host), v.Context.DLG())
 	case v.Context != nil:
 		in.Dialog = v.Context.DLG()
 	case host != "":
 		in.Dialog = host
 	default:
-		return errcode.New(errcode.HandoffPolicy, "the message names no dialog (no Dialog-Context, no contextId): the offer's dialog cannot be checked")
+		return nil, errcode.New(errcode.HandoffPolicy, "the message names no dialog (no Dialog-Context, no contextId): the offer's dialog cannot be checked")
 	}
 	switch {
 	case v.TxnToken != "":
@@ -117,13 +194,20 @@ func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified) error {
 	}
 	d, err := rc.handoffs.Receive(r.Context(), in)
 	if err != nil {
-		return err
+		// A rejection, or a retransmission, with a status to send: section 5.1 and
+		// 5.3 answer it in the host protocol's reply. The handoff receiver sets Reply
+		// for a retransmission only when the sender is offer.iss (section 8.4). An
+		// equivocating offer is never answered for itself (section 5.6).
+		if d != nil && d.Reply != nil && (d.Outcome == handoff.OutcomeRejected || d.Outcome == handoff.OutcomeRetransmission) {
+			return &handoffReply{err: err, status: *d.Reply, body: body, dialog: in.Dialog}, err
+		}
+		return nil, err
 	}
 	v.Handoff = d
 	if d.Outcome != handoff.OutcomeAccepted && d.Err != nil {
-		return d.Err
+		return nil, d.Err
 	}
-	return nil
+	return nil, nil
 }
 
 // bearer returns the token of an `Authorization: Bearer` field, "" otherwise.

@@ -51,8 +51,12 @@ type Verified struct {
 	TxnToken string
 	Txn      *txntoken.Claims
 	// Handoff is the handoff receiver's decision on a handoff that travelled with the
-	// request (nil without one, or without WithHandoffs). A rejected offer never reaches
-	// the handler; a retransmission or equivocation does, with its Reply to send.
+	// request (nil without one, or without WithHandoffs). Only an accepted offer reaches
+	// the handler. A rejected offer and a retransmission never do: the Middleware
+	// answers them itself, with the signed status the handoff receiver gives (the
+	// "rejected" status of section 5.1, the last status resent to a retransmission from
+	// the authenticated offer.iss, sections 5.3 and 8.4) in the host protocol's reply
+	// (section 6), or with the bare problem document when there is no status to send.
 	Handoff *handoff.Decision
 }
 
@@ -148,44 +152,63 @@ func NewReceiver(opts ...ReceiverOption) (*Receiver, error) {
 // Verify runs section 12 on r and returns what it verified. Every rejection is an
 // *errcode.Error whose kind says whether a check failed or could not be completed.
 func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, error) {
-	v := &Verified{}
+	v, _, err := rc.verify(ctx, r)
+	return v, err
+}
+
+// verify is Verify that also returns, with a refused handoff, the signed status to
+// answer it with and what was verified before it (the proof and the Dialog-Context,
+// with which the answer is signed and echoed).
+func (rc *Receiver) verify(ctx context.Context, r *http.Request) (*Verified, *handoffReply, error) {
+	v, reply, err := rc.verifyRequest(ctx, r, &Verified{})
+	if err != nil {
+		if reply != nil {
+			return v, reply, err
+		}
+		return nil, nil, err
+	}
+	return v, nil, nil
+}
+
+func (rc *Receiver) verifyRequest(ctx context.Context, r *http.Request, v *Verified) (*Verified, *handoffReply, error) {
 	// Step 1: the sending hop's WIT and proof, which must cover Dialog-Context (and
 	// Txn-Token and the provenance field): httpsig and wpt enforce the coverage.
 	switch {
 	case len(r.Header.Values("Signature-Input")) > 0 || len(r.Header.Values("Signature")) > 0:
 		if rc.sig == nil {
-			return nil, errcode.New(errcode.MissingCredential, "HTTP signatures are not accepted here")
+			return nil, nil, errcode.New(errcode.MissingCredential, "HTTP signatures are not accepted here")
 		}
 		res, err := rc.sig.VerifyRequest(ctx, r)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		v.Sender, v.SenderWIT, v.Proof, v.Signature = res.WIT.Subject, res.WIT, proof.HTTPSig, res
 	case hasWPT(r.Header):
 		if rc.wpt == nil {
-			return nil, errcode.New(errcode.MissingCredential, "WPTs are not accepted here")
+			return nil, nil, errcode.New(errcode.MissingCredential, "WPTs are not accepted here")
 		}
 		// The provenance field is a context token for the WPT: bound through oth.
 		res, err := rc.wpt.VerifyRequest(ctx, r, wpt.RequestOptions{ContextTokenFields: []string{ProvenanceHeader}})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		v.Sender, v.SenderWIT, v.Proof = res.WIT.Subject, res.WIT, proof.WPT
 	default:
-		return nil, errcode.New(errcode.MissingCredential, "the request carries no WIMSE proof")
+		return nil, nil, errcode.New(errcode.MissingCredential, "the request carries no WIMSE proof")
 	}
 
 	dc, err := FromHeader(r.Header)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	v.Context = dc
 	if dc == nil && rc.requireDialog {
-		return nil, errcode.New(errcode.InvalidDialogContext, "this endpoint requires a Dialog-Context")
+		return nil, nil, errcode.New(errcode.InvalidDialogContext, "this endpoint requires a Dialog-Context")
 	}
+	var establishes Outcome // what the registry's check found: a new dialog, or one that exists
 	provValues := r.Header.Values(ProvenanceHeader)
 	if len(provValues) > 1 {
-		return nil, errcode.New(errcode.DuplicateField, "more than one %s field", ProvenanceHeader)
+		return nil, nil, errcode.New(errcode.DuplicateField, "more than one %s field", ProvenanceHeader)
 	}
 	if dc != nil {
 		v.InitiatorVerified = v.Sender.Equal(dc.Initiator())
@@ -194,63 +217,69 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 			if rc.prov == nil {
 				// Section 12: the check could not be performed here, which is not a
 				// failed check of the sender's provenance.
-				return nil, errcode.Unavailable(errcode.InvalidProvenance, nil, "no provenance verifier is configured, so the provenance cannot be checked")
+				return nil, nil, errcode.Unavailable(errcode.InvalidProvenance, nil, "no provenance verifier is configured, so the provenance cannot be checked")
 			}
 			p, err := ParseProvenance(provValues[0])
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			chain, err := rc.prov.Verify(ctx, p, dc)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			v.Provenance, v.Chain, v.InitiatorVerified = p, chain, true
 		}
 		if rc.requireOrigin && !v.InitiatorVerified {
-			return nil, errcode.New(errcode.InitiatorMismatch, "the initiator %s is not proved: the sender is %s and no provenance leads back to the initiator", dc.Initiator(), v.Sender)
+			return nil, nil, errcode.New(errcode.InitiatorMismatch, "the initiator %s is not proved: the sender is %s and no provenance leads back to the initiator", dc.Initiator(), v.Sender)
 		}
 		if rc.registry != nil {
 			// Section 5 is checked here, but the dialog is established only once
 			// every check has passed (below): a refused request takes no dialog.
-			if _, err := rc.registry.Check(ctx, dc, v.Sender); err != nil {
-				return nil, err
+			if establishes, err = rc.registry.Check(ctx, dc, v.Sender); err != nil {
+				return nil, nil, err
 			}
 		}
 	} else if len(provValues) == 1 {
-		return nil, errcode.New(errcode.InvalidProvenance, "provenance without a Dialog-Context")
+		return nil, nil, errcode.New(errcode.InvalidProvenance, "provenance without a Dialog-Context")
 	}
 
 	// Step 3: the Txn-Token, recorded for this very dialog.
 	txnValues := r.Header.Values(txntoken.HeaderName)
 	switch {
 	case len(txnValues) > 1:
-		return nil, errcode.New(errcode.DuplicateField, "more than one Txn-Token field")
+		return nil, nil, errcode.New(errcode.DuplicateField, "more than one Txn-Token field")
 	case len(txnValues) == 0 && rc.requireTxn:
-		return nil, errcode.New(errcode.MissingCredential, "this endpoint requires a Txn-Token")
+		return nil, nil, errcode.New(errcode.MissingCredential, "this endpoint requires a Txn-Token")
 	case len(txnValues) == 1:
 		if rc.txn == nil {
-			return nil, errcode.Unavailable(errcode.UntrustedIssuer, nil, "no Txn-Token verifier is configured, so the Txn-Token cannot be checked")
+			return nil, nil, errcode.Unavailable(errcode.UntrustedIssuer, nil, "no Txn-Token verifier is configured, so the Txn-Token cannot be checked")
 		}
 		raw := strings.TrimSpace(txnValues[0])
 		claims, err := rc.txn.Verify(ctx, raw)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// Dialog-bound authorization (section 13): a token recorded for a dialog is used
 		// only in that dialog, and never outside one.
 		switch {
 		case dc != nil:
 			if err := txntoken.DialogMatches(claims, dc.DLG()); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		case claims.Dialog() != "":
-			return nil, errcode.New(errcode.DialogMismatch, "the Txn-Token records a dialog but the request carries no Dialog-Context")
+			return nil, nil, errcode.New(errcode.DialogMismatch, "the Txn-Token records a dialog but the request carries no Dialog-Context")
 		}
 		v.TxnToken, v.Txn = raw, claims
 	}
 	if rc.handoffs != nil {
-		if err := rc.receiveHandoff(r, v); err != nil {
-			return nil, err
+		if reply, err := rc.receiveHandoff(r, v); err != nil {
+			if establishes == Established {
+				// The request would have established its dialog, which a refused
+				// request does not take: a reply echoing its Dialog-Context would tell
+				// the initiator otherwise (section 5). The refusal goes alone.
+				reply = nil
+			}
+			return v, reply, err
 		}
 	}
 	if dc != nil && rc.registry != nil {
@@ -258,11 +287,11 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 		// dialog, the second is refused here even though both passed Check.
 		out, err := rc.registry.Accept(ctx, dc, v.Sender)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		v.Outcome = out
 	}
-	return v, nil
+	return v, nil, nil
 }
 
 func hasWPT(h http.Header) bool {
@@ -283,14 +312,24 @@ func hasWPT(h http.Header) bool {
 // request was HTTP-signed and a response signer is configured, the response is signed
 // (covering the Dialog-Context it echoes); when the client demanded a signed response
 // and none can be made, no unsigned success is sent (http-signature-07 section 3.5).
+// A refused handoff that has a signed status to send back is answered in place of the
+// handler, as WithHandoffs says.
 func (rc *Receiver) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v, err := rc.Verify(r.Context(), r)
-		if err != nil {
+		v, reply, err := rc.verify(r.Context(), r)
+		next := next
+		switch {
+		case reply != nil:
+			// A refused handoff with a signed status (handoff-context 5.1, 5.3): the
+			// handler does not run, and the status goes back in the host protocol's
+			// reply, signed like any response.
+			next = reply
+		case err != nil:
 			problem.Write(w, err)
 			return
+		default:
+			r = r.WithContext(context.WithValue(r.Context(), verifiedKey{}, v))
 		}
-		r = r.WithContext(context.WithValue(r.Context(), verifiedKey{}, v))
 		if v.Signature == nil || (rc.responseSigner == nil && !v.Signature.SignResponse) {
 			if v.Context != nil {
 				w.Header().Set(HeaderName, v.Context.Value())

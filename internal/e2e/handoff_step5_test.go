@@ -57,7 +57,7 @@ func TestHandoffSec5_1_Step5_HostDialogIsCompared(t *testing.T) {
 	}
 	body, _ = agent.A2AMessageSend(3, message("D2"), offerFor(bearer))
 	res, err = withoutContext(body)
-	wantProblem(t, res, err, errcode.HandoffPolicy)
+	wantRejected(t, h, res, err, handoff.ReasonPolicy)
 	body, _ = agent.A2AMessageSend(4, message(""), offerFor(bearer))
 	res, err = withoutContext(body)
 	wantProblem(t, res, err, errcode.HandoffPolicy)

@@ -108,7 +108,7 @@ func TestHandoffSec5_7_GrantBoundToTxnTokenInDialog(t *testing.T) {
 		t.Fatal("expected a distinct token")
 	}
 	res, err = h.send(t, ctx, body, dc, agent.Forwarded(second))
-	wantProblem(t, res, err, errcode.HandoffGrantMismatch)
+	wantRejected(t, h, res, err, handoff.ReasonPolicy)
 
 	// An offer for another dialog, sent in D1.
 	d2, _ := dialog.New("D2", h.a2.id)
@@ -116,12 +116,23 @@ func TestHandoffSec5_7_GrantBoundToTxnTokenInDialog(t *testing.T) {
 	mustOK(t, err)
 	body, _ = agent.A2AMessageSend(3, taskMessage, offer3)
 	res, err = h.send(t, ctx, body, dc, tokens)
-	wantProblem(t, res, err, errcode.HandoffPolicy)
+	wantRejected(t, h, res, err, handoff.ReasonPolicy)
 
 	// An offer copied to another audience.
 	offer4, err := agent.OfferWithCredential(ctx, h.delegator, atA2.TxnToken, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: h.a1.id.String()}})
 	mustOK(t, err)
 	body, _ = agent.A2AMessageSend(4, taskMessage, offer4)
 	res, err = h.send(t, ctx, body, dc, tokens)
-	wantProblem(t, res, err, errcode.HandoffWrongAudience)
+	// The rejection is signed by A3, which is not the hop's delegate A1: the delegator
+	// finds it in the reply and refuses it.
+	mustOK(t, err)
+	reply, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	st, err := agent.HandoffStatus(reply)
+	if res.StatusCode != http.StatusOK || err != nil || st == nil {
+		t.Fatalf("status %d (%v) body %s, want a JSON-RPC result with a rejected status", res.StatusCode, err, reply)
+	}
+	if _, err := h.delegator.HandleStatus(ctx, *st); errcode.CodeOf(err) != errcode.IssuerMismatch {
+		t.Fatalf("a rejection from another agent than the hop's delegate: %v", err)
+	}
 }
