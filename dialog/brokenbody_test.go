@@ -14,6 +14,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/wpt"
 )
@@ -45,7 +46,7 @@ func TestDialogBindingSec12_BrokenBodyIsAFailedCheck(t *testing.T) {
 
 	const body = `{"jsonrpc":"2.0","method":"tools/call","params":{}}`
 	capture := &captured{}
-	tr := &agent.Transport{Source: f.source(f.a2), Proof: agent.WPT, Base: capture}
+	tr := &agent.Transport{Source: f.source(f.a2), Proof: proof.WPT, Base: capture}
 	if _, err := (&http.Client{Transport: tr}).Post(aud, "application/json", strings.NewReader(body)); err != nil {
 		t.Fatal(err)
 	}

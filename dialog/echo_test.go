@@ -14,6 +14,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -33,7 +34,7 @@ func TestDialogBindingSec12_LongKidIsCutInTheProblemDetail(t *testing.T) {
 	enc := base64.RawURLEncoding
 	witRaw := enc.EncodeToString(hdr) + "." + enc.EncodeToString(pl) + "." + enc.EncodeToString(make([]byte, 64))
 
-	tr := &agent.Transport{Source: fixedSource{wit.Credential{WIT: witRaw, Key: f.a2.Key, Expiry: now.Add(time.Hour)}}, Proof: agent.HTTPSig,
+	tr := &agent.Transport{Source: fixedSource{wit.Credential{WIT: witRaw, Key: f.a2.Key, Expiry: now.Add(time.Hour)}}, Proof: proof.HTTPSig,
 		Responses: httpsig.NewVerifier(f.d.Validator(), httpsig.WithVerifierClock(f.clock.Now))}
 	res, err := (&http.Client{Transport: tr}).Do(post(t, f.toolSrv.URL+"/invoke"))
 	if err != nil {

@@ -13,8 +13,9 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // Sections 5 and 12: a request refused by a later check (a missing Txn-Token: 401
@@ -23,13 +24,13 @@ import (
 func TestDialogBindingSec5_RefusedRequestTakesNoDialog(t *testing.T) {
 	f := newFigure3(t)
 	ctx := context.Background()
-	reg := dialog.NewRegistry(store.NewMemoryRecords(store.WithRecordsClock(f.clock.Now)))
+	reg := dialog.NewRegistry(store.NewMemoryRecords(store.WithClock(f.clock.Now)))
 	aud := f.a2Srv.URL + "/task"
 	wits := f.d.Validator()
 	ttsKeys, _ := keys.NewStaticSet(f.ttsKey.Public())
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(aud), httpsig.WithVerifierClock(f.clock.Now))),
-		dialog.WithTxnTokens(tts.NewVerifier(ttsKeys, "a.example", tts.WithVerifierClock(f.clock.Now))),
+		dialog.WithTxnTokens(txntoken.NewVerifier(ttsKeys, "a.example", txntoken.WithClock(f.clock.Now))),
 		dialog.WithRegistry(reg), dialog.RequireTxnToken())
 	if err != nil {
 		t.Fatal(err)
@@ -40,16 +41,16 @@ func TestDialogBindingSec5_RefusedRequestTakesNoDialog(t *testing.T) {
 
 	// T1 proposes D9 as its own dialog, first without a Txn-Token, then with a token
 	// recorded for another dialog: both refused.
-	res, _, err := f.agentLax(f.t1, nil, agent.HTTPSig).Start(ctx, post(t, aud), "D9")
+	res, _, err := f.agentLax(f.t1, nil, proof.HTTPSig).Start(ctx, post(t, aud), "D9")
 	wantProblem(t, res, err, errcode.MissingCredential)
-	res, _, err = f.agentLax(f.t1, agent.Forwarded(f.txnToken(t, "D8", "a.example")), agent.HTTPSig).Start(ctx, post(t, aud), "D9")
+	res, _, err = f.agentLax(f.t1, agent.Forwarded(f.txnToken(t, "D8", "a.example")), proof.HTTPSig).Start(ctx, post(t, aud), "D9")
 	wantProblem(t, res, err, errcode.DialogMismatch)
 	if rec, err := reg.Lookup(ctx, "D9"); err != nil || rec != nil {
 		t.Fatalf("a refused request left the dialog record %+v (%v)", rec, err)
 	}
 
 	// A1 then establishes D9.
-	res, _, err = f.agentLax(f.a1, agent.Forwarded(f.txnToken(t, "D9", "a.example")), agent.HTTPSig).Start(ctx, post(t, aud), "D9")
+	res, _, err = f.agentLax(f.a1, agent.Forwarded(f.txnToken(t, "D9", "a.example")), proof.HTTPSig).Start(ctx, post(t, aud), "D9")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestDialogBindingSec5_DialogsPerSenderAreBounded(t *testing.T) {
 	ctx := context.Background()
 	clock := time.Unix(1_800_000_000, 0)
 	now := func() time.Time { return clock }
-	reg := dialog.NewRegistry(store.NewMemoryRecords(store.WithRecordsClock(now)),
+	reg := dialog.NewRegistry(store.NewMemoryRecords(store.WithClock(now)),
 		dialog.WithRegistryClock(now), dialog.WithDialogTTL(time.Hour), dialog.WithMaxDialogsPerSender(2))
 	dc := func(dlg string) *dialog.Context {
 		c, err := dialog.New(dlg, a1)

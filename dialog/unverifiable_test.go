@@ -9,6 +9,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/proof"
 )
 
 // Section 12: a receiver without a Txn-Token verifier, or without a provenance
@@ -19,7 +20,7 @@ func TestDialogBindingSec12_MissingVerifierCouldNotComplete(t *testing.T) {
 	ctx := context.Background()
 	// A real provenance record: A1 starts D1 at A2, A2 forwards.
 	tok := f.txnToken(t, "D1", "a.example")
-	res, dc, err := f.agent(f.a1, agent.Forwarded(tok), agent.HTTPSig).Start(ctx, post(t, f.a2Srv.URL+"/task"), "D1")
+	res, dc, err := f.agent(f.a1, agent.Forwarded(tok), proof.HTTPSig).Start(ctx, post(t, f.a2Srv.URL+"/task"), "D1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestDialogBindingSec12_MissingVerifierCouldNotComplete(t *testing.T) {
 		{"provenance without a verifier", nil, prov, errcode.InvalidProvenance},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := f.agentLax(f.a2, tc.tokens, agent.HTTPSig).Continue(ctx, post(t, aud), dc, tc.prov)
+			res, err := f.agentLax(f.a2, tc.tokens, proof.HTTPSig).Continue(ctx, post(t, aud), dc, tc.prov)
 			wantProblem(t, res, err, tc.code)
 			if res.StatusCode != http.StatusServiceUnavailable {
 				t.Fatalf("status %d, want 503", res.StatusCode)

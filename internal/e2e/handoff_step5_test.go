@@ -10,6 +10,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/proof"
 )
 
 // Handoff-context section 5.1 step 5 through the receiver middleware: the offer's dialog
@@ -53,7 +54,7 @@ func TestHandoffSec5_1_Step5_HostDialogIsCompared(t *testing.T) {
 		mustOK(t, err)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+bearer)
-		return h.a.caller(h.a2.id, h.a2.src, nil, agent.HTTPSig, false).Client.Do(req)
+		return h.a.caller(h.a2.id, h.a2.src, nil, proof.HTTPSig, false).Client.Do(req)
 	}
 	body, _ = agent.A2AMessageSend(3, message("D2"), offerFor(bearer))
 	res, err = withoutContext(body)

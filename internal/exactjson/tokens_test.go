@@ -13,6 +13,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 	"github.com/dialogtrust/dialogtrust/wpt"
@@ -70,7 +71,7 @@ func TestRFC7519Sec4_ClaimNamesAreCaseSensitive(t *testing.T) {
 			return err
 		}, wptClaims, []string{"aud", "exp", "jti", "wth"}},
 		{"WIT request", decodeInto[witissuer.RequestClaims], map[string]any{"aud": "https://issuer.a.example", "iat": now, "jti": "r1", "cnf": cnf, "sub": w.ID.String()}, []string{"iat", "cnf", "sub"}},
-		{"client assertion", decodeInto[witissuer.AssertionClaims], map[string]any{"iss": w.ID.String(), "sub": w.ID.String(), "aud": "https://issuer.a.example", "exp": now + 60, "jti": "c1"}, []string{"iss", "sub", "aud"}},
+		{"client assertion", decodeInto[oauth.AssertionClaims], map[string]any{"iss": w.ID.String(), "sub": w.ID.String(), "aud": "https://issuer.a.example", "exp": now + 60, "jti": "c1"}, []string{"iss", "sub", "aud"}},
 		{"grant", decodeInto[chaining.GrantClaims], map[string]any{"iss": "https://as.a.example", "sub": "alice", "aud": "https://as.b.example", "exp": now + 60, "jti": "g1"}, []string{"sub", "aud", "exp"}},
 		{"access token", decodeInto[chaining.AccessTokenClaims], map[string]any{"iss": "https://as.b.example", "sub": "alice", "aud": "https://api.b.example", "client_id": "c", "scope": "s", "iat": now, "exp": now + 60, "jti": "a1"}, []string{"aud", "scope", "client_id"}},
 	} {
