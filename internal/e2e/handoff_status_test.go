@@ -17,8 +17,9 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -78,7 +79,7 @@ func newStatusFixture(t *testing.T, c carriage, extra ...dialog.ReceiverOption) 
 	p.url = "http://" + srv.Listener.Addr().String() + "/a2a"
 	rc, err := dialog.NewReceiver(append([]dialog.ReceiverOption{
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(wit.NewValidator(f.a.trust), httpsig.WithAudiences(p.url), httpsig.WithReplay(store.NewMemory()))),
-		dialog.WithTxnTokens(tts.NewVerifier(f.a.ttsKeys, "a.example")),
+		dialog.WithTxnTokens(txntoken.NewVerifier(f.a.ttsKeys, "a.example")),
 		dialog.WithHandoffs(handoff.NewReceiver(id3.String(), trust, store.NewMemoryRecords(), handoff.WithStatusKey(a3Key), handoff.WithGrantRequired(),
 			handoff.WithRecordsLostAt(time.Time{})), c.extract),
 	}, extra...)...)
@@ -99,7 +100,7 @@ func (h *handoffFixture) sendAs(t *testing.T, from *participant, tokens agent.Tx
 	req, err := http.NewRequest("POST", h.a3.url, bytes.NewReader(body))
 	mustOK(t, err)
 	req.Header.Set("Content-Type", "application/json")
-	res, err := h.a.caller(from.id, from.src, tokens, agent.HTTPSig, false).Continue(context.Background(), req, dc, nil)
+	res, err := h.a.caller(from.id, from.src, tokens, proof.HTTPSig, false).Continue(context.Background(), req, dc, nil)
 	mustOK(t, err)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
