@@ -385,15 +385,9 @@ func NewSelfSignedHandler(audiences []string, o SelfSignedOptions) *SelfSignedHa
 // Type implements SubjectTokenHandler.
 func (*SelfSignedHandler) Type() string { return TokenTypeSelfSigned }
 
-// SelfSignedClaims are the claims of a self_signed subject token.
-type SelfSignedClaims struct {
-	Iss   string            `json:"iss"`
-	Sub   string            `json:"sub"`
-	Aud   jose.Audience     `json:"aud"`
-	Iat   *jose.NumericDate `json:"iat"`
-	Exp   *jose.NumericDate `json:"exp"`
-	Scope *string           `json:"scope,omitempty"`
-}
+// SelfSignedClaims are the claims of a self_signed subject token, as the client mints
+// them (txntoken.SelfSignedClaims).
+type SelfSignedClaims = txntoken.SelfSignedClaims
 
 // Validate implements SubjectTokenHandler.
 func (h *SelfSignedHandler) Validate(_ context.Context, token string, req *Requester) (*Subject, error) {

@@ -123,8 +123,9 @@ func (c *Client) oauthClient() *oauth.TokenClient {
 // "JWT" is what the TTS accepts by default.
 const selfSignedTyp = "JWT"
 
-// selfSigned are the claims of a self_signed subject token (oauth.md 1.4).
-type selfSigned struct {
+// SelfSignedClaims are the claims of a self_signed subject token (oauth.md 1.4): what
+// NewSelfSignedToken writes and the TTS's self_signed handler reads.
+type SelfSignedClaims struct {
 	Iss   string            `json:"iss"`
 	Sub   string            `json:"sub"`
 	Aud   jose.Audience     `json:"aud"`
@@ -142,7 +143,7 @@ func NewSelfSignedToken(key *keys.PrivateKey, workload identifier.ID, sub, tts, 
 		lifetime = 5 * time.Minute
 	}
 	iat, exp := jose.NumericDate(now.Unix()), jose.NumericDate(now.Add(lifetime).Unix())
-	c := selfSigned{Iss: workload.String(), Sub: sub, Aud: jose.Audience{tts}, Iat: &iat, Exp: &exp}
+	c := SelfSignedClaims{Iss: workload.String(), Sub: sub, Aud: jose.Audience{tts}, Iat: &iat, Exp: &exp}
 	if scope != "" {
 		c.Scope = &scope
 	}
