@@ -169,6 +169,11 @@ const (
 	// HandoffInvalidTransition: a status the lifecycle forbids at this point (section 4),
 	// such as "rejected" for a hop already taken.
 	HandoffInvalidTransition Code = "handoff_invalid_transition"
+	// HandoffUnplaced: a request carries a handoff or a status under a handoff key in a
+	// place of the host protocol's message that this receiver does not read (another
+	// host protocol or version, another method, a second copy): refused rather than let
+	// through unchecked (section 6).
+	HandoffUnplaced Code = "handoff_unplaced"
 )
 
 // Codes for dialogs (package dialog; dialog-binding-wimse-oauth). Documented in README.md.

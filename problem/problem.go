@@ -33,7 +33,7 @@ func Status(err error) int {
 		return http.StatusServiceUnavailable
 	}
 	switch errcode.CodeOf(err) {
-	case errcode.InvalidRequest, errcode.BodyTooLarge, errcode.DuplicateField:
+	case errcode.InvalidRequest, errcode.BodyTooLarge, errcode.DuplicateField, errcode.HandoffUnplaced:
 		if errcode.CodeOf(err) == errcode.BodyTooLarge {
 			return http.StatusRequestEntityTooLarge
 		}
