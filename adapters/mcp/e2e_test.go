@@ -1,0 +1,239 @@
+package dialogmcp_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	dialogmcp "github.com/dialogtrust/dialogtrust/adapters/mcp"
+	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/txntoken"
+)
+
+// hotel serves the tool over go-sdk's real streamable HTTP handler behind the dialog
+// receiver. work is the tool's work.
+func (w *world) serveHotel(t *testing.T, work mcp.ToolHandler) (string, *seen) {
+	t.Helper()
+	s := &seen{}
+	srv := httptest.NewUnstartedServer(nil)
+	url := "http://" + srv.Listener.Addr().String() + "/mcp"
+	server := mcp.NewServer(&mcp.Implementation{Name: "hotel", Version: "v1"}, nil)
+	server.AddTool(&mcp.Tool{Name: "book_hotel", InputSchema: map[string]any{"type": "object"}},
+		dialogmcp.Tool(w.handoffReceiver, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			s.call(dialogmcp.Verified(req))
+			return work(ctx, req)
+		}))
+	h := dialogmcp.Handler(w.receiver(t, url), func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		s.header(r)
+		h.ServeHTTP(rw, r)
+	})
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return url, s
+}
+
+func booked(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "booked"}}}, nil
+}
+
+// offerCall signs an offer to the hotel in dc, bound to the Txn-Token the call carries
+// (section 5.7), and returns the call params and the context to call with.
+func (w *world) offerCall(t *testing.T, dc *dialog.Context) (*mcp.CallToolParams, *handoff.Handoff, context.Context) {
+	t.Helper()
+	h, ctx, err := agent.OfferInDialog(context.Background(), w.delegator, w.tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.hotel.ID.String()}})
+	mustOK(t, err)
+	p := &mcp.CallToolParams{Name: "book_hotel", Arguments: map[string]any{"city": "Lisbon"}}
+	mustOK(t, dialogmcp.PutOffer(p, h))
+	return p, h, ctx
+}
+
+// Section 6 (MCP) over the real go-sdk: an offer in a tool call is verified, taken
+// and completed, and the signed "completed" status comes back in the result's _meta;
+// every MCP HTTP request was proved and carried the Dialog-Context and a Txn-Token.
+func TestMCPSec6_OfferAcceptedAndCompleted(t *testing.T) {
+	w := newWorld(t)
+	url, s := w.serveHotel(t, booked)
+	dc := newDialog(t, w.planner.ID)
+	cs, err := w.session(t, url, dc, &recorder{})
+	mustOK(t, err)
+	p, h, ctx := w.offerCall(t, dc)
+	res, err := cs.CallTool(ctx, p)
+	mustOK(t, err)
+	if res.IsError {
+		t.Fatalf("tool error: %+v", res.Content)
+	}
+	st, err := dialogmcp.ResultStatus(res)
+	if err != nil || st == nil {
+		t.Fatalf("no status in the result (%v): %+v", err, res.Meta)
+	}
+	u, err := w.delegator.HandleStatus(context.Background(), *st)
+	mustOK(t, err)
+	if u.Status.State != handoff.StateCompleted || !u.Hop.Resolved {
+		t.Fatalf("status %s, hop %+v", u.Status.State, u.Hop)
+	}
+	if len(s.calls) != 1 {
+		t.Fatalf("%d tool calls", len(s.calls))
+	}
+	v := s.calls[0]
+	if v == nil || !v.Sender.Equal(w.planner.ID) || v.Context == nil || v.Context.DLG() != dc.DLG() || v.Txn == nil || v.Txn.Dialog() != dc.DLG() {
+		t.Fatalf("the tool saw %+v", v)
+	}
+	if v.Handoff == nil || v.Handoff.Outcome != handoff.OutcomeAccepted || !v.Handoff.Offer.Signed.Equal(h.Offer) {
+		t.Fatalf("the tool saw the decision %+v", v.Handoff)
+	}
+	for i, hd := range s.requests {
+		if hd.Get("Signature-Input") == "" || hd.Get(dialog.HeaderName) != dc.Value() || hd.Get(txntoken.HeaderName) == "" {
+			t.Fatalf("MCP HTTP request %d (%s) was not proved in the dialog: %v", i, hd.Get("Mcp-Method"), hd)
+		}
+	}
+	if len(s.requests) < 3 { // initialize, notifications/initialized, tools/call
+		t.Fatalf("only %d HTTP requests seen", len(s.requests))
+	}
+}
+
+// Section 5.3 over go-sdk: the delegator asks again with the same offer and gets the
+// identical octets of the last status, answered from the records without the tool.
+func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
+	w := newWorld(t)
+	url, s := w.serveHotel(t, booked)
+	dc := newDialog(t, w.planner.ID)
+	cs, err := w.session(t, url, dc, &recorder{})
+	mustOK(t, err)
+	p, h, ctx := w.offerCall(t, dc)
+	first, err := cs.CallTool(ctx, p)
+	mustOK(t, err)
+	st1, err := dialogmcp.ResultStatus(first)
+	if err != nil || st1 == nil {
+		t.Fatalf("first status: %v", err)
+	}
+	o, err := handoff.DecodeOffer(h.Offer)
+	mustOK(t, err)
+	again, err := w.delegator.Retransmit(o.Hop)
+	mustOK(t, err)
+	p2 := &mcp.CallToolParams{Name: "book_hotel", Arguments: map[string]any{"city": "Lisbon"}}
+	mustOK(t, dialogmcp.PutOffer(p2, again))
+	second, err := cs.CallTool(ctx, p2)
+	mustOK(t, err)
+	st2, err := dialogmcp.ResultStatus(second)
+	if err != nil || st2 == nil {
+		t.Fatalf("no status for the retransmission (%v): %+v", err, second)
+	}
+	if !st2.Equal(*st1) {
+		t.Fatal("the retransmission got other octets than the last status")
+	}
+	if n := s.count(); n != 1 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+}
+
+// Section 6: a cancel of a tool call over go-sdk (the call's context ends) carries the
+// delegator's "canceled" status in notifications/cancelled; the receiver records it
+// and the cancel reaches the tool, which stops.
+func TestMCPSec6_CancelStopsTheWork(t *testing.T) {
+	w := newWorld(t)
+	started, stopped := make(chan struct{}), make(chan error, 1)
+	url, _ := w.serveHotel(t, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		close(started)
+		select {
+		case <-ctx.Done():
+			stopped <- ctx.Err()
+			return nil, ctx.Err()
+		case <-time.After(30 * time.Second):
+			stopped <- nil
+			return &mcp.CallToolResult{}, nil
+		}
+	})
+	dc := newDialog(t, w.planner.ID)
+	cs, err := w.session(t, url, dc, &recorder{})
+	mustOK(t, err)
+	p, h, ctx := w.offerCall(t, dc)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, p)
+		done <- err
+	}()
+	<-started
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("CallTool: %v", err)
+	}
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the tool was not canceled: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the cancel never reached the tool")
+	}
+	o, err := handoff.DecodeOffer(h.Offer)
+	mustOK(t, err)
+	rec, err := w.handoffReceiver.Lookup(context.Background(), w.planner.ID.String(), o.Hop)
+	mustOK(t, err)
+	if handoff.State(rec.State) != handoff.StateCanceled {
+		t.Fatalf("the hop is %q at the delegate, want canceled (the status travelled with the cancel)", rec.State)
+	}
+	if hs, _ := w.delegator.State(o.Hop); hs.State != handoff.StateCanceled {
+		t.Fatalf("delegator's hop %+v", hs)
+	}
+}
+
+// Section 6: a handoff where an MCP receiver does not read one (here under the A2A
+// extension key in _meta) is refused with handoff_unplaced, and the tool never runs.
+func TestMCPSec6_UnplacedHandoffRefused(t *testing.T) {
+	w := newWorld(t)
+	url, s := w.serveHotel(t, booked)
+	dc := newDialog(t, w.planner.ID)
+	rec := &recorder{}
+	cs, err := w.session(t, url, dc, rec)
+	mustOK(t, err)
+	h, ctx, err := agent.OfferInDialog(context.Background(), w.delegator, w.tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.hotel.ID.String()}})
+	mustOK(t, err)
+	v, err := h.MetaValue()
+	mustOK(t, err)
+	p := &mcp.CallToolParams{Name: "book_hotel", Meta: mcp.Meta{handoff.A2AExtensionURI: v}}
+	if _, err := cs.CallTool(ctx, p); err == nil {
+		t.Fatal("a call with an unplaced handoff succeeded")
+	}
+	if got := rec.last(); got != string(errcode.HandoffUnplaced) {
+		t.Fatalf("refused with %q, want handoff_unplaced", got)
+	}
+	if n := s.count(); n != 0 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+}
+
+// Dialog-binding section 7 over go-sdk: a Dialog-Context changed after the request was
+// signed is refused, and no MCP session is made.
+func TestMCPSec7_TamperedDialogContextRefused(t *testing.T) {
+	w := newWorld(t)
+	url, s := w.serveHotel(t, booked)
+	dc := newDialog(t, w.planner.ID)
+	other := newDialog(t, w.planner.ID)
+	rec := &recorder{edit: func(r *http.Request) {
+		if r.Header.Get(dialog.HeaderName) != "" {
+			r.Header.Set(dialog.HeaderName, other.Value())
+		}
+	}}
+	if _, err := w.session(t, url, dc, rec); err == nil {
+		t.Fatal("a session was made with a tampered Dialog-Context")
+	}
+	if got := rec.last(); got == "" {
+		t.Fatal("no refusal with a code")
+	}
+	if len(s.requests) == 0 {
+		t.Fatal("the request never reached the server")
+	}
+	if n := s.count(); n != 0 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+}
