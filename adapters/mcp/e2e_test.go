@@ -80,23 +80,24 @@ func TestMCPSec6_OfferAcceptedAndCompleted(t *testing.T) {
 	if u.Status.State != handoff.StateCompleted || !u.Hop.Resolved {
 		t.Fatalf("status %s, hop %+v", u.Status.State, u.Hop)
 	}
-	if len(s.calls) != 1 {
-		t.Fatalf("%d tool calls", len(s.calls))
+	requests, calls := s.snapshot()
+	if len(calls) != 1 {
+		t.Fatalf("%d tool calls", len(calls))
 	}
-	v := s.calls[0]
+	v := calls[0]
 	if v == nil || !v.Sender.Equal(w.planner.ID) || v.Context == nil || v.Context.DLG() != dc.DLG() || v.Txn == nil || v.Txn.Dialog() != dc.DLG() {
 		t.Fatalf("the tool saw %+v", v)
 	}
 	if v.Handoff == nil || v.Handoff.Outcome != handoff.OutcomeAccepted || !v.Handoff.Offer.Signed.Equal(h.Offer) {
 		t.Fatalf("the tool saw the decision %+v", v.Handoff)
 	}
-	for i, hd := range s.requests {
+	for i, hd := range requests {
 		if hd.Get("Signature-Input") == "" || hd.Get(dialog.HeaderName) != dc.Value() || hd.Get(txntoken.HeaderName) == "" {
 			t.Fatalf("MCP HTTP request %d (%s) was not proved in the dialog: %v", i, hd.Get("Mcp-Method"), hd)
 		}
 	}
-	if len(s.requests) < 3 { // initialize, notifications/initialized, tools/call
-		t.Fatalf("only %d HTTP requests seen", len(s.requests))
+	if len(requests) < 3 { // initialize, notifications/initialized, tools/call
+		t.Fatalf("only %d HTTP requests seen", len(requests))
 	}
 }
 
@@ -230,7 +231,7 @@ func TestMCPSec7_TamperedDialogContextRefused(t *testing.T) {
 	if got := rec.last(); got == "" {
 		t.Fatal("no refusal with a code")
 	}
-	if len(s.requests) == 0 {
+	if requests, _ := s.snapshot(); len(requests) == 0 {
 		t.Fatal("the request never reached the server")
 	}
 	if n := s.count(); n != 0 {

@@ -141,6 +141,12 @@ func (s *seen) call(v *dialog.Verified) {
 	s.runs++
 }
 
+func (s *seen) snapshot() ([]http.Header, []*dialog.Verified) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]http.Header(nil), s.requests...), append([]*dialog.Verified(nil), s.calls...)
+}
+
 func (s *seen) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

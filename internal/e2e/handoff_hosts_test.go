@@ -182,3 +182,42 @@ func TestHandoffSec6_MCPCancelIsAStatus(t *testing.T) {
 	}
 	noHandler(t, h)
 }
+
+// Section 6 (with 5.6): a delegator's "canceled" status in the metadata of an A2A
+// cancel (0.3 tasks/cancel, 1.0 CancelTask) is read as a status, checked and recorded,
+// and the cancel reaches the handler.
+func TestHandoffSec6_A2ACancelIsAStatus(t *testing.T) {
+	for _, c := range []struct{ name, send, cancel string }{
+		{"A2A 0.3", "message/send", "tasks/cancel"},
+		{"A2A 1.0", "SendMessage", "CancelTask"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			h, atA2, dc := newStatusFixture(t, carriage{jsonRPC: true})
+			tokens := agent.Forwarded(atA2.TxnToken)
+			offer, _, err := agent.OfferInDialog(ctx, h.delegator, tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: h.a3.id.String()}})
+			mustOK(t, err)
+			code, reply := h.sendAs(t, h.a2, tokens, a2a10Body(t, c.send, offer), dc)
+			if code != http.StatusOK {
+				t.Fatalf("status %d: %s", code, reply)
+			}
+			v := <-h.a3.seen
+			if v.Handoff == nil || v.Handoff.Outcome != handoff.OutcomeAccepted {
+				t.Fatalf("offer: %+v", v.Handoff)
+			}
+			canceled, err := h.delegator.Cancel(ctx, v.Handoff.Offer.Hop)
+			mustOK(t, err)
+			params, err := handoff.PutA2ACancel([]byte(`{"id":"task-1"}`), canceled)
+			mustOK(t, err)
+			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 8, "method": c.cancel, "params": json.RawMessage(params)})
+			code, reply = h.sendAs(t, h.a2, tokens, body, dc)
+			if code != http.StatusOK {
+				t.Fatalf("cancel refused: %d %s", code, reply)
+			}
+			v = <-h.a3.seen
+			if v.Cancel == nil || v.Cancel.Status.State != handoff.StateCanceled || !v.Cancel.Offer.Equal(offer.Offer.Digest()) {
+				t.Fatalf("the handler did not get the checked cancel: %+v", v.Cancel)
+			}
+		})
+	}
+}
