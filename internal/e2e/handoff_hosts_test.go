@@ -221,3 +221,20 @@ func TestHandoffSec6_A2ACancelIsAStatus(t *testing.T) {
 		})
 	}
 }
+
+// Section 5.1 step 5 in A2A 1.0: a SendMessage whose message names another contextId
+// than its Dialog-Context dlg is refused with handoff_policy, and the handler never runs.
+func TestHandoffSec5_1_A2A10WrongContextIDRefused(t *testing.T) {
+	h, atA2, dc := newStatusFixture(t, carriage{jsonRPC: true})
+	tokens := agent.Forwarded(atA2.TxnToken)
+	offer, _, err := agent.OfferInDialog(context.Background(), h.delegator, tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: h.a3.id.String()}})
+	mustOK(t, err)
+	msg, err := handoff.PutA2AMessage(json.RawMessage(`{"role":"ROLE_USER","parts":[{"text":"x"}],"messageId":"m1","contextId":"another-dialog"}`), offer)
+	mustOK(t, err)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": map[string]json.RawMessage{"message": msg}})
+	code, reply := h.sendAs(t, h.a2, tokens, body, dc)
+	if code != http.StatusForbidden || errcode.CodeOf(problem.Read(code, reply)) != errcode.HandoffPolicy {
+		t.Fatalf("status %d body %s, want 403 handoff_policy", code, reply)
+	}
+	noHandler(t, h)
+}
