@@ -16,6 +16,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/txntoken"
+	"github.com/dialogtrust/dialogtrust/wit"
 )
 
 // hotel serves the tool over go-sdk's real streamable HTTP handler behind the dialog
@@ -130,6 +131,26 @@ func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 	}
 	if !st2.Equal(*st1) {
 		t.Fatal("the retransmission got other octets than the last status")
+	}
+	if n := s.count(); n != 1 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+
+	// The same offer from another workload: the last status is resent only to the
+	// authenticated offer.iss (section 8.4), and the tool does not run.
+	other := w.dom.Workload(t, "/agent/other", "ES256")
+	rec := &recorder{}
+	cs2, err := w.sessionAs(t, static{&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}}, nil, url, dc, rec)
+	mustOK(t, err)
+	res, err := cs2.CallTool(context.Background(), p2)
+	if err == nil {
+		if st, _ := dialogmcp.ResultStatus(res); st != nil {
+			t.Fatal("the last status was resent to a workload that is not offer.iss")
+		}
+		t.Fatalf("the retransmission from another workload was answered: %+v", res)
+	}
+	if got := rec.last(); got != string(errcode.HandoffRetransmission) {
+		t.Fatalf("refused with %q, want handoff_retransmission", got)
 	}
 	if n := s.count(); n != 1 {
 		t.Fatalf("the tool ran %d times", n)

@@ -197,8 +197,13 @@ func (r *recorder) last() string {
 
 // session connects the planner to the hotel's MCP server in dialog dc.
 func (w *world) session(tb testing.TB, url string, dc *dialog.Context, rec *recorder) (*mcp.ClientSession, error) {
+	return w.sessionAs(tb, w.plannerSrc, w.tokens, url, dc, rec)
+}
+
+// sessionAs connects the workload src to the hotel's MCP server in dialog dc.
+func (w *world) sessionAs(tb testing.TB, src wit.Source, tokens agent.TxnTokenSource, url string, dc *dialog.Context, rec *recorder) (*mcp.ClientSession, error) {
 	tb.Helper()
-	t := &agent.Transport{Base: rec, Source: w.plannerSrc, Tokens: w.tokens, Responses: httpsig.NewVerifier(wit.NewValidator(w.dom.Trust))}
+	t := &agent.Transport{Base: rec, Source: src, Tokens: tokens, Responses: httpsig.NewVerifier(wit.NewValidator(w.dom.Trust))}
 	hc, err := dialogmcp.NewHTTPClient(dialogmcp.ClientConfig{Transport: t, Dialog: dc, Delegator: w.delegator})
 	mustOK(tb, err)
 	client := mcp.NewClient(&mcp.Implementation{Name: "planner", Version: "v1"}, nil)
