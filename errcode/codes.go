@@ -204,6 +204,10 @@ const (
 	// as it may (dialog.WithMaxDialogsPerSender); it establishes no more until some
 	// expire (section 5). HTTP 429.
 	TooManyDialogs Code = "too_many_dialogs"
+	// SessionOwnerMismatch: a request names a host protocol session (an MCP
+	// Mcp-Session-Id) that another workload opened; a session is used only by the
+	// workload whose proof opened it. HTTP 403.
+	SessionOwnerMismatch Code = "session_owner_mismatch"
 )
 
 // Codes for the Transaction Token Service (package tts, issue 4; oauth.md section 1).

@@ -39,7 +39,7 @@ func Status(err error) int {
 		}
 		return http.StatusBadRequest
 	case errcode.SubjectNotAllowed, errcode.AlgNotAllowed, errcode.LifetimeTooLong,
-		errcode.DialogMismatch, errcode.InitiatorMismatch:
+		errcode.DialogMismatch, errcode.InitiatorMismatch, errcode.SessionOwnerMismatch:
 		return http.StatusForbidden
 	case errcode.HandoffPolicy, errcode.HandoffGrantMismatch, errcode.CrossesTrustBoundary,
 		errcode.SubjectNotMapped:

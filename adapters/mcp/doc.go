@@ -29,5 +29,6 @@
 // answered from the records (only to an authenticated offer.iss) and a rejection with
 // its signed status, both without the tool. Verified gives a tool handler what the
 // receiver verified, and Tool wraps a tool handler so that an accepted offer is taken
-// before the work and the signed outcome goes back in the result's _meta.
+// before the work and the signed outcome goes back in the result's _meta. An MCP
+// session is used only by the workload that opened it (errcode.SessionOwnerMismatch).
 package dialogmcp

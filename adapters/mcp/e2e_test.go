@@ -3,8 +3,10 @@ package dialogmcp_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
@@ -257,5 +261,43 @@ func TestMCPSec7_TamperedDialogContextRefused(t *testing.T) {
 	}
 	if n := s.count(); n != 0 {
 		t.Fatalf("the tool ran %d times", n)
+	}
+}
+
+// An MCP session belongs to the workload that opened it: another workload of the same
+// trust domain that names its Mcp-Session-Id is refused with session_owner_mismatch,
+// and the tool does not run; the owner's own requests go on.
+func TestMCPSessionOwnedByItsWorkload(t *testing.T) {
+	w := newWorld(t)
+	url, s := w.serveHotel(t, booked)
+	dc := newDialog(t, w.planner.ID)
+	cs, err := w.session(t, url, dc, &recorder{})
+	mustOK(t, err)
+	other := w.dom.Workload(t, "/agent/other", "ES256")
+	call := func(src wit.Source) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"book_hotel","arguments":{}}}`))
+		mustOK(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+		tr := &agent.Transport{Source: src, Responses: httpsig.NewVerifier(wit.NewValidator(w.dom.Trust))}
+		res, err := tr.RoundTrip(req.WithContext(agent.WithDialog(context.Background(), dc)))
+		mustOK(t, err)
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(errcode.CodeOf(problem.Read(res.StatusCode, b)))
+	}
+	if code, got := call(static{&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}}); code != http.StatusForbidden || got != string(errcode.SessionOwnerMismatch) {
+		t.Fatalf("another workload in the session: %d %q", code, got)
+	}
+	if n := s.count(); n != 0 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+	if code, _ := call(w.plannerSrc); code != http.StatusOK {
+		t.Fatalf("the owner's own request: %d", code)
+	}
+	if n := s.count(); n != 1 {
+		t.Fatalf("the tool ran %d times for the owner", n)
 	}
 }
