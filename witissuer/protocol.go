@@ -17,7 +17,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
-// Wire constants of POST /v1/wit (README.md, "WIT issuer").
+// Wire constants of POST /v1/wit (docs/wit-issuer.md, "API").
 const (
 	// RequestType is the typ of the request JWS that proves possession of the key.
 	RequestType = "wit-request+jwt"

@@ -10,8 +10,8 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/service"
 )
 
-// Config is the YAML configuration file. Every member is documented in README.md
-// ("Transaction Token Service", "Configuration").
+// Config is the YAML configuration file. Every member is documented in docs/operator.md
+// ("TTS configuration").
 type Config struct {
 	// Development marks a development configuration: a generated signing key is
 	// allowed, the listener must be loopback, and the start says so loudly.
@@ -139,9 +139,10 @@ type RuleConfig struct {
 	Context           []string `yaml:"context"`
 }
 
-// ChainingConfig: identity chaining across trust domains (README, "Identity
-// chaining"). peers names the other domains' authorization servers once; as_a and as_b
-// say what this AS does with each, in each direction.
+// ChainingConfig: identity chaining across trust domains (docs/chaining.md; every
+// option in docs/operator.md, "Identity chaining configuration"). peers names the other
+// domains' authorization servers once; as_a and as_b say what this AS does with each, in
+// each direction.
 type ChainingConfig struct {
 	Peers []ChainPeerConfig `yaml:"peers"`
 	ASA   *ASAConfig        `yaml:"as_a"`

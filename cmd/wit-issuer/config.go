@@ -9,8 +9,8 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/service"
 )
 
-// Config is the YAML configuration file. Every member is documented in README.md
-// ("WIT issuer", "Configuration").
+// Config is the YAML configuration file. Every member is documented in docs/operator.md
+// ("WIT issuer configuration").
 type Config struct {
 	// Base: listen, issuer, trust_domains, log, tracing, skew, shutdown_timeout.
 	service.Base   `yaml:",inline"`

@@ -143,7 +143,7 @@ func pemFile(t *testing.T, dir, name, typ string, der []byte) string {
 	return p
 }
 
-// The SPIRE set-up of the README, end to end: the issuer serves TLS with an SVID from
+// The SPIRE set-up of docs/operator.md, end to end: the issuer serves TLS with an SVID from
 // files, verifies client SVIDs against a bundle file, keeps its keys in a data
 // directory, maps spiffe:// to wimse:// by a rule; a workload runs `dialogtrust wit
 // request` with its SVID files.
