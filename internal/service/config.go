@@ -154,6 +154,11 @@ func Load[C any](spec Spec[C], args, env []string, stderr io.Writer) (*C, Source
 	return cfg, src, nil
 }
 
+// Load is Load(spec, ...), for the binary's tests.
+func (spec Spec[C]) Load(args, env []string, stderr io.Writer) (*C, Source, error) {
+	return Load(spec, args, env, stderr)
+}
+
 // applyEnv applies the overrides. An unknown name is an error, like an unknown YAML
 // member.
 func (spec Spec[C]) applyEnv(cfg *C, env map[string]string) error {
