@@ -208,20 +208,18 @@ var defaultYAML []byte
 // or the file named by --config or DIALOGTRUST_TTS_CONFIG; then the environment
 // overrides of this table (an unknown name is an error, like an unknown YAML member);
 // then the flags. Each later layer wins.
-var configSpec = service.Spec[Config]{
-	Name: "tts", EnvPrefix: EnvPrefix, Default: defaultYAML,
-	Env: append(service.CommonEnv[Config](),
-		service.EnvVar[Config]{Name: "LIFETIME", Member: "policy.lifetime"},
+var configSpec = service.ServiceSpec("tts", EnvPrefix, defaultYAML,
+	[]service.EnvVar[Config]{
+		{Name: "LIFETIME", Member: "policy.lifetime"},
 		// The development default's one WIT issuer, elsewhere.
-		service.EnvVar[Config]{Name: "WIT_JWKS_URL", Set: func(cfg *Config, v string) error {
+		{Name: "WIT_JWKS_URL", Set: func(cfg *Config, v string) error {
 			if len(cfg.WITs) != 1 {
 				return fmt.Errorf("needs exactly one wits entry, the configuration has %d", len(cfg.WITs))
 			}
 			cfg.WITs[0].JWKSURL, cfg.WITs[0].JWKSFile = v, ""
 			return nil
-		}}),
-	Flags: append(service.CommonFlags(),
-		service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (iss of Txn-Tokens; default http(s)://<listen>)"},
-		service.Flag{Name: "trust-domains", Member: "trust_domains", Usage: "comma-separated trust domains served"},
-		service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the signing keys (rotated)"}),
-}
+		}},
+	},
+	service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (iss of Txn-Tokens; default http(s)://<listen>)"},
+	service.Flag{Name: "trust-domains", Member: "trust_domains", Usage: "comma-separated trust domains served"},
+	service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the signing keys (rotated)"})

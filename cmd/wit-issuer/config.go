@@ -105,14 +105,12 @@ var defaultYAML []byte
 // or the file named by --config or DIALOGTRUST_WIT_ISSUER_CONFIG; then the environment
 // overrides of this table (an unknown name is an error, like an unknown YAML member);
 // then the flags. Each later layer wins.
-var configSpec = service.Spec[Config]{
-	Name: "wit-issuer", EnvPrefix: EnvPrefix, Default: defaultYAML,
-	Env: append(service.CommonEnv[Config](),
-		service.EnvVar[Config]{Name: "PUBLIC_URL", Member: "public_url"},
-		service.EnvVar[Config]{Name: "MAX_LIFETIME", Member: "policy.max_lifetime"},
-		service.EnvVar[Config]{Name: "DEFAULT_LIFETIME", Member: "policy.default_lifetime"}),
-	Flags: append(service.CommonFlags(),
-		service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (aud of requests, iss of WITs)"},
-		service.Flag{Name: "public-url", Member: "public_url", Usage: "base URL of the issuer for the metadata document"},
-		service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the generated signing keys"}),
-}
+var configSpec = service.ServiceSpec("wit-issuer", EnvPrefix, defaultYAML,
+	[]service.EnvVar[Config]{
+		{Name: "PUBLIC_URL", Member: "public_url"},
+		{Name: "MAX_LIFETIME", Member: "policy.max_lifetime"},
+		{Name: "DEFAULT_LIFETIME", Member: "policy.default_lifetime"},
+	},
+	service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (aud of requests, iss of WITs)"},
+	service.Flag{Name: "public-url", Member: "public_url", Usage: "base URL of the issuer for the metadata document"},
+	service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the generated signing keys"})

@@ -92,6 +92,13 @@ func CommonFlags() []Flag {
 	}
 }
 
+// ServiceSpec is the Spec of a service binary: CommonEnv and CommonFlags, then the
+// binary's own variables and flags.
+func ServiceSpec[C any](name, envPrefix string, def []byte, env []EnvVar[C], flags ...Flag) Spec[C] {
+	return Spec[C]{Name: name, EnvPrefix: envPrefix, Default: def,
+		Env: append(CommonEnv[C](), env...), Flags: append(CommonFlags(), flags...)}
+}
+
 // Load builds the configuration: the embedded default, or the file named by --config
 // or <EnvPrefix>CONFIG; then the environment overrides; then the flags. Each later
 // layer wins.
