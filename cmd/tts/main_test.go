@@ -13,6 +13,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"github.com/dialogtrust/dialogtrust/internal/service/servicetest"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/tts"
@@ -33,16 +34,11 @@ func start(t *testing.T, args, env []string) *servicetest.Process {
 
 func getJSON(t *testing.T, url string, v any) int {
 	t.Helper()
-	res, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+	status, b := testkit.Get(t, url)
 	if v != nil {
 		_ = json.Unmarshal(b, v)
 	}
-	return res.StatusCode
+	return status
 }
 
 // The embedded default: development mode said loudly, loopback, metadata, JWKS, health;
