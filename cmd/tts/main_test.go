@@ -108,6 +108,33 @@ func TestConfigLayers(t *testing.T) {
 	}
 }
 
+// The keys and tls sections read as before their members moved into cmdutil's shared
+// types: the shared members and the TTS's own step_interval side by side, an unknown
+// member refused.
+func TestKeysAndTLSSections(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tts.yaml")
+	write := func(s string) {
+		if err := os.WriteFile(file, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("keys: {alg: EdDSA, data_dir: /k, rotation_period: 1h, publish_delay: 2m, step_interval: 5s}\ntls: {cert_file: c.pem, key_file: k.pem}\n")
+	cfg, _, err := configSpec.Load([]string{"--config", file}, []string{EnvPrefix + "SIGNING_KEY_FILE=/s.jwk"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := cfg.Keys
+	if k.Alg != "EdDSA" || k.DataDir != "/k" || k.SigningKeyFile != "/s.jwk" || k.RotationPeriod != time.Hour ||
+		k.PublishDelay != 2*time.Minute || k.StepInterval != 5*time.Second || cfg.TLS.CertFile != "c.pem" || cfg.TLS.KeyFile != "k.pem" {
+		t.Fatalf("%+v %+v", cfg.Keys, cfg.TLS)
+	}
+	write("keys: {data_dir: /k, step: 5s}\n")
+	if _, _, err := configSpec.Load([]string{"--config", file}, nil, io.Discard); err == nil {
+		t.Fatal("an unknown keys member was accepted")
+	}
+}
+
 // Keys in a data directory survive a restart: the same kid signs after it.
 func TestDataDirKeys(t *testing.T) {
 	dir := t.TempDir()

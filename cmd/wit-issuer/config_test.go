@@ -86,7 +86,8 @@ func TestConfigStrictYAML(t *testing.T) {
 	}
 	if cfg.Keys.Alg != keys.EdDSA || cfg.Keys.RotationPeriod != 720*time.Hour || cfg.Policy.MaxLifetime != 30*time.Minute ||
 		cfg.Store.Redis.Timeout != 250*time.Millisecond || cfg.Auth.Assertion.Workloads[0].JWK["crv"] != "Ed25519" ||
-		cfg.Policy.Rules[0].ToPrefix != "wimse://example.org/" || cfg.ProofWindow != 30*time.Second {
+		cfg.Policy.Rules[0].ToPrefix != "wimse://example.org/" || cfg.ProofWindow != 30*time.Second ||
+		cfg.TLS.CertFile != "/run/spire/svid.pem" || cfg.TLS.KeyFile != "/run/spire/svid_key.pem" || cfg.Keys.PublishDelay != 15*time.Minute {
 		t.Fatalf("parsed %+v", cfg)
 	}
 	// The inline JWK survives the YAML-to-JSON trip.
