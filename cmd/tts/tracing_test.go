@@ -17,8 +17,7 @@ import (
 // id; probes are not traced; and nothing of the request's credentials is in a span.
 // On shutdown the buffered spans are flushed.
 func TestTracingExportsTokenRequestSpans(t *testing.T) {
-	col := tracingtest.New()
-	defer col.Close()
+	col := tracingtest.Start(t)
 	s := start(t, []string{"--listen", "127.0.0.1:0"}, []string{
 		EnvPrefix + "WIT_JWKS_URL=http://127.0.0.1:1/jwks.json",
 		EnvPrefix + "TRACING_OTLP_ENDPOINT=" + col.URL,
