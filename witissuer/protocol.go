@@ -29,7 +29,7 @@ const (
 	ClientAssertionTypeJWTBearer = oauth.ClientAssertionTypeJWTBearer
 
 	PathWIT      = "/v1/wit"
-	PathJWKS     = "/.well-known/jwks.json"
+	PathJWKS     = service.PathJWKS
 	PathMetadata = "/.well-known/wit-issuer"
 	PathHealthz  = service.PathHealthz
 	PathReadyz   = service.PathReadyz
