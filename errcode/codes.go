@@ -67,7 +67,7 @@ const (
 	Unmapped Code = "unmapped"
 )
 
-// Codes added by dialogtrust. Each is documented in README.md ("Error codes").
+// Codes added by dialogtrust. Each is documented in docs/errors.md.
 const (
 	// Replayed: a jti, nonce or other single-use value was already claimed.
 	Replayed Code = "replayed"
@@ -112,7 +112,7 @@ const (
 	Internal Code = "internal_error"
 )
 
-// Codes added for the WIT issuer (issue 3). Each is documented in README.md.
+// Codes added for the WIT issuer (issue 3). Each is documented in docs/errors.md.
 const (
 	// IssuerUnavailable: a WIT issuer could not be reached or gave no usable answer
 	// (Incomplete).
@@ -121,7 +121,7 @@ const (
 
 // Codes for signed handoffs (package handoff; draft-srivastava-agentproto-handoff-context-01).
 // The first twelve name the draft's Reason values (section 2) one to one; handoff.Reason
-// maps between the two. Each is documented in README.md ("Error codes").
+// maps between the two. Each is documented in docs/errors.md.
 const (
 	// HandoffBadSignature: reason "bad-signature": the signed form (typ or content type,
 	// v, type, CDDL) or the signature of a signed handoff is not acceptable.
@@ -176,7 +176,7 @@ const (
 	HandoffUnplaced Code = "handoff_unplaced"
 )
 
-// Codes for dialogs (package dialog; dialog-binding-wimse-oauth). Documented in README.md.
+// Codes for dialogs (package dialog; dialog-binding-wimse-oauth). Documented in docs/errors.md.
 const (
 	// InvalidDialogContext: the Dialog-Context field is malformed, not canonical, or
 	// lacks dlg or initiator (dialog-binding sections 4, 7).
@@ -211,7 +211,7 @@ const (
 )
 
 // Codes for the Transaction Token Service (package tts, issue 4; oauth.md section 1).
-// Each is documented in README.md ("Error codes"); the token endpoint sends them as the
+// Each is documented in docs/errors.md; the token endpoint sends them as the
 // "code" member next to the RFC 6749 "error".
 const (
 	// UnsupportedGrantType: grant_type is not token exchange (RFC 6749 section 5.2).
@@ -247,7 +247,7 @@ const (
 )
 
 // Codes for identity chaining (package chaining, issue 5; oauth.md section 2,
-// dialog-binding section 11). Each is documented in README.md ("Error codes").
+// dialog-binding section 11). Each is documented in docs/errors.md.
 const (
 	// UnknownPeer: the audience or resource of a grant request names no peer
 	// authorization server this AS issues grants for (RFC 8693 invalid_target).
