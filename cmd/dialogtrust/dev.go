@@ -97,21 +97,17 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) (err er
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type result struct {
-		flag string
-		err  error
-	}
-	done := make(chan result, 2)
+	done := make(chan devResult, 2)
 	// The services' own lines (the start log, the DEVELOPMENT banners, "listening on")
 	// go to stderr: stdout is what this command prints.
 	wp := witissuerservice.Program
 	go func() {
-		done <- result{"--wit-addr", service.Run(ctx, wp, []string{"-listen", witAddr}, nil, stderr, stderr, nil)}
+		done <- devResult{"--wit-addr", service.Run(ctx, wp, []string{"-listen", witAddr}, nil, stderr, stderr, nil)}
 	}()
 	tp := ttsservice.Program
 	ttsEnv := []string{ttsservice.EnvPrefix + "WIT_JWKS_URL=" + witURL + witissuer.PathJWKS}
 	go func() {
-		done <- result{"--tts-addr", service.Run(ctx, tp, []string{"-listen", ttsAddr}, ttsEnv, stderr, stderr, nil)}
+		done <- devResult{"--tts-addr", service.Run(ctx, tp, []string{"-listen", ttsAddr}, ttsEnv, stderr, stderr, nil)}
 	}()
 	running := 2
 	// stopAll stops both services and returns the first error; a listen error names
@@ -120,10 +116,7 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) (err er
 		cancel()
 		for ; running > 0; running-- {
 			if r := <-done; r.err != nil && first == nil {
-				first = r.err
-				if oe, ok := errors.AsType[*net.OpError](r.err); ok && oe.Op == "listen" {
-					first = usageError{r.flag + ": " + r.err.Error()}
-				}
+				first = flagError(r)
 			}
 		}
 		fmt.Fprintf(stderr, "dialogtrust dev: stopped; removed %s\n", dir)
@@ -140,7 +133,7 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) (err er
 		if r.err == nil {
 			r.err = errors.New("a service stopped before it was ready")
 		}
-		return stopAll(r.err)
+		return stopAll(flagError(r))
 	case err := <-waitErr:
 		readyCancel()
 		if err != nil {
@@ -162,8 +155,23 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) (err er
 		if r.err == nil {
 			r.err = errors.New("a service stopped")
 		}
-		return stopAll(r.err)
+		return stopAll(flagError(r))
 	}
+}
+
+// devResult is how one service's run ended; flag names its address.
+type devResult struct {
+	flag string
+	err  error
+}
+
+// flagError is r's error, as a usage error naming the flag when the address could not
+// be listened on (taken, or not this machine's).
+func flagError(r devResult) error {
+	if oe, ok := errors.AsType[*net.OpError](r.err); ok && oe.Op == "listen" {
+		return usageError{r.flag + ": " + r.err.Error()}
+	}
+	return r.err
 }
 
 // freePorts replaces a port 0 in each address by a free port, chosen while the other
@@ -287,7 +295,7 @@ func printDev(w io.Writer, command, witURL, ttsURL, dir string, took time.Durati
 
 // goRunExecutable matches an executable that `go run` built: in a go-build temporary
 // directory, or in the build cache (<GOCACHE>/xx/<hash>-d/).
-var goRunExecutable = regexp.MustCompile(`(^|/)go-build[^/]*/|/[0-9a-f]{2}/[0-9a-f]{64}-d/[^/]+$`)
+var goRunExecutable = regexp.MustCompile(`(^|/)go-build[0-9]+/|/[0-9a-f]{2}/[0-9a-f]{64}-d/[^/]+$`)
 
 // devCommand is how the printed commands start: this executable when it is an
 // installed or built one; under `go run`, whose executable is temporary, `go run
