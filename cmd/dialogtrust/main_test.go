@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,6 +149,22 @@ func TestConformanceCommand(t *testing.T) {
 		if code != 0 || !strings.HasSuffix(last, " passed, 0 failed") || len(lines) < 100 {
 			t.Fatalf("%v: exit %d, last line %q, stderr %q", args, code, last, errOut)
 		}
+	}
+}
+
+// conformance says on stderr which vector file it runs, and stdout stays the report.
+func TestConformanceProgress(t *testing.T) {
+	out, errOut, code := dt(t, "", "conformance")
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if code != 0 || len(lines) < 2 || !strings.HasPrefix(lines[0], "conformance: [1/") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	n := len(lines)
+	if last := lines[n-1]; !strings.HasPrefix(last, fmt.Sprintf("conformance: [%d/%d] ", n, n)) {
+		t.Fatalf("last progress line %q of %d", last, n)
+	}
+	if strings.Contains(out, "conformance: [") {
+		t.Fatal("progress on stdout")
 	}
 }
 

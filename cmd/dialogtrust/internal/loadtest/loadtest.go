@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,6 +39,22 @@ type Config struct {
 	// Begin and End, when set, are called as the measured time begins and ends (for
 	// example to read the server's CPU counter).
 	Begin, End func()
+	// Progress, when set, hears how the run is going: once as the warmup begins (if
+	// there is one), then about every ProgressEvery (default one second) of the
+	// measured time. The command line prints it on stderr, so that a long run is seen
+	// to be running.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
+}
+
+// Progress is a run so far.
+type Progress struct {
+	// Warmup is true before the measured time; Elapsed and the counts are then zero.
+	Warmup bool
+	// Elapsed of the measured Duration.
+	Elapsed, Duration time.Duration
+	// Requests answered in the measured time so far, and of them Failed.
+	Requests, Failed int64
 }
 
 // Op is one request made by worker w. It returns nil on success; an error's code (an
@@ -110,6 +127,9 @@ type run struct {
 	wg       sync.WaitGroup
 	budget   int64 // samples not yet granted to a worker, out of MaxSamples
 	budgetMu sync.Mutex
+	// answered and failed count the measured requests for Progress while the workers
+	// run (their own counts are read only after they stop).
+	answered, failed atomic.Int64
 }
 
 // Run runs op with cfg.Concurrency workers for cfg.Warmup plus cfg.Duration (or until
@@ -135,6 +155,9 @@ func Run(ctx context.Context, cfg Config, op Op) (*Result, error) {
 		go r.work(i, r.ws[i])
 	}
 	if cfg.Warmup > 0 {
+		if cfg.Progress != nil {
+			cfg.Progress(Progress{Warmup: true, Duration: cfg.Duration})
+		}
 		select {
 		case <-time.After(cfg.Warmup):
 		case <-ctx.Done():
@@ -199,9 +222,11 @@ func (r *run) work(w int, st *worker) {
 			}
 			st.failed++
 			st.errs[codeOf(err)]++
+			r.failed.Add(1)
 		} else {
 			st.ok++
 		}
+		r.answered.Add(1)
 		st.keep(d, r.take)
 	}
 }
@@ -260,6 +285,16 @@ func (r *run) measure() (elapsed, cpu time.Duration) {
 		tick = t.C
 		cfg.Sample()
 	}
+	var progress <-chan time.Time
+	if cfg.Progress != nil {
+		every := cfg.ProgressEvery
+		if every <= 0 {
+			every = time.Second
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		progress = t.C
+	}
 loop:
 	for {
 		select {
@@ -269,6 +304,8 @@ loop:
 			break loop
 		case <-tick:
 			cfg.Sample()
+		case <-progress:
+			cfg.Progress(Progress{Elapsed: time.Since(t0), Duration: cfg.Duration, Requests: r.answered.Load(), Failed: r.failed.Load()})
 		}
 	}
 	elapsed = time.Since(t0)
