@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -179,6 +180,16 @@ func required(vals map[string]string) error {
 		if v == "" {
 			return usageError{"--" + name + " is required"}
 		}
+	}
+	return nil
+}
+
+// baseURL checks that the value of --name is an absolute http(s) URL with a host, before
+// anything is asked of the server it names: a mistake in it is a usage error.
+func baseURL(name, v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageError{fmt.Sprintf("--%s: %q is not an absolute http(s) URL", name, errcode.Cut(v))}
 	}
 	return nil
 }

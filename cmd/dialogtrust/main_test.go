@@ -202,6 +202,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"handoff verify", "--trust", e.trust, "--self", "wimse://a.example/w", "--require-full-chain", "@" + missing}, 2, "usage error: argument @" + missing + ": "},
 		{[]string{"handoff digest", "@" + missing}, 2, "usage error: argument @" + missing + ": "},
 		{[]string{"demo", "--local", missing}, 2, "usage error: --local: "},
+		// A server's URL or a method that cannot be right is refused before anything
+		// is asked of the network (nothing listens on port 1).
+		{[]string{"wit request", "--issuer", "not-a-url", "--workload", "wimse://dev.local/a"}, 2, `usage error: --issuer: "not-a-url" is not an absolute http(s) URL`},
+		{[]string{"txn request", "--tts", "ftp://127.0.0.1:1", "--wit", e.wit, "--key", e.workload, "--self-signed", "a", "--scope", "s", "--audience", "d"}, 2, "usage error: --tts: "},
+		{[]string{"txn request", "--tts", "http://127.0.0.1:1", "--wit", e.wit, "--key", e.workload, "--self-signed", "a", "--scope", "s", "--audience", "d", "--proof", "bogus"}, 2, `usage error: --proof: "bogus" is not a proof method`},
 		// A failure with a code keeps it.
 		{[]string{"wit verify", "--trust", missing, e.wit}, 1, "error: keys_unavailable\n"},
 		{[]string{"key generate", "--alg", "RS1"}, 1, "error: unsupported_alg\n"},

@@ -48,6 +48,9 @@ func witRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err := required(map[string]string{"issuer": *issuer}); err != nil {
 		return err
 	}
+	if err := baseURL("issuer", *issuer); err != nil {
+		return err
+	}
 	useSVID := *svid != "" || *svidKey != ""
 	useAssertion := *assertionKey != ""
 	switch {
