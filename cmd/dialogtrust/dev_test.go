@@ -217,3 +217,23 @@ func TestDevCommandAndQuote(t *testing.T) {
 		}
 	}
 }
+
+// stopWhenOrphaned stops dev once its parent is no longer the one it started with (the
+// go command of `go run`, killed), and not while it is.
+func TestStopWhenOrphaned(t *testing.T) {
+	stopped := make(chan struct{})
+	go stopWhenOrphaned(context.Background(), func() { close(stopped) }, os.Getppid()+1, time.Millisecond)
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not stopped when the parent changed")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan struct{})
+	go func() {
+		stopWhenOrphaned(ctx, func() { t.Error("stopped with its parent alive") }, os.Getppid(), time.Millisecond)
+		close(returned)
+	}()
+	cancel()
+	<-returned
+}
