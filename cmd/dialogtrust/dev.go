@@ -53,7 +53,7 @@ func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	defer cancel()
 	// Under `go run` the parent is the go command: if it is killed without a signal
 	// reaching this process, the services must not outlive it.
-	go stopWhenOrphaned(ctx, cancel, os.Getppid(), time.Second)
+	go stopWhenOrphaned(ctx, cancel, os.Getppid(), os.Getppid, service.Ticker(ctx, time.Second))
 	return runDev(ctx, devOptions{witAddr: *witAddr, ttsAddr: *ttsAddr, command: devCommand(), started: time.Now()}, stdout, stderr)
 }
 
@@ -321,17 +321,15 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// stopWhenOrphaned calls stop when the parent process is no longer ppid (it died and
-// this process was adopted), checking every interval until ctx ends.
-func stopWhenOrphaned(ctx context.Context, stop func(), ppid int, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
+// stopWhenOrphaned calls stop when getppid is no longer ppid (the parent died and this
+// process was adopted), checking on every tick until ctx ends.
+func stopWhenOrphaned(ctx context.Context, stop func(), ppid int, getppid func() int, tick <-chan time.Time) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			if os.Getppid() != ppid {
+		case <-tick:
+			if getppid() != ppid {
 				stop()
 				return
 			}

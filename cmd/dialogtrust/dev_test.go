@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,19 +222,22 @@ func TestDevCommandAndQuote(t *testing.T) {
 // stopWhenOrphaned stops dev once its parent is no longer the one it started with (the
 // go command of `go run`, killed), and not while it is.
 func TestStopWhenOrphaned(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tick := make(chan time.Time)
+	var parent atomic.Int64
+	parent.Store(100)
 	stopped := make(chan struct{})
-	go stopWhenOrphaned(context.Background(), func() { close(stopped) }, os.Getppid()+1, time.Millisecond)
+	go stopWhenOrphaned(ctx, func() { close(stopped) }, 100, func() int { return int(parent.Load()) }, tick)
+	for range 3 {
+		tick <- time.Time{} // received: the loop is waiting again, not stopped
+	}
 	select {
 	case <-stopped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("not stopped when the parent changed")
+		t.Fatal("stopped with its parent alive")
+	default:
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	returned := make(chan struct{})
-	go func() {
-		stopWhenOrphaned(ctx, func() { t.Error("stopped with its parent alive") }, os.Getppid(), time.Millisecond)
-		close(returned)
-	}()
-	cancel()
-	<-returned
+	parent.Store(1)
+	tick <- time.Time{}
+	<-stopped
 }
