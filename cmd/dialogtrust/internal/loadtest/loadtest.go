@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net"
 	"runtime"
 	"slices"
 	"sort"
@@ -398,17 +399,25 @@ func Quantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[i]
 }
 
-// codeOf names an error for the error counts: its errcode code, "timeout" for a run
-// deadline, else "unmapped".
+// codeOf names an error for the error counts: its errcode code; "timeout" for a run
+// deadline; "request_timeout" for a request's own; "connection_failed" when the request did not get through (refused, reset:
+// a network error without a code); else "uncoded_error". The internal "unmapped" is
+// never shown.
 func codeOf(err error) string {
 	var ce *errcode.Error
-	if errors.As(err, &ce) {
+	if errors.As(err, &ce) && ce.Code != errcode.Unmapped {
 		return string(ce.Code)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "timeout"
 	}
-	return string(errcode.Unmapped)
+	if ne, ok := errors.AsType[net.Error](err); ok {
+		if ne.Timeout() {
+			return "request_timeout"
+		}
+		return "connection_failed"
+	}
+	return "uncoded_error"
 }
 
 // processCPU is the user plus system CPU time of this process so far.

@@ -2,6 +2,9 @@ package loadtest
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -140,5 +143,21 @@ func TestRunProgress(t *testing.T) {
 	}
 	if last.Requests == 0 || last.Failed == 0 {
 		t.Fatalf("last progress counted nothing: %+v", last)
+	}
+}
+
+// The error counts name every error by a code a user can read: never "unmapped".
+func TestCodeOf(t *testing.T) {
+	_, dialErr := net.Dial("tcp", "127.0.0.1:1")
+	for err, want := range map[error]string{
+		errcode.New(errcode.Replayed, "x"):            "replayed",
+		fmt.Errorf("w: %w", context.DeadlineExceeded): "timeout",
+		dialErr:                 "connection_failed",
+		errors.New("something"): "uncoded_error",
+		errcode.Unavailable(errcode.Unmapped, nil, "x"): "uncoded_error",
+	} {
+		if got := codeOf(err); got != want {
+			t.Errorf("%v: %q, want %q", err, got, want)
+		}
 	}
 }
