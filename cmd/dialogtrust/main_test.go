@@ -210,6 +210,8 @@ func TestUsageErrors(t *testing.T) {
 		// A failure with a code keeps it.
 		{[]string{"wit verify", "--trust", missing, e.wit}, 1, "error: keys_unavailable\n"},
 		{[]string{"key generate", "--alg", "RS1"}, 1, "error: unsupported_alg\n"},
+		// Known before the issuer is asked (nothing listens on port 1).
+		{[]string{"wit request", "--issuer", "http://127.0.0.1:1", "--workload", "wimse://dev.local/a", "--alg", "RS1", "--key-out", filepath.Join(e.dir, "x.jwk")}, 1, "error: unsupported_alg\n"},
 	} {
 		_, errOut, code := dt(t, "", c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "unmapped") {
@@ -224,5 +226,26 @@ func TestReportUncoded(t *testing.T) {
 	code := report(errors.New("disk full"), command{name: "key generate"}, nil, &errb)
 	if code != 1 || errb.String() != "dialogtrust key generate: disk full\n" {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// key generate --out writes the private key with mode 0600, also over a file that had a
+// wider mode, and nowhere else.
+func TestKeyGenerateOutMode(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "k.jwk")
+	if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "", "key generate", "--alg", "ES256", "--out", out)
+	st, err := os.Stat(out)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("%v %v", st.Mode(), err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("files left: %v", ents)
+	}
+	if b, _ := os.ReadFile(out); !strings.Contains(string(b), `"d"`) {
+		t.Fatalf("not a private JWK: %s", b)
 	}
 }

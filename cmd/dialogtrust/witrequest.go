@@ -70,6 +70,12 @@ func witRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	// The key is made before the issuer is asked too: an algorithm this command cannot
+	// generate is known without a round trip.
+	key, err := keys.Generate(*alg)
+	if err != nil {
+		return err
+	}
 	transport, err := witRequestTransport(*svid, *svidKey, *bundle, *serverID, useSVID)
 	if err != nil {
 		return err
@@ -96,10 +102,6 @@ func witRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		cl.Assertion = witissuer.AssertionFunc(ak, cl, id, time.Minute)
 	case !useSVID && cl.Subject == "":
 		cl.Subject = *workload
-	}
-	key, err := keys.Generate(*alg)
-	if err != nil {
-		return err
 	}
 	res, err := cl.Request(ctx, key)
 	if err != nil {
