@@ -70,7 +70,7 @@ type devOptions struct {
 }
 
 // runDev is dev until ctx ends; tests call it.
-func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) (err error) {
+func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	for _, a := range []struct{ flag, addr string }{{"--wit-addr", o.witAddr}, {"--tts-addr", o.ttsAddr}} {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
 			return usageError{a.flag + ": " + err.Error()}
@@ -88,11 +88,6 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) (err er
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if rmErr := removeDir(); rmErr != nil && err == nil {
-			err = rmErr
-		}
-	}()
 	witURL, ttsURL := "http://"+witAddr, "http://"+ttsAddr
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -110,14 +105,22 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) (err er
 		done <- devResult{"--tts-addr", service.Run(ctx, tp, []string{"-listen", ttsAddr}, ttsEnv, stderr, stderr, nil)}
 	}()
 	running := 2
-	// stopAll stops both services and returns the first error; a listen error names
-	// the flag of the address.
+	// stopAll stops both services, then removes the run's directory, and returns the
+	// first error; a listen error names the flag of the address. Every return after
+	// the directory is made goes through it.
 	stopAll := func(first error) error {
 		cancel()
 		for ; running > 0; running-- {
 			if r := <-done; r.err != nil && first == nil {
 				first = flagError(r)
 			}
+		}
+		if err := removeDir(); err != nil {
+			fmt.Fprintf(stderr, "dialogtrust dev: stopped; could not remove %s: %v\n", dir, err)
+			if first == nil {
+				first = err
+			}
+			return first
 		}
 		fmt.Fprintf(stderr, "dialogtrust dev: stopped; removed %s\n", dir)
 		return first
