@@ -37,10 +37,12 @@ type benchFlags struct {
 	timeout          time.Duration
 	cpuProfile       string
 	rate             float64
+	// progress hears the run's progress lines: the flag set's output, stderr.
+	progress io.Writer
 }
 
 func addBenchFlags(fs *flag.FlagSet) *benchFlags {
-	b := &benchFlags{}
+	b := &benchFlags{progress: fs.Output()}
 	fs.IntVar(&b.concurrency, "concurrency", 16, "workers, each with one request in flight")
 	fs.DurationVar(&b.duration, "duration", 10*time.Second, "measured time")
 	fs.DurationVar(&b.warmup, "warmup", 2*time.Second, "time run before the measured time (caches, connections), not recorded")
@@ -396,11 +398,24 @@ func runBenchLoad(ctx context.Context, hc *http.Client, bf *benchFlags, baseURL 
 	watch := newServerWatch(hc, bf, baseURL, counters...)
 	cfg := loadtest.Config{Concurrency: bf.concurrency, Duration: bf.duration, Warmup: bf.warmup, Rate: bf.rate}
 	watch.config(&cfg, bf)
+	cfg.Progress = benchProgress(bf.progress)
 	res, err := loadtest.Run(ctx, cfg, op)
 	if err != nil {
 		return nil, serverStats{}, err
 	}
 	return res, watch.stats(res), nil
+}
+
+// benchProgress prints a run's progress, one line a second, on w (stderr).
+func benchProgress(w io.Writer) func(loadtest.Progress) {
+	return func(p loadtest.Progress) {
+		if p.Warmup {
+			fmt.Fprintf(w, "bench: warming up, then measuring for %s\n", p.Duration)
+			return
+		}
+		fmt.Fprintf(w, "bench: %s of %s, %d requests answered, %d failed\n",
+			p.Elapsed.Round(100*time.Millisecond), p.Duration, p.Requests, p.Failed)
+	}
 }
 
 // writeBenchReport completes rep with the results and prints it; a run in which no

@@ -93,3 +93,20 @@ func TestBenchUsage(t *testing.T) {
 		}
 	}
 }
+
+// A bench run says on stderr that it is running: the warmup, then (in a run of more
+// than a second) its progress every second.
+func TestBenchProgress(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"bench", "verify", "--duration", "1100ms", "--warmup", "50ms", "--concurrency", "1", "--json"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"bench: warming up, then measuring for 1.1s\n", " of 1.1s, ", " requests answered, 0 failed\n"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
+	}
+	if strings.Contains(out.String(), "bench:") {
+		t.Errorf("progress on stdout:\n%s", out.String())
+	}
+}

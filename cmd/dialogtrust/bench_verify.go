@@ -447,7 +447,7 @@ func (r *verifyRun) op() (loadtest.Op, error) {
 			if errors.As(err, &ce) {
 				return ce
 			}
-			return errcode.Unavailable(errcode.Unmapped, err, "request")
+			return err // counted as connection_failed or timeout (loadtest)
 		}
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
 		res.Body.Close()

@@ -26,7 +26,9 @@ func conformanceRun(args []string, _ io.Reader, stdout, stderr io.Writer) error 
 		}
 		vectors = os.DirFS(*dir)
 	}
-	rs, err := conformance.RunFS(vectors)
+	rs, err := conformance.RunFSProgress(vectors, func(done, total int, file string) {
+		fmt.Fprintf(stderr, "conformance: [%d/%d] %s\n", done+1, total, file)
+	})
 	if err != nil {
 		if *dir != "" {
 			// The set that --dir names is unusable (no manifest, a wrong format, an

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/dialogtrust/dialogtrust/keys"
 )
@@ -22,16 +23,21 @@ func keyGenerate(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(k)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
 	if *out == "" {
-		_, err = stdout.Write(b)
+		b, err := json.Marshal(k)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(append(b, '\n'))
 		return err
 	}
-	return os.WriteFile(*out, b, 0o600)
+	if st, err := os.Stat(filepath.Dir(*out)); err != nil {
+		return usageError{"--out: " + err.Error()}
+	} else if !st.IsDir() {
+		return usageError{"--out: " + filepath.Dir(*out) + " is not a directory"}
+	}
+	// Mode 0600 also when the file exists already with a wider one.
+	return writePrivateJWK(*out, k)
 }
 
 func keyPublic(args []string, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ type command struct {
 }
 
 var commands = []command{
+	{"dev", "[--wit-addr 127.0.0.1:0] [--tts-addr 127.0.0.1:0] (a development WIT issuer and TTS on loopback until Ctrl-C; prints the next commands)", devRun},
 	{"key generate", "--alg ES256|EdDSA|Ed25519 [--out FILE]", keyGenerate},
 	{"key public", "[--in FILE]", keyPublic},
 	{"wit issue", "--issuer-key FILE --iss URI --sub ID --cnf-key FILE [--ttl 1h]", witIssue},
@@ -178,6 +180,16 @@ func required(vals map[string]string) error {
 		if v == "" {
 			return usageError{"--" + name + " is required"}
 		}
+	}
+	return nil
+}
+
+// baseURL checks that the value of --name is an absolute http(s) URL with a host, before
+// anything is asked of the server it names: a mistake in it is a usage error.
+func baseURL(name, v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageError{fmt.Sprintf("--%s: %q is not an absolute http(s) URL", name, errcode.Cut(v))}
 	}
 	return nil
 }

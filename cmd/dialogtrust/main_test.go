@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,6 +152,22 @@ func TestConformanceCommand(t *testing.T) {
 	}
 }
 
+// conformance says on stderr which vector file it runs, and stdout stays the report.
+func TestConformanceProgress(t *testing.T) {
+	out, errOut, code := dt(t, "", "conformance")
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if code != 0 || len(lines) < 2 || !strings.HasPrefix(lines[0], "conformance: [1/") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	n := len(lines)
+	if last := lines[n-1]; !strings.HasPrefix(last, fmt.Sprintf("conformance: [%d/%d] ", n, n)) {
+		t.Fatalf("last progress line %q of %d", last, n)
+	}
+	if strings.Contains(out, "conformance: [") {
+		t.Fatal("progress on stdout")
+	}
+}
+
 func TestDemoCommand(t *testing.T) {
 	out, errOut, code := dt(t, "", "demo")
 	if code != 0 || !strings.HasSuffix(strings.TrimSpace(out), " passed, 0 failed") {
@@ -185,9 +202,16 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"handoff verify", "--trust", e.trust, "--self", "wimse://a.example/w", "--require-full-chain", "@" + missing}, 2, "usage error: argument @" + missing + ": "},
 		{[]string{"handoff digest", "@" + missing}, 2, "usage error: argument @" + missing + ": "},
 		{[]string{"demo", "--local", missing}, 2, "usage error: --local: "},
+		// A server's URL or a method that cannot be right is refused before anything
+		// is asked of the network (nothing listens on port 1).
+		{[]string{"wit request", "--issuer", "not-a-url", "--workload", "wimse://dev.local/a"}, 2, `usage error: --issuer: "not-a-url" is not an absolute http(s) URL`},
+		{[]string{"txn request", "--tts", "ftp://127.0.0.1:1", "--wit", e.wit, "--key", e.workload, "--self-signed", "a", "--scope", "s", "--audience", "d"}, 2, "usage error: --tts: "},
+		{[]string{"txn request", "--tts", "http://127.0.0.1:1", "--wit", e.wit, "--key", e.workload, "--self-signed", "a", "--scope", "s", "--audience", "d", "--proof", "bogus"}, 2, `usage error: --proof: "bogus" is not a proof method`},
 		// A failure with a code keeps it.
 		{[]string{"wit verify", "--trust", missing, e.wit}, 1, "error: keys_unavailable\n"},
 		{[]string{"key generate", "--alg", "RS1"}, 1, "error: unsupported_alg\n"},
+		// Known before the issuer is asked (nothing listens on port 1).
+		{[]string{"wit request", "--issuer", "http://127.0.0.1:1", "--workload", "wimse://dev.local/a", "--alg", "RS1", "--key-out", filepath.Join(e.dir, "x.jwk")}, 1, "error: unsupported_alg\n"},
 	} {
 		_, errOut, code := dt(t, "", c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "unmapped") {
@@ -202,5 +226,26 @@ func TestReportUncoded(t *testing.T) {
 	code := report(errors.New("disk full"), command{name: "key generate"}, nil, &errb)
 	if code != 1 || errb.String() != "dialogtrust key generate: disk full\n" {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// key generate --out writes the private key with mode 0600, also over a file that had a
+// wider mode, and nowhere else.
+func TestKeyGenerateOutMode(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "k.jwk")
+	if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "", "key generate", "--alg", "ES256", "--out", out)
+	st, err := os.Stat(out)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("%v %v", st.Mode(), err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("files left: %v", ents)
+	}
+	if b, _ := os.ReadFile(out); !strings.Contains(string(b), `"d"`) {
+		t.Fatalf("not a private JWK: %s", b)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	dialogctx "github.com/dialogtrust/dialogtrust/dialog"
 	"io"
 	"net/http"
@@ -46,6 +47,17 @@ func txnRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	}
 	if (*subject == "") == (*selfSigned == "") {
 		return usageError{"give exactly one of --subject-token and --self-signed"}
+	}
+	if err := baseURL("tts", *ttsURL); err != nil {
+		return err
+	}
+	// An empty --proof is the flag's default, a WPT.
+	pm := proof.WPT
+	if *proofArg != "" {
+		var err error
+		if pm, err = proof.Parse(*proofArg); err != nil {
+			return usageError{fmt.Sprintf("--proof: %q is not a proof method (wpt or httpsig)", errcode.Cut(*proofArg))}
+		}
 	}
 	if fs.NArg() > 0 {
 		return usageError{"unexpected argument " + fs.Arg(0)}
@@ -92,13 +104,6 @@ func txnRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 			return usageError{"--subject-token-type is required with --subject-token"}
 		}
 		r.SubjectTokenType = tokenTypeURN(*subjectType)
-	}
-	// An empty --proof is the flag's default, a WPT.
-	pm := proof.WPT
-	if *proofArg != "" {
-		if pm, err = proof.Parse(*proofArg); err != nil {
-			return err
-		}
 	}
 	c := &txntoken.Client{TokenEndpoint: md.TokenEndpoint, HTTPClient: hc, WIT: witRaw, Key: key, Proof: pm}
 	resp, err := c.Request(ctx, r)

@@ -48,6 +48,9 @@ func witRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err := required(map[string]string{"issuer": *issuer}); err != nil {
 		return err
 	}
+	if err := baseURL("issuer", *issuer); err != nil {
+		return err
+	}
 	useSVID := *svid != "" || *svidKey != ""
 	useAssertion := *assertionKey != ""
 	switch {
@@ -64,6 +67,12 @@ func witRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	// Where the key goes is settled before the issuer is asked, so that a WIT is not
 	// issued for a key that cannot be kept.
 	keyPath, err := witKeyPath(*keyOut)
+	if err != nil {
+		return err
+	}
+	// The key is made before the issuer is asked too: an algorithm this command cannot
+	// generate is known without a round trip.
+	key, err := keys.Generate(*alg)
 	if err != nil {
 		return err
 	}
@@ -93,10 +102,6 @@ func witRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		cl.Assertion = witissuer.AssertionFunc(ak, cl, id, time.Minute)
 	case !useSVID && cl.Subject == "":
 		cl.Subject = *workload
-	}
-	key, err := keys.Generate(*alg)
-	if err != nil {
-		return err
 	}
 	res, err := cl.Request(ctx, key)
 	if err != nil {

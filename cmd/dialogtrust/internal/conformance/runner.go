@@ -75,7 +75,11 @@ func Run(dir string) ([]Result, error) {
 // RunFS reads manifest.json at the root of fsys and runs every listed vector. It fails as
 // a whole when the manifest is not v6, names an unknown suite, or a suite directory holds
 // an unlisted file.
-func RunFS(fsys fs.FS) ([]Result, error) {
+func RunFS(fsys fs.FS) ([]Result, error) { return RunFSProgress(fsys, nil) }
+
+// RunFSProgress is RunFS; progress, when set, hears each vector file as it is run
+// (done counts the files run before it, of total).
+func RunFSProgress(fsys fs.FS, progress func(done, total int, file string)) ([]Result, error) {
 	b, err := fs.ReadFile(fsys, "manifest.json")
 	if err != nil {
 		return nil, err
@@ -105,7 +109,10 @@ func RunFS(fsys fs.FS) ([]Result, error) {
 		}
 	}
 	var out []Result
-	for _, v := range m.Vectors {
+	for i, v := range m.Vectors {
+		if progress != nil {
+			progress(i, len(m.Vectors), v.Path)
+		}
 		raw, err := fs.ReadFile(fsys, path.Clean(v.Path))
 		if err != nil {
 			return nil, err

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net"
 	"runtime"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,6 +40,22 @@ type Config struct {
 	// Begin and End, when set, are called as the measured time begins and ends (for
 	// example to read the server's CPU counter).
 	Begin, End func()
+	// Progress, when set, hears how the run is going: once as the warmup begins (if
+	// there is one), then about every ProgressEvery (default one second) of the
+	// measured time. The command line prints it on stderr, so that a long run is seen
+	// to be running.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
+}
+
+// Progress is a run so far.
+type Progress struct {
+	// Warmup is true before the measured time; Elapsed and the counts are then zero.
+	Warmup bool
+	// Elapsed of the measured Duration.
+	Elapsed, Duration time.Duration
+	// Requests answered in the measured time so far, and of them Failed.
+	Requests, Failed int64
 }
 
 // Op is one request made by worker w. It returns nil on success; an error's code (an
@@ -110,6 +128,9 @@ type run struct {
 	wg       sync.WaitGroup
 	budget   int64 // samples not yet granted to a worker, out of MaxSamples
 	budgetMu sync.Mutex
+	// answered and failed count the measured requests for Progress while the workers
+	// run (their own counts are read only after they stop).
+	answered, failed atomic.Int64
 }
 
 // Run runs op with cfg.Concurrency workers for cfg.Warmup plus cfg.Duration (or until
@@ -135,6 +156,9 @@ func Run(ctx context.Context, cfg Config, op Op) (*Result, error) {
 		go r.work(i, r.ws[i])
 	}
 	if cfg.Warmup > 0 {
+		if cfg.Progress != nil {
+			cfg.Progress(Progress{Warmup: true, Duration: cfg.Duration})
+		}
 		select {
 		case <-time.After(cfg.Warmup):
 		case <-ctx.Done():
@@ -199,9 +223,11 @@ func (r *run) work(w int, st *worker) {
 			}
 			st.failed++
 			st.errs[codeOf(err)]++
+			r.failed.Add(1)
 		} else {
 			st.ok++
 		}
+		r.answered.Add(1)
 		st.keep(d, r.take)
 	}
 }
@@ -260,6 +286,16 @@ func (r *run) measure() (elapsed, cpu time.Duration) {
 		tick = t.C
 		cfg.Sample()
 	}
+	var progress <-chan time.Time
+	if cfg.Progress != nil {
+		every := cfg.ProgressEvery
+		if every <= 0 {
+			every = time.Second
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		progress = t.C
+	}
 loop:
 	for {
 		select {
@@ -269,6 +305,8 @@ loop:
 			break loop
 		case <-tick:
 			cfg.Sample()
+		case <-progress:
+			cfg.Progress(Progress{Elapsed: time.Since(t0), Duration: cfg.Duration, Requests: r.answered.Load(), Failed: r.failed.Load()})
 		}
 	}
 	elapsed = time.Since(t0)
@@ -361,17 +399,25 @@ func Quantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[i]
 }
 
-// codeOf names an error for the error counts: its errcode code, "timeout" for a run
-// deadline, else "unmapped".
+// codeOf names an error for the error counts: its errcode code; "timeout" for a run
+// deadline; "request_timeout" for a request's own; "connection_failed" when the request did not get through (refused, reset:
+// a network error without a code); else "uncoded_error". The internal "unmapped" is
+// never shown.
 func codeOf(err error) string {
 	var ce *errcode.Error
-	if errors.As(err, &ce) {
+	if errors.As(err, &ce) && ce.Code != errcode.Unmapped {
 		return string(ce.Code)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "timeout"
 	}
-	return string(errcode.Unmapped)
+	if ne, ok := errors.AsType[net.Error](err); ok {
+		if ne.Timeout() {
+			return "request_timeout"
+		}
+		return "connection_failed"
+	}
+	return "uncoded_error"
 }
 
 // processCPU is the user plus system CPU time of this process so far.

@@ -2,7 +2,11 @@ package loadtest
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -98,5 +102,62 @@ func TestMachineAndRSS(t *testing.T) {
 	}
 	if rss <= 0 || hwm < rss {
 		t.Fatalf("rss %d hwm %d", rss, hwm)
+	}
+}
+
+// Progress: once for the warmup, then every ProgressEvery of the measured time, with
+// counts that only grow and never exceed the result's.
+func TestRunProgress(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		calls []Progress
+	)
+	var n atomic.Int64
+	cfg := Config{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: 20 * time.Millisecond, ProgressEvery: 50 * time.Millisecond,
+		Progress: func(p Progress) {
+			mu.Lock()
+			calls = append(calls, p)
+			mu.Unlock()
+		}}
+	res, err := Run(context.Background(), cfg, func(context.Context, int) error {
+		time.Sleep(100 * time.Microsecond)
+		if n.Add(1)%5 == 0 {
+			return errcode.New(errcode.Replayed, "x")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) < 3 || !calls[0].Warmup || calls[0].Duration != cfg.Duration {
+		t.Fatalf("progress calls %+v", calls)
+	}
+	var last Progress
+	for _, p := range calls[1:] {
+		if p.Warmup || p.Elapsed <= last.Elapsed || p.Requests < last.Requests || p.Failed < last.Failed || p.Requests > res.Requests+int64(cfg.Concurrency) {
+			t.Fatalf("progress %+v after %+v (result %d requests)", p, last, res.Requests)
+		}
+		last = p
+	}
+	if last.Requests == 0 || last.Failed == 0 {
+		t.Fatalf("last progress counted nothing: %+v", last)
+	}
+}
+
+// The error counts name every error by a code a user can read: never "unmapped".
+func TestCodeOf(t *testing.T) {
+	_, dialErr := net.Dial("tcp", "127.0.0.1:1")
+	for err, want := range map[error]string{
+		errcode.New(errcode.Replayed, "x"):            "replayed",
+		fmt.Errorf("w: %w", context.DeadlineExceeded): "timeout",
+		dialErr:                 "connection_failed",
+		errors.New("something"): "uncoded_error",
+		errcode.Unavailable(errcode.Unmapped, nil, "x"): "uncoded_error",
+	} {
+		if got := codeOf(err); got != want {
+			t.Errorf("%v: %q, want %q", err, got, want)
+		}
 	}
 }

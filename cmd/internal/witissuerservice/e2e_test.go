@@ -1,4 +1,4 @@
-package main
+package witissuerservice
 
 import (
 	"bytes"
@@ -41,10 +41,10 @@ func dialogtrust(t *testing.T, bin string, args ...string) (string, string, int)
 	return out.String(), errb.String(), code
 }
 
-// start runs a wit-issuer in this process through program.Run, as main runs it.
+// start runs a wit-issuer in this process through Program.Run, as main runs it.
 func start(t *testing.T, args []string, env []string) *servicetest.Process {
 	t.Helper()
-	return servicetest.Start(t, "wit-issuer", 30*time.Second, program.Run, args, env)
+	return servicetest.Start(t, "wit-issuer", 30*time.Second, Program.Run, args, env)
 }
 
 // Acceptance: the embedded default (no configuration; here only the port is chosen so
@@ -100,11 +100,11 @@ func TestAcceptanceDefaultIssuerWithCLI(t *testing.T) {
 
 // Development mode never binds to a non-loopback address by accident.
 func TestDevModeLoopbackOnly(t *testing.T) {
-	err := program.Run(context.Background(), []string{"--listen", "0.0.0.0:0"}, nil, io.Discard, io.Discard, nil)
+	err := Program.Run(context.Background(), []string{"--listen", "0.0.0.0:0"}, nil, io.Discard, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Fatalf("got %v", err)
 	}
-	err = program.Run(context.Background(), []string{"--listen", "127.0.0.1:0"}, []string{"DIALOGTRUST_WIT_ISSUER_STORE=disk"}, io.Discard, io.Discard, nil)
+	err = Program.Run(context.Background(), []string{"--listen", "127.0.0.1:0"}, []string{"DIALOGTRUST_WIT_ISSUER_STORE=disk"}, io.Discard, io.Discard, nil)
 	if err == nil {
 		t.Fatal("unknown store accepted")
 	}

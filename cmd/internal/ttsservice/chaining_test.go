@@ -1,4 +1,4 @@
-package main
+package ttsservice
 
 import (
 	"context"
@@ -243,14 +243,14 @@ policy:
 		{"chaining:\n  peers: [{issuer: https://b, jwks: x}]\n  as_a: {peers: [{issuer: https://b}]}\n", "unknown field"},
 	} {
 		f := writeConfig(t, base+tc.chaining)
-		err := program.Run(context.Background(), []string{"--config", f, "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
+		err := Program.Run(context.Background(), []string{"--config", f, "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: got %v, want %q", tc.chaining, err, tc.want)
 		}
 	}
 	ok := base + "chaining:\n  peers: [{issuer: https://a, jwks_file: /x}, {issuer: https://c}]\n  as_a: {peers: [{issuer: https://c}]}\n  as_b: {peers: [{issuer: https://a, scopes: [x]}]}\n"
 	out := &testkit.SyncBuffer{}
-	if err := program.Run(context.Background(), []string{"--config", writeConfig(t, ok), "--check-config"}, nil, out, &testkit.SyncBuffer{}, nil); err != nil {
+	if err := Program.Run(context.Background(), []string{"--config", writeConfig(t, ok), "--check-config"}, nil, out, &testkit.SyncBuffer{}, nil); err != nil {
 		t.Fatal(err)
 	}
 }

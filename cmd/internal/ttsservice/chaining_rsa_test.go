@@ -1,4 +1,4 @@
-package main
+package ttsservice
 
 import (
 	"context"
@@ -51,7 +51,7 @@ policy:
 			"  as_b: {peers: [{issuer: https://idp.example, scopes: [x]" + asbPart + "}]}\n"
 	}
 	check := func(yaml string) error {
-		return program.Run(context.Background(), []string{"--config", writeConfig(t, yaml), "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
+		return Program.Run(context.Background(), []string{"--config", writeConfig(t, yaml), "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
 	}
 	for _, tc := range []struct{ rsaPart, asbPart, want string }{
 		{"", ", allow_untyped: true", "allow_untyped needs audiences"},

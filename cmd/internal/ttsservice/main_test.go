@@ -1,4 +1,4 @@
-package main
+package ttsservice
 
 import (
 	"bytes"
@@ -19,11 +19,11 @@ import (
 	"github.com/dialogtrust/dialogtrust/tts"
 )
 
-// start runs a tts in this process through program.Run, as main runs it; it must stop
+// start runs a tts in this process through Program.Run, as main runs it; it must stop
 // without an error.
 func start(t *testing.T, args, env []string) *servicetest.Process {
 	t.Helper()
-	p := servicetest.Start(t, "tts", 10*time.Second, program.Run, args, env)
+	p := servicetest.Start(t, "tts", 10*time.Second, Program.Run, args, env)
 	t.Cleanup(func() {
 		if err := p.Stop(); err != nil {
 			t.Errorf("run: %v", err)

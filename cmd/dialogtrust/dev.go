@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/cmd/internal/ttsservice"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/witissuerservice"
+	"github.com/dialogtrust/dialogtrust/internal/service"
+	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/witissuer"
+)
+
+// devReadyTimeout bounds the wait for both services' /readyz; they are ready in well
+// under a second, so reaching it means something is wrong.
+const devReadyTimeout = 30 * time.Second
+
+// devTrustDomain is the trust domain of the embedded development configurations.
+const devTrustDomain = "dev.local"
+
+// devRun: dialogtrust dev. One process runs a development trust domain on loopback:
+// the WIT issuer and the TTS, each built by its command's own program (cmd/internal/witissuerservice,
+// cmd/internal/ttsservice) and run by the one service runner (internal/service), with
+// their embedded development configurations, in-memory state and generated keys. It
+// prints the URLs and the next commands once both answer /readyz, and stops both
+// gracefully on SIGINT or SIGTERM, removing the directory it made for the files of
+// those commands.
+func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("dev", stderr)
+	witAddr := fs.String("wit-addr", "127.0.0.1:0", "loopback host:port of the WIT issuer (port 0: a free one)")
+	ttsAddr := fs.String("tts-addr", "127.0.0.1:0", "loopback host:port of the TTS (port 0: a free one)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageError{"unexpected argument " + fs.Arg(0)}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Under `go run` the parent is the go command: if it is killed without a signal
+	// reaching this process, the services must not outlive it.
+	go stopWhenOrphaned(ctx, cancel, os.Getppid(), os.Getppid, service.Ticker(ctx, time.Second))
+	return runDev(ctx, devOptions{witAddr: *witAddr, ttsAddr: *ttsAddr, command: devCommand(), started: time.Now()}, stdout, stderr)
+}
+
+type devOptions struct {
+	witAddr, ttsAddr string
+	// command starts the printed commands: this executable, or `go run ./cmd/dialogtrust`.
+	command string
+	// started is when the process started, for the "ready in" line.
+	started time.Time
+	// cacheDir is the per-user cache directory ("" is os.UserCacheDir); tests set it.
+	cacheDir string
+	// ready, if set, hears the directory of the run once the commands are printed.
+	ready func(dir string)
+}
+
+// runDev is dev until ctx ends; tests call it.
+func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
+	for _, a := range []struct{ flag, addr string }{{"--wit-addr", o.witAddr}, {"--tts-addr", o.ttsAddr}} {
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			return usageError{a.flag + ": " + err.Error()}
+		}
+		// Both services authenticate nobody: they are not to be reachable from elsewhere.
+		if !service.IsLoopback(a.addr) {
+			return usageError{a.flag + ": " + a.addr + " is not a loopback IP address (the development services authenticate nobody)"}
+		}
+	}
+	witAddr, ttsAddr, err := freePorts(o.witAddr, o.ttsAddr)
+	if err != nil {
+		return err
+	}
+	dir, removeDir, err := devDir(o.cacheDir)
+	if err != nil {
+		return err
+	}
+	witURL, ttsURL := "http://"+witAddr, "http://"+ttsAddr
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan devResult, 2)
+	// The services' own lines (the start log, the DEVELOPMENT banners, "listening on")
+	// go to stderr: stdout is what this command prints.
+	wp := witissuerservice.Program
+	go func() {
+		done <- devResult{"--wit-addr", service.Run(ctx, wp, []string{"-listen", witAddr}, nil, stderr, stderr, nil)}
+	}()
+	tp := ttsservice.Program
+	ttsEnv := []string{ttsservice.EnvPrefix + "WIT_JWKS_URL=" + witURL + witissuer.PathJWKS}
+	go func() {
+		done <- devResult{"--tts-addr", service.Run(ctx, tp, []string{"-listen", ttsAddr}, ttsEnv, stderr, stderr, nil)}
+	}()
+	running := 2
+	// stopAll stops both services, then removes the run's directory, and returns the
+	// first error; a listen error names the flag of the address. Every return after
+	// the directory is made goes through it.
+	stopAll := func(first error) error {
+		cancel()
+		for ; running > 0; running-- {
+			if r := <-done; r.err != nil && first == nil {
+				first = flagError(r)
+			}
+		}
+		if err := removeDir(); err != nil {
+			fmt.Fprintf(stderr, "dialogtrust dev: stopped; could not remove %s: %v\n", dir, err)
+			if first == nil {
+				first = err
+			}
+			return first
+		}
+		fmt.Fprintf(stderr, "dialogtrust dev: stopped; removed %s\n", dir)
+		return first
+	}
+
+	readyCtx, readyCancel := context.WithTimeout(ctx, devReadyTimeout)
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- waitReady(readyCtx, witURL+service.PathReadyz, ttsURL+service.PathReadyz) }()
+	select {
+	case r := <-done:
+		readyCancel()
+		running--
+		if r.err == nil {
+			r.err = errors.New("a service stopped before it was ready")
+		}
+		return stopAll(flagError(r))
+	case err := <-waitErr:
+		readyCancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return stopAll(nil)
+			}
+			return stopAll(fmt.Errorf("the services were not ready within %s: %w", devReadyTimeout, err))
+		}
+	}
+	printDev(stdout, o.command, witURL, ttsURL, dir, time.Since(o.started))
+	if o.ready != nil {
+		o.ready(dir)
+	}
+	select {
+	case <-ctx.Done():
+		return stopAll(nil)
+	case r := <-done:
+		running--
+		if r.err == nil {
+			r.err = errors.New("a service stopped")
+		}
+		return stopAll(flagError(r))
+	}
+}
+
+// devResult is how one service's run ended; flag names its address.
+type devResult struct {
+	flag string
+	err  error
+}
+
+// flagError is r's error, as a usage error naming the flag when the address could not
+// be listened on (taken, or not this machine's).
+func flagError(r devResult) error {
+	if oe, ok := errors.AsType[*net.OpError](r.err); ok && oe.Op == "listen" {
+		return usageError{r.flag + ": " + r.err.Error()}
+	}
+	return r.err
+}
+
+// freePorts replaces a port 0 in each address by a free port, chosen while the other
+// is held so that the two differ.
+func freePorts(addrs ...string) (string, string, error) {
+	out := slices.Clone(addrs)
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			_ = l.Close()
+		}
+	}()
+	for i, a := range addrs {
+		if _, port, _ := net.SplitHostPort(a); port != "0" {
+			continue
+		}
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			return "", "", usageError{[]string{"--wit-addr", "--tts-addr"}[i] + ": " + err.Error()}
+		}
+		held = append(held, l)
+		out[i] = l.Addr().String()
+	}
+	return out[0], out[1], nil
+}
+
+// devDir makes a fresh directory for this run under <user cache dir>/dialogtrust/dev
+// (mode 0700) and returns it with the function that removes it, and the parents it
+// made when they are empty again: nothing of the run stays behind.
+func devDir(cacheDir string) (string, func() error, error) {
+	if cacheDir == "" {
+		var err error
+		if cacheDir, err = os.UserCacheDir(); err != nil {
+			return "", nil, fmt.Errorf("no per-user cache directory for the development files: %w", err)
+		}
+	}
+	parent := filepath.Join(cacheDir, "dialogtrust")
+	base := filepath.Join(parent, "dev")
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp(base, "run-")
+	if err != nil {
+		return "", nil, err
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", nil, err
+	}
+	return dir, func() error {
+		err := os.RemoveAll(dir)
+		// Left when another run still uses them: Remove refuses a directory that is
+		// not empty.
+		_ = os.Remove(base)
+		_ = os.Remove(parent)
+		return err
+	}, nil
+}
+
+// waitReady polls each URL until it answers 200.
+func waitReady(ctx context.Context, urls ...string) error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for _, u := range urls {
+		for {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := hc.Do(req)
+			if err == nil {
+				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+				err = fmt.Errorf("%s: %s", u, resp.Status)
+			}
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// Names used by the printed commands.
+const (
+	devWorkload = "wimse://" + devTrustDomain + "/agent/a1"
+	devDialog   = "D1"
+	devScope    = "trip.read"
+	devSubject  = "alice@" + devTrustDomain
+)
+
+// printDev prints the URLs and the next commands; every file they write is in dir.
+func printDev(w io.Writer, command, witURL, ttsURL, dir string, took time.Duration) {
+	key, witFile, txnFile := shellQuote(filepath.Join(dir, "a1.jwk")), shellQuote(filepath.Join(dir, "a1.wit")), shellQuote(filepath.Join(dir, "a1.txn"))
+	lines := []string{
+		"dialogtrust dev: a DEVELOPMENT trust domain (" + devTrustDomain + ") on loopback. It authenticates NOBODY: never use it for anything real.",
+		"",
+		"  WIT issuer  " + witURL + "  (JWKS " + witURL + witissuer.PathJWKS + ")",
+		"  TTS         " + ttsURL + "  (token endpoint " + ttsURL + tts.PathToken + ")",
+		"  files       " + dir + "  (removed on exit)",
+		"",
+		fmt.Sprintf("Ready in %.1fs. Next, in another terminal, from this directory:", took.Seconds()),
+		"",
+		"  # 1. a WIT for the workload " + devWorkload + " (its private key in the file of --key-out)",
+		"  " + command + " wit request --issuer " + witURL + " --workload " + devWorkload + " --key-out " + key + " > " + witFile,
+		"  # 2. verify the WIT against the issuer's JWKS",
+		"  " + command + " wit verify --trust " + witURL + witissuer.PathJWKS + " @" + witFile,
+		"  # 3. a Txn-Token for dialog " + devDialog + ", for the subject " + devSubject,
+		"  " + command + " txn request --tts " + ttsURL + " --wit @" + witFile + " --key " + key + " --self-signed " + devSubject +
+			" --scope " + devScope + " --audience " + devTrustDomain + " --dialog " + devDialog + " > " + txnFile,
+		"  # 4. verify the Txn-Token as a receiver in " + devTrustDomain + " does, and that it is for dialog " + devDialog,
+		"  " + command + " txn verify --jwks " + ttsURL + tts.PathJWKS + " --audience " + devTrustDomain + " --dialog " + devDialog + " @" + txnFile,
+		"",
+		"Ctrl-C stops both services and removes " + dir + ".",
+	}
+	fmt.Fprintln(w, strings.Join(lines, "\n"))
+}
+
+// goRunExecutable matches an executable that `go run` built: in a go-build temporary
+// directory, or in the build cache (<GOCACHE>/xx/<hash>-d/).
+var goRunExecutable = regexp.MustCompile(`(^|/)go-build[0-9]+/|/[0-9a-f]{2}/[0-9a-f]{64}-d/[^/]+$`)
+
+// devCommand is how the printed commands start: this executable when it is an
+// installed or built one; under `go run`, whose executable is temporary, `go run
+// ./cmd/dialogtrust` (from the repository's root) or the package path.
+func devCommand() string {
+	exe, err := os.Executable()
+	if err == nil && !goRunExecutable.MatchString(filepath.ToSlash(exe)) {
+		return shellQuote(exe)
+	}
+	if _, err := os.Stat(filepath.Join("cmd", "dialogtrust", "main.go")); err == nil {
+		return "go run ./cmd/dialogtrust"
+	}
+	return "go run github.com/dialogtrust/dialogtrust/cmd/dialogtrust"
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but safe characters.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@=,%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// stopWhenOrphaned calls stop when getppid is no longer ppid (the parent died and this
+// process was adopted), checking on every tick until ctx ends.
+func stopWhenOrphaned(ctx context.Context, stop func(), ppid int, getppid func() int, tick <-chan time.Time) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+			if getppid() != ppid {
+				stop()
+				return
+			}
+		}
+	}
+}

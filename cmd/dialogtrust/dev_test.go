@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
+)
+
+// devCommands are the printed next commands of dev's output: the lines between "from
+// this directory:" and "Ctrl-C", without comments.
+func devCommands(out string) []string {
+	var cmds []string
+	in := false
+	for _, l := range strings.Split(out, "\n") {
+		switch t := strings.TrimSpace(l); {
+		case strings.HasSuffix(t, "from this directory:"):
+			in = true
+		case strings.HasPrefix(t, "Ctrl-C"):
+			return cmds
+		case in && t != "" && !strings.HasPrefix(t, "#"):
+			cmds = append(cmds, t)
+		}
+	}
+	return nil
+}
+
+// startDev runs dev in the process until the test ends; it returns its output once the
+// commands are printed, the run's directory and the function that stops it and
+// returns its error.
+func startDev(t *testing.T, cacheDir string) (out *testkit.SyncBuffer, dir string, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out = &testkit.SyncBuffer{}
+	readyc := make(chan string, 1)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- runDev(ctx, devOptions{witAddr: "127.0.0.1:0", ttsAddr: "127.0.0.1:0", command: "dialogtrust",
+			started: time.Now(), cacheDir: cacheDir, ready: func(d string) { readyc <- d }}, out, &testkit.SyncBuffer{})
+	}()
+	var stopped bool
+	var stopErr error
+	stop = func() error {
+		if !stopped {
+			cancel()
+			stopErr, stopped = <-errc, true
+		}
+		return stopErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	select {
+	case dir = <-readyc:
+	case err := <-errc:
+		stopped, stopErr = true, err
+		t.Fatalf("dev stopped: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("dev not ready in 30s")
+	}
+	return out, dir, stop
+}
+
+// TestDev: dev serves a WIT issuer and a TTS that answer /readyz; its printed commands
+// run as printed (here in the process) and get and verify a WIT and a Txn-Token for
+// the dialog, writing only into the run's directory; when dev stops, that directory is
+// gone and so are the listeners.
+func TestDev(t *testing.T) {
+	cache := t.TempDir()
+	out, dir, stop := startDev(t, cache)
+	if !strings.HasPrefix(dir, filepath.Join(cache, "dialogtrust", "dev")+string(filepath.Separator)) {
+		t.Fatalf("run directory %s is not under the per-user cache directory", dir)
+	}
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("run directory: %v %v", st, err)
+	}
+	text := out.String()
+	for _, want := range []string{"DEVELOPMENT", "authenticates NOBODY", "Ready in ", "removed on exit", "Ctrl-C stops both services and removes " + dir} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	var urls []string
+	for _, f := range strings.Fields(text) {
+		if strings.HasPrefix(f, "http://127.0.0.1:") && !strings.Contains(strings.TrimPrefix(f, "http://"), "/") {
+			urls = append(urls, f)
+		}
+	}
+	if len(urls) < 2 {
+		t.Fatalf("no service URLs in:\n%s", text)
+	}
+	for _, u := range urls[:2] {
+		resp, err := http.Get(u + "/readyz")
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s/readyz: %v %v", u, resp, err)
+		}
+		resp.Body.Close()
+	}
+
+	cmds := devCommands(text)
+	if len(cmds) != 4 {
+		t.Fatalf("want 4 commands, got %q", cmds)
+	}
+	t.Chdir(t.TempDir()) // nothing may be written into the working directory
+	var outputs []string
+	for _, c := range cmds {
+		// "dialogtrust ARGS [> FILE]", run in the process.
+		line, redirect, _ := strings.Cut(c, " > ")
+		words := strings.Fields(line)
+		if words[0] != "dialogtrust" {
+			t.Fatalf("command %q", c)
+		}
+		o, e, code := dt(t, "", words[1:]...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c, code, e)
+		}
+		if redirect != "" {
+			if !strings.HasPrefix(redirect, dir+string(filepath.Separator)) {
+				t.Fatalf("%s writes outside %s", c, dir)
+			}
+			if err := os.WriteFile(redirect, []byte(o), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, w := range words {
+			if strings.HasPrefix(w, "/") && !strings.HasPrefix(strings.TrimPrefix(w, "@"), dir) && w != "/" {
+				t.Errorf("%s names a file outside %s: %s", c, dir, w)
+			}
+		}
+		outputs = append(outputs, o)
+	}
+	if ents, _ := os.ReadDir("."); len(ents) != 0 {
+		t.Fatalf("the commands wrote into the working directory: %v", ents)
+	}
+	var witClaims, txnClaims map[string]any
+	if err := json.Unmarshal([]byte(outputs[1]), &witClaims); err != nil || witClaims["sub"] != devWorkload {
+		t.Fatalf("wit verify printed %q: %v", outputs[1], err)
+	}
+	if err := json.Unmarshal([]byte(outputs[3]), &txnClaims); err != nil || txnClaims["req_wl"] != devWorkload ||
+		txnClaims["tctx"].(map[string]any)["dlg"] != devDialog {
+		t.Fatalf("txn verify printed %q: %v", outputs[3], err)
+	}
+	for _, f := range []string{"a1.jwk", "a1.wit", "a1.txn"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+
+	if err := stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "dialogtrust")); !os.IsNotExist(err) {
+		t.Fatalf("left behind under the cache directory: %v", err)
+	}
+	for _, u := range urls[:2] {
+		if c, err := net.DialTimeout("tcp", strings.TrimPrefix(u, "http://"), time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s still accepts connections", u)
+		}
+	}
+}
+
+// TestDevUsageErrors: an address that is not loopback, malformed, or taken is a usage
+// error naming its flag, and nothing is left behind.
+func TestDevUsageErrors(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dev", "--wit-addr", "0.0.0.0:8080"}, "usage error: --wit-addr: 0.0.0.0:8080 is not a loopback"},
+		{[]string{"dev", "--tts-addr", "localhost"}, "usage error: --tts-addr: "},
+		{[]string{"dev", "--tts-addr", busy.Addr().String()}, "usage error: --tts-addr: listen tcp " + busy.Addr().String()},
+		{[]string{"dev", "extra"}, "usage error: unexpected argument extra"},
+	} {
+		_, errOut, code := dt(t, "", c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, code, errOut, c.want)
+		}
+	}
+	if ents, _ := os.ReadDir(cache); len(ents) != 0 {
+		t.Fatalf("left behind: %v", ents)
+	}
+}
+
+func TestDevCommandAndQuote(t *testing.T) {
+	for exe, goRun := range map[string]bool{
+		"/tmp/go-build123/b001/exe/dialogtrust": true,
+		"/root/.cache/go-build/78/78aab750b71f83dc78f89f01098fd183d243933622bc68f93c2cf4154528baec-d/dialogtrust": true,
+		"/usr/local/bin/dialogtrust":      false,
+		"/home/u/go/bin/dialogtrust":      false,
+		"/home/u/go-builds/x/dialogtrust": false,
+	} {
+		if goRunExecutable.MatchString(exe) != goRun {
+			t.Errorf("%s: go run %v", exe, !goRun)
+		}
+	}
+	for in, want := range map[string]string{
+		"/a/b-c_d.jwk": "/a/b-c_d.jwk",
+		"/a b/c":       "'/a b/c'",
+		"/it's":        `'/it'\''s'`,
+		"":             "''",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// stopWhenOrphaned stops dev once its parent is no longer the one it started with (the
+// go command of `go run`, killed), and not while it is.
+func TestStopWhenOrphaned(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tick := make(chan time.Time)
+	var parent atomic.Int64
+	parent.Store(100)
+	stopped := make(chan struct{})
+	go stopWhenOrphaned(ctx, func() { close(stopped) }, 100, func() int { return int(parent.Load()) }, tick)
+	for range 3 {
+		tick <- time.Time{} // received: the loop is waiting again, not stopped
+	}
+	select {
+	case <-stopped:
+		t.Fatal("stopped with its parent alive")
+	default:
+	}
+	parent.Store(1)
+	tick <- time.Time{}
+	<-stopped
+}
