@@ -68,7 +68,7 @@ type EgressConfig struct {
 	// transport (tests put a tampering hop here).
 	Base http.RoundTripper
 	// Now is the clock of the Txn-Token cache (default time.Now).
-	Now func() time.Time
+	Now    func() time.Time
 	Routes []Route
 }
 
