@@ -1,8 +1,8 @@
 // Package service runs the service binaries (cmd/tts, cmd/wit-issuer, and "dialogtrust
 // proxy"): one runner, so that what every service does the same way is written once.
-// A binary describes itself
-// as a Program (its name, its configuration Spec, its checks and its Build) and hands
-// it to Main; Build turns the configuration into a Server with the binary's handler.
+// A binary describes itself as a Program (its name, its configuration Spec, its checks
+// and its Build) and hands it to Main; Build turns the configuration into a Server with
+// the binary's handler.
 //
 // What the runner does, in order:
 //
