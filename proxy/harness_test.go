@@ -146,6 +146,8 @@ type pair struct {
 	recipient      string
 	signedResponse bool
 
+	a1src      wit.Source
+
 	mu         sync.Mutex
 	sent       *http.Request // the last signed request between the proxies
 	sentBody   []byte
@@ -190,6 +192,8 @@ func (p *pair) ingressCode() (errcode.Code, string) {
 type pairOptions struct {
 	stateful bool
 	method   proof.Method
+	// receiver adds options to the ingress's receiver (given the tool's identifier).
+	receiver func(t1 identifier.ID) []dialog.ReceiverOption
 }
 
 func newPair(t *testing.T, o pairOptions) *pair {
@@ -197,6 +201,7 @@ func newPair(t *testing.T, o pairOptions) *pair {
 	p := &pair{d: d, app: startApp(t), ingressReplay: store.NewMemory(), recipient: "https://t1.a.example/", signedResponse: o.method == proof.HTTPSig}
 	var a1src, t1src wit.Source
 	p.a1, a1src = d.workload(t, "/agent/a1")
+	p.a1src = a1src
 	p.t1, t1src = d.workload(t, "/tool/t1")
 
 	wits := wit.NewValidator(d.trust, wit.WithCache(1024, time.Minute))
@@ -214,6 +219,9 @@ func newPair(t *testing.T, o pairOptions) *pair {
 	}
 	if o.stateful {
 		opts = append(opts, dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())))
+	}
+	if o.receiver != nil {
+		opts = append(opts, o.receiver(p.t1)...)
 	}
 	rc, err := dialog.NewReceiver(opts...)
 	mustOK(t, err)
