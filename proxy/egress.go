@@ -191,6 +191,12 @@ func isLoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// normalPath reports whether p is absolute and has no dot segment or empty segment
+// (a trailing slash is allowed).
+func normalPath(p string) bool {
+	return p != "" && p[0] == '/' && (p == "/" || path.Clean(p) == strings.TrimSuffix(p, "/"))
+}
+
 // match finds the route with the longest prefix matching p and the rest of p.
 func (e *Egress) match(p string) (*egressRoute, string) {
 	var best *egressRoute
@@ -228,7 +234,7 @@ func (e *Egress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	p := r.URL.Path
-	if p == "" || p[0] != '/' || path.Clean(p) != strings.TrimSuffix(p, "/") && p != "/" {
+	if !normalPath(p) {
 		return errcode.New(errcode.NoRoute, "the path is not in normal form")
 	}
 	rt, rest := e.match(p)

@@ -70,6 +70,11 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Always first: a copy of a Verified* field from the client must never reach the
 	// application, whether or not the request verifies.
 	removePrefixed(r.Header)
+	if !normalPath(r.URL.Path) {
+		// A dot segment could leave the application's base path once appended to it.
+		problem.Write(w, errcode.New(errcode.InvalidRequest, "the path is not in normal form"))
+		return
+	}
 	body, err := readBounded(r.Body, "request body")
 	if err != nil {
 		problem.Write(w, err)
@@ -140,8 +145,11 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, errcode.Unavailable(errcode.UpstreamUnavailable, err, "the application's response is not usable"))
 		return
 	}
-	// The receiver echoes (and signs) the verified Dialog-Context itself.
-	res.Header.Del(dialog.HeaderName)
+	// The receiver echoes (and signs) the verified Dialog-Context itself, and a
+	// signature of the application's own would make the proxy's ambiguous.
+	for _, f := range []string{dialog.HeaderName, "Signature", "Signature-Input", wit.HeaderName} {
+		res.Header.Del(f)
+	}
 	writeResponse(w, res, resBody)
 }
 

@@ -295,3 +295,17 @@ func TestBodyBound(t *testing.T) {
 		t.Fatalf("ingress: %d %s", res2.StatusCode, b)
 	}
 }
+
+// A path with a dot segment is refused at the ingress before anything else.
+func TestIngressRefusesDotSegments(t *testing.T) {
+	p := newPair(t, pairOptions{})
+	req, _ := http.NewRequest("GET", p.ingress.URL+"/", nil)
+	req.URL.Opaque = "/mcp/../admin"
+	res, err := http.DefaultClient.Do(req)
+	mustOK(t, err)
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if got := codeOf(res.StatusCode, b); got != errcode.InvalidRequest || p.app.hits() != 0 {
+		t.Fatalf("%d %s", res.StatusCode, b)
+	}
+}
