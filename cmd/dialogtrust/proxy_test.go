@@ -131,6 +131,7 @@ func startProxy(t *testing.T, yaml string) map[string]string {
 	select {
 	case <-ready:
 	case err := <-done:
+		done <- nil // for the cleanup, which has nothing left to stop
 		t.Fatalf("proxy: %v\n%s", err, stderr.String())
 	}
 	m := listeningRE.FindStringSubmatch(stdout.String())
@@ -328,5 +329,104 @@ func TestProxyPythonHTTPXToStarlette(t *testing.T) {
 	}
 	if r.RefusedStatus != 404 || r.Refused["code"] != "no_route" {
 		t.Errorf("no route: %d %v", r.RefusedStatus, r.Refused)
+	}
+}
+
+// Two ingress instances for t1 share one Redis (store.type redis, stateful): a signed
+// request captured on its way to one is a replay at the other, and the dialog the first
+// established is known at the second. Needs DIALOGTRUST_TEST_REDIS (fails without it
+// under CI=true).
+func TestProxyIngressSharedRedis(t *testing.T) {
+	addr := strings.TrimSpace(os.Getenv("DIALOGTRUST_TEST_REDIS"))
+	if addr == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("DIALOGTRUST_TEST_REDIS is not set and CI=true: the Redis tests must run")
+		}
+		t.Skip("DIALOGTRUST_TEST_REDIS not set")
+	}
+	witURL, ttsURL := proxyDomain(t)
+	seen := make(chan http.Header, 4)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Clone()
+		io.WriteString(w, "done")
+	}))
+	defer app.Close()
+	prefix := fmt.Sprintf("proxytest:%d:", time.Now().UnixNano())
+	shared := strings.Replace(ingressYAML(witURL, ttsURL, app.URL), "  sign_responses: true\n",
+		"  sign_responses: true\n  stateful: true\n  store: {type: redis, redis: {addrs: [\""+addr+"\"], prefix: \""+prefix+"\"}}\n", 1)
+	in1, in2 := startProxy(t, shared), startProxy(t, shared)
+
+	// A hop between the proxies that keeps the signed request it carried to in1.
+	var captured *http.Request
+	var capturedBody []byte
+	hop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		capturedBody, _ = io.ReadAll(r.Body)
+		out, _ := http.NewRequest(r.Method, in1["ingress"]+r.URL.RequestURI(), strings.NewReader(string(capturedBody)))
+		out.Header = r.Header.Clone()
+		captured = out.Clone(context.Background())
+		res, err := http.DefaultTransport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), 502)
+			return
+		}
+		defer res.Body.Close()
+		for k, v := range res.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(res.StatusCode)
+		io.Copy(w, res.Body)
+	}))
+	defer hop.Close()
+	out := startProxy(t, egressYAML(witURL, ttsURL, hop.URL+"/invoke"))
+
+	req, _ := http.NewRequest("POST", out["egress"]+"/t1", strings.NewReader(`{"task":"book"}`))
+	req.Header.Set(proxy.StartDialogField, "?1")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("%d %s", res.StatusCode, b)
+	}
+	if h := <-seen; h.Get(proxy.VerifiedEstablishedField) != "true" {
+		t.Fatalf("in1 did not establish the dialog: %v", h)
+	}
+	replay, _ := http.NewRequest(captured.Method, in2["ingress"]+captured.URL.RequestURI(), strings.NewReader(string(capturedBody)))
+	replay.Header = captured.Header.Clone()
+	res, err = http.DefaultClient.Do(replay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	var doc struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(b, &doc)
+	if doc.Code != "replayed" || len(seen) != 0 {
+		t.Fatalf("the replay at in2: %d %s", res.StatusCode, b)
+	}
+}
+
+// The configuration example of docs/proxy.md passes -check-config.
+func TestProxyDocExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "proxy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
+	example, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/proxy.md has no yaml example")
+	}
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(file, []byte(example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout strings.Builder
+	if err := service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &stdout, io.Discard, nil); err != nil {
+		t.Fatalf("the documented example: %v", err)
 	}
 }
