@@ -146,7 +146,7 @@ type pair struct {
 	recipient      string
 	signedResponse bool
 
-	a1src      wit.Source
+	a1src wit.Source
 
 	mu         sync.Mutex
 	sent       *http.Request // the last signed request between the proxies
