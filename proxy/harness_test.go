@@ -192,6 +192,9 @@ func (p *pair) ingressCode() (errcode.Code, string) {
 type pairOptions struct {
 	stateful bool
 	method   proof.Method
+	// unsignedOK: the route does not demand a signed response, so an unsigned
+	// refusal of the ingress comes back to the agent as it is.
+	unsignedOK bool
 	// receiver adds options to the ingress's receiver (given the tool's identifier).
 	receiver func(t1 identifier.ID) []dialog.ReceiverOption
 }
@@ -237,7 +240,7 @@ func newPair(t *testing.T, o pairOptions) *pair {
 		Responses: httpsig.NewVerifier(wit.NewValidator(d.trust)),
 		Base:      hop{p},
 		Routes: []proxy.Route{{Prefix: "/t1", Upstream: p.ingress.URL + "/mcp", TxnAudience: td, TxnScope: "trip.book",
-			Proof: o.method, RequireSignedResponse: o.method == proof.HTTPSig, Recipient: p.recipient}},
+			Proof: o.method, RequireSignedResponse: o.method == proof.HTTPSig && !o.unsignedOK, Recipient: p.recipient}},
 	})
 	mustOK(t, err)
 	p.egress = httptest.NewServer(eg)

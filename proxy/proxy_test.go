@@ -309,3 +309,22 @@ func TestIngressRefusesDotSegments(t *testing.T) {
 		t.Fatalf("%d %s", res.StatusCode, b)
 	}
 }
+
+// On a route that does not demand a signed response, the ingress's refusal reaches the
+// agent with its own code.
+func TestPairRefusalReachesAgent(t *testing.T) {
+	p := newPair(t, pairOptions{unsignedOK: true})
+	res, body := p.call(t, "/t1", `{}`, start())
+	if res.StatusCode != 200 {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+	dc, _ := dialog.FromHeader(res.Header)
+	hits := p.app.hits()
+	p.tamper = func(r *http.Request) {
+		r.Header.Set(dialog.HeaderName, strings.Replace(dc.Value(), dc.DLG(), dc.DLG()+"x", 1))
+	}
+	res, body = p.call(t, "/t1", `{}`, http.Header{dialog.HeaderName: {dc.Value()}})
+	if got := codeOf(res.StatusCode, body); got != errcode.InvalidSignature || p.app.hits() != hits {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+}
