@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"io"
@@ -133,6 +134,15 @@ type IngressConfig struct {
 	// SignResponses signs responses to HTTP-signed requests with the workload's WIT.
 	SignResponses bool                `yaml:"sign_responses"`
 	Store         cmdutil.StoreConfig `yaml:"store"`
+	// TLS is the ingress listener's certificate; without it the ingress speaks plain
+	// HTTP (said at the start when it does not listen on loopback).
+	TLS ProxyTLSConfig `yaml:"tls"`
+}
+
+// ProxyTLSConfig: a serving certificate and its key (PEM files).
+type ProxyTLSConfig struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
 }
 
 // ProxyTxnTrustConfig: the keys Txn-Tokens are verified with.
@@ -270,6 +280,9 @@ func checkProxy(cfg *ProxyConfig) error {
 		if in.Listen == "" {
 			return fmt.Errorf("ingress.listen: required")
 		}
+		if (in.TLS.CertFile == "") != (in.TLS.KeyFile == "") {
+			return fmt.Errorf("ingress.tls: cert_file and key_file go together")
+		}
 		if _, err := proxy.CheckUpstream(in.Upstream, in.AllowPlainHTTP); err != nil {
 			return fmt.Errorf("ingress.upstream: %w", err)
 		}
@@ -365,7 +378,7 @@ func buildProxy(ctx context.Context, cfg *ProxyConfig, logger *slog.Logger) (_ *
 		if err != nil {
 			return nil, err
 		}
-		u, err := s.HandleMore(e.Listen, counted(h, requests, "egress"), logger)
+		u, err := s.HandleMore(e.Listen, nil, counted(h, requests, "egress"), logger)
 		if err != nil {
 			return nil, err
 		}
@@ -379,7 +392,17 @@ func buildProxy(ctx context.Context, cfg *ProxyConfig, logger *slog.Logger) (_ *
 		}
 		replay = rp
 		readyChecks = append(readyChecks, checks...)
-		u, err := s.HandleMore(in.Listen, counted(h, requests, "ingress"), logger)
+		var tlsCfg *tls.Config
+		if in.TLS.CertFile != "" {
+			pair, err := tls.LoadX509KeyPair(in.TLS.CertFile, in.TLS.KeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("ingress.tls: %w", err)
+			}
+			tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
+		} else if !service.IsLoopback(in.Listen, "localhost") {
+			logger.Warn("ingress without TLS: Txn-Tokens and WITs travel in clear text (ingress.tls)")
+		}
+		u, err := s.HandleMore(in.Listen, tlsCfg, counted(h, requests, "ingress"), logger)
 		if err != nil {
 			return nil, err
 		}

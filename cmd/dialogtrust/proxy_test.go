@@ -2,9 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -428,5 +435,71 @@ func TestProxyDocExample(t *testing.T) {
 	var stdout strings.Builder
 	if err := service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &stdout, io.Discard, nil); err != nil {
 		t.Fatalf("the documented example: %v", err)
+	}
+}
+
+// selfSignedCert writes a certificate for 127.0.0.1 and its key as PEM files.
+func selfSignedCert(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ingress"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// The ingress serves TLS with its certificate, and the egress verifies it with the
+// roots of ca_file (and refuses the upstream without them).
+func TestProxyCommandTLS(t *testing.T) {
+	witURL, ttsURL := proxyDomain(t)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Header.Get(proxy.VerifiedSenderField))
+	}))
+	defer app.Close()
+	cert, key := selfSignedCert(t)
+	in := startProxy(t, ingressYAML(witURL, ttsURL, app.URL)+"  tls: {cert_file: "+cert+", key_file: "+key+"}\n")
+	if !strings.HasPrefix(in["ingress"], "https://127.0.0.1:") {
+		t.Fatalf("ingress at %s", in["ingress"])
+	}
+	withRoots := strings.Replace(egressYAML(witURL, ttsURL, in["ingress"]), "  listen: 127.0.0.1:0\n  tts:", "  listen: 127.0.0.1:0\n  ca_file: "+cert+"\n  tts:", 1)
+	for name, c := range map[string]struct {
+		yaml   string
+		status int
+	}{"ca_file": {withRoots, 200}, "system roots": {egressYAML(witURL, ttsURL, in["ingress"]), 503}} {
+		out := startProxy(t, c.yaml)
+		req, _ := http.NewRequest("POST", out["egress"]+"/t1", strings.NewReader(`{}`))
+		req.Header.Set(proxy.StartDialogField, "?1")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != c.status || (c.status == 200 && string(b) != "wimse://a.example/agent/a1") {
+			t.Errorf("%s: %d %s", name, res.StatusCode, b)
+		}
+		if c.status == 503 && !strings.Contains(string(b), "upstream_unavailable") {
+			t.Errorf("%s: %s", name, b)
+		}
 	}
 }

@@ -158,7 +158,7 @@ func TestHandleMore(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		u, err := s.HandleMore("127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "more") }), logger)
+		u, err := s.HandleMore("127.0.0.1:0", nil, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "more") }), logger)
 		if err != nil {
 			s.Close()
 			return nil, err

@@ -119,21 +119,25 @@ func (s *Server) Handle(h http.Handler, tc tracing.Config, service string, logge
 	return nil
 }
 
-// HandleMore serves h on a further listener at addr, with the bounds of package
-// httpserver and the same drain and graceful stop as the main one, and returns its base
-// URL (http://host:port). It is for a binary with more than one face that must not
+// HandleMore serves h on a further listener at addr (with TLS when tlsCfg is not nil),
+// with the bounds of package httpserver and the same drain and graceful stop as the
+// main one, and returns its base URL (http(s)://host:port). It is for a binary with more than one face that must not
 // share a listener: the proxy's egress (loopback, for the local agent only) and
 // ingress (for remote callers) beside its operational routes.
-func (s *Server) HandleMore(addr string, h http.Handler, logger *slog.Logger) (string, error) {
+func (s *Server) HandleMore(addr string, tlsCfg *tls.Config, h http.Handler, logger *slog.Logger) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", err
 	}
 	s.OnClose(func() { _ = ln.Close() })
+	scheme := "http://"
+	if tlsCfg != nil {
+		ln, scheme = tls.NewListener(ln, tlsCfg), "https://"
+	}
 	srv := NewHTTPServer(s.drain.Handler(h), logger)
 	srv.ConnState = s.drain.ConnState
 	s.more = append(s.more, listener{ln: ln, srv: srv})
-	return "http://" + ln.Addr().String(), nil
+	return scheme + ln.Addr().String(), nil
 }
 
 // NewHTTPServer is httpserver.New with the server's own errors (a TLS handshake that
