@@ -373,7 +373,7 @@ func TestProxyIngressSharedRedis(t *testing.T) {
 		captured = out.Clone(context.Background())
 		res, err := http.DefaultTransport.RoundTrip(out)
 		if err != nil {
-			http.Error(w, err.Error(), 502)
+			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
 		defer res.Body.Close()
