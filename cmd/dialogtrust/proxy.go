@@ -259,6 +259,9 @@ func checkProxy(cfg *ProxyConfig) error {
 			if _, err := parseProof(r.Proof); err != nil {
 				return fmt.Errorf("egress.routes[%d]: %w", i, err)
 			}
+			if r.Proof == "wpt" && r.RequireSignedResponse {
+				return fmt.Errorf("egress.routes[%d]: require_signed_response needs proof httpsig (a WPT covers no response)", i)
+			}
 			if r.Audience != "" && e.TTS == nil {
 				return fmt.Errorf("egress.routes[%d]: audience needs egress.tts", i)
 			}

@@ -214,6 +214,7 @@ func TestProxyCheckConfig(t *testing.T) {
 		"plain HTTP remote": {strings.Replace(good, "upstream: http://127.0.0.1:3/invoke", "upstream: http://t1.example/invoke", 1), "plain HTTP only to loopback"},
 		"unknown member":    {good + "egres: {}\n", "egres"},
 		"bad proof":         {strings.Replace(good, "require_signed_response: true", "proof: magic", 1), "httpsig or wpt"},
+		"signed WPT":        {strings.Replace(good, "require_signed_response: true", "proof: wpt, require_signed_response: true", 1), "needs proof httpsig"},
 	} {
 		file := filepath.Join(t.TempDir(), "p.yaml")
 		os.WriteFile(file, []byte(c.yaml), 0o600)
