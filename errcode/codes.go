@@ -273,3 +273,14 @@ const (
 	// (dialog-binding sections 11 and 13, domain separation).
 	CrossesTrustBoundary Code = "crosses_trust_boundary"
 )
+
+// Codes for the proxy (package proxy, issue 15). Each is documented in docs/proxy.md.
+const (
+	// NoRoute: the egress proxy has no route for the request's path, or the path is not
+	// in normal form (a dot segment could leave the route's upstream path). HTTP 404.
+	NoRoute Code = "no_route"
+	// UpstreamUnavailable: the upstream (the called agent behind an egress route, or
+	// the application behind the ingress) could not be reached or gave no usable answer,
+	// such as a response over the proxy's bound (Incomplete).
+	UpstreamUnavailable Code = "upstream_unavailable"
+)

@@ -53,6 +53,8 @@ func Status(err error) int {
 		return http.StatusTooManyRequests
 	case errcode.InvalidDialogContext:
 		return http.StatusBadRequest
+	case errcode.NoRoute:
+		return http.StatusNotFound
 	case errcode.Internal, errcode.Unmapped:
 		return http.StatusInternalServerError
 	}

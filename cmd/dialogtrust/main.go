@@ -39,6 +39,7 @@ var commands = []command{
 	{"txn verify", "--jwks URL|FILE --audience TD [--dialog D] [--dialog-context V] [--iss URI] [--now UNIX] TOKEN", txnVerify},
 	{"conformance", "[--dir DIR] (default: the wimsey vectors built in)", conformanceRun},
 	{"demo", "[--local ENVFILE | --local-env] (runs dialog-binding Figure 5 in process, or against the services of deploy/local/up.sh, and prints every check)", demoRun},
+	{"proxy", "-config FILE [-check-config] (egress and ingress proxies for agents in any language; docs/proxy.md)", proxyRun},
 	{"bench verify", "[--url URL (--wit-issuer URL | --wit WIT --key FILE)] [--wit-issuer URL [--trust JWKS]] [--tts URL] [--proof httpsig|wpt] [--alg ES256|EdDSA] [--stateful] [--concurrency 16] [--duration 10s] [--rate R] [--server-pid PID] [--json]", benchVerify},
 	{"bench receiver", "--trust JWKS_URL|FILE [--listen 127.0.0.1:8090] [--path /invoke] [--trust-domain dev.local] [--tts-jwks URL|FILE] [--stateful] [--for D]", benchReceiver},
 	{"bench tts", "--url URL (--wit-issuer URL [--workloads N] [--alg ES256|EdDSA] | --wit WIT --key FILE) [--proof wpt|httpsig] [--concurrency 16] [--duration 10s] [--warmup 2s] [--fresh-subject] [--server-pid PID] [--metrics URL] [--json]", benchTTS},

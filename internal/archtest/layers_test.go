@@ -53,10 +53,11 @@ func list(t *testing.T, patterns ...string) []pkg {
 }
 
 // TestLibrariesLinkNoServiceModules: an agent that links the credential, dialog and
-// handoff packages links no router, metrics, Redis or tracing module.
+// handoff packages (or the proxy built on them) links no router, metrics, Redis or
+// tracing module.
 func TestLibrariesLinkNoServiceModules(t *testing.T) {
 	light := []string{"./dialog", "./agent", "./wit", "./wpt", "./httpsig", "./handoff", "./txntoken",
-		"./proof", "./oauth", "./chaining", "./jose", "./keys", "./identifier", "./errcode", "./problem", "./store", "./wic"}
+		"./proof", "./oauth", "./chaining", "./jose", "./keys", "./identifier", "./errcode", "./problem", "./store", "./wic", "./proxy"}
 	for _, p := range list(t, light...) {
 		for _, d := range p.Deps {
 			for _, h := range heavy {
@@ -77,6 +78,9 @@ func TestLayerImports(t *testing.T) {
 		module + "/chaining":  {module + "/tts", module + "/witissuer"},
 		module + "/witissuer": {module + "/tts"},
 		module + "/tts":       {module + "/witissuer", module + "/chaining"},
+		// The proxy is built on the agent and receiver libraries; the command wires the
+		// services' clients, the stores and the service runner into it.
+		module + "/proxy": {module + "/tts", module + "/witissuer", module + "/internal/service", module + "/store/redisstore"},
 	}
 	apps := []string{"/internal/demo", "/internal/conformance", "/internal/loadtest"}
 	for _, p := range list(t, "./...") {

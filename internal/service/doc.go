@@ -1,7 +1,8 @@
-// Package service runs the service binaries (cmd/tts, cmd/wit-issuer): one runner, so
-// that what every service does the same way is written once. A binary describes itself
-// as a Program (its name, its configuration Spec, its checks and its Build) and hands
-// it to Main; Build turns the configuration into a Server with the binary's handler.
+// Package service runs the service binaries (cmd/tts, cmd/wit-issuer, and "dialogtrust
+// proxy"): one runner, so that what every service does the same way is written once.
+// A binary describes itself as a Program (its name, its configuration Spec, its checks
+// and its Build) and hands it to Main; Build turns the configuration into a Server with
+// the binary's handler.
 //
 // What the runner does, in order:
 //
@@ -24,6 +25,10 @@
 //   - then the graceful stop: a drain in which every response closes its connection
 //     (internal/graceful), Shutdown within the shutdown timeout, and Close of whatever
 //     Build opened, in reverse order.
+//
+// A binary with more than one face (the proxy: egress, ingress, operational routes)
+// opens further listeners with Server.HandleMore; they have the same bounds and stop
+// in the same graceful stop.
 //
 // The server (Server.Handle) has the bounds of package httpserver, which library users
 // get from httpserver.New: ReadHeaderTimeout 10s, ReadTimeout 30s (the deadline for

@@ -145,3 +145,51 @@ func TestBanner(t *testing.T) {
 		t.Fatalf("%q", b.String())
 	}
 }
+
+// A further listener serves beside the main one and stops with it.
+func TestHandleMore(t *testing.T) {
+	var built int
+	var closed bool
+	p := testProgram(&built, &closed)
+	more := make(chan string, 1)
+	build := p.Build
+	p.Build = func(ctx context.Context, c *testConfig, logger *slog.Logger) (*Server, error) {
+		s, err := build(ctx, c, logger)
+		if err != nil {
+			return nil, err
+		}
+		u, err := s.HandleMore("127.0.0.1:0", nil, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "more") }), logger)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		more <- u
+		return s, nil
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	urls := make(chan string, 1)
+	go func() { done <- Run(ctx, p, nil, nil, io.Discard, io.Discard, func(u string) { urls <- u }) }()
+	select {
+	case <-urls:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	u := <-more
+	res, err := http.Get(u + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if string(b) != "more" {
+		t.Fatalf("%q", b)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get(u + "/"); err == nil {
+		t.Fatal("the further listener still answers after the stop")
+	}
+}

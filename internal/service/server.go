@@ -38,6 +38,13 @@ type Server struct {
 	tls     bool
 	drain   graceful.Drainer
 	closers []func()
+	more    []listener
+}
+
+// listener is a further listener of a Server and the HTTP server on it.
+type listener struct {
+	ln  net.Listener
+	srv *http.Server
 }
 
 // Development is what a development configuration says at the start.
@@ -112,6 +119,27 @@ func (s *Server) Handle(h http.Handler, tc tracing.Config, service string, logge
 	return nil
 }
 
+// HandleMore serves h on a further listener at addr (with TLS when tlsCfg is not nil),
+// with the bounds of package httpserver and the same drain and graceful stop as the
+// main one, and returns its base URL (http(s)://host:port). It is for a binary with more than one face that must not
+// share a listener: the proxy's egress (loopback, for the local agent only) and
+// ingress (for remote callers) beside its operational routes.
+func (s *Server) HandleMore(addr string, tlsCfg *tls.Config, h http.Handler, logger *slog.Logger) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	s.OnClose(func() { _ = ln.Close() })
+	scheme := "http://"
+	if tlsCfg != nil {
+		ln, scheme = tls.NewListener(ln, tlsCfg), "https://"
+	}
+	srv := NewHTTPServer(s.drain.Handler(h), logger)
+	srv.ConnState = s.drain.ConnState
+	s.more = append(s.more, listener{ln: ln, srv: srv})
+	return scheme + ln.Addr().String(), nil
+}
+
 // NewHTTPServer is httpserver.New with the server's own errors (a TLS handshake that
 // failed, a panic in a handler) logged at warn level on logger.
 func NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
@@ -134,8 +162,11 @@ func (s *Server) announce(name string, src Source, logger *slog.Logger, stdout, 
 
 // serve serves until ctx ends or serving fails; then it stops gracefully.
 func (s *Server) serve(ctx context.Context, logger *slog.Logger) error {
-	errc := make(chan error, 1)
+	errc := make(chan error, 1+len(s.more))
 	go func() { errc <- s.HTTP.Serve(s.ln) }()
+	for _, m := range s.more {
+		go func() { errc <- m.srv.Serve(m.ln) }()
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -146,6 +177,12 @@ func (s *Server) serve(ctx context.Context, logger *slog.Logger) error {
 	defer cancel()
 	// Requests already sent are answered first (internal/graceful); then Shutdown.
 	s.drain.Drain(sctx, graceful.Duration(s.ShutdownTimeout))
+	for _, m := range s.more {
+		if err := m.srv.Shutdown(sctx); err != nil {
+			logger.Error("shutdown", "error", err.Error())
+			_ = m.srv.Close()
+		}
+	}
 	if err := s.HTTP.Shutdown(sctx); err != nil {
 		logger.Error("shutdown", "error", err.Error())
 		_ = s.HTTP.Close()

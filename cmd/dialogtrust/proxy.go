@@ -1,0 +1,640 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
+	"github.com/dialogtrust/dialogtrust/internal/service"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/proof"
+	"github.com/dialogtrust/dialogtrust/proxy"
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/store/redisstore"
+	"github.com/dialogtrust/dialogtrust/txntoken"
+	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dialogtrust/dialogtrust/witissuer"
+	"github.com/dialogtrust/dialogtrust/wpt"
+)
+
+// ProxyConfig is the configuration file of "dialogtrust proxy" (docs/proxy.md): the
+// operational listener and the shared members of the services (Base), the workload
+// whose WIT the proxy holds, the trust in other workloads' WITs, and an egress
+// section, an ingress section, or both.
+type ProxyConfig struct {
+	// Base: listen (the operational routes /healthz, /readyz, /metrics), issuer
+	// (unused), trust_domains, log, tracing, skew, shutdown_timeout.
+	service.Base `yaml:",inline"`
+	Workload     ProxyWorkloadConfig `yaml:"workload"`
+	WITs         []ProxyJWKSConfig   `yaml:"wits"`
+	Egress       *EgressConfig       `yaml:"egress"`
+	Ingress      *IngressConfig      `yaml:"ingress"`
+	// JWKSRetry bounds how often a JWKS URL that has not answered yet is tried again
+	// (default 5s).
+	JWKSRetry time.Duration `yaml:"jwks_retry"`
+}
+
+// ProxyWorkloadConfig: the workload and how it gets its WIT from the WIT issuer.
+type ProxyWorkloadConfig struct {
+	ID string `yaml:"id"`
+	// WITIssuer is the issuer's base URL (its metadata names the endpoint).
+	WITIssuer string `yaml:"wit_issuer"`
+	// Auth is how the workload authenticates to the issuer: development (the issuer's
+	// development method, which authenticates nobody), assertion (a client assertion
+	// signed by assertion_key_file) or x509svid (svid_cert_file, svid_key_file and the
+	// issuer's bundle_file).
+	Auth             string `yaml:"auth"`
+	AssertionKeyFile string `yaml:"assertion_key_file"`
+	SVIDCertFile     string `yaml:"svid_cert_file"`
+	SVIDKeyFile      string `yaml:"svid_key_file"`
+	BundleFile       string `yaml:"bundle_file"`
+	ServerID         string `yaml:"server_id"`
+}
+
+// ProxyJWKSConfig: one trust domain's WIT issuer keys, by JWKS URL or file.
+type ProxyJWKSConfig struct {
+	TrustDomain string `yaml:"trust_domain"`
+	JWKSURL     string `yaml:"jwks_url"`
+	JWKSFile    string `yaml:"jwks_file"`
+}
+
+// EgressConfig: the listener for the local agent and its routes.
+type EgressConfig struct {
+	Listen string `yaml:"listen"`
+	// CAFile holds PEM roots for https upstreams (default: the system's).
+	CAFile string           `yaml:"ca_file"`
+	TTS    *EgressTTSConfig `yaml:"tts"`
+	Routes []RouteConfig    `yaml:"routes"`
+}
+
+// EgressTTSConfig: where Txn-Tokens come from and the subject token presented.
+type EgressTTSConfig struct {
+	TokenEndpoint string `yaml:"token_endpoint"`
+	// Issuer is the TTS's issuer identifier: the aud of a self-signed subject token.
+	Issuer string `yaml:"issuer"`
+	// SelfSigned: the workload signs its own subject token for this subject (the
+	// TTS's self_signed subject token type), with subject_scope (default: every
+	// route's scope).
+	SelfSignedSubject string `yaml:"self_signed_subject"`
+	SubjectScope      string `yaml:"subject_scope"`
+	// SubjectTokenFile holds a subject token of subject_token_type, read for each TTS
+	// request (another process keeps it fresh).
+	SubjectTokenFile string `yaml:"subject_token_file"`
+	SubjectTokenType string `yaml:"subject_token_type"`
+}
+
+// RouteConfig: see proxy.Route.
+type RouteConfig struct {
+	Prefix                string `yaml:"prefix"`
+	Upstream              string `yaml:"upstream"`
+	AllowPlainHTTP        bool   `yaml:"allow_plain_http"`
+	Audience              string `yaml:"audience"`
+	Scope                 string `yaml:"scope"`
+	Recipient             string `yaml:"recipient"`
+	Proof                 string `yaml:"proof"`
+	RequireSignedResponse bool   `yaml:"require_signed_response"`
+}
+
+// IngressConfig: the listener for remote callers, the application behind it and the
+// receiver's checks (section 12).
+type IngressConfig struct {
+	Listen         string `yaml:"listen"`
+	Upstream       string `yaml:"upstream"`
+	AllowPlainHTTP bool   `yaml:"allow_plain_http"`
+	// Audiences are the wimse-aud and WPT aud values accepted.
+	Audiences []string `yaml:"audiences"`
+	// Proofs accepted: httpsig, wpt (default both).
+	Proofs []string `yaml:"proofs"`
+	// TxnTokens: the TTS's keys; Audience defaults to the first trust domain.
+	TxnTokens                *ProxyTxnTrustConfig `yaml:"txn_tokens"`
+	RequireTxnToken          bool                 `yaml:"require_txn_token"`
+	RequireDialog            bool                 `yaml:"require_dialog"`
+	RequireVerifiedInitiator bool                 `yaml:"require_verified_initiator"`
+	// Stateful makes the ingress a participant that establishes and tracks dialogs
+	// (section 5); else it is stateless, like a tool.
+	Stateful bool `yaml:"stateful"`
+	// SignResponses signs responses to HTTP-signed requests with the workload's WIT.
+	SignResponses bool                `yaml:"sign_responses"`
+	Store         cmdutil.StoreConfig `yaml:"store"`
+	// TLS is the ingress listener's certificate; without it the ingress speaks plain
+	// HTTP (said at the start when it does not listen on loopback).
+	TLS ProxyTLSConfig `yaml:"tls"`
+}
+
+// ProxyTLSConfig: a serving certificate and its key (PEM files).
+type ProxyTLSConfig struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// ProxyTxnTrustConfig: the keys Txn-Tokens are verified with.
+type ProxyTxnTrustConfig struct {
+	JWKSURL  string `yaml:"jwks_url"`
+	JWKSFile string `yaml:"jwks_file"`
+	Audience string `yaml:"audience"`
+}
+
+// ProxyEnvPrefix starts every environment override of the proxy.
+const ProxyEnvPrefix = "DIALOGTRUST_PROXY_"
+
+const proxyDefaultListen = "127.0.0.1:9480"
+
+// proxySpec reads the configuration like the services do: the file named by -config
+// or DIALOGTRUST_PROXY_CONFIG (the embedded default has neither side and is refused),
+// then the environment, then the flags.
+var proxySpec = service.Spec[ProxyConfig]{
+	Name: "proxy", EnvPrefix: ProxyEnvPrefix, Default: []byte("trust_domains: []\n"),
+	Env: []service.EnvVar[ProxyConfig]{
+		{Name: "LISTEN", Member: "listen"},
+		{Name: "TRUST_DOMAINS", Member: "trust_domains"},
+		{Name: "LOG_LEVEL", Member: "log.level"},
+		{Name: "WORKLOAD_ID", Member: "workload.id"},
+		{Name: "WIT_ISSUER", Member: "workload.wit_issuer"},
+		{Name: "EGRESS_LISTEN", Set: func(c *ProxyConfig, v string) error {
+			if c.Egress == nil {
+				return fmt.Errorf("the configuration has no egress section")
+			}
+			c.Egress.Listen = v
+			return nil
+		}},
+		{Name: "INGRESS_LISTEN", Set: func(c *ProxyConfig, v string) error {
+			if c.Ingress == nil {
+				return fmt.Errorf("the configuration has no ingress section")
+			}
+			c.Ingress.Listen = v
+			return nil
+		}},
+		{Name: "INGRESS_UPSTREAM", Set: func(c *ProxyConfig, v string) error {
+			if c.Ingress == nil {
+				return fmt.Errorf("the configuration has no ingress section")
+			}
+			c.Ingress.Upstream = v
+			return nil
+		}},
+	},
+	Flags: []service.Flag{
+		{Name: "listen", Member: "listen", Usage: "operational listener host:port (/healthz, /readyz, /metrics)"},
+		{Name: "log-level", Member: "log.level", Usage: "debug, info, warn or error"},
+	},
+}
+
+var proxyProgram = service.Program[ProxyConfig]{Name: "proxy", Config: proxySpec, Check: checkProxy, Build: buildProxy}
+
+// proxyRun is "dialogtrust proxy": the service runner until SIGTERM or SIGINT.
+func proxyRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return service.Run(ctx, proxyProgram, args, os.Environ(), stdout, stderr, nil)
+}
+
+// checkProxy applies the defaults and checks what needs nothing opened.
+func checkProxy(cfg *ProxyConfig) error {
+	cfg.SetDefaults(proxyDefaultListen, time.Minute)
+	if err := cfg.Base.Check(); err != nil {
+		return err
+	}
+	if cfg.Egress == nil && cfg.Ingress == nil {
+		return fmt.Errorf("an egress section, an ingress section or both are required (-config FILE)")
+	}
+	w := cfg.Workload
+	if _, err := identifier.Parse(w.ID); err != nil {
+		return fmt.Errorf("workload.id: %w", err)
+	}
+	needWIT := cfg.Egress != nil || (cfg.Ingress != nil && cfg.Ingress.SignResponses)
+	if needWIT {
+		if w.WITIssuer == "" {
+			return fmt.Errorf("workload.wit_issuer: required")
+		}
+		switch w.Auth {
+		case "development":
+		case "assertion":
+			if w.AssertionKeyFile == "" {
+				return fmt.Errorf("workload.assertion_key_file: required with auth assertion")
+			}
+		case "x509svid":
+			if w.SVIDCertFile == "" || w.SVIDKeyFile == "" || w.BundleFile == "" {
+				return fmt.Errorf("workload: auth x509svid needs svid_cert_file, svid_key_file and bundle_file")
+			}
+		default:
+			return fmt.Errorf("workload.auth %q: development, assertion or x509svid", w.Auth)
+		}
+	}
+	if len(cfg.WITs) == 0 {
+		return fmt.Errorf("wits: the WIT trust of at least one trust domain is required")
+	}
+	for _, t := range cfg.WITs {
+		if t.TrustDomain == "" || (t.JWKSURL == "") == (t.JWKSFile == "") {
+			return fmt.Errorf("wits[%s]: a trust_domain and one of jwks_url, jwks_file", t.TrustDomain)
+		}
+	}
+	if e := cfg.Egress; e != nil {
+		if err := checkLoopbackListen("egress.listen", e.Listen); err != nil {
+			return err
+		}
+		if len(e.Routes) == 0 {
+			return fmt.Errorf("egress.routes: at least one")
+		}
+		for i, r := range e.Routes {
+			if _, err := proxy.CheckUpstream(r.Upstream, r.AllowPlainHTTP); err != nil {
+				return fmt.Errorf("egress.routes[%d]: %w", i, err)
+			}
+			if _, err := parseProof(r.Proof); err != nil {
+				return fmt.Errorf("egress.routes[%d]: %w", i, err)
+			}
+			if r.Proof == "wpt" && r.RequireSignedResponse {
+				return fmt.Errorf("egress.routes[%d]: require_signed_response needs proof httpsig (a WPT covers no response)", i)
+			}
+			if r.Audience != "" && e.TTS == nil {
+				return fmt.Errorf("egress.routes[%d]: audience needs egress.tts", i)
+			}
+		}
+		if t := e.TTS; t != nil {
+			switch {
+			case t.TokenEndpoint == "":
+				return fmt.Errorf("egress.tts.token_endpoint: required")
+			case (t.SelfSignedSubject == "") == (t.SubjectTokenFile == ""):
+				return fmt.Errorf("egress.tts: one of self_signed_subject, subject_token_file")
+			case t.SelfSignedSubject != "" && t.Issuer == "":
+				return fmt.Errorf("egress.tts.issuer: required with self_signed_subject")
+			case t.SubjectTokenFile != "" && t.SubjectTokenType == "":
+				return fmt.Errorf("egress.tts.subject_token_type: required with subject_token_file")
+			}
+		}
+	}
+	if in := cfg.Ingress; in != nil {
+		if in.Listen == "" {
+			return fmt.Errorf("ingress.listen: required")
+		}
+		if (in.TLS.CertFile == "") != (in.TLS.KeyFile == "") {
+			return fmt.Errorf("ingress.tls: cert_file and key_file go together")
+		}
+		if _, err := proxy.CheckUpstream(in.Upstream, in.AllowPlainHTTP); err != nil {
+			return fmt.Errorf("ingress.upstream: %w", err)
+		}
+		if len(in.Audiences) == 0 {
+			return fmt.Errorf("ingress.audiences: at least one")
+		}
+		for _, p := range in.Proofs {
+			if _, err := parseProof(p); err != nil || p == "" {
+				return fmt.Errorf("ingress.proofs: %q: httpsig or wpt", p)
+			}
+		}
+		if t := in.TxnTokens; t != nil && (t.JWKSURL == "") == (t.JWKSFile == "") {
+			return fmt.Errorf("ingress.txn_tokens: one of jwks_url, jwks_file")
+		}
+		if in.RequireTxnToken && in.TxnTokens == nil {
+			return fmt.Errorf("ingress.require_txn_token needs ingress.txn_tokens")
+		}
+		if in.Store.Type == "" {
+			in.Store.Type = "memory"
+		}
+		if err := in.Store.Check(); err != nil {
+			return fmt.Errorf("ingress.%w", err)
+		}
+	}
+	return nil
+}
+
+// checkLoopbackListen: the egress signs as the workload for whoever reaches it, so it
+// listens on loopback only.
+func checkLoopbackListen(what, addr string) error {
+	if addr == "" {
+		return fmt.Errorf("%s: required", what)
+	}
+	if !service.IsLoopback(addr, "localhost") {
+		return fmt.Errorf("%s %q: the egress signs as the workload for whoever reaches it, so it must listen on loopback", what, addr)
+	}
+	return nil
+}
+
+func parseProof(s string) (proof.Method, error) {
+	switch s {
+	case "", "httpsig":
+		return proof.HTTPSig, nil
+	case "wpt":
+		return proof.WPT, nil
+	}
+	return 0, fmt.Errorf("proof %q: httpsig or wpt", s)
+}
+
+// buildProxy opens the listeners and builds both sides.
+func buildProxy(ctx context.Context, cfg *ProxyConfig, logger *slog.Logger) (_ *service.Server, err error) {
+	if err := checkProxy(cfg); err != nil {
+		return nil, err
+	}
+	s := &service.Server{ShutdownTimeout: cfg.ShutdownTimeout}
+	defer s.CloseOnError(&err)
+	if err := s.Listen(cfg.Listen); err != nil {
+		return nil, err
+	}
+	self, _ := identifier.Parse(cfg.Workload.ID)
+	var readyChecks []service.ReadyCheck
+	retry := cfg.JWKSRetry
+	if retry <= 0 {
+		retry = 5 * time.Second
+	}
+	trust := keys.NewTrust()
+	for _, t := range cfg.WITs {
+		ks, ready, err := proxyKeySource(ctx, retry, "wits["+t.TrustDomain+"]", t.JWKSURL, t.JWKSFile)
+		if err != nil {
+			return nil, err
+		}
+		trust.AddTrustDomain(t.TrustDomain, ks)
+		if ready != nil {
+			readyChecks = append(readyChecks, ready)
+		}
+	}
+	wits := wit.NewValidator(trust, wit.WithCache(10000, time.Minute), wit.WithSkew(cfg.Skew))
+	var src wit.Source
+	if cfg.Egress != nil || cfg.Ingress.SignResponses {
+		if src, err = workloadSource(ctx, cfg.Workload); err != nil {
+			return nil, err
+		}
+		readyChecks = append(readyChecks, func(ctx context.Context) error {
+			_, err := src.Credential(ctx)
+			return err
+		})
+	}
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dialogtrust_proxy_requests_total",
+		Help: "Requests the proxy answered, by side and HTTP status."}, []string{"side", "status"})
+	var urls []string
+	if e := cfg.Egress; e != nil {
+		h, err := buildEgress(cfg, self, src, wits)
+		if err != nil {
+			return nil, err
+		}
+		u, err := s.HandleMore(e.Listen, nil, counted(h, requests, "egress"), logger)
+		if err != nil {
+			return nil, err
+		}
+		urls = append(urls, "egress "+u)
+	}
+	var replay store.Replay
+	if in := cfg.Ingress; in != nil {
+		h, rp, checks, err := buildIngress(ctx, cfg, s, src, wits, retry, logger)
+		if err != nil {
+			return nil, err
+		}
+		replay = rp
+		readyChecks = append(readyChecks, checks...)
+		var tlsCfg *tls.Config
+		if in.TLS.CertFile != "" {
+			pair, err := tls.LoadX509KeyPair(in.TLS.CertFile, in.TLS.KeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("ingress.tls: %w", err)
+			}
+			tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
+		} else if !service.IsLoopback(in.Listen, "localhost") {
+			logger.Warn("ingress without TLS: Txn-Tokens and WITs travel in clear text (ingress.tls)")
+		}
+		u, err := s.HandleMore(in.Listen, tlsCfg, counted(h, requests, "ingress"), logger)
+		if err != nil {
+			return nil, err
+		}
+		urls = append(urls, "ingress "+u)
+	}
+	ops := chi.NewRouter()
+	service.MountOps(ops, service.NewRegistry(requests), service.Readiness{
+		SigningKey: func() bool { return true }, Store: replay, Checks: readyChecks, Logger: logger})
+	if err := s.Handle(ops, cfg.Tracing, "dialogtrust-proxy", logger); err != nil {
+		return nil, err
+	}
+	s.StartAttrs = []any{"workload", self.String(), "listeners", urls}
+	s.Listening = "(" + strings.Join(urls, ", ") + ")"
+	return s, nil
+}
+
+func proxyKeySource(ctx context.Context, retry time.Duration, what, url, file string) (keys.KeySet, service.ReadyCheck, error) {
+	if url != "" {
+		l := keys.NewLazyRemoteSet(ctx, url, retry, nil)
+		return l, l.Ready, nil
+	}
+	set, err := keys.LoadJWKSFile(file)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return set, nil, nil
+}
+
+// workloadSource is the workload's refreshing WIT from its issuer.
+func workloadSource(ctx context.Context, w ProxyWorkloadConfig) (wit.Source, error) {
+	hc := &http.Client{Timeout: 30 * time.Second}
+	if w.Auth == "x509svid" {
+		tr, err := witRequestTransport(w.SVIDCertFile, w.SVIDKeyFile, w.BundleFile, w.ServerID, true)
+		if err != nil {
+			return nil, err
+		}
+		hc.Transport = tr
+	}
+	c, _, err := witissuer.NewClient(ctx, hc, w.WITIssuer)
+	if err != nil {
+		return nil, fmt.Errorf("workload.wit_issuer: %w", err)
+	}
+	id, _ := identifier.Parse(w.ID)
+	switch w.Auth {
+	case "development":
+		c.Subject = id.String()
+	case "assertion":
+		key, err := loadPrivateKey(w.AssertionKeyFile, nil)
+		if err != nil {
+			return nil, fmt.Errorf("workload.assertion_key_file: %w", err)
+		}
+		c.Assertion = witissuer.AssertionFunc(key, c, id, time.Minute)
+	}
+	return c.Source(), nil
+}
+
+func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit.Validator) (http.Handler, error) {
+	e := cfg.Egress
+	ec := proxy.EgressConfig{Self: self, WIT: src, Responses: httpsig.NewVerifier(wits)}
+	if e.CAFile != "" {
+		pem, err := os.ReadFile(e.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("egress.ca_file: %w", err)
+		}
+		ec.RootCAs = x509.NewCertPool()
+		if !ec.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("egress.ca_file: no PEM certificate")
+		}
+	}
+	var scopes []string
+	for _, r := range e.Routes {
+		m, _ := parseProof(r.Proof)
+		ec.Routes = append(ec.Routes, proxy.Route{Prefix: r.Prefix, Upstream: r.Upstream, AllowPlainHTTP: r.AllowPlainHTTP,
+			TxnAudience: r.Audience, TxnScope: r.Scope, Recipient: r.Recipient, Proof: m, RequireSignedResponse: r.RequireSignedResponse})
+		for _, sc := range strings.Fields(r.Scope) {
+			if !strings.Contains(" "+strings.Join(scopes, " ")+" ", " "+sc+" ") {
+				scopes = append(scopes, sc)
+			}
+		}
+	}
+	if t := e.TTS; t != nil {
+		ec.TTS = &txntoken.Client{TokenEndpoint: t.TokenEndpoint, WITSource: src, Proof: proof.WPT, HTTPClient: &http.Client{Timeout: 30 * time.Second}}
+		if t.SelfSignedSubject != "" {
+			scope := t.SubjectScope
+			if scope == "" {
+				scope = strings.Join(scopes, " ")
+			}
+			ec.Subject = func(ctx context.Context) (string, string, error) {
+				c, err := src.Credential(ctx)
+				if err != nil {
+					return "", "", err
+				}
+				tok, err := txntoken.NewSelfSignedToken(c.Key, self, t.SelfSignedSubject, t.Issuer, scope, time.Minute, time.Now())
+				return tok, oauth.TokenTypeSelfSigned, err
+			}
+		} else {
+			file, typ := t.SubjectTokenFile, t.SubjectTokenType
+			ec.Subject = func(context.Context) (string, string, error) {
+				b, err := os.ReadFile(file)
+				if err != nil {
+					return "", "", fmt.Errorf("egress.tts.subject_token_file: %w", err)
+				}
+				return strings.TrimSpace(string(b)), typ, nil
+			}
+		}
+	}
+	return proxy.NewEgress(ec)
+}
+
+func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src wit.Source, wits *wit.Validator, retry time.Duration, logger *slog.Logger) (http.Handler, store.Replay, []service.ReadyCheck, error) {
+	in := cfg.Ingress
+	replay, storeReady, closeStore, err := cmdutil.OpenStore(in.Store, logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s.OnClose(closeStore)
+	var checks []service.ReadyCheck
+	if storeReady != nil {
+		checks = append(checks, storeReady)
+	}
+	proofs := in.Proofs
+	if len(proofs) == 0 {
+		proofs = []string{"httpsig", "wpt"}
+	}
+	var opts []dialog.ReceiverOption
+	for _, p := range proofs {
+		switch p {
+		case "httpsig":
+			opts = append(opts, dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(in.Audiences...), httpsig.WithReplay(replay))))
+		case "wpt":
+			opts = append(opts, dialog.WithWPT(wpt.NewVerifier(wits, wpt.WithAudiences(in.Audiences...), wpt.WithReplay(replay))))
+		}
+	}
+	if t := in.TxnTokens; t != nil {
+		ks, ready, err := proxyKeySource(ctx, retry, "ingress.txn_tokens", t.JWKSURL, t.JWKSFile)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if ready != nil {
+			checks = append(checks, ready)
+		}
+		aud := t.Audience
+		if aud == "" {
+			aud = cfg.TrustDomains[0]
+		}
+		opts = append(opts, dialog.WithTxnTokens(txntoken.NewVerifier(ks, aud)))
+	}
+	if in.RequireTxnToken {
+		opts = append(opts, dialog.RequireTxnToken())
+	}
+	if in.RequireDialog {
+		opts = append(opts, dialog.RequireDialog())
+	}
+	if in.RequireVerifiedInitiator {
+		opts = append(opts, dialog.RequireVerifiedInitiator())
+	}
+	opts = append(opts, dialog.WithProvenance(dialog.NewProvenanceVerifier(wits, 0)))
+	if in.Stateful {
+		records, closeRecords, err := openRecords(in.Store)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		s.OnClose(closeRecords)
+		opts = append(opts, dialog.WithRegistry(dialog.NewRegistry(records)))
+	}
+	if in.SignResponses {
+		opts = append(opts, dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
+			c, err := src.Credential(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpsig.NewSigner(c.Key, c.WIT), nil
+		}))
+	}
+	rc, err := dialog.NewReceiver(opts...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, AllowPlainHTTP: in.AllowPlainHTTP})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return h, replay, checks, nil
+}
+
+// openRecords opens the dialog records of a stateful ingress in the replay store's
+// backend.
+func openRecords(sc cmdutil.StoreConfig) (store.Records, func(), error) {
+	if sc.Type != "redis" {
+		return store.NewMemoryRecords(), func() {}, nil
+	}
+	client := redisstore.NewClient(sc.Redis.Addrs, sc.Redis.Cluster)
+	var opts []redisstore.Option
+	if sc.Redis.Prefix != "" {
+		opts = append(opts, redisstore.WithPrefix(sc.Redis.Prefix))
+	}
+	if sc.Redis.Timeout > 0 {
+		opts = append(opts, redisstore.WithTimeout(sc.Redis.Timeout))
+	}
+	return redisstore.NewRecords(client, opts...), func() { _ = client.Close() }, nil
+}
+
+// counted counts the answers of h by status.
+func counted(h http.Handler, c *prometheus.CounterVec, side string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		c.WithLabelValues(side, strconv.Itoa(sw.status)).Inc()
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}

@@ -1,0 +1,506 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/internal/service"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/proxy"
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dialogtrust/dialogtrust/witissuer"
+)
+
+// proxyDomain runs trust domain a.example in process: a WIT issuer that authenticates
+// workloads in development mode and a TTS that takes self-signed subject tokens.
+func proxyDomain(t *testing.T) (witURL, ttsURL string) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	witSrv := httptest.NewUnstartedServer(nil)
+	witURL = "http://" + witSrv.Listener.Addr().String()
+	witKey, err := keys.Generate(keys.ES256)
+	must(err)
+	rot, err := keys.NewStaticRotator(witKey, keys.RotationConfig{Retain: 2 * time.Hour})
+	must(err)
+	dev, err := witissuer.NewDev(nil, []string{"wimse://a.example/"})
+	must(err)
+	ws, err := witissuer.New(witissuer.Config{Issuer: witURL, Keys: rot, Replay: store.NewMemory(),
+		Policy: witissuer.Policy{TrustDomains: []string{"a.example"}}, Routes: []witissuer.Route{{Path: "/v1/wit", Methods: []witissuer.Authenticator{dev}}}})
+	must(err)
+	witSrv.Config.Handler = ws.Handler()
+	witSrv.Start()
+	t.Cleanup(witSrv.Close)
+
+	ttsSrv := httptest.NewUnstartedServer(nil)
+	ttsURL = "http://" + ttsSrv.Listener.Addr().String()
+	witKeys, err := keys.NewRemoteSet(t.Context(), witURL+"/.well-known/jwks.json")
+	must(err)
+	ttsKey, err := keys.Generate(keys.ES256)
+	must(err)
+	replay := store.NewMemory()
+	wits := wit.NewValidator(keys.NewTrust().AddTrustDomain("a.example", witKeys))
+	ts, err := tts.New(tts.Config{
+		Issuer: ttsURL, TrustDomains: []string{"a.example"}, Keys: keys.NewRing(ttsKey, nil),
+		Authenticators:  oauth.WIMSEAuthenticators(wits, replay, ttsURL+tts.PathToken),
+		SubjectHandlers: []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{ttsURL}, tts.SelfSignedOptions{})},
+		Replay:          replay,
+		Policy:          tts.Policy{Rules: []tts.Rule{{Workload: "wimse://a.example/", SubjectScopes: []string{"trip.book"}}}},
+	})
+	must(err)
+	ttsSrv.Config.Handler = ts.Handler()
+	ttsSrv.Start()
+	t.Cleanup(ttsSrv.Close)
+	return witURL, ttsURL
+}
+
+// egressYAML is agent a1's proxy: egress only, one route to t1's ingress.
+func egressYAML(witURL, ttsURL, ingressURL string) string {
+	return fmt.Sprintf(`listen: 127.0.0.1:0
+trust_domains: [a.example]
+workload: {id: wimse://a.example/agent/a1, wit_issuer: %[1]s, auth: development}
+wits: [{trust_domain: a.example, jwks_url: %[1]s/.well-known/jwks.json}]
+egress:
+  listen: 127.0.0.1:0
+  tts: {token_endpoint: %[2]s/token, issuer: %[2]s, self_signed_subject: alice@a.example}
+  routes:
+    - {prefix: /t1, upstream: %[3]s, audience: a.example, scope: trip.book, recipient: "https://t1.a.example/", require_signed_response: true}
+`, witURL, ttsURL, ingressURL)
+}
+
+// ingressYAML is tool t1's proxy: ingress only, stateless, signing its responses.
+func ingressYAML(witURL, ttsURL, appURL string) string {
+	return fmt.Sprintf(`listen: 127.0.0.1:0
+trust_domains: [a.example]
+workload: {id: wimse://a.example/tool/t1, wit_issuer: %[1]s, auth: development}
+wits: [{trust_domain: a.example, jwks_url: %[1]s/.well-known/jwks.json}]
+ingress:
+  listen: 127.0.0.1:0
+  upstream: %[3]s
+  audiences: ["https://t1.a.example/"]
+  txn_tokens: {jwks_url: %[2]s/.well-known/jwks.json}
+  require_txn_token: true
+  sign_responses: true
+`, witURL, ttsURL, appURL)
+}
+
+var listeningRE = regexp.MustCompile(`proxy listening on (\S+) \((.*)\)`)
+
+// startProxy runs "dialogtrust proxy -config" in process until the test ends and
+// returns the URLs of its listeners by name (ops, egress, ingress).
+func startProxy(t *testing.T, yaml string) map[string]string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "proxy.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- service.Run(ctx, proxyProgram, []string{"-config", file}, nil, stdout, stderr, func(u string) { ready <- u })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("proxy stopped with %v\n%s", err, stderr.String())
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		done <- nil // for the cleanup, which has nothing left to stop
+		t.Fatalf("proxy: %v\n%s", err, stderr.String())
+	}
+	m := listeningRE.FindStringSubmatch(stdout.String())
+	if m == nil {
+		t.Fatalf("no listening line: %q", stdout.String())
+	}
+	urls := map[string]string{"ops": m[1]}
+	for _, part := range strings.Split(m[2], ", ") {
+		name, u, _ := strings.Cut(part, " ")
+		urls[name] = u
+	}
+	return urls
+}
+
+// A pair of proxy commands, a1's egress and t1's ingress, between a Go client and an
+// application: the application sees the verified sender and dialog, and the
+// operational routes answer.
+func TestProxyCommandPair(t *testing.T) {
+	witURL, ttsURL := proxyDomain(t)
+	seen := make(chan http.Header, 4)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Clone()
+		io.WriteString(w, "done")
+	}))
+	defer app.Close()
+	in := startProxy(t, ingressYAML(witURL, ttsURL, app.URL))
+	out := startProxy(t, egressYAML(witURL, ttsURL, in["ingress"]+"/invoke"))
+
+	req, _ := http.NewRequest("POST", out["egress"]+"/t1", strings.NewReader(`{"task":"book"}`))
+	req.Header.Set(proxy.StartDialogField, "?1")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	dc, _ := dialog.FromHeader(res.Header)
+	if res.StatusCode != 200 || string(body) != "done" || dc == nil {
+		t.Fatalf("%d %s %v", res.StatusCode, body, res.Header)
+	}
+	h := <-seen
+	if h.Get(proxy.VerifiedSenderField) != "wimse://a.example/agent/a1" || h.Get(proxy.VerifiedDialogField) != dc.DLG() || h.Get(proxy.VerifiedTxnTokenClaimsField) == "" {
+		t.Fatalf("the application saw %v", h)
+	}
+	for _, u := range []string{out["ops"], in["ops"]} {
+		for _, p := range []string{service.PathHealthz, service.PathReadyz, service.PathMetrics} {
+			res, err := http.Get(u + p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != 200 {
+				t.Errorf("%s%s: %d %s", u, p, res.StatusCode, b)
+			}
+			if p == service.PathMetrics && u == in["ops"] && !strings.Contains(string(b), `dialogtrust_proxy_requests_total{side="ingress",status="200"} 1`) {
+				t.Errorf("ingress metrics lack the request:\n%s", b)
+			}
+		}
+	}
+}
+
+// -check-config opens nothing and refuses what the proxy could not run safely.
+func TestProxyCheckConfig(t *testing.T) {
+	good := egressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3/invoke")
+	for name, c := range map[string]struct {
+		yaml, want string
+	}{
+		"good egress":       {good, ""},
+		"good ingress":      {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3"), ""},
+		"neither side":      {"trust_domains: [a.example]\nworkload: {id: wimse://a.example/a}\nwits: [{trust_domain: a.example, jwks_file: x}]\n", "egress section, an ingress section"},
+		"public egress":     {strings.Replace(good, "  listen: 127.0.0.1:0", "  listen: 0.0.0.0:9481", 1), "must listen on loopback"},
+		"plain HTTP remote": {strings.Replace(good, "upstream: http://127.0.0.1:3/invoke", "upstream: http://t1.example/invoke", 1), "plain HTTP only to loopback"},
+		"unknown member":    {good + "egres: {}\n", "egres"},
+		"bad proof":         {strings.Replace(good, "require_signed_response: true", "proof: magic", 1), "httpsig or wpt"},
+		"signed WPT":        {strings.Replace(good, "require_signed_response: true", "proof: wpt, require_signed_response: true", 1), "needs proof httpsig"},
+	} {
+		file := filepath.Join(t.TempDir(), "p.yaml")
+		os.WriteFile(file, []byte(c.yaml), 0o600)
+		var stdout strings.Builder
+		err := service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &stdout, io.Discard, nil)
+		switch {
+		case c.want == "" && (err != nil || stdout.String() != "proxy: configuration ok\n"):
+			t.Errorf("%s: %v %q", name, err, stdout.String())
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
+}
+
+// python finds an interpreter with httpx, starlette and uvicorn (Debian's
+// python3-httpx, python3-starlette, python3-uvicorn, which .ci/run installs). Under
+// CI=true their absence fails the test.
+func python(t *testing.T) string {
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(p, "-c", "import httpx, starlette, uvicorn").Run() == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("python3 with httpx, starlette and uvicorn is required under CI (apt-get install python3-httpx python3-starlette python3-uvicorn)")
+	}
+	t.Skip("no python3 with httpx, starlette and uvicorn")
+	return ""
+}
+
+// End to end with software no one here wrote: a Python httpx client calls a Starlette
+// tool on uvicorn through a1's egress and t1's ingress. The tool reports the verified
+// sender and dialog it saw; a spoofed identity field never reaches it.
+func TestProxyPythonHTTPXToStarlette(t *testing.T) {
+	py := python(t)
+	witURL, ttsURL := proxyDomain(t)
+
+	// The tool serves on a socket the test opened, handed over as fd 3.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	tool := exec.Command(py, filepath.Join("testdata", "proxy", "tool.py"))
+	tool.ExtraFiles = []*os.File{f}
+	toolErr := &testkit.SyncBuffer{}
+	tool.Stdout, tool.Stderr = toolErr, toolErr
+	if err := tool.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	t.Cleanup(func() {
+		_ = tool.Process.Kill() // by pid: the process this test started
+		_ = tool.Wait()
+	})
+	appURL := "http://" + ln.Addr().String()
+
+	in := startProxy(t, ingressYAML(witURL, ttsURL, appURL))
+	out := startProxy(t, egressYAML(witURL, ttsURL, in["ingress"]))
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	client := exec.CommandContext(ctx, py, filepath.Join("testdata", "proxy", "client.py"), out["egress"])
+	got, err := client.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("client: %v\n%s\ntool: %s", err, stderr, toolErr.String())
+	}
+	type seen struct {
+		Sender          string         `json:"sender"`
+		Senders         []string       `json:"senders"`
+		Proof           string         `json:"proof"`
+		Dialog          string         `json:"dialog"`
+		Initiator       string         `json:"initiator"`
+		InitiatorProved string         `json:"initiator_proved"`
+		Claims          map[string]any `json:"claims"`
+		Path            string         `json:"path"`
+		Body            string         `json:"body"`
+		CredentialsSeen []string       `json:"credentials_seen"`
+	}
+	var r struct {
+		DialogContext string         `json:"dialog_context"`
+		First         seen           `json:"first"`
+		Second        seen           `json:"second"`
+		Spoofed       seen           `json:"spoofed"`
+		RefusedStatus int            `json:"refused_status"`
+		Refused       map[string]any `json:"refused"`
+	}
+	if err := json.Unmarshal(got, &r); err != nil {
+		t.Fatalf("%v: %s", err, got)
+	}
+	dc, err := dialog.Parse(r.DialogContext)
+	if err != nil || dc.Initiator().String() != "wimse://a.example/agent/a1" {
+		t.Fatalf("the client got no dialog of a1: %q %v", r.DialogContext, err)
+	}
+	for name, s := range map[string]seen{"first": r.First, "second": r.Second, "spoofed": r.Spoofed} {
+		tctx, _ := s.Claims["tctx"].(map[string]any)
+		switch {
+		case s.Sender != "wimse://a.example/agent/a1" || len(s.Senders) != 1:
+			t.Errorf("%s: the tool saw sender %q %v", name, s.Sender, s.Senders)
+		case s.Dialog != dc.DLG() || s.Initiator != dc.Initiator().String() || s.InitiatorProved != "true" || s.Proof != "httpsig":
+			t.Errorf("%s: the tool saw dialog %q initiator %q proved %q proof %q", name, s.Dialog, s.Initiator, s.InitiatorProved, s.Proof)
+		case tctx["dlg"] != dc.DLG() || s.Claims["scope"] != "trip.book":
+			t.Errorf("%s: Txn-Token claims %v", name, s.Claims)
+		case len(s.CredentialsSeen) != 0:
+			t.Errorf("%s: the tool saw credentials %v", name, s.CredentialsSeen)
+		case s.Path != "/invoke":
+			t.Errorf("%s: path %q", name, s.Path)
+		}
+	}
+	if !strings.Contains(r.First.Body, "book a trip") {
+		t.Errorf("body %q", r.First.Body)
+	}
+	if r.RefusedStatus != 404 || r.Refused["code"] != "no_route" {
+		t.Errorf("no route: %d %v", r.RefusedStatus, r.Refused)
+	}
+}
+
+// Two ingress instances for t1 share one Redis (store.type redis, stateful): a signed
+// request captured on its way to one is a replay at the other, and the dialog the first
+// established is known at the second. Needs DIALOGTRUST_TEST_REDIS (fails without it
+// under CI=true).
+func TestProxyIngressSharedRedis(t *testing.T) {
+	addr := strings.TrimSpace(os.Getenv("DIALOGTRUST_TEST_REDIS"))
+	if addr == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("DIALOGTRUST_TEST_REDIS is not set and CI=true: the Redis tests must run")
+		}
+		t.Skip("DIALOGTRUST_TEST_REDIS not set")
+	}
+	witURL, ttsURL := proxyDomain(t)
+	seen := make(chan http.Header, 4)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Clone()
+		io.WriteString(w, "done")
+	}))
+	defer app.Close()
+	prefix := fmt.Sprintf("proxytest:%d:", time.Now().UnixNano())
+	shared := strings.Replace(ingressYAML(witURL, ttsURL, app.URL), "  sign_responses: true\n",
+		"  sign_responses: true\n  stateful: true\n  store: {type: redis, redis: {addrs: [\""+addr+"\"], prefix: \""+prefix+"\"}}\n", 1)
+	in1, in2 := startProxy(t, shared), startProxy(t, shared)
+
+	// A hop between the proxies that keeps the signed request it carried to in1.
+	var captured *http.Request
+	var capturedBody []byte
+	hop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		capturedBody, _ = io.ReadAll(r.Body)
+		out, _ := http.NewRequest(r.Method, in1["ingress"]+r.URL.RequestURI(), strings.NewReader(string(capturedBody)))
+		out.Header = r.Header.Clone()
+		captured = out.Clone(context.Background())
+		res, err := http.DefaultTransport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer res.Body.Close()
+		for k, v := range res.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(res.StatusCode)
+		io.Copy(w, res.Body)
+	}))
+	defer hop.Close()
+	out := startProxy(t, egressYAML(witURL, ttsURL, hop.URL+"/invoke"))
+
+	req, _ := http.NewRequest("POST", out["egress"]+"/t1", strings.NewReader(`{"task":"book"}`))
+	req.Header.Set(proxy.StartDialogField, "?1")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("%d %s", res.StatusCode, b)
+	}
+	if h := <-seen; h.Get(proxy.VerifiedEstablishedField) != "true" {
+		t.Fatalf("in1 did not establish the dialog: %v", h)
+	}
+	replay, _ := http.NewRequest(captured.Method, in2["ingress"]+captured.URL.RequestURI(), strings.NewReader(string(capturedBody)))
+	replay.Header = captured.Header.Clone()
+	res, err = http.DefaultClient.Do(replay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	var doc struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(b, &doc)
+	if doc.Code != "replayed" || len(seen) != 0 {
+		t.Fatalf("the replay at in2: %d %s", res.StatusCode, b)
+	}
+}
+
+// The configuration example of docs/proxy.md passes -check-config.
+func TestProxyDocExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "proxy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
+	example, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/proxy.md has no yaml example")
+	}
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(file, []byte(example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout strings.Builder
+	if err := service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &stdout, io.Discard, nil); err != nil {
+		t.Fatalf("the documented example: %v", err)
+	}
+}
+
+// selfSignedCert writes a certificate for 127.0.0.1 and its key as PEM files.
+func selfSignedCert(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ingress"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// The ingress serves TLS with its certificate, and the egress verifies it with the
+// roots of ca_file (and refuses the upstream without them).
+func TestProxyCommandTLS(t *testing.T) {
+	witURL, ttsURL := proxyDomain(t)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Header.Get(proxy.VerifiedSenderField))
+	}))
+	defer app.Close()
+	cert, key := selfSignedCert(t)
+	in := startProxy(t, ingressYAML(witURL, ttsURL, app.URL)+"  tls: {cert_file: "+cert+", key_file: "+key+"}\n")
+	if !strings.HasPrefix(in["ingress"], "https://127.0.0.1:") {
+		t.Fatalf("ingress at %s", in["ingress"])
+	}
+	withRoots := strings.Replace(egressYAML(witURL, ttsURL, in["ingress"]), "  listen: 127.0.0.1:0\n  tts:", "  listen: 127.0.0.1:0\n  ca_file: "+cert+"\n  tts:", 1)
+	for name, c := range map[string]struct {
+		yaml   string
+		status int
+	}{"ca_file": {withRoots, 200}, "system roots": {egressYAML(witURL, ttsURL, in["ingress"]), 503}} {
+		out := startProxy(t, c.yaml)
+		req, _ := http.NewRequest("POST", out["egress"]+"/t1", strings.NewReader(`{}`))
+		req.Header.Set(proxy.StartDialogField, "?1")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != c.status || (c.status == 200 && string(b) != "wimse://a.example/agent/a1") {
+			t.Errorf("%s: %d %s", name, res.StatusCode, b)
+		}
+		if c.status == 503 && !strings.Contains(string(b), "upstream_unavailable") {
+			t.Errorf("%s: %s", name, b)
+		}
+	}
+}

@@ -1,0 +1,27 @@
+// Package proxy is dialogtrust for agents in any language: a local proxy beside the
+// workload that holds its keys and does the WIMSE and OAuth work, so that the agent
+// speaks plain HTTP (issue 15; docs/proxy.md).
+//
+// Egress is the outgoing side. The local agent sends plain HTTP to it; a Route maps a
+// path prefix to an upstream (https with the system or configured roots; plain http
+// only to loopback unless the route allows it). Each request goes out through
+// agent.Transport: the workload's WIT (refreshed by its wit.Source), the Txn-Token of
+// the request's dialog from the TTS for the route's audience and scope, with the
+// dialog in request_details (dialog-binding section 10, cached per dialog by
+// agent.TTSSource), and the proof, the WIMSE HTTP signature or a WPT per route,
+// covering Dialog-Context, Txn-Token and Content-Digest (sections 7, 8). A signed
+// response is verified and must echo the request's Dialog-Context (section 7). The
+// agent names the dialog with the Dialog-Context field it sends, or asks for a new
+// one with StartDialogField: ?1 (section 5, agent.Agent.Start) and reads the accepted
+// context in the response.
+//
+// Ingress is the incoming side, a reverse proxy in front of the agent's own server. It
+// removes every Dialogtrust-* field a client sent, bounds the body, runs
+// dialog.Receiver (section 12: stateful or stateless, its replay store, handoffs with
+// dialog.WithHandoffs answered in the host protocol's reply, response signing) and
+// forwards only verified requests, with what was verified in the Verified* fields and
+// without the credentials.
+//
+// Every refusal is a problem document with a stable errcode code; bodies are bounded
+// by MaxBody in both directions.
+package proxy

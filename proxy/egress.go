@@ -1,0 +1,324 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/proof"
+	"github.com/dialogtrust/dialogtrust/txntoken"
+	"github.com/dialogtrust/dialogtrust/wit"
+)
+
+// Route maps a path prefix of the egress listener to an upstream.
+type Route struct {
+	// Prefix is the path prefix served ("/" serves every path); the rest of the path
+	// follows the upstream URL's path.
+	Prefix string
+	// Upstream is the base URL requests go to: https, or http to a loopback IP
+	// literal or localhost, or any http when AllowPlainHTTP is set.
+	Upstream string
+	// AllowPlainHTTP allows an http upstream that is not on loopback.
+	AllowPlainHTTP bool
+	// TxnAudience is the trust domain the Txn-Token is requested for (the TTS's
+	// audience); "" sends no Txn-Token. TxnScope is its scope.
+	TxnAudience string
+	TxnScope    string
+	// Recipient is the wimse-aud (or WPT aud) value naming the upstream, which its
+	// receiver accepts by configuration; default the target URI without query.
+	Recipient string
+	// Proof is proof.HTTPSig (the zero value) or proof.WPT.
+	Proof proof.Method
+	// RequireSignedResponse asks for a signed response (wimse-sign-response) and
+	// refuses an unsigned one (HTTP signature only).
+	RequireSignedResponse bool
+}
+
+// EgressConfig configures an Egress.
+type EgressConfig struct {
+	// Self is the workload identifier: the initiator of the dialogs the egress starts.
+	Self identifier.ID
+	// WIT gives the workload's WIT and key, refreshed (witissuer.Client.Source).
+	WIT wit.Source
+	// TTS asks the Transaction Token Service; required when a route has an Audience.
+	TTS *txntoken.Client
+	// Subject gives the subject token the TTS requests present.
+	Subject agent.SubjectFunc
+	// Responses verifies signed responses (the upstream's WIT by trust configuration);
+	// required for HTTP-signature routes.
+	Responses *httpsig.Verifier
+	// RootCAs are the roots an https upstream is verified with (nil: the system's).
+	RootCAs *x509.CertPool
+	// Base, when set, carries the signed requests in place of the egress's own
+	// transport (tests put a tampering hop here).
+	Base http.RoundTripper
+	// Now is the clock of the Txn-Token cache (default time.Now).
+	Now    func() time.Time
+	Routes []Route
+}
+
+// Egress is the proxy for the local agent's outgoing requests: an http.Handler taking
+// plain HTTP and forwarding each request through agent.Transport, which attaches the
+// WIT, the Dialog-Context, the Txn-Token of the dialog and the proof (sections 7, 8,
+// 10).
+type Egress struct {
+	self   identifier.ID
+	routes []egressRoute
+}
+
+type egressRoute struct {
+	prefix   string
+	upstream *url.URL
+	proof    proof.Method
+	agent    *agent.Agent
+}
+
+// upstreamTimeout bounds the wait for an upstream's response header.
+const upstreamTimeout = 30 * time.Second
+
+// NewEgress checks cfg and builds the egress; every route's Txn-Tokens are cached per
+// dialog until shortly before they expire (agent.TTSSource).
+func NewEgress(cfg EgressConfig) (*Egress, error) {
+	if cfg.WIT == nil {
+		return nil, errcode.New(errcode.InvalidRequest, "egress: a WIT source is required")
+	}
+	if cfg.Self.IsZero() {
+		return nil, errcode.New(errcode.InvalidRequest, "egress: the workload identifier is required")
+	}
+	if len(cfg.Routes) == 0 {
+		return nil, errcode.New(errcode.InvalidRequest, "egress: at least one route is required")
+	}
+	base := cfg.Base
+	if base == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.Proxy = nil // the egress is the proxy: an environment proxy would see the credentials
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: cfg.RootCAs}
+		tr.ResponseHeaderTimeout = upstreamTimeout
+		base = tr
+	}
+	e := &Egress{self: cfg.Self}
+	seen := map[string]bool{}
+	for _, rt := range cfg.Routes {
+		prefix, err := cleanPrefix(rt.Prefix)
+		if err != nil {
+			return nil, err
+		}
+		if seen[prefix] {
+			return nil, errcode.New(errcode.InvalidRequest, "egress: route prefix %q given twice", prefix)
+		}
+		seen[prefix] = true
+		up, err := CheckUpstream(rt.Upstream, rt.AllowPlainHTTP)
+		if err != nil {
+			return nil, err
+		}
+		t := &agent.Transport{Base: base, Source: cfg.WIT, Proof: rt.Proof, Responses: cfg.Responses, RequireSignedResponse: rt.RequireSignedResponse}
+		switch {
+		case rt.Proof == proof.WPT && rt.RequireSignedResponse:
+			return nil, errcode.New(errcode.InvalidRequest, "egress route %s: a signed response needs the HTTP signature, not a WPT", prefix)
+		case rt.Proof == proof.HTTPSig && cfg.Responses == nil:
+			return nil, errcode.New(errcode.InvalidRequest, "egress route %s: HTTP signatures need a response verifier", prefix)
+		}
+		if rt.Recipient != "" {
+			recipient := rt.Recipient
+			t.Audience = func(*http.Request) string { return recipient }
+		}
+		if rt.TxnAudience != "" {
+			if cfg.TTS == nil || cfg.Subject == nil {
+				return nil, errcode.New(errcode.InvalidRequest, "egress route %s: a Txn-Token audience needs a TTS client and a subject token", prefix)
+			}
+			t.Tokens = agent.NewTTSSource(cfg.TTS, rt.TxnAudience, rt.TxnScope, cfg.Subject, cfg.Now)
+		}
+		client := &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
+			// A redirect goes back to the agent: following it would sign a request to
+			// a target no route names.
+			return http.ErrUseLastResponse
+		}}
+		e.routes = append(e.routes, egressRoute{prefix: prefix, upstream: up, proof: rt.Proof, agent: &agent.Agent{Self: cfg.Self, Client: client}})
+	}
+	return e, nil
+}
+
+// cleanPrefix makes a route prefix "/" or "/a/b" (no trailing slash).
+func cleanPrefix(p string) (string, error) {
+	if p == "" {
+		p = "/"
+	}
+	if !strings.HasPrefix(p, "/") || path.Clean(p) != strings.TrimSuffix(p, "/") && p != "/" {
+		return "", errcode.New(errcode.InvalidRequest, "route prefix %q must be an absolute path in normal form", errcode.Cut(p))
+	}
+	return path.Clean(p), nil
+}
+
+// CheckUpstream parses an upstream URL: https, or http only to a loopback IP literal
+// or localhost unless plainHTTP allows it; no user information, query or fragment.
+func CheckUpstream(raw string, plainHTTP bool) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, errcode.New(errcode.InvalidRequest, "upstream %q must be an absolute http(s) URL without user information, query or fragment", errcode.Cut(raw))
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !plainHTTP && !isLoopbackHost(u.Hostname()) {
+			return nil, errcode.New(errcode.InvalidRequest, "upstream %q: plain HTTP only to loopback (or with plain HTTP allowed for the route)", errcode.Cut(raw))
+		}
+	default:
+		return nil, errcode.New(errcode.InvalidRequest, "upstream %q: scheme must be https or http", errcode.Cut(raw))
+	}
+	return u, nil
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// normalPath reports whether p is absolute and has no dot segment or empty segment
+// (a trailing slash is allowed).
+func normalPath(p string) bool {
+	return p != "" && p[0] == '/' && (p == "/" || path.Clean(p) == strings.TrimSuffix(p, "/"))
+}
+
+// match finds the route with the longest prefix matching p and the rest of p.
+func (e *Egress) match(p string) (*egressRoute, string) {
+	var best *egressRoute
+	rest := ""
+	for i := range e.routes {
+		rt := &e.routes[i]
+		var r string
+		switch {
+		case rt.prefix == "/":
+			r = p
+		case p == rt.prefix:
+			r = ""
+		case strings.HasPrefix(p, rt.prefix+"/"):
+			r = p[len(rt.prefix):]
+		default:
+			continue
+		}
+		if best == nil || len(rt.prefix) > len(best.prefix) {
+			best, rest = rt, r
+		}
+	}
+	return best, rest
+}
+
+// ServeHTTP forwards one request of the local agent. The agent names the dialog with
+// the Dialog-Context field, or asks for a new one with StartDialogField: "?1"; without
+// either the request goes outside any dialog and without a Txn-Token. Every refusal is
+// a problem document with a stable code; the upstream's own answer (a refusal of the
+// receiver there included) comes back as it is.
+func (e *Egress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := e.serve(w, r); err != nil {
+		problem.Write(w, err)
+	}
+}
+
+func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
+	p := r.URL.Path
+	if !normalPath(p) {
+		return errcode.New(errcode.NoRoute, "the path is not in normal form")
+	}
+	rt, rest := e.match(p)
+	if rt == nil {
+		return errcode.New(errcode.NoRoute, "no egress route for %q", errcode.Cut(p))
+	}
+	start := false
+	switch vals := r.Header.Values(StartDialogField); {
+	case len(vals) > 1:
+		return errcode.New(errcode.DuplicateField, "more than one %s field", StartDialogField)
+	case len(vals) == 1 && strings.TrimSpace(vals[0]) == "?1":
+		start = true
+	case len(vals) == 1 && strings.TrimSpace(vals[0]) != "?0":
+		return errcode.New(errcode.InvalidRequest, "%s must be ?1 or ?0", StartDialogField)
+	}
+	dc, err := dialog.FromHeader(r.Header)
+	if err != nil {
+		return err
+	}
+	if start && dc != nil {
+		return errcode.New(errcode.InvalidRequest, "%s and a Dialog-Context exclude each other", StartDialogField)
+	}
+	body, err := readBounded(r.Body, "request body")
+	if err != nil {
+		return err
+	}
+	target := *rt.upstream
+	if rest != "" {
+		target.Path = strings.TrimSuffix(target.Path, "/") + rest
+		target.RawPath = ""
+	}
+	if target.Path == "" {
+		target.Path = "/"
+	}
+	target.RawQuery = r.URL.RawQuery
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, target.String(), bytes.NewReader(body))
+	if err != nil {
+		return errcode.Wrap(errcode.InvalidRequest, err, "the request cannot be forwarded")
+	}
+	if len(body) == 0 {
+		out.Body, out.GetBody, out.ContentLength = http.NoBody, nil, 0
+	}
+	out.Header = r.Header.Clone()
+	removeHopByHop(out.Header)
+	removePrefixed(out.Header)
+	for _, f := range credentialFields {
+		out.Header.Del(f)
+	}
+	if rt.proof == proof.WPT {
+		out.Header.Del("Authorization") // the WPT travels there (wpt.AuthScheme)
+	}
+	var res *http.Response
+	switch {
+	case start:
+		res, _, err = rt.agent.Start(r.Context(), out, "")
+	case dc != nil:
+		res, err = rt.agent.Continue(r.Context(), out, dc, nil)
+	default:
+		res, err = rt.agent.Client.Do(out)
+	}
+	if err != nil {
+		return upstreamError(err)
+	}
+	defer res.Body.Close()
+	resBody, err := readBounded(res.Body, "upstream response")
+	if err != nil {
+		return errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream's response is not usable")
+	}
+	writeResponse(w, res, resBody)
+	return nil
+}
+
+// upstreamError keeps the code of a rejection (the agent package's, the TTS's, the
+// WIT issuer's) and names a failure without one as upstream_unavailable.
+func upstreamError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		err = ue.Err
+	}
+	if errcode.CodeOf(err) != errcode.Unmapped {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream exchange ended early")
+	}
+	return errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream could not be reached")
+}

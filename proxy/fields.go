@@ -1,0 +1,148 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/txntoken"
+	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dialogtrust/dialogtrust/wpt"
+)
+
+// FieldPrefix starts every field the proxies define. The ingress removes every field
+// with this prefix that a client sent, before anything else, so that the application
+// can trust each one it sees; the egress removes them before signing, so that none
+// travels to the upstream.
+const FieldPrefix = "Dialogtrust-"
+
+// Fields the egress reads from the local agent.
+const (
+	// StartDialogField: "?1" (a structured-field boolean) asks the egress to start a
+	// new dialog with the workload as initiator (section 5); the response carries the
+	// accepted Dialog-Context. It excludes a Dialog-Context field in the same request.
+	StartDialogField = "Dialogtrust-Start-Dialog"
+)
+
+// Fields the ingress sets on the request it forwards to the application: what the
+// receiver verified (section 12). Each is absent when there is nothing verified to
+// say (no dialog, no Txn-Token, no handoff).
+const (
+	// VerifiedSenderField: the workload identifier whose WIT and proof verified.
+	VerifiedSenderField = "Dialogtrust-Verified-Sender"
+	// VerifiedProofField: how the sender proved possession: "httpsig" or "wpt".
+	VerifiedProofField = "Dialogtrust-Verified-Proof"
+	// VerifiedDialogField: the dialog identifier (dlg) of the verified Dialog-Context.
+	VerifiedDialogField = "Dialogtrust-Verified-Dialog"
+	// VerifiedInitiatorField: the dialog's initiator named in Dialog-Context.
+	VerifiedInitiatorField = "Dialogtrust-Verified-Initiator"
+	// VerifiedInitiatorProvedField: "true" when the initiator was proved (the sender is
+	// the initiator, or provenance leads back to it), else "false".
+	VerifiedInitiatorProvedField = "Dialogtrust-Verified-Initiator-Proved"
+	// VerifiedEstablishedField: "true" when this request established the dialog at a
+	// stateful ingress.
+	VerifiedEstablishedField = "Dialogtrust-Verified-Established"
+	// VerifiedTxnTokenClaimsField: the validated Txn-Token's claims as one line of JSON
+	// (non-ASCII escaped).
+	VerifiedTxnTokenClaimsField = "Dialogtrust-Verified-Txn-Token-Claims"
+	// VerifiedHandoffField: the outcome of a handoff that travelled with the request
+	// ("accepted"); a refused offer never reaches the application.
+	VerifiedHandoffField = "Dialogtrust-Verified-Handoff"
+)
+
+// MaxBody bounds a request or response body that the proxies read (the bound of
+// agent.Transport and of a response the receiver signs).
+const MaxBody = dialog.MaxSignedResponseBody
+
+// hopByHop are the fields of one connection (RFC 9110 section 7.6.1), never forwarded.
+var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// credentialFields are the fields the egress makes itself: a copy from the agent is
+// dropped, never signed over or sent.
+var credentialFields = []string{wit.HeaderName, txntoken.HeaderName, dialog.HeaderName, dialog.ProvenanceHeader,
+	"Signature", "Signature-Input", "Content-Digest", wpt.LegacyHeader}
+
+// removeHopByHop removes the connection's own fields, including those Connection names.
+func removeHopByHop(h http.Header) {
+	for _, v := range h.Values("Connection") {
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				h.Del(name)
+			}
+		}
+	}
+	for _, name := range hopByHop {
+		h.Del(name)
+	}
+}
+
+// removePrefixed removes every field whose name starts with FieldPrefix.
+func removePrefixed(h http.Header) {
+	for name := range h {
+		if strings.HasPrefix(textproto.CanonicalMIMEHeaderKey(name), FieldPrefix) {
+			delete(h, name)
+		}
+	}
+}
+
+// readBounded reads a body of at most MaxBody octets.
+func readBounded(r io.Reader, what string) ([]byte, error) {
+	if r == nil || r == http.NoBody {
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r, MaxBody+1))
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidRequest, err, "the %s could not be read", what)
+	}
+	if len(b) > MaxBody {
+		return nil, errcode.New(errcode.BodyTooLarge, "the %s is over %d octets", what, MaxBody)
+	}
+	return b, nil
+}
+
+// writeResponse sends res, whose body is already read, to w.
+func writeResponse(w http.ResponseWriter, res *http.Response, body []byte) {
+	h := res.Header.Clone()
+	removeHopByHop(h)
+	h.Del("Content-Length")
+	for k, v := range h {
+		w.Header()[k] = v
+	}
+	if res.Request == nil || res.Request.Method != http.MethodHead {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	w.WriteHeader(res.StatusCode)
+	_, _ = w.Write(body)
+}
+
+// asciiJSON escapes every non-ASCII octet of a JSON text as \u, so that it is a
+// field value any HTTP stack passes unchanged.
+func asciiJSON(b []byte) string {
+	if !bytes.ContainsFunc(b, func(r rune) bool { return r >= 0x80 }) {
+		return string(b)
+	}
+	var sb strings.Builder
+	for _, r := range string(b) {
+		switch {
+		case r < 0x80:
+			sb.WriteRune(r)
+		case r > 0xFFFF:
+			r -= 0x10000
+			sb.WriteString(`\u` + hex4(0xD800+(r>>10)) + `\u` + hex4(0xDC00+(r&0x3FF)))
+		default:
+			sb.WriteString(`\u` + hex4(r))
+		}
+	}
+	return sb.String()
+}
+
+func hex4(r rune) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[r>>12&15], digits[r>>8&15], digits[r>>4&15], digits[r&15]})
+}

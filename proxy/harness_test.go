@@ -1,0 +1,260 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/proof"
+	"github.com/dialogtrust/dialogtrust/proxy"
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
+	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dialogtrust/dialogtrust/witissuer"
+	"github.com/dialogtrust/dialogtrust/wpt"
+)
+
+const td = "a.example"
+
+func mustOK(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// domain is trust domain a.example: a WIT issuer (workloads authenticated in
+// development mode: the issuer's methods are tested in witissuer) and a TTS, each a
+// real HTTP server on loopback.
+type domain struct {
+	witURL, ttsURL string
+	trust          *keys.Trust
+	ttsKeys        keys.KeySet
+}
+
+func startDomain(t *testing.T) *domain {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	d := &domain{}
+	witSrv := httptest.NewUnstartedServer(nil)
+	d.witURL = "http://" + witSrv.Listener.Addr().String()
+	witKey, err := keys.Generate(keys.ES256)
+	mustOK(t, err)
+	rot, err := keys.NewStaticRotator(witKey, keys.RotationConfig{Retain: 2 * time.Hour})
+	mustOK(t, err)
+	dev, err := witissuer.NewDev(nil, []string{"wimse://" + td + "/"})
+	mustOK(t, err)
+	ws, err := witissuer.New(witissuer.Config{Issuer: d.witURL, Keys: rot, Replay: store.NewMemory(),
+		Policy: witissuer.Policy{TrustDomains: []string{td}}, Routes: []witissuer.Route{{Path: "/v1/wit", Methods: []witissuer.Authenticator{dev}}}})
+	mustOK(t, err)
+	witSrv.Config.Handler = ws.Handler()
+	witSrv.Start()
+	t.Cleanup(witSrv.Close)
+	witKeys, err := keys.NewRemoteSet(ctx, d.witURL+"/.well-known/jwks.json")
+	mustOK(t, err)
+	d.trust = keys.NewTrust().AddTrustDomain(td, witKeys)
+
+	ttsSrv := httptest.NewUnstartedServer(nil)
+	d.ttsURL = "http://" + ttsSrv.Listener.Addr().String()
+	ttsKey, err := keys.Generate(keys.ES256)
+	mustOK(t, err)
+	replay := store.NewMemory()
+	wits := wit.NewValidator(d.trust, wit.WithCache(1024, time.Minute))
+	ts, err := tts.New(tts.Config{
+		Issuer: d.ttsURL, TrustDomains: []string{td}, Keys: keys.NewRing(ttsKey, nil),
+		Authenticators:  oauth.WIMSEAuthenticators(wits, replay, d.ttsURL+tts.PathToken),
+		SubjectHandlers: []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{d.ttsURL}, tts.SelfSignedOptions{})},
+		Replay:          replay,
+		Policy:          tts.Policy{Rules: []tts.Rule{{Workload: "wimse://" + td + "/", SubjectScopes: []string{"trip.book"}}}},
+	})
+	mustOK(t, err)
+	ttsSrv.Config.Handler = ts.Handler()
+	ttsSrv.Start()
+	t.Cleanup(ttsSrv.Close)
+	d.ttsKeys, err = keys.NewRemoteSet(ctx, d.ttsURL+"/.well-known/jwks.json")
+	mustOK(t, err)
+	return d
+}
+
+func (d *domain) workload(t *testing.T, path string) (identifier.ID, wit.Source) {
+	id, err := identifier.Parse("wimse://" + td + path)
+	mustOK(t, err)
+	src := (&witissuer.Client{Endpoint: d.witURL + "/v1/wit", Audience: d.witURL, Subject: id.String()}).Source()
+	return id, src
+}
+
+// app is the application behind the ingress: it records what reached it.
+type app struct {
+	mu   sync.Mutex
+	seen []*http.Request
+	body []string
+	url  string
+}
+
+func startApp(t *testing.T) *app {
+	a := &app{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		a.mu.Lock()
+		a.seen = append(a.seen, r)
+		a.body = append(a.body, string(b))
+		a.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"sender":"`+r.Header.Get(proxy.VerifiedSenderField)+`","dialog":"`+r.Header.Get(proxy.VerifiedDialogField)+`"}`)
+	}))
+	t.Cleanup(srv.Close)
+	a.url = srv.URL
+	return a
+}
+
+func (a *app) hits() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.seen)
+}
+
+func (a *app) last() *http.Request {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.seen[len(a.seen)-1]
+}
+
+// pair is an egress for workload a1 and an ingress in front of tool t1's application,
+// with a hop between them that a test may make tamper.
+type pair struct {
+	d              *domain
+	a1, t1         identifier.ID
+	app            *app
+	egress         *httptest.Server
+	ingress        *httptest.Server
+	tamper         func(*http.Request) // runs on each signed request between the proxies
+	ingressReplay  *store.Memory
+	recipient      string
+	signedResponse bool
+
+	a1src wit.Source
+
+	mu         sync.Mutex
+	sent       *http.Request // the last signed request between the proxies
+	sentBody   []byte
+	answer     int // the ingress's answer to it
+	answerBody []byte
+}
+
+type hop struct{ p *pair }
+
+// RoundTrip tampers (when asked), keeps a copy of the signed request as it left and
+// the ingress's answer to it.
+func (h hop) RoundTrip(r *http.Request) (*http.Response, error) {
+	if h.p.tamper != nil {
+		h.p.tamper(r)
+	}
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	res, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resBody, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	res.Body = io.NopCloser(bytes.NewReader(resBody))
+	h.p.mu.Lock()
+	h.p.sent, h.p.sentBody = r.Clone(r.Context()), body
+	h.p.answer, h.p.answerBody = res.StatusCode, resBody
+	h.p.mu.Unlock()
+	return res, nil
+}
+
+// ingressCode is the code of the ingress's last answer between the proxies.
+func (p *pair) ingressCode() (errcode.Code, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return errcode.CodeOf(problem.Read(p.answer, p.answerBody)), string(p.answerBody)
+}
+
+type pairOptions struct {
+	stateful bool
+	method   proof.Method
+	// unsignedOK: the route does not demand a signed response, so an unsigned
+	// refusal of the ingress comes back to the agent as it is.
+	unsignedOK bool
+	// receiver adds options to the ingress's receiver (given the tool's identifier).
+	receiver func(t1 identifier.ID) []dialog.ReceiverOption
+}
+
+func newPair(t *testing.T, o pairOptions) *pair {
+	d := startDomain(t)
+	p := &pair{d: d, app: startApp(t), ingressReplay: store.NewMemory(), recipient: "https://t1.a.example/", signedResponse: o.method == proof.HTTPSig}
+	var a1src, t1src wit.Source
+	p.a1, a1src = d.workload(t, "/agent/a1")
+	p.a1src = a1src
+	p.t1, t1src = d.workload(t, "/tool/t1")
+
+	wits := wit.NewValidator(d.trust, wit.WithCache(1024, time.Minute))
+	opts := []dialog.ReceiverOption{
+		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(p.recipient), httpsig.WithReplay(p.ingressReplay))),
+		dialog.WithWPT(wpt.NewVerifier(wits, wpt.WithAudiences(p.recipient), wpt.WithReplay(p.ingressReplay))),
+		dialog.WithTxnTokens(txntoken.NewVerifier(d.ttsKeys, td)),
+		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
+			c, err := t1src.Credential(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpsig.NewSigner(c.Key, c.WIT), nil
+		}),
+	}
+	if o.stateful {
+		opts = append(opts, dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())))
+	}
+	if o.receiver != nil {
+		opts = append(opts, o.receiver(p.t1)...)
+	}
+	rc, err := dialog.NewReceiver(opts...)
+	mustOK(t, err)
+	in, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: p.app.url})
+	mustOK(t, err)
+	p.ingress = httptest.NewServer(in)
+	t.Cleanup(p.ingress.Close)
+
+	eg, err := proxy.NewEgress(proxy.EgressConfig{
+		Self: p.a1, WIT: a1src,
+		TTS:       &txntoken.Client{TokenEndpoint: d.ttsURL + tts.PathToken, WITSource: a1src, Proof: proof.WPT},
+		Subject:   selfSigned(d, p.a1, a1src),
+		Responses: httpsig.NewVerifier(wit.NewValidator(d.trust)),
+		Base:      hop{p},
+		Routes: []proxy.Route{{Prefix: "/t1", Upstream: p.ingress.URL + "/mcp", TxnAudience: td, TxnScope: "trip.book",
+			Proof: o.method, RequireSignedResponse: o.method == proof.HTTPSig && !o.unsignedOK, Recipient: p.recipient}},
+	})
+	mustOK(t, err)
+	p.egress = httptest.NewServer(eg)
+	t.Cleanup(p.egress.Close)
+	return p
+}
+
+func selfSigned(d *domain, id identifier.ID, src wit.Source) agent.SubjectFunc {
+	return func(ctx context.Context) (string, string, error) {
+		c, err := src.Credential(ctx)
+		if err != nil {
+			return "", "", err
+		}
+		tok, err := txntoken.NewSelfSignedToken(c.Key, id, "alice@"+td, d.ttsURL, "trip.book", time.Minute, time.Now())
+		return tok, tts.TokenTypeSelfSigned, err
+	}
+}

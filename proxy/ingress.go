@@ -1,0 +1,184 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/txntoken"
+	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dialogtrust/dialogtrust/wpt"
+)
+
+// IngressConfig configures an Ingress.
+type IngressConfig struct {
+	// Receiver runs the checks of section 12: the proof methods and their replay
+	// store, the Txn-Token verifier, stateful (dialog.WithRegistry) or stateless, the
+	// response signer (dialog.WithResponseSigner), handoffs (dialog.WithHandoffs).
+	Receiver *dialog.Receiver
+	// Upstream is the application's base URL (https, or http to loopback unless
+	// AllowPlainHTTP).
+	Upstream       string
+	AllowPlainHTTP bool
+	// Transport carries the verified requests to the application (default: a
+	// transport without an environment proxy).
+	Transport http.RoundTripper
+}
+
+// Ingress is the reverse proxy in front of the agent's own server: it verifies every
+// request with the Receiver and forwards only verified ones, with what was verified
+// in the Verified* fields. Every field with FieldPrefix that a client sent is removed
+// first, whatever happens next.
+type Ingress struct {
+	upstream *url.URL
+	client   *http.Client
+	handler  http.Handler
+}
+
+// NewIngress checks cfg and builds the ingress.
+func NewIngress(cfg IngressConfig) (*Ingress, error) {
+	if cfg.Receiver == nil {
+		return nil, errcode.New(errcode.InvalidRequest, "ingress: a receiver is required")
+	}
+	up, err := CheckUpstream(cfg.Upstream, cfg.AllowPlainHTTP)
+	if err != nil {
+		return nil, err
+	}
+	tr := cfg.Transport
+	if tr == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.Proxy = nil
+		t.ResponseHeaderTimeout = upstreamTimeout
+		tr = t
+	}
+	in := &Ingress{upstream: up, client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
+	in.handler = cfg.Receiver.Middleware(http.HandlerFunc(in.forward))
+	return in, nil
+}
+
+// ServeHTTP removes the proxy's fields a client sent, bounds the body, and runs the
+// receiver; only a verified request reaches the application.
+func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Always first: a copy of a Verified* field from the client must never reach the
+	// application, whether or not the request verifies.
+	removePrefixed(r.Header)
+	if !normalPath(r.URL.Path) {
+		// A dot segment could leave the application's base path once appended to it.
+		problem.Write(w, errcode.New(errcode.InvalidRequest, "the path is not in normal form"))
+		return
+	}
+	body, err := readBounded(r.Body, "request body")
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	if len(body) == 0 {
+		r.Body = http.NoBody
+	} else {
+		r.Body = readCloser{bytes.NewReader(body)}
+	}
+	r.ContentLength = int64(len(body))
+	in.handler.ServeHTTP(w, r)
+}
+
+type readCloser struct{ *bytes.Reader }
+
+func (readCloser) Close() error { return nil }
+
+// forward runs after the receiver verified r.
+func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
+	v := dialog.FromRequest(r)
+	if v == nil {
+		problem.Write(w, errcode.New(errcode.Internal, "the ingress forwarded a request the receiver did not verify"))
+		return
+	}
+	body, err := readBounded(r.Body, "request body")
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	target := *in.upstream
+	target.Path = strings.TrimSuffix(target.Path, "/") + r.URL.Path
+	target.RawPath = ""
+	target.RawQuery = r.URL.RawQuery
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, target.String(), bytes.NewReader(body))
+	if err != nil {
+		problem.Write(w, errcode.Wrap(errcode.InvalidRequest, err, "the request cannot be forwarded"))
+		return
+	}
+	if len(body) == 0 {
+		out.Body, out.GetBody, out.ContentLength = http.NoBody, nil, 0
+	}
+	out.Header = r.Header.Clone()
+	removeHopByHop(out.Header)
+	removePrefixed(out.Header)
+	// The credentials stay here: what they proved travels in the Verified* fields.
+	for _, f := range []string{wit.HeaderName, txntoken.HeaderName, dialog.ProvenanceHeader, "Signature", "Signature-Input", wpt.LegacyHeader} {
+		out.Header.Del(f)
+	}
+	if a := out.Header.Get("Authorization"); len(a) > len(wpt.AuthScheme) && strings.EqualFold(a[:len(wpt.AuthScheme)+1], wpt.AuthScheme+" ") {
+		out.Header.Del("Authorization")
+	}
+	if err := setVerified(out.Header, v); err != nil {
+		problem.Write(w, err)
+		return
+	}
+	if host := r.Host; host != "" {
+		out.Header.Set("X-Forwarded-Host", host)
+	}
+	res, err := in.client.Do(out)
+	if err != nil {
+		problem.Write(w, upstreamError(err))
+		return
+	}
+	defer res.Body.Close()
+	resBody, err := readBounded(res.Body, "application's response")
+	if err != nil {
+		problem.Write(w, errcode.Unavailable(errcode.UpstreamUnavailable, err, "the application's response is not usable"))
+		return
+	}
+	// The receiver echoes (and signs) the verified Dialog-Context itself, and a
+	// signature of the application's own would make the proxy's ambiguous.
+	for _, f := range []string{dialog.HeaderName, "Signature", "Signature-Input", wit.HeaderName} {
+		res.Header.Del(f)
+	}
+	writeResponse(w, res, resBody)
+}
+
+// setVerified puts what the receiver verified on h.
+func setVerified(h http.Header, v *dialog.Verified) error {
+	h.Set(VerifiedSenderField, v.Sender.String())
+	h.Set(VerifiedProofField, v.Proof.String())
+	if v.Context != nil {
+		h.Set(VerifiedDialogField, v.Context.DLG())
+		h.Set(VerifiedInitiatorField, v.Context.Initiator().String())
+		h.Set(VerifiedInitiatorProvedField, boolText(v.InitiatorVerified))
+		h.Set(VerifiedEstablishedField, boolText(v.Outcome == dialog.Established))
+	}
+	if v.Txn != nil {
+		b, err := json.Marshal(v.Txn)
+		if err != nil {
+			return errcode.Wrap(errcode.Internal, err, "the Txn-Token claims cannot be handed on")
+		}
+		h.Set(VerifiedTxnTokenClaimsField, asciiJSON(b))
+	}
+	if v.Handoff != nil && v.Handoff.Outcome == handoff.OutcomeAccepted {
+		h.Set(VerifiedHandoffField, "accepted")
+	}
+	return nil
+}
+
+func boolText(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
