@@ -371,7 +371,7 @@ func (f *flow) handOff(ctx context.Context) error {
 	linker := &agent.Linker{Self: a2.id, Transport: transport(a2, nil, f.witsAB, f.hc), Tokens: &chaining.Client{HTTPClient: f.hc}}
 	linked, err := linker.Link(ctx, agent.LinkConfig{
 		TxnToken: f.atA2First.TxnToken, GrantEndpoint: f.mdA.TokenEndpoint, PeerIssuer: f.b.TTS, PeerTokenEndpoint: f.mdB.TokenEndpoint,
-		Scope: "trip.book", Request: post(f.b1Srv.URL+"/a2a", "{}"),
+		Scope: "trip.book", Request: a2aPost(f.b1Srv.URL + "/a2a"),
 		Body: func(accessToken, dlg string) ([]byte, error) {
 			g := handoff.BindGrant([]byte(accessToken))
 			task := "book the hotel"
@@ -628,6 +628,14 @@ func selfSigned(d Domain, wl workload) agent.SubjectFunc {
 		tok, err := txntoken.NewSelfSignedToken(c.Key, wl.id, "alice@"+d.Name, d.TTS, "trip.read trip.book", 5*time.Minute, time.Now())
 		return tok, tts.TokenTypeSelfSigned, err
 	}
+}
+
+// a2aPost is an A2A 0.3 JSON-RPC POST that lists the handoff extension (handoff-context
+// section 6) under both header names; the linker sets its body.
+func a2aPost(url string) *http.Request {
+	req := post(url, "{}")
+	handoff.AddA2A03Extension(req.Header)
+	return req
 }
 
 func post(url, body string) *http.Request {
