@@ -9,6 +9,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dunglas/httpsfv"
 )
@@ -378,7 +379,7 @@ func (v *Verifier) verify(ctx context.Context, m *message, rawWIT, reqNonce stri
 		return nil, err
 	}
 	if !w.Key.Verify(base, rcv.sig) {
-		return nil, errcode.New(errcode.InvalidSignature, "signature does not verify with the key of WIT %s", wit.Hash(rawWIT))
+		return nil, errcode.New(errcode.InvalidSignature, "signature does not verify with the key of WIT %s", tokenhash.Of(rawWIT))
 	}
 
 	// 7. SIG-4: the content, bounded, against the Content-Digest just authenticated.

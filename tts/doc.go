@@ -104,5 +104,5 @@
 // one mapping. The endpoint's outcomes are counted on Config.Registry by
 // oauthmetrics (dialogtrust_tts_*, dialogtrust_chaining_*).
 //
-// Nothing here logs a whole token: tokens appear as base64url(SHA-256) (txntoken.Hash).
+// Nothing here logs a whole token: tokens appear as base64url(SHA-256) (tokenhash.Of).
 package tts

@@ -3,7 +3,6 @@ package wpt
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"sort"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -48,10 +48,14 @@ type Claims struct {
 }
 
 // Hash returns base64url(SHA-256(value trimmed of spaces and tabs)).
-func Hash(value string) string {
-	h := sha256.Sum256([]byte(strings.Trim(value, " \t")))
-	return base64.RawURLEncoding.EncodeToString(h[:])
-}
+//
+// Deprecated: use tokenhash.Of(strings.Trim(value, " \t")): the one token hash of the
+// module, over the field value as RFC 9110 section 5.5 delimits it.
+func Hash(value string) string { return boundHash(value) }
+
+// boundHash is the hash a WPT claim binds a field value by: over the value without the
+// spaces and tabs around it (RFC 9110 section 5.5).
+func boundHash(value string) string { return tokenhash.Of(strings.Trim(value, " \t")) }
 
 // Bound is what a proof binds, besides the WIT: the values as carried in the request.
 // A nil pointer means the field is absent.
@@ -98,20 +102,20 @@ func New(key *keys.PrivateKey, witRaw, audience string, b Bound, opts ...MintOpt
 		m.jti = base64.RawURLEncoding.EncodeToString(r[:])
 	}
 	exp := jose.NumericDate(m.now().Add(m.ttl).Unix())
-	c := Claims{Aud: jose.Audience{audience}, Exp: &exp, Jti: m.jti, Wth: wit.Hash(witRaw)}
+	c := Claims{Aud: jose.Audience{audience}, Exp: &exp, Jti: m.jti, Wth: tokenhash.Of(witRaw)}
 	if b.AccessToken != nil {
-		c.Ath = Hash(*b.AccessToken)
+		c.Ath = boundHash(*b.AccessToken)
 	}
 	if b.TxnToken != nil {
-		c.Tth = Hash(*b.TxnToken)
+		c.Tth = boundHash(*b.TxnToken)
 	}
 	if b.DialogContext != nil {
-		c.Dth = Hash(*b.DialogContext)
+		c.Dth = boundHash(*b.DialogContext)
 	}
 	if len(b.Other) > 0 {
 		c.Oth = make(map[string]string, len(b.Other))
 		for name, v := range b.Other {
-			c.Oth[strings.ToLower(name)] = Hash(v)
+			c.Oth[strings.ToLower(name)] = boundHash(v)
 		}
 	}
 	// The JWS header carries no kid: the key is the WIT's cnf key.
@@ -190,7 +194,7 @@ func (v *Verifier) Verify(ctx context.Context, witRaw, proof string, b Bound) (*
 // not claim the jti.
 func (v *Verifier) VerifyProof(ctx context.Context, proof string, key *keys.PublicKey, witRaw string, b Bound) (*Claims, error) {
 	var c Claims
-	if err := v.verifyProof(&c, proof, key, wit.Hash(witRaw), b); err != nil {
+	if err := v.verifyProof(&c, proof, key, tokenhash.Of(witRaw), b); err != nil {
 		return nil, err
 	}
 	return &c, nil
@@ -343,7 +347,7 @@ func checkBinding(claim string, field *string, code errcode.Code, name, what str
 		return errcode.New(code, "%s is present but the request carries no %s", name, what)
 	case field != nil && claim == "":
 		return errcode.New(code, "the request carries %s but the proof has no %s", what, name)
-	case field != nil && claim != Hash(*field):
+	case field != nil && claim != boundHash(*field):
 		return errcode.New(code, "%s does not match the %s", name, what)
 	}
 	return nil
@@ -369,7 +373,7 @@ func checkOther(oth map[string]string, other map[string]string) error {
 		if !ok {
 			return errcode.New(errcode.OtherTokenBindingMismatch, "oth names %q, which the request does not carry", errcode.Cut(n))
 		}
-		if oth[n] != Hash(val) {
+		if oth[n] != boundHash(val) {
 			return errcode.New(errcode.OtherTokenBindingMismatch, "oth[%q] does not match the field", errcode.Cut(n))
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wpt"
 )
 
@@ -153,7 +154,7 @@ func TestWPT02Sec2_TypeRequired(t *testing.T) {
 	wantCode(t, err, errcode.WrongType)
 }
 
-func wptHash(s string) string { return wpt.Hash(s) }
+func wptHash(s string) string { return tokenhash.Of(strings.Trim(s, " \t")) }
 
 // wpt-02 section 3.1 (WPT-5): aud is matched against configured audiences only.
 func TestWPT02Sec3_1_Audience(t *testing.T) {
@@ -175,7 +176,7 @@ func TestWPT02Sec2_Expiry(t *testing.T) {
 	_, err = f.v.Verify(context.Background(), f.w.WIT, p, wpt.Bound{})
 	wantCode(t, err, errcode.LifetimeTooLong)
 
-	c := map[string]any{"aud": aud, "jti": "x", "wth": wpt.Hash(f.w.WIT)}
+	c := map[string]any{"aud": aud, "jti": "x", "wth": tokenhash.Of(f.w.WIT)}
 	p, _ = jose.SignClaims(wpt.Type, f.w.Key, false, c)
 	_, err = f.v.Verify(context.Background(), f.w.WIT, p, wpt.Bound{})
 	wantCode(t, err, errcode.MissingClaim)

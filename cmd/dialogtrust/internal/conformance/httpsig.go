@@ -14,6 +14,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -297,7 +298,7 @@ func hsVerifyPositive(v hsVector) error {
 	case res.Label != v.Label:
 		return fmt.Errorf("verified label %q, want %q", res.Label, v.Label)
 	case res.WIT.Raw != v.WIT:
-		return fmt.Errorf("verified with another WIT (%s)", wit.Hash(res.WIT.Raw))
+		return fmt.Errorf("verified with another WIT (%s)", tokenhash.Of(res.WIT.Raw))
 	case res.Nonce != v.Params.Nonce || res.Audience != v.Params.WimseAud || res.SignResponse != v.Params.WimseSignResponse:
 		return fmt.Errorf("verified parameters differ: nonce %q aud %q sign-response %v", res.Nonce, res.Audience, res.SignResponse)
 	case res.Created.Unix() != v.Params.Created || res.Expires.Unix() != v.Params.Expires:
@@ -354,7 +355,7 @@ func hsVerifyResponsePositive(v hsVector, r hsResponse) error {
 	case res.Label != v.Label:
 		return fmt.Errorf("verified label %q, want %q", res.Label, v.Label)
 	case res.WIT.Raw != r.WIT:
-		return fmt.Errorf("verified with another WIT (%s)", wit.Hash(res.WIT.Raw))
+		return fmt.Errorf("verified with another WIT (%s)", tokenhash.Of(res.WIT.Raw))
 	case res.ReqNonce != r.ExpectedReqNonce || res.Nonce != r.Params.Nonce:
 		return fmt.Errorf("verified nonces differ: %q %q", res.Nonce, res.ReqNonce)
 	case strings.Join(res.Covered, " ") != strings.Join(r.Components, " "):
