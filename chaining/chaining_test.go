@@ -30,7 +30,7 @@ import (
 
 func signRequest(t testing.TB, e *env, req *http.Request, w *testkit.Workload, aud string) {
 	t.Helper()
-	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithSignerClock(e.clock.Now)).SignRequest(req, aud); err != nil {
+	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithClock(e.clock.Now)).SignRequest(req, aud); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -68,8 +68,40 @@ type Bound struct {
 	Other map[string]string
 }
 
-// MintOption configures New.
-type MintOption func(*minter)
+// MintOption configures New (and SignRequest).
+type MintOption interface{ applyMint(*minter) }
+
+// mintOption is an option of New only: passing it to NewVerifier is a compile error
+// instead of an option quietly ignored.
+type mintOption func(*minter)
+
+func (o mintOption) applyMint(m *minter) { o(m) }
+
+// ClockOption sets the time source of New (exp) or of NewVerifier: one option serves
+// both, as store.WithClock serves both memory stores.
+type ClockOption func() time.Time
+
+func (now ClockOption) applyMint(m *minter) {
+	if now != nil {
+		m.now = now
+	}
+}
+
+func (now ClockOption) applyVerifier(v *Verifier) {
+	if now != nil {
+		v.now = now
+	}
+}
+
+// WithClock injects the clock of New or NewVerifier (default: time.Now for minting,
+// the WIT validator's for verifying). Time is an input so that tests move it instead
+// of sleeping. A nil clock keeps the default.
+func WithClock(now func() time.Time) ClockOption { return ClockOption(now) }
+
+var (
+	_ MintOption = ClockOption(nil)
+	_ Option     = ClockOption(nil)
+)
 
 type minter struct {
 	ttl time.Duration
@@ -78,20 +110,22 @@ type minter struct {
 }
 
 // WithTTL sets the proof lifetime (default 60s).
-func WithTTL(d time.Duration) MintOption { return func(m *minter) { m.ttl = d } }
+func WithTTL(d time.Duration) MintOption { return mintOption(func(m *minter) { m.ttl = d }) }
 
-// WithMintClock injects the clock.
-func WithMintClock(now func() time.Time) MintOption { return func(m *minter) { m.now = now } }
+// WithMintClock injects the clock of New.
+//
+// Deprecated: use WithClock, which serves New and NewVerifier.
+func WithMintClock(now func() time.Time) MintOption { return WithClock(now) }
 
 // WithJTI fixes the jti (tests and vectors only; the default is 128 random bits).
-func WithJTI(jti string) MintOption { return func(m *minter) { m.jti = jti } }
+func WithJTI(jti string) MintOption { return mintOption(func(m *minter) { m.jti = jti }) }
 
 // New mints a WPT for a request to audience, signed by key (the WIT's key), binding
 // the WIT as carried and the fields in b.
 func New(key *keys.PrivateKey, witRaw, audience string, b Bound, opts ...MintOption) (string, error) {
 	m := minter{ttl: DefaultTTL, now: time.Now}
 	for _, o := range opts {
-		o(&m)
+		o.applyMint(&m)
 	}
 	if audience == "" {
 		return "", errcode.New(errcode.InvalidRequest, "audience is required")
@@ -134,31 +168,35 @@ type Verifier struct {
 }
 
 // Option configures a Verifier.
-type Option func(*Verifier)
+type Option interface{ applyVerifier(*Verifier) }
+
+// verifierOption is an option of NewVerifier only (see mintOption).
+type verifierOption func(*Verifier)
+
+func (o verifierOption) applyVerifier(v *Verifier) { o(v) }
 
 // WithAudiences sets the accepted aud values (exact match, from trusted configuration).
 func WithAudiences(aud ...string) Option {
-	return func(v *Verifier) { v.audiences = append(v.audiences, aud...) }
+	return verifierOption(func(v *Verifier) { v.audiences = append(v.audiences, aud...) })
 }
 
 // WithReplay sets the store that claims each jti once. Without one, jti replay is not
 // checked (only the conformance runner and tests should do that).
-func WithReplay(r store.Replay) Option { return func(v *Verifier) { v.replay = r } }
-
-// WithClock overrides the clock (default: the WIT validator's).
-func WithClock(now func() time.Time) Option { return func(v *Verifier) { v.now = now } }
+func WithReplay(r store.Replay) Option { return verifierOption(func(v *Verifier) { v.replay = r }) }
 
 // WithSkew overrides the skew (default: the WIT validator's).
-func WithSkew(d time.Duration) Option { return func(v *Verifier) { v.skew = d } }
+func WithSkew(d time.Duration) Option { return verifierOption(func(v *Verifier) { v.skew = d }) }
 
 // WithMaxLifetime caps exp - now (default 5 minutes).
-func WithMaxLifetime(d time.Duration) Option { return func(v *Verifier) { v.maxLifetime = d } }
+func WithMaxLifetime(d time.Duration) Option {
+	return verifierOption(func(v *Verifier) { v.maxLifetime = d })
+}
 
 // NewVerifier returns a Verifier that validates WITs with wits.
 func NewVerifier(wits *wit.Validator, opts ...Option) *Verifier {
 	v := &Verifier{wits: wits, now: wits.Now, skew: wits.Skew(), maxLifetime: DefaultMaxLifetime, maxSize: DefaultMaxSize}
 	for _, o := range opts {
-		o(v)
+		o.applyVerifier(v)
 	}
 	return v
 }

@@ -328,7 +328,7 @@ func hsVerifyRequest(v hsVector) (*httpsig.Result, error) {
 	}
 	opts := []httpsig.VerifierOption{
 		httpsig.WithAudiences(aud), httpsig.WithRequiredComponents(required...),
-		httpsig.WithVerifierClock(clock), httpsig.WithSkew(0),
+		httpsig.WithClock(clock), httpsig.WithSkew(0),
 	}
 	if v.MaxAge != nil {
 		opts = append(opts, httpsig.WithMaxAge(time.Duration(*v.MaxAge)*time.Second))
@@ -391,7 +391,7 @@ func hsVerifyResponse(v hsVector, r hsResponse) (*httpsig.Result, error) {
 		Body: io.NopCloser(strings.NewReader(r.Body)), ContentLength: int64(len(r.Body)),
 	}
 	ver := httpsig.NewVerifier(wv, httpsig.WithRequiredResponseComponents(r.Components...),
-		httpsig.WithVerifierClock(clock), httpsig.WithSkew(0))
+		httpsig.WithClock(clock), httpsig.WithSkew(0))
 	ctx := context.Background()
 	if h.Get(wit.HeaderName) == r.WIT {
 		return ver.VerifyResponse(ctx, res, req, r.ExpectedReqNonce, v.Params.WimseSignResponse)
