@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/plainjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
@@ -283,7 +284,7 @@ func (v *Verifier) verifyProof(c *Claims, proof string, key *keys.PublicKey, wth
 }
 
 // decodeClaims decodes an authenticated payload into the zero Claims *c: directly when
-// it is in the plain form New writes (jose.ScanPlainObject: each known claim once, string
+// it is in the plain form New writes (plainjson.ScanObject: each known claim once, string
 // claims as plain strings, exp as an integer), else with encoding/json through
 // jose.DecodeClaims. The two agree on every plain payload (FuzzDecodeClaims).
 func decodeClaims(payload []byte, c *Claims) error {
@@ -314,7 +315,7 @@ func decodePlainClaims(payload []byte, c *Claims) bool {
 			}{}
 		}
 	}
-	return jose.ScanPlainObject(text, func(ns, vs jose.Span) bool {
+	return plainjson.ScanObject(text, func(ns, vs plainjson.Span) bool {
 		name, value := text[ns.Start:ns.End], text[vs.Start:vs.End]
 		var i int
 		var dst *string
