@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
@@ -57,10 +59,57 @@ func A2AMessageSend(id any, message json.RawMessage, h *handoff.Handoff) ([]byte
 	})
 }
 
+// A2ASendMessage builds the JSON-RPC body of an A2A request whose message carries h
+// (handoff-context section 6), with the method of the A2A version host names:
+// "message/send" for dialog.A2A03, "SendMessage" for dialog.A2A10.
+func A2ASendMessage(host dialog.Host, id any, message json.RawMessage, h *handoff.Handoff) ([]byte, error) {
+	method := ""
+	switch host {
+	case dialog.A2A03:
+		method = "message/send"
+	case dialog.A2A10:
+		method = "SendMessage"
+	default:
+		return nil, errcode.New(errcode.InvalidRequest, "%s is not an A2A version", host)
+	}
+	msg, err := handoff.PutA2AMessage(message, h)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": id, "method": method,
+		"params": map[string]json.RawMessage{"message": msg},
+	})
+}
+
+// NewA2ARequest builds the HTTP request of an A2A JSON-RPC call to url whose message
+// carries h (A2ASendMessage), listing the extension as section 6 asks ("A client also
+// lists the URI in the A2A-Extensions service parameter"): in A2A-Extensions for A2A
+// 1.0, and under both names (A2A-Extensions and X-A2A-Extensions) for an A2A 0.3
+// server, which reads the second. Send it through the Transport (Agent.Continue).
+func NewA2ARequest(ctx context.Context, host dialog.Host, url string, id any, message json.RawMessage, h *handoff.Handoff) (*http.Request, error) {
+	body, err := A2ASendMessage(host, id, message, h)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidRequest, err, "A2A request")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if host == dialog.A2A03 {
+		handoff.AddA2A03Extension(req.Header)
+	} else {
+		handoff.AddA2AExtension(req.Header)
+	}
+	return req, nil
+}
+
 // HandoffStatus takes the delegate's signed status out of the body of a reply to a
 // request that carried a handoff, in any of the shapes dialog.WithHandoffs answers
 // with: a JSON-RPC result that is an A2A Message (status in metadata), an A2A Task
-// (in its status message) or an MCP CallToolResult (in _meta), handoff-context section
+// (in its status message), either wrapped as A2A 1.0 does ({"message": ...},
+// {"task": ...}), or an MCP CallToolResult (in _meta), handoff-context section
 // 6; or a problem document with the dialog.HandoffStatusMember member. It returns
 // (nil, nil) when the reply carries none. The status is not verified here: hand it to
 // handoff.Delegator.HandleStatus.
@@ -87,6 +136,19 @@ func HandoffStatus(body []byte) (*handoff.Signed, error) {
 	for _, take := range []func([]byte) (*handoff.Signed, error){handoff.A2AMessageStatus, handoff.A2ATaskStatus, handoff.MCPResultStatus} {
 		if s, err := take(result); err != nil || s != nil {
 			return s, err
+		}
+	}
+	// An A2A 1.0 SendMessage result names its kind: {"message": ...} or {"task": ...}.
+	var wrapped struct {
+		Message json.RawMessage `json:"message"`
+		Task    json.RawMessage `json:"task"`
+	}
+	if json.Unmarshal(result, &wrapped) == nil {
+		if len(wrapped.Message) > 0 && string(wrapped.Message) != "null" {
+			return handoff.A2AMessageStatus(wrapped.Message)
+		}
+		if len(wrapped.Task) > 0 && string(wrapped.Task) != "null" {
+			return handoff.A2ATaskStatus(wrapped.Task)
 		}
 	}
 	return nil, nil

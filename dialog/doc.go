@@ -19,4 +19,12 @@
 // different hops. A participant that forwards a request in the same dialog sends the
 // Value it received, octet for octet, and never a re-serialization (section 7), because
 // the proofs of earlier hops cover those octets.
+//
+// # Handoffs in host protocols (handoff-context sections 5, 6)
+//
+// WithHandoffsIn names the host protocols and versions a receiver serves (MCP, A2A03,
+// A2A10). A handoff is read only where section 6 places it for the request's host and
+// method, and refused with errcode.HandoffUnplaced anywhere else, so that no handoff
+// passes unchecked; a delegator's "canceled" status (MCP notifications/cancelled, an
+// A2A cancel) is read as a status and reaches the handler in Verified.Cancel.
 package dialog

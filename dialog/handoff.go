@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
@@ -20,44 +21,13 @@ const MaxHandoffBody = 1 << 20
 type HandoffExtractor func(body []byte) (*handoff.Handoff, error)
 
 // JSONRPCHandoff finds a handoff carried as handoff-context section 6 says, in the
-// JSON-RPC 2.0 body of an A2A message (method "message/send" or "message/stream":
-// params.message.metadata under the extension URI) or of an MCP request (any other
-// method: params._meta).
+// JSON-RPC 2.0 body of an MCP request (params._meta), an A2A 0.3 message
+// ("message/send", "message/stream") or an A2A 1.0 one ("SendMessage",
+// "SendStreamingMessage"): params.message.metadata under the extension URI. It is
+// HandoffsIn(MCP, A2A03, A2A10): a handoff key anywhere else is refused with
+// errcode.HandoffUnplaced, never skipped.
 func JSONRPCHandoff(body []byte) (*handoff.Handoff, error) {
-	var env struct {
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	}
-	if len(bytes.TrimSpace(body)) == 0 || exactjson.Unmarshal(body, &env) != nil || env.Method == "" || len(env.Params) == 0 {
-		return nil, nil // not JSON-RPC: no handoff can ride in it
-	}
-	if strings.HasPrefix(env.Method, "message/") {
-		var p struct {
-			Message json.RawMessage `json:"message"`
-		}
-		if err := exactjson.Unmarshal(env.Params, &p); err != nil || len(p.Message) == 0 {
-			return nil, errcode.New(errcode.InvalidRequest, "A2A params without a message")
-		}
-		return handoff.A2AMessageHandoff(p.Message)
-	}
-	return handoff.MCPRequestHandoff(env.Params)
-}
-
-// hostDialog returns the host protocol's dialog identifier of a JSON-RPC body: the
-// contextId of an A2A message ("" when there is none, or for MCP, which carries none).
-func hostDialog(body []byte) string {
-	var env struct {
-		Method string `json:"method"`
-		Params struct {
-			Message struct {
-				ContextID string `json:"contextId"`
-			} `json:"message"`
-		} `json:"params"`
-	}
-	if exactjson.Unmarshal(body, &env) != nil || !strings.HasPrefix(env.Method, "message/") {
-		return ""
-	}
-	return env.Params.Message.ContextID
+	return HandoffsIn(allHosts...)(body)
 }
 
 // WithHandoffs makes the receiver check a signed handoff that travels with a request
@@ -76,12 +46,43 @@ func hostDialog(body []byte) string {
 // Without a status to send, and for a request that would have established its dialog
 // (which a refused request does not take, so no reply may echo its Dialog-Context),
 // the refusal is the bare problem document, as before.
-// extract defaults to JSONRPCHandoff.
+// extract nil reads the JSON-RPC requests of every Host (WithHandoffsIn(r, MCP, A2A03,
+// A2A10)), canceled statuses included; name the hosts served with WithHandoffsIn.
+// An extractor of the integrator's own finds offers only; the reply to a refused one
+// still takes the shape of the request's host protocol.
 func WithHandoffs(r *handoff.Receiver, extract HandoffExtractor) ReceiverOption {
 	if extract == nil {
-		extract = JSONRPCHandoff
+		return WithHandoffsIn(r, allHosts...)
 	}
-	return func(rc *Receiver) { rc.handoffs, rc.extract = r, extract }
+	return func(rc *Receiver) {
+		rc.handoffs = r
+		rc.place = func(body []byte) (*placed, error) {
+			h, err := extract(body)
+			if err != nil || h == nil {
+				return nil, err
+			}
+			p := &placed{handoff: h}
+			if env, ok := envelope(body); ok {
+				p.host, p.id = hostOfMethod(env.Method), env.ID
+				p.dialog = contextIDOf(p.host, env.Method, env.Params)
+			}
+			return p, nil
+		}
+	}
+}
+
+// contextIDOf is the contextId of the message an A2A request carries, "" otherwise.
+func contextIDOf(host Host, method string, params json.RawMessage) string {
+	if (host != A2A03 || !slices.Contains(a2a03MessageMethods, method)) && (host != A2A10 || !slices.Contains(a2a10MessageMethods, method)) {
+		return ""
+	}
+	var p struct {
+		Message struct {
+			ContextID string `json:"contextId"`
+		} `json:"message"`
+	}
+	_ = exactjson.Unmarshal(params, &p)
+	return p.Message.ContextID
 }
 
 // HandoffStatusMember is the member of the problem document that carries the signed
@@ -97,21 +98,19 @@ const HandoffStatusMember = "handoff_status"
 type handoffReply struct {
 	err    error
 	status handoff.Signed
-	body   []byte // the request body, to answer in its own shape
-	dialog string // the dialog of the message (an A2A reply names it as contextId)
+	host   Host            // the request's host protocol; 0 when it is not JSON-RPC
+	id     json.RawMessage // its JSON-RPC id
+	dialog string          // the dialog of the message (an A2A reply names it as contextId)
 }
 
 // ServeHTTP answers a JSON-RPC request (A2A or MCP, section 6) with a JSON-RPC result
 // on 200 that carries the status: for A2A a Message with the status in its metadata
-// under the extension URI, for MCP a CallToolResult with it in _meta (isError: the
-// tool call was not run). Any other request gets the problem document of the refusal,
-// with its HTTP status, and the status in the HandoffStatusMember member.
+// under the extension URI (A2A 1.0: wrapped as {"message": ...}), for MCP a
+// CallToolResult with it in _meta (isError: the tool call was not run). Any other
+// request gets the problem document of the refusal, with its HTTP status, and the
+// status in the HandoffStatusMember member.
 func (h *handoffReply) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	var env struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	if exactjson.Unmarshal(h.body, &env) != nil || env.Method == "" {
+	if h.host == 0 {
 		text, _ := json.Marshal(h.status.Text())
 		d, _ := json.Marshal(problem.From(h.err))
 		var m map[string]json.RawMessage
@@ -125,13 +124,21 @@ func (h *handoffReply) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	}
 	var result []byte
 	var err error
-	if strings.HasPrefix(env.Method, "message/") {
-		// The messageId names the status, so that a resent status is the same reply.
-		id := "handoff-status-" + h.status.Digest().Val
-		msg, _ := json.Marshal(map[string]any{"kind": "message", "role": "agent", "messageId": id,
+	// The messageId names the status, so that a resent status is the same reply.
+	msgID := "handoff-status-" + h.status.Digest().Val
+	switch h.host {
+	case A2A03:
+		msg, _ := json.Marshal(map[string]any{"kind": "message", "role": "agent", "messageId": msgID,
 			"contextId": h.dialog, "parts": []any{}})
 		result, err = handoff.PutA2AStatus(msg, h.status)
-	} else {
+	case A2A10:
+		// A 1.0 Message has at least one part; a SendMessage result names its kind.
+		msg, _ := json.Marshal(map[string]any{"role": "ROLE_AGENT", "messageId": msgID,
+			"contextId": h.dialog, "parts": []any{map[string]any{"text": "handoff status"}}})
+		if msg, err = handoff.PutA2AStatus(msg, h.status); err == nil {
+			result, err = json.Marshal(map[string]json.RawMessage{"message": msg})
+		}
+	default:
 		// isError: the tool call was refused and not run, whatever the status says;
 		// the same for a first rejection and its retransmissions.
 		res, _ := json.Marshal(map[string]any{"content": []any{}, "isError": true})
@@ -141,12 +148,13 @@ func (h *handoffReply) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 		problem.Write(w, err)
 		return
 	}
-	if len(env.ID) == 0 {
-		env.ID = json.RawMessage("null")
+	id := h.id
+	if len(id) == 0 {
+		id = json.RawMessage("null")
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": env.ID, "result": result})
+	_ = json.NewEncoder(w).Encode(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": id, "result": result})
 }
 
 // receiveHandoff runs after the proof, the dialog and the Txn-Token are verified. When
@@ -164,16 +172,30 @@ func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified) (*handoffReply,
 	if len(body) > MaxHandoffBody {
 		return nil, errcode.New(errcode.BodyTooLarge, "body over %d octets", MaxHandoffBody)
 	}
-	h, err := rc.extract(body)
-	if err != nil || h == nil {
+	p, err := rc.place(body)
+	if err != nil || p == nil {
 		return nil, err
 	}
-	in := handoff.Inbound{Handoff: h, AuthenticatedSender: v.Sender.String()}
+	if p.cancel != nil {
+		// A delegator's "canceled" status (section 6): a status, not an offer. It is
+		// checked and recorded (section 5.6), and the host protocol's cancel goes on to
+		// the handler, which stops the work.
+		res, err := rc.handoffs.HandleCancel(r.Context(), *p.cancel)
+		if err != nil {
+			return nil, err
+		}
+		v.Cancel = res
+		return nil, nil
+	}
+	if p.handoff == nil {
+		return nil, nil
+	}
+	in := handoff.Inbound{Handoff: p.handoff, AuthenticatedSender: v.Sender.String()}
 	// Step 5 (handoff-context 5.1): the offer's dialog is the dialog of the message that
 	// carries it. The message names it in Dialog-Context, in the host protocol (A2A
 	// contextId), or both, which must then agree; a message that names none cannot be
 	// checked and is refused rather than let through unchecked.
-	host := hostDialog(body)
+	host := p.dialog
 	switch {
 	case v.Context != nil && host != "" && host != v.Context.DLG():
 		return nil, errcode.New(errcode.HandoffPolicy, "the message's contextId %q is not its Dialog-Context dlg %q", errcode.Cut(host), v.Context.DLG())
@@ -199,7 +221,7 @@ func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified) (*handoffReply,
 		// for a retransmission only when the sender is offer.iss (section 8.4). An
 		// equivocating offer is never answered for itself (section 5.6).
 		if d != nil && d.Reply != nil && (d.Outcome == handoff.OutcomeRejected || d.Outcome == handoff.OutcomeRetransmission) {
-			return &handoffReply{err: err, status: *d.Reply, body: body, dialog: in.Dialog}, err
+			return &handoffReply{err: err, status: *d.Reply, host: p.host, id: p.id, dialog: in.Dialog}, err
 		}
 		return nil, err
 	}

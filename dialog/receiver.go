@@ -58,6 +58,11 @@ type Verified struct {
 	// the authenticated offer.iss, sections 5.3 and 8.4) in the host protocol's reply
 	// (section 6), or with the bare problem document when there is no status to send.
 	Handoff *handoff.Decision
+	// Cancel is what the handoff receiver found in a delegator's "canceled" status
+	// that travelled with the request (MCP notifications/cancelled, an A2A cancel;
+	// WithHandoffsIn): checked and recorded, its StopWork saying whether work that was
+	// taken is to stop. nil without one.
+	Cancel *handoff.CancelResult
 }
 
 // Forward returns the provenance a forwarder sends with its next request in the same
@@ -95,7 +100,7 @@ type Receiver struct {
 	requireOrigin  bool
 	responseSigner func(ctx context.Context) (*httpsig.Signer, error)
 	handoffs       *handoff.Receiver
-	extract        HandoffExtractor
+	place          func(body []byte) (*placed, error)
 }
 
 // ReceiverOption configures a Receiver.

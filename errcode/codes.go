@@ -67,7 +67,7 @@ const (
 	Unmapped Code = "unmapped"
 )
 
-// Codes added by dialogtrust. Each is documented in README.md ("Error codes").
+// Codes added by dialogtrust. Each is documented in docs/errors.md.
 const (
 	// Replayed: a jti, nonce or other single-use value was already claimed.
 	Replayed Code = "replayed"
@@ -112,7 +112,7 @@ const (
 	Internal Code = "internal_error"
 )
 
-// Codes added for the WIT issuer (issue 3). Each is documented in README.md.
+// Codes added for the WIT issuer (issue 3). Each is documented in docs/errors.md.
 const (
 	// IssuerUnavailable: a WIT issuer could not be reached or gave no usable answer
 	// (Incomplete).
@@ -121,7 +121,7 @@ const (
 
 // Codes for signed handoffs (package handoff; draft-srivastava-agentproto-handoff-context-01).
 // The first twelve name the draft's Reason values (section 2) one to one; handoff.Reason
-// maps between the two. Each is documented in README.md ("Error codes").
+// maps between the two. Each is documented in docs/errors.md.
 const (
 	// HandoffBadSignature: reason "bad-signature": the signed form (typ or content type,
 	// v, type, CDDL) or the signature of a signed handoff is not acceptable.
@@ -169,9 +169,14 @@ const (
 	// HandoffInvalidTransition: a status the lifecycle forbids at this point (section 4),
 	// such as "rejected" for a hop already taken.
 	HandoffInvalidTransition Code = "handoff_invalid_transition"
+	// HandoffUnplaced: a request carries a handoff or a status under a handoff key in a
+	// place of the host protocol's message that this receiver does not read (another
+	// host protocol or version, another method, a second copy): refused rather than let
+	// through unchecked (section 6).
+	HandoffUnplaced Code = "handoff_unplaced"
 )
 
-// Codes for dialogs (package dialog; dialog-binding-wimse-oauth). Documented in README.md.
+// Codes for dialogs (package dialog; dialog-binding-wimse-oauth). Documented in docs/errors.md.
 const (
 	// InvalidDialogContext: the Dialog-Context field is malformed, not canonical, or
 	// lacks dlg or initiator (dialog-binding sections 4, 7).
@@ -199,10 +204,14 @@ const (
 	// as it may (dialog.WithMaxDialogsPerSender); it establishes no more until some
 	// expire (section 5). HTTP 429.
 	TooManyDialogs Code = "too_many_dialogs"
+	// SessionOwnerMismatch: a request names a host protocol session (an MCP
+	// Mcp-Session-Id) that another workload opened; a session is used only by the
+	// workload whose proof opened it. HTTP 403.
+	SessionOwnerMismatch Code = "session_owner_mismatch"
 )
 
 // Codes for the Transaction Token Service (package tts, issue 4; oauth.md section 1).
-// Each is documented in README.md ("Error codes"); the token endpoint sends them as the
+// Each is documented in docs/errors.md; the token endpoint sends them as the
 // "code" member next to the RFC 6749 "error".
 const (
 	// UnsupportedGrantType: grant_type is not token exchange (RFC 6749 section 5.2).
@@ -238,7 +247,7 @@ const (
 )
 
 // Codes for identity chaining (package chaining, issue 5; oauth.md section 2,
-// dialog-binding section 11). Each is documented in README.md ("Error codes").
+// dialog-binding section 11). Each is documented in docs/errors.md.
 const (
 	// UnknownPeer: the audience or resource of a grant request names no peer
 	// authorization server this AS issues grants for (RFC 8693 invalid_target).

@@ -3,7 +3,7 @@
 // Every rejection anywhere in the project is an *Error carrying a stable Code. The codes
 // of the WIMSE conformance suite (cmd/dialogtrust/internal/conformance/testdata/wimsey/
 // SOURCE.md, "Error codes") are used verbatim where one fits; the codes this project
-// adds are listed in codes.go and in README.md ("Error codes").
+// adds are listed in codes.go and in docs/errors.md.
 //
 // An Error also says which of two things happened (dialog-binding section 12): a check
 // Failed (the credential or message is bad) or a check could not be completed

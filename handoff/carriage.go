@@ -21,20 +21,33 @@ import (
 // errcode.InvalidEncoding.
 
 // A2AExtensionsHeader is the A2A service parameter (HTTP header) in which a client
-// lists the extensions it uses.
+// lists the extensions it uses (A2A 1.0).
 const A2AExtensionsHeader = "A2A-Extensions"
+
+// A2A03ExtensionsHeader is the name A2A 0.3 gives the same service parameter; a2a-go
+// 0.3 reads only this one.
+const A2A03ExtensionsHeader = "X-A2A-Extensions"
 
 // AddA2AExtension lists the extension URI in the A2A-Extensions service parameter of a
 // request (section 6: "A client also lists the URI"), once.
-func AddA2AExtension(h http.Header) {
-	for _, v := range h.Values(A2AExtensionsHeader) {
+func AddA2AExtension(h http.Header) { addExtensionHeader(h, A2AExtensionsHeader) }
+
+// AddA2A03Extension lists the extension URI under both names, A2A-Extensions and
+// X-A2A-Extensions, once each: an A2A 0.3 server reads the second, a 1.0 one the first.
+func AddA2A03Extension(h http.Header) {
+	addExtensionHeader(h, A2AExtensionsHeader)
+	addExtensionHeader(h, A2A03ExtensionsHeader)
+}
+
+func addExtensionHeader(h http.Header, name string) {
+	for _, v := range h.Values(name) {
 		for _, u := range strings.Split(v, ",") {
 			if strings.TrimSpace(u) == A2AExtensionURI {
 				return
 			}
 		}
 	}
-	h.Add(A2AExtensionsHeader, A2AExtensionURI)
+	h.Add(name, A2AExtensionURI)
 }
 
 func objectOf(b []byte, what string) (map[string]json.RawMessage, error) {
@@ -204,13 +217,94 @@ func A2AMessageStatus(msg []byte) (*Signed, error) {
 }
 
 // PutA2ATaskStatus places a status in the metadata of the status message
-// (TaskStatus.message) of a returned A2A Task.
+// (TaskStatus.message) of a returned A2A Task. A Task without a status message gets
+// one that the A2A schema allows (messageId, role, parts, in the spelling of the A2A
+// version its status.state is written in: TASK_STATE_* for 1.0, lower case for 0.3);
+// a status message without them, or a Task whose version cannot be told, is refused
+// (errcode.InvalidEncoding) rather than written invalid.
 func PutA2ATaskStatus(task []byte, s Signed) ([]byte, error) {
 	v, err := statusValue(s)
 	if err != nil {
 		return nil, err
 	}
+	msg, err := getIn(task, []string{"status"}, "message")
+	if err != nil {
+		return nil, err
+	}
+	if msg == nil {
+		if msg, err = a2aStatusMessage(task, s); err != nil {
+			return nil, err
+		}
+		if task, err = setIn(task, []string{"status"}, "message", msg); err != nil {
+			return nil, err
+		}
+	} else if err := validA2AMessage(msg); err != nil {
+		return nil, err
+	}
 	return setIn(task, []string{"status", "message", "metadata"}, A2AExtensionURI, v)
+}
+
+// validA2AMessage refuses a Message without the members every A2A version requires.
+func validA2AMessage(msg []byte) error {
+	var m struct {
+		MessageID *string            `json:"messageId"`
+		Role      *string            `json:"role"`
+		Parts     *[]json.RawMessage `json:"parts"`
+	}
+	if err := json.Unmarshal(msg, &m); err != nil || m.MessageID == nil || *m.MessageID == "" || m.Role == nil || *m.Role == "" || m.Parts == nil {
+		return errcode.New(errcode.InvalidEncoding, "the task's status message is not an A2A Message (messageId, role and parts)")
+	}
+	return nil
+}
+
+// a2aStatusMessage builds the status message of a Task that has none: an agent Message
+// in the Task's A2A version, named after the status so that a resent status is the same
+// message, with one text part saying which status it carries.
+func a2aStatusMessage(task []byte, s Signed) ([]byte, error) {
+	var t struct {
+		ID        string `json:"id"`
+		ContextID string `json:"contextId"`
+		Status    struct {
+			State string `json:"state"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(task, &t); err != nil {
+		return nil, errcode.New(errcode.InvalidEncoding, "the task is not an A2A Task")
+	}
+	e, err := parseElement(s, "status", 0)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "not a signed status")
+	}
+	text := "handoff status: " + string(e.status.State)
+	m := map[string]any{"messageId": "handoff-status-" + s.Digest().Val}
+	switch {
+	case strings.HasPrefix(t.Status.State, "TASK_STATE_"):
+		m["role"] = "ROLE_AGENT"
+		m["parts"] = []any{map[string]any{"text": text}}
+	case a2a03TaskStates[t.Status.State]:
+		m["kind"] = "message"
+		m["role"] = "agent"
+		m["parts"] = []any{map[string]any{"kind": "text", "text": text}}
+	default:
+		return nil, errcode.New(errcode.InvalidEncoding, "task state %q is neither A2A 1.0 nor 0.3: no status message can be written for it", errcode.Cut(t.Status.State))
+	}
+	if t.ID != "" {
+		m["taskId"] = t.ID
+	}
+	if t.ContextID != "" {
+		m["contextId"] = t.ContextID
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "status message")
+	}
+	return b, nil
+}
+
+// a2a03TaskStates are the TaskState values of A2A 0.3.
+var a2a03TaskStates = map[string]bool{
+	A2A03TaskSubmitted: true, A2A03TaskWorking: true, A2A03TaskInputRequired: true, A2A03TaskCompleted: true,
+	A2A03TaskCanceled: true, A2A03TaskFailed: true, A2A03TaskRejected: true, A2A03TaskAuthRequired: true, "unknown": true,
 }
 
 // A2ATaskStatus takes a status out of a Task's status message.

@@ -554,8 +554,9 @@ func jsonChain(raw []byte) ([]Signed, error) {
 	return out, nil
 }
 
-// MarshalJSON writes the JSON form of the Handoff.
-func (h *Handoff) MarshalJSON() ([]byte, error) {
+// MarshalJSON writes the JSON form of the Handoff. Its receiver is a value, so that a
+// Handoff and a *Handoff marshal to the same wire shape (section 2.1).
+func (h Handoff) MarshalJSON() ([]byte, error) {
 	if h.Chain != nil && len(h.Chain) == 0 {
 		return nil, invalid("chain is present but empty")
 	}

@@ -465,7 +465,7 @@ func TestHydra(t *testing.T) {
 		// Hydra's description is RFC 6749's text of invalid_grant followed by fosite's hint
 		// (which names the token URL); the client keeps the first 256 octets of it.
 		refused(t, err, "invalid_grant", "The provided authorization grant (e.g., authorization code, resource owner credentials) or refresh token is invalid")
-		if !strings.Contains(d.hydra.Process.Output(), `MUST contain an \"aud\" (audience) claim containing a value \"`+d.hydra.TokenURL+`\"`) {
+		if !d.hydra.Process.WaitOutput(`MUST contain an \"aud\" (audience) claim containing a value \"`+d.hydra.TokenURL+`\"`, 30*time.Second) {
 			t.Fatal("Hydra's log does not give the reason: the aud is not its token URL")
 		}
 	})

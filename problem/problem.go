@@ -33,13 +33,13 @@ func Status(err error) int {
 		return http.StatusServiceUnavailable
 	}
 	switch errcode.CodeOf(err) {
-	case errcode.InvalidRequest, errcode.BodyTooLarge, errcode.DuplicateField:
+	case errcode.InvalidRequest, errcode.BodyTooLarge, errcode.DuplicateField, errcode.HandoffUnplaced:
 		if errcode.CodeOf(err) == errcode.BodyTooLarge {
 			return http.StatusRequestEntityTooLarge
 		}
 		return http.StatusBadRequest
 	case errcode.SubjectNotAllowed, errcode.AlgNotAllowed, errcode.LifetimeTooLong,
-		errcode.DialogMismatch, errcode.InitiatorMismatch:
+		errcode.DialogMismatch, errcode.InitiatorMismatch, errcode.SessionOwnerMismatch:
 		return http.StatusForbidden
 	case errcode.HandoffPolicy, errcode.HandoffGrantMismatch, errcode.CrossesTrustBoundary,
 		errcode.SubjectNotMapped:

@@ -74,8 +74,8 @@
 // holding the two equal), the log line of
 // an issued token is written with typed attributes and its hashes computed only when it
 // is written, and the router hands POST /token straight to the oauth.Endpoint, which
-// parses the body once and dispatches on grant_type. See README, "Transaction Token
-// Service", for the measured figures.
+// parses the body once and dispatches on grant_type. See docs/performance.md, "TTS
+// token endpoint benchmark", for the measured figures.
 //
 // # Receiver library
 //

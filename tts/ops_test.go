@@ -4,32 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 )
-
-func get(t *testing.T, url string) (int, []byte) {
-	t.Helper()
-	res, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, b
-}
 
 // RFC 8414 metadata (oauth.md 5.2, Q3): issuer, token endpoint, JWKS, grant types and
 // authentication methods; Discover checks it.
 func TestTT1_12_MetadataAndDiscover(t *testing.T) {
 	e := newEnv(t)
-	status, body := get(t, e.url+PathMetadata)
+	status, body := testkit.Get(t, e.url+PathMetadata)
 	var md Metadata
 	if status != 200 || json.Unmarshal(body, &md) != nil {
 		t.Fatalf("%d %s", status, body)
@@ -49,7 +38,7 @@ func TestTT1_12_MetadataAndDiscover(t *testing.T) {
 	if _, err := Discover(t.Context(), nil, strings.Replace(e.url, "127.0.0.1", "localhost", 1)); errcode.CodeOf(err) != errcode.IssuerMismatch {
 		t.Fatalf("metadata of another issuer accepted: %v", err)
 	}
-	status, body = get(t, e.url+PathJWKS)
+	status, body = testkit.Get(t, e.url+PathJWKS)
 	set, err := keys.ParseJWKS(body)
 	if status != 200 || err != nil || len(set.Keys()) != 1 || set.Keys()[0].KID() != e.ttsKey.KID() {
 		t.Fatalf("%d %s %v", status, body, err)
@@ -67,17 +56,17 @@ func (failingStore) Ping(context.Context) error { return errors.New("down") }
 // not answer: could not be completed, 503, never acceptance.
 func TestHealthReadinessAndStoreDown(t *testing.T) {
 	e := newEnv(t)
-	if s, _ := get(t, e.url+PathHealthz); s != 200 {
+	if s, _ := testkit.Get(t, e.url+PathHealthz); s != 200 {
 		t.Fatal(s)
 	}
-	if s, b := get(t, e.url+PathReadyz); s != 200 {
+	if s, b := testkit.Get(t, e.url+PathReadyz); s != 200 {
 		t.Fatalf("%d %s", s, b)
 	}
 	down := newEnv(t, func(e *env, c *Config) {
 		c.Replay = failingStore{}
 		c.Authenticators = WIMSEAuthenticators(e.wits, failingStore{}, c.Issuer+PathToken)
 	})
-	if s, b := get(t, down.url+PathReadyz); s != 503 || !strings.Contains(string(b), "store_unavailable") {
+	if s, b := testkit.Get(t, down.url+PathReadyz); s != 503 || !strings.Contains(string(b), "store_unavailable") {
 		t.Fatalf("%d %s", s, b)
 	}
 	status, _, body := down.rawPost(down.workload("/agent/a1"), baseForm(tdA, "trip.read", down.accessToken("alice", "trip.read", 0), TokenTypeAccessToken), nil)
@@ -92,7 +81,7 @@ func TestTT1_12_MetricsAndLogsWithHashesOnly(t *testing.T) {
 	resp, _ := e.mustRequest(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: at, SubjectTokenType: TokenTypeAccessToken, Dialog: "D1"})
 	_, _ = e.request(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: resp.AccessToken, SubjectTokenType: TokenTypeTxnToken})
 	_, _ = e.request(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: "r", SubjectTokenType: TokenTypeRefreshToken})
-	_, b := get(t, e.url+PathMetrics)
+	_, b := testkit.Get(t, e.url+PathMetrics)
 	for _, want := range []string{
 		`dialogtrust_tts_issued_total{grant="token_exchange",method="wit_wpt",subject_token_type="access_token"} 1`,
 		`dialogtrust_tts_issued_total{grant="replacement",method="wit_wpt",subject_token_type="txn_token"} 1`,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 )
 
 // issue 12 point 4: the Redis client's PING reaches /readyz as a readiness check
@@ -16,7 +18,7 @@ func TestReadyzStoreCheckIsStoreUnavailable(t *testing.T) {
 			return errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
 		}}
 	})
-	s, b := get(t, e.url+PathReadyz)
+	s, b := testkit.Get(t, e.url+PathReadyz)
 	if s != 503 || !strings.Contains(string(b), `"code":"store_unavailable"`) || !strings.Contains(string(b), `"kind":"could_not_complete"`) {
 		t.Fatalf("%d %s", s, b)
 	}

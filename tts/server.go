@@ -24,7 +24,7 @@ import (
 const (
 	PathToken    = "/token"
 	PathMetadata = "/.well-known/oauth-authorization-server"
-	PathJWKS     = "/.well-known/jwks.json"
+	PathJWKS     = service.PathJWKS
 	PathHealthz  = service.PathHealthz
 	PathReadyz   = service.PathReadyz
 	PathMetrics  = service.PathMetrics
@@ -120,21 +120,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TokenEndpoint == "" {
 		cfg.TokenEndpoint = strings.TrimSuffix(cfg.Issuer, "/") + PathToken
 	}
-	if cfg.Registry == nil {
-		cfg.Registry = prometheus.NewRegistry()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Skew <= 0 {
-		cfg.Skew = DefaultSkew
-	}
-	if cfg.MaxBodySize <= 0 || cfg.MaxBodySize > DefaultMaxBodySize {
-		cfg.MaxBodySize = DefaultMaxBodySize
-	}
+	service.ServerDefaults{Registry: &cfg.Registry, Logger: &cfg.Logger, Now: &cfg.Now, Skew: &cfg.Skew,
+		MaxBodySize: &cfg.MaxBodySize}.Fill(DefaultSkew, DefaultMaxBodySize)
 	s := &Server{cfg: cfg, handlers: map[string]SubjectTokenHandler{}, log: cfg.Logger}
 	for _, h := range cfg.SubjectHandlers {
 		t := h.Type()
@@ -210,8 +197,7 @@ func txnTokenVerifier(cfg *Config) *txntoken.Verifier {
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Method(http.MethodPost, PathToken, s.endpoint)
-	r.Method(http.MethodGet, PathJWKS, s.cfg.Keys)
-	r.Method(http.MethodHead, PathJWKS, s.cfg.Keys)
+	service.MountJWKS(r, s.cfg.Keys)
 	r.Get(PathMetadata, s.serveMetadata)
 	service.MountOps(r, s.cfg.Registry, s.readiness())
 	return r

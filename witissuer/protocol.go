@@ -17,7 +17,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
-// Wire constants of POST /v1/wit (README.md, "WIT issuer").
+// Wire constants of POST /v1/wit (docs/wit-issuer.md, "API").
 const (
 	// RequestType is the typ of the request JWS that proves possession of the key.
 	RequestType = "wit-request+jwt"
@@ -29,7 +29,7 @@ const (
 	ClientAssertionTypeJWTBearer = oauth.ClientAssertionTypeJWTBearer
 
 	PathWIT      = "/v1/wit"
-	PathJWKS     = "/.well-known/jwks.json"
+	PathJWKS     = service.PathJWKS
 	PathMetadata = "/.well-known/wit-issuer"
 	PathHealthz  = service.PathHealthz
 	PathReadyz   = service.PathReadyz

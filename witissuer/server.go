@@ -116,24 +116,11 @@ func New(cfg Config) (*Server, error) {
 		cfg.PublicURL = cfg.Issuer
 	}
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
-	if cfg.Registry == nil {
-		cfg.Registry = prometheus.NewRegistry()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	if cfg.ProofWindow <= 0 {
 		cfg.ProofWindow = DefaultProofWindow
 	}
-	if cfg.Skew <= 0 {
-		cfg.Skew = DefaultSkew
-	}
-	if cfg.MaxBodySize <= 0 || cfg.MaxBodySize > DefaultMaxBodySize {
-		cfg.MaxBodySize = DefaultMaxBodySize
-	}
+	service.ServerDefaults{Registry: &cfg.Registry, Logger: &cfg.Logger, Now: &cfg.Now, Skew: &cfg.Skew,
+		MaxBodySize: &cfg.MaxBodySize}.Fill(DefaultSkew, DefaultMaxBodySize)
 	m, err := NewMetrics(cfg.Registry)
 	if err != nil {
 		return nil, err
@@ -155,8 +142,7 @@ func (s *Server) routes() chi.Router {
 	for _, rt := range s.cfg.Routes {
 		r.Post(rt.Path, s.issueHandler(rt.Methods))
 	}
-	r.Method(http.MethodGet, PathJWKS, s.cfg.Keys.Ring())
-	r.Method(http.MethodHead, PathJWKS, s.cfg.Keys.Ring())
+	service.MountJWKS(r, s.cfg.Keys.Ring())
 	r.Get(PathMetadata, s.serveMetadata)
 	service.MountOps(r, s.cfg.Registry, s.readiness())
 	return r

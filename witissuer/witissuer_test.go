@@ -78,7 +78,7 @@ func handMade(t *testing.T, header map[string]any, payload map[string]any, signe
 	return in + "." + enc.EncodeToString(sig)
 }
 
-// Every refusal has its own stable code and HTTP status (README "WIT issuer"). Policy
+// Every refusal has its own stable code and HTTP status (docs/wit-issuer.md, "API"). Policy
 // here: ES256 only, at most 1h, and spiffe://example.org/ns/ may obtain the same path
 // under wimse://example.org/ns/.
 func TestWITIssuerRefusals(t *testing.T) {
@@ -340,7 +340,7 @@ func mustDev(t *testing.T) *witissuer.Dev {
 }
 
 // The tests that need a real Redis read DIALOGTRUST_TEST_REDIS and fail instead of
-// skipping when CI=true (README "Running the tests").
+// skipping when CI=true (README, "Run the tests").
 func redisAddr(t *testing.T) string {
 	t.Helper()
 	addr := strings.TrimSpace(os.Getenv("DIALOGTRUST_TEST_REDIS"))

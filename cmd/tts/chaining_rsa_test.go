@@ -51,7 +51,7 @@ policy:
 			"  as_b: {peers: [{issuer: https://idp.example, scopes: [x]" + asbPart + "}]}\n"
 	}
 	check := func(yaml string) error {
-		return run(context.Background(), []string{"--config", writeConfig(t, yaml), "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
+		return program.Run(context.Background(), []string{"--config", writeConfig(t, yaml), "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
 	}
 	for _, tc := range []struct{ rsaPart, asbPart, want string }{
 		{"", ", allow_untyped: true", "allow_untyped needs audiences"},
@@ -66,7 +66,7 @@ policy:
 	}
 
 	prepare := func(yaml string) (*chainingSetup, error) {
-		cfg, _, err := loadConfig([]string{"--config", writeConfig(t, yaml)}, nil, &testkit.SyncBuffer{})
+		cfg, _, err := configSpec.Load([]string{"--config", writeConfig(t, yaml)}, nil, &testkit.SyncBuffer{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/service/servicetest"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -81,7 +82,7 @@ func TestChainingTwoDomains(t *testing.T) {
 	}
 	cc := &chaining.Client{WIT: a2WIT, Key: a2Key}
 	g, at := chainToDomainB(t, ctx, cc, mdA, mdB, txn.AccessToken)
-	if getJSON(t, procB.url+tts.PathReadyz, nil) != 200 {
+	if getJSON(t, procB.URL+tts.PathReadyz, nil) != 200 {
 		t.Fatal("TTS B not ready once AS A's metadata and keys answered")
 	}
 	txnInB(t, ctx, db, mdB, urlB, at.AccessToken)
@@ -91,7 +92,7 @@ func TestChainingTwoDomains(t *testing.T) {
 		txntoken.Request{Audience: "b.example", Scope: "trip.read", SubjectToken: at.AccessToken, SubjectTokenType: tts.TokenTypeAccessToken}); err == nil {
 		t.Fatal("a domain-A workload got a domain-B Txn-Token")
 	}
-	checkChainingLogs(t, procA.stderr.String()+procB.stderr.String(), txn.AccessToken, g.AccessToken, at.AccessToken)
+	checkChainingLogs(t, procA.Stderr.String()+procB.Stderr.String(), txn.AccessToken, g.AccessToken, at.AccessToken)
 }
 
 // twoDomainConfigs: TTS A (AS A) issues grants for AS B; TTS B (AS B) redeems them,
@@ -144,15 +145,15 @@ chaining:
 
 // discoverTwoDomains: AS A offers identity-chaining grants, AS B redeems them (and
 // offers none itself).
-func discoverTwoDomains(t *testing.T, ctx context.Context, procA, procB *started) (mdA, mdB *oauth.Metadata) {
-	mdA, err := oauth.Discover(ctx, nil, procA.url)
+func discoverTwoDomains(t *testing.T, ctx context.Context, procA, procB *servicetest.Process) (mdA, mdB *oauth.Metadata) {
+	mdA, err := oauth.Discover(ctx, nil, procA.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(mdA.IdentityChainingRequestedTokenTypesSupported, chaining.TokenTypeJWT) {
 		t.Fatalf("AS A metadata %+v", mdA)
 	}
-	mdB, err = oauth.Discover(ctx, nil, procB.url)
+	mdB, err = oauth.Discover(ctx, nil, procB.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,14 +244,14 @@ policy:
 		{"chaining:\n  peers: [{issuer: https://b, jwks: x}]\n  as_a: {peers: [{issuer: https://b}]}\n", "unknown field"},
 	} {
 		f := writeConfig(t, base+tc.chaining)
-		err := run(context.Background(), []string{"--config", f, "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
+		err := program.Run(context.Background(), []string{"--config", f, "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: got %v, want %q", tc.chaining, err, tc.want)
 		}
 	}
 	ok := base + "chaining:\n  peers: [{issuer: https://a, jwks_file: /x}, {issuer: https://c}]\n  as_a: {peers: [{issuer: https://c}]}\n  as_b: {peers: [{issuer: https://a, scopes: [x]}]}\n"
 	out := &testkit.SyncBuffer{}
-	if err := run(context.Background(), []string{"--config", writeConfig(t, ok), "--check-config"}, nil, out, &testkit.SyncBuffer{}, nil); err != nil {
+	if err := program.Run(context.Background(), []string{"--config", writeConfig(t, ok), "--check-config"}, nil, out, &testkit.SyncBuffer{}, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,15 +3,14 @@ package main
 import (
 	_ "embed"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 )
 
-// Config is the YAML configuration file. Every member is documented in README.md
-// ("Transaction Token Service", "Configuration").
+// Config is the YAML configuration file. Every member is documented in docs/operator.md
+// ("TTS configuration").
 type Config struct {
 	// Development marks a development configuration: a generated signing key is
 	// allowed, the listener must be loopback, and the start says so loudly.
@@ -36,18 +35,11 @@ type Config struct {
 
 // TLSConfig: the serving certificate. Without it the TTS speaks plain HTTP, which only
 // a development configuration should do (oauth.md 1.9 item 2).
-type TLSConfig struct {
-	CertFile string `yaml:"cert_file"`
-	KeyFile  string `yaml:"key_file"`
-}
+type TLSConfig = cmdutil.CertFiles
 
 // KeysConfig: where the signing key comes from and how it rotates.
 type KeysConfig struct {
-	Alg            string        `yaml:"alg"`
-	SigningKeyFile string        `yaml:"signing_key_file"`
-	DataDir        string        `yaml:"data_dir"`
-	RotationPeriod time.Duration `yaml:"rotation_period"`
-	PublishDelay   time.Duration `yaml:"publish_delay"`
+	cmdutil.KeysConfig `yaml:",inline"`
 	// StepInterval is how often the rotation schedule is checked (default 30s). Only
 	// tests with seconds-scale rotation periods need it shorter (internal/faulttest).
 	StepInterval time.Duration `yaml:"step_interval"`
@@ -63,15 +55,9 @@ type WITTrustConfig struct {
 
 // AuthConfig: the client authentication methods, in the order they are tried.
 type AuthConfig struct {
-	Methods     []string       `yaml:"methods"`
-	X509Bundles []BundleConfig `yaml:"x509_bundles"`
-	Clients     []ClientConfig `yaml:"clients"`
-}
-
-// BundleConfig: one trust domain's X.509 authorities (PEM) for tls_client_auth.
-type BundleConfig struct {
-	TrustDomain string `yaml:"trust_domain"`
-	File        string `yaml:"file"`
+	Methods     []string               `yaml:"methods"`
+	X509Bundles []cmdutil.BundleConfig `yaml:"x509_bundles"`
+	Clients     []ClientConfig         `yaml:"clients"`
 }
 
 // ClientConfig: a workload registered for private_key_jwt, with its keys.
@@ -139,9 +125,10 @@ type RuleConfig struct {
 	Context           []string `yaml:"context"`
 }
 
-// ChainingConfig: identity chaining across trust domains (README, "Identity
-// chaining"). peers names the other domains' authorization servers once; as_a and as_b
-// say what this AS does with each, in each direction.
+// ChainingConfig: identity chaining across trust domains (docs/chaining.md; every
+// option in docs/operator.md, "Identity chaining configuration"). peers names the other
+// domains' authorization servers once; as_a and as_b say what this AS does with each, in
+// each direction.
 type ChainingConfig struct {
 	Peers []ChainPeerConfig `yaml:"peers"`
 	ASA   *ASAConfig        `yaml:"as_a"`
@@ -222,32 +209,18 @@ var defaultYAML []byte
 // or the file named by --config or DIALOGTRUST_TTS_CONFIG; then the environment
 // overrides of this table (an unknown name is an error, like an unknown YAML member);
 // then the flags. Each later layer wins.
-var configSpec = service.Spec[Config]{
-	Name: "tts", EnvPrefix: EnvPrefix, Default: defaultYAML,
-	Env: append(service.CommonEnv[Config](),
-		service.EnvVar[Config]{Name: "LIFETIME", Member: "policy.lifetime"},
+var configSpec = service.ServiceSpec("tts", EnvPrefix, defaultYAML,
+	[]service.EnvVar[Config]{
+		{Name: "LIFETIME", Member: "policy.lifetime"},
 		// The development default's one WIT issuer, elsewhere.
-		service.EnvVar[Config]{Name: "WIT_JWKS_URL", Set: func(cfg *Config, v string) error {
+		{Name: "WIT_JWKS_URL", Set: func(cfg *Config, v string) error {
 			if len(cfg.WITs) != 1 {
 				return fmt.Errorf("needs exactly one wits entry, the configuration has %d", len(cfg.WITs))
 			}
 			cfg.WITs[0].JWKSURL, cfg.WITs[0].JWKSFile = v, ""
 			return nil
-		}}),
-	Flags: append(service.CommonFlags(),
-		service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (iss of Txn-Tokens; default http(s)://<listen>)"},
-		service.Flag{Name: "trust-domains", Member: "trust_domains", Usage: "comma-separated trust domains served"},
-		service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the signing keys (rotated)"}),
-}
-
-// loadConfig reads the configuration as run does (tests call it).
-func loadConfig(args, env []string, stderr io.Writer) (*Config, source, error) {
-	cfg, src, err := service.Load(configSpec, args, env, stderr)
-	return cfg, source{file: src.File, embedded: src.Embedded}, err
-}
-
-// source says where the configuration came from.
-type source struct {
-	file     string
-	embedded bool
-}
+		}},
+	},
+	service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (iss of Txn-Tokens; default http(s)://<listen>)"},
+	service.Flag{Name: "trust-domains", Member: "trust_domains", Usage: "comma-separated trust domains served"},
+	service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the signing keys (rotated)"})

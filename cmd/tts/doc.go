@@ -1,6 +1,6 @@
 // Command tts is the Transaction Token Service of a trust domain: package tts behind a
 // configuration file, environment overrides, flags, listeners and a graceful shutdown.
-// README.md ("Transaction Token Service", "Configuration") documents every option.
+// docs/operator.md ("TTS configuration") documents every option.
 //
 //	go run ./cmd/tts                    # the embedded development default
 //	go run ./cmd/tts --config tts.yaml  # anything real

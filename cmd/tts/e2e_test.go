@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	gobuild "go/build"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/service/servicetest"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
@@ -26,14 +26,7 @@ import (
 // base URL; the process is stopped (by its PID) when the test ends.
 func startWITIssuer(t *testing.T, listen string) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(gobuild.Default.GOROOT, "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "wit-issuer")
-	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/dialogtrust/dialogtrust/cmd/wit-issuer").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/wit-issuer: %v\n%s", err, out)
-	}
+	bin := servicetest.Build(t, "github.com/dialogtrust/dialogtrust/cmd/wit-issuer")
 	cmd := exec.Command(bin, "--listen", listen)
 	cmd.Env = append(os.Environ(), "DIALOGTRUST_WIT_ISSUER_CONFIG=")
 	stdout, _ := cmd.StdoutPipe()
@@ -79,7 +72,7 @@ func TestEndToEndWITIssuerAndTTS(t *testing.T) {
 		t.Fatal(err)
 	}
 	ttsProc := start(t, []string{"--config", cfgFile, "--listen", "127.0.0.1:0"}, nil)
-	md, err := oauth.Discover(ctx, nil, ttsProc.url)
+	md, err := oauth.Discover(ctx, nil, ttsProc.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +103,7 @@ func TestEndToEndWITIssuerAndTTS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if getJSON(t, ttsProc.url+tts.PathReadyz, nil) != 200 {
+	if getJSON(t, ttsProc.URL+tts.PathReadyz, nil) != 200 {
 		t.Fatal("not ready once the wit-issuer answers")
 	}
 	rs, err := keys.NewRemoteSet(ctx, md.JWKSURI)
@@ -149,7 +142,7 @@ func TestEndToEndWITIssuerAndTTS(t *testing.T) {
 	if _, err := txntoken.NewVerifier(rs, "other.example").Verify(ctx, resp.AccessToken); errcode.CodeOf(err) != errcode.AudienceMismatch {
 		t.Fatalf("other trust domain: %v", err)
 	}
-	if !strings.Contains(ttsProc.stderr.String(), `"txn_token_sha256"`) || strings.Contains(ttsProc.stderr.String(), resp.AccessToken) {
+	if !strings.Contains(ttsProc.Stderr.String(), `"txn_token_sha256"`) || strings.Contains(ttsProc.Stderr.String(), resp.AccessToken) {
 		t.Fatal("the log must name tokens by hash only")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -28,16 +27,10 @@ var program = service.Program[Config]{Name: "tts", Config: configSpec, Check: va
 
 func main() { service.Main(program) }
 
-// run is the whole program, as main runs it (service.Run); tests call it.
-func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, ready func(url string)) error {
-	return service.Run(ctx, program, args, env, stdout, stderr, ready)
-}
-
 // Defaults for options the configuration leaves out.
 const (
-	defaultListen        = "127.0.0.1:8081"
-	rotationStepInterval = 30 * time.Second
-	witCacheSize         = 10000
+	defaultListen = "127.0.0.1:8081"
+	witCacheSize  = 10000
 	// witCacheMaxAge bounds how long a cached WIT keeps vouching after its issuer key
 	// left the trust configuration.
 	witCacheMaxAge = time.Minute
@@ -56,9 +49,7 @@ func witSources(cfg *Config) string {
 
 func applyDefaults(cfg *Config) {
 	cfg.SetDefaults(defaultListen, oauth.DefaultSkew)
-	if cfg.Store.Type == "" {
-		cfg.Store.Type = "memory"
-	}
+	cfg.Store.SetDefaults()
 	if len(cfg.Auth.Methods) == 0 {
 		cfg.Auth.Methods = []string{oauth.MethodHTTPSig, oauth.MethodWPT}
 	}
@@ -71,8 +62,8 @@ func validate(cfg *Config) error {
 	if err := cfg.Base.Check(); err != nil {
 		return err
 	}
-	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
-		return fmt.Errorf("tls: cert_file and key_file go together")
+	if err := cfg.TLS.Check(); err != nil {
+		return err
 	}
 	if cfg.Development && !service.IsLoopback(cfg.Listen, "localhost") {
 		return fmt.Errorf("development: listen must be a loopback address")
@@ -116,27 +107,19 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 		issuer = s.URL()
 	}
 
-	replay, storeReady, closeStore, err := cmdutil.OpenStore(cfg.Store, logger)
+	replay, readyChecks, err := cmdutil.OpenStoreOn(s, cfg.Store, logger)
 	if err != nil {
 		return nil, err
 	}
-	s.OnClose(closeStore)
-	var readyChecks []tts.ReadyCheck
-	if storeReady != nil {
-		readyChecks = append(readyChecks, storeReady)
-	}
-
-	rot, keysFrom, err := openKeys(cfg.Keys, cfg.Development, tts.MaxLifetime+cfg.Skew, time.Now)
+	rot, keysFrom, err := openKeys(cfg.Keys.KeysConfig, cfg.Development, tts.MaxLifetime+cfg.Skew, time.Now)
 	if err != nil {
 		return nil, err
 	}
-	step := rotationStepInterval
+	step := cmdutil.RotationStepInterval
 	if cfg.Keys.StepInterval > 0 {
 		step = cfg.Keys.StepInterval
 	}
-	go rot.Run(ctx, service.Ticker(ctx, step), func(err error) {
-		logger.Error("key rotation step failed", "error", err.Error())
-	})
+	cmdutil.RotateKeys(ctx, rot, step, logger)
 
 	handler, err := buildHandler(ctx, cfg, logger, issuer, rot.Ring(), replay, readyChecks)
 	if err != nil {

@@ -36,7 +36,7 @@ func TestJWTIssuerRSAConfig(t *testing.T) {
 		return f
 	}
 	load := func(f string) (*Config, error) {
-		cfg, _, err := loadConfig([]string{"--config", f}, nil, io.Discard)
+		cfg, _, err := configSpec.Load([]string{"--config", f}, nil, io.Discard)
 		if err != nil {
 			return nil, err
 		}

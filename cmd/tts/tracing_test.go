@@ -17,16 +17,15 @@ import (
 // id; probes are not traced; and nothing of the request's credentials is in a span.
 // On shutdown the buffered spans are flushed.
 func TestTracingExportsTokenRequestSpans(t *testing.T) {
-	col := tracingtest.New()
-	defer col.Close()
+	col := tracingtest.Start(t)
 	s := start(t, []string{"--listen", "127.0.0.1:0"}, []string{
 		EnvPrefix + "WIT_JWKS_URL=http://127.0.0.1:1/jwks.json",
 		EnvPrefix + "TRACING_OTLP_ENDPOINT=" + col.URL,
 	})
-	getJSON(t, s.url+tts.PathMetadata, nil)
-	getJSON(t, s.url+tts.PathHealthz, nil)
+	getJSON(t, s.URL+tts.PathMetadata, nil)
+	getJSON(t, s.URL+tts.PathHealthz, nil)
 	form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:token-exchange"}, "subject_token": {"secret-subject-token"}}
-	req, _ := http.NewRequest(http.MethodPost, s.url+tts.PathToken, strings.NewReader(form.Encode()))
+	req, _ := http.NewRequest(http.MethodPost, s.URL+tts.PathToken, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("X-Request-Id", "trace-test-1")
 	res, err := http.DefaultClient.Do(req)
@@ -37,7 +36,7 @@ func TestTracingExportsTokenRequestSpans(t *testing.T) {
 	if res.StatusCode == http.StatusOK {
 		t.Fatal("a token request without credentials was answered 200")
 	}
-	s.stop() // flushes the spans
+	_ = s.Stop() // flushes the spans (start's clean-up reports an error)
 	if errs := col.Errors(); len(errs) > 0 {
 		t.Fatalf("collector could not decode: %v", errs)
 	}
@@ -74,7 +73,7 @@ func TestTracingConfigRefused(t *testing.T) {
 		{EnvPrefix + "TRACING_OTLP_ENDPOINT=http://127.0.0.1:4318", EnvPrefix + "TRACING_SAMPLE_RATIO=2"},
 		{EnvPrefix + "TRACING_SAMPLE_RATIO=0.5"},
 	} {
-		cfg, _, err := loadConfig(nil, env, io.Discard)
+		cfg, _, err := configSpec.Load(nil, env, io.Discard)
 		if err == nil {
 			err = validate(cfg)
 		}

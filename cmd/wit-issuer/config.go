@@ -2,21 +2,20 @@ package main
 
 import (
 	_ "embed"
-	"io"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 )
 
-// Config is the YAML configuration file. Every member is documented in README.md
-// ("WIT issuer", "Configuration").
+// Config is the YAML configuration file. Every member is documented in docs/operator.md
+// ("WIT issuer configuration").
 type Config struct {
 	// Base: listen, issuer, trust_domains, log, tracing, skew, shutdown_timeout.
 	service.Base   `yaml:",inline"`
 	PublicURL      string              `yaml:"public_url"`
 	TLS            TLSConfig           `yaml:"tls"`
-	Keys           KeysConfig          `yaml:"keys"`
+	Keys           cmdutil.KeysConfig  `yaml:"keys"`
 	Store          cmdutil.StoreConfig `yaml:"store"`
 	Policy         PolicyConfig        `yaml:"policy"`
 	Auth           AuthConfig          `yaml:"auth"`
@@ -28,21 +27,11 @@ type Config struct {
 // TLSConfig: the serving certificate. Without it the issuer speaks plain HTTP, which
 // only the development default should do.
 type TLSConfig struct {
-	CertFile string `yaml:"cert_file"`
-	KeyFile  string `yaml:"key_file"`
+	cmdutil.CertFiles `yaml:",inline"`
 	// WorkloadAPISocket takes the serving X.509-SVID from the SPIFFE Workload API at this
 	// address (unix:///run/spire/sockets/agent.sock), kept current as SPIRE rotates it;
 	// it excludes CertFile and KeyFile.
 	WorkloadAPISocket string `yaml:"workload_api_socket"`
-}
-
-// KeysConfig: where the signing key comes from and how it rotates.
-type KeysConfig struct {
-	Alg            string        `yaml:"alg"`
-	SigningKeyFile string        `yaml:"signing_key_file"`
-	DataDir        string        `yaml:"data_dir"`
-	RotationPeriod time.Duration `yaml:"rotation_period"`
-	PublishDelay   time.Duration `yaml:"publish_delay"`
 }
 
 // PolicyConfig: see witissuer.Policy.
@@ -68,13 +57,7 @@ type AuthConfig struct {
 
 // X509SVIDConfig: the trust bundles client SVIDs are verified against.
 type X509SVIDConfig struct {
-	Bundles []BundleConfig `yaml:"bundles"`
-}
-
-// BundleConfig: one trust domain's X.509 authorities (PEM).
-type BundleConfig struct {
-	TrustDomain string `yaml:"trust_domain"`
-	File        string `yaml:"file"`
+	Bundles []cmdutil.BundleConfig `yaml:"bundles"`
 }
 
 // AssertionConfig: registered workloads and their keys.
@@ -113,12 +96,6 @@ type RouteConfig struct {
 // EnvPrefix starts every environment override.
 const EnvPrefix = "DIALOGTRUST_WIT_ISSUER_"
 
-// source says where the configuration came from, for the start-up log.
-type source struct {
-	file     string // "" for the embedded default
-	embedded bool
-}
-
 // defaultYAML is the embedded development configuration.
 //
 //go:embed default.yaml
@@ -128,20 +105,12 @@ var defaultYAML []byte
 // or the file named by --config or DIALOGTRUST_WIT_ISSUER_CONFIG; then the environment
 // overrides of this table (an unknown name is an error, like an unknown YAML member);
 // then the flags. Each later layer wins.
-var configSpec = service.Spec[Config]{
-	Name: "wit-issuer", EnvPrefix: EnvPrefix, Default: defaultYAML,
-	Env: append(service.CommonEnv[Config](),
-		service.EnvVar[Config]{Name: "PUBLIC_URL", Member: "public_url"},
-		service.EnvVar[Config]{Name: "MAX_LIFETIME", Member: "policy.max_lifetime"},
-		service.EnvVar[Config]{Name: "DEFAULT_LIFETIME", Member: "policy.default_lifetime"}),
-	Flags: append(service.CommonFlags(),
-		service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (aud of requests, iss of WITs)"},
-		service.Flag{Name: "public-url", Member: "public_url", Usage: "base URL of the issuer for the metadata document"},
-		service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the generated signing keys"}),
-}
-
-// loadConfig reads the configuration as run does (tests call it).
-func loadConfig(args []string, env []string, stderr io.Writer) (*Config, source, error) {
-	cfg, src, err := service.Load(configSpec, args, env, stderr)
-	return cfg, source{file: src.File, embedded: src.Embedded}, err
-}
+var configSpec = service.ServiceSpec("wit-issuer", EnvPrefix, defaultYAML,
+	[]service.EnvVar[Config]{
+		{Name: "PUBLIC_URL", Member: "public_url"},
+		{Name: "MAX_LIFETIME", Member: "policy.max_lifetime"},
+		{Name: "DEFAULT_LIFETIME", Member: "policy.default_lifetime"},
+	},
+	service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (aud of requests, iss of WITs)"},
+	service.Flag{Name: "public-url", Member: "public_url", Usage: "base URL of the issuer for the metadata document"},
+	service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the generated signing keys"})

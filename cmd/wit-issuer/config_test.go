@@ -23,11 +23,11 @@ func writeFile(t *testing.T, name, content string) string {
 
 // The embedded default is development mode on loopback with an in-memory store.
 func TestEmbeddedDefault(t *testing.T) {
-	cfg, src, err := loadConfig(nil, nil, io.Discard)
+	cfg, src, err := configSpec.Load(nil, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !src.embedded || cfg.Listen != "127.0.0.1:8080" || cfg.Issuer != "" || cfg.Store.Type != "memory" ||
+	if !src.Embedded || cfg.Listen != "127.0.0.1:8080" || cfg.Issuer != "" || cfg.Store.Type != "memory" ||
 		len(cfg.TrustDomains) != 1 || cfg.TrustDomains[0] != "dev.local" || cfg.Auth.Dev == nil ||
 		cfg.Auth.X509SVID != nil || cfg.Auth.Assertion != nil || len(cfg.Routes) != 1 ||
 		strings.Join(cfg.Routes[0].Methods, ",") != "dev" || cfg.Keys.DataDir != "" {
@@ -80,13 +80,14 @@ shutdown_timeout: 5s
 // The configuration file is strict YAML: every documented member parses, and an unknown
 // member anywhere (a typo) is an error instead of being silently ignored.
 func TestConfigStrictYAML(t *testing.T) {
-	cfg, _, err := loadConfig([]string{"--config", writeFile(t, "c.yaml", fullConfig)}, nil, io.Discard)
+	cfg, _, err := configSpec.Load([]string{"--config", writeFile(t, "c.yaml", fullConfig)}, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Keys.Alg != keys.EdDSA || cfg.Keys.RotationPeriod != 720*time.Hour || cfg.Policy.MaxLifetime != 30*time.Minute ||
 		cfg.Store.Redis.Timeout != 250*time.Millisecond || cfg.Auth.Assertion.Workloads[0].JWK["crv"] != "Ed25519" ||
-		cfg.Policy.Rules[0].ToPrefix != "wimse://example.org/" || cfg.ProofWindow != 30*time.Second {
+		cfg.Policy.Rules[0].ToPrefix != "wimse://example.org/" || cfg.ProofWindow != 30*time.Second ||
+		cfg.TLS.CertFile != "/run/spire/svid.pem" || cfg.TLS.KeyFile != "/run/spire/svid_key.pem" || cfg.Keys.PublishDelay != 15*time.Minute {
 		t.Fatalf("parsed %+v", cfg)
 	}
 	// The inline JWK survives the YAML-to-JSON trip.
@@ -102,7 +103,7 @@ func TestConfigStrictYAML(t *testing.T) {
 		"bad duration":   "policy:\n  max_lifetime: soon\n",
 		"duplicate key":  "listen: a\nlisten: b\n",
 	} {
-		if _, _, err := loadConfig([]string{"--config", writeFile(t, "bad.yaml", bad)}, nil, io.Discard); err == nil {
+		if _, _, err := configSpec.Load([]string{"--config", writeFile(t, "bad.yaml", bad)}, nil, io.Discard); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -113,34 +114,34 @@ func TestConfigStrictYAML(t *testing.T) {
 func TestConfigEnvAndFlagPrecedence(t *testing.T) {
 	file := writeFile(t, "c.yaml", "listen: 127.0.0.1:1001\ntrust_domains: [a.example]\nroutes: [{path: /v1/wit, methods: [dev]}]\nauth: {dev: {prefixes: ['wimse://a.example/']}}\n")
 	env := []string{"DIALOGTRUST_WIT_ISSUER_CONFIG=" + file}
-	cfg, src, err := loadConfig(nil, env, io.Discard)
-	if err != nil || cfg.Listen != "127.0.0.1:1001" || src.file != file || src.embedded {
+	cfg, src, err := configSpec.Load(nil, env, io.Discard)
+	if err != nil || cfg.Listen != "127.0.0.1:1001" || src.File != file || src.Embedded {
 		t.Fatalf("file via env: %v %+v", err, cfg)
 	}
 	env = append(env, "DIALOGTRUST_WIT_ISSUER_LISTEN=127.0.0.1:1002", "DIALOGTRUST_WIT_ISSUER_MAX_LIFETIME=20m",
 		"DIALOGTRUST_WIT_ISSUER_TRUST_DOMAINS=a.example, b.example", "DIALOGTRUST_WIT_ISSUER_REDIS_CLUSTER=true", "UNRELATED=1")
-	cfg, _, err = loadConfig(nil, env, io.Discard)
+	cfg, _, err = configSpec.Load(nil, env, io.Discard)
 	if err != nil || cfg.Listen != "127.0.0.1:1002" || cfg.Policy.MaxLifetime != 20*time.Minute ||
 		strings.Join(cfg.TrustDomains, ",") != "a.example,b.example" || !cfg.Store.Redis.Cluster {
 		t.Fatalf("env: %v %+v", err, cfg)
 	}
-	cfg, _, err = loadConfig([]string{"--listen", "127.0.0.1:1003", "--log-level", "debug"}, env, io.Discard)
+	cfg, _, err = configSpec.Load([]string{"--listen", "127.0.0.1:1003", "--log-level", "debug"}, env, io.Discard)
 	if err != nil || cfg.Listen != "127.0.0.1:1003" || cfg.Log.Level != "debug" {
 		t.Fatalf("flag: %v %+v", err, cfg)
 	}
 	// --config beats the environment's file.
 	other := writeFile(t, "o.yaml", "listen: 127.0.0.1:1004\n")
-	cfg, _, err = loadConfig([]string{"--config", other}, []string{"DIALOGTRUST_WIT_ISSUER_CONFIG=" + file}, io.Discard)
+	cfg, _, err = configSpec.Load([]string{"--config", other}, []string{"DIALOGTRUST_WIT_ISSUER_CONFIG=" + file}, io.Discard)
 	if err != nil || cfg.Listen != "127.0.0.1:1004" {
 		t.Fatalf("--config: %v %+v", err, cfg)
 	}
-	if _, _, err := loadConfig(nil, []string{"DIALOGTRUST_WIT_ISSUER_LISTN=x"}, io.Discard); err == nil {
+	if _, _, err := configSpec.Load(nil, []string{"DIALOGTRUST_WIT_ISSUER_LISTN=x"}, io.Discard); err == nil {
 		t.Fatal("unknown environment variable accepted")
 	}
-	if _, _, err := loadConfig(nil, []string{"DIALOGTRUST_WIT_ISSUER_MAX_LIFETIME=long"}, io.Discard); err == nil {
+	if _, _, err := configSpec.Load(nil, []string{"DIALOGTRUST_WIT_ISSUER_MAX_LIFETIME=long"}, io.Discard); err == nil {
 		t.Fatal("bad duration in the environment accepted")
 	}
-	if _, _, err := loadConfig([]string{"--nope"}, nil, io.Discard); err == nil {
+	if _, _, err := configSpec.Load([]string{"--nope"}, nil, io.Discard); err == nil {
 		t.Fatal("unknown flag accepted")
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	gobuild "go/build"
 	"io"
 	"net"
 	"net/http"
@@ -22,27 +21,11 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/service/servicetest"
-	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wic"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
-
-// buildDialogtrust builds the real command line into a temporary directory.
-func buildDialogtrust(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(gobuild.Default.GOROOT, "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "dialogtrust")
-	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/dialogtrust/dialogtrust/cmd/dialogtrust")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 func dialogtrust(t *testing.T, bin string, args ...string) (string, string, int) {
 	t.Helper()
@@ -59,17 +42,10 @@ func dialogtrust(t *testing.T, bin string, args ...string) (string, string, int)
 	return out.String(), errb.String(), code
 }
 
-// started is a wit-issuer running in this process through run(), as main runs it.
-type started struct {
-	url            string
-	stdout, stderr *testkit.SyncBuffer
-	stop           func() error
-}
-
-func start(t *testing.T, args []string, env []string) *started {
+// start runs a wit-issuer in this process through program.Run, as main runs it.
+func start(t *testing.T, args []string, env []string) *servicetest.Process {
 	t.Helper()
-	p := servicetest.Start(t, "wit-issuer", 30*time.Second, run, args, env)
-	return &started{url: p.URL, stdout: p.Stdout, stderr: p.Stderr, stop: p.Stop}
+	return servicetest.Start(t, "wit-issuer", 30*time.Second, program.Run, args, env)
 }
 
 // Acceptance: the embedded default (no configuration; here only the port is chosen so
@@ -77,38 +53,38 @@ func start(t *testing.T, args []string, env []string) *started {
 // mode; `dialogtrust wit request` gets a WIT from it, `dialogtrust wit verify` accepts
 // it through the JWKS URL the issuer serves; the issuer shuts down gracefully.
 func TestAcceptanceDefaultIssuerWithCLI(t *testing.T) {
-	bin := buildDialogtrust(t)
+	bin := servicetest.Build(t, "github.com/dialogtrust/dialogtrust/cmd/dialogtrust")
 	s := start(t, []string{"--listen", "127.0.0.1:0"}, nil)
-	if !strings.HasPrefix(s.url, "http://127.0.0.1:") {
-		t.Fatalf("url %s", s.url)
+	if !strings.HasPrefix(s.URL, "http://127.0.0.1:") {
+		t.Fatalf("url %s", s.URL)
 	}
 	keyFile := filepath.Join(t.TempDir(), "wit.key.jwk")
-	out, errOut, code := dialogtrust(t, bin, "wit", "request", "--issuer", s.url, "--workload", "wimse://dev.local/agent/a1", "--key-out", keyFile)
+	out, errOut, code := dialogtrust(t, bin, "wit", "request", "--issuer", s.URL, "--workload", "wimse://dev.local/agent/a1", "--key-out", keyFile)
 	if code != 0 {
 		t.Fatalf("wit request: exit %d: %s", code, errOut)
 	}
 	tok := strings.TrimSpace(out)
-	out, errOut, code = dialogtrust(t, bin, "wit", "verify", "--trust", s.url+witissuer.PathJWKS, "--iss", s.url, tok)
+	out, errOut, code = dialogtrust(t, bin, "wit", "verify", "--trust", s.URL+witissuer.PathJWKS, "--iss", s.URL, tok)
 	if code != 0 {
 		t.Fatalf("wit verify: exit %d: %s", code, errOut)
 	}
 	var c wit.Claims
-	if err := json.Unmarshal([]byte(out), &c); err != nil || c.Sub != "wimse://dev.local/agent/a1" || c.Iss != s.url {
+	if err := json.Unmarshal([]byte(out), &c); err != nil || c.Sub != "wimse://dev.local/agent/a1" || c.Iss != s.URL {
 		t.Fatalf("claims %s: %v", out, err)
 	}
 	if st, err := os.Stat(keyFile); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("key file %v %v", st, err)
 	}
 	// Outside the development prefix: refused with its code.
-	_, errOut, code = dialogtrust(t, bin, "wit", "request", "--issuer", s.url, "--workload", "wimse://prod.example/agent", "--key-out", keyFile)
+	_, errOut, code = dialogtrust(t, bin, "wit", "request", "--issuer", s.URL, "--workload", "wimse://prod.example/agent", "--key-out", keyFile)
 	if code != 1 || !strings.HasPrefix(errOut, "error: unauthenticated") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 
-	if err := s.stop(); err != nil {
+	if err := s.Stop(); err != nil {
 		t.Fatalf("graceful shutdown: %v", err)
 	}
-	logs := s.stderr.String()
+	logs := s.Stderr.String()
 	for _, want := range []string{"DEVELOPMENT MODE", `"msg":"wit-issuer started"`, `"config":"embedded development default"`,
 		tokenhash.Of(tok), `"msg":"stopped"`} {
 		if !strings.Contains(logs, want) {
@@ -118,18 +94,18 @@ func TestAcceptanceDefaultIssuerWithCLI(t *testing.T) {
 	if strings.Contains(logs, tok) || strings.Contains(logs, strings.Split(tok, ".")[2]) {
 		t.Fatal("a WIT is in the log")
 	}
-	if !strings.Contains(s.stdout.String(), "listening on "+s.url) {
-		t.Fatalf("stdout %q", s.stdout.String())
+	if !strings.Contains(s.Stdout.String(), "listening on "+s.URL) {
+		t.Fatalf("stdout %q", s.Stdout.String())
 	}
 }
 
 // Development mode never binds to a non-loopback address by accident.
 func TestDevModeLoopbackOnly(t *testing.T) {
-	err := run(context.Background(), []string{"--listen", "0.0.0.0:0"}, nil, io.Discard, io.Discard, nil)
+	err := program.Run(context.Background(), []string{"--listen", "0.0.0.0:0"}, nil, io.Discard, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Fatalf("got %v", err)
 	}
-	err = run(context.Background(), []string{"--listen", "127.0.0.1:0"}, []string{"DIALOGTRUST_WIT_ISSUER_STORE=disk"}, io.Discard, io.Discard, nil)
+	err = program.Run(context.Background(), []string{"--listen", "127.0.0.1:0"}, []string{"DIALOGTRUST_WIT_ISSUER_STORE=disk"}, io.Discard, io.Discard, nil)
 	if err == nil {
 		t.Fatal("unknown store accepted")
 	}
@@ -144,12 +120,12 @@ func pemFile(t *testing.T, dir, name, typ string, der []byte) string {
 	return p
 }
 
-// The SPIRE set-up of the README, end to end: the issuer serves TLS with an SVID from
+// The SPIRE set-up of docs/operator.md, end to end: the issuer serves TLS with an SVID from
 // files, verifies client SVIDs against a bundle file, keeps its keys in a data
 // directory, maps spiffe:// to wimse:// by a rule; a workload runs `dialogtrust wit
 // request` with its SVID files.
 func TestSPIRESetupEndToEnd(t *testing.T) {
-	bin := buildDialogtrust(t)
+	bin := servicetest.Build(t, "github.com/dialogtrust/dialogtrust/cmd/dialogtrust")
 	dir := t.TempDir()
 	now := time.Now()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -189,15 +165,15 @@ routes: [{path: /v1/wit, methods: [x509svid]}]
 		t.Fatal(err)
 	}
 	s := start(t, []string{"--config", cfgFile}, nil)
-	if !strings.HasPrefix(s.url, "https://127.0.0.1:") || strings.Contains(s.stderr.String(), "DEVELOPMENT") {
-		t.Fatalf("url %s, logs %s", s.url, s.stderr.String())
+	if !strings.HasPrefix(s.URL, "https://127.0.0.1:") || strings.Contains(s.Stderr.String(), "DEVELOPMENT") {
+		t.Fatalf("url %s, logs %s", s.URL, s.Stderr.String())
 	}
 	keyFile := filepath.Join(dir, "wit.key.jwk")
-	out, errOut, code := dialogtrust(t, bin, "wit", "request", "--issuer", s.url, "--svid", cliCert, "--svid-key", cliKey,
+	out, errOut, code := dialogtrust(t, bin, "wit", "request", "--issuer", s.URL, "--svid", cliCert, "--svid-key", cliKey,
 		"--bundle", bundle, "--server-id", "spiffe://example.org/wit-issuer", "--sub", "wimse://example.org/ns/prod/sa/orders",
 		"--ttl", "15m", "--key-out", keyFile)
 	if code != 0 {
-		t.Fatalf("wit request: exit %d: %s\n%s", code, errOut, s.stderr.String())
+		t.Fatalf("wit request: exit %d: %s\n%s", code, errOut, s.Stderr.String())
 	}
 	tok := strings.TrimSpace(out)
 
@@ -207,7 +183,7 @@ routes: [{path: /v1/wit, methods: [x509svid]}]
 		DialContext:     (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 	}}
 	get := func(path string) (int, []byte) {
-		res, err := hc.Get(s.url + path)
+		res, err := hc.Get(s.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +201,7 @@ routes: [{path: /v1/wit, methods: [x509svid]}]
 		t.Fatalf("wit verify: exit %d: %s %s", code, out, errOut)
 	}
 	// Asking for more than the policy allows is refused, not trimmed.
-	_, errOut, code = dialogtrust(t, bin, "wit", "request", "--issuer", s.url, "--svid", cliCert, "--svid-key", cliKey,
+	_, errOut, code = dialogtrust(t, bin, "wit", "request", "--issuer", s.URL, "--svid", cliCert, "--svid-key", cliKey,
 		"--bundle", bundle, "--server-id", "spiffe://example.org/wit-issuer", "--ttl", "31m", "--key-out", keyFile)
 	if code != 1 || !strings.HasPrefix(errOut, "error: lifetime_too_long") {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -240,7 +216,7 @@ routes: [{path: /v1/wit, methods: [x509svid]}]
 	if st, err := os.Stat(filepath.Join(dir, "data", KeyringFile)); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("keyring %v %v", st, err)
 	}
-	if err := s.stop(); err != nil {
+	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -258,8 +234,8 @@ func TestRedisStoreReadiness(t *testing.T) {
 	prefix := "dialogtrust:test:wit-issuer:" + time.Now().Format(time.RFC3339Nano) + ":"
 	readyz := func(env ...string) int {
 		s := start(t, []string{"--listen", "127.0.0.1:0"}, append(env, "DIALOGTRUST_WIT_ISSUER_REDIS_PREFIX="+prefix))
-		defer s.stop()
-		res, err := http.Get(s.url + witissuer.PathReadyz)
+		defer s.Stop()
+		res, err := http.Get(s.URL + witissuer.PathReadyz)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -31,16 +30,10 @@ var program = service.Program[Config]{
 
 func main() { service.Main(program) }
 
-// run is the whole program, as main runs it (service.Run); tests call it.
-func run(ctx context.Context, args, env []string, stdout, stderr io.Writer, ready func(url string)) error {
-	return service.Run(ctx, program, args, env, stdout, stderr, ready)
-}
-
 // Defaults for options the configuration leaves out.
 const (
 	defaultListen         = "127.0.0.1:8080"
 	defaultReloadInterval = 10 * time.Second
-	rotationStepInterval  = 30 * time.Second
 	// maxHeaderBytes is tighter than the services' default: no request to the issuer
 	// carries more than a client certificate's worth of headers.
 	maxHeaderBytes = 32 << 10
@@ -59,9 +52,7 @@ func applyDefaults(cfg *Config) {
 	if cfg.ReloadInterval <= 0 {
 		cfg.ReloadInterval = defaultReloadInterval
 	}
-	if cfg.Store.Type == "" {
-		cfg.Store.Type = "memory"
-	}
+	cfg.Store.SetDefaults()
 	if cfg.Policy.MaxLifetime <= 0 {
 		cfg.Policy.MaxLifetime = witissuer.DefaultMaxLifetime
 	}
@@ -85,8 +76,8 @@ func validate(cfg *Config) (used map[string]bool, err error) {
 			return nil, fmt.Errorf("tls.workload_api_socket: %w", err)
 		}
 	}
-	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
-		return nil, fmt.Errorf("tls: cert_file and key_file go together")
+	if err := cfg.TLS.Check(); err != nil {
+		return nil, err
 	}
 	used = map[string]bool{}
 	for _, r := range cfg.Routes {
@@ -127,23 +118,15 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 	}
 	issuer := firstNonEmpty(cfg.Issuer, s.URL())
 
-	replay, storeReady, closeStore, err := cmdutil.OpenStore(cfg.Store, logger)
+	replay, ready, err := cmdutil.OpenStoreOn(s, cfg.Store, logger)
 	if err != nil {
 		return nil, err
 	}
-	s.OnClose(closeStore)
-	var ready []witissuer.ReadyCheck
-	if storeReady != nil {
-		ready = append(ready, storeReady)
-	}
-
 	rot, keysFrom, err := openKeys(cfg.Keys, cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
 	if err != nil {
 		return nil, err
 	}
-	go rot.Run(ctx, service.Ticker(ctx, rotationStepInterval), func(err error) {
-		logger.Error("key rotation step failed", "error", err.Error())
-	})
+	cmdutil.RotateKeys(ctx, rot, cmdutil.RotationStepInterval, logger)
 
 	methods, err := buildMethods(ctx, cfg, issuer, replay, used, logger)
 	if err != nil {

@@ -15,11 +15,10 @@ import (
 // server span per issuance request over OTLP/HTTP, carrying the request id of its log
 // line and nothing of the proof or the WIT; the spans are flushed at shutdown.
 func TestTracingExportsIssuanceSpans(t *testing.T) {
-	col := tracingtest.New()
-	defer col.Close()
+	col := tracingtest.Start(t)
 	s := start(t, []string{"--listen", "127.0.0.1:0"}, []string{EnvPrefix + "TRACING_OTLP_ENDPOINT=" + col.URL})
 	ctx := context.Background()
-	c, _, err := witissuer.NewClient(ctx, nil, s.url)
+	c, _, err := witissuer.NewClient(ctx, nil, s.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +28,7 @@ func TestTracingExportsIssuanceSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.stop(); err != nil {
+	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	var issued *tracingtest.Span

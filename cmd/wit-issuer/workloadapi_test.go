@@ -132,8 +132,8 @@ routes: [{path: /v1/wit, methods: [x509svid]}]
 		t.Fatal(err)
 	}
 	s := start(t, []string{"--config", cfgFile}, nil)
-	if !strings.HasPrefix(s.url, "https://") {
-		t.Fatalf("url %s", s.url)
+	if !strings.HasPrefix(s.URL, "https://") {
+		t.Fatalf("url %s", s.URL)
 	}
 	// The served certificate, on a new connection each time, verified as a workload
 	// verifies the issuer: the bundle and the issuer's SPIFFE ID.
@@ -141,7 +141,7 @@ routes: [{path: /v1/wit, methods: [x509svid]}]
 		t.Helper()
 		tr := &http.Transport{TLSClientConfig: witissuer.ClientTLSConfig(nil, []*x509.Certificate{caCert}, identifier.MustParse(issuerID))}
 		defer tr.CloseIdleConnections()
-		res, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(s.url + witissuer.PathJWKS)
+		res, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(s.URL + witissuer.PathJWKS)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +163,7 @@ routes: [{path: /v1/wit, methods: [x509svid]}]
 		}
 		time.Sleep(20 * time.Millisecond) // waiting for the stream's update to arrive, not for expiry
 	}
-	if !strings.Contains(s.stderr.String(), "serving SVID updated") {
+	if !strings.Contains(s.Stderr.String(), "serving SVID updated") {
 		t.Error("the rotation is not logged")
 	}
 }
@@ -179,7 +179,7 @@ func TestWorkloadAPIConfigRefused(t *testing.T) {
 		if err := os.WriteFile(cfgFile, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, _, err := loadConfig([]string{"--config", cfgFile}, nil, discard{})
+		cfg, _, err := configSpec.Load([]string{"--config", cfgFile}, nil, discard{})
 		if err == nil {
 			_, err = validate(cfg)
 		}

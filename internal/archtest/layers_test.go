@@ -1,4 +1,4 @@
-// These tests check the layering README's "Architecture" section describes: what
+// These tests check the layering docs/library.md's "Architecture" section describes: what
 // each layer may import. They read the import graph with `go list`, so a change that
 // breaks a rule fails here with the path that broke it.
 

@@ -34,6 +34,13 @@ type RedisConfig struct {
 	ReplicaAckTimeout time.Duration `yaml:"replica_ack_timeout"`
 }
 
+// SetDefaults sets what the section leaves out: the memory store.
+func (sc *StoreConfig) SetDefaults() {
+	if sc.Type == "" {
+		sc.Type = "memory"
+	}
+}
+
 // Check validates the section without opening anything.
 func (sc StoreConfig) Check() error {
 	if sc.Type != "memory" && sc.Type != "redis" {

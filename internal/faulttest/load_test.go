@@ -354,6 +354,49 @@ func (r *recorder) all() []outcome {
 	return out
 }
 
+// firstOKSince reports the start of the earliest request sent at or after since that
+// succeeded.
+func (r *recorder) firstOKSince(since time.Time) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var first time.Time
+	for _, p := range r.per {
+		for i := range p {
+			if o := &p[i]; o.ok() && !o.start.Before(since) && (first.IsZero() || o.start.Before(first)) {
+				first = o.start
+			}
+		}
+	}
+	return first, !first.IsZero()
+}
+
+// replayDecided is replayAll, with every copy answered 503 store_unavailable sent again
+// (up to five more rounds, 200 ms apart) until the store decides it: on a busy machine a
+// claim can time out, and a copy the store could not judge proves nothing either way.
+func replayDecided(hc *http.Client, base, path string, reqs []*prepared, conc int) []outcome {
+	out := replayAll(hc, base, path, reqs, conc)
+	for round := 0; round < 5; round++ {
+		var again []int
+		for i := range out {
+			if out[i].storeUnavailable() {
+				again = append(again, i)
+			}
+		}
+		if len(again) == 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+		sub := make([]*prepared, len(again))
+		for j, i := range again {
+			sub[j] = reqs[i]
+		}
+		for j, o := range replayAll(hc, base, path, sub, conc) {
+			out[again[j]] = o
+		}
+	}
+	return out
+}
+
 // runWorkers runs op on each of n workers until stop is set, ctx ends or a worker has
 // made maxOps requests (every loop is bounded in count and in time). With pace set, a
 // worker waits for a permit before each request.

@@ -99,7 +99,11 @@ func sigtermRun(t *testing.T, svc *service, path string, mk func(w, i int) *prep
 	if code := svc.exitCode(); code != 0 {
 		t.Errorf("%s exited %d after SIGTERM, want 0\n%s", svc.name, code, svc.logs.String())
 	}
-	if exitAfter > shutdownTimeout {
+	// The service closes what is left at shutdown_timeout; the grace covers the moments
+	// a busy machine takes to end the process and for the test to notice, not a drain
+	// that ignores its bound.
+	const exitGrace = 2 * time.Second
+	if exitAfter > shutdownTimeout+exitGrace {
 		t.Errorf("%s took %s to exit, over its shutdown_timeout %s", svc.name, exitAfter, shutdownTimeout)
 	}
 
@@ -138,10 +142,11 @@ func sigtermRun(t *testing.T, svc *service, path string, mk func(w, i int) *prep
 			t.Errorf("a fresh connection %s after SIGTERM: %s (want 200, 503, connection refused or closed unanswered)", o.start.Sub(sigAt), o.label())
 		}
 	}
-	// "Never a hang": every request after the signal was settled within 2 s (the
-	// client's own bound is 10 s).
-	if maxAfter > 2*time.Second || maxProbe > 2*time.Second {
-		t.Errorf("a request after SIGTERM took %s (probe %s): want an answer or a refusal within 2s", maxAfter, maxProbe)
+	// "Never a hang": every request after the signal was settled within the shutdown
+	// timeout (the client's own bound is 10 s). Quiet, the slowest takes milliseconds
+	// (the figures below); the bound is not a latency target.
+	if maxAfter > shutdownTimeout || maxProbe > shutdownTimeout {
+		t.Errorf("a request after SIGTERM took %s (probe %s): want an answer or a refusal within the shutdown timeout %s", maxAfter, maxProbe, shutdownTimeout)
 	}
 	if inFlight == 0 {
 		t.Errorf("no request was in flight at SIGTERM: the test measured nothing")

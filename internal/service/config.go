@@ -92,6 +92,13 @@ func CommonFlags() []Flag {
 	}
 }
 
+// ServiceSpec is the Spec of a service binary: CommonEnv and CommonFlags, then the
+// binary's own variables and flags.
+func ServiceSpec[C any](name, envPrefix string, def []byte, env []EnvVar[C], flags ...Flag) Spec[C] {
+	return Spec[C]{Name: name, EnvPrefix: envPrefix, Default: def,
+		Env: append(CommonEnv[C](), env...), Flags: append(CommonFlags(), flags...)}
+}
+
 // Load builds the configuration: the embedded default, or the file named by --config
 // or <EnvPrefix>CONFIG; then the environment overrides; then the flags. Each later
 // layer wins.
@@ -152,6 +159,11 @@ func Load[C any](spec Spec[C], args, env []string, stderr io.Writer) (*C, Source
 		}
 	}
 	return cfg, src, nil
+}
+
+// Load is Load(spec, ...), for the binary's tests.
+func (spec Spec[C]) Load(args, env []string, stderr io.Writer) (*C, Source, error) {
+	return Load(spec, args, env, stderr)
 }
 
 // applyEnv applies the overrides. An unknown name is an error, like an unknown YAML

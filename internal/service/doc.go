@@ -9,8 +9,9 @@
 //     (CheckConfigFlag); then the configuration is the embedded development default or
 //     the file named by --config or <PREFIX>CONFIG, parsed as strict YAML (an unknown
 //     member is an error); then the environment overrides <PREFIX>NAME, bound to
-//     configuration members by a table (CommonEnv plus the binary's own; an unknown
-//     name is an error, like an unknown member); then the flags, bound the same way.
+//     configuration members by a table (CommonEnv plus the binary's own: ServiceSpec;
+//     an unknown name is an error, like an unknown member); then the flags, bound the
+//     same way (CommonFlags plus the binary's own).
 //     Each later layer wins. The members both files have (listen, issuer,
 //     trust_domains, log, tracing, skew, shutdown_timeout) are Base, which each
 //     binary's Config inlines, so the file formats do not change.
@@ -33,7 +34,9 @@
 // /healthz, /readyz (a problem document, 503, when a check fails: keys_unavailable
 // without an active signing key, store_unavailable when the replay store does not
 // answer or a check fails without a code of its own) and /metrics (the Go and process
-// collectors come with NewRegistry).
+// collectors come with NewRegistry), and /.well-known/jwks.json (MountJWKS), where
+// both publish their signing keys. ServerDefaults fills the Config members both
+// servers have (registry, logger, clock, skew, body bound) the same way in their New.
 //
 // Only cmd/, tts and witissuer import it; it imports none of them.
 package service

@@ -23,6 +23,9 @@ const (
 	PathMetrics = "/metrics"
 )
 
+// PathJWKS is where both services publish the JWKS of their signing keys.
+const PathJWKS = "/.well-known/jwks.json"
+
 // readyTimeout bounds one /readyz: a probe that hangs tells the orchestrator nothing.
 const readyTimeout = 2 * time.Second
 
@@ -97,6 +100,12 @@ func MountOps(r chi.Router, reg *prometheus.Registry, rd Readiness) {
 	})
 	r.Method(http.MethodGet, PathReadyz, rd)
 	r.Method(http.MethodGet, PathMetrics, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+}
+
+// MountJWKS serves jwks (the signing keys' keys.Ring) at PathJWKS, to GET and HEAD.
+func MountJWKS(r chi.Router, jwks http.Handler) {
+	r.Method(http.MethodGet, PathJWKS, jwks)
+	r.Method(http.MethodHead, PathJWKS, jwks)
 }
 
 // NewRegistry is a registry with the Go runtime's and the process's collectors, and

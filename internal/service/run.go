@@ -79,3 +79,9 @@ func Run[C any](ctx context.Context, p Program[C], args, env []string, stdout, s
 	}
 	return s.serve(ctx, logger)
 }
+
+// Run is Run(ctx, p, ...): the whole program as main runs it, for the binary's tests
+// (servicetest.Start takes it as it is).
+func (p Program[C]) Run(ctx context.Context, args, env []string, stdout, stderr io.Writer, ready func(url string)) error {
+	return Run(ctx, p, args, env, stdout, stderr, ready)
+}

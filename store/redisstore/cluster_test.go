@@ -28,7 +28,7 @@ func testRedisClusterAddrs(tb testing.TB) []string {
 		if os.Getenv("CI") == "true" {
 			tb.Fatalf("%s is not set and CI=true: the Redis Cluster tests must run in CI (use .ci/run)", testRedisClusterEnv)
 		}
-		tb.Skipf("%s is not set; skipping tests against a real Redis Cluster (see README, Running the tests)", testRedisClusterEnv)
+		tb.Skipf("%s is not set; skipping tests against a real Redis Cluster (see README, Run the tests)", testRedisClusterEnv)
 	}
 	addrs := ParseAddrs(s)
 	if len(addrs) == 0 {

@@ -76,8 +76,8 @@ func WithTimeout(d time.Duration) Option {
 // running (a fresh broker cannot tell a new Redis from an emptied one), and a partial
 // loss that keeps the epoch keys (an RDB snapshot or appendfsync everysec losing the
 // last writes, a Cluster failover to a replica that lagged). Persistence with
-// appendfsync always, or waiting for replicas, is what covers those (README, "Replay
-// store").
+// appendfsync always, or waiting for replicas, is what covers those (docs/operator.md,
+// "Choosing a Redis deployment").
 type Replay struct {
 	client     redis.UniversalClient
 	prefix     string

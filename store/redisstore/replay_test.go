@@ -39,7 +39,7 @@ func testRedisAddr(tb testing.TB) string {
 		if os.Getenv("CI") == "true" {
 			tb.Fatalf("%s is not set and CI=true: the Redis tests must run in CI (use .ci/run)", testRedisEnv)
 		}
-		tb.Skipf("%s is not set; skipping tests against a real redis-server (see README, Running the tests)", testRedisEnv)
+		tb.Skipf("%s is not set; skipping tests against a real redis-server (see README, Run the tests)", testRedisEnv)
 	}
 	return addr
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"testing"
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -49,6 +50,14 @@ func New() *Collector {
 	c := &Collector{}
 	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
 	c.URL = c.srv.URL
+	return c
+}
+
+// Start starts a Collector that stops when the test ends, after the clean-ups
+// registered later (a service stopped at the end flushes its spans into it first).
+func Start(t testing.TB) *Collector {
+	c := New()
+	t.Cleanup(c.Close)
 	return c
 }
 

@@ -64,8 +64,10 @@ func StartProcess(t testing.TB, name, bin, dir string, args, extra []string) *Pr
 	}
 	p.cmd.Stderr = writerFunc(func(b []byte) (int, error) {
 		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.out.Write(b)
+		n, err := p.out.Write(b)
+		p.mu.Unlock()
+		p.notify()
+		return n, err
 	})
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", name, err)
@@ -79,10 +81,7 @@ func StartProcess(t testing.TB, name, bin, dir string, args, extra []string) *Pr
 			p.out.WriteString(sc.Text() + "\n")
 			p.lines = append(p.lines, sc.Text())
 			p.mu.Unlock()
-			select {
-			case p.signal <- struct{}{}:
-			default:
-			}
+			p.notify()
 		}
 		_, _ = io.Copy(io.Discard, stdout)
 		err := p.cmd.Wait()
@@ -108,6 +107,14 @@ func StartProcess(t testing.TB, name, bin, dir string, args, extra []string) *Pr
 		}
 	})
 	return p
+}
+
+// notify wakes a waiter (WaitLine, WaitOutput) after new output.
+func (p *Program) notify() {
+	select {
+	case p.signal <- struct{}{}:
+	default:
+	}
 }
 
 type writerFunc func([]byte) (int, error)
@@ -155,6 +162,27 @@ func (p *Program) WaitLine(t testing.TB, prefix string, timeout time.Duration) s
 			t.Fatalf("%s exited before printing %q: %v\n%s", p.Name, prefix, p.err, p.Output())
 		case <-deadline.C:
 			t.Fatalf("%s did not print %q within %s\n%s", p.Name, prefix, timeout, p.Output())
+		}
+	}
+}
+
+// WaitOutput reports whether the process's output (stdout or stderr) contains s
+// within timeout. A peer may write its log line after it has answered the request
+// that caused it, so a test that reads a peer's log waits for the line instead of
+// reading the output once.
+func (p *Program) WaitOutput(s string, timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		if strings.Contains(p.Output(), s) {
+			return true
+		}
+		select {
+		case <-p.signal:
+		case <-p.exited:
+			return strings.Contains(p.Output(), s)
+		case <-deadline.C:
+			return strings.Contains(p.Output(), s)
 		}
 	}
 }

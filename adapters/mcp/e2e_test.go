@@ -1,0 +1,303 @@
+package dialogmcp_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	dialogmcp "github.com/dialogtrust/dialogtrust/adapters/mcp"
+	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/txntoken"
+	"github.com/dialogtrust/dialogtrust/wit"
+)
+
+// hotel serves the tool over go-sdk's real streamable HTTP handler behind the dialog
+// receiver. work is the tool's work.
+func (w *world) serveHotel(t *testing.T, work mcp.ToolHandler) (string, *seen) {
+	t.Helper()
+	s := &seen{}
+	srv := httptest.NewUnstartedServer(nil)
+	url := "http://" + srv.Listener.Addr().String() + "/mcp"
+	server := mcp.NewServer(&mcp.Implementation{Name: "hotel", Version: "v1"}, nil)
+	server.AddTool(&mcp.Tool{Name: "book_hotel", InputSchema: map[string]any{"type": "object"}},
+		dialogmcp.Tool(w.handoffReceiver, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			s.call(dialogmcp.Verified(req))
+			return work(ctx, req)
+		}))
+	h := dialogmcp.Handler(w.receiver(t, url), func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		s.header(r)
+		h.ServeHTTP(rw, r)
+	})
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return url, s
+}
+
+func booked(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "booked"}}}, nil
+}
+
+// offerCall signs an offer to the hotel in dc, bound to the Txn-Token the call carries
+// (section 5.7), and returns the call params and the context to call with.
+func (w *world) offerCall(t *testing.T, dc *dialog.Context) (*mcp.CallToolParams, *handoff.Handoff, context.Context) {
+	t.Helper()
+	h, ctx, err := agent.OfferInDialog(context.Background(), w.delegator, w.tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.hotel.ID.String()}})
+	mustOK(t, err)
+	p := &mcp.CallToolParams{Name: "book_hotel", Arguments: map[string]any{"city": "Lisbon"}}
+	mustOK(t, dialogmcp.PutOffer(p, h))
+	return p, h, ctx
+}
+
+// Section 6 (MCP) over the real go-sdk: an offer in a tool call is verified, taken
+// and completed, and the signed "completed" status comes back in the result's _meta;
+// every MCP HTTP request was proved and carried the Dialog-Context and a Txn-Token.
+func TestMCPSec6_OfferAcceptedAndCompleted(t *testing.T) {
+	w := newWorld(t)
+	url, s := w.serveHotel(t, booked)
+	dc := newDialog(t, w.planner.ID)
+	cs, err := w.session(t, url, dc, &recorder{})
+	mustOK(t, err)
+	p, h, ctx := w.offerCall(t, dc)
+	res, err := cs.CallTool(ctx, p)
+	mustOK(t, err)
+	if res.IsError {
+		t.Fatalf("tool error: %+v", res.Content)
+	}
+	st, err := dialogmcp.ResultStatus(res)
+	if err != nil || st == nil {
+		t.Fatalf("no status in the result (%v): %+v", err, res.Meta)
+	}
+	u, err := w.delegator.HandleStatus(context.Background(), *st)
+	mustOK(t, err)
+	if u.Status.State != handoff.StateCompleted || !u.Hop.Resolved {
+		t.Fatalf("status %s, hop %+v", u.Status.State, u.Hop)
+	}
+	requests, calls := s.snapshot()
+	if len(calls) != 1 {
+		t.Fatalf("%d tool calls", len(calls))
+	}
+	v := calls[0]
+	if v == nil || !v.Sender.Equal(w.planner.ID) || v.Context == nil || v.Context.DLG() != dc.DLG() || v.Txn == nil || v.Txn.Dialog() != dc.DLG() {
+		t.Fatalf("the tool saw %+v", v)
+	}
+	if v.Handoff == nil || v.Handoff.Outcome != handoff.OutcomeAccepted || !v.Handoff.Offer.Signed.Equal(h.Offer) {
+		t.Fatalf("the tool saw the decision %+v", v.Handoff)
+	}
+	for i, hd := range requests {
+		if hd.Get("Signature-Input") == "" || hd.Get(dialog.HeaderName) != dc.Value() || hd.Get(txntoken.HeaderName) == "" {
+			t.Fatalf("MCP HTTP request %d (%s) was not proved in the dialog: %v", i, hd.Get("Mcp-Method"), hd)
+		}
+	}
+	if len(requests) < 3 { // initialize, notifications/initialized, tools/call
+		t.Fatalf("only %d HTTP requests seen", len(requests))
+	}
+}
+
+// Section 5.3 over go-sdk: the delegator asks again with the same offer and gets the
+// identical octets of the last status, answered from the records without the tool.
+func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
+	w := newWorld(t)
+	url, s := w.serveHotel(t, booked)
+	dc := newDialog(t, w.planner.ID)
+	cs, err := w.session(t, url, dc, &recorder{})
+	mustOK(t, err)
+	p, h, ctx := w.offerCall(t, dc)
+	first, err := cs.CallTool(ctx, p)
+	mustOK(t, err)
+	st1, err := dialogmcp.ResultStatus(first)
+	if err != nil || st1 == nil {
+		t.Fatalf("first status: %v", err)
+	}
+	o, err := handoff.DecodeOffer(h.Offer)
+	mustOK(t, err)
+	again, err := w.delegator.Retransmit(o.Hop)
+	mustOK(t, err)
+	p2 := &mcp.CallToolParams{Name: "book_hotel", Arguments: map[string]any{"city": "Lisbon"}}
+	mustOK(t, dialogmcp.PutOffer(p2, again))
+	second, err := cs.CallTool(ctx, p2)
+	mustOK(t, err)
+	st2, err := dialogmcp.ResultStatus(second)
+	if err != nil || st2 == nil {
+		t.Fatalf("no status for the retransmission (%v): %+v", err, second)
+	}
+	if !st2.Equal(*st1) {
+		t.Fatal("the retransmission got other octets than the last status")
+	}
+	if n := s.count(); n != 1 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+
+	// The same offer from another workload: the last status is resent only to the
+	// authenticated offer.iss (section 8.4), and the tool does not run.
+	other := w.dom.Workload(t, "/agent/other", "ES256")
+	rec := &recorder{}
+	cs2, err := w.sessionAs(t, static{&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}}, nil, url, dc, rec)
+	mustOK(t, err)
+	res, err := cs2.CallTool(context.Background(), p2)
+	if err == nil {
+		if st, _ := dialogmcp.ResultStatus(res); st != nil {
+			t.Fatal("the last status was resent to a workload that is not offer.iss")
+		}
+		t.Fatalf("the retransmission from another workload was answered: %+v", res)
+	}
+	if got := rec.last(); got != string(errcode.HandoffRetransmission) {
+		t.Fatalf("refused with %q, want handoff_retransmission", got)
+	}
+	if n := s.count(); n != 1 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+}
+
+// Section 6: a cancel of a tool call over go-sdk (the call's context ends) carries the
+// delegator's "canceled" status in notifications/cancelled; the receiver records it
+// and the cancel reaches the tool, which stops.
+func TestMCPSec6_CancelStopsTheWork(t *testing.T) {
+	w := newWorld(t)
+	started, stopped := make(chan struct{}), make(chan error, 1)
+	url, _ := w.serveHotel(t, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		close(started)
+		select {
+		case <-ctx.Done():
+			stopped <- ctx.Err()
+			return nil, ctx.Err()
+		case <-time.After(30 * time.Second):
+			stopped <- nil
+			return &mcp.CallToolResult{}, nil
+		}
+	})
+	dc := newDialog(t, w.planner.ID)
+	cs, err := w.session(t, url, dc, &recorder{})
+	mustOK(t, err)
+	p, h, ctx := w.offerCall(t, dc)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, p)
+		done <- err
+	}()
+	<-started
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("CallTool: %v", err)
+	}
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the tool was not canceled: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the cancel never reached the tool")
+	}
+	o, err := handoff.DecodeOffer(h.Offer)
+	mustOK(t, err)
+	rec, err := w.handoffReceiver.Lookup(context.Background(), w.planner.ID.String(), o.Hop)
+	mustOK(t, err)
+	if handoff.State(rec.State) != handoff.StateCanceled {
+		t.Fatalf("the hop is %q at the delegate, want canceled (the status travelled with the cancel)", rec.State)
+	}
+	if hs, _ := w.delegator.State(o.Hop); hs.State != handoff.StateCanceled {
+		t.Fatalf("delegator's hop %+v", hs)
+	}
+}
+
+// Section 6: a handoff where an MCP receiver does not read one (here under the A2A
+// extension key in _meta) is refused with handoff_unplaced, and the tool never runs.
+func TestMCPSec6_UnplacedHandoffRefused(t *testing.T) {
+	w := newWorld(t)
+	url, s := w.serveHotel(t, booked)
+	dc := newDialog(t, w.planner.ID)
+	rec := &recorder{}
+	cs, err := w.session(t, url, dc, rec)
+	mustOK(t, err)
+	h, ctx, err := agent.OfferInDialog(context.Background(), w.delegator, w.tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.hotel.ID.String()}})
+	mustOK(t, err)
+	v, err := h.MetaValue()
+	mustOK(t, err)
+	p := &mcp.CallToolParams{Name: "book_hotel", Meta: mcp.Meta{handoff.A2AExtensionURI: v}}
+	if _, err := cs.CallTool(ctx, p); err == nil {
+		t.Fatal("a call with an unplaced handoff succeeded")
+	}
+	if got := rec.last(); got != string(errcode.HandoffUnplaced) {
+		t.Fatalf("refused with %q, want handoff_unplaced", got)
+	}
+	if n := s.count(); n != 0 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+}
+
+// Dialog-binding section 7 over go-sdk: a Dialog-Context changed after the request was
+// signed is refused, and no MCP session is made.
+func TestMCPSec7_TamperedDialogContextRefused(t *testing.T) {
+	w := newWorld(t)
+	url, s := w.serveHotel(t, booked)
+	dc := newDialog(t, w.planner.ID)
+	other := newDialog(t, w.planner.ID)
+	rec := &recorder{edit: func(r *http.Request) {
+		if r.Header.Get(dialog.HeaderName) != "" {
+			r.Header.Set(dialog.HeaderName, other.Value())
+		}
+	}}
+	if _, err := w.session(t, url, dc, rec); err == nil {
+		t.Fatal("a session was made with a tampered Dialog-Context")
+	}
+	if got := rec.last(); got == "" {
+		t.Fatal("no refusal with a code")
+	}
+	if requests, _ := s.snapshot(); len(requests) == 0 {
+		t.Fatal("the request never reached the server")
+	}
+	if n := s.count(); n != 0 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+}
+
+// An MCP session belongs to the workload that opened it: another workload of the same
+// trust domain that names its Mcp-Session-Id is refused with session_owner_mismatch,
+// and the tool does not run; the owner's own requests go on.
+func TestMCPSessionOwnedByItsWorkload(t *testing.T) {
+	w := newWorld(t)
+	url, s := w.serveHotel(t, booked)
+	dc := newDialog(t, w.planner.ID)
+	cs, err := w.session(t, url, dc, &recorder{})
+	mustOK(t, err)
+	other := w.dom.Workload(t, "/agent/other", "ES256")
+	call := func(src wit.Source) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"book_hotel","arguments":{}}}`))
+		mustOK(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+		tr := &agent.Transport{Source: src, Responses: httpsig.NewVerifier(wit.NewValidator(w.dom.Trust))}
+		res, err := tr.RoundTrip(req.WithContext(agent.WithDialog(context.Background(), dc)))
+		mustOK(t, err)
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(errcode.CodeOf(problem.Read(res.StatusCode, b)))
+	}
+	if code, got := call(static{&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}}); code != http.StatusForbidden || got != string(errcode.SessionOwnerMismatch) {
+		t.Fatalf("another workload in the session: %d %q", code, got)
+	}
+	if n := s.count(); n != 0 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+	if code, _ := call(w.plannerSrc); code != http.StatusOK {
+		t.Fatalf("the owner's own request: %d", code)
+	}
+	if n := s.count(); n != 1 {
+		t.Fatalf("the tool ran %d times for the owner", n)
+	}
+}

@@ -1,0 +1,38 @@
+package cmdutil
+
+import (
+	"fmt"
+	"time"
+)
+
+// KeysConfig is the keys section both services share: where the signing key comes from
+// and how it rotates (keys.OpenRotator). A binary with more keys options inlines it.
+type KeysConfig struct {
+	Alg            string        `yaml:"alg"`
+	SigningKeyFile string        `yaml:"signing_key_file"`
+	DataDir        string        `yaml:"data_dir"`
+	RotationPeriod time.Duration `yaml:"rotation_period"`
+	PublishDelay   time.Duration `yaml:"publish_delay"`
+}
+
+// CertFiles is the serving certificate as files, the part of the tls section both
+// services share. Without it a service speaks plain HTTP.
+type CertFiles struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// Check makes sure the certificate and its key are configured together.
+func (c CertFiles) Check() error {
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return fmt.Errorf("tls: cert_file and key_file go together")
+	}
+	return nil
+}
+
+// BundleConfig is one trust domain's X.509 authorities (PEM): the TTS's for
+// tls_client_auth, the WIT issuer's for x509svid.
+type BundleConfig struct {
+	TrustDomain string `yaml:"trust_domain"`
+	File        string `yaml:"file"`
+}
