@@ -20,6 +20,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 )
@@ -134,7 +135,7 @@ func TestDialogBindingSec13_DomainSeparation(t *testing.T) {
 		"its SHA-256 (base64url)":  base64.RawURLEncoding.EncodeToString(sum[:]),
 		"its SHA-256 (base64)":     base64.StdEncoding.EncodeToString(sum[:]),
 		"its SHA-256 (hex)":        hex.EncodeToString(sum[:]),
-		"its SHA-256 (txntoken)":   txntoken.Hash(run.txnA),
+		"its SHA-256 (txntoken)":   tokenhash.Of(run.txnA),
 		"its txn (transaction id)": txnOf(t, run.txnA),
 	}
 	jwt := regexp.MustCompile(`[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`)

@@ -14,7 +14,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store"
-	"github.com/dialogtrust/dialogtrust/txntoken"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 )
 
 // Access token lifetimes and grant limits of AS B.
@@ -258,7 +258,7 @@ func (b *JWTBearer) Done(ctx context.Context, r *http.Request, rec *oauth.Record
 	res := rec.Response.(*bearerResult)
 	b.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "chaining access token issued", slog.String("peer", rec.Peer),
 		slog.String("method", rec.Method), slog.String("requester", rec.Requester), slog.String("grant_sha256", rec.SubjectSHA256),
-		slog.String("grant_jti", grantJTI), slog.String("jti", res.claims.Jti), slog.String("access_token_sha256", txntoken.Hash(res.resp.AccessToken)),
+		slog.String("grant_jti", grantJTI), slog.String("jti", res.claims.Jti), slog.String("access_token_sha256", tokenhash.Of(res.resp.AccessToken)),
 		slog.String("kid", res.kid), slog.String("scope", res.claims.Scope), slog.Int64("exp", int64(*res.claims.Exp)), slog.String("remote", r.RemoteAddr))
 }
 
@@ -287,7 +287,7 @@ func (b *JWTBearer) redeem(ctx context.Context, r *http.Request, tr *oauth.Token
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
 	}
-	rec.SubjectSHA256 = txntoken.Hash(br.Assertion)
+	rec.SubjectSHA256 = tokenhash.Of(br.Assertion)
 	req, err := authenticate(ctx, r, tr, b.cfg.Authenticators, rec)
 	if err != nil {
 		return nil, nil, "", err

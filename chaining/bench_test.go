@@ -57,7 +57,7 @@ func benchBearer(b *testing.B, alg string, cold bool) {
 			Iat: &iat, Exp: &exp, Jti: "bench-" + strconv.Itoa(i), Scope: &scope, RequestedCnf: &chaining.Confirmation{JKT: jkt}})
 	}
 	mintProof := func() string {
-		p, err := wpt.New(a2.Key, a2.WIT, endpoint, wpt.Bound{}, wpt.WithMintClock(e.clock.Now))
+		p, err := wpt.New(a2.Key, a2.WIT, endpoint, wpt.Bound{}, wpt.WithClock(e.clock.Now))
 		if err != nil {
 			b.Fatal(err)
 		}

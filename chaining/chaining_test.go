@@ -23,13 +23,14 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 func signRequest(t testing.TB, e *env, req *http.Request, w *testkit.Workload, aud string) {
 	t.Helper()
-	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithSignerClock(e.clock.Now)).SignRequest(req, aud); err != nil {
+	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithClock(e.clock.Now)).SignRequest(req, aud); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -73,14 +74,14 @@ func TestChaining2_3_GrantContents(t *testing.T) {
 		t.Fatalf("requested_cnf %v", c["requested_cnf"])
 	}
 	raw, _ := json.Marshal(c)
-	if strings.Contains(string(raw), "D1-7f3c9a2e") || strings.Contains(string(raw), txntoken.Hash(txn)) {
+	if strings.Contains(string(raw), "D1-7f3c9a2e") || strings.Contains(string(raw), tokenhash.Of(txn)) {
 		t.Fatal("the grant carries the dialog or the Txn-Token's hash")
 	}
 	// The grant verifies through the one typed-token path with AS A's published keys.
 	if _, err := jose.Verify(context.Background(), g.AccessToken, jose.Options{Typ: chaining.GrantTyp}, e.a.ring.KeySet()); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(e.a.logs.String(), `"grant_sha256":"`+txntoken.Hash(g.AccessToken)+`"`) || strings.Contains(e.a.logs.String(), g.AccessToken) || strings.Contains(e.a.logs.String(), txn) {
+	if !strings.Contains(e.a.logs.String(), `"grant_sha256":"`+tokenhash.Of(g.AccessToken)+`"`) || strings.Contains(e.a.logs.String(), g.AccessToken) || strings.Contains(e.a.logs.String(), txn) {
 		t.Fatal("the log must name tokens by hash only")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
@@ -248,7 +249,7 @@ func (g *GrantIssuer) Done(ctx context.Context, r *http.Request, rec *oauth.Reco
 	res := rec.Response.(*grantResult)
 	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "chaining grant issued", slog.String("peer", rec.Peer),
 		slog.String("method", rec.Method), slog.String("requester", rec.Requester), slog.String("subject_token_sha256", rec.SubjectSHA256),
-		slog.String("jti", res.claims.Jti), slog.String("grant_sha256", txntoken.Hash(res.resp.AccessToken)), slog.String("kid", res.kid),
+		slog.String("jti", res.claims.Jti), slog.String("grant_sha256", tokenhash.Of(res.resp.AccessToken)), slog.String("kid", res.kid),
 		slog.Int64("exp", int64(*res.claims.Exp)), slog.String("remote", r.RemoteAddr))
 }
 
@@ -269,7 +270,7 @@ func (g *GrantIssuer) issue(ctx context.Context, r *http.Request, tr *oauth.Toke
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
 	}
-	rec.SubjectSHA256 = txntoken.Hash(gr.SubjectToken)
+	rec.SubjectSHA256 = tokenhash.Of(gr.SubjectToken)
 	if gr.SubjectTokenType != oauth.TokenTypeTxnToken {
 		return nil, nil, "", at(stageRequest, errcode.New(errcode.UnsupportedTokenType, "subject_token_type must be %s: a grant is issued on a Txn-Token of this domain", oauth.TokenTypeTxnToken))
 	}

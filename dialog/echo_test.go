@@ -35,7 +35,7 @@ func TestDialogBindingSec12_LongKidIsCutInTheProblemDetail(t *testing.T) {
 	witRaw := enc.EncodeToString(hdr) + "." + enc.EncodeToString(pl) + "." + enc.EncodeToString(make([]byte, 64))
 
 	tr := &agent.Transport{Source: fixedSource{wit.Credential{WIT: witRaw, Key: f.a2.Key, Expiry: now.Add(time.Hour)}}, Proof: proof.HTTPSig,
-		Responses: httpsig.NewVerifier(f.d.Validator(), httpsig.WithVerifierClock(f.clock.Now))}
+		Responses: httpsig.NewVerifier(f.d.Validator(), httpsig.WithClock(f.clock.Now))}
 	res, err := (&http.Client{Transport: tr}).Do(post(t, f.toolSrv.URL+"/invoke"))
 	if err != nil {
 		t.Fatal(err)

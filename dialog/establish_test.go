@@ -29,7 +29,7 @@ func TestDialogBindingSec5_RefusedRequestTakesNoDialog(t *testing.T) {
 	wits := f.d.Validator()
 	ttsKeys, _ := keys.NewStaticSet(f.ttsKey.Public())
 	rc, err := dialog.NewReceiver(
-		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(aud), httpsig.WithVerifierClock(f.clock.Now))),
+		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(aud), httpsig.WithClock(f.clock.Now))),
 		dialog.WithTxnTokens(txntoken.NewVerifier(ttsKeys, "a.example", txntoken.WithClock(f.clock.Now))),
 		dialog.WithRegistry(reg), dialog.RequireTxnToken())
 	if err != nil {
@@ -70,7 +70,7 @@ func TestDialogBindingSec5_DialogsPerSenderAreBounded(t *testing.T) {
 	clock := time.Unix(1_800_000_000, 0)
 	now := func() time.Time { return clock }
 	reg := dialog.NewRegistry(store.NewMemoryRecords(store.WithClock(now)),
-		dialog.WithRegistryClock(now), dialog.WithDialogTTL(time.Hour), dialog.WithMaxDialogsPerSender(2))
+		dialog.WithClock(now), dialog.WithDialogTTL(time.Hour), dialog.WithMaxDialogsPerSender(2))
 	dc := func(dlg string) *dialog.Context {
 		c, err := dialog.New(dlg, a1)
 		if err != nil {

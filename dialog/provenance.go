@@ -190,17 +190,17 @@ func (v *ProvenanceVerifier) Verify(ctx context.Context, p *Provenance, dc *Cont
 		if !w.Key.Verify([]byte(r.Base), r.Sig) {
 			return nil, errcode.New(errcode.InvalidSignature, "provenance record %d does not verify with its WIT's key", k)
 		}
-		lines, err := baseLines(r.Base)
+		base, err := httpsig.ParseSignatureBase(r.Base)
 		if err != nil {
 			return nil, errcode.Wrap(errcode.InvalidProvenance, err, "record %d", k)
 		}
-		if lines[`"workload-identity-token"`] != r.WIT {
+		if got, _ := base.Value(`"workload-identity-token"`); got != r.WIT {
 			return nil, errcode.New(errcode.InvalidProvenance, "record %d: the signature does not cover the record's WIT", k)
 		}
-		if got, ok := lines[`"dialog-context"`]; !ok || got != dc.Value() {
+		if got, ok := base.Value(`"dialog-context"`); !ok || got != dc.Value() {
 			return nil, errcode.New(errcode.ProvenanceDialogMismatch, "record %d was made for another Dialog-Context", k)
 		}
-		prefix, covered := lines[`"dialog-provenance"`]
+		prefix, covered := base.Value(`"dialog-provenance"`)
 		want := ""
 		if k > 0 {
 			if want, err = serialize(p.items[:k]); err != nil {
@@ -210,7 +210,7 @@ func (v *ProvenanceVerifier) Verify(ctx context.Context, p *Provenance, dc *Cont
 		if covered != (k > 0) || prefix != want {
 			return nil, errcode.New(errcode.ProvenanceBroken, "record %d did not sign the records before it: one was removed, reordered or inserted", k)
 		}
-		created, err := checkSignatureParams(lines[`"@signature-params"`])
+		created, err := checkSignatureParams(base.SignatureParams)
 		if err != nil {
 			return nil, errcode.Wrap(errcode.InvalidProvenance, err, "record %d", k)
 		}
@@ -230,48 +230,14 @@ func (v *ProvenanceVerifier) Verify(ctx context.Context, p *Provenance, dc *Cont
 	return chain, nil
 }
 
-// baseLines splits an RFC 9421 signature base into component id -> value. Each id may
-// appear once; the last line is "@signature-params".
-func baseLines(base string) (map[string]string, error) {
-	out := map[string]string{}
-	lines := strings.Split(base, "\n")
-	for i, line := range lines {
-		id, val, ok := strings.Cut(line, ": ")
-		if !ok || !strings.HasPrefix(id, `"`) {
-			return nil, errcode.New(errcode.InvalidProvenance, "base line %d is malformed", i)
-		}
-		if _, dup := out[id]; dup {
-			return nil, errcode.New(errcode.InvalidProvenance, "base covers %s twice", id)
-		}
-		if id == `"@signature-params"` && i != len(lines)-1 {
-			return nil, errcode.New(errcode.InvalidProvenance, "@signature-params is not the last line")
-		}
-		out[id] = val
-	}
-	if _, ok := out[`"@signature-params"`]; !ok {
-		return nil, errcode.New(errcode.InvalidProvenance, "base has no @signature-params")
-	}
-	return out, nil
-}
-
 // checkSignatureParams requires the WIMSE tag and returns created.
 func checkSignatureParams(v string) (int64, error) {
-	d, err := httpsfv.UnmarshalDictionary([]string{"p=" + v})
+	p, err := httpsig.ParseSignatureParams(v)
 	if err != nil {
 		return 0, errcode.Wrap(errcode.InvalidProvenance, err, "@signature-params")
 	}
-	m, _ := d.Get("p")
-	il, ok := m.(httpsfv.InnerList)
-	if !ok {
-		return 0, errcode.New(errcode.InvalidProvenance, "@signature-params is not an inner list")
-	}
-	if tag, _ := il.Params.Get("tag"); tag != httpsig.Tag {
+	if p.Tag != httpsig.Tag {
 		return 0, errcode.New(errcode.InvalidProvenance, "record is not a WIMSE signature")
 	}
-	created, ok := il.Params.Get("created")
-	c, isInt := created.(int64)
-	if !ok || !isInt {
-		return 0, errcode.New(errcode.InvalidProvenance, "record has no created")
-	}
-	return c, nil
+	return p.Created, nil
 }

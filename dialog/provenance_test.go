@@ -42,7 +42,7 @@ func (f *hopFixture) send(t *testing.T, from, to string, dc *dialog.Context, pro
 		req.Header.Set(dialog.ProvenanceHeader, prov.Value())
 	}
 	w := f.hops[from]
-	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithSignerClock(f.clock.Now)).SignRequest(req, aud); err != nil {
+	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithClock(f.clock.Now)).SignRequest(req, aud); err != nil {
 		t.Fatal(err)
 	}
 	res, err := httpsig.NewVerifier(f.d.Validator(), httpsig.WithAudiences(aud)).VerifyRequest(context.Background(), req)
@@ -166,7 +166,7 @@ func TestDialogBindingSec9_ProvenanceFieldIsCovered(t *testing.T) {
 	dc.Set(req.Header)
 	req.Header.Set(dialog.ProvenanceHeader, p.Value())
 	w := f.hops["a3"]
-	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithSignerClock(f.clock.Now)).SignRequest(req, aud); err != nil {
+	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithClock(f.clock.Now)).SignRequest(req, aud); err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set(dialog.ProvenanceHeader, rebuild(t, recs[0]).Value())
@@ -184,7 +184,7 @@ func TestRecordRefusesAuthorization(t *testing.T) {
 	dc.Set(req.Header)
 	req.Header.Set("Authorization", "Bearer secret")
 	w := f.hops["a1"]
-	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithSignerClock(f.clock.Now)).SignRequest(req, aud); err != nil {
+	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithClock(f.clock.Now)).SignRequest(req, aud); err != nil {
 		t.Fatal(err)
 	}
 	res, err := httpsig.NewVerifier(f.d.Validator(), httpsig.WithAudiences(aud)).VerifyRequest(context.Background(), req)

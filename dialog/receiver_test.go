@@ -66,12 +66,12 @@ func (f *figure3) receiver(t *testing.T, aud string, self *testkit.Workload, sta
 	wits := f.d.Validator(wit.WithCache(64, time.Minute))
 	ttsKeys, _ := keys.NewStaticSet(f.ttsKey.Public())
 	opts := []dialog.ReceiverOption{
-		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(aud), httpsig.WithReplay(replay), httpsig.WithVerifierClock(f.clock.Now))),
+		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(aud), httpsig.WithReplay(replay), httpsig.WithClock(f.clock.Now))),
 		dialog.WithWPT(wpt.NewVerifier(wits, wpt.WithAudiences(aud), wpt.WithReplay(replay), wpt.WithClock(f.clock.Now))),
 		dialog.WithTxnTokens(txntoken.NewVerifier(ttsKeys, "a.example", txntoken.WithClock(f.clock.Now))),
 		dialog.WithProvenance(dialog.NewProvenanceVerifier(wits, 0)),
 		dialog.WithResponseSigner(func(context.Context) (*httpsig.Signer, error) {
-			return httpsig.NewSigner(self.Key, self.WIT, httpsig.WithSignerClock(f.clock.Now)), nil
+			return httpsig.NewSigner(self.Key, self.WIT, httpsig.WithClock(f.clock.Now)), nil
 		}),
 	}
 	if stateful {
@@ -115,7 +115,7 @@ func (f *figure3) agent(w *testkit.Workload, tokens agent.TxnTokenSource, method
 func (f *figure3) agentOpts(w *testkit.Workload, tokens agent.TxnTokenSource, method proof.Method, requireSigned bool) *agent.Agent {
 	wits := f.d.Validator()
 	tr := &agent.Transport{Source: f.source(w), Tokens: tokens, Proof: method, RequireSignedResponse: requireSigned,
-		Responses: httpsig.NewVerifier(wits, httpsig.WithVerifierClock(f.clock.Now))}
+		Responses: httpsig.NewVerifier(wits, httpsig.WithClock(f.clock.Now))}
 	return &agent.Agent{Self: w.ID, Client: &http.Client{Transport: tr}}
 }
 
@@ -280,7 +280,7 @@ func TestDialogBindingSec12_CouldNotCompleteIsDistinct(t *testing.T) {
 	aud := f.toolSrv.URL + "/invoke"
 	wits := f.d.Validator()
 	rc, err := dialog.NewReceiver(dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(aud),
-		httpsig.WithReplay(downReplay{}), httpsig.WithVerifierClock(f.clock.Now))))
+		httpsig.WithReplay(downReplay{}), httpsig.WithClock(f.clock.Now))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,10 +43,17 @@ type RegistryOption func(*Registry)
 // WithDialogTTL sets how long a dialog is kept (default 24h).
 func WithDialogTTL(d time.Duration) RegistryOption { return func(r *Registry) { r.ttl = d } }
 
-// WithRegistryClock injects the clock (creation times in records).
-func WithRegistryClock(now func() time.Time) RegistryOption {
+// WithClock injects the Registry's clock (creation times in records, dialog expiry).
+// The Registry is the one type of this package that keeps time; the provenance
+// verifier takes its clock from its WIT validator.
+func WithClock(now func() time.Time) RegistryOption {
 	return func(r *Registry) { r.now = now }
 }
+
+// WithRegistryClock injects the clock (creation times in records).
+//
+// Deprecated: use WithClock.
+func WithRegistryClock(now func() time.Time) RegistryOption { return WithClock(now) }
 
 // WithMaxDialogsPerSender bounds how many live dialogs one sender may establish
 // (default DefaultMaxDialogsPerSender; at most MaxDialogsPerSenderLimit, larger values

@@ -31,7 +31,7 @@ func TestDialogBindingSec12_MissingVerifierCouldNotComplete(t *testing.T) {
 	}
 
 	aud := f.toolSrv.URL + "/invoke"
-	rc, err := dialog.NewReceiver(dialog.WithHTTPSignatures(httpsig.NewVerifier(f.d.Validator(), httpsig.WithAudiences(aud), httpsig.WithVerifierClock(f.clock.Now))))
+	rc, err := dialog.NewReceiver(dialog.WithHTTPSignatures(httpsig.NewVerifier(f.d.Validator(), httpsig.WithAudiences(aud), httpsig.WithClock(f.clock.Now))))
 	if err != nil {
 		t.Fatal(err)
 	}

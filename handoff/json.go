@@ -13,11 +13,13 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/plainjson"
 )
 
 // JSON decoding is done by hand over encoding/json's validator: json.Valid first, then a
-// walk over the members of each object. This finds duplicate member names (which
-// encoding/json would silently resolve "last wins", a classic parser-differential hole),
+// walk over the members of each object with internal/plainjson's scanners. This finds
+// duplicate member names (which encoding/json would silently resolve "last wins", a
+// classic parser-differential hole),
 // keeps the raw text of the members this package does not understand, and decodes the
 // members it does without reflection: a chain of 16 decodes 17 payloads, and that cost
 // counts against the 1.2x budget of the chain benchmark.
@@ -29,60 +31,10 @@ type member struct {
 	val  []byte
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
-}
-
-// scanString returns the index just past the JSON string starting at b[i] == '"'.
-func scanString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-// scanValue returns the index just past the JSON value starting at b[i]. b is valid JSON.
-func scanValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return scanString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = scanString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	for i < len(b) && !isSpace(b[i]) && b[i] != ',' && b[i] != '}' && b[i] != ']' {
-		i++
-	}
-	return i
-}
-
 // objectMembers splits a JSON object (already known to be valid JSON) into members and
 // refuses a repeated name.
 func objectMembers(b []byte) ([]member, error) {
-	i := skipSpace(b, 0)
+	i := plainjson.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, invalid("not a JSON object")
 	}
@@ -90,19 +42,19 @@ func objectMembers(b []byte) ([]member, error) {
 	// member at least), so that a two-member Digest does not allocate room for sixteen.
 	ms := make([]member, 0, min(bytes.Count(b, []byte{':'}), 16))
 	var seen map[string]struct{}
-	i = skipSpace(b, i+1)
+	i = plainjson.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return ms, nil
 	}
 	for i < len(b) {
-		end := scanString(b, i)
+		end := plainjson.StringEnd(b, i)
 		name, err := jsonString(b[i:end])
 		if err != nil {
 			return nil, err
 		}
-		i = skipSpace(b, end)
-		i = skipSpace(b, i+1) // ':'
-		vend := scanValue(b, i)
+		i = plainjson.SkipSpace(b, end)
+		i = plainjson.SkipSpace(b, i+1) // ':'
+		vend := plainjson.ValueEnd(b, i)
 		// A linear scan for the dozen members of an element; a set once an object is
 		// larger, so that a Handoff of a megabyte of members costs linear time.
 		if seen != nil {
@@ -125,11 +77,11 @@ func objectMembers(b []byte) ([]member, error) {
 			}
 		}
 		ms = append(ms, member{name: name, val: b[i:vend]})
-		i = skipSpace(b, vend)
+		i = plainjson.SkipSpace(b, vend)
 		if i < len(b) && b[i] == '}' {
 			return ms, nil
 		}
-		i = skipSpace(b, i+1) // ','
+		i = plainjson.SkipSpace(b, i+1) // ','
 	}
 	return nil, invalid("truncated JSON object")
 }

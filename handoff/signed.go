@@ -17,6 +17,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 )
 
 // Form is the signed form of an element (section 3).
@@ -86,10 +87,7 @@ func ParseSignedText(t string) (Signed, error) {
 }
 
 // SHA256Digest returns the sha-256 Digest of b.
-func SHA256Digest(b []byte) Digest {
-	h := sha256.Sum256(b)
-	return Digest{Alg: SHA256, Val: base64.RawURLEncoding.EncodeToString(h[:])}
-}
+func SHA256Digest(b []byte) Digest { return Digest{Alg: SHA256, Val: tokenhash.Of(b)} }
 
 // digestMatches reports whether d names b. ok is false when the alg is not
 // implemented: section 2 says what that means for each use.

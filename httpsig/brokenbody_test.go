@@ -44,7 +44,7 @@ func TestBrokenRequestBodyIsAFailedCheck(t *testing.T) {
 		if !withKey {
 			// The client's WIT, copied, with another key: the attacker does not hold the
 			// WIT's key.
-			signer = NewSigner(f.party(keys.ES256, "spiffe://example.org/attacker").key, f.client.wit, WithSignerClock(f.clock))
+			signer = NewSigner(f.party(keys.ES256, "spiffe://example.org/attacker").key, f.client.wit, WithClock(f.clock))
 		}
 		if _, err := signer.SignRequest(req, testAudience); err != nil {
 			t.Fatal(err)

@@ -114,4 +114,9 @@
 // Result, nil error) otherwise. A response that carries a signature is always verified.
 // Checking that the response's Dialog-Context equals the request's (dialog-binding
 // section 7) is left to the dialog layer, which knows both values.
+//
+// A base can be read back: ParseSignatureBase and ParseSignatureParams give the covered
+// components' values and the parameters of a signature verified elsewhere (package
+// dialog's provenance records carry their hops' bases), so that no other package
+// parses RFC 9421 bases.
 package httpsig

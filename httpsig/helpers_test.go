@@ -83,7 +83,7 @@ func (f *fixture) partyTTL(alg, sub string, ttl time.Duration) party {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return party{key: k, wit: w, signer: NewSigner(k, w, WithSignerClock(f.clock))}
+	return party{key: k, wit: w, signer: NewSigner(k, w, WithClock(f.clock))}
 }
 
 func (f *fixture) verifier(opts ...VerifierOption) *Verifier {

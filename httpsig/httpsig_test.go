@@ -239,7 +239,7 @@ func TestHTTPSig07Sec3_WITValidatedAndKeyBound(t *testing.T) {
 	_, err = f.verifier().VerifyRequest(ctx, onTheWire(t, req))
 	wantCode(t, err, errcode.UntrustedIssuer)
 	// Someone else's key under the client's WIT.
-	thief := NewSigner(f.server.key, f.client.wit, WithSignerClock(f.clock))
+	thief := NewSigner(f.server.key, f.client.wit, WithClock(f.clock))
 	req = newRequest(t, http.MethodGet, testURL, "")
 	_, err = thief.SignRequest(req, testAudience)
 	mustOK(t, err)

@@ -70,29 +70,65 @@ type Signer struct {
 }
 
 // SignerOption configures a Signer.
-type SignerOption func(*Signer)
+type SignerOption interface{ applySigner(*Signer) }
+
+// signerOption is an option of NewSigner only: passing it to NewVerifier is a compile
+// error instead of an option quietly ignored.
+type signerOption func(*Signer)
+
+func (o signerOption) applySigner(s *Signer) { o(s) }
+
+// ClockOption sets the time source of NewSigner (created) or of NewVerifier: one option
+// serves both, as store.WithClock serves both memory stores.
+type ClockOption func() time.Time
+
+func (now ClockOption) applySigner(s *Signer) {
+	if now != nil {
+		s.now = now
+	}
+}
+
+func (now ClockOption) applyVerifier(v *Verifier) {
+	if now != nil {
+		v.now = now
+	}
+}
+
+// WithClock injects the clock of NewSigner or NewVerifier (default: time.Now for
+// signing, the WIT validator's for verifying). Time is an input so that tests move it
+// instead of sleeping. A nil clock keeps the default.
+func WithClock(now func() time.Time) ClockOption { return ClockOption(now) }
+
+var (
+	_ SignerOption   = ClockOption(nil)
+	_ VerifierOption = ClockOption(nil)
+)
 
 // WithLabel sets the Signature-Input label (default DefaultLabel). It must be an RFC 8941
 // key (lowercase letter or '*', then lowercase letters, digits, '_', '-', '.', '*').
-func WithLabel(label string) SignerOption { return func(s *Signer) { s.label = label } }
+func WithLabel(label string) SignerOption { return signerOption(func(s *Signer) { s.label = label }) }
 
 // WithTTL sets expires - created (default DefaultTTL). The profile wants it short
 // (minutes at most); a verifier refuses signatures that live longer than its maximum.
-func WithTTL(d time.Duration) SignerOption { return func(s *Signer) { s.ttl = d } }
+func WithTTL(d time.Duration) SignerOption { return signerOption(func(s *Signer) { s.ttl = d }) }
 
 // WithSignerClock injects the clock that sets created.
-func WithSignerClock(now func() time.Time) SignerOption { return func(s *Signer) { s.now = now } }
+//
+// Deprecated: use WithClock, which serves NewSigner and NewVerifier.
+func WithSignerClock(now func() time.Time) SignerOption { return WithClock(now) }
 
 // WithNonceSource replaces the nonce generator (default: 128 random bits, base64url).
 // Every call must return a new, non-empty value of printable ASCII, and f must be safe
 // for concurrent use; tests use it for reproducible signatures.
-func WithNonceSource(f func() string) SignerOption { return func(s *Signer) { s.nonce = f } }
+func WithNonceSource(f func() string) SignerOption {
+	return signerOption(func(s *Signer) { s.nonce = f })
+}
 
 // NewSigner returns a Signer for the workload whose WIT (compact JWT) binds key.
 func NewSigner(key *keys.PrivateKey, wit string, opts ...SignerOption) *Signer {
 	s := &Signer{key: key, wit: wit, label: DefaultLabel, ttl: DefaultTTL, now: time.Now, nonce: randomNonce}
 	for _, o := range opts {
-		o(s)
+		o.applySigner(s)
 	}
 	return s
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dunglas/httpsfv"
 )
@@ -96,96 +97,107 @@ type Verifier struct {
 }
 
 // VerifierOption configures a Verifier.
-type VerifierOption func(*Verifier)
+type VerifierOption interface{ applyVerifier(*Verifier) }
+
+// verifierOption is an option of NewVerifier only (see signerOption).
+type verifierOption func(*Verifier)
+
+func (o verifierOption) applyVerifier(v *Verifier) { o(v) }
 
 // WithAudiences sets the wimse-aud values this recipient accepts, compared exactly.
 // They must come from trusted configuration, never from Host or X-Forwarded-Host
 // (SIG-7). Without any, every request is refused (audience_mismatch).
 func WithAudiences(aud ...string) VerifierOption {
-	return func(v *Verifier) {
+	return verifierOption(func(v *Verifier) {
 		for _, a := range aud {
 			if a != "" {
 				v.audiences[a] = struct{}{}
 			}
 		}
-	}
+	})
 }
 
 // WithReplay makes the verifier claim each verified nonce once in r (SIG-8), under
 // ReplayKeyPrefix+nonce until the signature expires (plus skew). A replay is rejected
 // with the store's Replayed error; a store failure with its Incomplete error.
-func WithReplay(r store.Replay) VerifierOption { return func(v *Verifier) { v.replay = r } }
+func WithReplay(r store.Replay) VerifierOption {
+	return verifierOption(func(v *Verifier) { v.replay = r })
+}
 
 // WithRequiredComponents sets components a request signature must cover beyond the
 // profile's "@method" "@path" "@query", which are always required; identifiers are
 // given as serialized, e.g. `"txn-token"`. It replaces the set of an earlier call. An
 // invalid identifier makes every verification fail with invalid_request.
 func WithRequiredComponents(ids ...string) VerifierOption {
-	return func(v *Verifier) {
+	return verifierOption(func(v *Verifier) {
 		cs, err := parseComponentIDs(ids, false)
 		if err != nil {
 			v.configErr = err
 			return
 		}
 		v.reqExtra = cs
-	}
+	})
 }
 
 // WithRequiredResponseComponents is WithRequiredComponents for response signatures,
 // beyond "@status" "@method";req "@path";req "@query";req.
 func WithRequiredResponseComponents(ids ...string) VerifierOption {
-	return func(v *Verifier) {
+	return verifierOption(func(v *Verifier) {
 		cs, err := parseComponentIDs(ids, true)
 		if err != nil {
 			v.configErr = err
 			return
 		}
 		v.resExtra = cs
-	}
+	})
 }
 
 // WithMaxAge rejects signatures whose created is more than d ago (too_old), however far
 // away their expires is. Zero (the default) leaves freshness to expires.
-func WithMaxAge(d time.Duration) VerifierOption { return func(v *Verifier) { v.maxAge = d } }
+func WithMaxAge(d time.Duration) VerifierOption {
+	return verifierOption(func(v *Verifier) { v.maxAge = d })
+}
 
 // WithMaxLifetime rejects signatures that are still valid for more than d (plus skew):
 // lifetime_too_long (default DefaultMaxLifetime). It also bounds how long a replay
 // claim is held.
 func WithMaxLifetime(d time.Duration) VerifierOption {
-	return func(v *Verifier) {
+	return verifierOption(func(v *Verifier) {
 		if d > 0 {
 			v.maxLifetime = d
 		}
-	}
+	})
 }
 
 // WithVerifierClock injects the clock (default: the WIT validator's).
-func WithVerifierClock(now func() time.Time) VerifierOption { return func(v *Verifier) { v.now = now } }
+//
+// Deprecated: use WithClock, which serves NewSigner and NewVerifier.
+func WithVerifierClock(now func() time.Time) VerifierOption { return WithClock(now) }
 
 // WithSkew sets the clock skew allowed around created and expires (default: the WIT
 // validator's).
 func WithSkew(d time.Duration) VerifierOption {
-	return func(v *Verifier) { v.skew, v.skewSet = d, true }
+	return verifierOption(func(v *Verifier) { v.skew, v.skewSet = d, true })
 }
 
 // WithMaxBodySize bounds the content read to check Content-Digest (default
 // DefaultMaxBodySize); a longer body is body_too_large.
 func WithMaxBodySize(n int64) VerifierOption {
-	return func(v *Verifier) {
+	return verifierOption(func(v *Verifier) {
 		if n > 0 {
 			v.maxBody = n
 		}
-	}
+	})
 }
 
 // WithMaxSignatureHeaderSize bounds each of Signature-Input and Signature (default
 // DefaultMaxSignatureHeaderSize); a longer one is parse_error.
 func WithMaxSignatureHeaderSize(n int) VerifierOption {
-	return func(v *Verifier) {
+	return verifierOption(func(v *Verifier) {
 		if n > 0 {
 			v.maxSigHdr = n
 		}
-	}
+	})
 }
 
 // NewVerifier returns a Verifier that validates senders' WITs with wits.
@@ -198,7 +210,7 @@ func NewVerifier(wits *wit.Validator, opts ...VerifierOption) *Verifier {
 		maxSigHdr:   DefaultMaxSignatureHeaderSize,
 	}
 	for _, o := range opts {
-		o(v)
+		o.applyVerifier(v)
 	}
 	if wits == nil {
 		v.configErr = errcode.New(errcode.InvalidRequest, "verifier has no WIT validator")
@@ -378,7 +390,7 @@ func (v *Verifier) verify(ctx context.Context, m *message, rawWIT, reqNonce stri
 		return nil, err
 	}
 	if !w.Key.Verify(base, rcv.sig) {
-		return nil, errcode.New(errcode.InvalidSignature, "signature does not verify with the key of WIT %s", wit.Hash(rawWIT))
+		return nil, errcode.New(errcode.InvalidSignature, "signature does not verify with the key of WIT %s", tokenhash.Of(rawWIT))
 	}
 
 	// 7. SIG-4: the content, bounded, against the Content-Digest just authenticated.

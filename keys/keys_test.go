@@ -172,7 +172,7 @@ func TestRemoteSetRefreshOnUnknownKidRateLimited(t *testing.T) {
 	clock := func() time.Time { cmu.Lock(); defer cmu.Unlock(); return now }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rs, err := keys.NewRemoteSet(ctx, srv.URL, keys.WithMinRefresh(time.Minute), keys.WithRefreshClock(clock))
+	rs, err := keys.NewRemoteSet(ctx, srv.URL, keys.WithMinRefresh(time.Minute), keys.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,10 +41,15 @@ func WithMinRefresh(d time.Duration) RemoteOption {
 	return func(r *RemoteSet, _ *[]jwk.RegisterOption) { r.minRefresh = d }
 }
 
-// WithRefreshClock injects the clock that rate-limits forced refreshes.
-func WithRefreshClock(now func() time.Time) RemoteOption {
+// WithClock injects the clock that rate-limits forced refreshes of a RemoteSet.
+func WithClock(now func() time.Time) RemoteOption {
 	return func(r *RemoteSet, _ *[]jwk.RegisterOption) { r.now = now }
 }
+
+// WithRefreshClock injects the clock that rate-limits forced refreshes.
+//
+// Deprecated: use WithClock.
+func WithRefreshClock(now func() time.Time) RemoteOption { return WithClock(now) }
 
 // RefreshEvent describes one JWKS fetch of a RemoteSet, for metrics: Forced is a
 // fetch forced by an unknown kid (or the first one); otherwise the background refresh

@@ -34,7 +34,7 @@ func TestRemoteSetRefreshHook(t *testing.T) {
 	clock := testkit.NewClock(testkit.Epoch)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rs, err := keys.NewRemoteSet(ctx, srv.URL, keys.WithRefreshClock(clock.Now), keys.WithRefreshHook(func(e keys.RefreshEvent) {
+	rs, err := keys.NewRemoteSet(ctx, srv.URL, keys.WithClock(clock.Now), keys.WithRefreshHook(func(e keys.RefreshEvent) {
 		mu.Lock()
 		defer mu.Unlock()
 		events = append(events, e)

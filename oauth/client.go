@@ -128,10 +128,10 @@ func (c *TokenClient) prove(ctx context.Context, req *http.Request) error {
 	}
 	switch c.Proof {
 	case proof.HTTPSig:
-		_, err := httpsig.NewSigner(key, witRaw, httpsig.WithSignerClock(now)).SignRequest(req, aud)
+		_, err := httpsig.NewSigner(key, witRaw, httpsig.WithClock(now)).SignRequest(req, aud)
 		return err
 	case proof.WPT:
-		return wpt.SignRequest(req, key, witRaw, aud, wpt.RequestOptions{}, wpt.WithMintClock(now))
+		return wpt.SignRequest(req, key, witRaw, aud, wpt.RequestOptions{}, wpt.WithClock(now))
 	}
 	return errcode.New(errcode.InvalidRequest, "unknown proof method %d (httpsig or wpt)", int(c.Proof))
 }

@@ -179,7 +179,7 @@ func TestClientProof(t *testing.T) {
 	var endpoint string
 	hsv := func() *httpsig.Verifier {
 		return httpsig.NewVerifier(wits, httpsig.WithAudiences(endpoint), httpsig.WithReplay(store.NewMemory(store.WithClock(clock.Now))),
-			httpsig.WithVerifierClock(clock.Now), httpsig.WithRequiredComponents(`"content-digest"`, `"workload-identity-token"`))
+			httpsig.WithClock(clock.Now), httpsig.WithRequiredComponents(`"content-digest"`, `"workload-identity-token"`))
 	}
 	wpv := wpt.NewVerifier(wits, wpt.WithAudiences("https://as.example"), wpt.WithReplay(store.NewMemory(store.WithClock(clock.Now))), wpt.WithClock(clock.Now))
 	seen := make(chan string, 1)

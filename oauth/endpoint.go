@@ -58,7 +58,7 @@ type Record struct {
 	// "replacement", ...), the subject token type, the authentication method tried,
 	// the authenticated client, the peer authorization server.
 	Grant, SubjectTokenType, Method, Requester, Peer string
-	// SubjectSHA256 is the presented token's hash (Hash of package tts) when the
+	// SubjectSHA256 is the presented token's hash (tokenhash.Of) when the
 	// handler knows it already; Detail is the handler's own (what else its log line
 	// says).
 	SubjectSHA256 string

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/jose"
+	"github.com/dialogtrust/dialogtrust/internal/plainjson"
 )
 
 // Bounds of a token request. A token request is small: a subject token or an assertion
@@ -415,7 +415,7 @@ func contextParam(raw, name string) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-// plainContext decodes a context object in the plain form of jose.ScanPlainObject
+// plainContext decodes a context object in the plain form of plainjson.ScanObject
 // (members with plain names and plain string or integer values, each name once) to
 // what json.Unmarshal into a map[string]json.RawMessage gives: each value's JSON text.
 // Anything else, a repeated name included, is left to encoding/json (ok false).
@@ -425,7 +425,7 @@ func plainContext(raw string) (map[string]json.RawMessage, bool) {
 		m    map[string]json.RawMessage
 		text []byte // the values' text, copied once; each value is a capped slice of it
 	)
-	ok := jose.ScanPlainObject(raw, func(ns, vs jose.Span) bool {
+	ok := plainjson.ScanObject(raw, func(ns, vs plainjson.Span) bool {
 		if m == nil {
 			m, text = make(map[string]json.RawMessage), []byte(raw)
 		}
@@ -445,29 +445,8 @@ func plainContext(raw string) (map[string]json.RawMessage, bool) {
 // CheckDepth refuses JSON nested deeper than max, before it is decoded. Brackets inside
 // strings are skipped.
 func CheckDepth(s string, max int) error {
-	depth, inString, escaped := 0, false, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			depth++
-			if depth > max {
-				return errcode.New(errcode.InvalidRequest, "JSON nested deeper than %d", max)
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
+	if plainjson.DeeperThan(s, max) {
+		return errcode.New(errcode.InvalidRequest, "JSON nested deeper than %d", max)
 	}
 	return nil
 }

@@ -105,7 +105,7 @@ func issuerParts(b *testing.B, bc benchCase, cached bool) (send func(string), mi
 	}
 	send = func(proof string) { serve(prepare(proof)) }
 	mint = func() string {
-		p, err := wpt.New(w.Key, w.WIT, endpoint, wpt.Bound{}, wpt.WithMintClock(e.clock.Now))
+		p, err := wpt.New(w.Key, w.WIT, endpoint, wpt.Bound{}, wpt.WithClock(e.clock.Now))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func BenchmarkIssueTxnTokenCold(b *testing.B) { benchIssue(b, false) }
 // and (cold only) the WIT's and the subject token's signature checks.
 func floorOps(b *testing.B, bc benchCase) (warm, cold func()) {
 	e, w, subject := benchEnv(b, bc, true)
-	proof, _ := wpt.New(w.Key, w.WIT, e.url+PathToken, wpt.Bound{}, wpt.WithMintClock(e.clock.Now))
+	proof, _ := wpt.New(w.Key, w.WIT, e.url+PathToken, wpt.Bound{}, wpt.WithClock(e.clock.Now))
 	check := func(tok string, k *keys.PublicKey) func() {
 		t, err := jose.Parse(tok, 0)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/internal/plainjson"
 	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
@@ -69,8 +70,8 @@ func newTxn() string {
 // Hash returns base64url(SHA-256(token)): the only form in which a token is logged
 // (oauth.md 1.12).
 //
-// Deprecated: use txntoken.Hash.
-var Hash = txntoken.Hash
+// Deprecated: use tokenhash.Of.
+var Hash = tokenhash.Of[string]
 
 // stringBytes views s as bytes without copying it, for searching a kilobyte of token
 // in request context without copying it. The bytes must not be modified or kept.

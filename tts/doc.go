@@ -69,8 +69,8 @@
 // cache validated subject tokens by their exact text until their exp (bounded, at most
 // CacheMaxAge); the time rules run on every use. The rest of a request avoids
 // reflection and copies where it can: the plain JSON this project writes (WPT claims,
-// request_details, tctx) is read and written directly (read by jose.ScanPlainObject,
-// written by internal/plainjson, with encoding/json for anything else and fuzz tests
+// request_details, tctx) is read and written directly (read and written by
+// internal/plainjson, with encoding/json for anything else and fuzz tests
 // holding the two equal), the log line of
 // an issued token is written with typed attributes and its hashes computed only when it
 // is written, and the router hands POST /token straight to the oauth.Endpoint, which
@@ -104,5 +104,5 @@
 // one mapping. The endpoint's outcomes are counted on Config.Registry by
 // oauthmetrics (dialogtrust_tts_*, dialogtrust_chaining_*).
 //
-// Nothing here logs a whole token: tokens appear as base64url(SHA-256) (txntoken.Hash).
+// Nothing here logs a whole token: tokens appear as base64url(SHA-256) (tokenhash.Of).
 package tts

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
@@ -134,7 +135,7 @@ func (g txnGrant) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRe
 // subject handler's when it knew it (a cached token), else computed for the line.
 func subjectHash(rec *oauth.Record) string {
 	if rec.SubjectSHA256 == "" && rec.Request != nil && rec.Request.SubjectToken != "" && rec.Grant != "" {
-		rec.SubjectSHA256 = txntoken.Hash(rec.Request.SubjectToken)
+		rec.SubjectSHA256 = tokenhash.Of(rec.Request.SubjectToken)
 	}
 	return rec.SubjectSHA256
 }
@@ -169,7 +170,7 @@ func (g txnGrant) Done(ctx context.Context, r *http.Request, rec *oauth.Record) 
 		s.log.LogAttrs(ctx, slog.LevelInfo, "txn token issued", slog.String("request_id", rec.RequestID), slog.String("dlg", claims.Dialog()),
 			slog.String("grant", grant), slog.String("subject_token_type", rec.SubjectTokenType),
 			slog.String("subject_token_sha256", subjectHash(rec)), slog.String("method", rec.Method), slog.String("requester", rec.Requester),
-			slog.String("aud", claims.Aud[0]), slog.String("txn", claims.Txn), slog.String("txn_token_sha256", txntoken.Hash(rec.Token.AccessToken)),
+			slog.String("aud", claims.Aud[0]), slog.String("txn", claims.Txn), slog.String("txn_token_sha256", tokenhash.Of(rec.Token.AccessToken)),
 			slog.String("kid", rec.KID), slog.Int64("exp", int64(*claims.Exp)), slog.Int("call_chain", max(1, len(claims.ReqChain))),
 			slog.String("remote", r.RemoteAddr))
 	}

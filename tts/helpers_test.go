@@ -197,7 +197,7 @@ func (e *env) rawPost(w *testkit.Workload, form url.Values, mutate func(*http.Re
 	req, _ := http.NewRequest(http.MethodPost, e.url+PathToken, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if w != nil {
-		if err := wpt.SignRequest(req, w.Key, w.WIT, e.url+PathToken, wpt.RequestOptions{}, wpt.WithMintClock(e.clock.Now)); err != nil {
+		if err := wpt.SignRequest(req, w.Key, w.WIT, e.url+PathToken, wpt.RequestOptions{}, wpt.WithClock(e.clock.Now)); err != nil {
 			e.t.Fatal(err)
 		}
 	}

@@ -53,7 +53,7 @@ func TestTT1_9_ReplayedWPTAcrossInstancesRedis(t *testing.T) {
 	form := baseForm(tdA, "trip.read", e.accessToken("alice", "trip.read", 0), TokenTypeAccessToken).Encode()
 	req := httptest.NewRequest(http.MethodPost, e.url+PathToken, strings.NewReader(form))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if err := wpt.SignRequest(req, w.Key, w.WIT, e.url+PathToken, wpt.RequestOptions{}, wpt.WithMintClock(e.clock.Now)); err != nil {
+	if err := wpt.SignRequest(req, w.Key, w.WIT, e.url+PathToken, wpt.RequestOptions{}, wpt.WithClock(e.clock.Now)); err != nil {
 		t.Fatal(err)
 	}
 	h := req.Header.Clone()

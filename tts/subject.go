@@ -11,6 +11,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
@@ -133,7 +134,7 @@ func (c *subjectCache) put(e *cacheEntry, now time.Time) {
 	// The entry keeps a copy of the token: the caller's string may be a substring of a
 	// whole request body (ParseTokenRequest), which the cache must not keep alive.
 	e.raw = strings.Clone(e.raw)
-	e.subject.hash = txntoken.Hash(e.raw)
+	e.subject.hash = tokenhash.Of(e.raw)
 	e.until = now.Add(c.maxAge)
 	if e.exp != nil && e.exp.Time().Before(e.until) {
 		e.until = e.exp.Time()

@@ -51,7 +51,7 @@ func TestTT1_9_WITAndHTTPSignature(t *testing.T) {
 	f := baseForm(tdA, "trip.read", e.accessToken("alice", "trip.read trip.book", 0), TokenTypeAccessToken)
 	req, _ := http.NewRequest(http.MethodPost, e.url+PathToken, strings.NewReader(f.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithSignerClock(e.clock.Now)).SignRequest(req, e.url+PathToken); err != nil {
+	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithClock(e.clock.Now)).SignRequest(req, e.url+PathToken); err != nil {
 		t.Fatal(err)
 	}
 	f.Set("scope", "trip.book")
@@ -89,7 +89,7 @@ func TestTT1_9_ReplayedHTTPSignature(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, e.url+PathToken, strings.NewReader(f.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		if h == nil {
-			if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithSignerClock(e.clock.Now)).SignRequest(req, e.url+PathToken); err != nil {
+			if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithClock(e.clock.Now)).SignRequest(req, e.url+PathToken); err != nil {
 				t.Fatal(err)
 			}
 		} else {

@@ -18,7 +18,7 @@ func (e *env) issued(dialog string) string {
 
 // remoteVerifier verifies through the TTS's published JWKS over HTTP.
 func (e *env) remoteVerifier(t *testing.T, td string) *Verifier {
-	rs, err := keys.NewRemoteSet(t.Context(), e.url+PathJWKS, keys.WithMinRefresh(time.Minute), keys.WithRefreshClock(e.clock.Now))
+	rs, err := keys.NewRemoteSet(t.Context(), e.url+PathJWKS, keys.WithMinRefresh(time.Minute), keys.WithClock(e.clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,14 @@
 package txntoken
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/plainjson"
 	"github.com/dialogtrust/dialogtrust/jose"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 )
 
 // Type is the JOSE typ of a Txn-Token (oauth.md 1.7); media type application/txntoken+jwt.
@@ -169,11 +167,6 @@ func (c *Claims) CallChain() []string {
 
 // Hash returns base64url(SHA-256(token)): the only form in which a token is logged
 // (oauth.md 1.12).
-func Hash(token string) string {
-	// The token's bytes viewed without a copy (only read): two hashes of a token of a
-	// kilobyte run on every issuance, and []byte(token) would copy it each time.
-	h := sha256.Sum256(unsafe.Slice(unsafe.StringData(token), len(token)))
-	var enc [43]byte // base64url of 32 octets, encoded on the stack: one allocation
-	base64.RawURLEncoding.Encode(enc[:], h[:])
-	return string(enc[:])
-}
+//
+// Deprecated: use tokenhash.Of, the one token hash of the module.
+func Hash(token string) string { return tokenhash.Of(token) }

@@ -3,17 +3,15 @@ package wit
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 )
 
 // Type is the JOSE typ of a WIT.
@@ -55,7 +53,7 @@ type WIT struct {
 	// IssuerKID is the kid of the trust-anchor key that signed the WIT.
 	IssuerKID string
 
-	hash    string // Hash(Raw), computed once (every WPT's wth needs it)
+	hash    string // tokenhash.Of(Raw), computed once (every WPT's wth needs it)
 	subject string // Subject.String(), computed once (replay keys and requester names need it)
 }
 
@@ -68,10 +66,10 @@ func (w *WIT) SubjectString() string {
 	return w.Subject.String()
 }
 
-// Hash returns Hash(w.Raw), computed at most once per validation.
+// Hash returns tokenhash.Of(w.Raw), computed at most once per validation.
 func (w *WIT) Hash() string {
 	if w.hash == "" {
-		w.hash = Hash(w.Raw)
+		w.hash = tokenhash.Of(w.Raw)
 	}
 	return w.hash
 }
@@ -80,12 +78,9 @@ func (w *WIT) Hash() string {
 func (w *WIT) Expiry() time.Time { return w.Claims.Exp.Time() }
 
 // Hash returns base64url(SHA-256(raw)): the wth of a WPT and the log-safe name of a token.
-func Hash(raw string) string {
-	h := sha256.Sum256(unsafe.Slice(unsafe.StringData(raw), len(raw)))
-	var enc [43]byte // base64url of 32 octets
-	base64.RawURLEncoding.Encode(enc[:], h[:])
-	return string(enc[:])
-}
+//
+// Deprecated: use tokenhash.Of, the one token hash of the module.
+func Hash(raw string) string { return tokenhash.Of(raw) }
 
 // TrustResolver gives the trust anchors of a trust domain (keys.Trust implements it).
 type TrustResolver interface {

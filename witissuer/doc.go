@@ -40,7 +40,7 @@
 //     also covers resumed TLS sessions, on which Go skips VerifyPeerCertificate
 //     (libraries.md section 3), and long-lived connections after a bundle reload.
 //   - Every rejection is an *errcode.Error written with problem.Write; metrics count
-//     refusals by code; logs carry a token only as wit.Hash, never whole.
+//     refusals by code; logs carry a token only as tokenhash.Of, never whole.
 //   - Development mode (the dev method) authenticates nothing: the request's sub is
 //     believed if a configured list allows it. Every issuance through it logs a warning.
 package witissuer

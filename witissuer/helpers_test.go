@@ -301,7 +301,7 @@ func mustKey(t testing.TB, alg string) *keys.PrivateKey {
 // keys.NewRemoteSet (the JWKS URL configured out of band, WIT-1).
 func (h *harness) remoteSet(ctx context.Context) *keys.RemoteSet {
 	h.t.Helper()
-	rs, err := keys.NewRemoteSet(ctx, h.url+witissuer.PathJWKS, keys.WithHTTPClient(h.client(nil)), keys.WithRefreshClock(h.clock.Now))
+	rs, err := keys.NewRemoteSet(ctx, h.url+witissuer.PathJWKS, keys.WithHTTPClient(h.client(nil)), keys.WithClock(h.clock.Now))
 	if err != nil {
 		h.t.Fatal(err)
 	}

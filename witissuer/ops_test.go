@@ -17,6 +17,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
@@ -283,7 +284,7 @@ func TestCreds02WIT5_LogsNeverContainTokensOrProofs(t *testing.T) {
 		t.Fatal(r.code)
 	}
 	secrets = append(secrets, body.Request, r.resp.WIT)
-	hashes := []string{wit.Hash(r.resp.WIT)}
+	hashes := []string{tokenhash.Of(r.resp.WIT)}
 	wantRefused(t, h.post(c, body), 401, errcode.Replayed)
 
 	b2 := h.request(mustKey(t, keys.ES256), witissuer.RequestParams{})
@@ -294,7 +295,7 @@ func TestCreds02WIT5_LogsNeverContainTokensOrProofs(t *testing.T) {
 		t.Fatal(r.code)
 	}
 	secrets = append(secrets, b2.Request, a, r.resp.WIT)
-	hashes = append(hashes, wit.Hash(r.resp.WIT))
+	hashes = append(hashes, tokenhash.Of(r.resp.WIT))
 	wantRefused(t, h.post(c, b2), 401, errcode.Replayed) // a replayed assertion, logged as refused
 
 	logs := h.logs.String()

@@ -22,6 +22,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -203,7 +204,7 @@ func (s *Server) issueHandler(methods []Authenticator) http.HandlerFunc {
 		}
 		s.metrics.issued.WithLabelValues(method).Inc()
 		attrs := []any{"request_id", rid, "method", method, "sub", resp.Sub, "expires_at", resp.ExpiresAt,
-			"kid", resp.kid, "wit_sha256", wit.Hash(resp.WIT), "remote", r.RemoteAddr}
+			"kid", resp.kid, "wit_sha256", tokenhash.Of(resp.WIT), "remote", r.RemoteAddr}
 		if method == MethodDev {
 			s.log.Warn("DEVELOPMENT MODE: WIT issued WITHOUT authenticating the workload", attrs...)
 		} else {

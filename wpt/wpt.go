@@ -3,7 +3,6 @@ package wpt
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"sort"
 	"strconv"
@@ -11,9 +10,11 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/plainjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -48,10 +49,14 @@ type Claims struct {
 }
 
 // Hash returns base64url(SHA-256(value trimmed of spaces and tabs)).
-func Hash(value string) string {
-	h := sha256.Sum256([]byte(strings.Trim(value, " \t")))
-	return base64.RawURLEncoding.EncodeToString(h[:])
-}
+//
+// Deprecated: use tokenhash.Of(strings.Trim(value, " \t")): the one token hash of the
+// module, over the field value as RFC 9110 section 5.5 delimits it.
+func Hash(value string) string { return boundHash(value) }
+
+// boundHash is the hash a WPT claim binds a field value by: over the value without the
+// spaces and tabs around it (RFC 9110 section 5.5).
+func boundHash(value string) string { return tokenhash.Of(strings.Trim(value, " \t")) }
 
 // Bound is what a proof binds, besides the WIT: the values as carried in the request.
 // A nil pointer means the field is absent.
@@ -64,8 +69,40 @@ type Bound struct {
 	Other map[string]string
 }
 
-// MintOption configures New.
-type MintOption func(*minter)
+// MintOption configures New (and SignRequest).
+type MintOption interface{ applyMint(*minter) }
+
+// mintOption is an option of New only: passing it to NewVerifier is a compile error
+// instead of an option quietly ignored.
+type mintOption func(*minter)
+
+func (o mintOption) applyMint(m *minter) { o(m) }
+
+// ClockOption sets the time source of New (exp) or of NewVerifier: one option serves
+// both, as store.WithClock serves both memory stores.
+type ClockOption func() time.Time
+
+func (now ClockOption) applyMint(m *minter) {
+	if now != nil {
+		m.now = now
+	}
+}
+
+func (now ClockOption) applyVerifier(v *Verifier) {
+	if now != nil {
+		v.now = now
+	}
+}
+
+// WithClock injects the clock of New or NewVerifier (default: time.Now for minting,
+// the WIT validator's for verifying). Time is an input so that tests move it instead
+// of sleeping. A nil clock keeps the default.
+func WithClock(now func() time.Time) ClockOption { return ClockOption(now) }
+
+var (
+	_ MintOption = ClockOption(nil)
+	_ Option     = ClockOption(nil)
+)
 
 type minter struct {
 	ttl time.Duration
@@ -74,20 +111,22 @@ type minter struct {
 }
 
 // WithTTL sets the proof lifetime (default 60s).
-func WithTTL(d time.Duration) MintOption { return func(m *minter) { m.ttl = d } }
+func WithTTL(d time.Duration) MintOption { return mintOption(func(m *minter) { m.ttl = d }) }
 
-// WithMintClock injects the clock.
-func WithMintClock(now func() time.Time) MintOption { return func(m *minter) { m.now = now } }
+// WithMintClock injects the clock of New.
+//
+// Deprecated: use WithClock, which serves New and NewVerifier.
+func WithMintClock(now func() time.Time) MintOption { return WithClock(now) }
 
 // WithJTI fixes the jti (tests and vectors only; the default is 128 random bits).
-func WithJTI(jti string) MintOption { return func(m *minter) { m.jti = jti } }
+func WithJTI(jti string) MintOption { return mintOption(func(m *minter) { m.jti = jti }) }
 
 // New mints a WPT for a request to audience, signed by key (the WIT's key), binding
 // the WIT as carried and the fields in b.
 func New(key *keys.PrivateKey, witRaw, audience string, b Bound, opts ...MintOption) (string, error) {
 	m := minter{ttl: DefaultTTL, now: time.Now}
 	for _, o := range opts {
-		o(&m)
+		o.applyMint(&m)
 	}
 	if audience == "" {
 		return "", errcode.New(errcode.InvalidRequest, "audience is required")
@@ -98,20 +137,20 @@ func New(key *keys.PrivateKey, witRaw, audience string, b Bound, opts ...MintOpt
 		m.jti = base64.RawURLEncoding.EncodeToString(r[:])
 	}
 	exp := jose.NumericDate(m.now().Add(m.ttl).Unix())
-	c := Claims{Aud: jose.Audience{audience}, Exp: &exp, Jti: m.jti, Wth: wit.Hash(witRaw)}
+	c := Claims{Aud: jose.Audience{audience}, Exp: &exp, Jti: m.jti, Wth: tokenhash.Of(witRaw)}
 	if b.AccessToken != nil {
-		c.Ath = Hash(*b.AccessToken)
+		c.Ath = boundHash(*b.AccessToken)
 	}
 	if b.TxnToken != nil {
-		c.Tth = Hash(*b.TxnToken)
+		c.Tth = boundHash(*b.TxnToken)
 	}
 	if b.DialogContext != nil {
-		c.Dth = Hash(*b.DialogContext)
+		c.Dth = boundHash(*b.DialogContext)
 	}
 	if len(b.Other) > 0 {
 		c.Oth = make(map[string]string, len(b.Other))
 		for name, v := range b.Other {
-			c.Oth[strings.ToLower(name)] = Hash(v)
+			c.Oth[strings.ToLower(name)] = boundHash(v)
 		}
 	}
 	// The JWS header carries no kid: the key is the WIT's cnf key.
@@ -130,31 +169,35 @@ type Verifier struct {
 }
 
 // Option configures a Verifier.
-type Option func(*Verifier)
+type Option interface{ applyVerifier(*Verifier) }
+
+// verifierOption is an option of NewVerifier only (see mintOption).
+type verifierOption func(*Verifier)
+
+func (o verifierOption) applyVerifier(v *Verifier) { o(v) }
 
 // WithAudiences sets the accepted aud values (exact match, from trusted configuration).
 func WithAudiences(aud ...string) Option {
-	return func(v *Verifier) { v.audiences = append(v.audiences, aud...) }
+	return verifierOption(func(v *Verifier) { v.audiences = append(v.audiences, aud...) })
 }
 
 // WithReplay sets the store that claims each jti once. Without one, jti replay is not
 // checked (only the conformance runner and tests should do that).
-func WithReplay(r store.Replay) Option { return func(v *Verifier) { v.replay = r } }
-
-// WithClock overrides the clock (default: the WIT validator's).
-func WithClock(now func() time.Time) Option { return func(v *Verifier) { v.now = now } }
+func WithReplay(r store.Replay) Option { return verifierOption(func(v *Verifier) { v.replay = r }) }
 
 // WithSkew overrides the skew (default: the WIT validator's).
-func WithSkew(d time.Duration) Option { return func(v *Verifier) { v.skew = d } }
+func WithSkew(d time.Duration) Option { return verifierOption(func(v *Verifier) { v.skew = d }) }
 
 // WithMaxLifetime caps exp - now (default 5 minutes).
-func WithMaxLifetime(d time.Duration) Option { return func(v *Verifier) { v.maxLifetime = d } }
+func WithMaxLifetime(d time.Duration) Option {
+	return verifierOption(func(v *Verifier) { v.maxLifetime = d })
+}
 
 // NewVerifier returns a Verifier that validates WITs with wits.
 func NewVerifier(wits *wit.Validator, opts ...Option) *Verifier {
 	v := &Verifier{wits: wits, now: wits.Now, skew: wits.Skew(), maxLifetime: DefaultMaxLifetime, maxSize: DefaultMaxSize}
 	for _, o := range opts {
-		o(v)
+		o.applyVerifier(v)
 	}
 	return v
 }
@@ -190,7 +233,7 @@ func (v *Verifier) Verify(ctx context.Context, witRaw, proof string, b Bound) (*
 // not claim the jti.
 func (v *Verifier) VerifyProof(ctx context.Context, proof string, key *keys.PublicKey, witRaw string, b Bound) (*Claims, error) {
 	var c Claims
-	if err := v.verifyProof(&c, proof, key, wit.Hash(witRaw), b); err != nil {
+	if err := v.verifyProof(&c, proof, key, tokenhash.Of(witRaw), b); err != nil {
 		return nil, err
 	}
 	return &c, nil
@@ -241,7 +284,7 @@ func (v *Verifier) verifyProof(c *Claims, proof string, key *keys.PublicKey, wth
 }
 
 // decodeClaims decodes an authenticated payload into the zero Claims *c: directly when
-// it is in the plain form New writes (jose.ScanPlainObject: each known claim once, string
+// it is in the plain form New writes (plainjson.ScanObject: each known claim once, string
 // claims as plain strings, exp as an integer), else with encoding/json through
 // jose.DecodeClaims. The two agree on every plain payload (FuzzDecodeClaims).
 func decodeClaims(payload []byte, c *Claims) error {
@@ -272,7 +315,7 @@ func decodePlainClaims(payload []byte, c *Claims) bool {
 			}{}
 		}
 	}
-	return jose.ScanPlainObject(text, func(ns, vs jose.Span) bool {
+	return plainjson.ScanObject(text, func(ns, vs plainjson.Span) bool {
 		name, value := text[ns.Start:ns.End], text[vs.Start:vs.End]
 		var i int
 		var dst *string
@@ -343,7 +386,7 @@ func checkBinding(claim string, field *string, code errcode.Code, name, what str
 		return errcode.New(code, "%s is present but the request carries no %s", name, what)
 	case field != nil && claim == "":
 		return errcode.New(code, "the request carries %s but the proof has no %s", what, name)
-	case field != nil && claim != Hash(*field):
+	case field != nil && claim != boundHash(*field):
 		return errcode.New(code, "%s does not match the %s", name, what)
 	}
 	return nil
@@ -369,7 +412,7 @@ func checkOther(oth map[string]string, other map[string]string) error {
 		if !ok {
 			return errcode.New(errcode.OtherTokenBindingMismatch, "oth names %q, which the request does not carry", errcode.Cut(n))
 		}
-		if oth[n] != Hash(val) {
+		if oth[n] != boundHash(val) {
 			return errcode.New(errcode.OtherTokenBindingMismatch, "oth[%q] does not match the field", errcode.Cut(n))
 		}
 	}

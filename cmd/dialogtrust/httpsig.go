@@ -80,7 +80,7 @@ func httpsigVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) err
 	}
 	opts := []httpsig.VerifierOption{httpsig.WithAudiences(*aud), httpsig.WithSkew(*skew)}
 	if *now != 0 {
-		opts = append(opts, httpsig.WithVerifierClock(func() time.Time { return time.Unix(*now, 0) }))
+		opts = append(opts, httpsig.WithClock(func() time.Time { return time.Unix(*now, 0) }))
 	}
 	if *maxAge > 0 {
 		opts = append(opts, httpsig.WithMaxAge(*maxAge))

@@ -101,7 +101,7 @@ func BenchmarkWPTMint(b *testing.B) {
 			txn, dc := "txn.token.value", `dlg="D1", initiator="wimse://a.example/agent/a1"`
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := wpt.New(w.Key, w.WIT, "https://tool.a.example/invoke", wpt.Bound{TxnToken: &txn, DialogContext: &dc}, wpt.WithMintClock(clock.Now)); err != nil {
+				if _, err := wpt.New(w.Key, w.WIT, "https://tool.a.example/invoke", wpt.Bound{TxnToken: &txn, DialogContext: &dc}, wpt.WithClock(clock.Now)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -126,7 +126,7 @@ func benchWITPlusWPT(b *testing.B, cached bool) {
 			w := d.Workload(b, "/agent/a1", alg)
 			txn, dc := "txn.token.value", `dlg="D1", initiator="wimse://a.example/agent/a1"`
 			bound := wpt.Bound{TxnToken: &txn, DialogContext: &dc}
-			p, _ := wpt.New(w.Key, w.WIT, "https://tool.a.example/invoke", bound, wpt.WithMintClock(clock.Now), wpt.WithTTL(time.Minute))
+			p, _ := wpt.New(w.Key, w.WIT, "https://tool.a.example/invoke", bound, wpt.WithClock(clock.Now), wpt.WithTTL(time.Minute))
 			var vopts []wit.ValidatorOption
 			if cached {
 				vopts = append(vopts, wit.WithCache(1024, time.Minute))
@@ -149,7 +149,7 @@ func signedRequest(b *testing.B, w *testkit.Workload, clock *testkit.Clock) (*ht
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Txn-Token", "txn.token.value")
 	req.Header.Set("Dialog-Context", `dlg="D1", initiator="wimse://a.example/agent/a1"`)
-	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithSignerClock(clock.Now)).SignRequest(req, "https://tool.a.example/invoke"); err != nil {
+	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithClock(clock.Now)).SignRequest(req, "https://tool.a.example/invoke"); err != nil {
 		b.Fatal(err)
 	}
 	return req, body
@@ -161,7 +161,7 @@ func BenchmarkRequestSign(b *testing.B) {
 			clock := testkit.NewClock(testkit.Epoch)
 			d := testkit.NewDomain(b, "a.example", alg, clock)
 			w := d.Workload(b, "/agent/a1", alg)
-			s := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithSignerClock(clock.Now))
+			s := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithClock(clock.Now))
 			body := []byte(`{"task":"book","amount":100}`)
 			b.ReportAllocs()
 			for b.Loop() {

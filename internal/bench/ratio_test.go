@@ -94,7 +94,7 @@ func benchVerifyRatio(b *testing.B, proof, alg string, cached bool) {
 	case "wpt":
 		txn, dc := "txn.token.value", `dlg="D1", initiator="wimse://a.example/agent/a1"`
 		bound := wpt.Bound{TxnToken: &txn, DialogContext: &dc}
-		p, err := wpt.New(w.Key, w.WIT, aud, bound, wpt.WithMintClock(clock.Now), wpt.WithTTL(time.Minute))
+		p, err := wpt.New(w.Key, w.WIT, aud, bound, wpt.WithClock(clock.Now), wpt.WithTTL(time.Minute))
 		if err != nil {
 			b.Fatal(err)
 		}

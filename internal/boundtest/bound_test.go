@@ -143,7 +143,7 @@ func TestDialogRegistryBound(t *testing.T) {
 	// 100 dialogs plus the one record that lists a sender's dialogs (the per-sender
 	// bound, dialog.WithMaxDialogsPerSender).
 	records := store.NewMemoryRecords(store.WithRecordsMaxEntries(101), store.WithClock(clock.Now))
-	reg := dialog.NewRegistry(records, dialog.WithDialogTTL(time.Hour), dialog.WithRegistryClock(clock.Now))
+	reg := dialog.NewRegistry(records, dialog.WithDialogTTL(time.Hour), dialog.WithClock(clock.Now))
 	a1 := identifier.MustParse("wimse://a.example/agent/a1")
 	for i := range 300 {
 		dc, err := dialog.New("D"+strconv.Itoa(i), a1)

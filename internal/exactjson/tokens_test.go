@@ -14,6 +14,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 	"github.com/dialogtrust/dialogtrust/wpt"
@@ -46,7 +47,7 @@ func TestRFC7519Sec4_ClaimNamesAreCaseSensitive(t *testing.T) {
 	witClaims := map[string]any{"iss": "https://issuer.a.example", "sub": w.ID.String(), "iat": now, "exp": now + 600, "jti": "w1", "cnf": cnf}
 	validator := d.Validator()
 	wptVerifier := wpt.NewVerifier(validator, wpt.WithAudiences("https://b.example/api"), wpt.WithClock(clock.Now))
-	wptClaims := map[string]any{"aud": "https://b.example/api", "exp": now + 60, "jti": "p1", "wth": wit.Hash(w.WIT)}
+	wptClaims := map[string]any{"aud": "https://b.example/api", "exp": now + 60, "jti": "p1", "wth": tokenhash.Of(w.WIT)}
 
 	for _, tc := range []struct {
 		name  string

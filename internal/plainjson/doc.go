@@ -4,6 +4,12 @@
 // and tts hold the two equal). It exists so that the Txn-Token credential (package
 // txntoken) and the service minting it (package tts) share one copy.
 //
+// It is also the one home of the project's hand-written JSON scanning: ScanObject
+// (the plain objects of WPT claims and token-request context, checked against
+// encoding/json by FuzzScanObject), the member scanners package handoff walks
+// validated JSON with, and the nesting bound of token requests. (Package exactjson's
+// walk, driven by Go types, is the other reader.)
+//
 // It implements no spec section: the JSON it handles is RFC 8259's, as JWT claim sets
 // use it (RFC 7519 section 7).
 package plainjson

@@ -10,6 +10,7 @@ import (
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
@@ -63,7 +64,7 @@ func (s *SVIDSource) get(ctx context.Context, id spiffeid.ID) (*witsvid.SVID, er
 	}
 	svid, err := witsvid.ParseAndValidate(cred.WIT, s.bundles)
 	if err != nil {
-		return nil, errcode.Wrap(errcode.InvalidSignature, err, "WIT from the issuer does not validate as a WIT-SVID (wit_sha256 %s)", wit.Hash(cred.WIT))
+		return nil, errcode.Wrap(errcode.InvalidSignature, err, "WIT from the issuer does not validate as a WIT-SVID (wit_sha256 %s)", tokenhash.Of(cred.WIT))
 	}
 	if svid.ID != id {
 		return nil, errcode.New(errcode.InvalidClaim, "issuer certified %s, want %s", svid.ID, id)

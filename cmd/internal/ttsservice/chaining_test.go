@@ -16,6 +16,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -207,7 +208,7 @@ func txnInB(t *testing.T, ctx context.Context, db *witDomain, mdB *oauth.Metadat
 // checkChainingLogs: both issuances are logged, the grant by its hash, and no token
 // in full.
 func checkChainingLogs(t *testing.T, logs, txn, grant, accessToken string) {
-	for _, want := range []string{`"chaining grant issued"`, `"chaining access token issued"`, `"grant_sha256":"` + txntoken.Hash(grant) + `"`} {
+	for _, want := range []string{`"chaining grant issued"`, `"chaining access token issued"`, `"grant_sha256":"` + tokenhash.Of(grant) + `"`} {
 		if !strings.Contains(logs, want) {
 			t.Fatalf("logs lack %s", want)
 		}

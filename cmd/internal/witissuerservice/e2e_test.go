@@ -21,6 +21,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/service/servicetest"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wic"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
@@ -85,7 +86,7 @@ func TestAcceptanceDefaultIssuerWithCLI(t *testing.T) {
 	}
 	logs := s.Stderr.String()
 	for _, want := range []string{"DEVELOPMENT MODE", `"msg":"wit-issuer started"`, `"config":"embedded development default"`,
-		wit.Hash(tok), `"msg":"stopped"`} {
+		tokenhash.Of(tok), `"msg":"stopped"`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs lack %q", want)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -297,7 +298,7 @@ func hsVerifyPositive(v hsVector) error {
 	case res.Label != v.Label:
 		return fmt.Errorf("verified label %q, want %q", res.Label, v.Label)
 	case res.WIT.Raw != v.WIT:
-		return fmt.Errorf("verified with another WIT (%s)", wit.Hash(res.WIT.Raw))
+		return fmt.Errorf("verified with another WIT (%s)", tokenhash.Of(res.WIT.Raw))
 	case res.Nonce != v.Params.Nonce || res.Audience != v.Params.WimseAud || res.SignResponse != v.Params.WimseSignResponse:
 		return fmt.Errorf("verified parameters differ: nonce %q aud %q sign-response %v", res.Nonce, res.Audience, res.SignResponse)
 	case res.Created.Unix() != v.Params.Created || res.Expires.Unix() != v.Params.Expires:
@@ -327,7 +328,7 @@ func hsVerifyRequest(v hsVector) (*httpsig.Result, error) {
 	}
 	opts := []httpsig.VerifierOption{
 		httpsig.WithAudiences(aud), httpsig.WithRequiredComponents(required...),
-		httpsig.WithVerifierClock(clock), httpsig.WithSkew(0),
+		httpsig.WithClock(clock), httpsig.WithSkew(0),
 	}
 	if v.MaxAge != nil {
 		opts = append(opts, httpsig.WithMaxAge(time.Duration(*v.MaxAge)*time.Second))
@@ -354,7 +355,7 @@ func hsVerifyResponsePositive(v hsVector, r hsResponse) error {
 	case res.Label != v.Label:
 		return fmt.Errorf("verified label %q, want %q", res.Label, v.Label)
 	case res.WIT.Raw != r.WIT:
-		return fmt.Errorf("verified with another WIT (%s)", wit.Hash(res.WIT.Raw))
+		return fmt.Errorf("verified with another WIT (%s)", tokenhash.Of(res.WIT.Raw))
 	case res.ReqNonce != r.ExpectedReqNonce || res.Nonce != r.Params.Nonce:
 		return fmt.Errorf("verified nonces differ: %q %q", res.Nonce, res.ReqNonce)
 	case strings.Join(res.Covered, " ") != strings.Join(r.Components, " "):
@@ -390,7 +391,7 @@ func hsVerifyResponse(v hsVector, r hsResponse) (*httpsig.Result, error) {
 		Body: io.NopCloser(strings.NewReader(r.Body)), ContentLength: int64(len(r.Body)),
 	}
 	ver := httpsig.NewVerifier(wv, httpsig.WithRequiredResponseComponents(r.Components...),
-		httpsig.WithVerifierClock(clock), httpsig.WithSkew(0))
+		httpsig.WithClock(clock), httpsig.WithSkew(0))
 	ctx := context.Background()
 	if h.Get(wit.HeaderName) == r.WIT {
 		return ver.VerifyResponse(ctx, res, req, r.ExpectedReqNonce, v.Params.WimseSignResponse)

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
 )
@@ -105,14 +107,14 @@ func reissueWPT(v wptVector, pop *keys.PrivateKey) error {
 	// The hash rules, recomputed from the inputs.
 	var c wpt.Claims
 	_ = json.Unmarshal(v.Claims, &c)
-	if c.Wth != wit.Hash(v.WIT) {
+	if c.Wth != tokenhash.Of(v.WIT) {
 		return fmt.Errorf("wth is not SHA-256 of the WIT")
 	}
-	if v.TxnToken != nil && c.Tth != wpt.Hash(*v.TxnToken) {
+	if v.TxnToken != nil && c.Tth != tokenhash.Of(strings.Trim(*v.TxnToken, " \t")) {
 		return fmt.Errorf("tth is not SHA-256 of the Txn-Token")
 	}
 	for name, val := range v.OtherTokens {
-		if c.Oth[name] != wpt.Hash(val) {
+		if c.Oth[name] != tokenhash.Of(strings.Trim(val, " \t")) {
 			return fmt.Errorf("oth[%s] is not SHA-256 of the field", name)
 		}
 	}

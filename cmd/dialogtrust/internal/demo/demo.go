@@ -22,6 +22,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -455,7 +456,7 @@ func (f *flow) checkSeparation(context.Context) error {
 		"the record holds D2's identifier and the domain-B access token: it saw the requests of D2")
 	p.check(!rec.contains(d1), "D1's identifier never reached domain B")
 	p.check(!rec.contains(txnA), "the domain-A Txn-Token never reached domain B")
-	p.check(!rec.contains(txntoken.Hash(txnA)), "not even its hash")
+	p.check(!rec.contains(tokenhash.Of(txnA)), "not even its hash")
 	if !f.ds.serverSide {
 		f.checkTTSBLog(d1, txnA)
 		p.skip("what reached WIT issuer B from other processes", "a deployed service in another process, and its log does not record request contents; the in-process demo records it")
@@ -473,10 +474,10 @@ func (f *flow) checkTTSBLog(d1, txnA string) {
 		return
 	}
 	log, err := os.ReadFile(b.TTSLog)
-	if p.check(err == nil && bytes.Contains(log, []byte(txntoken.Hash(linked.AccessToken))) && bytes.Contains(log, []byte(linked.Dialog.DLG())),
+	if p.check(err == nil && bytes.Contains(log, []byte(tokenhash.Of(linked.AccessToken))) && bytes.Contains(log, []byte(linked.Dialog.DLG())),
 		"TTS B's log records B1's exchange (D2, the access token's hash): it is the log of what reached TTS B", b.TTSLog, err) {
 		p.check(!bytes.Contains(log, []byte(d1)), "TTS B's log never names D1")
-		p.check(!bytes.Contains(log, []byte(txnA)) && !bytes.Contains(log, []byte(txntoken.Hash(txnA))),
+		p.check(!bytes.Contains(log, []byte(txnA)) && !bytes.Contains(log, []byte(tokenhash.Of(txnA))),
 			"TTS B's log has neither the domain-A Txn-Token nor its hash")
 	}
 }

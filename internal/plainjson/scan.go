@@ -1,0 +1,189 @@
+package plainjson
+
+// This file holds the project's hand-written JSON scanning, so that there is one copy
+// of it (package exactjson has its own validating walk, driven by Go types).
+
+// ScanObject recognizes the plainest form of a JSON object, the form this project
+// writes its own claims and context in, so that a hot path can skip the reflection of
+// encoding/json for it:
+//
+//	{"name":value,"name":value,...}
+//
+// with no white space anywhere, every name a plain string (see below), and every value
+// a plain string, or a non-negative integer written with digits only and no leading
+// zero. A plain string is a quote, printable ASCII other than the quote and the
+// backslash, and a quote: JSON text that decodes to exactly the octets between its
+// quotes. (The empty object {} is plain too.)
+//
+// For such a text it calls yield with the spans of each member's name (without its
+// quotes) and value (its JSON text: a string with its quotes, or the digits) in b, in
+// order, and returns true;
+// yield returning false stops the scan, which then returns false. For any other text,
+// including valid JSON that is merely not plain (white space, escapes, non-ASCII,
+// nested values, true, false, null, fractions), it returns false. The caller then
+// decodes the text with encoding/json, which remains the reference: a plain text is
+// valid JSON, and what the caller makes of the members must equal what encoding/json
+// would decode from them (the callers' tests compare the two on fuzzed input).
+//
+// Duplicate names are reported as they appear; callers that must refuse or merge them
+// handle that, or return false from yield and let encoding/json decide.
+func ScanObject[T ~string | ~[]byte](b T, yield func(name, value Span) bool) bool {
+	n := len(b)
+	if n < 2 || b[0] != '{' || b[n-1] != '}' {
+		return false
+	}
+	i := 1
+	if n == 2 {
+		return true
+	}
+	for {
+		// name
+		end, ok := plainStringEnd(b, i)
+		if !ok || end >= n || b[end] != ':' {
+			return false
+		}
+		name := Span{i + 1, end - 1}
+		i = end + 1
+		// value
+		if i >= n {
+			return false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			end, ok = plainStringEnd(b, i)
+			if !ok {
+				return false
+			}
+		case c == '0':
+			end = i + 1
+		case c >= '1' && c <= '9':
+			end = i + 1
+			for end < n && b[end] >= '0' && b[end] <= '9' {
+				end++
+			}
+		default:
+			return false
+		}
+		if end >= n {
+			return false
+		}
+		if !yield(name, Span{i, end}) {
+			return false
+		}
+		switch b[end] {
+		case ',':
+			i = end + 1
+		case '}':
+			return end == n-1
+		default:
+			return false
+		}
+	}
+}
+
+// Span is the octets Start to End (exclusive) of a scanned text.
+type Span struct{ Start, End int }
+
+// plainStringEnd: b[i] must open a plain string; it returns the index after its
+// closing quote.
+func plainStringEnd[T ~string | ~[]byte](b T, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, true
+		case c < 0x20 || c > 0x7e || c == '\\':
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// The scanners below walk JSON text that json.Valid has already accepted (package
+// handoff splits objects into members with them); on other text their results mean
+// nothing.
+
+// IsSpace reports whether c is JSON white space (RFC 8259 section 2).
+func IsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// SkipSpace returns the index of the first octet at or after i that is not white space.
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) && IsSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// StringEnd returns the index just past the JSON string starting at b[i] == '"'.
+func StringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// ValueEnd returns the index just past the JSON value starting at b[i]. b is valid JSON.
+func ValueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return StringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = StringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for i < len(b) && !IsSpace(b[i]) && b[i] != ',' && b[i] != '}' && b[i] != ']' {
+		i++
+	}
+	return i
+}
+
+// DeeperThan reports whether the JSON text s nests objects and arrays deeper than max.
+// Brackets inside strings are skipped; s need not be valid JSON (it is checked before
+// it is decoded, so that a decoder never recurses deeper).
+func DeeperThan(s string, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			if depth > max {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
+}
