@@ -10,6 +10,12 @@
 // or UnmarshalText (json.RawMessage, jose.NumericDate) decodes itself and is not
 // entered, nor is an interface value (maps match names exactly).
 //
+// A member named twice in one object is refused (DuplicateError) where it decodes
+// into something, a struct field or a map entry: encoding/json keeps the last copy and
+// another parser may keep the first, so two readers could see two claims sets (RFC 7519
+// section 4 lets a parser reject duplicate claim names; RFC 8259 section 4 leaves the
+// behaviour open). Callers map it, like a NameError, to their invalid-encoding code.
+//
 // One mechanism for every decode site: Unmarshal for json.Unmarshal, CheckNames after
 // a json.Decoder.
 package exactjson

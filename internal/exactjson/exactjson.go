@@ -67,6 +67,7 @@ func custom(t reflect.Type) bool {
 // fields of a struct type, as encoding/json names them (promoted fields included).
 type fields struct {
 	byName map[string]reflect.Type
+	index  map[string]int // position in names, for the duplicate check
 	names  []string
 }
 
@@ -78,7 +79,9 @@ func fieldsOf(t reflect.Type) *fields {
 	}
 	f := &fields{byName: map[string]reflect.Type{}}
 	collect(t, f, 0)
+	f.index = make(map[string]int, len(f.byName))
 	for n := range f.byName {
+		f.index[n] = len(f.names)
 		f.names = append(f.names, n)
 	}
 	fieldCache.Store(t, f)
@@ -218,6 +221,13 @@ func (s *scanner) object(t reflect.Type, depth int) error {
 		s.i++
 		return nil
 	}
+	// A member named twice decodes as its last copy in encoding/json, and perhaps as
+	// the first in another parser: refused (RFC 7519 section 4 allows rejecting; RFC
+	// 8259 section 4 leaves it open). Checked for the members that decode into
+	// something: a struct's fields (a bit set, no allocation for up to 64 fields) and
+	// every member of a map.
+	var seenFields uint64
+	var seen map[string]struct{}
 	for {
 		s.space()
 		raw, escaped, err := s.str()
@@ -243,6 +253,9 @@ func (s *scanner) object(t reflect.Type, depth int) error {
 			ft, ok := fs.byName[name]
 			if ok {
 				next = ft
+				if dup := s.seenField(fs, name, &seenFields, &seen); dup {
+					return duplicate(name)
+				}
 			} else {
 				for _, n := range fs.names {
 					if strings.EqualFold(n, name) {
@@ -251,6 +264,23 @@ func (s *scanner) object(t reflect.Type, depth int) error {
 				}
 				next = nil
 			}
+		}
+		if fs == nil && t != nil && t.Kind() == reflect.Map {
+			name := string(raw)
+			if escaped {
+				var dec string
+				if json.Unmarshal(quoted(raw), &dec) != nil {
+					return syntaxError{}
+				}
+				name = dec
+			}
+			if seen == nil {
+				seen = make(map[string]struct{})
+			}
+			if _, dup := seen[name]; dup {
+				return duplicate(name)
+			}
+			seen[name] = struct{}{}
 		}
 		if err := s.value(next, depth+1); err != nil {
 			return err
@@ -270,6 +300,35 @@ func (s *scanner) object(t reflect.Type, depth int) error {
 		}
 	}
 }
+
+// seenField records that the object named the struct field name and reports whether
+// it had named it before.
+func (s *scanner) seenField(fs *fields, name string, bits *uint64, overflow *map[string]struct{}) bool {
+	if i := fs.index[name]; i < 64 {
+		if *bits&(1<<i) != 0 {
+			return true
+		}
+		*bits |= 1 << i
+		return false
+	}
+	if *overflow == nil {
+		*overflow = make(map[string]struct{})
+	}
+	if _, dup := (*overflow)[name]; dup {
+		return true
+	}
+	(*overflow)[name] = struct{}{}
+	return false
+}
+
+// DuplicateError reports a member that an object names twice.
+type DuplicateError struct{ Name string }
+
+func (e *DuplicateError) Error() string {
+	return "member \"" + e.Name + "\" appears twice"
+}
+
+func duplicate(name string) error { return &DuplicateError{Name: errcode.Cut(name)} }
 
 func quoted(raw []byte) []byte {
 	q := make([]byte, 0, len(raw)+2)

@@ -55,3 +55,34 @@ func TestCaseFoldedNamesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// A member named twice is refused where it decodes into something (a struct field or a
+// map entry): encoding/json keeps the last copy, another parser may keep the first.
+func TestRFC7519Sec4_DuplicateNamesAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string // "" accepted
+	}{
+		{`{"aud":"a","exp":1}`, ""},
+		{`{"aud":"a","aud":"b"}`, "aud"},
+		{`{"aud":"a","\u0061ud":"b"}`, "aud"},
+		{`{"exp":1,"exp":2}`, "exp"},
+		{`{"cnf":{"dlg":"a","dlg":"b"}}`, "dlg"},
+		{`{"list":[{"dlg":"a"},{"dlg":"b","dlg":"c"}]}`, "dlg"},
+		{`{"map":{"k":{"dlg":"y"},"k":{"dlg":"z"}}}`, "k"},
+		{`{"map":{"k":{"dlg":"y"},"\u006b":{"dlg":"z"}}}`, "k"},
+		{`{"list":[{"dlg":"a"},{"dlg":"a"}]}`, ""},        // one name in each of two objects
+		{`{"unknown":1,"unknown":2}`, ""},                 // ignored members decode into nothing
+		{`{"raw":{"x":1,"x":2},"any":{"y":1,"y":2}}`, ""}, // raw and interface values are not entered
+	} {
+		var v outer
+		err := Unmarshal([]byte(tc.in), &v)
+		var de *DuplicateError
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.in, err)
+		case tc.want != "" && (!errors.As(err, &de) || de.Name != tc.want):
+			t.Errorf("%s: got %v, want a DuplicateError for %s", tc.in, err, tc.want)
+		}
+	}
+}

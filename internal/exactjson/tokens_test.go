@@ -3,6 +3,7 @@ package exactjson_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -132,4 +133,45 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// RFC 7519 section 4: claim names within a claims set MUST be unique; a parser may
+// reject duplicates or keep the last. A WIT and a WPT with a claim named twice are
+// refused (invalid_encoding), so no two parsers can read them differently.
+func TestRFC7519Sec4_DuplicateClaimNamesAreRefused(t *testing.T) {
+	ctx := context.Background()
+	clock := testkit.NewClock(time.Unix(1_800_000_000, 0))
+	d := testkit.NewDomain(t, "a.example", keys.ES256, clock)
+	w := d.Workload(t, "/agent/a1", keys.EdDSA)
+	other := d.Workload(t, "/agent/a2", keys.EdDSA)
+	now := clock.Now().Unix()
+	jwk := mustJSON(t, w.Key.Public())
+	good := fmt.Sprintf(`{"iss":"https://issuer.a.example","sub":%q,"iat":%d,"exp":%d,"jti":"w1","cnf":{"jwk":%s}}`, w.ID.String(), now, now+600, jwk)
+	dup := fmt.Sprintf(`{"iss":"https://issuer.a.example","sub":%q,"iat":%d,"exp":%d,"jti":"w1","cnf":{"jwk":%s},"sub":%q}`, w.ID.String(), now, now+600, jwk, other.ID.String())
+	validator := d.Validator()
+	for _, tc := range []struct {
+		payload string
+		ok      bool
+	}{{good, true}, {dup, false}} {
+		raw, err := jose.Sign(wit.Type, d.Key, true, []byte(tc.payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = validator.Validate(ctx, raw)
+		switch {
+		case tc.ok && err != nil:
+			t.Fatalf("the WIT without duplicates is refused: %v", err)
+		case !tc.ok && errcode.CodeOf(err) != errcode.InvalidEncoding:
+			t.Fatalf("a WIT naming sub twice: %v, want invalid_encoding", err)
+		}
+	}
+	wptVerifier := wpt.NewVerifier(validator, wpt.WithAudiences("https://b.example/api"), wpt.WithClock(clock.Now))
+	p := fmt.Sprintf(`{"aud":"https://b.example/api","exp":%d,"jti":"p1","jti":"p2","wth":%q}`, now+60, tokenhash.Of(w.WIT))
+	raw, err := jose.Sign(wpt.Type, w.Key, false, []byte(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wptVerifier.VerifyProof(ctx, raw, w.Key.Public(), w.WIT, wpt.Bound{}); errcode.CodeOf(err) != errcode.InvalidEncoding {
+		t.Fatalf("a WPT naming jti twice: %v, want invalid_encoding", err)
+	}
 }
