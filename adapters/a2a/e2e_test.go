@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -345,5 +346,57 @@ func TestA2ATable1_TaskStates(t *testing.T) {
 		if s, ok := dialoga2a.HopState(ts); ok {
 			t.Errorf("HopState(%s) = %s, want none", ts, s)
 		}
+	}
+}
+
+// Section 5.4 over a2a-go: work that ends in an error fails the task, with the signed
+// "failed" status (no effect) in TaskStatus.message and not the work's error.
+func TestA2ASec5_4_FailedWorkFailsTheTask(t *testing.T) {
+	w := newWorld(t)
+	url, _ := w.serveHotel(t, func(context.Context, *a2asrv.RequestContext) (*a2a.Message, error) {
+		return nil, errors.New("no rooms: internal detail")
+	})
+	dc := newDialog(t, w.planner.ID)
+	c := w.client(t, url, dc, &recorder{})
+	m, _, ctx := w.offerMessage(t, dc)
+	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
+	mustOK(t, err)
+	task, ok := res.(*a2a.Task)
+	if !ok || task.Status.State != a2a.TaskStateFailed {
+		t.Fatalf("reply %s, want a failed task", jsonOf(res))
+	}
+	if got := jsonOf(task); strings.Contains(got, "internal detail") {
+		t.Fatalf("the work's error left the agent: %s", got)
+	}
+	st, err := dialoga2a.ReplyStatus(res)
+	if err != nil || st == nil {
+		t.Fatalf("no status in the failed task (%v)", err)
+	}
+	u, err := w.delegator.HandleStatus(context.Background(), *st)
+	mustOK(t, err)
+	if u.Status.State != handoff.StateFailed {
+		t.Fatalf("status %s, want failed", u.Status.State)
+	}
+}
+
+// A message without a handoff runs the work as it is, in the verified dialog, and its
+// task carries no status.
+func TestA2AMessageWithoutHandoff(t *testing.T) {
+	w := newWorld(t)
+	url, s := w.serveHotel(t, booked)
+	dc := newDialog(t, w.planner.ID)
+	c := w.client(t, url, dc, &recorder{})
+	res, err := c.SendMessage(context.Background(), &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "hello"})})
+	mustOK(t, err)
+	task, ok := res.(*a2a.Task)
+	if !ok || task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("reply %s", jsonOf(res))
+	}
+	if st, err := dialoga2a.ReplyStatus(res); err != nil || st != nil {
+		t.Fatalf("a status without a handoff: %v %v", st, err)
+	}
+	_, calls := s.snapshot()
+	if len(calls) != 1 || calls[0] == nil || calls[0].Context == nil || calls[0].Context.DLG() != dc.DLG() || calls[0].Handoff != nil {
+		t.Fatalf("the executor saw %+v", calls)
 	}
 }
