@@ -24,5 +24,6 @@
 // "canceled" status in tasks/cancel is checked and recorded. Verified gives an executor
 // what the receiver verified; Executor runs an agent's Work as a task and signs the
 // statuses into the task's status messages, in the task states Table 1 maps them to
-// (TaskState, HopState).
+// (TaskState, HopState). An A2A task is used only by the workload that opened it
+// (errcode.SessionOwnerMismatch, answered as a2a-go's "task not found").
 package dialoga2a

@@ -400,3 +400,62 @@ func TestA2AMessageWithoutHandoff(t *testing.T) {
 		t.Fatalf("the executor saw %+v", calls)
 	}
 }
+
+// An A2A task belongs to the workload that opened it: another workload of the same
+// trust domain that names its task ID (tasks/get, tasks/cancel, a message continuing
+// it) is told the task does not exist, and the work goes on; the owner's own requests
+// work.
+func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
+	w := newWorld(t)
+	started, stopped := make(chan struct{}), make(chan error, 1)
+	url, s := w.serveHotel(t, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
+		if rc.StoredTask != nil {
+			return booked(ctx, rc)
+		}
+		close(started)
+		<-ctx.Done()
+		stopped <- ctx.Err()
+		return nil, ctx.Err()
+	})
+	dc := newDialog(t, w.planner.ID)
+	c := w.client(t, url, dc, &recorder{})
+	m, _, ctx := w.offerMessage(t, dc)
+	blocking := false
+	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m, Config: &a2a.MessageSendConfig{Blocking: &blocking}})
+	mustOK(t, err)
+	task := res.(*a2a.Task)
+	<-started
+
+	other := w.dom.Workload(t, "/agent/other", "ES256")
+	c2 := w.clientAs(t, static{&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}}, nil, url, dc, &recorder{})
+	if got, err := c2.GetTask(context.Background(), &a2a.TaskQueryParams{ID: task.ID}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("another workload read the task: %v %s", err, jsonOf(got))
+	}
+	if got, err := c2.CancelTask(context.Background(), &a2a.TaskIDParams{ID: task.ID}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("another workload canceled the task: %v %s", err, jsonOf(got))
+	}
+	cont := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "and breakfast"})
+	cont.TaskID = task.ID
+	if got, err := c2.SendMessage(context.Background(), &a2a.MessageSendParams{Message: cont}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("another workload continued the task: %v %s", err, jsonOf(got))
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("the work stopped: %v", err)
+	default:
+	}
+	if n := s.count(); n != 1 {
+		t.Fatalf("the executor ran %d times", n)
+	}
+	got, err := c.GetTask(ctx, &a2a.TaskQueryParams{ID: task.ID})
+	mustOK(t, err)
+	if got.Status.State != a2a.TaskStateWorking {
+		t.Fatalf("the owner sees the task %s", got.Status.State)
+	}
+	if _, err := c.CancelTask(ctx, &a2a.TaskIDParams{ID: task.ID}); err != nil {
+		t.Fatalf("the owner's cancel: %v", err)
+	}
+	if err := <-stopped; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the owner's cancel did not stop the work: %v", err)
+	}
+}

@@ -23,8 +23,15 @@ type verifiedKey struct{}
 // request's header fields go into a2a-go's CallContext as its RequestMeta, so that
 // a2asrv.ExtensionsFrom sees the extensions the client listed (a2a-go's JSON-RPC
 // handler does not pass them itself).
+//
+// An A2A task belongs to the workload whose proof opened it: a request naming a task
+// another workload opened (tasks/get, tasks/cancel, tasks/resubscribe, push configs, a
+// message that continues it) is refused with a2a-go's "task not found"
+// (errcode.SessionOwnerMismatch underneath), so that no workload reads, cancels or
+// continues another's task. The owner is recorded before the task ID leaves the
+// server.
 func Handler(rc *dialog.Receiver, h a2asrv.RequestHandler) http.Handler {
-	inner := a2asrv.NewJSONRPCHandler(h)
+	inner := a2asrv.NewJSONRPCHandler(ownTasks(h))
 	return rc.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := dialog.FromRequest(r)
 		if v == nil {
