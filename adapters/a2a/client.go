@@ -134,15 +134,34 @@ func (ic *Interceptor) Before(ctx context.Context, req *a2aclient.Request) (cont
 	return ctx, nil
 }
 
-// After remembers the task a message with an offer opened, for its cancel.
+// After remembers the task a message with an offer opened (the reply to message/send,
+// or each event of message/stream), for its cancel, and forgets it once it ended.
 func (ic *Interceptor) After(ctx context.Context, resp *a2aclient.Response) error {
 	hop, _ := ctx.Value(hopKey{}).(string)
 	if hop == "" || resp.Err != nil {
 		return nil
 	}
-	if t, ok := resp.Payload.(*a2a.Task); ok && t != nil && !t.Status.State.Terminal() {
-		ic.remember(t.ID, hop)
+	ev, ok := resp.Payload.(a2a.Event)
+	if !ok || ev == nil {
+		return nil
 	}
+	id := ev.TaskInfo().TaskID
+	if id == "" {
+		return nil
+	}
+	switch e := ev.(type) {
+	case *a2a.Task:
+		if e.Status.State.Terminal() {
+			ic.take(id)
+			return nil
+		}
+	case *a2a.TaskStatusUpdateEvent:
+		if e.Final || e.Status.State.Terminal() {
+			ic.take(id)
+			return nil
+		}
+	}
+	ic.remember(id, hop)
 	return nil
 }
 
@@ -212,6 +231,23 @@ func TaskStatus(t *a2a.Task) (*handoff.Signed, error) {
 		return nil, nil
 	}
 	return handoff.StatusInMeta(t.Status.Message.Metadata, handoff.A2AExtensionURI)
+}
+
+// EventStatus reads the delegate's signed status from an event of message/stream (or
+// tasks/resubscribe): a Message, a Task, or a TaskStatusUpdateEvent's status message;
+// (nil, nil) when there is none.
+func EventStatus(ev a2a.Event) (*handoff.Signed, error) {
+	switch e := ev.(type) {
+	case *a2a.Message:
+		return ReplyStatus(e)
+	case *a2a.Task:
+		return TaskStatus(e)
+	case *a2a.TaskStatusUpdateEvent:
+		if e != nil && e.Status.Message != nil {
+			return handoff.StatusInMeta(e.Status.Message.Metadata, handoff.A2AExtensionURI)
+		}
+	}
+	return nil, nil
 }
 
 // PutCancel places the delegator's "canceled" status in the metadata of a

@@ -13,7 +13,8 @@
 // delegator's "canceled" status to the tasks/cancel of a task an offer opened. PutOffer
 // places a Handoff in a Message's metadata as JSON-native values (a2a-go's task store
 // refuses json.RawMessage) with the URI in its extensions; ReplyStatus reads the
-// delegate's status from a reply Message or from TaskStatus.message.
+// delegate's status from a reply Message or from TaskStatus.message, and EventStatus
+// from an event of message/stream.
 //
 // Server side: Handler puts a dialog.Receiver in front of a2a-go's JSON-RPC handler;
 // build the receiver with dialog.WithHandoffsIn(hr, dialog.A2A03), so that a handoff

@@ -459,3 +459,33 @@ func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
 		t.Fatalf("the owner's cancel did not stop the work: %v", err)
 	}
 }
+
+// Section 6 over message/stream: the events carry the signed "accepted" status with
+// "working", then "completed" in the final event (Table 1).
+func TestA2ASec6_StreamCarriesStatuses(t *testing.T) {
+	w := newWorld(t)
+	url, _ := w.serveHotel(t, booked)
+	dc := newDialog(t, w.planner.ID)
+	c := w.client(t, url, dc, &recorder{})
+	m, _, ctx := w.offerMessage(t, dc)
+	var states []handoff.State
+	for ev, err := range c.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: m}) {
+		mustOK(t, err)
+		st, err := dialoga2a.EventStatus(ev)
+		mustOK(t, err)
+		if st == nil {
+			continue
+		}
+		u, err := w.delegator.HandleStatus(context.Background(), *st)
+		mustOK(t, err)
+		if e, ok := ev.(*a2a.TaskStatusUpdateEvent); ok {
+			if hs, ok := dialoga2a.HopState(e.Status.State); !ok || hs != u.Status.State {
+				t.Fatalf("Table 1: task state %s with the status %s", e.Status.State, u.Status.State)
+			}
+		}
+		states = append(states, u.Status.State)
+	}
+	if !slices.Equal(states, []handoff.State{handoff.StateAccepted, handoff.StateCompleted}) {
+		t.Fatalf("the stream carried the statuses %v", states)
+	}
+}
