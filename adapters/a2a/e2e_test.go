@@ -403,8 +403,8 @@ func TestA2AMessageWithoutHandoff(t *testing.T) {
 
 // An A2A task belongs to the workload that opened it: another workload of the same
 // trust domain that names its task ID (tasks/get, tasks/cancel, a message continuing
-// it) is told the task does not exist, and the work goes on; the owner's own requests
-// work.
+// or referring to it) is told the task does not exist, and the work goes on; the
+// owner's own requests work.
 func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
 	w := newWorld(t)
 	started, stopped := make(chan struct{}), make(chan error, 1)
@@ -438,6 +438,11 @@ func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
 	cont.TaskID = task.ID
 	if got, err := c2.SendMessage(context.Background(), &a2a.MessageSendParams{Message: cont}); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Fatalf("another workload continued the task: %v %s", err, jsonOf(got))
+	}
+	ref := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "the same as that one"})
+	ref.ReferenceTasks = []a2a.TaskID{task.ID}
+	if got, err := c2.SendMessage(context.Background(), &a2a.MessageSendParams{Message: ref}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("another workload referred to the task: %v %s", err, jsonOf(got))
 	}
 	select {
 	case err := <-stopped:

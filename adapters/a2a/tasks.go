@@ -18,7 +18,8 @@ const maxOwnedTasks = 1 << 16
 // ownedTasks is the RequestHandler Handler serves: an A2A task is used only by the
 // workload whose proof opened it (errcode.SessionOwnerMismatch). a2a-go keeps tasks by
 // task ID alone, so without this any workload the receiver lets in could read
-// (tasks/get, tasks/resubscribe), cancel or continue another's task. A task a request
+// (tasks/get, tasks/resubscribe), cancel, continue or refer to (referenceTaskIds, which
+// a2asrv.ReferencedTasksLoader loads for the executor) another's task. A task a request
 // names that was not opened through this handler (or was forgotten) is refused as
 // well. The refusal is a2a-go's "task not found", so that it does not tell another
 // workload which task IDs exist.
@@ -66,11 +67,28 @@ func (o *ownedTasks) record(ctx context.Context, id a2a.TaskID) {
 	}
 }
 
-func (o *ownedTasks) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
-	if p != nil && p.Message != nil && p.Message.TaskID != "" {
+// checkMessage refuses a message that continues, or refers to, a task its sender did
+// not open.
+func (o *ownedTasks) checkMessage(ctx context.Context, p *a2a.MessageSendParams) error {
+	if p == nil || p.Message == nil {
+		return nil // a2a-go refuses it
+	}
+	if p.Message.TaskID != "" {
 		if err := o.check(ctx, p.Message.TaskID); err != nil {
-			return nil, err
+			return err
 		}
+	}
+	for _, id := range p.Message.ReferenceTasks {
+		if err := o.check(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *ownedTasks) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
+	if err := o.checkMessage(ctx, p); err != nil {
+		return nil, err
 	}
 	res, err := o.RequestHandler.OnSendMessage(ctx, p)
 	if err == nil && res != nil {
@@ -80,10 +98,8 @@ func (o *ownedTasks) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams
 }
 
 func (o *ownedTasks) OnSendMessageStream(ctx context.Context, p *a2a.MessageSendParams) iter.Seq2[a2a.Event, error] {
-	if p != nil && p.Message != nil && p.Message.TaskID != "" {
-		if err := o.check(ctx, p.Message.TaskID); err != nil {
-			return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
-		}
+	if err := o.checkMessage(ctx, p); err != nil {
+		return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
 	}
 	events := o.RequestHandler.OnSendMessageStream(ctx, p)
 	return func(yield func(a2a.Event, error) bool) {
