@@ -205,8 +205,8 @@ const (
 	// expire (section 5). HTTP 429.
 	TooManyDialogs Code = "too_many_dialogs"
 	// SessionOwnerMismatch: a request names a host protocol session (an MCP
-	// Mcp-Session-Id) that another workload opened; a session is used only by the
-	// workload whose proof opened it. HTTP 403.
+	// Mcp-Session-Id) or task (an A2A task id) that another workload opened; it is used
+	// only by the workload whose proof opened it. HTTP 403.
 	SessionOwnerMismatch Code = "session_owner_mismatch"
 )
 

@@ -7,7 +7,7 @@ import (
 )
 
 // agentSDKs move fast; the core module must not follow them. Their adapters live in
-// modules of their own (adapters/mcp), which the core never requires.
+// modules of their own (adapters/mcp, adapters/a2a), which the core never requires.
 var agentSDKs = []string{
 	"github.com/modelcontextprotocol/go-sdk",
 	"github.com/a2aproject/a2a-go",
