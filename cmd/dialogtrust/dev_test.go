@@ -188,7 +188,7 @@ func checkPeerAccessToken(t *testing.T, peerURL, keyFile, out string) {
 	v := &chaining.AccessTokenVerifier{Keys: ks, Issuer: peerURL, Audience: devPeerDomain}
 	c, err := v.Verify(ctx, raw)
 	if err != nil {
-		t.Fatalf("chain redeem printed %q: %v", out, err)
+		t.Fatalf("chain redeem printed %d bytes that are not a peer access token: %v", len(out), err)
 	}
 	if c.Sub != devSubject || c.ClientID != devWorkload || c.Scope != devScope {
 		t.Fatalf("access token claims %+v", c)
