@@ -23,24 +23,31 @@ import (
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
 
-// devReadyTimeout bounds the wait for both services' /readyz; they are ready in well
+// devReadyTimeout bounds the wait for the services' /readyz; they are ready in well
 // under a second, so reaching it means something is wrong.
 const devReadyTimeout = 30 * time.Second
 
-// devTrustDomain is the trust domain of the embedded development configurations.
-const devTrustDomain = "dev.local"
+// devTrustDomain is the trust domain of the embedded development configurations;
+// devPeerDomain, the peer domain whose TTS redeems dev.local's grants (AS B).
+const (
+	devTrustDomain = "dev.local"
+	devPeerDomain  = "peer.local"
+)
 
 // devRun: dialogtrust dev. One process runs a development trust domain on loopback:
 // the WIT issuer and the TTS, each built by its command's own program (cmd/internal/witissuerservice,
 // cmd/internal/ttsservice) and run by the one service runner (internal/service), with
-// their embedded development configurations, in-memory state and generated keys. It
-// prints the URLs and the next commands once both answer /readyz, and stops both
-// gracefully on SIGINT or SIGTERM, removing the directory it made for the files of
-// those commands.
+// their embedded development configurations, in-memory state and generated keys; and,
+// for identity chaining (dialog-binding section 11, oauth.md 2), a second TTS for the
+// peer domain peer.local, by the same program. dev.local's TTS issues grants for the
+// peer (AS A); the peer's redeems them (AS B). It prints the URLs and the next commands
+// once all three answer /readyz, and stops them gracefully on SIGINT or SIGTERM,
+// removing the directory it made for the files of those commands.
 func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("dev", stderr)
 	witAddr := fs.String("wit-addr", "127.0.0.1:0", "loopback host:port of the WIT issuer (port 0: a free one)")
 	ttsAddr := fs.String("tts-addr", "127.0.0.1:0", "loopback host:port of the TTS (port 0: a free one)")
+	peerAddr := fs.String("peer-addr", "127.0.0.1:0", "loopback host:port of the peer domain's TTS, AS B of identity chaining (port 0: a free one)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -54,11 +61,11 @@ func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	// Under `go run` the parent is the go command: if it is killed without a signal
 	// reaching this process, the services must not outlive it.
 	go stopWhenOrphaned(ctx, cancel, os.Getppid(), os.Getppid, service.Ticker(ctx, time.Second))
-	return runDev(ctx, devOptions{witAddr: *witAddr, ttsAddr: *ttsAddr, command: devCommand(), started: time.Now()}, stdout, stderr)
+	return runDev(ctx, devOptions{witAddr: *witAddr, ttsAddr: *ttsAddr, peerAddr: *peerAddr, command: devCommand(), started: time.Now()}, stdout, stderr)
 }
 
 type devOptions struct {
-	witAddr, ttsAddr string
+	witAddr, ttsAddr, peerAddr string
 	// command starts the printed commands: this executable, or `go run ./cmd/dialogtrust`.
 	command string
 	// started is when the process started, for the "ready in" line.
@@ -71,41 +78,52 @@ type devOptions struct {
 
 // runDev is dev until ctx ends; tests call it.
 func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
-	for _, a := range []struct{ flag, addr string }{{"--wit-addr", o.witAddr}, {"--tts-addr", o.ttsAddr}} {
-		if _, _, err := net.SplitHostPort(a.addr); err != nil {
-			return usageError{a.flag + ": " + err.Error()}
+	flags := []string{"--wit-addr", "--tts-addr", "--peer-addr"}
+	for i, addr := range []string{o.witAddr, o.ttsAddr, o.peerAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return usageError{flags[i] + ": " + err.Error()}
 		}
-		// Both services authenticate nobody: they are not to be reachable from elsewhere.
-		if !service.IsLoopback(a.addr) {
-			return usageError{a.flag + ": " + a.addr + " is not a loopback IP address (the development services authenticate nobody)"}
+		// The services authenticate nobody: they are not to be reachable from elsewhere.
+		if !service.IsLoopback(addr) {
+			return usageError{flags[i] + ": " + addr + " is not a loopback IP address (the development services authenticate nobody)"}
 		}
 	}
-	witAddr, ttsAddr, err := freePorts(o.witAddr, o.ttsAddr)
+	addrs, err := freePorts(flags, o.witAddr, o.ttsAddr, o.peerAddr)
 	if err != nil {
 		return err
 	}
+	witAddr, ttsAddr, peerAddr := addrs[0], addrs[1], addrs[2]
 	dir, removeDir, err := devDir(o.cacheDir)
 	if err != nil {
 		return err
 	}
-	witURL, ttsURL := "http://"+witAddr, "http://"+ttsAddr
+	witURL, ttsURL, peerURL := "http://"+witAddr, "http://"+ttsAddr, "http://"+peerAddr
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan devResult, 2)
+	done := make(chan devResult, 3)
 	// The services' own lines (the start log, the DEVELOPMENT banners, "listening on")
 	// go to stderr: stdout is what this command prints.
 	wp := witissuerservice.Program
 	go func() {
 		done <- devResult{"--wit-addr", service.Run(ctx, wp, []string{"-listen", witAddr}, nil, stderr, stderr, nil)}
 	}()
+	// Both TTSs are the tts program with another embedded configuration, as with
+	// --config: dev.local's is cmd/tts's default with identity chaining added, the
+	// peer's its own (devPeerConfig).
 	tp := ttsservice.Program
+	tp.Config.Default = devChainingConfig(tp.Config.Default, peerURL)
 	ttsEnv := []string{ttsservice.EnvPrefix + "WIT_JWKS_URL=" + witURL + witissuer.PathJWKS}
 	go func() {
 		done <- devResult{"--tts-addr", service.Run(ctx, tp, []string{"-listen", ttsAddr}, ttsEnv, stderr, stderr, nil)}
 	}()
-	running := 2
-	// stopAll stops both services, then removes the run's directory, and returns the
+	pp := ttsservice.Program
+	pp.Config.Default = devPeerConfig(peerAddr, witURL, ttsURL)
+	go func() {
+		done <- devResult{"--peer-addr", service.Run(ctx, pp, []string{"-listen", peerAddr}, nil, stderr, stderr, nil)}
+	}()
+	running := 3
+	// stopAll stops the services, then removes the run's directory, and returns the
 	// first error; a listen error names the flag of the address. Every return after
 	// the directory is made goes through it.
 	stopAll := func(first error) error {
@@ -128,7 +146,9 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 
 	readyCtx, readyCancel := context.WithTimeout(ctx, devReadyTimeout)
 	waitErr := make(chan error, 1)
-	go func() { waitErr <- waitReady(readyCtx, witURL+service.PathReadyz, ttsURL+service.PathReadyz) }()
+	go func() {
+		waitErr <- waitReady(readyCtx, witURL+service.PathReadyz, ttsURL+service.PathReadyz, peerURL+service.PathReadyz)
+	}()
 	select {
 	case r := <-done:
 		readyCancel()
@@ -146,7 +166,7 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 			return stopAll(fmt.Errorf("the services were not ready within %s: %w", devReadyTimeout, err))
 		}
 	}
-	printDev(stdout, o.command, witURL, ttsURL, dir, time.Since(o.started))
+	printDev(stdout, o.command, witURL, ttsURL, peerURL, dir, time.Since(o.started))
 	if o.ready != nil {
 		o.ready(dir)
 	}
@@ -160,6 +180,54 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 		}
 		return stopAll(flagError(r))
 	}
+}
+
+// devChainingConfig is def, the tts program's embedded development configuration, with
+// identity chaining added: this TTS is AS A and issues grants, for the scope the printed
+// commands use, to the peer's AS B at peerURL (its issuer identifier, the grant's aud).
+func devChainingConfig(def []byte, peerURL string) []byte {
+	return fmt.Appendf(slices.Clip(def), `
+# Added by dialogtrust dev: AS A of identity chaining, for the peer domain's AS B.
+chaining:
+  peers:
+    - {issuer: %q, token_endpoint: %q}
+  as_a:
+    peers:
+      - {issuer: %q, scopes: [%s]}
+`, peerURL, peerURL+tts.PathToken, peerURL, devScope)
+}
+
+// devPeerConfig is the configuration of the peer domain's TTS, AS B of identity
+// chaining: it redeems the grants of dev.local's TTS (ttsURL), whose keys it takes from
+// that TTS's JWKS, and issues access tokens for peer.local. AS B authenticates the
+// client that presents a grant as every request to a TTS is authenticated, by its WIT
+// and a proof of its key (the key the grant binds): so it trusts the WITs of dev.local's
+// issuer (witURL), and nothing else. No peer.local workload can authenticate here; the
+// one policy rule, which the TTS requires, admits nobody.
+func devPeerConfig(peerAddr, witURL, ttsURL string) []byte {
+	return fmt.Appendf(nil, `development: true
+listen: %q
+trust_domains: [%s]
+keys: {alg: ES256}
+store: {type: memory}
+wits:
+  - {trust_domain: %s, jwks_url: %q}
+jwks_retry: 1s
+auth:
+  methods: [wit_httpsig, wit_wpt]
+policy:
+  lifetime: 5m
+  rules:
+    - workload: "wimse://%s/"
+chaining:
+  peers:
+    - {issuer: %q, jwks_url: %q}
+  as_b:
+    audience: %s
+    peers:
+      - {issuer: %q, scopes: [%s]}
+`, peerAddr, devPeerDomain, devTrustDomain, witURL+witissuer.PathJWKS, devPeerDomain,
+		ttsURL, ttsURL+tts.PathJWKS, devPeerDomain, ttsURL, devScope)
 }
 
 // devResult is how one service's run ended; flag names its address.
@@ -177,9 +245,9 @@ func flagError(r devResult) error {
 	return r.err
 }
 
-// freePorts replaces a port 0 in each address by a free port, chosen while the other
-// is held so that the two differ.
-func freePorts(addrs ...string) (string, string, error) {
+// freePorts replaces a port 0 in each address by a free port, chosen while the others
+// are held so that they differ; a listen error names the address's flag (flags[i]).
+func freePorts(flags []string, addrs ...string) ([]string, error) {
 	out := slices.Clone(addrs)
 	var held []net.Listener
 	defer func() {
@@ -193,12 +261,12 @@ func freePorts(addrs ...string) (string, string, error) {
 		}
 		l, err := net.Listen("tcp", a)
 		if err != nil {
-			return "", "", usageError{[]string{"--wit-addr", "--tts-addr"}[i] + ": " + err.Error()}
+			return nil, usageError{flags[i] + ": " + err.Error()}
 		}
 		held = append(held, l)
 		out[i] = l.Addr().String()
 	}
-	return out[0], out[1], nil
+	return out, nil
 }
 
 // devDir makes a fresh directory for this run under <user cache dir>/dialogtrust/dev
@@ -270,13 +338,16 @@ const (
 )
 
 // printDev prints the URLs and the next commands; every file they write is in dir.
-func printDev(w io.Writer, command, witURL, ttsURL, dir string, took time.Duration) {
-	key, witFile, txnFile := shellQuote(filepath.Join(dir, "a1.jwk")), shellQuote(filepath.Join(dir, "a1.wit")), shellQuote(filepath.Join(dir, "a1.txn"))
+func printDev(w io.Writer, command, witURL, ttsURL, peerURL, dir string, took time.Duration) {
+	file := func(name string) string { return shellQuote(filepath.Join(dir, name)) }
+	key, witFile, txnFile, grantFile := file("a1.jwk"), file("a1.wit"), file("a1.txn"), file("a1.grant")
 	lines := []string{
-		"dialogtrust dev: a DEVELOPMENT trust domain (" + devTrustDomain + ") on loopback. It authenticates NOBODY: never use it for anything real.",
+		"dialogtrust dev: a DEVELOPMENT trust domain (" + devTrustDomain + ") on loopback, with a peer domain (" + devPeerDomain +
+			") for identity chaining. It authenticates NOBODY: never use it for anything real.",
 		"",
 		"  WIT issuer  " + witURL + "  (JWKS " + witURL + witissuer.PathJWKS + ")",
-		"  TTS         " + ttsURL + "  (token endpoint " + ttsURL + tts.PathToken + ")",
+		"  TTS         " + ttsURL + "  (token endpoint " + ttsURL + tts.PathToken + "; AS A: grants for " + devPeerDomain + ")",
+		"  peer TTS    " + peerURL + "  (" + devPeerDomain + "; AS B: token endpoint " + peerURL + tts.PathToken + ")",
 		"  files       " + dir + "  (removed on exit)",
 		"",
 		fmt.Sprintf("Ready in %.1fs. Next, in another terminal, from this directory:", took.Seconds()),
@@ -290,8 +361,14 @@ func printDev(w io.Writer, command, witURL, ttsURL, dir string, took time.Durati
 			" --scope " + devScope + " --audience " + devTrustDomain + " --dialog " + devDialog + " > " + txnFile,
 		"  # 4. verify the Txn-Token as a receiver in " + devTrustDomain + " does, and that it is for dialog " + devDialog,
 		"  " + command + " txn verify --jwks " + ttsURL + tts.PathJWKS + " --audience " + devTrustDomain + " --dialog " + devDialog + " @" + txnFile,
+		"  # 5. a JWT authorization grant for the peer's AS B, from the TTS (AS A), for the Txn-Token's subject",
+		"  " + command + " chain grant --tts " + ttsURL + " --wit @" + witFile + " --key " + key + " --txn-token @" + txnFile +
+			" --audience " + peerURL + " --scope " + devScope + " > " + grantFile,
+		"  # 6. redeem it at the peer's AS B (which authenticates the workload by its WIT and proof) for an access token of " + devPeerDomain,
+		"  " + command + " chain redeem --token-endpoint " + peerURL + tts.PathToken + " --wit @" + witFile + " --key " + key +
+			" --grant @" + grantFile + " --scope " + devScope,
 		"",
-		"Ctrl-C stops both services and removes " + dir + ".",
+		"Ctrl-C stops the three services and removes " + dir + ".",
 	}
 	fmt.Fprintln(w, strings.Join(lines, "\n"))
 }

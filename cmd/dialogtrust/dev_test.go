@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/tts"
 )
 
 // devCommands are the printed next commands of dev's output: the lines between "from
@@ -43,7 +46,7 @@ func startDev(t *testing.T, cacheDir string) (out *testkit.SyncBuffer, dir strin
 	readyc := make(chan string, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- runDev(ctx, devOptions{witAddr: "127.0.0.1:0", ttsAddr: "127.0.0.1:0", command: "dialogtrust",
+		errc <- runDev(ctx, devOptions{witAddr: "127.0.0.1:0", ttsAddr: "127.0.0.1:0", peerAddr: "127.0.0.1:0", command: "dialogtrust",
 			started: time.Now(), cacheDir: cacheDir, ready: func(d string) { readyc <- d }}, out, &testkit.SyncBuffer{})
 	}()
 	var stopped bool
@@ -67,10 +70,12 @@ func startDev(t *testing.T, cacheDir string) (out *testkit.SyncBuffer, dir strin
 	return out, dir, stop
 }
 
-// TestDev: dev serves a WIT issuer and a TTS that answer /readyz; its printed commands
-// run as printed (here in the process) and get and verify a WIT and a Txn-Token for
-// the dialog, writing only into the run's directory; when dev stops, that directory is
-// gone and so are the listeners.
+// TestDev: dev serves a WIT issuer, a TTS and the peer domain's TTS that answer
+// /readyz; its printed commands run as printed (here in the process) and get and verify
+// a WIT and a Txn-Token for the dialog, get a grant for the peer from the TTS (AS A) and
+// redeem it at the peer's AS B for an access token of peer.local bound to the
+// workload's key, writing only into the run's directory; when dev stops, that
+// directory is gone and so are the listeners.
 func TestDev(t *testing.T) {
 	cache := t.TempDir()
 	out, dir, stop := startDev(t, cache)
@@ -81,7 +86,7 @@ func TestDev(t *testing.T) {
 		t.Fatalf("run directory: %v %v", st, err)
 	}
 	text := out.String()
-	for _, want := range []string{"DEVELOPMENT", "authenticates NOBODY", "Ready in ", "removed on exit", "Ctrl-C stops both services and removes " + dir} {
+	for _, want := range []string{"DEVELOPMENT", "authenticates NOBODY", "Ready in ", "removed on exit", "Ctrl-C stops the three services and removes " + dir} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
@@ -92,10 +97,11 @@ func TestDev(t *testing.T) {
 			urls = append(urls, f)
 		}
 	}
-	if len(urls) < 2 {
+	if len(urls) < 3 {
 		t.Fatalf("no service URLs in:\n%s", text)
 	}
-	for _, u := range urls[:2] {
+	urls = urls[:3] // the WIT issuer, the TTS, the peer's TTS
+	for _, u := range urls {
 		resp, err := http.Get(u + "/readyz")
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("%s/readyz: %v %v", u, resp, err)
@@ -104,8 +110,8 @@ func TestDev(t *testing.T) {
 	}
 
 	cmds := devCommands(text)
-	if len(cmds) != 4 {
-		t.Fatalf("want 4 commands, got %q", cmds)
+	if len(cmds) != 6 {
+		t.Fatalf("want 6 commands, got %q", cmds)
 	}
 	t.Chdir(t.TempDir()) // nothing may be written into the working directory
 	var outputs []string
@@ -146,11 +152,12 @@ func TestDev(t *testing.T) {
 		txnClaims["tctx"].(map[string]any)["dlg"] != devDialog {
 		t.Fatalf("txn verify printed %q: %v", outputs[3], err)
 	}
-	for _, f := range []string{"a1.jwk", "a1.wit", "a1.txn"} {
+	for _, f := range []string{"a1.jwk", "a1.wit", "a1.txn", "a1.grant"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
+	checkPeerAccessToken(t, urls[2], filepath.Join(dir, "a1.jwk"), outputs[5])
 
 	if err := stop(); err != nil {
 		t.Fatalf("stop: %v", err)
@@ -158,11 +165,40 @@ func TestDev(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(cache, "dialogtrust")); !os.IsNotExist(err) {
 		t.Fatalf("left behind under the cache directory: %v", err)
 	}
-	for _, u := range urls[:2] {
+	for _, u := range urls {
 		if c, err := net.DialTimeout("tcp", strings.TrimPrefix(u, "http://"), time.Second); err == nil {
 			c.Close()
 			t.Errorf("%s still accepts connections", u)
 		}
+	}
+}
+
+// checkPeerAccessToken: out is one access token of the peer's AS B at peerURL, as a
+// resource server of peer.local validates it, for the subject of the Txn-Token, the
+// scope of the grant, the workload as client, bound to the workload's key (keyFile).
+func checkPeerAccessToken(t *testing.T, peerURL, keyFile, out string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ks, err := keys.NewRemoteSet(ctx, peerURL+tts.PathJWKS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := strings.TrimSuffix(out, "\n")
+	v := &chaining.AccessTokenVerifier{Keys: ks, Issuer: peerURL, Audience: devPeerDomain}
+	c, err := v.Verify(ctx, raw)
+	if err != nil {
+		t.Fatalf("chain redeem printed %d bytes that are not a peer access token: %v", len(out), err)
+	}
+	if c.Sub != devSubject || c.ClientID != devWorkload || c.Scope != devScope {
+		t.Fatalf("access token claims %+v", c)
+	}
+	key, err := loadPrivateKey(keyFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chaining.CheckHolder(c, key.Public()); err != nil {
+		t.Fatalf("the access token is not bound to the workload's key: %v", err)
 	}
 }
 
@@ -183,6 +219,8 @@ func TestDevUsageErrors(t *testing.T) {
 		{[]string{"dev", "--wit-addr", "0.0.0.0:8080"}, "usage error: --wit-addr: 0.0.0.0:8080 is not a loopback"},
 		{[]string{"dev", "--tts-addr", "localhost"}, "usage error: --tts-addr: "},
 		{[]string{"dev", "--tts-addr", busy.Addr().String()}, "usage error: --tts-addr: listen tcp " + busy.Addr().String()},
+		{[]string{"dev", "--peer-addr", "192.0.2.1:8082"}, "usage error: --peer-addr: 192.0.2.1:8082 is not a loopback"},
+		{[]string{"dev", "--peer-addr", busy.Addr().String()}, "usage error: --peer-addr: listen tcp " + busy.Addr().String()},
 		{[]string{"dev", "extra"}, "usage error: unexpected argument extra"},
 	} {
 		_, errOut, code := dt(t, "", c.args...)

@@ -20,7 +20,7 @@ type command struct {
 }
 
 var commands = []command{
-	{"dev", "[--wit-addr 127.0.0.1:0] [--tts-addr 127.0.0.1:0] (a development WIT issuer and TTS on loopback until Ctrl-C; prints the next commands)", devRun},
+	{"dev", "[--wit-addr 127.0.0.1:0] [--tts-addr 127.0.0.1:0] [--peer-addr 127.0.0.1:0] (a development WIT issuer, TTS and peer domain's TTS for identity chaining on loopback until Ctrl-C; prints the next commands)", devRun},
 	{"key generate", "--alg ES256|EdDSA|Ed25519 [--out FILE]", keyGenerate},
 	{"key public", "[--in FILE]", keyPublic},
 	{"wit issue", "--issuer-key FILE --iss URI --sub ID --cnf-key FILE [--ttl 1h]", witIssue},
@@ -37,6 +37,8 @@ var commands = []command{
 	{"handoff digest", "[--raw] [SIGNED|HANDOFF|@FILE|-]", handoffDigest},
 	{"txn request", "--tts URL --wit WIT --key FILE (--subject-token T --subject-token-type URI | --self-signed SUB) --scope S --audience TD [--dialog D] [--details JSON] [--context JSON] [--proof wpt|httpsig]", txnRequest},
 	{"txn verify", "--jwks URL|FILE --audience TD [--dialog D] [--dialog-context V] [--iss URI] [--now UNIX] TOKEN", txnVerify},
+	{"chain grant", "--tts URL --wit WIT --key FILE --txn-token T --audience PEER_AS_ISSUER [--scope S] [--proof httpsig|wpt]", chainGrant},
+	{"chain redeem", "--token-endpoint URL --wit WIT --key FILE --grant G [--scope S] [--proof httpsig|wpt]", chainRedeem},
 	{"conformance", "[--dir DIR] (default: the wimsey vectors built in)", conformanceRun},
 	{"demo", "[--local ENVFILE | --local-env] (runs dialog-binding Figure 5 in process, or against the services of deploy/local/up.sh, and prints every check)", demoRun},
 	{"proxy", "-config FILE [-check-config] (egress and ingress proxies for agents in any language; docs/proxy.md)", proxyRun},

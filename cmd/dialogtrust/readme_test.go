@@ -93,8 +93,9 @@ func TestFirstCodeBlock(t *testing.T) {
 // TestReadmeFirstBlock is a newcomer's first minutes: a fresh clone of this repository
 // at HEAD in an empty directory (no ../shared beside it), README's first code block run
 // verbatim there (`dialogtrust dev`), then the commands it prints, run as printed. They
-// must get a WIT and verify it, get a Txn-Token for the dialog and verify it, and write
-// nothing into the working tree; after SIGINT (Ctrl-C) to the process group no process
+// must get a WIT and verify it, get a Txn-Token for the dialog and verify it, get a
+// grant for the peer domain and redeem it at the peer's AS B for an access token bound
+// to the workload's key, and write nothing into the working tree; after SIGINT (Ctrl-C) to the process group no process
 // and none of dev's files may be left. The Go build cache is shared; the module's own
 // packages are compiled once in the clone. Under CI=true it fails rather than skips.
 func TestReadmeFirstBlock(t *testing.T) {
@@ -224,13 +225,17 @@ func TestReadmeFirstBlock(t *testing.T) {
 		t.Fatal("no files directory printed")
 	}
 	dir := dm[1]
+	pm := regexp.MustCompile(`(?m)^\s*peer TTS\s+(http://\S+)`).FindStringSubmatch(out)
+	if pm == nil {
+		t.Fatal("no peer TTS URL printed")
+	}
 	if !strings.HasPrefix(dir, filepath.Join(cache, "dialogtrust", "dev")+string(filepath.Separator)) {
 		t.Fatalf("dev's directory %s is not in the per-user cache directory %s", dir, cache)
 	}
 
 	cmds := devCommands(out)
-	if len(cmds) != 4 {
-		t.Fatalf("want 4 next commands, got %q", cmds)
+	if len(cmds) != 6 {
+		t.Fatalf("want 6 next commands, got %q", cmds)
 	}
 	outputs := make([]string, len(cmds))
 	for i, c := range cmds {
@@ -255,11 +260,12 @@ func TestReadmeFirstBlock(t *testing.T) {
 	if err := json.Unmarshal([]byte(outputs[3]), &txnClaims); err != nil || txnClaims.ReqWL != devWorkload || txnClaims.TCtx["dlg"] != devDialog {
 		t.Errorf("the Txn-Token for dialog %s was not verified: %q %v", devDialog, outputs[3], err)
 	}
-	for _, f := range []string{"a1.jwk", "a1.wit", "a1.txn"} {
+	for _, f := range []string{"a1.jwk", "a1.wit", "a1.txn", "a1.grant"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s in dev's directory: %v", f, err)
 		}
 	}
+	checkPeerAccessToken(t, pm[1], filepath.Join(dir, "a1.jwk"), outputs[5])
 	if st := gitOut(clone, "status", "--porcelain", "--ignored"); st != "" {
 		t.Errorf("the working tree changed:\n%s", st)
 	}
