@@ -30,10 +30,10 @@ type Base struct {
 // LogConfig: the slog level (debug, info, warn, error).
 type LogConfig struct {
 	Level string `yaml:"level"`
-	// IssuedLevel is the level of the line the TTS logs for every token it issues
-	// ("txn token issued"); "" is info. Set to debug, with level info, it drops that
-	// line, one write system call per token, where the metrics suffice; refusals are
-	// logged as before. (The WIT issuer does not read it yet.)
+	// IssuedLevel is the level of the line logged for every credential issued (the
+	// TTS's "txn token issued", the WIT issuer's "wit issued"); "" is info. Set to
+	// debug, with level info, it drops that line, one write system call per
+	// credential, where the metrics suffice; refusals are logged as before.
 	IssuedLevel string `yaml:"issued_level"`
 }
 
