@@ -339,6 +339,15 @@ func (r *Replay) runBatch(batch []*pendingClaim) {
 	if r.batchHook != nil {
 		r.batchHook(len(batch))
 	}
+	if len(batch) == 1 && r.acks == 0 {
+		// Alone: one script call under the claim's own deadline, without a pipeline's
+		// bookkeeping (Run loads the script on NOSCRIPT itself).
+		c := batch[0]
+		c.finish(claimScript.Run(c.ctx, r.client, c.keys, c.args...).Slice())
+		return
+	}
+	// Shared: a deadline of the batch's own, so that no one caller's cancellation
+	// fails the others' claims.
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	cmds := make([]*redis.Cmd, len(batch))
