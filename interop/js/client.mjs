@@ -46,7 +46,8 @@ const params = {
     role: Role.ROLE_USER,
     parts: [{ content: { $case: "text", value: "book a hotel in Lisbon" }, metadata: undefined, filename: "", mediaType: "" }],
     metadata: place === "message" ? carried : undefined,
-    extensions: [],
+    // A2A 1.0: a Message lists the URIs of the extensions present in it.
+    extensions: [EXTENSION_URI],
     referenceTaskIds: [],
   },
   configuration: undefined,
