@@ -49,6 +49,10 @@ func main() {
 	}
 }
 
+// bindGrant makes the offer's grant from the access token (handoff-context section
+// 5.7); the test replaces it to see a grant that names another credential refused.
+var bindGrant = handoff.BindGrant
+
 // run is the whole example; it writes each step to w and returns the first failure.
 func run(ctx context.Context, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -129,7 +133,7 @@ func run(ctx context.Context, w io.Writer) error {
 	p.info("D2 = %s (D1 and its Txn-Token stayed in a.example)", linked.Dialog.DLG())
 
 	p.stepf("the planner calls book_hotel in D2 with a handoff offer whose grant is SHA-256(access token)")
-	grant := handoff.BindGrant([]byte(linked.AccessToken))
+	grant := bindGrant([]byte(linked.AccessToken))
 	task := "book a hotel in Lisbon"
 	h, err := delegator.Offer(ctx, handoff.OfferRequest{Offer: handoff.Offer{Aud: hotel.id.String(), Dialog: linked.Dialog.DLG(), Task: &task, Grant: &grant}})
 	if err != nil {

@@ -5,6 +5,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/handoff"
 )
 
 // The example runs to its end over loopback and prints every step it verified, in
@@ -35,5 +38,21 @@ func TestTwoDomainsExampleRuns(t *testing.T) {
 			t.Fatalf("missing, or out of order: %q\n%s", want, text)
 		}
 		at += i + len(want)
+	}
+}
+
+// An offer whose grant names another credential than the access token that travels
+// with it is refused by the hotel's receiver with its signed "rejected" status (reason
+// policy), before any work: the example fails with a stable code.
+func TestTwoDomainsExampleRefusesAnotherGrant(t *testing.T) {
+	bindGrant = func([]byte) handoff.Digest { return handoff.BindGrant([]byte("another credential")) }
+	defer func() { bindGrant = handoff.BindGrant }()
+	var out bytes.Buffer
+	err := run(context.Background(), &out)
+	if got := errcode.CodeOf(err); got != errcode.HandoffPolicy {
+		t.Fatalf("run: %v (code %q), want handoff_policy\n%s", err, got, out.String())
+	}
+	if !strings.Contains(err.Error(), `"rejected"`) || strings.Contains(out.String(), "ok  hotel:") || strings.Contains(out.String(), "done:") {
+		t.Fatalf("the refusal was not the hotel's rejection before the work: %v\n%s", err, out.String())
 	}
 }
