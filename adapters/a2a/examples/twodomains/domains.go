@@ -44,6 +44,12 @@ type domain struct {
 
 func (d *domain) tokenEndpoint() string { return d.ttsURL + tts.PathToken }
 
+// ttsKeys are the TTS's (and its AS's) keys as a receiver of the domain gets them: from
+// its JWKS.
+func (d *domain) ttsKeys(ctx context.Context) keys.KeySet {
+	return keys.NewLazyRemoteSet(ctx, d.ttsURL+tts.PathJWKS, 100*time.Millisecond, time.Now)
+}
+
 func newDomain(name string) (*domain, error) {
 	d := &domain{name: name, replay: store.NewMemory(), witHS: httptest.NewUnstartedServer(nil), ttsHS: httptest.NewUnstartedServer(nil)}
 	d.witURL, d.ttsURL = "http://"+d.witHS.Listener.Addr().String(), "http://"+d.ttsHS.Listener.Addr().String()
@@ -157,7 +163,9 @@ func twoDomains(ctx context.Context) (a, b *domain, err error) {
 	scopes := []string{"trip.book"}
 	err = a.startTTS(ctx, []*domain{a}, []chaining.GrantPeer{{Issuer: b.ttsURL, TokenEndpoint: b.tokenEndpoint(), Scopes: scopes}}, nil)
 	if err == nil {
-		err = b.startTTS(ctx, []*domain{b, a}, nil, []chaining.BearerPeer{{Issuer: a.ttsURL, Keys: chaining.RingKeySet(a.ring), Scopes: scopes,
+		// AS B finds AS A's keys through its RFC 8414 metadata and JWKS.
+		asAKeys := chaining.NewDiscoveredKeys(ctx, a.ttsURL, nil, 100*time.Millisecond, time.Now)
+		err = b.startTTS(ctx, []*domain{b, a}, nil, []chaining.BearerPeer{{Issuer: a.ttsURL, Keys: asAKeys, Scopes: scopes,
 			Subject: chaining.SubjectMap{Mode: chaining.SubjectPrefix, Prefix: "a.example:"}}})
 	}
 	if err != nil {
@@ -254,11 +262,13 @@ func acceptLinked(ctx context.Context, v *dialog.Verified, h http.Header, ats *c
 		return "", nil, errcode.New(errcode.CrossesTrustBoundary, "a Txn-Token never crosses a trust boundary")
 	}
 	authz := h.Values("Authorization")
-	scheme, tok, _ := strings.Cut(strings.TrimSpace(strings.Join(authz, "")), " ")
-	if len(authz) != 1 || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+	if len(authz) != 1 {
 		return "", nil, errcode.New(errcode.MissingCredential, "exactly one Authorization: Bearer field is required")
 	}
-	tok = strings.TrimSpace(tok)
+	scheme, tok, _ := strings.Cut(strings.TrimSpace(authz[0]), " ")
+	if tok = strings.TrimSpace(tok); !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return "", nil, errcode.New(errcode.MissingCredential, "exactly one Authorization: Bearer field is required")
+	}
 	claims, err := ats.Verify(ctx, tok)
 	if err != nil {
 		return "", nil, err

@@ -203,9 +203,10 @@ func serveHotel(ctx context.Context, p *printer, b *domain, hotel workload, wits
 	if err != nil {
 		return "", nil, nil, err
 	}
-	ats := &chaining.AccessTokenVerifier{Keys: chaining.RingKeySet(b.ring), Issuer: b.ttsURL, Audience: b.name}
+	ttsBKeys := b.ttsKeys(ctx)
+	ats := &chaining.AccessTokenVerifier{Keys: ttsBKeys, Issuer: b.ttsURL, Audience: b.name}
 	ttsB := &txntoken.Client{TokenEndpoint: b.tokenEndpoint(), WITSource: hotel.src, Proof: proof.HTTPSig}
-	txnB := txntoken.NewVerifier(chaining.RingKeySet(b.ring), b.name)
+	txnB := txntoken.NewVerifier(ttsBKeys, b.name)
 	var mu sync.Mutex
 	var refused error
 	book := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
