@@ -1,0 +1,266 @@
+// Command twodomains runs an A2A agent pair across two trust domains on loopback, in one
+// process, over the real a2a-go client and JSON-RPC server: the planner in a.example
+// links a dialog to the hotel agent in b.example (dialog-binding section 11, Figure 5: a
+// grant from AS A, an access token from AS B; the fetch of the hotel's agent card is the
+// linked dialog's first request) and sends it a message with a signed handoff offer
+// whose grant is the SHA-256 digest of the access token that travels with the message
+// (handoff-context section 5.7); the hotel verifies all of it, books, and ends the task
+// with its signed "completed" status, which the planner verifies.
+//
+// Run it with `go run ./examples/twodomains` in adapters/a2a. It exits 0 when every
+// step passed, else 1 with the stable error code on stderr.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2aclient"
+	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
+	"github.com/a2aproject/a2a-go/a2asrv"
+
+	dialoga2a "github.com/dialogtrust/dialogtrust/adapters/a2a"
+	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/chaining"
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/proof"
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/txntoken"
+	"github.com/dialogtrust/dialogtrust/wit"
+)
+
+func main() {
+	if err := run(context.Background(), os.Stdout); err != nil {
+		var ce *errcode.Error
+		if errors.As(err, &ce) {
+			fmt.Fprintf(os.Stderr, "error: %s\ndetail: %s\n", ce.Code, ce.Error())
+		} else {
+			fmt.Fprintf(os.Stderr, "twodomains: %v\n", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// bindGrant makes the offer's grant from the access token (handoff-context section
+// 5.7); the test replaces it to see a grant that names another credential refused.
+var bindGrant = handoff.BindGrant
+
+// run is the whole example; it writes each step to w and returns the first failure.
+func run(ctx context.Context, w io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	p := &printer{w: w}
+	fmt.Fprintln(w, "A2A across two trust domains: a planner in a.example hands work to an agent in b.example (a2a-go, loopback)")
+
+	p.stepf("trust domains a.example and b.example: a WIT issuer and a TTS (AS A, AS B) each")
+	a, b, err := twoDomains(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	defer b.close()
+	planner, hotel := a.workload("/agent/planner"), b.workload("/agent/hotel")
+	witsAB := wits(ctx, a, b) // both sides trust both WIT issuers
+	p.info("a.example: WIT issuer %s   TTS/AS A %s", a.witURL, a.ttsURL)
+	p.info("b.example: WIT issuer %s   TTS/AS B %s", b.witURL, b.ttsURL)
+
+	// Handoff keys: the AgentIds are the workload identifiers.
+	plannerHK, err := keys.Generate(keys.ES256)
+	if err != nil {
+		return err
+	}
+	hotelHK, err := keys.Generate(keys.ES256)
+	if err != nil {
+		return err
+	}
+	agents := handoff.NewStaticTrust()
+	if err := errors.Join(agents.Bind(planner.id.String(), plannerHK.Public()), agents.Bind(hotel.id.String(), hotelHK.Public())); err != nil {
+		return err
+	}
+	delegator, err := handoff.NewDelegator(handoff.DelegatorConfig{Self: planner.id.String(), Key: plannerHK, Trust: agents})
+	if err != nil {
+		return err
+	}
+
+	p.stepf("the hotel agent (b.example) serves A2A over a2a-go behind its dialog receiver")
+	base, workErr, stop, err := serveHotel(ctx, p, b, hotel, witsAB, agents, hotelHK)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	p.info("agent card %s%s", base, cardPath)
+
+	p.stepf("the planner (a.example) is in dialog D1, with a Txn-Token of TTS A recording it")
+	d1 := agent.NewDialogID()
+	txnA, err := txnTokenForD1(ctx, a, planner, d1)
+	if err != nil {
+		return err
+	}
+	p.ok("TTS A issued the Txn-Token for D1 = %s", d1)
+
+	p.stepf("the planner links dialog D2 to the hotel: fetching its agent card is D2's first request")
+	signing := func(src wit.Source) *agent.Transport {
+		return &agent.Transport{Source: src, Proof: proof.HTTPSig, Responses: httpsig.NewVerifier(witsAB), RequireSignedResponse: true}
+	}
+	lc := &linkedClient{
+		linker: &agent.Linker{Self: planner.id, Transport: signing(planner.src)},
+		config: agent.LinkConfig{TxnToken: txnA, GrantEndpoint: a.tokenEndpoint(), PeerIssuer: b.ttsURL, PeerTokenEndpoint: b.tokenEndpoint(), Scope: "trip.book"},
+		inD2: func(l *agent.Linked) (http.RoundTripper, error) {
+			hc, err := dialoga2a.NewHTTPClient(dialoga2a.ClientConfig{Transport: signing(pinned{l.Credential}), Dialog: l.Dialog, Delegator: delegator})
+			if err != nil {
+				return nil, err
+			}
+			return hc.Transport, nil
+		},
+	}
+	hc := &http.Client{Transport: lc}
+	card, err := agentcard.NewResolver(hc).Resolve(ctx, base)
+	if err != nil {
+		return err
+	}
+	linked := lc.Linked()
+	p.ok("AS A issued a grant for AS B with D1's Txn-Token; AS B redeemed it for an access token of b.example")
+	p.ok("the hotel established D2 with the planner as initiator; its signed response echoes D2")
+	p.info("D2 = %s (D1 and its Txn-Token stayed in a.example)", linked.Dialog.DLG())
+	// The extension is listed on every call by the interceptor; the transport is the
+	// linked dialog's, every request with the access token.
+	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2aclient.WithInterceptors(dialoga2a.NewInterceptor(delegator)))
+	if err != nil {
+		return err
+	}
+
+	p.stepf("the planner sends a message in D2 with a handoff offer whose grant is SHA-256(access token)")
+	grant := bindGrant([]byte(linked.AccessToken))
+	task := "book a hotel in Lisbon"
+	h, err := delegator.Offer(ctx, handoff.OfferRequest{Offer: handoff.Offer{Aud: hotel.id.String(), Dialog: linked.Dialog.DLG(), Task: &task, Grant: &grant}})
+	if err != nil {
+		return err
+	}
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: task})
+	msg.ContextID = linked.Dialog.DLG() // when set, it must be the dialog's dlg
+	if err := dialoga2a.PutOffer(msg, h); err != nil {
+		return err
+	}
+	res, err := client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
+	if err != nil {
+		return err
+	}
+
+	p.stepf("the hotel's signed status comes back in the task's status message")
+	st, err := dialoga2a.ReplyStatus(res)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return errors.Join(workErr(), errcode.New(errcode.HandoffPolicy, "the reply carries no handoff status"))
+	}
+	u, err := delegator.HandleStatus(ctx, *st)
+	if err != nil {
+		return err
+	}
+	if u.Status.State != handoff.StateCompleted || !u.Hop.Resolved {
+		if err := workErr(); err != nil {
+			return err
+		}
+		return errcode.New(errcode.HandoffPolicy, "the hotel answered %q (reason %q)", u.Status.State, u.Status.ReasonValue())
+	}
+	t, _ := res.(*a2a.Task)
+	if t == nil {
+		return errcode.New(errcode.HandoffPolicy, "the reply is not a task")
+	}
+	p.ok("planner: verified the hotel's signed %q status: the hop is resolved; the task is %s", u.Status.State, t.Status.State)
+	for _, part := range t.Status.Message.Parts {
+		if tp, ok := part.(a2a.TextPart); ok {
+			p.info("the agent's answer: %s", tp.Text)
+		}
+	}
+	fmt.Fprintln(w, "done: every step passed")
+	return nil
+}
+
+// cardPath is where an A2A 0.3 agent publishes its card.
+const cardPath = "/.well-known/agent-card.json"
+
+// serveHotel starts the hotel's A2A server in domain B: a stateful dialog receiver (it
+// creates D2) in front of both the agent card and a2a-go's JSON-RPC handler, that
+// verifies the planner's WIT with domain A's issuer keys and its HTTP signature, reads
+// handoffs in A2A 0.3 messages only and requires their grant, and signs its responses;
+// the work checks the access token of the linked dialog before booking. workErr
+// returns the error the work failed with, if any.
+func serveHotel(ctx context.Context, p *printer, b *domain, hotel workload, witsAB *wit.Validator, agents *handoff.StaticTrust, hotelHK *keys.PrivateKey) (base string, workErr func() error, stop func(), err error) {
+	srv := httptest.NewUnstartedServer(nil)
+	base = "http://" + srv.Listener.Addr().String()
+	endpoint := base + "/a2a"
+	// The handoff key was made just now, with these records: no offer predates them
+	// (section 8.4 does not apply).
+	hr := handoff.NewReceiver(hotel.id.String(), agents, store.NewMemoryRecords(), handoff.WithStatusKey(hotelHK),
+		handoff.WithGrantRequired(), handoff.WithRecordsLostAt(time.Time{}))
+	rc, err := dialog.NewReceiver(
+		dialog.WithHTTPSignatures(httpsig.NewVerifier(witsAB, httpsig.WithAudiences(endpoint, base+cardPath), httpsig.WithReplay(store.NewMemory()))),
+		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())),
+		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
+			c, err := hotel.src.Credential(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpsig.NewSigner(c.Key, c.WIT), nil
+		}),
+		dialog.WithHandoffsIn(hr, dialog.A2A03),
+	)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	ttsBKeys := b.ttsKeys(ctx)
+	ats := &chaining.AccessTokenVerifier{Keys: ttsBKeys, Issuer: b.ttsURL, Audience: b.name}
+	ttsB := &txntoken.Client{TokenEndpoint: b.tokenEndpoint(), WITSource: hotel.src, Proof: proof.HTTPSig}
+	txnB := txntoken.NewVerifier(ttsBKeys, b.name)
+	var mu sync.Mutex
+	var failed error
+	book := func(ctx context.Context, reqCtx *a2asrv.RequestContext) (*a2a.Message, error) {
+		v := dialoga2a.Verified(ctx)
+		header := http.Header{}
+		if cc, ok := a2asrv.CallContextFrom(ctx); ok {
+			if vals, ok := cc.RequestMeta().Get("Authorization"); ok {
+				header["Authorization"] = vals
+			}
+		}
+		tok, txn, err := acceptLinked(ctx, v, header, ats, ttsB, txnB, b.name)
+		if err == nil {
+			err = grantIsDigestOf(v, tok)
+		}
+		if err != nil {
+			mu.Lock()
+			failed = err
+			mu.Unlock()
+			return nil, err // the executor ends the task with the signed "failed" status
+		}
+		p.ok("hotel: the WIT of %s verified with a.example's issuer keys, and its HTTP signature", v.Sender)
+		p.ok("hotel: the signature covers Dialog-Context D2 (initiator: the sender) and the access token")
+		p.ok("hotel: the access token is AS B's, for b.example, issued to the planner and bound to its WIT key")
+		p.ok("hotel: the offer (signed by the planner, for D2) names as grant the SHA-256 of that access token")
+		p.ok("hotel: TTS B exchanged the access token for a Txn-Token of b.example recording D2 (sub %q)", txn.Sub)
+		return a2a.NewMessageForTask(a2a.MessageRoleAgent, reqCtx, a2a.TextPart{Text: "booked in Lisbon"}), nil
+	}
+	card := &a2a.AgentCard{Name: "hotel", Description: "books hotels", URL: endpoint, PreferredTransport: a2a.TransportProtocolJSONRPC,
+		ProtocolVersion: "0.3.0", Version: "v1", DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
+		Capabilities: a2a.AgentCapabilities{Extensions: []a2a.AgentExtension{{URI: handoff.A2AExtensionURI, Description: "signed handoffs (handoff-context section 6)"}}},
+		Skills:       []a2a.AgentSkill{{ID: "book_hotel", Name: "book a hotel", Description: "books a hotel room", Tags: []string{"travel"}}}}
+	mux := http.NewServeMux()
+	mux.Handle(cardPath, rc.Middleware(a2asrv.NewStaticAgentCardHandler(card)))
+	mux.Handle("/a2a", dialoga2a.Handler(rc, a2asrv.NewHandler(dialoga2a.NewExecutor(hr, book))))
+	srv.Config.Handler = mux
+	srv.Start()
+	return base, func() error { mu.Lock(); defer mu.Unlock(); return failed }, srv.Close, nil
+}
