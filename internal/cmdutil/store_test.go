@@ -2,12 +2,14 @@ package cmdutil
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
 )
 
@@ -41,6 +43,7 @@ func TestLossLoggerRateLimited(t *testing.T) {
 }
 
 func TestStoreConfigCheck(t *testing.T) {
+	sentinel := SentinelConfig{MasterName: "m", Addrs: []string{"s1:26379", "s2:26379"}}
 	for _, tc := range []struct {
 		sc StoreConfig
 		ok bool
@@ -52,9 +55,30 @@ func TestStoreConfigCheck(t *testing.T) {
 		{StoreConfig{Type: "redis", Redis: RedisConfig{ReplicaAcks: 1, ReplicaAckTimeout: time.Second}}, false},
 		{StoreConfig{Type: "redis", Redis: RedisConfig{ReplicaAcks: 2, Timeout: 2 * time.Second, ReplicaAckTimeout: time.Second}}, true},
 		{StoreConfig{Type: "redis", Redis: RedisConfig{ReplicaAcks: -1}}, false},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: sentinel}}, true},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: sentinel, ReplicaAcks: 1}}, true},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: sentinel, Addrs: []string{"r:6379"}}}, false},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: sentinel, Cluster: true}}, false},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: SentinelConfig{Addrs: sentinel.Addrs}}}, false},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: SentinelConfig{MasterName: "m"}}}, false},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: SentinelConfig{Password: "p"}}}, false},
 	} {
 		if err := tc.sc.Check(); (err == nil) != tc.ok {
 			t.Errorf("%+v: %v, want ok=%v", tc.sc, err, tc.ok)
 		}
+	}
+}
+
+// A Sentinel section that Check would refuse still opens a store that refuses every
+// claim (fails closed) and says why, for a caller that skips Check.
+func TestOpenStoreSentinelMisconfigured(t *testing.T) {
+	replay, _, closeFn, err := OpenStore(StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: SentinelConfig{Addrs: []string{"127.0.0.1:1"}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	err = replay.Claim(context.Background(), "k", time.Minute)
+	if errcode.CodeOf(err) != errcode.StoreUnavailable || !strings.Contains(err.Error(), "master name") {
+		t.Fatalf("claim: %v", err)
 	}
 }
