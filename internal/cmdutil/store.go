@@ -110,7 +110,7 @@ func OpenStore(sc StoreConfig, logger *slog.Logger) (replay store.Replay, ready 
 	case "memory":
 		return store.NewMemory(), nil, func() {}, nil
 	case "redis":
-		client := newRedisClient(sc.Redis)
+		client := NewRedisClient(sc.Redis)
 		var opts []redisstore.Option
 		if sc.Redis.Prefix != "" {
 			opts = append(opts, redisstore.WithPrefix(sc.Redis.Prefix))
@@ -133,9 +133,10 @@ func OpenStore(sc StoreConfig, logger *slog.Logger) (replay store.Replay, ready 
 	return nil, nil, nil, fmt.Errorf("store.type %q: memory or redis", sc.Type)
 }
 
-// newRedisClient is the client of the section: through the sentinels when it has a
-// sentinel member, else of the node or Cluster at addrs.
-func newRedisClient(r RedisConfig) redis.UniversalClient {
+// NewRedisClient is the client of the section: through the sentinels when it has a
+// sentinel member, else of the node or Cluster at addrs. OpenStore and the proxy's
+// dialog records use it.
+func NewRedisClient(r RedisConfig) redis.UniversalClient {
 	if s := r.Sentinel; s.set() {
 		return redisstore.NewFailoverClient(redisstore.Sentinel{
 			MasterName: s.MasterName, Addrs: s.Addrs,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
 )
 
@@ -80,5 +81,27 @@ func TestOpenStoreSentinelMisconfigured(t *testing.T) {
 	err = replay.Claim(context.Background(), "k", time.Minute)
 	if errcode.CodeOf(err) != errcode.StoreUnavailable || !strings.Contains(err.Error(), "master name") {
 		t.Fatalf("claim: %v", err)
+	}
+}
+
+// The Sentinel form as an operator writes it (docs/operator.md).
+func TestStoreConfigSentinelYAML(t *testing.T) {
+	var sc StoreConfig
+	err := service.ParseYAML([]byte(`type: redis
+redis:
+  sentinel:
+    master_name: dialogtrust
+    addrs: [10.0.0.1:26379, 10.0.0.2:26379]
+    password: p
+    sentinel_password: sp
+  replica_acks: 1
+`), &sc)
+	s := sc.Redis.Sentinel
+	if err != nil || s.MasterName != "dialogtrust" || len(s.Addrs) != 2 || s.Password != "p" || s.SentinelPassword != "sp" || sc.Check() != nil {
+		t.Fatalf("%v %+v %v", err, sc, sc.Check())
+	}
+	sc.Redis.Addrs = []string{"10.0.0.9:6379"}
+	if err := sc.Check(); err == nil || !strings.Contains(err.Error(), "not with store.redis.addrs") {
+		t.Fatalf("sentinel and addrs: %v", err)
 	}
 }

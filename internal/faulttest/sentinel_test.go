@@ -209,7 +209,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 		len(acksLoad.all()), acceptedBefore, acceptedAfter, lost)
 	figure(t, "replica_acks 1: refused after the kill: %d without a primary, %d on the new primary without a replica, %d after the replica was back (codes %v)",
 		refusedNoPrimary, refusedNoReplica, refusedAfter, codes)
-	figure(t, "sentinels named the new primary %s after the kill; the store without replica_acks claimed again %s after the kill",
+	figure(t, "the first sentinel named the new primary %s after the kill; the store without replica_acks claimed again %s after the kill",
 		switched.Sub(killed).Round(time.Millisecond), plainResumed.Sub(killed).Round(time.Millisecond))
 	figure(t, "the store with replica_acks claimed again %s after the new replica was started (%s after the kill)",
 		acksResumed.Sub(replicaBack).Round(time.Millisecond), acksResumed.Sub(killed).Round(time.Millisecond))
