@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/dialog"
@@ -39,6 +40,9 @@ func TestHandoffSec6_A2ARequestListsTheExtension(t *testing.T) {
 			if got := req.Header.Values(name); len(got) != 0 {
 				t.Errorf("%s: %s is %q", c.host, name, got)
 			}
+		}
+		if got, want := req.Header.Values(A2AVersionHeader), map[dialog.Host][]string{dialog.A2A10: {"1.0"}}[c.host]; !slices.Equal(got, want) {
+			t.Errorf("%s: %s is %q, want %q", c.host, A2AVersionHeader, got, want)
 		}
 		body, _ := io.ReadAll(req.Body)
 		var env struct {

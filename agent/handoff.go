@@ -82,11 +82,18 @@ func A2ASendMessage(host dialog.Host, id any, message json.RawMessage, h *handof
 	})
 }
 
+// A2AVersionHeader is the A2A 1.0 service parameter naming the protocol version of a
+// request; a server reads its absence as 0.3.
+const A2AVersionHeader = "A2A-Version"
+
 // NewA2ARequest builds the HTTP request of an A2A JSON-RPC call to url whose message
 // carries h (A2ASendMessage), listing the extension as section 6 asks ("A client also
 // lists the URI in the A2A-Extensions service parameter"): in A2A-Extensions for A2A
 // 1.0, and under both names (A2A-Extensions and X-A2A-Extensions) for an A2A 0.3
-// server, which reads the second. Send it through the Transport (Agent.Continue).
+// server, which reads the second. An A2A 1.0 request also names its version in the
+// A2A-Version service parameter: a 1.0 server takes a request without it for 0.3 (the
+// A2A JavaScript SDK refuses it as an unsupported version). Send it through the
+// Transport (Agent.Continue).
 func NewA2ARequest(ctx context.Context, host dialog.Host, url string, id any, message json.RawMessage, h *handoff.Handoff) (*http.Request, error) {
 	body, err := A2ASendMessage(host, id, message, h)
 	if err != nil {
@@ -101,6 +108,7 @@ func NewA2ARequest(ctx context.Context, host dialog.Host, url string, id any, me
 		handoff.AddA2A03Extension(req.Header)
 	} else {
 		handoff.AddA2AExtension(req.Header)
+		req.Header.Set(A2AVersionHeader, "1.0")
 	}
 	return req, nil
 }

@@ -1,10 +1,13 @@
 // Package interop holds the tests that run dialogtrust against real software no one
 // here wrote: SPIRE (spire-server and spire-agent v1.13.3) issuing the X.509-SVIDs the
 // WIT issuer authenticates workloads by, go-spiffe's WIT-SVID validator, and Ory Hydra
-// v2.3.0 as another trust domain's authorization server. It is a module of its own so
+// v2.3.0 as another trust domain's authorization server, and the A2A JavaScript SDK
+// (@a2a-js/sdk 1.3.0, A2A 1.0, run by node from interop/js) as the other side of
+// handoff carriage in A2A 1.0 (handoff-context section 6). It is a module of its own so
 // that the core module carries none of those peers' dependencies; the peers themselves
 // are pinned as Go tools in interop/tools/<peer>/go.mod and built by .ci/peers.
 //
 // A test finds a peer's binary through DIALOGTRUST_SPIRE_SERVER, DIALOGTRUST_SPIRE_AGENT
-// or DIALOGTRUST_HYDRA; without it the test skips, except under CI=true, where it fails.
+// or DIALOGTRUST_HYDRA, and node on PATH with `npm ci` run in interop/js; without it the
+// test skips, except under CI=true, where it fails.
 package interop

@@ -166,8 +166,8 @@ func (g txnGrant) Done(ctx context.Context, r *http.Request, rec *oauth.Record) 
 	claims := rec.Detail.(*txntoken.Claims)
 	// This line is written for every token issued: typed attributes, and the hashes
 	// computed only when the line is.
-	if s.log.Enabled(ctx, slog.LevelInfo) {
-		s.log.LogAttrs(ctx, slog.LevelInfo, "txn token issued", slog.String("request_id", rec.RequestID), slog.String("dlg", claims.Dialog()),
+	if level := s.cfg.IssuedLogLevel; s.log.Enabled(ctx, level) {
+		s.log.LogAttrs(ctx, level, "txn token issued", slog.String("request_id", rec.RequestID), slog.String("dlg", claims.Dialog()),
 			slog.String("grant", grant), slog.String("subject_token_type", rec.SubjectTokenType),
 			slog.String("subject_token_sha256", subjectHash(rec)), slog.String("method", rec.Method), slog.String("requester", rec.Requester),
 			slog.String("aud", claims.Aud[0]), slog.String("txn", claims.Txn), slog.String("txn_token_sha256", tokenhash.Of(rec.Token.AccessToken)),

@@ -2,6 +2,7 @@ package tts
 
 import (
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -72,5 +73,23 @@ func TestIssuedLogLine(t *testing.T) {
 		if len(m) != len(want)+4 { // + time, msg, request_id, remote
 			t.Errorf("line %d has %d fields: %v", i, len(m), m)
 		}
+	}
+}
+
+// IssuedLogLevel moves the line: at debug, under a logger at info, no line is written
+// for a token issued, while refusals are still logged.
+func TestIssuedLogLevel(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.IssuedLogLevel = slog.LevelDebug })
+	w := e.workload("/agent/a1")
+	e.mustRequest(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken})
+	if _, err := e.request(w, Request{Audience: "unknown.example", Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken}); err == nil {
+		t.Fatal("a request for an unknown audience was answered")
+	}
+	logs := e.logs.String()
+	if strings.Contains(logs, "txn token issued") {
+		t.Errorf("issued line at debug under an info logger:\n%s", logs)
+	}
+	if !strings.Contains(logs, "txn token refused") {
+		t.Errorf("no line for the refusal:\n%s", logs)
 	}
 }

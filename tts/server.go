@@ -64,6 +64,10 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Logger for JSON logs (default: discard). Tokens appear only as SHA-256 hashes.
 	Logger *slog.Logger
+	// IssuedLogLevel is the level of the "txn token issued" line written for every
+	// token (the zero value is slog.LevelInfo). Below the Logger's level the line,
+	// and the hashes it carries, are skipped.
+	IssuedLogLevel slog.Level
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Skew is the clock skew accepted on Txn-Tokens presented for replacement.

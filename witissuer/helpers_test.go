@@ -106,6 +106,8 @@ type harnessOpts struct {
 	replay store.Replay
 	ready  []witissuer.ReadyCheck
 	rotCfg keys.RotationConfig
+	// issuedLevel is Config.IssuedLogLevel.
+	issuedLevel slog.Level
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -170,7 +172,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	h.srv, err = witissuer.New(witissuer.Config{
 		Issuer: issuerID, PublicURL: h.url, Keys: h.rot, Replay: h.replay, Policy: pol, Routes: routes,
 		Registry: h.registry, Logger: slog.New(slog.NewJSONHandler(h.logs, nil)), Now: clock.Now,
-		ReadyChecks: o.ready,
+		ReadyChecks: o.ready, IssuedLogLevel: o.issuedLevel,
 	})
 	if err != nil {
 		ln.Close()

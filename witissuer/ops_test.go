@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -402,4 +403,25 @@ func TestClientRefusesWITForAnotherKey(t *testing.T) {
 func newDomainIssuer(t *testing.T) *wit.Issuer {
 	k := mustKey(t, keys.ES256)
 	return wit.NewIssuer(issuerID, func() *keys.PrivateKey { return k })
+}
+
+// IssuedLogLevel moves the "wit issued" line: at debug, under a logger at info, no line
+// is written for a WIT issued; a refusal is still logged.
+func TestIssuedLogLevel(t *testing.T) {
+	h := newHarness(t, harnessOpts{issuedLevel: slog.LevelDebug})
+	c := h.client(nil)
+	b := h.request(mustKey(t, keys.ES256), witissuer.RequestParams{})
+	a, _ := witissuer.NewClientAssertion(h.assertKey, h.assertID, issuerID, time.Minute, h.clock.Now())
+	b.ClientAssertionType, b.ClientAssertion = witissuer.ClientAssertionTypeJWTBearer, a
+	if r := h.post(c, b); r.status != 200 {
+		t.Fatal(r.code)
+	}
+	wantRefused(t, h.post(c, b), 401, errcode.Replayed)
+	logs := h.logs.String()
+	if strings.Contains(logs, `"wit issued"`) {
+		t.Errorf("issued line at debug under an info logger:\n%s", logs)
+	}
+	if !strings.Contains(logs, `"wit refused"`) {
+		t.Errorf("no line for the refusal:\n%s", logs)
+	}
 }

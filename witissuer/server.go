@@ -60,6 +60,10 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Logger for JSON logs (default: discard).
 	Logger *slog.Logger
+	// IssuedLogLevel is the level of the "wit issued" line written for every WIT
+	// (the zero value is slog.LevelInfo). The development method's warning stays a
+	// warning.
+	IssuedLogLevel slog.Level
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// ProofWindow bounds |now - iat| of a request (default 60s).
@@ -208,7 +212,7 @@ func (s *Server) issueHandler(methods []Authenticator) http.HandlerFunc {
 		if method == MethodDev {
 			s.log.Warn("DEVELOPMENT MODE: WIT issued WITHOUT authenticating the workload", attrs...)
 		} else {
-			s.log.Info("wit issued", attrs...)
+			s.log.Log(r.Context(), s.cfg.IssuedLogLevel, "wit issued", attrs...)
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Pragma", "no-cache")

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/cmd/dialogtrust/internal/loadtest"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
@@ -31,7 +34,10 @@ const selfSignedRefresh = 4 * time.Minute
 
 // benchTTS: dialogtrust bench tts. A closed-loop load on a TTS token endpoint: each
 // worker requests Txn-Tokens with a fresh proof (WPT, or HTTP signature) per request and
-// a self_signed subject token, as fast as they are answered.
+// a subject token (self_signed, or an external signed JWT: an access token or ID token
+// the bench signs as an identity provider, or one given), as fast as they are answered.
+// The replay store is the server's: the same command measures a TTS run with
+// store.type memory or redis.
 func benchTTS(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	a, err := parseBenchTTS(args, stderr)
 	if err != nil {
@@ -45,6 +51,9 @@ func benchTTS(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	if err := r.credentials(setup, stdin); err != nil {
+		return err
+	}
+	if err := r.loadSubject(stdin); err != nil {
 		return err
 	}
 	if err := checkOutlast(r.creds, a.bench); err != nil {
@@ -70,7 +79,38 @@ type ttsArgs struct {
 	workloads                                       int
 	freshSubject, withDialog                        bool
 	bench                                           *benchFlags
+
+	// External subject JWTs (--subject-type access_token or id_token).
+	subjectType, subjectKeyFile, subjectIssuer string
+	subjectAudience, subjectTyp, subjectToken  string
+	serverStore                                string
+	subjectKey                                 *keys.PrivateKey
 }
+
+// The subject token types of --subject-type.
+const (
+	subjectSelfSigned  = "self_signed"
+	subjectAccessToken = "access_token"
+	subjectIDToken     = "id_token"
+)
+
+// benchTTSHelp follows the flags in "bench tts -h".
+const benchTTSHelp = `
+Subject tokens: by default each worker sends a self_signed token (--subject), re-minted
+every 4 minutes (--fresh-subject: one per request). --subject-type access_token or
+id_token sends external signed JWTs instead: either one given token, reused for every
+request (--subject-token), or tokens this command signs as an identity provider with
+--subject-key and --subject-issuer, one per worker re-minted every 4 minutes, or one per
+request with --fresh-subject. The TTS must trust that issuer (subject_tokens.jwt_issuers
+with the public key: "dialogtrust key public --in KEY" gives the JWK; put it in a JWKS
+file, {"keys":[...]}, named by jwks_file) and its policy must allow the subject token
+type for the workloads.
+
+Replay store: the TTS's own (store.type memory or redis in its configuration, or
+DIALOGTRUST_TTS_STORE=redis DIALOGTRUST_TTS_REDIS_ADDRS=host:port). To compare them,
+run one TTS of each on two ports and alternate short runs against them, naming the
+store with --server-store so that the report records it.
+`
 
 func parseBenchTTS(args []string, stderr io.Writer) (*ttsArgs, error) {
 	a := &ttsArgs{}
@@ -88,7 +128,19 @@ func parseBenchTTS(args []string, stderr io.Writer) (*ttsArgs, error) {
 	fs.StringVar(&a.subject, "subject", "alice@dev.local", "sub of the self_signed subject tokens")
 	fs.BoolVar(&a.freshSubject, "fresh-subject", false, "mint a new self_signed subject token for every request (the TTS's subject cache never hits)")
 	fs.BoolVar(&a.withDialog, "dialog", true, "send request_details.dlg, a new dialog identifier per request")
+	fs.StringVar(&a.subjectType, "subject-type", subjectSelfSigned, "subject token type: self_signed, access_token or id_token (external signed JWTs)")
+	fs.StringVar(&a.subjectKeyFile, "subject-key", "", "with access_token or id_token: private JWK file this command signs the subject JWTs with")
+	fs.StringVar(&a.subjectIssuer, "subject-issuer", "", "with --subject-key: iss of the subject JWTs (a jwt_issuers entry of the TTS)")
+	fs.StringVar(&a.subjectAudience, "subject-audience", "", "with --subject-key: aud of the subject JWTs (default: the TTS's issuer identifier)")
+	fs.StringVar(&a.subjectTyp, "subject-typ", "", "with --subject-key: JOSE typ of the subject JWTs (default at+jwt for access_token, JWT for id_token)")
+	fs.StringVar(&a.subjectToken, "subject-token", "", "with access_token or id_token, instead of --subject-key: one subject JWT (file, @file, value or -) sent with every request")
+	fs.StringVar(&a.serverStore, "server-store", "", "the TTS's replay store (memory, redis, ...), recorded in the report; the command does not choose it")
 	a.bench = addBenchFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage of bench tts:")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), benchTTSHelp)
+	}
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -114,7 +166,93 @@ func parseBenchTTS(args []string, stderr io.Writer) (*ttsArgs, error) {
 	if err := checkAlg(a.alg); err != nil {
 		return nil, err
 	}
+	if err := a.checkSubject(); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// checkSubject checks the subject token flags together.
+func (a *ttsArgs) checkSubject() error {
+	external := a.subjectKeyFile != "" || a.subjectToken != "" || a.subjectIssuer != "" || a.subjectAudience != "" || a.subjectTyp != ""
+	switch a.subjectType {
+	case subjectSelfSigned:
+		if external {
+			return usageError{"--subject-key, --subject-token, --subject-issuer, --subject-audience and --subject-typ need --subject-type access_token or id_token"}
+		}
+		return nil
+	case subjectAccessToken, subjectIDToken:
+	default:
+		return usageError{"--subject-type must be self_signed, access_token or id_token"}
+	}
+	switch {
+	case (a.subjectKeyFile == "") == (a.subjectToken == ""):
+		return usageError{"--subject-type " + a.subjectType + ": give exactly one of --subject-key (with --subject-issuer) and --subject-token"}
+	case a.subjectKeyFile != "" && a.subjectIssuer == "":
+		return usageError{"--subject-key needs --subject-issuer"}
+	case a.subjectToken != "" && (a.subjectIssuer != "" || a.subjectAudience != "" || a.subjectTyp != ""):
+		return usageError{"--subject-issuer, --subject-audience and --subject-typ go with --subject-key, not --subject-token"}
+	case a.subjectToken != "" && a.freshSubject:
+		return usageError{"--fresh-subject needs --subject-key: a given --subject-token is the same for every request"}
+	}
+	if a.subjectTyp == "" {
+		a.subjectTyp = "JWT"
+		if a.subjectType == subjectAccessToken {
+			a.subjectTyp = "at+jwt"
+		}
+	}
+	return nil
+}
+
+// subjectTokenType is the URN sent as subject_token_type.
+func (a *ttsArgs) subjectTokenType() string {
+	switch a.subjectType {
+	case subjectAccessToken:
+		return tts.TokenTypeAccessToken
+	case subjectIDToken:
+		return tts.TokenTypeIDToken
+	}
+	return tts.TokenTypeSelfSigned
+}
+
+// loadSubject reads --subject-key or --subject-token.
+func (r *ttsRun) loadSubject(stdin io.Reader) error {
+	switch {
+	case r.subjectKeyFile != "":
+		k, err := loadPrivateKey(r.subjectKeyFile, stdin)
+		if err != nil {
+			return err
+		}
+		r.subjectKey = k
+		if r.subjectAudience == "" {
+			r.subjectAudience = r.md.Issuer
+		}
+	case r.subjectToken != "":
+		raw := r.subjectToken
+		if !strings.HasPrefix(raw, "@") && raw != "-" && strings.Count(raw, ".") != 2 {
+			if b, err := os.ReadFile(raw); err == nil {
+				raw = strings.TrimSpace(string(b))
+			}
+		}
+		v, err := readValue(raw, stdin)
+		if err != nil {
+			return err
+		}
+		r.subjectToken = v
+	}
+	return nil
+}
+
+// externalSubject signs a subject JWT as the identity provider of --subject-key: the
+// claims an RFC 9068 access token or an ID token carries that the TTS reads.
+func (r *ttsRun) externalSubject(now time.Time) (string, error) {
+	iat, exp := jose.NumericDate(now.Unix()), jose.NumericDate(now.Add(10*time.Minute).Unix())
+	c := map[string]any{"iss": r.subjectIssuer, "sub": r.subject, "aud": r.subjectAudience, "iat": &iat, "exp": &exp,
+		"jti": rand.Text(), "scope": r.scope}
+	if r.subjectType == subjectAccessToken {
+		c["client_id"] = "dialogtrust-bench"
+	}
+	return jose.SignClaims(r.subjectTyp, r.subjectKey, true, c)
 }
 
 // ttsRun is one run of "bench tts": what the setup found or made.
@@ -189,17 +327,26 @@ func (r *ttsRun) op() (loadtest.Op, error) {
 			client: &txntoken.Client{TokenEndpoint: r.md.TokenEndpoint, HTTPClient: r.hc, WIT: cred.WIT, Key: cred.Key, Proof: r.method}}
 	}
 	md, aud, scope, subject, freshSubject, withDialog := r.md, r.aud, r.scope, r.subject, r.freshSubject, r.withDialog
+	subjectType, given := r.subjectTokenType(), r.subjectToken
+	mint := func(st *ttsWorker, now time.Time) (string, error) {
+		if r.subjectKey != nil {
+			return r.externalSubject(now)
+		}
+		return txntoken.NewSelfSignedToken(st.cred.Key, st.workload, subject, md.Issuer, scope, 10*time.Minute, now)
+	}
 	return func(ctx context.Context, w int) error {
 		st := states[w]
 		now := time.Now()
-		if freshSubject || st.subject == "" || now.Sub(st.minted) > selfSignedRefresh {
-			tok, err := txntoken.NewSelfSignedToken(st.cred.Key, st.workload, subject, md.Issuer, scope, 10*time.Minute, now)
+		if given != "" {
+			st.subject = given
+		} else if freshSubject || st.subject == "" || now.Sub(st.minted) > selfSignedRefresh {
+			tok, err := mint(st, now)
 			if err != nil {
 				return err
 			}
 			st.subject, st.minted = tok, now
 		}
-		req := txntoken.Request{Audience: aud, Scope: scope, SubjectToken: st.subject, SubjectTokenType: tts.TokenTypeSelfSigned}
+		req := txntoken.Request{Audience: aud, Scope: scope, SubjectToken: st.subject, SubjectTokenType: subjectType}
 		if withDialog {
 			req.Dialog = rand.Text()
 		}
@@ -210,12 +357,22 @@ func (r *ttsRun) op() (loadtest.Op, error) {
 
 // details is the report's description of the run.
 func (r *ttsRun) details() string {
-	subj := "a self_signed subject token per worker, re-minted every 4 min (TTS subject cache warm)"
-	if r.freshSubject {
-		subj = "a new self_signed subject token per request (TTS subject cache cold)"
+	kind := r.subjectType + " subject token"
+	if r.subjectType != subjectSelfSigned {
+		kind = "external " + r.subjectType + " subject JWT (" + r.subjectTyp + ", iss " + r.subjectIssuer + ")"
+	}
+	subj := "a " + kind + " per worker, re-minted every 4 min (TTS subject cache warm)"
+	switch {
+	case r.subjectToken != "":
+		subj = "one given " + r.subjectType + " subject JWT for every request (TTS subject cache warm)"
+	case r.freshSubject:
+		subj = "a new " + kind + " per request (TTS subject cache cold)"
 	}
 	if r.withDialog {
 		subj += "; a new dialog per request"
+	}
+	if r.serverStore != "" {
+		subj += "; server replay store " + r.serverStore
 	}
 	return "audience " + r.aud + ", scope " + strconv.Quote(r.scope) + "; " + subj
 }

@@ -27,7 +27,7 @@ type txnEnv struct {
 	url, keyFile, wit string
 }
 
-func newTxnEnv(t *testing.T) txnEnv {
+func newTxnEnv(t *testing.T, subjects ...tts.SubjectTokenHandler) txnEnv {
 	t.Helper()
 	clock := testkit.NewClock(time.Now())
 	d := testkit.NewDomain(t, "a.example", keys.ES256, clock)
@@ -39,7 +39,7 @@ func newTxnEnv(t *testing.T) txnEnv {
 	srv, err := tts.New(tts.Config{
 		Issuer: url, TrustDomains: []string{"a.example"}, Keys: keys.NewRing(k, nil),
 		Authenticators:  oauth.WIMSEAuthenticators(wit.NewValidator(d.Trust), replay, url+tts.PathToken),
-		SubjectHandlers: []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{url}, tts.SelfSignedOptions{})},
+		SubjectHandlers: append([]tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{url}, tts.SelfSignedOptions{})}, subjects...),
 		Replay:          replay,
 		Policy:          tts.Policy{Rules: []tts.Rule{{Workload: "wimse://a.example/"}}},
 	})

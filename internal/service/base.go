@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/internal/tracing"
@@ -18,6 +19,8 @@ type Base struct {
 	Issuer       string    `yaml:"issuer"`
 	TrustDomains []string  `yaml:"trust_domains"`
 	Log          LogConfig `yaml:"log"`
+	// Debug is off unless set: see DebugConfig.
+	Debug DebugConfig `yaml:"debug"`
 	// Tracing is OpenTelemetry export over OTLP/HTTP; off unless otlp_endpoint is set.
 	Tracing         tracing.Config `yaml:"tracing"`
 	Skew            time.Duration  `yaml:"skew"`
@@ -27,6 +30,23 @@ type Base struct {
 // LogConfig: the slog level (debug, info, warn, error).
 type LogConfig struct {
 	Level string `yaml:"level"`
+	// IssuedLevel is the level of the line logged for every credential issued (the
+	// TTS's "txn token issued", the WIT issuer's "wit issued"); "" is info. Set to
+	// debug, with level info, it drops that line, one write system call per
+	// credential, where the metrics suffice; refusals are logged as before.
+	IssuedLevel string `yaml:"issued_level"`
+}
+
+// IssuedSlogLevel is IssuedLevel as an slog.Level.
+func (l LogConfig) IssuedSlogLevel() (slog.Level, error) {
+	var lv slog.Level
+	if l.IssuedLevel == "" {
+		return slog.LevelInfo, nil
+	}
+	if err := lv.UnmarshalText([]byte(l.IssuedLevel)); err != nil {
+		return 0, fmt.Errorf("log.issued_level: %w", err)
+	}
+	return lv, nil
 }
 
 // ServiceBase returns b; through embedding it is a method of every binary's Config,
@@ -51,6 +71,12 @@ func (b *Base) SetDefaults(listen string, skew time.Duration) {
 func (b *Base) Check() error {
 	if len(b.TrustDomains) == 0 {
 		return fmt.Errorf("trust_domains: at least one is required")
+	}
+	if _, err := b.Log.IssuedSlogLevel(); err != nil {
+		return err
+	}
+	if err := b.Debug.Check(); err != nil {
+		return err
 	}
 	return b.Tracing.Validate()
 }

@@ -83,6 +83,8 @@ func CommonEnv[C any]() []EnvVar[C] {
 		{Name: "TLS_CERT_FILE", Member: "tls.cert_file"},
 		{Name: "TLS_KEY_FILE", Member: "tls.key_file"},
 		{Name: "LOG_LEVEL", Member: "log.level"},
+		{Name: "LOG_ISSUED_LEVEL", Member: "log.issued_level"},
+		{Name: "PPROF_LISTEN", Member: "debug.pprof_listen"},
 	}
 }
 

@@ -14,12 +14,14 @@
 //     an unknown name is an error, like an unknown member); then the flags, bound the
 //     same way (CommonFlags plus the binary's own).
 //     Each later layer wins. The members both files have (listen, issuer,
-//     trust_domains, log, tracing, skew, shutdown_timeout) are Base, which each
+//     trust_domains, log, debug, tracing, skew, shutdown_timeout) are Base, which each
 //     binary's Config inlines, so the file formats do not change.
 //   - the JSON logger at the configured level (NewLogger);
 //   - with -check-config: the binary's Check, "<name>: configuration ok", and no
 //     listener, file, key or store is opened;
-//   - else Build, the "<name> started" log line, the development warning and banner
+//   - else Build; the pprof listener when debug.pprof_listen names a loopback address
+//     (pprof.go: net/http/pprof on that address alone, never on the service's
+//     listener; off by default); the "<name> started" log line, the development warning and banner
 //     when the binary runs a development configuration (Banner), "<name> listening on
 //     <url> ..." on stdout, and serving until SIGTERM or SIGINT;
 //   - then the graceful stop: a drain in which every response closes its connection

@@ -73,6 +73,15 @@ func Run[C any](ctx context.Context, p Program[C], args, env []string, stdout, s
 		return err
 	}
 	defer s.Close()
+	var debug DebugConfig
+	if b := baseOf(cfg); b != nil {
+		debug = b.Debug
+	}
+	stopPprof, err := startPprof(debug, logger)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	s.announce(p.Name, src, logger, stdout, stderr)
 	if ready != nil {
 		ready(s.URL())

@@ -7,7 +7,8 @@
 // section 5.2).
 //
 // Replay (NewReplay) makes a claim one Lua script: SET key value PX ttl NX behind a
-// check of the claim's epoch key. Records (NewRecords) makes every operation one script
+// check of the claim's epoch key; claims from concurrent requests share one pipeline
+// per node (one round trip, a write and a read for all of them). Records (NewRecords) makes every operation one script
 // on one key. Both are Cluster-safe (every script touches one slot) and keep only a
 // SHA-256 digest of the caller's key, so a sender can neither put its values into Redis
 // nor choose the slot of its claims.

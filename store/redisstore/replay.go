@@ -54,7 +54,10 @@ func WithTimeout(d time.Duration) Option {
 // Replay is a store.Replay shared by every broker that uses the same Redis (a single node or a
 // Cluster) and the same prefix. It is safe for concurrent use.
 //
-// A claim is one SET key value PX ttl NX. The value is random per claim, so that when
+// A claim is one SET key value PX ttl NX (in the claim script below). Concurrent claims
+// share round trips: they go to Redis together in one pipeline (see batch.go), each
+// with its own reply, and an error of the pipeline refuses each of them. The value is
+// random per claim, so that when
 // the client retries a SET whose first reply was lost (go-redis retries after, for
 // example, an EOF on a pooled connection, and a Cluster client retries on another
 // node), a "not set" that is really this claim's own earlier write is recognised
@@ -97,6 +100,11 @@ type Replay struct {
 	learned   atomic.Bool
 	learnMu   sync.Mutex
 	lastLearn atomic.Int64 // unix ns of the last attempt, to try at most once a second
+
+	lanesMu sync.Mutex
+	lanes   map[string]*batcher // by master address ("" for a single node); see lane
+	// batchHook, a test hook, hears the size of every batch before it is sent.
+	batchHook func(n int)
 }
 
 var _ store.Replay = (*Replay)(nil)
@@ -251,15 +259,12 @@ func (r *Replay) Claim(ctx context.Context, key string, ttl time.Duration) error
 	if e := r.epochs[tag].Load(); e != nil {
 		known = *e
 	}
-	keys := []string{r.epochKey(tag), k}
-	args := []any{known, r.newValue(), redisTTL(ttl).Milliseconds(), r.newValue(), r.now().UnixMilli(), quarantine.Milliseconds()}
-	var res []any
-	var err error
-	if r.acks > 0 {
-		res, err = r.claimConfirmed(ctx, keys, args)
-	} else {
-		res, err = claimScript.Run(ctx, r.client, keys, args...).Slice()
+	c := &pendingClaim{ctx: ctx, keys: []string{r.epochKey(tag), k}, done: make(chan struct{}),
+		args: []any{known, r.newValue(), redisTTL(ttl).Milliseconds(), r.newValue(), r.now().UnixMilli(), quarantine.Milliseconds()}}
+	if err := r.lane(ctx, c.keys[0]).do(c); err != nil {
+		return unavailable(err)
 	}
+	res, err := c.res, c.err
 	if err != nil {
 		return unavailable(err)
 	}
@@ -292,39 +297,118 @@ func (r *Replay) Claim(ctx context.Context, key string, ttl time.Duration) error
 	}
 }
 
-// claimConfirmed runs the claim script and then WAIT on the same connection (one
-// pipeline), so that the claim counts only once acks replicas have it: a failover to one
-// of them keeps it. Fewer acknowledgements within the timeout is an error (the claim is
-// not known to be durable; the caller refuses).
-func (r *Replay) claimConfirmed(ctx context.Context, keys []string, args []any) ([]any, error) {
-	for attempt := 0; ; attempt++ {
-		var eval *redis.Cmd
-		var wait *redis.Cmd
-		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			eval = claimScript.EvalSha(ctx, p, keys, args...)
-			wait = p.Do(ctx, "WAIT", r.acks, r.ackTimeout.Milliseconds())
-			return nil
-		})
-		if err != nil && redis.HasErrorPrefix(eval.Err(), "NOSCRIPT") && attempt == 0 {
-			// A restarted server has no scripts: load it and try once more (the failed
-			// EVALSHA wrote nothing).
-			if lerr := claimScript.Load(ctx, r.client).Err(); lerr != nil {
-				return nil, lerr
-			}
-			continue
+// lane is the batcher of the node that holds key: the one node of a single Redis; in a
+// Cluster the slot's master, so that a master that is slow or down holds up only its
+// own claims, not the pipelines of the others.
+func (r *Replay) lane(ctx context.Context, key string) *batcher {
+	addr := ""
+	if cc, ok := r.client.(*redis.ClusterClient); ok {
+		if node, err := cc.MasterForKey(ctx, key); err == nil {
+			addr = node.Options().Addr
 		}
-		if err != nil {
-			return nil, err
-		}
-		n, err := wait.Int64()
-		if err != nil {
-			return nil, err
-		}
-		if n < int64(r.acks) {
-			return nil, fmt.Errorf("claim acknowledged by %d of the %d replicas required within %s", n, r.acks, r.ackTimeout)
-		}
-		return eval.Slice()
 	}
+	r.lanesMu.Lock()
+	defer r.lanesMu.Unlock()
+	b := r.lanes[addr]
+	if b == nil {
+		if len(r.lanes) >= maxLanes {
+			addr = "" // masters come and go; do not grow without bound
+			if b = r.lanes[addr]; b != nil {
+				return b
+			}
+		}
+		if r.lanes == nil {
+			r.lanes = map[string]*batcher{}
+		}
+		b = &batcher{exec: r.runBatch}
+		r.lanes[addr] = b
+	}
+	return b
+}
+
+// maxLanes bounds the batchers of a Cluster client: one per master address seen.
+const maxLanes = 64
+
+// runBatch runs the claim script for every claim of batch in one pipeline (a Cluster
+// client splits it by node) and finishes each claim with its own reply. An error of
+// the whole pipeline (a timeout, a lost connection) is every claim's error, so that
+// each is refused. With WithReplicaAcks the pipeline ends with one WAIT on the same
+// connection, which covers every claim before it: fewer acknowledgements than
+// required within the timeout refuse the whole batch.
+func (r *Replay) runBatch(batch []*pendingClaim) {
+	if r.batchHook != nil {
+		r.batchHook(len(batch))
+	}
+	if len(batch) == 1 && r.acks == 0 {
+		// Alone: one script call under the claim's own deadline, without a pipeline's
+		// bookkeeping (Run loads the script on NOSCRIPT itself).
+		c := batch[0]
+		c.finish(claimScript.Run(c.ctx, r.client, c.keys, c.args...).Slice())
+		return
+	}
+	// Shared: a deadline of the batch's own, so that no one caller's cancellation
+	// fails the others' claims.
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	cmds := make([]*redis.Cmd, len(batch))
+	var wait *redis.Cmd
+	exec := func() error {
+		pipe := r.client.Pipeline()
+		for i, c := range batch {
+			cmds[i] = claimScript.EvalSha(ctx, pipe, c.keys, c.args...)
+		}
+		if r.acks > 0 {
+			wait = pipe.Do(ctx, "WAIT", r.acks, r.ackTimeout.Milliseconds())
+		}
+		_, err := pipe.Exec(ctx) // each command carries its own error as well
+		return err
+	}
+	if err := exec(); err != nil && r.noScript(cmds) {
+		// A restarted server has no scripts: load it (on every master of a Cluster)
+		// and run the batch once more. A failed EVALSHA wrote nothing, and one that
+		// succeeded finds its own value again (the claim's random value), so running
+		// the whole batch again changes no outcome.
+		if lerr := claimScript.Load(ctx, r.client).Err(); lerr != nil {
+			for _, c := range batch {
+				c.finish(nil, lerr)
+			}
+			return
+		}
+		_ = exec()
+	}
+	if r.acks > 0 {
+		if werr := r.waitError(wait); werr != nil {
+			for _, c := range batch {
+				c.finish(nil, werr)
+			}
+			return
+		}
+	}
+	for i, c := range batch {
+		c.finish(cmds[i].Slice())
+	}
+}
+
+// noScript reports whether the server did not know the claim script for any of cmds.
+func (r *Replay) noScript(cmds []*redis.Cmd) bool {
+	for _, c := range cmds {
+		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			return true
+		}
+	}
+	return false
+}
+
+// waitError is nil when WAIT reported at least r.acks replicas.
+func (r *Replay) waitError(wait *redis.Cmd) error {
+	n, err := wait.Int64()
+	if err != nil {
+		return err
+	}
+	if n < int64(r.acks) {
+		return fmt.Errorf("claim acknowledged by %d of the %d replicas required within %s", n, r.acks, r.ackTimeout)
+	}
+	return nil
 }
 
 // WithReplicaAcks makes each claim wait (Redis WAIT) until n replicas have it, at most

@@ -204,8 +204,13 @@ func buildHandler(ctx context.Context, cfg *Config, logger *slog.Logger, issuer 
 		return nil, err
 	}
 	reg := service.NewRegistry(jwksRefreshes)
+	issuedLevel, err := cfg.Log.IssuedSlogLevel()
+	if err != nil {
+		return nil, err
+	}
 	tcfg := tts.Config{
-		Issuer: issuer, TokenEndpoint: tokenEndpoint, TrustDomains: cfg.TrustDomains, Keys: ring,
+		IssuedLogLevel: issuedLevel,
+		Issuer:         issuer, TokenEndpoint: tokenEndpoint, TrustDomains: cfg.TrustDomains, Keys: ring,
 		Authenticators: auths, SubjectHandlers: handlers, Replay: replay, Policy: policy,
 		Registry: reg, Logger: logger, Skew: cfg.Skew, ReadyChecks: readyChecks,
 	}

@@ -142,12 +142,16 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 	for _, r := range cfg.Policy.Rules {
 		rules = append(rules, witissuer.Rule{FromPrefix: r.FromPrefix, ToPrefix: r.ToPrefix})
 	}
+	issuedLevel, err := cfg.Log.IssuedSlogLevel()
+	if err != nil {
+		return nil, err
+	}
 	wi, err := witissuer.New(witissuer.Config{
 		Issuer: issuer, PublicURL: firstNonEmpty(cfg.PublicURL, s.URL()), Keys: rot, Replay: replay,
 		Policy: witissuer.Policy{TrustDomains: cfg.TrustDomains, AllowedAlgs: cfg.Policy.AllowedAlgs,
 			MaxLifetime: cfg.Policy.MaxLifetime, DefaultLifetime: cfg.Policy.DefaultLifetime, Rules: rules},
 		Routes: routes, Registry: service.NewRegistry(), Logger: logger, ProofWindow: cfg.ProofWindow, Skew: cfg.Skew,
-		ReadyChecks: ready,
+		ReadyChecks: ready, IssuedLogLevel: issuedLevel,
 	})
 	if err != nil {
 		return nil, err
