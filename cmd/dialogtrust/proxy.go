@@ -597,7 +597,7 @@ func openRecords(sc cmdutil.StoreConfig) (store.Records, func(), error) {
 	if sc.Type != "redis" {
 		return store.NewMemoryRecords(), func() {}, nil
 	}
-	client := redisstore.NewClient(sc.Redis.Addrs, sc.Redis.Cluster)
+	client := cmdutil.NewRedisClient(sc.Redis)
 	var opts []redisstore.Option
 	if sc.Redis.Prefix != "" {
 		opts = append(opts, redisstore.WithPrefix(sc.Redis.Prefix))

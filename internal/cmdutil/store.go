@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
 )
@@ -18,12 +20,14 @@ type StoreConfig struct {
 	Redis RedisConfig `yaml:"redis"`
 }
 
-// RedisConfig: a Redis node or Cluster.
+// RedisConfig: a Redis node or Cluster (addrs, cluster), or a primary found through
+// Redis Sentinel (sentinel), never both.
 type RedisConfig struct {
-	Addrs   []string      `yaml:"addrs"`
-	Cluster bool          `yaml:"cluster"`
-	Prefix  string        `yaml:"prefix"`
-	Timeout time.Duration `yaml:"timeout"`
+	Addrs    []string       `yaml:"addrs"`
+	Cluster  bool           `yaml:"cluster"`
+	Sentinel SentinelConfig `yaml:"sentinel"`
+	Prefix   string         `yaml:"prefix"`
+	Timeout  time.Duration  `yaml:"timeout"`
 	// LossQuarantine: how long claims are refused after the store sees that Redis lost
 	// its data (redisstore.WithLossQuarantine; default redisstore.DefaultLossQuarantine).
 	LossQuarantine time.Duration `yaml:"loss_quarantine"`
@@ -32,6 +36,24 @@ type RedisConfig struct {
 	// Single node with replicas only.
 	ReplicaAcks       int           `yaml:"replica_acks"`
 	ReplicaAckTimeout time.Duration `yaml:"replica_ack_timeout"`
+}
+
+// SentinelConfig: the primary the sentinels at Addrs know as MasterName
+// (redisstore.NewFailoverClient). Username and Password authenticate to the primary,
+// SentinelUsername and SentinelPassword to the sentinels.
+type SentinelConfig struct {
+	MasterName       string   `yaml:"master_name"`
+	Addrs            []string `yaml:"addrs"`
+	Username         string   `yaml:"username"`
+	Password         string   `yaml:"password"`
+	SentinelUsername string   `yaml:"sentinel_username"`
+	SentinelPassword string   `yaml:"sentinel_password"`
+}
+
+// set reports whether any member is given: the section then chooses Sentinel.
+func (s SentinelConfig) set() bool {
+	return s.MasterName != "" || len(s.Addrs) > 0 || s.Username != "" || s.Password != "" ||
+		s.SentinelUsername != "" || s.SentinelPassword != ""
 }
 
 // SetDefaults sets what the section leaves out: the memory store.
@@ -49,6 +71,18 @@ func (sc StoreConfig) Check() error {
 	r := sc.Redis
 	if r.ReplicaAcks < 0 || r.ReplicaAckTimeout < 0 || r.LossQuarantine < 0 || r.Timeout < 0 {
 		return fmt.Errorf("store.redis: negative value")
+	}
+	if r.Sentinel.set() {
+		switch {
+		case len(r.Addrs) > 0:
+			return fmt.Errorf("store.redis.sentinel: not with store.redis.addrs (the sentinels name the primary)")
+		case r.Cluster:
+			return fmt.Errorf("store.redis.sentinel: not with store.redis.cluster")
+		case r.Sentinel.MasterName == "":
+			return fmt.Errorf("store.redis.sentinel.master_name: missing")
+		case len(r.Sentinel.Addrs) == 0:
+			return fmt.Errorf("store.redis.sentinel.addrs: missing (one or more sentinels, host:port)")
+		}
 	}
 	if r.ReplicaAcks > 0 {
 		if r.Cluster {
@@ -76,7 +110,7 @@ func OpenStore(sc StoreConfig, logger *slog.Logger) (replay store.Replay, ready 
 	case "memory":
 		return store.NewMemory(), nil, func() {}, nil
 	case "redis":
-		client := redisstore.NewClient(sc.Redis.Addrs, sc.Redis.Cluster)
+		client := NewRedisClient(sc.Redis)
 		var opts []redisstore.Option
 		if sc.Redis.Prefix != "" {
 			opts = append(opts, redisstore.WithPrefix(sc.Redis.Prefix))
@@ -97,6 +131,20 @@ func OpenStore(sc StoreConfig, logger *slog.Logger) (replay store.Replay, ready 
 		return redisstore.NewReplay(client, opts...), ping, func() { _ = client.Close() }, nil
 	}
 	return nil, nil, nil, fmt.Errorf("store.type %q: memory or redis", sc.Type)
+}
+
+// NewRedisClient is the client of the section: through the sentinels when it has a
+// sentinel member, else of the node or Cluster at addrs. OpenStore and the proxy's
+// dialog records use it.
+func NewRedisClient(r RedisConfig) redis.UniversalClient {
+	if s := r.Sentinel; s.set() {
+		return redisstore.NewFailoverClient(redisstore.Sentinel{
+			MasterName: s.MasterName, Addrs: s.Addrs,
+			Username: s.Username, Password: s.Password,
+			SentinelUsername: s.SentinelUsername, SentinelPassword: s.SentinelPassword,
+		})
+	}
+	return redisstore.NewClient(r.Addrs, r.Cluster)
 }
 
 // LossLogger returns a redisstore.WithLossHook hook that logs, at error level, that the

@@ -3,7 +3,8 @@
 // and redis-server processes started by the tests on free loopback ports. They cover
 // what unit tests cannot: Redis stopped and restarted under load, two TTS replicas
 // sharing one Redis, signing-key rotation under load with receivers verifying through
-// the JWKS, SIGTERM under load, and a five-minute soak at half capacity.
+// the JWKS, SIGTERM under load, a five-minute soak at half capacity, and a Redis
+// Sentinel failover under a load of claims (through the store the services open).
 //
 // The tests run only when DIALOGTRUST_FAULT_TESTS=1 (they take minutes and measure
 // the machine) and skip otherwise; with CI=true and that variable set, a missing

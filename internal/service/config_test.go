@@ -55,6 +55,15 @@ type testStore struct {
 		Addrs   []string `yaml:"addrs"`
 		Cluster bool     `yaml:"cluster"`
 		Prefix  string   `yaml:"prefix"`
+		// The members CommonEnv binds.
+		Sentinel struct {
+			MasterName       string   `yaml:"master_name"`
+			Addrs            []string `yaml:"addrs"`
+			Username         string   `yaml:"username"`
+			Password         string   `yaml:"password"`
+			SentinelUsername string   `yaml:"sentinel_username"`
+			SentinelPassword string   `yaml:"sentinel_password"`
+		} `yaml:"sentinel"`
 	} `yaml:"redis"`
 }
 
@@ -91,10 +100,12 @@ func TestLoadLayers(t *testing.T) {
 	_ = os.WriteFile(file, []byte("listen: 127.0.0.1:2\nkeys: {alg: EdDSA}\n"), 0o600)
 	_ = os.WriteFile(other, []byte("listen: 127.0.0.1:3\n"), 0o600)
 	env := []string{"T_CONFIG=" + file, "T_TRUST_DOMAINS=a.example, b.example", "T_REDIS_CLUSTER=true", "T_LIFETIME=5m",
+		"T_REDIS_SENTINEL_ADDRS=s1:26379, s2:26379", "T_REDIS_SENTINEL_MASTER_NAME=m",
 		"T_PUBLISH_DELAY=1m", "T_TWICE=x", "T_TRACING_OTLP_ENDPOINT=http://c:4318", "OTHER_LISTEN=9"}
 	cfg, src, err = Load(testSpec(), nil, env, io.Discard)
 	if err != nil || src.Embedded || src.String() != file || cfg.Listen != "127.0.0.1:2" || cfg.Keys.Alg != "EdDSA" ||
-		strings.Join(cfg.TrustDomains, ",") != "a.example,b.example" || !cfg.Store.Redis.Cluster || cfg.Lifetime != 5*time.Minute ||
+		strings.Join(cfg.TrustDomains, ",") != "a.example,b.example" || !cfg.Store.Redis.Cluster ||
+		strings.Join(cfg.Store.Redis.Sentinel.Addrs, ",") != "s1:26379,s2:26379" || cfg.Store.Redis.Sentinel.MasterName != "m" || cfg.Lifetime != 5*time.Minute ||
 		cfg.Keys.PublishDelay != time.Minute || cfg.Issuer != "xx" || cfg.Tracing.OTLPEndpoint != "http://c:4318" {
 		t.Fatalf("env: %v %+v", err, cfg)
 	}

@@ -1,6 +1,7 @@
 // Package redisstore keeps the replay claims and records of package store in Redis, a
-// single node or a Cluster, so that every broker sharing it sees one view: a WPT jti or
-// an HTTP signature nonce accepted by one broker is a replay at every other
+// single node, a primary found through Redis Sentinel, or a Cluster, so that every
+// broker sharing it sees one view: a WPT jti or an HTTP signature nonce accepted by one
+// broker is a replay at every other
 // (draft-ietf-wimse-wpt-02 section 3.1, draft-ietf-wimse-http-signature-07 section 3),
 // and a handoff delegate's (iss, hop) records survive its restarts (handoff context
 // section 5.2).
@@ -22,7 +23,8 @@
 // claimed before the loss has expired (WithLossQuarantine, WithLossHook). See Replay for
 // what it cannot notice. WithReplicaAcks makes a claim count only once N replicas have
 // acknowledged it (WAIT on the claim's connection), so an asynchronous failover cannot
-// lose it.
+// lose it. NewFailoverClient asks Redis Sentinel for the primary and follows its
+// failovers.
 //
 // The claim windows of brokers that share a Redis only agree if they use the same key
 // prefix and the same version of this package: the digest layout (prefix, "{xx}" tag,
