@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,11 +32,13 @@ func repoRoot(t testing.TB) string {
 	return root
 }
 
+// goBin is the go command: go test puts its own GOROOT/bin first on the PATH of the
+// tests it runs, so it is found there.
 func goBin() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return "go"
 }
 
 // binDir holds the commands built for this test binary; TestMain removes it.

@@ -3,11 +3,9 @@ package dialogmcp_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -221,7 +219,3 @@ func newDialog(tb testing.TB, initiator identifier.ID) *dialog.Context {
 }
 
 // jsonOf is the JSON of v, for messages.
-func jsonOf(v any) string {
-	b, _ := json.Marshal(v)
-	return strings.TrimSpace(string(b))
-}

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -231,9 +230,10 @@ func FreeLoopbackPort(t testing.TB) int {
 // module, whose replace points at the core module) and returns dir.
 func BuildBinaries(t testing.TB, pkgs ...string) string {
 	t.Helper()
+	// go test puts its own GOROOT/bin first on the PATH of the tests it runs.
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("the go command is not on PATH: %v", err)
 	}
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
