@@ -84,7 +84,7 @@ func NewSharedRotator(ctx context.Context, backend RingBackend, cfg RotationConf
 		if err != nil {
 			return nil, fmt.Errorf("keys.shared: %w", err)
 		}
-		r.shared = &sharedRing{backend: backend, version: version}
+		r.shared = &sharedRing{backend: backend, version: version, lastSync: r.cfg.Now()}
 		return r, nil
 	}
 	return nil, fmt.Errorf("keys.shared: %w", ErrRingConflict)
@@ -92,9 +92,26 @@ func NewSharedRotator(ctx context.Context, backend RingBackend, cfg RotationConf
 
 // sharedRing is a Rotator's link to its RingBackend; guarded by the Rotator's mu.
 type sharedRing struct {
-	backend RingBackend
-	version uint64 // of the state the records were last loaded from or stored as
+	backend  RingBackend
+	version  uint64    // of the state the records were last loaded from or stored as
+	lastSync time.Time // of the last successful load (cfg.Now)
 }
+
+// SharedSince returns when a shared Rotator last read the shared state successfully
+// (by its clock), and false for a Rotator that is not shared. A replica that has not
+// read it for long may not publish a key that the others sign with: the services take
+// it out of readiness (internal/cmdutil.SharedKeysReady).
+func (r *Rotator) SharedSince() (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.shared == nil {
+		return time.Time{}, false
+	}
+	return r.shared.lastSync, true
+}
+
+// PublishDelay returns the configured (or default) publish delay.
+func (r *Rotator) PublishDelay() time.Duration { return r.cfg.PublishDelay }
 
 // reloadLocked replaces the records and the ring's keys with the shared state.
 func (r *Rotator) reloadLocked() error {
@@ -107,10 +124,12 @@ func (r *Rotator) reloadLocked() error {
 	if !found {
 		return fmt.Errorf("rotation: the shared key ring is gone from the store (version %d was there)", r.shared.version)
 	}
+	now := r.cfg.Now()
 	if version < r.shared.version {
 		return fmt.Errorf("rotation: the shared key ring went back from version %d to %d; refusing the older state", r.shared.version, version)
 	}
 	if version == r.shared.version {
+		r.shared.lastSync = now
 		return nil
 	}
 	cfg := r.cfg
@@ -122,6 +141,7 @@ func (r *Rotator) reloadLocked() error {
 	r.records = fresh.records
 	r.ring.replaceWith(fresh.ring)
 	r.shared.version = version
+	r.shared.lastSync = now
 	return nil
 }
 

@@ -95,3 +95,24 @@ func OpenSharedKeys(ctx context.Context, s *service.Server, kc KeysConfig, sc St
 	}
 	return rot, "shared in redis", nil
 }
+
+// SharedKeysReady is the readiness check of a shared Rotator: it fails once the replica
+// has not read the shared ring for the publish delay less the JWKS cache time, since a
+// key the other replicas sign with may then be missing from its JWKS, and its own
+// active key may already be leaving theirs. A Rotator that is not shared is always
+// ready here.
+func SharedKeysReady(rot *keys.Rotator, now func() time.Time) service.ReadyCheck {
+	if now == nil {
+		now = time.Now
+	}
+	return func(context.Context) error {
+		since, shared := rot.SharedSince()
+		if !shared {
+			return nil
+		}
+		if limit := rot.PublishDelay() - jwksMaxAge; now().Sub(since) > limit {
+			return fmt.Errorf("the shared key ring was last read at %s, more than %s ago", since.UTC().Format(time.RFC3339), limit)
+		}
+		return nil
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/internal/service"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
+	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
 )
 
@@ -105,5 +107,41 @@ func TestOpenSharedKeysRedis(t *testing.T) {
 	other := KeysConfig{Shared: &SharedKeysConfig{SecretEnv: "DIALOGTRUST_TEST_KEYRING_SECRET"}}
 	if _, _, err := OpenSharedKeys(ctx, s, other, sc, "tts", RotationStepInterval, time.Hour, nil); err == nil || !strings.Contains(err.Error(), "secret") {
 		t.Fatalf("another secret: %v", err)
+	}
+}
+
+// A replica that has not read the shared ring for the publish delay less the JWKS
+// cache time is not ready; its next successful step makes it ready again.
+func TestSharedKeysReady(t *testing.T) {
+	clock := testkit.NewClock(testkit.Epoch)
+	rot, err := keys.NewSharedRotator(context.Background(), &keys.MemoryRingBackend{},
+		keys.RotationConfig{PublishDelay: 10 * time.Minute, Retain: time.Hour, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := SharedKeysReady(rot, clock.Now)
+	if err := ready(context.Background()); err != nil {
+		t.Fatalf("just started: %v", err)
+	}
+	clock.Advance(5 * time.Minute)
+	if err := ready(context.Background()); err != nil {
+		t.Fatalf("at the limit: %v", err)
+	}
+	clock.Advance(time.Second)
+	if err := ready(context.Background()); err == nil {
+		t.Fatal("ready after not reading the ring for longer than publish_delay - 5m")
+	}
+	if err := rot.Step(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ready(context.Background()); err != nil {
+		t.Fatalf("after a step: %v", err)
+	}
+	static, err := keys.NewStaticRotator(rot.Ring().Active(), keys.RotationConfig{Retain: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SharedKeysReady(static, clock.Now)(context.Background()); err != nil {
+		t.Fatalf("a rotator that is not shared: %v", err)
 	}
 }

@@ -130,6 +130,9 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Keys.Shared != nil {
+		readyChecks = append(readyChecks, cmdutil.SharedKeysReady(rot, time.Now))
+	}
 	cmdutil.RotateKeys(ctx, rot, step, logger)
 
 	handler, err := buildHandler(ctx, cfg, logger, issuer, rot.Ring(), replay, readyChecks)

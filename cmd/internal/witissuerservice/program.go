@@ -133,6 +133,9 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Keys.Shared != nil {
+		ready = append(ready, cmdutil.SharedKeysReady(rot, time.Now))
+	}
 	cmdutil.RotateKeys(ctx, rot, cmdutil.RotationStepInterval, logger)
 
 	methods, err := buildMethods(ctx, cfg, issuer, replay, used, logger)
