@@ -23,7 +23,10 @@
 //     longest token lifetime plus skew), and its RingState is saved before a new key
 //     signs, so a restart resumes where it stopped. OpenRotator opens one from the
 //     services' keys.signing_key_file or keys.data_dir (a 0600 file in a 0700
-//     directory, written atomically).
+//     directory, written atomically). NewSharedRotator keeps the RingState in a
+//     RingBackend shared by a service's replicas (store/redisstore.KeyRing), versioned
+//     so that concurrent steps never overwrite each other; keys/ringtest is the
+//     contract every backend passes.
 //   - RSA keys (RS256, PS256, 2048 to 8192 bits) exist only in sets read with an
 //     RSAPolicy (ParseJWKSWithRSA, WithRSA): the JWKS of identity providers whose tokens
 //     the TTS takes as subject tokens. Every other set refuses them and CheckSignatureAlg

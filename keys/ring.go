@@ -33,6 +33,15 @@ func NewRing(active *PrivateKey, now func() time.Time) *Ring {
 	return &Ring{active: active, published: []ringEntry{{key: active, activated: true}}, now: now}
 }
 
+// replaceWith makes r hold o's keys (o must not be in use elsewhere): a shared Rotator
+// adopts a reloaded state into the Ring its servers already hold.
+func (r *Ring) replaceWith(o *Ring) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.active = o.active
+	r.published = o.published
+}
+
 // Active returns the key that signs now.
 func (r *Ring) Active() *PrivateKey {
 	r.mu.RLock()

@@ -117,6 +117,7 @@ type Rotator struct {
 
 	mu      sync.Mutex
 	records []KeyRecord
+	shared  *sharedRing // nil unless NewSharedRotator
 }
 
 // NewRotator starts from state (one active key and any next or retiring keys, for
@@ -205,7 +206,15 @@ func (r *Rotator) State() RingState {
 func (r *Rotator) Rotate() (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.rotateLocked(r.cfg.Now())
+	if r.shared == nil {
+		return r.rotateLocked(r.cfg.Now())
+	}
+	var kid string
+	err := r.sharedLocked(func() (err error) {
+		kid, err = r.rotateLocked(r.cfg.Now())
+		return err
+	})
+	return kid, err
 }
 
 func (r *Rotator) rotateLocked(now time.Time) (string, error) {
@@ -228,10 +237,18 @@ func (r *Rotator) rotateLocked(now time.Time) (string, error) {
 }
 
 // Step does whatever is due at the current time: activate a next key whose publish
-// delay has passed, drop retired keys, and start a periodic rotation.
+// delay has passed, drop retired keys, and start a periodic rotation. A shared Rotator
+// (NewSharedRotator) first reloads the shared state and does what is due on it.
 func (r *Rotator) Step() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.shared == nil {
+		return r.stepLocked()
+	}
+	return r.sharedLocked(r.stepLocked)
+}
+
+func (r *Rotator) stepLocked() error {
 	now := r.cfg.Now()
 	prev := slices.Clone(r.records)
 	dirty := r.pruneLocked(now)
@@ -281,8 +298,15 @@ func (r *Rotator) pruneLocked(now time.Time) bool {
 	return len(r.records) != n
 }
 
-// changed reports the new state; on failure the records go back to prev.
+// changed reports the new state (a shared Rotator stores it first); on failure the
+// records go back to prev.
 func (r *Rotator) changed(prev []KeyRecord) error {
+	if r.shared != nil {
+		if err := r.storeShared(); err != nil {
+			r.records = prev
+			return fmt.Errorf("rotation: storing the shared key ring: %w", err)
+		}
+	}
 	if r.cfg.OnChange == nil {
 		return nil
 	}

@@ -13,6 +13,16 @@ type KeysConfig struct {
 	DataDir        string        `yaml:"data_dir"`
 	RotationPeriod time.Duration `yaml:"rotation_period"`
 	PublishDelay   time.Duration `yaml:"publish_delay"`
+	// Shared keeps the rotated keys in the store's Redis, one ring for every replica
+	// (OpenSharedKeys); it excludes SigningKeyFile and DataDir.
+	Shared *SharedKeysConfig `yaml:"shared"`
+}
+
+// SharedKeysConfig is the keys.shared section: the secret the shared key ring is
+// encrypted under in Redis, from a file or an environment variable (one of them).
+type SharedKeysConfig struct {
+	SecretFile string `yaml:"secret_file"`
+	SecretEnv  string `yaml:"secret_env"`
 }
 
 // CertFiles is the serving certificate as files, the part of the tls section both

@@ -26,6 +26,10 @@
 // lose it. NewFailoverClient asks Redis Sentinel for the primary and follows its
 // failovers.
 //
+// KeyRing (NewKeyRing) is the keys.RingBackend of a service's replicas: the key ring
+// in one hash key, encrypted with AES-256-GCM under a key derived from a configured
+// secret, changed by a compare-and-set script on its version.
+//
 // The claim windows of brokers that share a Redis only agree if they use the same key
 // prefix and the same version of this package: the digest layout (prefix, "{xx}" tag,
 // digest; and the epoch keys prefix + "{xx}epoch") is part of the deployment contract.

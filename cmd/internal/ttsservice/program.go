@@ -66,10 +66,17 @@ func validate(cfg *Config) error {
 	if cfg.Development && !service.IsLoopback(cfg.Listen, "localhost") {
 		return fmt.Errorf("development: listen must be a loopback address")
 	}
-	if !cfg.Development && cfg.Keys.SigningKeyFile == "" && cfg.Keys.DataDir == "" {
+	if !cfg.Development && cfg.Keys.SigningKeyFile == "" && cfg.Keys.DataDir == "" && cfg.Keys.Shared == nil {
 		return fmt.Errorf("keys: signing_key_file or data_dir is required outside development mode")
 	}
 	if err := cfg.Store.Check(); err != nil {
+		return err
+	}
+	step := cmdutil.RotationStepInterval
+	if cfg.Keys.StepInterval > 0 {
+		step = cfg.Keys.StepInterval
+	}
+	if err := cfg.Keys.CheckShared(cfg.Store, step); err != nil {
 		return err
 	}
 	if err := checkChaining(cfg); err != nil {
@@ -109,13 +116,22 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 	if err != nil {
 		return nil, err
 	}
-	rot, keysFrom, err := openKeys(cfg.Keys.KeysConfig, cfg.Development, tts.MaxLifetime+cfg.Skew, time.Now)
-	if err != nil {
-		return nil, err
-	}
 	step := cmdutil.RotationStepInterval
 	if cfg.Keys.StepInterval > 0 {
 		step = cfg.Keys.StepInterval
+	}
+	var rot *keys.Rotator
+	var keysFrom string
+	if cfg.Keys.Shared != nil {
+		rot, keysFrom, err = cmdutil.OpenSharedKeys(ctx, s, cfg.Keys.KeysConfig, cfg.Store, "tts", step, tts.MaxLifetime+cfg.Skew, time.Now)
+	} else {
+		rot, keysFrom, err = openKeys(cfg.Keys.KeysConfig, cfg.Development, tts.MaxLifetime+cfg.Skew, time.Now)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Keys.Shared != nil {
+		readyChecks = append(readyChecks, cmdutil.SharedKeysReady(rot, time.Now))
 	}
 	cmdutil.RotateKeys(ctx, rot, step, logger)
 

@@ -99,6 +99,9 @@ func validate(cfg *Config) (used map[string]bool, err error) {
 	if err := cfg.Store.Check(); err != nil {
 		return nil, err
 	}
+	if err := cfg.Keys.CheckShared(cfg.Store, cmdutil.RotationStepInterval); err != nil {
+		return nil, err
+	}
 	return used, nil
 }
 
@@ -120,9 +123,18 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 	if err != nil {
 		return nil, err
 	}
-	rot, keysFrom, err := openKeys(cfg.Keys, cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
+	var rot *keys.Rotator
+	var keysFrom string
+	if cfg.Keys.Shared != nil {
+		rot, keysFrom, err = cmdutil.OpenSharedKeys(ctx, s, cfg.Keys, cfg.Store, "wit-issuer", cmdutil.RotationStepInterval, cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
+	} else {
+		rot, keysFrom, err = openKeys(cfg.Keys, cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Keys.Shared != nil {
+		ready = append(ready, cmdutil.SharedKeysReady(rot, time.Now))
 	}
 	cmdutil.RotateKeys(ctx, rot, cmdutil.RotationStepInterval, logger)
 

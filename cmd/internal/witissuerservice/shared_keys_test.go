@@ -1,0 +1,87 @@
+package witissuerservice
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/witissuer"
+)
+
+// Two wit-issuer processes configured with keys.shared on one Redis serve one JWKS
+// and sign with one key; a keys.shared without a Redis store does not start.
+func TestSharedKeysTwoReplicas(t *testing.T) {
+	addr := strings.TrimSpace(os.Getenv("DIALOGTRUST_TEST_REDIS"))
+	if addr == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("DIALOGTRUST_TEST_REDIS is not set and CI=true: the Redis tests must run")
+		}
+		t.Skip("DIALOGTRUST_TEST_REDIS not set")
+	}
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prefix := "dialogtrust:test:wit-issuer-shared:" + time.Now().Format(time.RFC3339Nano) + ":"
+	conf := filepath.Join(dir, "c.yaml")
+	body := "trust_domains: [example.org]\nkeys: {shared: {secret_file: " + secret + "}}\n" +
+		"store: {type: redis, redis: {addrs: [\"" + addr + "\"], prefix: \"" + prefix + "\"}}\n" +
+		"auth: {dev: {prefixes: [\"wimse://example.org/\"]}}\nroutes: [{path: /v1/wit, methods: [dev]}]\n"
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	jwks := func(url string) []string {
+		res, err := http.Get(url + witissuer.PathJWKS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set, err := keys.ParseJWKS(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kids []string
+		for _, k := range set.Keys() {
+			kids = append(kids, k.KID())
+		}
+		return kids
+	}
+	a := start(t, []string{"--config", conf, "--listen", "127.0.0.1:0"}, nil)
+	defer a.Stop()
+	b := start(t, []string{"--config", conf, "--listen", "127.0.0.1:0"}, nil)
+	defer b.Stop()
+	first, second := jwks(a.URL), jwks(b.URL)
+	if len(first) != 1 || strings.Join(first, ",") != strings.Join(second, ",") {
+		t.Fatalf("replicas serve %v and %v, want one shared key", first, second)
+	}
+	res, err := http.Get(a.URL + witissuer.PathReadyz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("readyz of a replica that reads the shared ring: %d", res.StatusCode)
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(strings.Replace(body, "type: redis", "type: memory", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := configSpec.Load([]string{"--config", bad}, nil, io.Discard)
+	if err == nil {
+		_, err = validate(cfg)
+	}
+	if err == nil || !strings.Contains(err.Error(), "store.type redis") {
+		t.Fatalf("keys.shared with a memory store: %v", err)
+	}
+}

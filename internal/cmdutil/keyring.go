@@ -1,0 +1,118 @@
+package cmdutil
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/internal/service"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/store/redisstore"
+)
+
+// jwksMaxAge is how long verifiers may cache a JWKS served by keys.Ring.
+const jwksMaxAge = 300 * time.Second
+
+// CheckShared validates keys.shared against the rest of the configuration without
+// opening anything: it needs store.type redis, excludes signing_key_file and data_dir,
+// takes exactly one of secret_file and secret_env, and needs a publish delay longer
+// than the reload interval (step) plus the verifiers' JWKS cache time, so that every
+// replica serves a key for a whole cache time before any signs with it.
+func (kc KeysConfig) CheckShared(sc StoreConfig, step time.Duration) error {
+	sh := kc.Shared
+	if sh == nil {
+		return nil
+	}
+	if kc.SigningKeyFile != "" || kc.DataDir != "" {
+		return fmt.Errorf("keys.shared excludes keys.signing_key_file and keys.data_dir")
+	}
+	if sc.Type != "redis" {
+		return fmt.Errorf("keys.shared needs store.type redis (the ring lives in the store's Redis)")
+	}
+	if (sh.SecretFile == "") == (sh.SecretEnv == "") {
+		return fmt.Errorf("keys.shared: exactly one of secret_file and secret_env")
+	}
+	delay := kc.PublishDelay
+	if delay <= 0 {
+		delay = keys.DefaultPublishDelay
+	}
+	if delay <= step+jwksMaxAge {
+		return fmt.Errorf("keys.publish_delay %s must exceed the rotation step %s plus the JWKS cache time %s with keys.shared", delay, step, jwksMaxAge)
+	}
+	return nil
+}
+
+// secret reads the secret of keys.shared; a trailing newline of the file is not
+// part of it.
+func (sh SharedKeysConfig) secret() ([]byte, error) {
+	if sh.SecretFile != "" {
+		b, err := os.ReadFile(sh.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("keys.shared.secret_file: %w", err)
+		}
+		return bytes.TrimRight(b, "\r\n"), nil
+	}
+	v := os.Getenv(sh.SecretEnv)
+	if v == "" {
+		return nil, fmt.Errorf("keys.shared.secret_env: %s is not set", sh.SecretEnv)
+	}
+	return []byte(v), nil
+}
+
+// OpenSharedKeys opens the Rotator of keys.shared (CheckShared first): the ring name
+// (the service's, e.g. "tts") in the store's Redis, under the store's prefix followed
+// by "keyring:" (redisstore.DefaultKeyRingPrefix without one), encrypted under the
+// configured secret (at least redisstore.MinKeyRingSecret bytes). s closes the client.
+// The returned words say where the keys live, for the start log line.
+func OpenSharedKeys(ctx context.Context, s *service.Server, kc KeysConfig, sc StoreConfig, name string, step, retain time.Duration, now func() time.Time) (*keys.Rotator, string, error) {
+	if err := kc.CheckShared(sc, step); err != nil {
+		return nil, "", err
+	}
+	secret, err := kc.Shared.secret()
+	if err != nil {
+		return nil, "", err
+	}
+	var opts []redisstore.Option
+	if sc.Redis.Prefix != "" {
+		opts = append(opts, redisstore.WithPrefix(sc.Redis.Prefix+"keyring:"))
+	}
+	if sc.Redis.Timeout > 0 {
+		opts = append(opts, redisstore.WithTimeout(sc.Redis.Timeout))
+	}
+	client := redisstore.NewClient(sc.Redis.Addrs, sc.Redis.Cluster)
+	ring, err := redisstore.NewKeyRing(client, name, secret, opts...)
+	if err != nil {
+		_ = client.Close()
+		return nil, "", err
+	}
+	s.OnClose(func() { _ = client.Close() })
+	rc := keys.RotationConfig{Alg: kc.Alg, Period: kc.RotationPeriod, PublishDelay: kc.PublishDelay, Retain: retain, Now: now}
+	rot, err := keys.NewSharedRotator(ctx, ring, rc)
+	if err != nil {
+		return nil, "", err
+	}
+	return rot, "shared in redis", nil
+}
+
+// SharedKeysReady is the readiness check of a shared Rotator: it fails once the replica
+// has not read the shared ring for the publish delay less the JWKS cache time, since a
+// key the other replicas sign with may then be missing from its JWKS, and its own
+// active key may already be leaving theirs. A Rotator that is not shared is always
+// ready here.
+func SharedKeysReady(rot *keys.Rotator, now func() time.Time) service.ReadyCheck {
+	if now == nil {
+		now = time.Now
+	}
+	return func(context.Context) error {
+		since, shared := rot.SharedSince()
+		if !shared {
+			return nil
+		}
+		if limit := rot.PublishDelay() - jwksMaxAge; now().Sub(since) > limit {
+			return fmt.Errorf("the shared key ring was last read at %s, more than %s ago", since.UTC().Format(time.RFC3339), limit)
+		}
+		return nil
+	}
+}

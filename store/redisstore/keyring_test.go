@@ -1,0 +1,106 @@
+package redisstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/keys/ringtest"
+)
+
+var testKeyRingSecret = []byte("0123456789abcdef0123456789abcdef")
+
+func TestRedisKeyRingContract(t *testing.T) {
+	addr := testRedisAddr(t)
+	ringtest.RunShared(t, func(t *testing.T) keys.RingBackend {
+		client, prefix := newTestRedis(t, addr)
+		ring, err := NewKeyRing(client, "tts", testKeyRingSecret, WithPrefix(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ring
+	})
+}
+
+func TestKeyRingRefusesShortSecret(t *testing.T) {
+	if _, err := NewKeyRing(nil, "tts", testKeyRingSecret[:MinKeyRingSecret-1]); err == nil {
+		t.Fatal("a 31-byte secret was accepted")
+	}
+}
+
+// The value in Redis holds no key material, and a replica with another secret is
+// refused with ErrKeyRingSecret instead of starting a ring of its own.
+func TestRedisKeyRingEncryptedAtRest(t *testing.T) {
+	client, prefix := newTestRedis(t, testRedisAddr(t))
+	ctx := context.Background()
+	ring, err := NewKeyRing(client, "wit-issuer", testKeyRingSecret, WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := keys.NewSharedRotator(ctx, ring, keys.RotationConfig{Retain: ringtest.Retain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := client.HGetAll(ctx, ring.key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := []byte(raw["s"])
+	if raw["v"] != "2" || len(stored) == 0 {
+		t.Fatalf("stored hash = %q", raw)
+	}
+	for _, rec := range r.State().Keys {
+		priv, err := json.Marshal(rec.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var jwk map[string]string
+		if err := json.Unmarshal(priv, &jwk); err != nil {
+			t.Fatal(err)
+		}
+		for _, field := range []string{"d", "x", "kid"} {
+			if jwk[field] == "" || bytes.Contains(stored, []byte(jwk[field])) {
+				t.Fatalf("the stored value contains the key's %q (%q)", field, jwk[field])
+			}
+		}
+	}
+	for _, clear := range []string{`"jwk"`, `"state"`, "active", "next"} {
+		if bytes.Contains(stored, []byte(clear)) {
+			t.Fatalf("the stored value contains %q in the clear", clear)
+		}
+	}
+	other, err := NewKeyRing(client, "wit-issuer", bytes.Repeat([]byte("x"), 32), WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = keys.NewSharedRotator(ctx, other, keys.RotationConfig{Retain: ringtest.Retain})
+	if !errors.Is(err, ErrKeyRingSecret) || !strings.Contains(err.Error(), "secret") {
+		t.Fatalf("wrong secret: %v, want ErrKeyRingSecret", err)
+	}
+	// The same secret under another ring name derives another key: a value moved from
+	// one ring to another does not decrypt.
+	moved, err := NewKeyRing(client, "tts", testKeyRingSecret, WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.HSet(ctx, moved.key, "v", raw["v"], "s", raw["s"]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := moved.Load(ctx); !errors.Is(err, ErrKeyRingSecret) {
+		t.Fatalf("moved value: %v, want ErrKeyRingSecret", err)
+	}
+	// And a value put back under another version does not decrypt either.
+	if err := client.HSet(ctx, ring.key, "v", "3").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := ring.Load(ctx); !errors.Is(err, ErrKeyRingSecret) {
+		t.Fatalf("value under another version: %v, want ErrKeyRingSecret", err)
+	}
+}
