@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -78,6 +79,10 @@ type devOptions struct {
 
 // runDev is dev until ctx ends; tests call it.
 func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
+	// Three services log to the one stderr from their own goroutines: one lock keeps
+	// their lines whole (and a writer that is not safe for concurrent use, such as a
+	// test's buffer, safe).
+	stderr = &lockedWriter{w: stderr}
 	flags := []string{"--wit-addr", "--tts-addr", "--peer-addr"}
 	for i, addr := range []string{o.witAddr, o.ttsAddr, o.peerAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
@@ -415,4 +420,16 @@ func stopWhenOrphaned(ctx context.Context, stop func(), ppid int, getppid func()
 			}
 		}
 	}
+}
+
+// lockedWriter serializes the writes of several goroutines to one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
