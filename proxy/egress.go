@@ -47,6 +47,9 @@ type Route struct {
 	// RequireSignedResponse asks for a signed response (wimse-sign-response) and
 	// refuses an unsigned one (HTTP signature only).
 	RequireSignedResponse bool
+	// Boundary, when set, marks the route as crossing a trust boundary: requests go
+	// in a linked dialog through identity chaining (boundary.go, section 11).
+	Boundary *BoundaryRoute
 }
 
 // EgressConfig configures an Egress.
@@ -86,6 +89,7 @@ type egressRoute struct {
 	upstream *url.URL
 	proof    proof.Method
 	agent    *agent.Agent
+	link     *boundaryLink // a route crossing a trust boundary, else nil
 }
 
 // upstreamTimeout bounds the wait for an upstream's response header.
@@ -143,12 +147,18 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 			}
 			t.Tokens = agent.NewTTSSource(cfg.TTS, rt.TxnAudience, rt.TxnScope, cfg.Subject, cfg.Now)
 		}
+		var link *boundaryLink
+		if rt.Boundary != nil {
+			if link, err = newBoundaryLink(cfg, prefix, rt, t); err != nil {
+				return nil, err
+			}
+		}
 		client := &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
 			// A redirect goes back to the agent: following it would sign a request to
 			// a target no route names.
 			return http.ErrUseLastResponse
 		}}
-		e.routes = append(e.routes, egressRoute{prefix: prefix, upstream: up, proof: rt.Proof, agent: &agent.Agent{Self: cfg.Self, Client: client}})
+		e.routes = append(e.routes, egressRoute{prefix: prefix, upstream: up, proof: rt.Proof, agent: &agent.Agent{Self: cfg.Self, Client: client}, link: link})
 	}
 	return e, nil
 }
@@ -285,6 +295,9 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	if rt.proof == proof.WPT {
 		out.Header.Del("Authorization") // the WPT travels there (wpt.AuthScheme)
+	}
+	if rt.link != nil {
+		return rt.link.serve(w, r.Context(), out, dc, start)
 	}
 	var res *http.Response
 	switch {
