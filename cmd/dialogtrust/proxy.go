@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +19,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
@@ -111,6 +114,24 @@ type RouteConfig struct {
 	Recipient             string `yaml:"recipient"`
 	Proof                 string `yaml:"proof"`
 	RequireSignedResponse bool   `yaml:"require_signed_response"`
+	// Boundary marks the route as crossing a trust boundary (proxy.BoundaryRoute).
+	Boundary *RouteBoundaryConfig `yaml:"boundary"`
+}
+
+// RouteBoundaryConfig: how a route crossing a trust boundary chains into the peer
+// domain (dialog-binding section 11; identity chaining). The route's audience and
+// scope name the Txn-Token of this domain the grant is asked for with.
+type RouteBoundaryConfig struct {
+	// GrantEndpoint is AS A's token endpoint (default egress.tts.token_endpoint: the
+	// domain's TTS issues the grants).
+	GrantEndpoint string `yaml:"grant_endpoint"`
+	// PeerIssuer is AS B's issuer identifier (the grant's audience), PeerTokenEndpoint
+	// its token endpoint.
+	PeerIssuer        string `yaml:"peer_issuer"`
+	PeerTokenEndpoint string `yaml:"peer_token_endpoint"`
+	// Scope narrows the grant and the access token (default: what the Txn-Token's
+	// scope allows to cross).
+	Scope string `yaml:"scope"`
 }
 
 // IngressConfig: the listener for remote callers, the application behind it and the
@@ -137,6 +158,31 @@ type IngressConfig struct {
 	// TLS is the ingress listener's certificate; without it the ingress speaks plain
 	// HTTP (said at the start when it does not listen on loopback).
 	TLS ProxyTLSConfig `yaml:"tls"`
+	// Boundary makes the ingress face a trust boundary (proxy.BoundaryIngress).
+	Boundary *IngressBoundaryConfig `yaml:"boundary"`
+}
+
+// IngressBoundaryConfig: a boundary-facing ingress (dialog-binding section 11 steps 3
+// and 4). Callers from other trust domains present an access token of this domain's
+// AS in a linked dialog they initiate, never a Txn-Token; the ingress exchanges it at
+// this domain's TTS for a Txn-Token recording the linked dialog, which txn_tokens
+// validates.
+type IngressBoundaryConfig struct {
+	// AccessTokens: the AS's issuer identifier and keys; audience default the first
+	// trust domain.
+	AccessTokens ProxyAccessTokenConfig `yaml:"access_tokens"`
+	// TTSTokenEndpoint is this domain's TTS.
+	TTSTokenEndpoint string `yaml:"tts_token_endpoint"`
+	// Scope of the Txn-Token (default the access token's).
+	Scope string `yaml:"scope"`
+}
+
+// ProxyAccessTokenConfig: the RFC 9068 access tokens of one AS.
+type ProxyAccessTokenConfig struct {
+	Issuer   string `yaml:"issuer"`
+	JWKSURL  string `yaml:"jwks_url"`
+	JWKSFile string `yaml:"jwks_file"`
+	Audience string `yaml:"audience"`
 }
 
 // ProxyTLSConfig: a serving certificate and its key (PEM files).
@@ -218,7 +264,7 @@ func checkProxy(cfg *ProxyConfig) error {
 	if _, err := identifier.Parse(w.ID); err != nil {
 		return fmt.Errorf("workload.id: %w", err)
 	}
-	needWIT := cfg.Egress != nil || (cfg.Ingress != nil && cfg.Ingress.SignResponses)
+	needWIT := cfg.Egress != nil || (cfg.Ingress != nil && (cfg.Ingress.SignResponses || cfg.Ingress.Boundary != nil))
 	if needWIT {
 		if w.WITIssuer == "" {
 			return fmt.Errorf("workload.wit_issuer: required")
@@ -265,6 +311,9 @@ func checkProxy(cfg *ProxyConfig) error {
 			if r.Audience != "" && e.TTS == nil {
 				return fmt.Errorf("egress.routes[%d]: audience needs egress.tts", i)
 			}
+			if err := checkRouteBoundary(r, e.TTS); err != nil {
+				return fmt.Errorf("egress.routes[%d].boundary: %w", i, err)
+			}
 		}
 		if t := e.TTS; t != nil {
 			switch {
@@ -309,8 +358,62 @@ func checkProxy(cfg *ProxyConfig) error {
 		if err := in.Store.Check(); err != nil {
 			return fmt.Errorf("ingress.%w", err)
 		}
+		if err := checkIngressBoundary(in); err != nil {
+			return fmt.Errorf("ingress.boundary: %w", err)
+		}
 	}
 	return nil
+}
+
+// checkRouteBoundary checks the chaining configuration of a route crossing a trust
+// boundary (nothing for another route).
+func checkRouteBoundary(r RouteConfig, t *EgressTTSConfig) error {
+	b := r.Boundary
+	if b == nil {
+		return nil
+	}
+	switch {
+	case r.Audience == "" || t == nil:
+		return fmt.Errorf("the route needs audience (and egress.tts): the grant is asked for with the dialog's Txn-Token")
+	case r.Proof == "wpt":
+		return fmt.Errorf("needs proof httpsig: a WPT occupies the Authorization field that carries the access token")
+	case b.PeerIssuer == "" || b.PeerTokenEndpoint == "":
+		return fmt.Errorf("peer_issuer and peer_token_endpoint (AS B) are required")
+	}
+	for _, ep := range []string{b.GrantEndpoint, b.PeerTokenEndpoint} {
+		if ep == "" {
+			continue // grant_endpoint: the TTS's
+		}
+		if _, err := proxy.CheckUpstream(ep, r.AllowPlainHTTP); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkIngressBoundary checks a boundary-facing ingress (nothing for another).
+func checkIngressBoundary(in *IngressConfig) error {
+	b := in.Boundary
+	if b == nil {
+		return nil
+	}
+	a := b.AccessTokens
+	switch {
+	case a.Issuer == "" || (a.JWKSURL == "") == (a.JWKSFile == ""):
+		return fmt.Errorf("access_tokens: an issuer and one of jwks_url, jwks_file")
+	case b.TTSTokenEndpoint == "":
+		return fmt.Errorf("tts_token_endpoint: required (step 4: the Txn-Token of the linked dialog)")
+	case in.TxnTokens == nil:
+		return fmt.Errorf("needs ingress.txn_tokens: the keys of this domain's TTS validate the Txn-Token it returns")
+	case in.RequireTxnToken:
+		return fmt.Errorf("excludes require_txn_token: a Txn-Token never crosses a trust boundary")
+	case !in.Stateful:
+		return fmt.Errorf("needs stateful: the ingress creates the linked dialog (section 11 step 3)")
+	case len(in.Proofs) > 0 && !slices.Contains(in.Proofs, "httpsig"):
+		return fmt.Errorf("needs proof httpsig: the access token is covered by the caller's HTTP signature")
+	}
+	_, err := proxy.CheckUpstream(b.TTSTokenEndpoint, in.AllowPlainHTTP)
+	return err
 }
 
 // checkLoopbackListen: the egress signs as the workload for whoever reaches it, so it
@@ -364,7 +467,7 @@ func buildProxy(ctx context.Context, cfg *ProxyConfig, logger *slog.Logger) (_ *
 	}
 	wits := wit.NewValidator(trust, wit.WithCache(10000, time.Minute), wit.WithSkew(cfg.Skew))
 	var src wit.Source
-	if cfg.Egress != nil || cfg.Ingress.SignResponses {
+	if cfg.Egress != nil || cfg.Ingress.SignResponses || cfg.Ingress.Boundary != nil {
 		if src, err = workloadSource(ctx, cfg.Workload); err != nil {
 			return nil, err
 		}
@@ -478,8 +581,16 @@ func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit
 	var scopes []string
 	for _, r := range e.Routes {
 		m, _ := parseProof(r.Proof)
-		ec.Routes = append(ec.Routes, proxy.Route{Prefix: r.Prefix, Upstream: r.Upstream, AllowPlainHTTP: r.AllowPlainHTTP,
-			TxnAudience: r.Audience, TxnScope: r.Scope, Recipient: r.Recipient, Proof: m, RequireSignedResponse: r.RequireSignedResponse})
+		rt := proxy.Route{Prefix: r.Prefix, Upstream: r.Upstream, AllowPlainHTTP: r.AllowPlainHTTP,
+			TxnAudience: r.Audience, TxnScope: r.Scope, Recipient: r.Recipient, Proof: m, RequireSignedResponse: r.RequireSignedResponse}
+		if b := r.Boundary; b != nil {
+			grant := b.GrantEndpoint
+			if grant == "" {
+				grant = e.TTS.TokenEndpoint
+			}
+			rt.Boundary = &proxy.BoundaryRoute{GrantEndpoint: grant, PeerIssuer: b.PeerIssuer, PeerTokenEndpoint: b.PeerTokenEndpoint, Scope: b.Scope}
+		}
+		ec.Routes = append(ec.Routes, rt)
 		for _, sc := range strings.Fields(r.Scope) {
 			if !strings.Contains(" "+strings.Join(scopes, " ")+" ", " "+sc+" ") {
 				scopes = append(scopes, sc)
@@ -539,6 +650,8 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 			opts = append(opts, dialog.WithWPT(wpt.NewVerifier(wits, wpt.WithAudiences(in.Audiences...), wpt.WithReplay(replay))))
 		}
 	}
+	var txnVerifier *txntoken.Verifier
+	txnAud := cfg.TrustDomains[0]
 	if t := in.TxnTokens; t != nil {
 		ks, ready, err := proxyKeySource(ctx, retry, "ingress.txn_tokens", t.JWKSURL, t.JWKSFile)
 		if err != nil {
@@ -547,11 +660,35 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 		if ready != nil {
 			checks = append(checks, ready)
 		}
-		aud := t.Audience
+		if t.Audience != "" {
+			txnAud = t.Audience
+		}
+		txnVerifier = txntoken.NewVerifier(ks, txnAud)
+		opts = append(opts, dialog.WithTxnTokens(txnVerifier))
+	}
+	var boundary *proxy.BoundaryIngress
+	if b := in.Boundary; b != nil {
+		a := b.AccessTokens
+		ks, ready, err := proxyKeySource(ctx, retry, "ingress.boundary.access_tokens", a.JWKSURL, a.JWKSFile)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if ready != nil {
+			checks = append(checks, ready)
+		}
+		aud := a.Audience
 		if aud == "" {
 			aud = cfg.TrustDomains[0]
 		}
-		opts = append(opts, dialog.WithTxnTokens(txntoken.NewVerifier(ks, aud)))
+		// The receiver's Txn-Token verifier is never used here (a request carrying a
+		// Txn-Token is refused first); txnVerifier validates what this domain's TTS
+		// returns for the linked dialog.
+		boundary = &proxy.BoundaryIngress{TxnTokens: txnVerifier, Acceptor: &agent.LinkAcceptor{
+			TTS: &txntoken.Client{TokenEndpoint: b.TTSTokenEndpoint, WITSource: src, Proof: proof.WPT,
+				HTTPClient: &http.Client{Timeout: 30 * time.Second}},
+			AccessTokens: &chaining.AccessTokenVerifier{Keys: ks, Issuer: a.Issuer, Audience: aud, Skew: cfg.Skew},
+			TrustDomain:  txnAud, Scope: b.Scope,
+		}}
 	}
 	if in.RequireTxnToken {
 		opts = append(opts, dialog.RequireTxnToken())
@@ -584,7 +721,7 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, AllowPlainHTTP: in.AllowPlainHTTP})
+	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, AllowPlainHTTP: in.AllowPlainHTTP, Boundary: boundary})
 	if err != nil {
 		return nil, nil, nil, err
 	}
