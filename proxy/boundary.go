@@ -144,7 +144,7 @@ func (b *boundaryLink) serve(w http.ResponseWriter, ctx context.Context, out *ht
 	out.Header.Del("Authorization")
 	for _, vals := range out.Header {
 		for _, v := range vals {
-			if strings.Contains(v, dc.DLG()) {
+			if containsToken(v, dc.DLG()) {
 				return errcode.New(errcode.CrossesTrustBoundary, "a request to another trust domain carries the identifier of this domain's dialog")
 			}
 		}
@@ -335,7 +335,7 @@ func (g linkGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	for _, vals := range r.Header {
 		for _, v := range vals {
-			if strings.Contains(v, g.d1) || g.txnToken != "" && strings.Contains(v, g.txnToken) {
+			if containsToken(v, g.d1) || g.txnToken != "" && strings.Contains(v, g.txnToken) {
 				return refuse("the dialog identifier or the Txn-Token of the original domain")
 			}
 		}
@@ -407,4 +407,27 @@ func (b *BoundaryIngress) accept(r *http.Request, v *dialog.Verified) (*dialog.V
 	out := *v
 	out.Txn = claims
 	return &out, nil
+}
+
+// containsToken reports whether dlg occurs in v as a whole token: not inside a longer
+// run of the characters a dialog identifier is made of (a short identifier would
+// otherwise be found in every signature and WIT).
+func containsToken(v, dlg string) bool {
+	for i := 0; dlg != "" && i+len(dlg) <= len(v); {
+		j := strings.Index(v[i:], dlg)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(dlg)
+		if (start == 0 || !dlgChar(v[start-1])) && (end == len(v) || !dlgChar(v[end])) {
+			return true
+		}
+		i = start + 1
+	}
+	return false
+}
+
+// dlgChar: the characters of a dialog identifier (package dialog).
+func dlgChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._~:-", c) >= 0
 }

@@ -680,3 +680,61 @@ func TestDialogBindingSec11_BoundaryIngressRefusals(t *testing.T) {
 		t.Fatal("a refused request reached the application")
 	}
 }
+
+func TestContainsToken(t *testing.T) {
+	for _, c := range []struct {
+		v, dlg string
+		want   bool
+	}{
+		{"D1-abc", "D1-abc", true},
+		{"conversation=D1-abc; x", "D1-abc", true},
+		{`{"d":"D1-abc"}`, "D1-abc", true},
+		{"xD1-abc", "D1-abc", false},
+		{"D1-abcd", "D1-abc", false},
+		{"sig1=(...);created=17", "1", false},
+		{"a 1,", "1", true},
+		{"11 1", "1", true},
+		{"", "1", false},
+	} {
+		if got := proxy.ContainsToken(c.v, c.dlg); got != c.want {
+			t.Errorf("ContainsToken(%q, %q) = %v", c.v, c.dlg, got)
+		}
+	}
+}
+
+type sentCount struct{ n int }
+
+func (s *sentCount) RoundTrip(*http.Request) (*http.Response, error) {
+	s.n++
+	return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}}, nil
+}
+
+// Section 13: the guard of a linked dialog's requests (after signing) sends only a
+// request in D2 that carries nothing of domain A.
+func TestDialogBindingSec13_LinkGuard(t *testing.T) {
+	a2 := identifier.MustParse("wimse://a.example/agent/a2")
+	d1, _ := dialog.New("D1-guard", a2)
+	d2, _ := dialog.New("D2-guard", a2)
+	base := &sentCount{}
+	g := proxy.LinkGuard(base, d1.DLG(), d2.DLG(), "txn.of.a")
+	for name, c := range map[string]struct {
+		h    http.Header
+		sent bool
+	}{
+		"D2":                {http.Header{dialog.HeaderName: {d2.Value()}}, true},
+		"D1":                {http.Header{dialog.HeaderName: {d1.Value()}}, false},
+		"no dialog":         {http.Header{}, false},
+		"a Txn-Token field": {http.Header{dialog.HeaderName: {d2.Value()}, txntoken.HeaderName: {"other"}}, false},
+		"provenance":        {http.Header{dialog.HeaderName: {d2.Value()}, dialog.ProvenanceHeader: {"x"}}, false},
+		"D1 in a field":     {http.Header{dialog.HeaderName: {d2.Value()}, "X-Note": {"after D1-guard, then"}}, false},
+		"A's Txn-Token":     {http.Header{dialog.HeaderName: {d2.Value()}, "X-Note": {"Bearer txn.of.a"}}, false},
+	} {
+		before := base.n
+		req, _ := http.NewRequest("POST", "http://b1.b.example/", nil)
+		req.Header = c.h
+		_, err := g.RoundTrip(req)
+		if sent := base.n > before; sent != c.sent || !sent && errcode.CodeOf(err) != errcode.CrossesTrustBoundary {
+			t.Errorf("%s: sent %v, err %v", name, sent, err)
+		}
+	}
+}
