@@ -738,3 +738,38 @@ func TestDialogBindingSec13_LinkGuard(t *testing.T) {
 		}
 	}
 }
+
+// Concurrent first requests in one dialog of domain A start one linked dialog: one
+// grant, one redemption, one D2 for all of them.
+func TestDialogBindingSec11_ConcurrentFirstRequestsOneLink(t *testing.T) {
+	bw := newBoundary(t)
+	const n = 4
+	linked := make(chan string, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			req, _ := http.NewRequest("POST", bw.egress.URL+"/b1", strings.NewReader(`{}`))
+			req.Header.Set(dialog.HeaderName, bw.d1.Value())
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				linked <- "error: " + err.Error()
+				return
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			linked <- res.Header.Get(proxy.LinkedDialogField)
+		})
+	}
+	wg.Wait()
+	close(linked)
+	var d2 string
+	for got := range linked {
+		if got == "" || d2 != "" && got != d2 {
+			t.Fatalf("linked dialogs %q and %q", d2, got)
+		}
+		d2 = got
+	}
+	if g, r := len(tokenRequests(t, bw.rec, srvTTSA, oauth.GrantTypeTokenExchange)), len(tokenRequests(t, bw.rec, srvTTSB, oauth.GrantTypeJWTBearer)); r != 1 || bw.app.hits() != n {
+		t.Fatalf("%d exchanges at TTS A, %d redemptions at AS B, %d requests at the application", g, r, bw.app.hits())
+	}
+}
