@@ -135,7 +135,7 @@ func newBoundaryLink(cfg EgressConfig, prefix string, rt Route, t *agent.Transpo
 
 // serve sends out, the agent's request already cleaned (egress.serve), in the linked
 // dialog of dc, and writes the answer for the agent.
-func (b *boundaryLink) serve(w http.ResponseWriter, ctx context.Context, out *http.Request, dc *dialog.Context, start bool) error {
+func (b *boundaryLink) serve(ctx context.Context, w http.ResponseWriter, out *http.Request, dc *dialog.Context, start bool) error {
 	if start || dc == nil {
 		return errcode.New(errcode.InvalidRequest, "a route crossing a trust boundary continues a dialog of this domain in a linked dialog: send that dialog's Dialog-Context (section 11)")
 	}
@@ -157,7 +157,7 @@ func (b *boundaryLink) serve(w http.ResponseWriter, ctx context.Context, out *ht
 	}
 	if l.d2 == nil {
 		defer func() { <-l.sem }()
-		return b.start(w, ctx, out, dc, l)
+		return b.start(ctx, w, out, dc, l)
 	}
 	if !b.now().Before(l.renew) {
 		if err := b.renew(ctx, dc, l); err != nil {
@@ -183,7 +183,7 @@ func (b *boundaryLink) serve(w http.ResponseWriter, ctx context.Context, out *ht
 }
 
 // start is Figure 5 steps 1 to 3 for the first request in D1 (l.sem held).
-func (b *boundaryLink) start(w http.ResponseWriter, ctx context.Context, out *http.Request, dc *dialog.Context, l *link) error {
+func (b *boundaryLink) start(ctx context.Context, w http.ResponseWriter, out *http.Request, dc *dialog.Context, l *link) error {
 	txn, err := b.txn.TxnToken(ctx, dc.DLG())
 	if err != nil {
 		return upstreamError(err)

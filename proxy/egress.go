@@ -297,7 +297,7 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 		out.Header.Del("Authorization") // the WPT travels there (wpt.AuthScheme)
 	}
 	if rt.link != nil {
-		return rt.link.serve(w, r.Context(), out, dc, start)
+		return rt.link.serve(r.Context(), w, out, dc, start)
 	}
 	var res *http.Response
 	switch {
