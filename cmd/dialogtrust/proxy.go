@@ -683,9 +683,11 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 		// The receiver's Txn-Token verifier is never used here (a request carrying a
 		// Txn-Token is refused first); txnVerifier validates what this domain's TTS
 		// returns for the linked dialog.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.Proxy = nil // the TTS request carries the access token
 		boundary = &proxy.BoundaryIngress{TxnTokens: txnVerifier, Acceptor: &agent.LinkAcceptor{
 			TTS: &txntoken.Client{TokenEndpoint: b.TTSTokenEndpoint, WITSource: src, Proof: proof.WPT,
-				HTTPClient: &http.Client{Timeout: 30 * time.Second}},
+				HTTPClient: &http.Client{Transport: tr, Timeout: 30 * time.Second}},
 			AccessTokens: &chaining.AccessTokenVerifier{Keys: ks, Issuer: a.Issuer, Audience: aud, Skew: cfg.Skew},
 			TrustDomain:  txnAud, Scope: b.Scope,
 		}}
