@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -37,8 +36,10 @@ type IngressConfig struct {
 // first, whatever happens next.
 type Ingress struct {
 	upstream *url.URL
-	client   *http.Client
-	handler  http.Handler
+	// transport carries the forwarded requests; a redirect goes back to the client as
+	// it is, never followed.
+	transport http.RoundTripper
+	handler   http.Handler
 }
 
 // NewIngress checks cfg and builds the ingress.
@@ -57,9 +58,7 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 		t.ResponseHeaderTimeout = upstreamTimeout
 		tr = t
 	}
-	in := &Ingress{upstream: up, client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	}}}
+	in := &Ingress{upstream: up, transport: tr}
 	in.handler = cfg.Receiver.Middleware(http.HandlerFunc(in.forward))
 	return in, nil
 }
@@ -83,15 +82,29 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(body) == 0 {
 		r.Body = http.NoBody
 	} else {
-		r.Body = readCloser{bytes.NewReader(body)}
+		r.Body = &readBody{Reader: bytes.NewReader(body), b: body}
 	}
 	r.ContentLength = int64(len(body))
 	in.handler.ServeHTTP(w, r)
 }
 
-type readCloser struct{ *bytes.Reader }
+// readBody is a body already read into b; forward sends b itself when nothing read
+// from it since, rather than reading it again.
+type readBody struct {
+	*bytes.Reader
+	b []byte
+}
 
-func (readCloser) Close() error { return nil }
+func (*readBody) Close() error { return nil }
+
+// forwardBody is the body r carries now: the octets the ingress read, or what the
+// receiver put in their place.
+func forwardBody(r *http.Request) ([]byte, error) {
+	if rb, ok := r.Body.(*readBody); ok && rb.Len() == len(rb.b) {
+		return rb.b, nil
+	}
+	return readBounded(r.Body, "request body")
+}
 
 // forward runs after the receiver verified r.
 func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
@@ -100,7 +113,7 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, errcode.New(errcode.Internal, "the ingress forwarded a request the receiver did not verify"))
 		return
 	}
-	body, err := readBounded(r.Body, "request body")
+	body, err := forwardBody(r)
 	if err != nil {
 		problem.Write(w, err)
 		return
@@ -134,7 +147,9 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	if host := r.Host; host != "" {
 		out.Header.Set("X-Forwarded-Host", host)
 	}
-	res, err := in.client.Do(out)
+	// The transport itself, not an http.Client: the client's redirect machinery copies
+	// every request's fields for a redirect that is never followed here.
+	res, err := in.transport.RoundTrip(out)
 	if err != nil {
 		problem.Write(w, upstreamError(err))
 		return
@@ -164,7 +179,9 @@ func setVerified(h http.Header, v *dialog.Verified) error {
 		h.Set(VerifiedEstablishedField, boolText(v.Outcome == dialog.Established))
 	}
 	if v.Txn != nil {
-		b, err := json.Marshal(v.Txn)
+		// The claims' own encoder: what json.Marshal would return for them (it calls
+		// it), without encoding/json scanning the result again.
+		b, err := v.Txn.MarshalJSON()
 		if err != nil {
 			return errcode.Wrap(errcode.Internal, err, "the Txn-Token claims cannot be handed on")
 		}
