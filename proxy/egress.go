@@ -287,7 +287,9 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if len(body) == 0 {
 		out.Body, out.GetBody, out.ContentLength = http.NoBody, nil, 0
 	}
-	out.Header = r.Header.Clone()
+	// The agent's request is the egress's own and is not read again: its fields are
+	// trimmed in place rather than copied (agent.Transport copies them to sign).
+	out.Header = r.Header
 	removeHopByHop(out.Header)
 	removePrefixed(out.Header)
 	for _, f := range credentialFields {

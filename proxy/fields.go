@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -106,13 +107,23 @@ func readBounded(r io.Reader, what string) ([]byte, error) {
 	return b, nil
 }
 
-// writeResponse sends res, whose body is already read, to w.
+// writeResponse sends res, whose body is already read, to w: its fields but the
+// connection's own (removeHopByHop's) and Content-Length, which is set for body.
 func writeResponse(w http.ResponseWriter, res *http.Response, body []byte) {
-	h := res.Header.Clone()
-	removeHopByHop(h)
-	h.Del("Content-Length")
-	for k, v := range h {
-		w.Header()[k] = v
+	var named []string // the fields Connection names, canonical
+	for _, v := range res.Header.Values("Connection") {
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				named = append(named, textproto.CanonicalMIMEHeaderKey(name))
+			}
+		}
+	}
+	out := w.Header()
+	for k, v := range res.Header {
+		if k == "Content-Length" || slices.Contains(hopByHop, k) || slices.Contains(named, k) {
+			continue
+		}
+		out[k] = v
 	}
 	if res.Request == nil || res.Request.Method != http.MethodHead {
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))

@@ -30,7 +30,7 @@ import (
 
 const td = "a.example"
 
-func mustOK(t *testing.T, err error) {
+func mustOK(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -40,9 +39,11 @@ type IngressConfig struct {
 // first, whatever happens next.
 type Ingress struct {
 	upstream *url.URL
-	client   *http.Client
-	handler  http.Handler
-	boundary *BoundaryIngress
+	// transport carries the forwarded requests; a redirect goes back to the client as
+	// it is, never followed.
+	transport http.RoundTripper
+	handler   http.Handler
+	boundary  *BoundaryIngress
 }
 
 // NewIngress checks cfg and builds the ingress.
@@ -66,9 +67,7 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 		t.ResponseHeaderTimeout = upstreamTimeout
 		tr = t
 	}
-	in := &Ingress{upstream: up, boundary: cfg.Boundary, client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	}}}
+	in := &Ingress{upstream: up, transport: tr, boundary: cfg.Boundary}
 	in.handler = cfg.Receiver.Middleware(http.HandlerFunc(in.forward))
 	return in, nil
 }
@@ -92,7 +91,7 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(body) == 0 {
 		r.Body = http.NoBody
 	} else {
-		r.Body = readCloser{bytes.NewReader(body)}
+		r.Body = &readBody{Reader: bytes.NewReader(body), b: body}
 	}
 	r.ContentLength = int64(len(body))
 	if in.boundary != nil {
@@ -104,9 +103,23 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	in.handler.ServeHTTP(w, r)
 }
 
-type readCloser struct{ *bytes.Reader }
+// readBody is a body already read into b; forward sends b itself when nothing read
+// from it since, rather than reading it again.
+type readBody struct {
+	*bytes.Reader
+	b []byte
+}
 
-func (readCloser) Close() error { return nil }
+func (*readBody) Close() error { return nil }
+
+// forwardBody is the body r carries now: the octets the ingress read, or what the
+// receiver put in their place.
+func forwardBody(r *http.Request) ([]byte, error) {
+	if rb, ok := r.Body.(*readBody); ok && rb.Len() == len(rb.b) {
+		return rb.b, nil
+	}
+	return readBounded(r.Body, "request body")
+}
 
 // forward runs after the receiver verified r.
 func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
@@ -122,7 +135,7 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	body, err := readBounded(r.Body, "request body")
+	body, err := forwardBody(r)
 	if err != nil {
 		problem.Write(w, err)
 		return
@@ -159,7 +172,9 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	if host := r.Host; host != "" {
 		out.Header.Set("X-Forwarded-Host", host)
 	}
-	res, err := in.client.Do(out)
+	// The transport itself, not an http.Client: the client's redirect machinery copies
+	// every request's fields for a redirect that is never followed here.
+	res, err := in.transport.RoundTrip(out)
 	if err != nil {
 		problem.Write(w, upstreamError(err))
 		return
@@ -189,7 +204,9 @@ func setVerified(h http.Header, v *dialog.Verified) error {
 		h.Set(VerifiedEstablishedField, boolText(v.Outcome == dialog.Established))
 	}
 	if v.Txn != nil {
-		b, err := json.Marshal(v.Txn)
+		// The claims' own encoder: what json.Marshal would return for them (it calls
+		// it), without encoding/json scanning the result again.
+		b, err := v.Txn.MarshalJSON()
 		if err != nil {
 			return errcode.Wrap(errcode.Internal, err, "the Txn-Token claims cannot be handed on")
 		}

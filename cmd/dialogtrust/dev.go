@@ -43,12 +43,16 @@ const (
 // peer domain peer.local, by the same program. dev.local's TTS issues grants for the
 // peer (AS A); the peer's redeems them (AS B). It prints the URLs and the next commands
 // once all three answer /readyz, and stops them gracefully on SIGINT or SIGTERM,
-// removing the directory it made for the files of those commands.
+// removing the directory it made for the files of those commands. With --proxies it
+// also runs a proxy pair (docs/proxy.md): an egress for the workload of the printed
+// commands routing to an ingress in front of an echo application, and prints a curl
+// command that goes through both.
 func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("dev", stderr)
 	witAddr := fs.String("wit-addr", "127.0.0.1:0", "loopback host:port of the WIT issuer (port 0: a free one)")
 	ttsAddr := fs.String("tts-addr", "127.0.0.1:0", "loopback host:port of the TTS (port 0: a free one)")
 	peerAddr := fs.String("peer-addr", "127.0.0.1:0", "loopback host:port of the peer domain's TTS, AS B of identity chaining (port 0: a free one)")
+	proxies := fs.Bool("proxies", false, "also run a proxy pair on free loopback ports: an egress for "+devWorkload+" routing to an ingress in front of an echo application")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -62,11 +66,13 @@ func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	// Under `go run` the parent is the go command: if it is killed without a signal
 	// reaching this process, the services must not outlive it.
 	go stopWhenOrphaned(ctx, cancel, os.Getppid(), os.Getppid, service.Ticker(ctx, time.Second))
-	return runDev(ctx, devOptions{witAddr: *witAddr, ttsAddr: *ttsAddr, peerAddr: *peerAddr, command: devCommand(), started: time.Now()}, stdout, stderr)
+	return runDev(ctx, devOptions{witAddr: *witAddr, ttsAddr: *ttsAddr, peerAddr: *peerAddr, proxies: *proxies, command: devCommand(), started: time.Now()}, stdout, stderr)
 }
 
 type devOptions struct {
 	witAddr, ttsAddr, peerAddr string
+	// proxies also runs the proxy pair (startDevPair).
+	proxies bool
 	// command starts the printed commands: this executable, or `go run ./cmd/dialogtrust`.
 	command string
 	// started is when the process started, for the "ready in" line.
@@ -106,7 +112,7 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan devResult, 3)
+	done := make(chan devResult, 6) // the three services and, with proxies, the pair's three
 	// The services' own lines (the start log, the DEVELOPMENT banners, "listening on")
 	// go to stderr: stdout is what this command prints.
 	wp := witissuerservice.Program
@@ -149,29 +155,48 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 		return first
 	}
 
-	readyCtx, readyCancel := context.WithTimeout(ctx, devReadyTimeout)
-	waitErr := make(chan error, 1)
-	go func() {
-		waitErr <- waitReady(readyCtx, witURL+service.PathReadyz, ttsURL+service.PathReadyz, peerURL+service.PathReadyz)
-	}()
-	select {
-	case r := <-done:
-		readyCancel()
-		running--
-		if r.err == nil {
-			r.err = errors.New("a service stopped before it was ready")
-		}
-		return stopAll(flagError(r))
-	case err := <-waitErr:
-		readyCancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return stopAll(nil)
+	// awaitReady waits until every URL answers; stopped is true when dev must end
+	// (something stopped, or was not ready in time, or ctx ended), with the error to
+	// end with, everything already stopped.
+	awaitReady := func(what string, urls ...string) (stopped bool, err error) {
+		readyCtx, readyCancel := context.WithTimeout(ctx, devReadyTimeout)
+		defer readyCancel()
+		waitErr := make(chan error, 1)
+		go func() { waitErr <- waitReady(readyCtx, urls...) }()
+		select {
+		case r := <-done:
+			running--
+			if r.err == nil {
+				r.err = errors.New("a service stopped before it was ready")
 			}
-			return stopAll(fmt.Errorf("the services were not ready within %s: %w", devReadyTimeout, err))
+			return true, stopAll(flagError(r))
+		case err := <-waitErr:
+			if err != nil {
+				if ctx.Err() != nil {
+					return true, stopAll(nil)
+				}
+				return true, stopAll(fmt.Errorf("%s were not ready within %s: %w", what, devReadyTimeout, err))
+			}
 		}
+		return false, nil
 	}
-	printDev(stdout, o.command, witURL, ttsURL, peerURL, dir, time.Since(o.started))
+	if stopped, err := awaitReady("the services", witURL+service.PathReadyz, ttsURL+service.PathReadyz, peerURL+service.PathReadyz); stopped {
+		return err
+	}
+	var pair *devPair
+	if o.proxies {
+		// After the services: each proxy discovers the WIT issuer as it starts.
+		p, started, err := startDevPair(ctx, witURL, ttsURL, done, stderr)
+		running += started
+		if err != nil {
+			return stopAll(err)
+		}
+		if stopped, err := awaitReady("the proxies", "http://"+p.egressOps+service.PathReadyz, "http://"+p.ingressOps+service.PathReadyz); stopped {
+			return err
+		}
+		pair = p
+	}
+	printDev(stdout, o.command, witURL, ttsURL, peerURL, dir, time.Since(o.started), pair)
 	if o.ready != nil {
 		o.ready(dir)
 	}
@@ -343,7 +368,9 @@ const (
 )
 
 // printDev prints the URLs and the next commands; every file they write is in dir.
-func printDev(w io.Writer, command, witURL, ttsURL, peerURL, dir string, took time.Duration) {
+// With pair (dev --proxies) it names the proxies too and adds the command that goes
+// through them.
+func printDev(w io.Writer, command, witURL, ttsURL, peerURL, dir string, took time.Duration, pair *devPair) {
 	file := func(name string) string { return shellQuote(filepath.Join(dir, name)) }
 	key, witFile, txnFile, grantFile := file("a1.jwk"), file("a1.wit"), file("a1.txn"), file("a1.grant")
 	lines := []string{
@@ -374,6 +401,18 @@ func printDev(w io.Writer, command, witURL, ttsURL, peerURL, dir string, took ti
 			" --grant @" + grantFile + " --scope " + devScope,
 		"",
 		"Ctrl-C stops the three services and removes " + dir + ".",
+	}
+	if pair != nil {
+		// After the peer TTS's line; and the command before the last two lines (the
+		// blank one and Ctrl-C's), which then names everything it stops.
+		lines = slices.Insert(lines, 5,
+			"  egress      http://"+pair.egress+"  (proxy for "+devWorkload+": "+devPairPrefix+"/... to the ingress)",
+			"  ingress     http://"+pair.ingress+"  (proxy for "+devTool+", in front of an echo application at http://"+pair.echo+")")
+		lines = slices.Insert(lines, len(lines)-2,
+			"  # 7. plain HTTP through the proxy pair: the egress starts a dialog and signs as "+devWorkload+", the ingress verifies",
+			"  #    and the echo application shows the Dialogtrust-Verified-* fields it was given (curl -i: the dialog's Dialog-Context)",
+			"  "+devPairCurl(pair))
+		lines[len(lines)-1] = "Ctrl-C stops the three services, the two proxies and the echo application and removes " + dir + "."
 	}
 	fmt.Fprintln(w, strings.Join(lines, "\n"))
 }

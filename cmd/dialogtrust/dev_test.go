@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -41,12 +43,18 @@ func devCommands(out string) []string {
 // returns its error.
 func startDev(t *testing.T, cacheDir string) (out *testkit.SyncBuffer, dir string, stop func() error) {
 	t.Helper()
+	return startDevWith(t, cacheDir, false)
+}
+
+// startDevWith is startDev, with the proxy pair when proxies is set (dev --proxies).
+func startDevWith(t *testing.T, cacheDir string, proxies bool) (out *testkit.SyncBuffer, dir string, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out = &testkit.SyncBuffer{}
 	readyc := make(chan string, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- runDev(ctx, devOptions{witAddr: "127.0.0.1:0", ttsAddr: "127.0.0.1:0", peerAddr: "127.0.0.1:0", command: "dialogtrust",
+		errc <- runDev(ctx, devOptions{witAddr: "127.0.0.1:0", ttsAddr: "127.0.0.1:0", peerAddr: "127.0.0.1:0", proxies: proxies, command: "dialogtrust",
 			started: time.Now(), cacheDir: cacheDir, ready: func(d string) { readyc <- d }}, out, &testkit.SyncBuffer{})
 	}()
 	var stopped bool
@@ -158,6 +166,102 @@ func TestDev(t *testing.T) {
 		}
 	}
 	checkPeerAccessToken(t, urls[2], filepath.Join(dir, "a1.jwk"), outputs[5])
+
+	if err := stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "dialogtrust")); !os.IsNotExist(err) {
+		t.Fatalf("left behind under the cache directory: %v", err)
+	}
+	for _, u := range urls {
+		if c, err := net.DialTimeout("tcp", strings.TrimPrefix(u, "http://"), time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s still accepts connections", u)
+		}
+	}
+}
+
+// TestDevProxies: dev --proxies also runs a1's egress and t1's ingress in front of the
+// echo application; the printed curl command, run as printed, goes through both, and the
+// application reports the sender, the dialog the egress started (established at the
+// stateful ingress) and the Txn-Token's claims for it, as the ingress verified them; a
+// Dialogtrust-Verified-* field the client sends does not get through. When dev stops,
+// the proxies and the application are gone with the services.
+func TestDevProxies(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("curl is not installed (CI=true: this test must run)")
+		}
+		t.Skip("curl is not installed")
+	}
+	cache := t.TempDir()
+	out, dir, stop := startDevWith(t, cache, true)
+	text := out.String()
+	if want := "Ctrl-C stops the three services, the two proxies and the echo application and removes " + dir; !strings.Contains(text, want) {
+		t.Errorf("output lacks %q:\n%s", want, text)
+	}
+	var urls []string
+	for _, re := range []string{`(?m)^\s*egress\s+(http://\S+)`, `(?m)^\s*ingress\s+(http://\S+)`, `echo application at (http://[^\s)]+)`} {
+		m := regexp.MustCompile(re).FindStringSubmatch(text)
+		if m == nil {
+			t.Fatalf("no %s in:\n%s", re, text)
+		}
+		urls = append(urls, m[1])
+	}
+	cmds := devCommands(text)
+	if len(cmds) != 7 || !strings.HasPrefix(cmds[6], "curl ") || !strings.Contains(cmds[6], urls[0]+"/t1/") {
+		t.Fatalf("want the 6 commands and a curl command to the egress, got %q", cmds)
+	}
+	for _, c := range cmds[:6] {
+		if !strings.HasPrefix(c, "dialogtrust ") {
+			t.Fatalf("command %q", c)
+		}
+	}
+	t.Chdir(t.TempDir())
+	curl := func(c string) map[string]any {
+		t.Helper()
+		var stderr strings.Builder
+		cmd := exec.Command("sh", "-c", c)
+		cmd.Stderr = &stderr
+		o, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c, err, stderr.String())
+		}
+		var echo struct {
+			Method, Path, Body string
+			Verified           map[string]any
+		}
+		if err := json.Unmarshal(o, &echo); err != nil {
+			t.Fatalf("%s printed %q: %v", c, o, err)
+		}
+		if echo.Method != "POST" || echo.Path != "/echo" || echo.Body != `{"hello":"t1"}` {
+			t.Fatalf("the application got %+v", echo)
+		}
+		return echo.Verified
+	}
+	first := curl(cmds[6])
+	for k, want := range map[string]string{"Sender": devWorkload, "Proof": "httpsig", "Initiator": devWorkload,
+		"Initiator-Proved": "true", "Established": "true"} {
+		if got := first["Dialogtrust-Verified-"+k]; got != want {
+			t.Errorf("Dialogtrust-Verified-%s: %v, want %q", k, got, want)
+		}
+	}
+	dlg, _ := first["Dialogtrust-Verified-Dialog"].(string)
+	claims, _ := first["Dialogtrust-Verified-Txn-Token-Claims"].(map[string]any)
+	if dlg == "" || claims == nil || claims["req_wl"] != devWorkload || claims["sub"] != devSubject || claims["scope"] != devScope ||
+		claims["tctx"].(map[string]any)["dlg"] != dlg {
+		t.Fatalf("dialog %q, claims %v", dlg, claims)
+	}
+	// A second run starts another dialog; a verified field from the client is dropped
+	// at the egress, and would be at the ingress.
+	spoofed := strings.Replace(cmds[6], "curl ", "curl -H 'Dialogtrust-Verified-Sender: wimse://"+devTrustDomain+"/evil' ", 1)
+	second := curl(spoofed)
+	if second["Dialogtrust-Verified-Sender"] != devWorkload || second["Dialogtrust-Verified-Dialog"] == dlg {
+		t.Fatalf("second request: %v", second)
+	}
+	if ents, _ := os.ReadDir("."); len(ents) != 0 {
+		t.Fatalf("written into the working directory: %v", ents)
+	}
 
 	if err := stop(); err != nil {
 		t.Fatalf("stop: %v", err)

@@ -1,0 +1,300 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
+	"github.com/dialogtrust/dialogtrust/jose"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/proof"
+	"github.com/dialogtrust/dialogtrust/proxy"
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/txntoken"
+	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dialogtrust/dialogtrust/wpt"
+)
+
+// processCPU is this process's user and system CPU time so far: every goroutine's, so
+// the client's, the proxies', the receiver's and the application's alike.
+func processCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+type fixedSource struct{ c *wit.Credential }
+
+func (s fixedSource) Credential(context.Context) (*wit.Credential, error) { return s.c, nil }
+
+// stubTTS answers every Txn-Token request with one token minted beforehand for
+// dialog dlg, so that neither side of the benchmark pays for a TTS: both ask it once,
+// through the same client, and then use agent.TTSSource's cached token.
+type stubTTS struct{ body []byte }
+
+func (s stubTTS) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(bytes.NewReader(s.body)), ContentLength: int64(len(s.body)), Request: r}, nil
+}
+
+// benchWorld is one request's work done two ways for the same workloads, the same
+// receiver (its WIT validator and cache, its replay store, its Txn-Token verifier and
+// its response signer), the same Txn-Token source behaviour and the same handler:
+// (A) agent.Transport to dialog.Receiver's middleware in front of the handler, and (B) a
+// plain client to an Egress, to an Ingress, to the handler behind it; every hop is
+// real HTTP over loopback.
+//
+// hopsU and appU serve the floor of (B) beside (A): the two exchanges (B) has and (A)
+// has not, replayed plain (client to egress, ingress to application), with the fields
+// and answers that travelled there in the warm-up request.
+type benchWorld struct {
+	dc      *dialog.Context
+	direct  *agent.Agent
+	directU string
+	plain   *http.Client
+	egressU string
+	body    []byte
+
+	hopsU, appU string
+	// egressAnswer is what the egress answered the warm-up request; appFields, the
+	// fields the application got with it.
+	egressAnswer     http.Header
+	egressAnswerBody []byte
+	appFields        http.Header
+}
+
+const benchDialog = "D1"
+
+func newBenchWorld(b *testing.B, method proof.Method, alg string) *benchWorld {
+	d := testkit.NewDomain(b, td, alg, testkit.NewClock(time.Now()))
+	a1 := d.Workload(b, "/agent/a1", alg)
+	t1 := d.Workload(b, "/tool/t1", alg)
+	a1src := fixedSource{&wit.Credential{WIT: a1.WIT, Key: a1.Key, Expiry: time.Now().Add(time.Hour)}}
+	t1cred := &wit.Credential{WIT: t1.WIT, Key: t1.Key, Expiry: time.Now().Add(time.Hour)}
+
+	ttsKey, err := keys.Generate(alg)
+	mustOK(b, err)
+	ttsKeys, err := keys.NewStaticSet(ttsKey.Public())
+	mustOK(b, err)
+	now := time.Now().Unix()
+	tok, err := jose.SignClaims(txntoken.Type, ttsKey, true, map[string]any{"iss": "https://tts.a.example", "iat": now, "exp": now + 600,
+		"aud": td, "txn": "97053963-771d-49cc-a4e3-20aad399c312", "sub": "alice@" + td, "scope": "trip.book",
+		"req_wl": a1.ID.String(), "tctx": map[string]any{"dlg": benchDialog}})
+	mustOK(b, err)
+	tr, err := json.Marshal(map[string]any{"access_token": tok, "issued_token_type": oauth.TokenTypeTxnToken, "token_type": "N_A", "expires_in": 600})
+	mustOK(b, err)
+	ttsClient := &txntoken.Client{TokenEndpoint: "https://tts.a.example/token", WITSource: a1src, Proof: proof.WPT,
+		HTTPClient: &http.Client{Transport: stubTTS{tr}}}
+	subject := func(context.Context) (string, string, error) { return "subject", oauth.TokenTypeSelfSigned, nil }
+
+	const recipient = "https://t1.a.example/"
+	wits := wit.NewValidator(d.Trust, wit.WithCache(1024, time.Minute))
+	replay := store.NewMemory()
+	rc, err := dialog.NewReceiver(
+		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(recipient), httpsig.WithReplay(replay))),
+		dialog.WithWPT(wpt.NewVerifier(wits, wpt.WithAudiences(recipient), wpt.WithReplay(replay))),
+		dialog.WithTxnTokens(txntoken.NewVerifier(ttsKeys, td)),
+		dialog.RequireTxnToken(), dialog.RequireDialog(),
+		dialog.WithResponseSigner(func(context.Context) (*httpsig.Signer, error) { return httpsig.NewSigner(t1cred.Key, t1cred.WIT), nil }),
+	)
+	mustOK(b, err)
+	responses := httpsig.NewVerifier(wits)
+	signed := method == proof.HTTPSig
+
+	// The handler: read the body, answer a small JSON document naming the sender.
+	handle := func(w http.ResponseWriter, r *http.Request, sender string) {
+		in, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"sender":"`+sender+`","got":`+string(in)+`}`)
+	}
+
+	// A: in process.
+	direct := httptest.NewServer(rc.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handle(w, r, dialog.FromRequest(r).Sender.String())
+	})))
+	b.Cleanup(direct.Close)
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.Proxy = nil
+	b.Cleanup(base.CloseIdleConnections)
+	directAgent := &agent.Agent{Self: a1.ID, Client: &http.Client{Transport: &agent.Transport{Base: base, Source: a1src,
+		Tokens: agent.NewTTSSource(ttsClient, td, "trip.book", subject, nil), Proof: method, Responses: responses,
+		RequireSignedResponse: signed, Audience: func(*http.Request) string { return recipient }}}}
+
+	// B: through the pair.
+	world := &benchWorld{}
+	app := func(w http.ResponseWriter, r *http.Request) { handle(w, r, r.Header.Get(proxy.VerifiedSenderField)) }
+	appSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if world.appFields == nil {
+			world.appFields = r.Header.Clone()
+		}
+		app(w, r)
+	}))
+	b.Cleanup(appSrv.Close)
+	in, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: appSrv.URL})
+	mustOK(b, err)
+	ingress := httptest.NewServer(in)
+	b.Cleanup(ingress.Close)
+	eg, err := proxy.NewEgress(proxy.EgressConfig{Self: a1.ID, WIT: a1src, TTS: ttsClient, Subject: subject, Responses: responses,
+		Routes: []proxy.Route{{Prefix: "/t1", Upstream: ingress.URL, TxnAudience: td, TxnScope: "trip.book",
+			Proof: method, RequireSignedResponse: signed, Recipient: recipient}}})
+	mustOK(b, err)
+	egress := httptest.NewServer(eg)
+	b.Cleanup(egress.Close)
+	plainTr := http.DefaultTransport.(*http.Transport).Clone()
+	plainTr.Proxy = nil
+	b.Cleanup(plainTr.CloseIdleConnections)
+
+	// The floor's two plain servers: one answers as the egress answered, the other is
+	// the application again.
+	hops := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		for k, v := range world.egressAnswer {
+			if k != "Content-Length" && k != "Date" {
+				w.Header()[k] = v
+			}
+		}
+		_, _ = w.Write(world.egressAnswerBody)
+	}))
+	b.Cleanup(hops.Close)
+	appAgain := httptest.NewServer(http.HandlerFunc(app))
+	b.Cleanup(appAgain.Close)
+
+	dc, err := dialog.New(benchDialog, a1.ID)
+	mustOK(b, err)
+	*world = benchWorld{dc: dc, direct: directAgent, directU: direct.URL + "/invoke", plain: &http.Client{Transport: plainTr},
+		egressU: egress.URL + "/t1/invoke", body: []byte(`{"tool":"search","arguments":{"q":"flights to Lisbon","max":5}}`),
+		hopsU: hops.URL + "/t1/invoke", appU: appAgain.URL + "/invoke"}
+	return world
+}
+
+// viaAgent is request A: the answer's body.
+func (w *benchWorld) viaAgent(b *testing.B) []byte {
+	req, err := http.NewRequest(http.MethodPost, w.directU, bytes.NewReader(w.body))
+	mustOK(b, err)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := w.direct.Continue(context.Background(), req, w.dc, nil)
+	mustOK(b, err)
+	return readOK(b, res)
+}
+
+// viaProxies is request B: the same request, plain, through the egress and the ingress.
+func (w *benchWorld) viaProxies(b *testing.B) []byte {
+	req, err := http.NewRequest(http.MethodPost, w.egressU, bytes.NewReader(w.body))
+	mustOK(b, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(dialog.HeaderName, w.dc.Value())
+	res, err := w.plain.Do(req)
+	mustOK(b, err)
+	body := readOK(b, res)
+	if w.egressAnswer == nil {
+		w.egressAnswer, w.egressAnswerBody = res.Header, body
+	}
+	return body
+}
+
+// plainHops is the floor of what (B) adds: its two exchanges that (A) has not, plain.
+func (w *benchWorld) plainHops(b *testing.B) {
+	req, err := http.NewRequest(http.MethodPost, w.hopsU, bytes.NewReader(w.body))
+	mustOK(b, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(dialog.HeaderName, w.dc.Value())
+	res, err := w.plain.Do(req)
+	mustOK(b, err)
+	readOK(b, res)
+	req, err = http.NewRequest(http.MethodPost, w.appU, bytes.NewReader(w.body))
+	mustOK(b, err)
+	req.Header = w.appFields.Clone()
+	res, err = w.plain.Do(req)
+	mustOK(b, err)
+	readOK(b, res)
+}
+
+func readOK(b *testing.B, res *http.Response) []byte {
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	mustOK(b, err)
+	if res.StatusCode != 200 {
+		b.Fatalf("%d %s", res.StatusCode, body)
+	}
+	return body
+}
+
+// BenchmarkProxyPairRatio is issue 15's budget: the CPU the proxy pair spends on one
+// request against the in-process agent.Transport and dialog.Receiver doing the same
+// work. Each iteration sends one request each way (A: agent.Transport to the receiver's
+// middleware; B: a plain client through Egress and Ingress), in one dialog, with the
+// same credentials, receiver, cached Txn-Token and handler, so that both see the same
+// machine at the same moment. CPU is the whole process's (getrusage: user plus system,
+// every goroutine's, client and servers included) read around each request, so other
+// processes on a busy machine do not count; wall time is reported beside it. ratio-x
+// is B's CPU over A's. hops-cpu is the floor of what B adds, measured in the same
+// iteration: B's two exchanges that A has not (client to egress, ingress to
+// application), replayed plain with the same fields and answers; own-cpu is B minus A
+// minus that floor, what the proxies' own code spends beside the work.
+func BenchmarkProxyPairRatio(b *testing.B) {
+	for _, method := range []proof.Method{proof.HTTPSig, proof.WPT} {
+		for _, alg := range []string{keys.ES256, keys.EdDSA} {
+			name := method.String() + "/ES256"
+			if alg == keys.EdDSA {
+				name = method.String() + "/Ed25519"
+			}
+			b.Run(name, func(b *testing.B) { benchPairRatio(b, method, alg) })
+		}
+	}
+}
+
+func benchPairRatio(b *testing.B, method proof.Method, alg string) {
+	w := newBenchWorld(b, method, alg)
+	// Warm: the Txn-Token asked once per side, connections open, WITs cached; and the
+	// two answers are the same document.
+	a, p := w.viaAgent(b), w.viaProxies(b)
+	if !bytes.Equal(a, p) || !strings.Contains(string(a), `"sender":"wimse://`+td+`/agent/a1"`) {
+		b.Fatalf("the two ways answer differently:\n%s\n%s", a, p)
+	}
+	w.plainHops(b)
+	var cpuA, cpuB, cpuHops, wallA, wallB time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c0, t0 := processCPU(b), time.Now()
+		w.viaAgent(b)
+		c1, t1 := processCPU(b), time.Now()
+		w.viaProxies(b)
+		c2, t2 := processCPU(b), time.Now()
+		w.plainHops(b)
+		c3 := processCPU(b)
+		cpuA += c1 - c0
+		cpuB += c2 - c1
+		cpuHops += c3 - c2
+		wallA += t1.Sub(t0)
+		wallB += t2.Sub(t1)
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(cpuA.Microseconds())/n, "a-cpu-µs/op")
+	b.ReportMetric(float64(cpuB.Microseconds())/n, "b-cpu-µs/op")
+	b.ReportMetric(float64(wallA.Microseconds())/n, "a-wall-µs/op")
+	b.ReportMetric(float64(wallB.Microseconds())/n, "b-wall-µs/op")
+	b.ReportMetric(float64(cpuHops.Microseconds())/n, "hops-cpu-µs/op")
+	b.ReportMetric(float64((cpuB-cpuA-cpuHops).Microseconds())/n, "own-cpu-µs/op")
+	b.ReportMetric(float64(cpuB)/float64(cpuA), "ratio-x")
+	b.ReportMetric(float64(wallB)/float64(wallA), "wall-ratio-x")
+}
