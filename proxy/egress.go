@@ -17,8 +17,10 @@ import (
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/txntoken"
@@ -47,6 +49,13 @@ type Route struct {
 	// RequireSignedResponse asks for a signed response (wimse-sign-response) and
 	// refuses an unsigned one (HTTP signature only).
 	RequireSignedResponse bool
+	// Delegate is the AgentId the route's handoff offers are addressed to (their aud);
+	// zero: the route makes no offers (HandoffField is refused). Host is the host
+	// protocol whose JSON-RPC requests carry them (handoff-context section 6). A route
+	// with a Delegate needs a Host and a TxnAudience (the grant is the Txn-Token's
+	// digest).
+	Delegate identifier.ID
+	Host     dialog.Host
 }
 
 // EgressConfig configures an Egress.
@@ -68,8 +77,13 @@ type EgressConfig struct {
 	// transport (tests put a tampering hop here).
 	Base http.RoundTripper
 	// Now is the clock of the Txn-Token cache (default time.Now).
-	Now    func() time.Time
-	Routes []Route
+	Now func() time.Time
+	// HandoffKey signs the handoff offers the egress makes, as Self (handoff-context
+	// section 3); HandoffTrust binds each delegate's keys to its AgentId, for its
+	// statuses (section 3.4). Both are required when a route has a Delegate.
+	HandoffKey   *keys.PrivateKey
+	HandoffTrust handoff.Trust
+	Routes       []Route
 }
 
 // Egress is the proxy for the local agent's outgoing requests: an http.Handler taking
