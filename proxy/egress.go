@@ -100,6 +100,7 @@ type egressRoute struct {
 	upstream *url.URL
 	proof    proof.Method
 	agent    *agent.Agent
+	handoff  *routeHandoff // nil: the route makes no handoff offers
 }
 
 // upstreamTimeout bounds the wait for an upstream's response header.
@@ -162,7 +163,11 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 			// a target no route names.
 			return http.ErrUseLastResponse
 		}}
-		e.routes = append(e.routes, egressRoute{prefix: prefix, upstream: up, proof: rt.Proof, agent: &agent.Agent{Self: cfg.Self, Client: client}})
+		rh, err := newRouteHandoff(cfg, rt, prefix, t.Tokens)
+		if err != nil {
+			return nil, err
+		}
+		e.routes = append(e.routes, egressRoute{prefix: prefix, upstream: up, proof: rt.Proof, agent: &agent.Agent{Self: cfg.Self, Client: client}, handoff: rh})
 	}
 	return e, nil
 }
@@ -275,6 +280,17 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	ctx, startDLG := r.Context(), ""
+	if start {
+		startDLG = agent.NewDialogID()
+	}
+	offer, err := e.offerFor(ctx, rt, r.Header, dc, startDLG, body)
+	if err != nil {
+		return err
+	}
+	if offer != nil {
+		body, ctx = offer.body, offer.ctx
+	}
 	target := *rt.upstream
 	if rest != "" {
 		target.Path = strings.TrimSuffix(target.Path, "/") + rest
@@ -300,12 +316,15 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if rt.proof == proof.WPT {
 		out.Header.Del("Authorization") // the WPT travels there (wpt.AuthScheme)
 	}
+	if offer != nil {
+		offer.setHeaders(out.Header)
+	}
 	var res *http.Response
 	switch {
 	case start:
-		res, _, err = rt.agent.Start(r.Context(), out, "")
+		res, _, err = rt.agent.Start(ctx, out, startDLG)
 	case dc != nil:
-		res, err = rt.agent.Continue(r.Context(), out, dc, nil)
+		res, err = rt.agent.Continue(ctx, out, dc, nil)
 	default:
 		res, err = rt.agent.Client.Do(out)
 	}
@@ -316,6 +335,13 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	resBody, err := readBounded(res.Body, "upstream response")
 	if err != nil {
 		return errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream's response is not usable")
+	}
+	// The proxy's fields in a response are the egress's own, never the upstream's.
+	removePrefixed(res.Header)
+	if offer != nil {
+		if err := offer.answer(ctx, res, resBody); err != nil {
+			return err
+		}
 	}
 	writeResponse(w, res, resBody)
 	return nil
