@@ -334,4 +334,3 @@ func handoffDialog(dc *dialog.Context, startDLG string, self identifier.ID) (*di
 	}
 	return dialog.New(startDLG, self)
 }
-
