@@ -204,6 +204,10 @@ func TestProxyCommandPair(t *testing.T) {
 // -check-config opens nothing and refuses what the proxy could not run safely.
 func TestProxyCheckConfig(t *testing.T) {
 	good := egressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3/invoke")
+	const handoffSection = "handoff: {key_file: a1.jwk, trust_file: trust.json}\n"
+	delegating := func(host string) string {
+		return strings.Replace(good, "require_signed_response: true}", "require_signed_response: true, delegate: wimse://a.example/tool/t1, "+host+"}", 1)
+	}
 	for name, c := range map[string]struct {
 		yaml, want string
 	}{
@@ -215,6 +219,15 @@ func TestProxyCheckConfig(t *testing.T) {
 		"unknown member":    {good + "egres: {}\n", "egres"},
 		"bad proof":         {strings.Replace(good, "require_signed_response: true", "proof: magic", 1), "httpsig or wpt"},
 		"signed WPT":        {strings.Replace(good, "require_signed_response: true", "proof: wpt, require_signed_response: true", 1), "needs proof httpsig"},
+		"good delegate":     {delegating("host: mcp") + handoffSection, ""},
+		"delegate, no host": {delegating("") + handoffSection, "delegate and host go together"},
+		"bad host":          {delegating("host: grpc") + handoffSection, "mcp, a2a03 or a2a10"},
+		"no handoff keys":   {delegating("host: a2a10"), "needs the handoff section"},
+		"half a handoff":    {delegating("host: a2a10") + "handoff: {key_file: k.jwk}\n", "key_file and trust_file are required"},
+		"delegate, no Txn":  {strings.Replace(delegating("host: mcp"), "audience: a.example, ", "", 1) + handoffSection, "delegate needs audience"},
+		"handoff hosts":     {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3") + "  handoff_hosts: [mcp, a2a10]\n" + handoffSection, ""},
+		"hosts, no keys":    {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3") + "  handoff_hosts: [mcp]\n", "needs the handoff section"},
+		"bad handoff host":  {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3") + "  handoff_hosts: [a2a]\n" + handoffSection, "mcp, a2a03 or a2a10"},
 	} {
 		file := filepath.Join(t.TempDir(), "p.yaml")
 		os.WriteFile(file, []byte(c.yaml), 0o600)
