@@ -145,7 +145,7 @@ type pair struct {
 	app            *app
 	egress         *httptest.Server
 	ingress        *httptest.Server
-	tamper         func(*http.Request) // runs on each signed request between the proxies
+	tamper         func(*http.Request)                 // runs on each signed request between the proxies
 	tamperResponse func(*http.Response, []byte) []byte // runs on each answer of the ingress
 	ingressReplay  *store.Memory
 	recipient      string
