@@ -517,3 +517,82 @@ func TestProxyCommandTLS(t *testing.T) {
 		}
 	}
 }
+
+// Handoffs through two proxy commands (handoff-context section 6, MCP): a1's egress
+// makes the offer for a route with a delegate, t1's ingress with handoff_hosts accepts
+// it, the application states "completed", and the agent reads the verified status.
+func TestProxyCommandHandoff(t *testing.T) {
+	witURL, ttsURL := proxyDomain(t)
+	dir := t.TempDir()
+	a1Key, _ := keys.Generate(keys.ES256)
+	t1Key, _ := keys.Generate(keys.ES256)
+	for name, k := range map[string]*keys.PrivateKey{"a1.jwk": a1Key, "t1.jwk": t1Key} {
+		b, err := k.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trust, _ := json.Marshal(map[string]any{
+		"wimse://a.example/agent/a1": map[string]any{"keys": []any{a1Key.Public()}},
+		"wimse://a.example/tool/t1":  map[string]any{"keys": []any{t1Key.Public()}},
+	})
+	if err := os.WriteFile(filepath.Join(dir, "trust.json"), trust, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	section := func(key string) string {
+		return fmt.Sprintf("handoff: {key_file: %s, trust_file: %s}\n", filepath.Join(dir, key), filepath.Join(dir, "trust.json"))
+	}
+	seen := make(chan http.Header, 4)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Clone()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set(proxy.HandoffStatusField, "completed")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"booked"}]}}`)
+	}))
+	defer app.Close()
+	in := startProxy(t, ingressYAML(witURL, ttsURL, app.URL)+"  handoff_hosts: [mcp]\n"+section("t1.jwk"))
+	egress := strings.Replace(egressYAML(witURL, ttsURL, in["ingress"]+"/mcp"), "require_signed_response: true}",
+		"require_signed_response: true, delegate: wimse://a.example/tool/t1, host: mcp}", 1)
+	out := startProxy(t, egress+section("a1.jwk"))
+
+	send := func(dc string) (*http.Response, []byte) {
+		req, _ := http.NewRequest("POST", out["egress"]+"/t1", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"book","arguments":{}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(proxy.HandoffField, "?1")
+		if dc == "" {
+			req.Header.Set(proxy.StartDialogField, "?1")
+		} else {
+			req.Header.Set(dialog.HeaderName, dc)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res, body
+	}
+	res, body := send("")
+	// The ingress keeps its handoff records in memory: offers issued in the second it
+	// started, or before, may have been seen by an earlier process and are rejected
+	// with reason replay (section 8.4). The agent asks again with new offers, in the
+	// same dialog, until its offers are issued after that second.
+	deadline := time.Now().Add(3 * time.Second)
+	for res.Header.Get(proxy.HandoffStatusField) == "rejected" && res.Header.Get(proxy.HandoffReasonField) == "replay" && time.Now().Before(deadline) {
+		if len(seen) != 0 {
+			t.Fatal("the application ran for a rejected offer")
+		}
+		res, body = send(res.Header.Get(dialog.HeaderName))
+	}
+	if res.StatusCode != 200 || res.Header.Get(proxy.HandoffStatusField) != "completed" || res.Header.Get(proxy.HandoffHopField) == "" {
+		t.Fatalf("%d %s %v", res.StatusCode, body, res.Header)
+	}
+	h := <-seen
+	if h.Get(proxy.VerifiedHandoffField) != "accepted" || h.Get(proxy.VerifiedHandoffFromField) != "wimse://a.example/agent/a1" ||
+		h.Get(proxy.VerifiedHandoffHopField) != res.Header.Get(proxy.HandoffHopField) {
+		t.Fatalf("the application saw %v", h)
+	}
+}
