@@ -22,6 +22,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
@@ -50,6 +51,10 @@ type ProxyConfig struct {
 	WITs         []ProxyJWKSConfig   `yaml:"wits"`
 	Egress       *EgressConfig       `yaml:"egress"`
 	Ingress      *IngressConfig      `yaml:"ingress"`
+	// Handoff is the workload's handoff key and trust (handoff-context sections 3,
+	// 3.4): needed by an egress route with a delegate and by an ingress with
+	// handoff_hosts.
+	Handoff *ProxyHandoffConfig `yaml:"handoff"`
 	// JWKSRetry bounds how often a JWKS URL that has not answered yet is tried again
 	// (default 5s).
 	JWKSRetry time.Duration `yaml:"jwks_retry"`
@@ -70,6 +75,14 @@ type ProxyWorkloadConfig struct {
 	SVIDKeyFile      string `yaml:"svid_key_file"`
 	BundleFile       string `yaml:"bundle_file"`
 	ServerID         string `yaml:"server_id"`
+}
+
+// ProxyHandoffConfig: the key that signs the workload's handoff offers and statuses,
+// and the trust document binding other agents' keys to their AgentIds
+// (handoff.ParseTrust: a JSON object mapping each AgentId to a JWK Set).
+type ProxyHandoffConfig struct {
+	KeyFile   string `yaml:"key_file"`
+	TrustFile string `yaml:"trust_file"`
 }
 
 // ProxyJWKSConfig: one trust domain's WIT issuer keys, by JWKS URL or file.
@@ -114,6 +127,10 @@ type RouteConfig struct {
 	Recipient             string `yaml:"recipient"`
 	Proof                 string `yaml:"proof"`
 	RequireSignedResponse bool   `yaml:"require_signed_response"`
+	// Delegate is the AgentId the route's handoff offers are for; Host the host
+	// protocol carrying them: mcp, a2a03 or a2a10 (proxy.Route).
+	Delegate string `yaml:"delegate"`
+	Host     string `yaml:"host"`
 	// Boundary marks the route as crossing a trust boundary (proxy.BoundaryRoute).
 	Boundary *RouteBoundaryConfig `yaml:"boundary"`
 }
@@ -155,6 +172,9 @@ type IngressConfig struct {
 	// SignResponses signs responses to HTTP-signed requests with the workload's WIT.
 	SignResponses bool                `yaml:"sign_responses"`
 	Store         cmdutil.StoreConfig `yaml:"store"`
+	// HandoffHosts are the host protocols whose handoffs the ingress checks and
+	// answers (mcp, a2a03, a2a10); none: handoffs are not read.
+	HandoffHosts []string `yaml:"handoff_hosts"`
 	// TLS is the ingress listener's certificate; without it the ingress speaks plain
 	// HTTP (said at the start when it does not listen on loopback).
 	TLS ProxyTLSConfig `yaml:"tls"`
@@ -291,6 +311,9 @@ func checkProxy(cfg *ProxyConfig) error {
 			return fmt.Errorf("wits[%s]: a trust_domain and one of jwks_url, jwks_file", t.TrustDomain)
 		}
 	}
+	if h := cfg.Handoff; h != nil && (h.KeyFile == "" || h.TrustFile == "") {
+		return fmt.Errorf("handoff: key_file and trust_file are required")
+	}
 	if e := cfg.Egress; e != nil {
 		if err := checkLoopbackListen("egress.listen", e.Listen); err != nil {
 			return err
@@ -313,6 +336,9 @@ func checkProxy(cfg *ProxyConfig) error {
 			}
 			if err := checkRouteBoundary(r, e.TTS); err != nil {
 				return fmt.Errorf("egress.routes[%d].boundary: %w", i, err)
+			}
+			if err := checkRouteHandoff(r, cfg.Handoff); err != nil {
+				return fmt.Errorf("egress.routes[%d]: %w", i, err)
 			}
 		}
 		if t := e.TTS; t != nil {
@@ -352,6 +378,14 @@ func checkProxy(cfg *ProxyConfig) error {
 		if in.RequireTxnToken && in.TxnTokens == nil {
 			return fmt.Errorf("ingress.require_txn_token needs ingress.txn_tokens")
 		}
+		for _, h := range in.HandoffHosts {
+			if _, err := parseHost(h); err != nil {
+				return fmt.Errorf("ingress.handoff_hosts: %w", err)
+			}
+		}
+		if len(in.HandoffHosts) > 0 && cfg.Handoff == nil {
+			return fmt.Errorf("ingress.handoff_hosts needs the handoff section (key_file, trust_file)")
+		}
 		if in.Store.Type == "" {
 			in.Store.Type = "memory"
 		}
@@ -361,6 +395,34 @@ func checkProxy(cfg *ProxyConfig) error {
 		if err := checkIngressBoundary(in); err != nil {
 			return fmt.Errorf("ingress.boundary: %w", err)
 		}
+	}
+	return nil
+}
+
+// checkRouteHandoff: a route that makes handoff offers names its delegate and host
+// protocol, has a Txn-Token (the offer's grant is its digest) and the workload's
+// handoff key and trust.
+func checkRouteHandoff(r RouteConfig, h *ProxyHandoffConfig) error {
+	if r.Delegate == "" && r.Host == "" {
+		return nil
+	}
+	if r.Delegate == "" || r.Host == "" {
+		return fmt.Errorf("delegate and host go together (handoff offers)")
+	}
+	if r.Boundary != nil {
+		return fmt.Errorf("delegate: a route crossing a trust boundary makes no handoff offers")
+	}
+	if _, err := identifier.Parse(r.Delegate); err != nil {
+		return fmt.Errorf("delegate: %w", err)
+	}
+	if _, err := parseHost(r.Host); err != nil {
+		return err
+	}
+	if r.Audience == "" {
+		return fmt.Errorf("delegate needs audience: the offer's grant is the digest of the route's Txn-Token")
+	}
+	if h == nil || h.KeyFile == "" || h.TrustFile == "" {
+		return fmt.Errorf("delegate needs the handoff section (key_file, trust_file)")
 	}
 	return nil
 }
@@ -389,6 +451,19 @@ func checkRouteBoundary(r RouteConfig, t *EgressTTSConfig) error {
 		}
 	}
 	return nil
+}
+
+// parseHost reads a host protocol name of the configuration.
+func parseHost(s string) (dialog.Host, error) {
+	switch s {
+	case "mcp":
+		return dialog.MCP, nil
+	case "a2a03":
+		return dialog.A2A03, nil
+	case "a2a10":
+		return dialog.A2A10, nil
+	}
+	return 0, fmt.Errorf("host %q: mcp, a2a03 or a2a10", s)
 }
 
 // checkIngressBoundary checks a boundary-facing ingress (nothing for another).
@@ -579,6 +654,12 @@ func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit
 		}
 	}
 	var scopes []string
+	if cfg.Handoff != nil {
+		var err error
+		if ec.HandoffKey, ec.HandoffTrust, err = loadHandoff(cfg.Handoff); err != nil {
+			return nil, err
+		}
+	}
 	for _, r := range e.Routes {
 		m, _ := parseProof(r.Proof)
 		rt := proxy.Route{Prefix: r.Prefix, Upstream: r.Upstream, AllowPlainHTTP: r.AllowPlainHTTP,
@@ -589,6 +670,10 @@ func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit
 				grant = e.TTS.TokenEndpoint
 			}
 			rt.Boundary = &proxy.BoundaryRoute{GrantEndpoint: grant, PeerIssuer: b.PeerIssuer, PeerTokenEndpoint: b.PeerTokenEndpoint, Scope: b.Scope}
+		}
+		if r.Delegate != "" {
+			rt.Delegate, _ = identifier.Parse(r.Delegate)
+			rt.Host, _ = parseHost(r.Host)
 		}
 		ec.Routes = append(ec.Routes, rt)
 		for _, sc := range strings.Fields(r.Scope) {
@@ -719,15 +804,52 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 			return httpsig.NewSigner(c.Key, c.WIT), nil
 		}))
 	}
+	var hr *handoff.Receiver
+	if len(in.HandoffHosts) > 0 {
+		key, trust, err := loadHandoff(cfg.Handoff)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		records, closeRecords, err := openRecords(in.Store)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		s.OnClose(closeRecords)
+		var hosts []dialog.Host
+		for _, name := range in.HandoffHosts {
+			h, _ := parseHost(name)
+			hosts = append(hosts, h)
+		}
+		// An offer's grant must name the credential that came with it (section 5.7).
+		hr = handoff.NewReceiver(cfg.Workload.ID, trust, records, handoff.WithStatusKey(key), handoff.WithGrantRequired())
+		opts = append(opts, dialog.WithHandoffsIn(hr, hosts...))
+	}
 	rc, err := dialog.NewReceiver(opts...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, AllowPlainHTTP: in.AllowPlainHTTP, Boundary: boundary})
+	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, AllowPlainHTTP: in.AllowPlainHTTP, Boundary: boundary, Handoffs: hr})
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return h, replay, checks, nil
+}
+
+// loadHandoff reads the workload's handoff key and the trust document.
+func loadHandoff(h *ProxyHandoffConfig) (*keys.PrivateKey, handoff.Trust, error) {
+	key, err := loadPrivateKey(h.KeyFile, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("handoff.key_file: %w", err)
+	}
+	b, err := os.ReadFile(h.TrustFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("handoff.trust_file: %w", err)
+	}
+	trust, err := handoff.ParseTrust(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("handoff.trust_file: %w", err)
+	}
+	return key, trust, nil
 }
 
 // openRecords opens the dialog records of a stateful ingress in the replay store's
