@@ -71,6 +71,9 @@ function newServer(req, res) {
     // The exchange's response is not written yet: the transport writes it after this
     // handler returns, keeping the fields already set.
     res.setHeader("Dialogtrust-Handoff-Status", outcome);
+    // A field of the proxies' namespace that no proxy defines: the agent must never
+    // see it, since it trusts the Dialogtrust-* fields its egress answers with.
+    res.setHeader("Dialogtrust-Interop-Forged", "set by the tool");
     return {
       content: [{ type: "text", text: outcome === "completed" ? "booked in " + (request.params.arguments?.city ?? "?") : "not booked: " + problems.join(", ") }],
       structuredContent: { seen },
