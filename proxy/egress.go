@@ -17,8 +17,10 @@ import (
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/txntoken"
@@ -47,6 +49,13 @@ type Route struct {
 	// RequireSignedResponse asks for a signed response (wimse-sign-response) and
 	// refuses an unsigned one (HTTP signature only).
 	RequireSignedResponse bool
+	// Delegate is the AgentId the route's handoff offers are addressed to (their aud);
+	// zero: the route makes no offers (HandoffField is refused). Host is the host
+	// protocol whose JSON-RPC requests carry them (handoff-context section 6). A route
+	// with a Delegate needs a Host and a TxnAudience (the grant is the Txn-Token's
+	// digest).
+	Delegate identifier.ID
+	Host     dialog.Host
 }
 
 // EgressConfig configures an Egress.
@@ -68,8 +77,13 @@ type EgressConfig struct {
 	// transport (tests put a tampering hop here).
 	Base http.RoundTripper
 	// Now is the clock of the Txn-Token cache (default time.Now).
-	Now    func() time.Time
-	Routes []Route
+	Now func() time.Time
+	// HandoffKey signs the handoff offers the egress makes, as Self (handoff-context
+	// section 3); HandoffTrust binds each delegate's keys to its AgentId, for its
+	// statuses (section 3.4). Both are required when a route has a Delegate.
+	HandoffKey   *keys.PrivateKey
+	HandoffTrust handoff.Trust
+	Routes       []Route
 }
 
 // Egress is the proxy for the local agent's outgoing requests: an http.Handler taking
@@ -86,6 +100,7 @@ type egressRoute struct {
 	upstream *url.URL
 	proof    proof.Method
 	agent    *agent.Agent
+	handoff  *routeHandoff // nil: the route makes no handoff offers
 }
 
 // upstreamTimeout bounds the wait for an upstream's response header.
@@ -148,7 +163,11 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 			// a target no route names.
 			return http.ErrUseLastResponse
 		}}
-		e.routes = append(e.routes, egressRoute{prefix: prefix, upstream: up, proof: rt.Proof, agent: &agent.Agent{Self: cfg.Self, Client: client}})
+		rh, err := newRouteHandoff(cfg, rt, prefix, t.Tokens)
+		if err != nil {
+			return nil, err
+		}
+		e.routes = append(e.routes, egressRoute{prefix: prefix, upstream: up, proof: rt.Proof, agent: &agent.Agent{Self: cfg.Self, Client: client}, handoff: rh})
 	}
 	return e, nil
 }
@@ -261,6 +280,17 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	ctx, startDLG := r.Context(), ""
+	if start {
+		startDLG = agent.NewDialogID()
+	}
+	offer, err := e.offerFor(ctx, rt, r.Header, dc, startDLG, body)
+	if err != nil {
+		return err
+	}
+	if offer != nil {
+		body, ctx = offer.body, offer.ctx
+	}
 	target := *rt.upstream
 	if rest != "" {
 		target.Path = strings.TrimSuffix(target.Path, "/") + rest
@@ -286,12 +316,15 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if rt.proof == proof.WPT {
 		out.Header.Del("Authorization") // the WPT travels there (wpt.AuthScheme)
 	}
+	if offer != nil {
+		offer.setHeaders(out.Header)
+	}
 	var res *http.Response
 	switch {
 	case start:
-		res, _, err = rt.agent.Start(r.Context(), out, "")
+		res, _, err = rt.agent.Start(ctx, out, startDLG)
 	case dc != nil:
-		res, err = rt.agent.Continue(r.Context(), out, dc, nil)
+		res, err = rt.agent.Continue(ctx, out, dc, nil)
 	default:
 		res, err = rt.agent.Client.Do(out)
 	}
@@ -302,6 +335,13 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	resBody, err := readBounded(res.Body, "upstream response")
 	if err != nil {
 		return errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream's response is not usable")
+	}
+	// The proxy's fields in a response are the egress's own, never the upstream's.
+	removePrefixed(res.Header)
+	if offer != nil {
+		if err := offer.answer(ctx, res, resBody); err != nil {
+			return err
+		}
 	}
 	writeResponse(w, res, resBody)
 	return nil

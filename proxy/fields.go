@@ -27,6 +27,37 @@ const (
 	// new dialog with the workload as initiator (section 5); the response carries the
 	// accepted Dialog-Context. It excludes a Dialog-Context field in the same request.
 	StartDialogField = "Dialogtrust-Start-Dialog"
+	// HandoffField: "?1" (a structured-field boolean) asks the egress to make a signed
+	// handoff offer for this request (handoff-context sections 2, 3) to the route's
+	// delegate, in the request's dialog, and to put it in the JSON-RPC body where the
+	// route's host protocol carries it (section 6); "?0" or absent: no offer.
+	HandoffField = "Dialogtrust-Handoff"
+	// HandoffTaskField: the offer's task member (section 2: a task identifier from
+	// the host protocol), at most MaxHandoffTask octets of printable ASCII.
+	HandoffTaskField = "Dialogtrust-Handoff-Task"
+)
+
+// Fields of the handoff statuses. The egress sets them on the response to an offer it
+// made, from the delegate's status it verified in the reply; the application behind
+// the ingress sets HandoffStatusField and HandoffReasonField on its response to an
+// accepted offer, and the ingress signs that status and removes the fields.
+const (
+	// HandoffStatusField: the hop's state, "accepted", "rejected", "completed",
+	// "failed" or "canceled" (section 4). From the application: "completed", "failed"
+	// or "accepted".
+	HandoffStatusField = "Dialogtrust-Handoff-Status"
+	// HandoffReasonField: the reason of a "rejected" or "failed" status (one of section
+	// 2's values), or else its detail; at most MaxHandoffReason octets, and an octet
+	// outside printable ASCII, or "%", percent-encoded (UTF-8).
+	HandoffReasonField = "Dialogtrust-Handoff-Reason"
+	// HandoffHopField: the hop identifier of the offer the egress made.
+	HandoffHopField = "Dialogtrust-Handoff-Hop"
+)
+
+// Bounds of the handoff fields.
+const (
+	MaxHandoffTask   = 256
+	MaxHandoffReason = 256
 )
 
 // Fields the ingress sets on the request it forwards to the application: what the
@@ -53,6 +84,10 @@ const (
 	// VerifiedHandoffField: the outcome of a handoff that travelled with the request
 	// ("accepted"); a refused offer never reaches the application.
 	VerifiedHandoffField = "Dialogtrust-Verified-Handoff"
+	// VerifiedHandoffHopField: the hop identifier of the accepted offer.
+	VerifiedHandoffHopField = "Dialogtrust-Verified-Handoff-Hop"
+	// VerifiedHandoffFromField: the accepted offer's iss, the delegator.
+	VerifiedHandoffFromField = "Dialogtrust-Verified-Handoff-From"
 )
 
 // MaxBody bounds a request or response body that the proxies read (the bound of

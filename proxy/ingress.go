@@ -26,6 +26,10 @@ type IngressConfig struct {
 	// AllowPlainHTTP).
 	Upstream       string
 	AllowPlainHTTP bool
+	// Handoffs is the handoff receiver given to dialog.WithHandoffs: the ingress takes
+	// the hop of an accepted offer with it and signs the statuses the application's
+	// answer states (handoff_ingress.go). Required when the receiver checks handoffs.
+	Handoffs *handoff.Receiver
 	// Transport carries the verified requests to the application (default: a
 	// transport without an environment proxy).
 	Transport http.RoundTripper
@@ -39,6 +43,7 @@ type Ingress struct {
 	upstream *url.URL
 	client   *http.Client
 	handler  http.Handler
+	handoffs *handoff.Receiver
 }
 
 // NewIngress checks cfg and builds the ingress.
@@ -57,7 +62,7 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 		t.ResponseHeaderTimeout = upstreamTimeout
 		tr = t
 	}
-	in := &Ingress{upstream: up, client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+	in := &Ingress{upstream: up, handoffs: cfg.Handoffs, client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}}
 	in.handler = cfg.Receiver.Middleware(http.HandlerFunc(in.forward))
@@ -134,6 +139,13 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	if host := r.Host; host != "" {
 		out.Header.Set("X-Forwarded-Host", host)
 	}
+	var taken *ingressHop
+	if v.Handoff != nil && v.Handoff.Outcome == handoff.OutcomeAccepted {
+		if taken, err = in.takeHop(r.Context(), v, body); err != nil {
+			problem.Write(w, err)
+			return
+		}
+	}
 	res, err := in.client.Do(out)
 	if err != nil {
 		problem.Write(w, upstreamError(err))
@@ -150,6 +162,14 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	for _, f := range []string{dialog.HeaderName, "Signature", "Signature-Input", wit.HeaderName} {
 		res.Header.Del(f)
 	}
+	if taken != nil {
+		if resBody, err = taken.answer(r.Context(), res, resBody); err != nil {
+			problem.Write(w, err)
+			return
+		}
+	}
+	res.Header.Del(HandoffStatusField)
+	res.Header.Del(HandoffReasonField)
 	writeResponse(w, res, resBody)
 }
 
@@ -172,6 +192,8 @@ func setVerified(h http.Header, v *dialog.Verified) error {
 	}
 	if v.Handoff != nil && v.Handoff.Outcome == handoff.OutcomeAccepted {
 		h.Set(VerifiedHandoffField, "accepted")
+		h.Set(VerifiedHandoffHopField, v.Handoff.Offer.Hop)
+		h.Set(VerifiedHandoffFromField, v.Handoff.Offer.Iss)
 	}
 	return nil
 }

@@ -47,6 +47,10 @@ type ProxyConfig struct {
 	WITs         []ProxyJWKSConfig   `yaml:"wits"`
 	Egress       *EgressConfig       `yaml:"egress"`
 	Ingress      *IngressConfig      `yaml:"ingress"`
+	// Handoff is the workload's handoff key and trust (handoff-context sections 3,
+	// 3.4): needed by an egress route with a delegate and by an ingress with
+	// handoff_hosts.
+	Handoff *ProxyHandoffConfig `yaml:"handoff"`
 	// JWKSRetry bounds how often a JWKS URL that has not answered yet is tried again
 	// (default 5s).
 	JWKSRetry time.Duration `yaml:"jwks_retry"`
@@ -67,6 +71,14 @@ type ProxyWorkloadConfig struct {
 	SVIDKeyFile      string `yaml:"svid_key_file"`
 	BundleFile       string `yaml:"bundle_file"`
 	ServerID         string `yaml:"server_id"`
+}
+
+// ProxyHandoffConfig: the key that signs the workload's handoff offers and statuses,
+// and the trust document binding other agents' keys to their AgentIds
+// (handoff.ParseTrust: a JSON object mapping each AgentId to a JWK Set).
+type ProxyHandoffConfig struct {
+	KeyFile   string `yaml:"key_file"`
+	TrustFile string `yaml:"trust_file"`
 }
 
 // ProxyJWKSConfig: one trust domain's WIT issuer keys, by JWKS URL or file.
@@ -111,6 +123,10 @@ type RouteConfig struct {
 	Recipient             string `yaml:"recipient"`
 	Proof                 string `yaml:"proof"`
 	RequireSignedResponse bool   `yaml:"require_signed_response"`
+	// Delegate is the AgentId the route's handoff offers are for; Host the host
+	// protocol carrying them: mcp, a2a03 or a2a10 (proxy.Route).
+	Delegate string `yaml:"delegate"`
+	Host     string `yaml:"host"`
 }
 
 // IngressConfig: the listener for remote callers, the application behind it and the
@@ -134,6 +150,9 @@ type IngressConfig struct {
 	// SignResponses signs responses to HTTP-signed requests with the workload's WIT.
 	SignResponses bool                `yaml:"sign_responses"`
 	Store         cmdutil.StoreConfig `yaml:"store"`
+	// HandoffHosts are the host protocols whose handoffs the ingress checks and
+	// answers (mcp, a2a03, a2a10); none: handoffs are not read.
+	HandoffHosts []string `yaml:"handoff_hosts"`
 	// TLS is the ingress listener's certificate; without it the ingress speaks plain
 	// HTTP (said at the start when it does not listen on loopback).
 	TLS ProxyTLSConfig `yaml:"tls"`
@@ -245,6 +264,9 @@ func checkProxy(cfg *ProxyConfig) error {
 			return fmt.Errorf("wits[%s]: a trust_domain and one of jwks_url, jwks_file", t.TrustDomain)
 		}
 	}
+	if h := cfg.Handoff; h != nil && (h.KeyFile == "" || h.TrustFile == "") {
+		return fmt.Errorf("handoff: key_file and trust_file are required")
+	}
 	if e := cfg.Egress; e != nil {
 		if err := checkLoopbackListen("egress.listen", e.Listen); err != nil {
 			return err
@@ -264,6 +286,9 @@ func checkProxy(cfg *ProxyConfig) error {
 			}
 			if r.Audience != "" && e.TTS == nil {
 				return fmt.Errorf("egress.routes[%d]: audience needs egress.tts", i)
+			}
+			if err := checkRouteHandoff(r, cfg.Handoff); err != nil {
+				return fmt.Errorf("egress.routes[%d]: %w", i, err)
 			}
 		}
 		if t := e.TTS; t != nil {
@@ -303,6 +328,14 @@ func checkProxy(cfg *ProxyConfig) error {
 		if in.RequireTxnToken && in.TxnTokens == nil {
 			return fmt.Errorf("ingress.require_txn_token needs ingress.txn_tokens")
 		}
+		for _, h := range in.HandoffHosts {
+			if _, err := parseHost(h); err != nil {
+				return fmt.Errorf("ingress.handoff_hosts: %w", err)
+			}
+		}
+		if len(in.HandoffHosts) > 0 && cfg.Handoff == nil {
+			return fmt.Errorf("ingress.handoff_hosts needs the handoff section (key_file, trust_file)")
+		}
 		if in.Store.Type == "" {
 			in.Store.Type = "memory"
 		}
@@ -311,6 +344,44 @@ func checkProxy(cfg *ProxyConfig) error {
 		}
 	}
 	return nil
+}
+
+// checkRouteHandoff: a route that makes handoff offers names its delegate and host
+// protocol, has a Txn-Token (the offer's grant is its digest) and the workload's
+// handoff key and trust.
+func checkRouteHandoff(r RouteConfig, h *ProxyHandoffConfig) error {
+	if r.Delegate == "" && r.Host == "" {
+		return nil
+	}
+	if r.Delegate == "" || r.Host == "" {
+		return fmt.Errorf("delegate and host go together (handoff offers)")
+	}
+	if _, err := identifier.Parse(r.Delegate); err != nil {
+		return fmt.Errorf("delegate: %w", err)
+	}
+	if _, err := parseHost(r.Host); err != nil {
+		return err
+	}
+	if r.Audience == "" {
+		return fmt.Errorf("delegate needs audience: the offer's grant is the digest of the route's Txn-Token")
+	}
+	if h == nil || h.KeyFile == "" || h.TrustFile == "" {
+		return fmt.Errorf("delegate needs the handoff section (key_file, trust_file)")
+	}
+	return nil
+}
+
+// parseHost reads a host protocol name of the configuration.
+func parseHost(s string) (dialog.Host, error) {
+	switch s {
+	case "mcp":
+		return dialog.MCP, nil
+	case "a2a03":
+		return dialog.A2A03, nil
+	case "a2a10":
+		return dialog.A2A10, nil
+	}
+	return 0, fmt.Errorf("host %q: mcp, a2a03 or a2a10", s)
 }
 
 // checkLoopbackListen: the egress signs as the workload for whoever reaches it, so it

@@ -1,0 +1,336 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/keys"
+)
+
+// routeHandoff is what a route that makes handoff offers needs.
+type routeHandoff struct {
+	self     string // the workload: the offers' iss
+	delegate string // the offers' aud
+	host     dialog.Host
+	key      *keys.PrivateKey
+	trust    handoff.Trust
+	tokens   agent.TxnTokenSource
+	now      func() time.Time
+}
+
+// newRouteHandoff checks a route's handoff members; nil when the route makes no offers.
+func newRouteHandoff(cfg EgressConfig, rt Route, prefix string, tokens agent.TxnTokenSource) (*routeHandoff, error) {
+	if rt.Delegate.IsZero() {
+		if rt.Host != 0 {
+			return nil, errcode.New(errcode.InvalidRequest, "egress route %s: a host protocol without a delegate", prefix)
+		}
+		return nil, nil
+	}
+	switch {
+	case rt.Host != dialog.MCP && rt.Host != dialog.A2A03 && rt.Host != dialog.A2A10:
+		return nil, errcode.New(errcode.InvalidRequest, "egress route %s: a delegate needs the host protocol (MCP, A2A 0.3 or A2A 1.0)", prefix)
+	case tokens == nil:
+		return nil, errcode.New(errcode.InvalidRequest, "egress route %s: a delegate needs a Txn-Token audience: the offer's grant is the Txn-Token's digest", prefix)
+	case cfg.HandoffKey == nil || cfg.HandoffTrust == nil:
+		return nil, errcode.New(errcode.InvalidRequest, "egress route %s: a delegate needs the handoff key and trust", prefix)
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &routeHandoff{self: cfg.Self.String(), delegate: rt.Delegate.String(), host: rt.Host, key: cfg.HandoffKey,
+		trust: cfg.HandoffTrust, tokens: tokens, now: now}, nil
+}
+
+// handoffRequest reads HandoffField and HandoffTaskField: whether an offer is asked
+// for, and its task ("" for none).
+func handoffRequest(h http.Header) (bool, string, error) {
+	want := false
+	switch vals := h.Values(HandoffField); {
+	case len(vals) > 1:
+		return false, "", errcode.New(errcode.DuplicateField, "more than one %s field", HandoffField)
+	case len(vals) == 1 && strings.TrimSpace(vals[0]) == "?1":
+		want = true
+	case len(vals) == 1 && strings.TrimSpace(vals[0]) != "?0":
+		return false, "", errcode.New(errcode.InvalidRequest, "%s must be ?1 or ?0", HandoffField)
+	}
+	vals := h.Values(HandoffTaskField)
+	switch {
+	case len(vals) == 0:
+		return want, "", nil
+	case len(vals) > 1:
+		return false, "", errcode.New(errcode.DuplicateField, "more than one %s field", HandoffTaskField)
+	case !want:
+		return false, "", errcode.New(errcode.InvalidRequest, "%s without %s: ?1", HandoffTaskField, HandoffField)
+	}
+	task := strings.TrimSpace(vals[0])
+	if task == "" || len(task) > MaxHandoffTask || strings.ContainsFunc(task, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+		return false, "", errcode.New(errcode.InvalidRequest, "%s must be 1 to %d octets of printable ASCII", HandoffTaskField, MaxHandoffTask)
+	}
+	return true, task, nil
+}
+
+// egressOffer is an offer the egress made for one request, and what checks its answer.
+type egressOffer struct {
+	rh        *routeHandoff
+	delegator *handoff.Delegator
+	offer     *handoff.Handoff
+	hop       string
+	body      []byte          // the request body with the offer in it
+	ctx       context.Context // sends exactly the Txn-Token the grant binds
+}
+
+// makeOffer signs an offer in dialog dc (handoff-context sections 2, 3; grant section
+// 5.7 through agent.OfferInDialog) and puts it in body where the host protocol carries
+// it (section 6). The delegator is the exchange's own: the egress follows the hop only
+// until its reply, so nothing accumulates across requests.
+func (rh *routeHandoff) makeOffer(ctx context.Context, dc *dialog.Context, task string, body []byte) (*egressOffer, error) {
+	if h, err := dialog.HandoffsIn(dialog.MCP, dialog.A2A03, dialog.A2A10)(body); err != nil || h != nil {
+		return nil, errcode.New(errcode.HandoffUnplaced, "the request already carries a handoff: the egress makes the offer (%s)", HandoffField)
+	}
+	del, err := handoff.NewDelegator(handoff.DelegatorConfig{Self: rh.self, Key: rh.key, Trust: rh.trust, Now: rh.now})
+	if err != nil {
+		return nil, err
+	}
+	req := handoff.OfferRequest{Offer: handoff.Offer{Aud: rh.delegate, Hop: handoff.NewHopID()}}
+	if task != "" {
+		req.Offer.Task = handoff.String(task)
+	}
+	// The body is checked before anything is signed or a Txn-Token asked for.
+	if _, err := placeOffer(rh.host, body, dc.DLG(), nil); err != nil {
+		return nil, err
+	}
+	h, sendCtx, err := agent.OfferInDialog(ctx, del, rh.tokens, dc, req)
+	if err != nil {
+		return nil, err
+	}
+	out, err := placeOffer(rh.host, body, dc.DLG(), h)
+	if err != nil {
+		return nil, err
+	}
+	return &egressOffer{rh: rh, delegator: del, offer: h, hop: req.Offer.Hop, body: out, ctx: sendCtx}, nil
+}
+
+// placeOffer puts h (nil: only check) in the JSON-RPC request body of host: the _meta
+// of an MCP tools/call's params; the metadata of the message of an A2A 0.3
+// message/send or an A2A 1.0 SendMessage, with the extension listed in
+// Message.extensions (handoff.PutA2AMessage). Streaming methods are refused: the reply
+// would be an event stream, in which the proxies read no status.
+func placeOffer(host dialog.Host, body []byte, dlg string, h *handoff.Handoff) ([]byte, error) {
+	var env map[string]json.RawMessage
+	if err := exactjson.Unmarshal(body, &env); err != nil || env == nil {
+		return nil, errcode.New(errcode.InvalidRequest, "a handoff offer rides in a JSON-RPC request: the body is not a JSON object")
+	}
+	var method string
+	if json.Unmarshal(env["method"], &method) != nil || string(env["jsonrpc"]) != `"2.0"` {
+		return nil, errcode.New(errcode.InvalidRequest, "a handoff offer rides in a JSON-RPC 2.0 request: no method")
+	}
+	if id, ok := env["id"]; !ok || string(id) == "null" {
+		return nil, errcode.New(errcode.InvalidRequest, "a handoff offer rides in a JSON-RPC request with an id (its reply carries the status)")
+	}
+	want := map[dialog.Host]string{dialog.MCP: "tools/call", dialog.A2A03: "message/send", dialog.A2A10: "SendMessage"}[host]
+	if method != want {
+		return nil, errcode.New(errcode.InvalidRequest, "the route's %s requests carry a handoff offer in %s, not in %q", host, want, errcode.Cut(method))
+	}
+	params := env["params"]
+	var p map[string]json.RawMessage
+	if err := exactjson.Unmarshal(params, &p); err != nil || p == nil {
+		return nil, errcode.New(errcode.InvalidRequest, "the %s request's params are not an object", method)
+	}
+	var err error
+	if host == dialog.MCP {
+		if h == nil {
+			return body, nil
+		}
+		if params, err = handoff.PutMCPRequest(params, h); err != nil {
+			return nil, err
+		}
+	} else {
+		msg := p["message"]
+		var m map[string]json.RawMessage
+		if err := exactjson.Unmarshal(msg, &m); err != nil || m == nil {
+			return nil, errcode.New(errcode.InvalidRequest, "the %s request carries no message object", method)
+		}
+		if raw, ok := m["contextId"]; ok {
+			var cid string
+			if json.Unmarshal(raw, &cid) != nil || cid != dlg {
+				// The receiver checks the offer's dialog against both (section 5.1, step 5).
+				return nil, errcode.New(errcode.InvalidRequest, "the message's contextId must be the dialog's identifier %q, or absent", dlg)
+			}
+		}
+		if h == nil {
+			return body, nil
+		}
+		if msg, err = handoff.PutA2AMessage(msg, h); err != nil {
+			return nil, err
+		}
+		p["message"] = msg
+		if params, err = json.Marshal(p); err != nil {
+			return nil, errcode.Wrap(errcode.Internal, err, "params")
+		}
+	}
+	env["params"] = params
+	out, err := json.Marshal(env)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "request body")
+	}
+	return out, nil
+}
+
+// setHeaders lists the A2A extension in the request's service parameter (section 6:
+// "A client also lists the URI in the A2A-Extensions service parameter"), under both
+// names for A2A 0.3.
+func (o *egressOffer) setHeaders(h http.Header) {
+	switch o.rh.host {
+	case dialog.A2A03:
+		handoff.AddA2A03Extension(h)
+	case dialog.A2A10:
+		handoff.AddA2AExtension(h)
+	}
+}
+
+// answer verifies the delegate's status in the reply to the offer and sets the
+// HandoffStatusField, HandoffReasonField and HandoffHopField of the response for the
+// agent. A JSON-RPC result on 2xx must carry a status that verifies (section 5.6, as
+// handoff.Delegator.HandleStatus checks it): else the reply is refused and the agent
+// gets no body. A refusal (not 2xx) and a JSON-RPC error carry none as section 6
+// places statuses: they pass without HandoffStatusField, or with it when they carry
+// one that verifies.
+func (o *egressOffer) answer(ctx context.Context, res *http.Response, body []byte) error {
+	res.Header.Set(HandoffHopField, o.hop)
+	needed := res.StatusCode/100 == 2 && jsonRPCResult(body)
+	if res.StatusCode/100 == 2 && !needed && !jsonRPCError(body) {
+		mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
+		if mt == "text/event-stream" {
+			return errcode.New(errcode.MissingCredential, "the reply to the handoff offer is an event stream: the proxies read statuses only in application/json replies")
+		}
+		return errcode.New(errcode.MissingCredential, "the reply to the handoff offer is not a JSON-RPC response: it carries no status")
+	}
+	st, err := agent.HandoffStatus(body)
+	switch {
+	case err != nil && needed:
+		return err
+	case err != nil || st == nil && !needed:
+		return nil
+	case st == nil:
+		return errcode.New(errcode.MissingCredential, "the reply to the handoff offer carries no status from the delegate (section 6)")
+	}
+	vs, err := o.verify(ctx, *st)
+	if err != nil {
+		return err
+	}
+	res.Header.Set(HandoffStatusField, string(vs.State))
+	if vs.State == handoff.StateRejected || vs.State == handoff.StateFailed {
+		reason := string(vs.ReasonValue())
+		if reason == "" && vs.Detail != nil {
+			reason = *vs.Detail
+		}
+		if reason != "" {
+			res.Header.Set(HandoffReasonField, reasonFieldValue(reason))
+		}
+	}
+	return nil
+}
+
+// verify checks a status as the delegator does (handoff.Delegator.HandleStatus:
+// signature with a key the trust binds to status.iss, type status, status.iss the
+// offer's aud, status.aud this workload, the hop and the offer's digest). One status
+// cannot come from the offer's aud: "rejected" with reason "wrong-audience" (section
+// 5.1, step 2) comes from the party that received an offer that was not for it. It is
+// taken when it verifies under the key the trust binds to its iss and names this
+// offer and this workload: it says that no delegate took the offer.
+func (o *egressOffer) verify(ctx context.Context, st handoff.Signed) (*handoff.VerifiedStatus, error) {
+	u, err := o.delegator.HandleStatus(ctx, st)
+	if err == nil {
+		return u.Status, nil
+	}
+	if errcode.CodeOf(err) != errcode.IssuerMismatch {
+		return nil, err
+	}
+	vs, verr := handoff.VerifyStatusSignature(ctx, o.rh.trust, st, 0)
+	if verr != nil || vs.State != handoff.StateRejected || vs.ReasonValue() != handoff.ReasonWrongAudience ||
+		vs.Hop != o.hop || !vs.Offer.Equal(o.offer.Offer.Digest()) || vs.Aud != o.rh.self {
+		return nil, err
+	}
+	return vs, nil
+}
+
+// jsonRPCResult reports whether body is a JSON-RPC response with a result.
+func jsonRPCResult(body []byte) bool {
+	var env map[string]json.RawMessage
+	if json.Unmarshal(body, &env) != nil || env == nil {
+		return false
+	}
+	r, ok := env["result"]
+	return ok && string(r) != "null"
+}
+
+// jsonRPCError reports whether body is a JSON-RPC response with an error.
+func jsonRPCError(body []byte) bool {
+	var env map[string]json.RawMessage
+	if json.Unmarshal(body, &env) != nil || env == nil {
+		return false
+	}
+	_, ok := env["error"]
+	return ok
+}
+
+// reasonFieldValue bounds a reason or detail to MaxHandoffReason octets and
+// percent-encodes "%" and every octet outside printable ASCII, so that any text is a
+// field value.
+func reasonFieldValue(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b strings.Builder
+	for _, r := range s {
+		enc := string(r)
+		if r < 0x20 || r > 0x7e || r == '%' {
+			const digits = "0123456789ABCDEF"
+			enc = ""
+			for _, c := range []byte(string(r)) {
+				enc += "%" + string(digits[c>>4]) + string(digits[c&15])
+			}
+		}
+		if b.Len()+len(enc) > MaxHandoffReason {
+			break // whole characters only, so that the value still decodes
+		}
+		b.WriteString(enc)
+	}
+	return b.String()
+}
+
+// offerFor makes the offer HandoffField asks for, or returns nil when none is asked.
+func (e *Egress) offerFor(ctx context.Context, rt *egressRoute, h http.Header, dc *dialog.Context, startDLG string, body []byte) (*egressOffer, error) {
+	want, task, err := handoffRequest(h)
+	if err != nil || !want {
+		return nil, err
+	}
+	if rt.handoff == nil {
+		return nil, errcode.New(errcode.InvalidRequest, "the route %s names no delegate: it makes no handoff offers", rt.prefix)
+	}
+	dc, err = handoffDialog(dc, startDLG, e.self)
+	if err != nil {
+		return nil, err
+	}
+	return rt.handoff.makeOffer(ctx, dc, task, body)
+}
+
+// handoffDialog is the dialog an offer is made in: the request's, or the one it starts.
+func handoffDialog(dc *dialog.Context, startDLG string, self identifier.ID) (*dialog.Context, error) {
+	if dc != nil {
+		return dc, nil
+	}
+	if startDLG == "" {
+		return nil, errcode.New(errcode.InvalidRequest, "a handoff offer is made in a dialog: send a Dialog-Context or %s: ?1", StartDialogField)
+	}
+	return dialog.New(startDLG, self)
+}

@@ -1,0 +1,247 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/handoff"
+)
+
+// ingressHop is the hop of an accepted offer the ingress took for the application.
+type ingressHop struct {
+	hr       *handoff.Receiver
+	iss, hop string
+	host     dialog.Host
+	accepted handoff.Signed
+}
+
+// takeHop takes the hop of the offer the receiver accepted (handoff.Receiver.Accept,
+// section 4), before the application runs, as the Go adapters do: from then on the
+// delegate keeps the hop until its outcome is sent (section 5.2), and a retransmission
+// is answered with the last status (section 5.3) by the receiver.
+func (in *Ingress) takeHop(ctx context.Context, v *dialog.Verified, body []byte) (*ingressHop, error) {
+	if in.handoffs == nil {
+		return nil, errcode.New(errcode.Internal, "the ingress has no handoff receiver (IngressConfig.Handoffs) to take an accepted offer with")
+	}
+	o := v.Handoff.Offer
+	st, err := in.handoffs.Accept(ctx, o.Iss, o.Hop)
+	if err != nil {
+		return nil, err
+	}
+	return &ingressHop{hr: in.handoffs, iss: o.Iss, hop: o.Hop, host: hostOfBody(body), accepted: st}, nil
+}
+
+// hostOfBody is the host protocol of the JSON-RPC request that carried an accepted
+// offer: the A2A message methods by version, MCP for every other method (as
+// dialog.HandoffsIn reads them).
+func hostOfBody(body []byte) dialog.Host {
+	var env struct {
+		Method string `json:"method"`
+	}
+	_ = json.Unmarshal(body, &env)
+	switch env.Method {
+	case "message/send", "message/stream":
+		return dialog.A2A03
+	case "SendMessage", "SendStreamingMessage":
+		return dialog.A2A10
+	}
+	return dialog.MCP
+}
+
+// answer makes the delegate's status from the application's response and puts it in
+// the reply where the host protocol carries it (section 6). The application states the
+// outcome in HandoffStatusField ("completed", "failed" with HandoffReasonField, or
+// "accepted"); without it, an A2A Task's state gives it (Table 1) and anything else
+// leaves the hop "accepted". The status is recorded before the reply is written, so
+// that a retransmission gets it even when this reply is lost. A reply that is a
+// refusal or a JSON-RPC error goes out as it is (section 6 places statuses in results
+// only); a successful reply in which the status cannot be placed is refused: no
+// unsigned success goes out.
+func (t *ingressHop) answer(ctx context.Context, res *http.Response, body []byte) ([]byte, error) {
+	stated := res.Header.Values(HandoffStatusField)
+	reason := res.Header.Get(HandoffReasonField)
+	res.Header.Del(HandoffStatusField)
+	res.Header.Del(HandoffReasonField)
+	// The outcome is recorded even when the caller has gone.
+	ctx = context.WithoutCancel(ctx)
+
+	var env map[string]json.RawMessage
+	_ = json.Unmarshal(body, &env)
+	result, hasResult := env["result"]
+	if string(result) == "null" {
+		hasResult = false
+	}
+	_, isError := env["error"]
+	ok := res.StatusCode/100 == 2
+	placeable := ok && hasResult
+	// A success that is not a JSON-RPC response (an event stream, say) cannot carry
+	// the status. Without an outcome to record, it is refused before anything is signed.
+	unplaceable := ok && !hasResult && !isError
+	if unplaceable && len(stated) == 0 {
+		return nil, errcode.Unavailable(errcode.UpstreamUnavailable, nil,
+			"the application's reply to an accepted handoff is not a JSON-RPC response in application/json (an event stream?): the delegate's status cannot be placed in it")
+	}
+
+	var st handoff.Signed
+	var err error
+	switch {
+	case len(stated) > 1:
+		return nil, errcode.Unavailable(errcode.UpstreamUnavailable, nil, "the application sent %s more than once", HandoffStatusField)
+	case len(stated) == 1:
+		st, err = t.stated(ctx, strings.TrimSpace(stated[0]), reason)
+	case placeable && t.host != dialog.MCP:
+		st, err = t.fromTask(ctx, result)
+	default:
+		st = t.accepted
+	}
+	if err != nil {
+		return nil, err
+	}
+	if unplaceable {
+		return nil, errcode.Unavailable(errcode.UpstreamUnavailable, nil,
+			"the application's reply to an accepted handoff is not a JSON-RPC response in application/json (an event stream?): the delegate's status is recorded but cannot be placed in it")
+	}
+	if !placeable {
+		return body, nil // a refusal or a JSON-RPC error: the status is recorded, for a retransmission
+	}
+	placed, err := placeStatus(t.host, result, st)
+	if err != nil {
+		return nil, errcode.Unavailable(errcode.UpstreamUnavailable, err, "the delegate's status cannot be placed in the application's reply")
+	}
+	env["result"] = placed
+	out, err := json.Marshal(env)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "reply")
+	}
+	return out, nil
+}
+
+// stated signs the outcome the application stated.
+func (t *ingressHop) stated(ctx context.Context, state, reason string) (handoff.Signed, error) {
+	switch handoff.State(state) {
+	case handoff.StateAccepted:
+		return t.accepted, nil
+	case handoff.StateCompleted:
+		return t.hr.Complete(ctx, t.iss, t.hop, nil)
+	case handoff.StateFailed:
+		return t.hr.Fail(ctx, t.iss, t.hop, failure(reason, ""))
+	}
+	return handoff.Signed{}, errcode.Unavailable(errcode.UpstreamUnavailable, nil,
+		"the application's %s %q is not completed, failed or accepted", HandoffStatusField, errcode.Cut(state))
+}
+
+// failure reads the application's HandoffReasonField: one of section 2's reason values
+// is the status's reason, any other text its detail (percent-decoded, bounded).
+func failure(reason, fallback string) handoff.Failure {
+	if r, err := url.PathUnescape(reason); err == nil {
+		reason = r
+	}
+	reason = strings.ToValidUTF8(strings.TrimSpace(reason), "\uFFFD")
+	if len(reason) > MaxHandoffReason {
+		i := MaxHandoffReason
+		for i > 0 && !utf8.RuneStart(reason[i]) {
+			i--
+		}
+		reason = reason[:i]
+	}
+	r := handoff.Reason(reason)
+	if r.Listed() && r != handoff.ReasonStale && r != handoff.ReasonReplay {
+		return handoff.Failure{Reason: r}
+	}
+	if reason == "" {
+		reason = fallback
+	}
+	return handoff.Failure{Detail: reason}
+}
+
+// fromTask derives the status from the state of an A2A Task the application returned
+// (Table 1): completed and failed are the outcome. The ingress took the hop before the
+// application ran, and section 4 forbids "rejected" for a taken hop: a rejected task
+// is "failed" with reason "policy" and no refs (the work took no effect). A canceled
+// task, a task still working or waiting for input, and a Message leave the hop
+// "accepted": the delegate cannot send "canceled" (the delegator's state), and section
+// 5.4 keeps a hop whose outcome is not known "accepted".
+func (t *ingressHop) fromTask(ctx context.Context, result json.RawMessage) (handoff.Signed, error) {
+	task, _ := a2aTask(t.host, result)
+	if task == nil {
+		return t.accepted, nil
+	}
+	var tk struct {
+		Status struct {
+			State string `json:"state"`
+		} `json:"status"`
+	}
+	_ = json.Unmarshal(task, &tk)
+	state, _ := handoff.StateForA2ATask(tk.Status.State)
+	switch state {
+	case handoff.StateCompleted:
+		return t.hr.Complete(ctx, t.iss, t.hop, nil)
+	case handoff.StateFailed:
+		return t.hr.Fail(ctx, t.iss, t.hop, handoff.Failure{Detail: "the task failed"})
+	case handoff.StateRejected:
+		return t.hr.Fail(ctx, t.iss, t.hop, handoff.Failure{Reason: handoff.ReasonPolicy, Detail: "the application rejected the task"})
+	}
+	return t.accepted, nil
+}
+
+// a2aTask returns the Task of an A2A result (A2A 0.3: kind "task"; A2A 1.0: {"task":
+// ...}), and whether the result is wrapped; nil for a Message.
+func a2aTask(host dialog.Host, result json.RawMessage) (json.RawMessage, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(result, &m) != nil || m == nil {
+		return nil, false
+	}
+	if host == dialog.A2A10 {
+		if t, ok := m["task"]; ok && string(t) != "null" {
+			return t, true
+		}
+		return nil, false
+	}
+	if string(m["kind"]) == `"task"` {
+		return result, false
+	}
+	return nil, false
+}
+
+// placeStatus puts st in a JSON-RPC result (section 6): the _meta of an MCP
+// CallToolResult, the metadata of an A2A reply Message or of a returned Task's status
+// message (A2A 1.0 results wrapped as {"message": ...} or {"task": ...}).
+func placeStatus(host dialog.Host, result json.RawMessage, st handoff.Signed) (json.RawMessage, error) {
+	if host == dialog.MCP {
+		return handoff.PutMCPResult(result, st)
+	}
+	if task, wrapped := a2aTask(host, result); task != nil {
+		placed, err := handoff.PutA2ATaskStatus(task, st)
+		if err != nil || !wrapped {
+			return placed, err
+		}
+		return rewrap(result, "task", placed)
+	}
+	if host == dialog.A2A10 {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(result, &m) != nil || m == nil || len(m["message"]) == 0 || string(m["message"]) == "null" {
+			return nil, errcode.New(errcode.InvalidEncoding, "an A2A 1.0 result that is neither {\"message\": ...} nor {\"task\": ...}")
+		}
+		placed, err := handoff.PutA2AStatus(m["message"], st)
+		if err != nil {
+			return nil, err
+		}
+		return rewrap(result, "message", placed)
+	}
+	return handoff.PutA2AStatus(result, st)
+}
+
+func rewrap(result json.RawMessage, member string, inner []byte) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(result, &m); err != nil {
+		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "result")
+	}
+	m[member] = inner
+	return json.Marshal(m)
+}
