@@ -43,14 +43,6 @@ const (
 	jsHotelAudience = "https://hotel.dev.local/"
 )
 
-// TEMPORARY: the handoff fields of the proxy.
-const (
-	jsHandoffStatusField       = "Dialogtrust-Handoff-Status"
-	jsHandoffHopField          = "Dialogtrust-Handoff-Hop"
-	jsVerifiedHandoffHopField  = "Dialogtrust-Verified-Handoff-Hop"
-	jsVerifiedHandoffFromField = "Dialogtrust-Verified-Handoff-From"
-)
-
 // jsSDKs returns node, with both SDKs installed next to the scripts.
 func jsSDKs(t *testing.T) string {
 	t.Helper()
@@ -252,10 +244,10 @@ func checkSeen(t *testing.T, s seenFields, dlg, hop string) {
 	if got := field(f, proxy.VerifiedHandoffField); got != "accepted" {
 		t.Errorf("the application saw handoff %q, want accepted", got)
 	}
-	if got := field(f, jsVerifiedHandoffHopField); got != hop {
+	if got := field(f, proxy.VerifiedHandoffHopField); got != hop {
 		t.Errorf("the application saw handoff hop %q, want %q", got, hop)
 	}
-	if got := field(f, jsVerifiedHandoffFromField); got != jsPlannerID {
+	if got := field(f, proxy.VerifiedHandoffFromField); got != jsPlannerID {
 		t.Errorf("the application saw the handoff from %q, want %q", got, jsPlannerID)
 	}
 	if len(s.CredentialsSeen) != 0 {
@@ -372,9 +364,9 @@ func TestProxyJSSDKs(t *testing.T) {
 		if err := json.Unmarshal(out, &r); err != nil || kind != "result" {
 			t.Fatalf("%s %s (%v)", kind, out, err)
 		}
-		hop := field(r.Fields, jsHandoffHopField)
-		if got := field(r.Fields, jsHandoffStatusField); got != "completed" || hop == "" {
-			t.Fatalf("the client got %s %q and hop %q, want completed: %s", jsHandoffStatusField, got, hop, out)
+		hop := field(r.Fields, proxy.HandoffHopField)
+		if got := field(r.Fields, proxy.HandoffStatusField); got != "completed" || hop == "" {
+			t.Fatalf("the client got %s %q and hop %q, want completed: %s", proxy.HandoffStatusField, got, hop, out)
 		}
 		if got, ok := r.Fields["dialogtrust-interop-forged"]; ok {
 			t.Errorf("a Dialogtrust-* field the tool set reached the client: %q", got)
@@ -407,8 +399,8 @@ func TestProxyJSSDKs(t *testing.T) {
 		if err := json.Unmarshal(out, &r); err != nil {
 			t.Fatal(err)
 		}
-		if got := field(r.Fields, jsHandoffStatusField); got != "rejected" {
-			t.Errorf("the client got %s %q, want rejected", jsHandoffStatusField, got)
+		if got := field(r.Fields, proxy.HandoffStatusField); got != "rejected" {
+			t.Errorf("the client got %s %q, want rejected", proxy.HandoffStatusField, got)
 		}
 		if n := countSeen(mcpApp) - before; n != 0 {
 			t.Errorf("the tool ran %d times for a rejected offer", n)
@@ -436,9 +428,9 @@ func TestProxyJSSDKs(t *testing.T) {
 		if err := json.Unmarshal(out, &r); err != nil || kind != "result" {
 			t.Fatalf("%s %s (%v)", kind, out, err)
 		}
-		hop := field(r.Fields, jsHandoffHopField)
-		if got := field(r.Fields, jsHandoffStatusField); got != "completed" || hop == "" {
-			t.Fatalf("the client got %s %q and hop %q, want completed: %s", jsHandoffStatusField, got, hop, out)
+		hop := field(r.Fields, proxy.HandoffHopField)
+		if got := field(r.Fields, proxy.HandoffStatusField); got != "completed" || hop == "" {
+			t.Fatalf("the client got %s %q and hop %q, want completed: %s", proxy.HandoffStatusField, got, hop, out)
 		}
 		// The SDK's TaskState enum: TASK_STATE_COMPLETED is 3.
 		if r.Result.Status.State != 3 {
