@@ -384,24 +384,29 @@ func TestProxyJSSDKs(t *testing.T) {
 	})
 
 	// An offer to a delegate other than the agent behind the upstream: the hotel's
-	// ingress rejects it (wrong_audience) and the tool is not reached.
+	// ingress rejects it (wrong-audience, section 5.1 step 2) with a status it signs,
+	// which the egress verifies and the SDK's client gets as the tool's result; the
+	// tool is not reached.
 	t.Run("mcp wrong delegate", func(t *testing.T) {
 		before := countSeen(mcpApp)
 		kind, out := runJS(t, node, nil, "proxy-mcp-client.mjs", eg["egress"]+"/stranger-mcp", `{"city":"Lisbon"}`)
-		t.Logf("the client got: %s %s", kind, out)
 		var r struct {
 			Result struct {
-				IsError bool           `json:"isError"`
-				Meta    map[string]any `json:"_meta"`
+				Meta map[string]any `json:"_meta"`
 			} `json:"result"`
 			Fields map[string]string `json:"fields"`
 		}
-		if err := json.Unmarshal(out, &r); err != nil {
-			t.Fatal(err)
+		if err := json.Unmarshal(out, &r); err != nil || kind != "result" {
+			t.Fatalf("%s %s (%v)", kind, out, err)
 		}
-		if got := field(r.Fields, proxy.HandoffStatusField); got != "rejected" {
-			t.Errorf("the client got %s %q, want rejected", proxy.HandoffStatusField, got)
+		hop := field(r.Fields, proxy.HandoffHopField)
+		if got := field(r.Fields, proxy.HandoffStatusField); got != string(handoff.StateRejected) || hop == "" {
+			t.Fatalf("the client got %s %q and hop %q, want rejected: %s", proxy.HandoffStatusField, got, hop, out)
 		}
+		if got := field(r.Fields, proxy.HandoffReasonField); got != string(handoff.ReasonWrongAudience) {
+			t.Errorf("the client got %s %q, want %s", proxy.HandoffReasonField, got, handoff.ReasonWrongAudience)
+		}
+		d.checkStatus(t, r.Result.Meta[handoff.MCPMetaKey], hop, handoff.StateRejected)
 		if n := countSeen(mcpApp) - before; n != 0 {
 			t.Errorf("the tool ran %d times for a rejected offer", n)
 		}
