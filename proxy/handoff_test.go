@@ -23,8 +23,8 @@ import (
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
-// A handoff in an MCP tools/call reaches the ingress from a delegating agent (a Go
-// agent.Transport: the egress makes no offers yet). The ingress checks it with the
+// A handoff in an MCP tools/call reaches the ingress from a delegating agent of its
+// own (a Go agent.Transport). The ingress checks it with the
 // core's extractor: an accepted offer reaches the application, which is told so; an
 // offer for another dialog is rejected, and its signed status comes back in the MCP
 // reply without the application running.
@@ -32,11 +32,14 @@ func TestIngressHandoffInMCP(t *testing.T) {
 	a1Key, _ := keys.Generate(keys.ES256)
 	t1Key, _ := keys.Generate(keys.ES256)
 	trust := handoff.NewStaticTrust()
+	var hr *handoff.Receiver
 	p := newPair(t, pairOptions{receiver: func(t1 identifier.ID) []dialog.ReceiverOption {
 		mustOK(t, trust.Bind(t1.String(), t1Key.Public()))
-		return []dialog.ReceiverOption{dialog.WithHandoffs(handoff.NewReceiver(t1.String(), trust, store.NewMemoryRecords(),
-			handoff.WithStatusKey(t1Key), handoff.WithGrantRequired(), handoff.WithRecordsLostAt(time.Time{})), nil)}
-	}})
+		hr = handoff.NewReceiver(t1.String(), trust, store.NewMemoryRecords(),
+			handoff.WithStatusKey(t1Key), handoff.WithGrantRequired(), handoff.WithRecordsLostAt(time.Time{}))
+		return []dialog.ReceiverOption{dialog.WithHandoffs(hr, nil)}
+	}, ingress: func(c *proxy.IngressConfig) { c.Handoffs = hr },
+		app: func(w http.ResponseWriter, _ *http.Request, _ []byte) { mcpResult(w, "") }})
 	mustOK(t, trust.Bind(p.a1.String(), a1Key.Public()))
 	del, err := handoff.NewDelegator(handoff.DelegatorConfig{Self: p.a1.String(), Key: a1Key, Trust: trust})
 	mustOK(t, err)
@@ -85,5 +88,15 @@ func TestIngressHandoffInMCP(t *testing.T) {
 	}
 	if got := p.app.last().Header.Get(proxy.VerifiedHandoffField); got != "accepted" {
 		t.Fatalf("the application was told %q", got)
+	}
+	// The application said nothing about the outcome: the hop stays accepted.
+	st, err = agent.HandoffStatus(reply)
+	if err != nil || st == nil {
+		t.Fatalf("no status in %s (%v)", reply, err)
+	}
+	u, err = del.HandleStatus(ctx, *st)
+	mustOK(t, err)
+	if u.Status.State != handoff.StateAccepted {
+		t.Fatalf("status %s, want accepted", u.Status.State)
 	}
 }

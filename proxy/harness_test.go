@@ -105,7 +105,7 @@ type app struct {
 	url  string
 }
 
-func startApp(t *testing.T) *app {
+func startApp(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, body []byte)) *app {
 	a := &app{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -113,6 +113,10 @@ func startApp(t *testing.T) *app {
 		a.seen = append(a.seen, r)
 		a.body = append(a.body, string(b))
 		a.mu.Unlock()
+		if answer != nil {
+			answer(w, r, b)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"sender":"`+r.Header.Get(proxy.VerifiedSenderField)+`","dialog":"`+r.Header.Get(proxy.VerifiedDialogField)+`"}`)
 	}))
@@ -141,7 +145,8 @@ type pair struct {
 	app            *app
 	egress         *httptest.Server
 	ingress        *httptest.Server
-	tamper         func(*http.Request) // runs on each signed request between the proxies
+	tamper         func(*http.Request)                 // runs on each signed request between the proxies
+	tamperResponse func(*http.Response, []byte) []byte // runs on each answer of the ingress
 	ingressReplay  *store.Memory
 	recipient      string
 	signedResponse bool
@@ -174,6 +179,10 @@ func (h hop) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	resBody, _ := io.ReadAll(res.Body)
 	res.Body.Close()
+	if h.p.tamperResponse != nil {
+		resBody = h.p.tamperResponse(res, resBody)
+		res.ContentLength = int64(len(resBody))
+	}
 	res.Body = io.NopCloser(bytes.NewReader(resBody))
 	h.p.mu.Lock()
 	h.p.sent, h.p.sentBody = r.Clone(r.Context()), body
@@ -197,11 +206,17 @@ type pairOptions struct {
 	unsignedOK bool
 	// receiver adds options to the ingress's receiver (given the tool's identifier).
 	receiver func(t1 identifier.ID) []dialog.ReceiverOption
+	// route, egress and ingress change the configurations before they are used.
+	route   func(t1 identifier.ID, r *proxy.Route)
+	egress  func(c *proxy.EgressConfig)
+	ingress func(c *proxy.IngressConfig)
+	// app answers in place of the application's echo (each request is still recorded).
+	app func(w http.ResponseWriter, r *http.Request, body []byte)
 }
 
 func newPair(t *testing.T, o pairOptions) *pair {
 	d := startDomain(t)
-	p := &pair{d: d, app: startApp(t), ingressReplay: store.NewMemory(), recipient: "https://t1.a.example/", signedResponse: o.method == proof.HTTPSig}
+	p := &pair{d: d, app: startApp(t, o.app), ingressReplay: store.NewMemory(), recipient: "https://t1.a.example/", signedResponse: o.method == proof.HTTPSig}
 	var a1src, t1src wit.Source
 	p.a1, a1src = d.workload(t, "/agent/a1")
 	p.a1src = a1src
@@ -228,12 +243,16 @@ func newPair(t *testing.T, o pairOptions) *pair {
 	}
 	rc, err := dialog.NewReceiver(opts...)
 	mustOK(t, err)
-	in, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: p.app.url})
+	ic := proxy.IngressConfig{Receiver: rc, Upstream: p.app.url}
+	if o.ingress != nil {
+		o.ingress(&ic)
+	}
+	in, err := proxy.NewIngress(ic)
 	mustOK(t, err)
 	p.ingress = httptest.NewServer(in)
 	t.Cleanup(p.ingress.Close)
 
-	eg, err := proxy.NewEgress(proxy.EgressConfig{
+	ec := proxy.EgressConfig{
 		Self: p.a1, WIT: a1src,
 		TTS:       &txntoken.Client{TokenEndpoint: d.ttsURL + tts.PathToken, WITSource: a1src, Proof: proof.WPT},
 		Subject:   selfSigned(d, p.a1, a1src),
@@ -241,7 +260,14 @@ func newPair(t *testing.T, o pairOptions) *pair {
 		Base:      hop{p},
 		Routes: []proxy.Route{{Prefix: "/t1", Upstream: p.ingress.URL + "/mcp", TxnAudience: td, TxnScope: "trip.book",
 			Proof: o.method, RequireSignedResponse: o.method == proof.HTTPSig && !o.unsignedOK, Recipient: p.recipient}},
-	})
+	}
+	if o.route != nil {
+		o.route(p.t1, &ec.Routes[0])
+	}
+	if o.egress != nil {
+		o.egress(&ec)
+	}
+	eg, err := proxy.NewEgress(ec)
 	mustOK(t, err)
 	p.egress = httptest.NewServer(eg)
 	t.Cleanup(p.egress.Close)

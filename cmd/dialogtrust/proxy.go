@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
@@ -547,10 +548,21 @@ func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit
 		}
 	}
 	var scopes []string
+	if cfg.Handoff != nil {
+		var err error
+		if ec.HandoffKey, ec.HandoffTrust, err = loadHandoff(cfg.Handoff); err != nil {
+			return nil, err
+		}
+	}
 	for _, r := range e.Routes {
 		m, _ := parseProof(r.Proof)
-		ec.Routes = append(ec.Routes, proxy.Route{Prefix: r.Prefix, Upstream: r.Upstream, AllowPlainHTTP: r.AllowPlainHTTP,
-			TxnAudience: r.Audience, TxnScope: r.Scope, Recipient: r.Recipient, Proof: m, RequireSignedResponse: r.RequireSignedResponse})
+		route := proxy.Route{Prefix: r.Prefix, Upstream: r.Upstream, AllowPlainHTTP: r.AllowPlainHTTP,
+			TxnAudience: r.Audience, TxnScope: r.Scope, Recipient: r.Recipient, Proof: m, RequireSignedResponse: r.RequireSignedResponse}
+		if r.Delegate != "" {
+			route.Delegate, _ = identifier.Parse(r.Delegate)
+			route.Host, _ = parseHost(r.Host)
+		}
+		ec.Routes = append(ec.Routes, route)
 		for _, sc := range strings.Fields(r.Scope) {
 			if !strings.Contains(" "+strings.Join(scopes, " ")+" ", " "+sc+" ") {
 				scopes = append(scopes, sc)
@@ -651,15 +663,52 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 			return httpsig.NewSigner(c.Key, c.WIT), nil
 		}))
 	}
+	var hr *handoff.Receiver
+	if len(in.HandoffHosts) > 0 {
+		key, trust, err := loadHandoff(cfg.Handoff)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		records, closeRecords, err := openRecords(in.Store)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		s.OnClose(closeRecords)
+		var hosts []dialog.Host
+		for _, name := range in.HandoffHosts {
+			h, _ := parseHost(name)
+			hosts = append(hosts, h)
+		}
+		// An offer's grant must name the credential that came with it (section 5.7).
+		hr = handoff.NewReceiver(cfg.Workload.ID, trust, records, handoff.WithStatusKey(key), handoff.WithGrantRequired())
+		opts = append(opts, dialog.WithHandoffsIn(hr, hosts...))
+	}
 	rc, err := dialog.NewReceiver(opts...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, AllowPlainHTTP: in.AllowPlainHTTP})
+	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, AllowPlainHTTP: in.AllowPlainHTTP, Handoffs: hr})
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return h, replay, checks, nil
+}
+
+// loadHandoff reads the workload's handoff key and the trust document.
+func loadHandoff(h *ProxyHandoffConfig) (*keys.PrivateKey, handoff.Trust, error) {
+	key, err := loadPrivateKey(h.KeyFile, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("handoff.key_file: %w", err)
+	}
+	b, err := os.ReadFile(h.TrustFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("handoff.trust_file: %w", err)
+	}
+	trust, err := handoff.ParseTrust(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("handoff.trust_file: %w", err)
+	}
+	return key, trust, nil
 }
 
 // openRecords opens the dialog records of a stateful ingress in the replay store's

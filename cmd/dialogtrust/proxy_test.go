@@ -204,6 +204,10 @@ func TestProxyCommandPair(t *testing.T) {
 // -check-config opens nothing and refuses what the proxy could not run safely.
 func TestProxyCheckConfig(t *testing.T) {
 	good := egressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3/invoke")
+	const handoffSection = "handoff: {key_file: a1.jwk, trust_file: trust.json}\n"
+	delegating := func(host string) string {
+		return strings.Replace(good, "require_signed_response: true}", "require_signed_response: true, delegate: wimse://a.example/tool/t1, "+host+"}", 1)
+	}
 	for name, c := range map[string]struct {
 		yaml, want string
 	}{
@@ -215,6 +219,15 @@ func TestProxyCheckConfig(t *testing.T) {
 		"unknown member":    {good + "egres: {}\n", "egres"},
 		"bad proof":         {strings.Replace(good, "require_signed_response: true", "proof: magic", 1), "httpsig or wpt"},
 		"signed WPT":        {strings.Replace(good, "require_signed_response: true", "proof: wpt, require_signed_response: true", 1), "needs proof httpsig"},
+		"good delegate":     {delegating("host: mcp") + handoffSection, ""},
+		"delegate, no host": {delegating("") + handoffSection, "delegate and host go together"},
+		"bad host":          {delegating("host: grpc") + handoffSection, "mcp, a2a03 or a2a10"},
+		"no handoff keys":   {delegating("host: a2a10"), "needs the handoff section"},
+		"half a handoff":    {delegating("host: a2a10") + "handoff: {key_file: k.jwk}\n", "key_file and trust_file are required"},
+		"delegate, no Txn":  {strings.Replace(delegating("host: mcp"), "audience: a.example, ", "", 1) + handoffSection, "delegate needs audience"},
+		"handoff hosts":     {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3") + "  handoff_hosts: [mcp, a2a10]\n" + handoffSection, ""},
+		"hosts, no keys":    {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3") + "  handoff_hosts: [mcp]\n", "needs the handoff section"},
+		"bad handoff host":  {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3") + "  handoff_hosts: [a2a]\n" + handoffSection, "mcp, a2a03 or a2a10"},
 	} {
 		file := filepath.Join(t.TempDir(), "p.yaml")
 		os.WriteFile(file, []byte(c.yaml), 0o600)
@@ -502,5 +515,84 @@ func TestProxyCommandTLS(t *testing.T) {
 		if c.status == 503 && !strings.Contains(string(b), "upstream_unavailable") {
 			t.Errorf("%s: %s", name, b)
 		}
+	}
+}
+
+// Handoffs through two proxy commands (handoff-context section 6, MCP): a1's egress
+// makes the offer for a route with a delegate, t1's ingress with handoff_hosts accepts
+// it, the application states "completed", and the agent reads the verified status.
+func TestProxyCommandHandoff(t *testing.T) {
+	witURL, ttsURL := proxyDomain(t)
+	dir := t.TempDir()
+	a1Key, _ := keys.Generate(keys.ES256)
+	t1Key, _ := keys.Generate(keys.ES256)
+	for name, k := range map[string]*keys.PrivateKey{"a1.jwk": a1Key, "t1.jwk": t1Key} {
+		b, err := k.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trust, _ := json.Marshal(map[string]any{
+		"wimse://a.example/agent/a1": map[string]any{"keys": []any{a1Key.Public()}},
+		"wimse://a.example/tool/t1":  map[string]any{"keys": []any{t1Key.Public()}},
+	})
+	if err := os.WriteFile(filepath.Join(dir, "trust.json"), trust, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	section := func(key string) string {
+		return fmt.Sprintf("handoff: {key_file: %s, trust_file: %s}\n", filepath.Join(dir, key), filepath.Join(dir, "trust.json"))
+	}
+	seen := make(chan http.Header, 4)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Clone()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set(proxy.HandoffStatusField, "completed")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"booked"}]}}`)
+	}))
+	defer app.Close()
+	in := startProxy(t, ingressYAML(witURL, ttsURL, app.URL)+"  handoff_hosts: [mcp]\n"+section("t1.jwk"))
+	egress := strings.Replace(egressYAML(witURL, ttsURL, in["ingress"]+"/mcp"), "require_signed_response: true}",
+		"require_signed_response: true, delegate: wimse://a.example/tool/t1, host: mcp}", 1)
+	out := startProxy(t, egress+section("a1.jwk"))
+
+	send := func(dc string) (*http.Response, []byte) {
+		req, _ := http.NewRequest("POST", out["egress"]+"/t1", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"book","arguments":{}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(proxy.HandoffField, "?1")
+		if dc == "" {
+			req.Header.Set(proxy.StartDialogField, "?1")
+		} else {
+			req.Header.Set(dialog.HeaderName, dc)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res, body
+	}
+	res, body := send("")
+	// The ingress keeps its handoff records in memory: offers issued in the second it
+	// started, or before, may have been seen by an earlier process and are rejected
+	// with reason replay (section 8.4). The agent asks again with new offers, in the
+	// same dialog, until its offers are issued after that second.
+	deadline := time.Now().Add(3 * time.Second)
+	for res.Header.Get(proxy.HandoffStatusField) == "rejected" && res.Header.Get(proxy.HandoffReasonField) == "replay" && time.Now().Before(deadline) {
+		if len(seen) != 0 {
+			t.Fatal("the application ran for a rejected offer")
+		}
+		res, body = send(res.Header.Get(dialog.HeaderName))
+	}
+	if res.StatusCode != 200 || res.Header.Get(proxy.HandoffStatusField) != "completed" || res.Header.Get(proxy.HandoffHopField) == "" {
+		t.Fatalf("%d %s %v", res.StatusCode, body, res.Header)
+	}
+	h := <-seen
+	if h.Get(proxy.VerifiedHandoffField) != "accepted" || h.Get(proxy.VerifiedHandoffFromField) != "wimse://a.example/agent/a1" ||
+		h.Get(proxy.VerifiedHandoffHopField) != res.Header.Get(proxy.HandoffHopField) {
+		t.Fatalf("the application saw %v", h)
 	}
 }
