@@ -218,6 +218,28 @@ func runJS(t *testing.T, node string, env []string, args ...string) (string, jso
 	return kind, json.RawMessage(rest)
 }
 
+// runJSHandoff is runJS for a client whose request carries an offer. The ingress
+// keeps its handoff records in memory, so an offer issued in the second it started,
+// or before, may have been seen by an earlier process and is rejected with reason
+// replay (section 8.4): then the client asks again, with a new offer in a new dialog,
+// until its offers are issued after that second.
+func runJSHandoff(t *testing.T, node string, env []string, args ...string) (string, json.RawMessage) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		kind, out := runJS(t, node, env, args...)
+		var r struct {
+			Fields map[string]string `json:"fields"`
+		}
+		_ = json.Unmarshal(out, &r)
+		if field(r.Fields, proxy.HandoffStatusField) != string(handoff.StateRejected) ||
+			field(r.Fields, proxy.HandoffReasonField) != string(handoff.ReasonReplay) || time.Now().After(deadline) {
+			return kind, out
+		}
+		t.Logf("rejected as a replay by the fresh ingress; asking again")
+	}
+}
+
 // seenFields is what an application behind the ingress reported it saw.
 type seenFields struct {
 	Fields          map[string]string `json:"fields"`
@@ -343,7 +365,7 @@ func TestProxyJSSDKs(t *testing.T) {
 	// reports completed and the ingress signs it.
 	t.Run("mcp", func(t *testing.T) {
 		before := countSeen(mcpApp)
-		kind, out := runJS(t, node, []string{"DIALOGTRUST_HANDOFF_TASK=" + task}, "proxy-mcp-client.mjs", eg["egress"]+"/hotel-mcp", `{"city":"Lisbon"}`)
+		kind, out := runJSHandoff(t, node, []string{"DIALOGTRUST_HANDOFF_TASK=" + task}, "proxy-mcp-client.mjs", eg["egress"]+"/hotel-mcp", `{"city":"Lisbon"}`)
 		var r struct {
 			Result struct {
 				Content []struct {
@@ -389,7 +411,7 @@ func TestProxyJSSDKs(t *testing.T) {
 	// tool is not reached.
 	t.Run("mcp wrong delegate", func(t *testing.T) {
 		before := countSeen(mcpApp)
-		kind, out := runJS(t, node, nil, "proxy-mcp-client.mjs", eg["egress"]+"/stranger-mcp", `{"city":"Lisbon"}`)
+		kind, out := runJSHandoff(t, node, nil, "proxy-mcp-client.mjs", eg["egress"]+"/stranger-mcp", `{"city":"Lisbon"}`)
 		var r struct {
 			Result struct {
 				Meta map[string]any `json:"_meta"`
@@ -417,7 +439,7 @@ func TestProxyJSSDKs(t *testing.T) {
 	// signed status.
 	t.Run("a2a", func(t *testing.T) {
 		before := countSeen(a2aApp)
-		kind, out := runJS(t, node, []string{"DIALOGTRUST_HANDOFF_TASK=" + task}, "proxy-a2a-client.mjs", eg["egress"]+"/hotel-a2a")
+		kind, out := runJSHandoff(t, node, []string{"DIALOGTRUST_HANDOFF_TASK=" + task}, "proxy-a2a-client.mjs", eg["egress"]+"/hotel-a2a")
 		var r struct {
 			Result struct {
 				Status struct {
