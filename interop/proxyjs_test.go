@@ -182,23 +182,6 @@ func (d *jsDomain) startProxy(t *testing.T, name, yaml string) map[string]string
 	return urls
 }
 
-// skipWithoutHandoffOffers skips when the dialogtrust proxy built here does not know
-// the configuration of handoff offers (the handoff section, a route's delegate and
-// host, the ingress's handoff_hosts): then there is nothing to test yet. Any other
-// refusal of the configuration fails.
-func (d *jsDomain) skipWithoutHandoffOffers(t *testing.T, yaml string) {
-	t.Helper()
-	file := proc.WriteFile(t, d.dir, "check.yaml", yaml)
-	out, err := exec.Command(d.bin, "proxy", "-check-config", "-config", file).CombinedOutput()
-	if err == nil {
-		return
-	}
-	if s := string(out); strings.Contains(s, "unknown") && (strings.Contains(s, "handoff") || strings.Contains(s, "delegate")) {
-		t.Skipf("this dialogtrust proxy makes no handoff offers (its configuration has no handoff, delegate, host or handoff_hosts): %s", strings.TrimSpace(s))
-	}
-	t.Fatalf("proxy -check-config: %v\n%s", err, out)
-}
-
 // runJS runs a node client in js/ and returns its one line, split into its kind
 // ("result" or "error") and JSON.
 func runJS(t *testing.T, node string, env []string, args ...string) (string, json.RawMessage) {
@@ -344,7 +327,6 @@ func countSeen(p *proc.Program) int {
 func TestProxyJSSDKs(t *testing.T) {
 	node := jsSDKs(t)
 	d := startJSDomain(t)
-	d.skipWithoutHandoffOffers(t, d.egressYAML(jsRoute{"/x", "http://127.0.0.1:1/mcp", jsHotelID, "mcp"}))
 
 	mcpApp := proc.StartProcess(t, "MCP tool server", node, jsDir, []string{"proxy-mcp-server.mjs", strconv.Itoa(proc.FreeLoopbackPort(t)), jsPlannerID}, nil)
 	mcpURL := mcpApp.WaitLine(t, "listening ", 30*time.Second)
