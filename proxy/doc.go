@@ -22,6 +22,18 @@
 // forwards only verified requests, with what was verified in the Verified* fields and
 // without the credentials.
 //
+// Handoffs (handoff-context sections 2 to 6; handoff_egress.go, handoff_ingress.go).
+// A route with a Delegate and a Host makes a signed offer for a request with
+// HandoffField: ?1 (agent.OfferInDialog: the grant is the digest of the Txn-Token the
+// egress attaches), puts it in the JSON-RPC body where the host protocol carries it
+// and signs the request over it; the delegate's status in the reply is verified as
+// handoff.Delegator.HandleStatus does (section 5.6) and given to the agent in
+// HandoffStatusField, HandoffReasonField and HandoffHopField. The ingress takes the
+// hop of an offer its receiver accepted (handoff.Receiver.Accept) before the
+// application runs, tells the application in VerifiedHandoffHopField and
+// VerifiedHandoffFromField, and signs the outcome the application states in
+// HandoffStatusField (or an A2A Task's state gives, Table 1) into the reply.
+//
 // Every refusal is a problem document with a stable errcode code; bodies are bounded
 // by MaxBody in both directions.
 package proxy

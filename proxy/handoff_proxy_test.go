@@ -191,6 +191,8 @@ func TestHandoffSection4Table1A2ATaskStates(t *testing.T) {
 		{"1.0 working", dialog.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_WORKING"}}}`, "accepted"},
 		{"1.0 failed", dialog.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_FAILED"}}}`, "failed"},
 		{"1.0 input required", dialog.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_INPUT_REQUIRED"}}}`, "accepted"},
+		{"1.0 rejected after the hop was taken", dialog.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_REJECTED"}}}`, "failed"},
+		{"1.0 canceled", dialog.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_CANCELED"}}}`, "accepted"},
 		{"1.0 message", dialog.A2A10, a2a10Send, `{"message":{"role":"ROLE_AGENT","messageId":"m-2","contextId":"%s","parts":[{"text":"on it"}]}}`, "accepted"},
 		{"0.3 completed", dialog.A2A03, a2a03Send, `{"kind":"task","id":"t-1","contextId":"%s","status":{"state":"completed"}}`, "completed"},
 		{"0.3 message", dialog.A2A03, a2a03Send, `{"kind":"message","role":"agent","messageId":"m-2","contextId":"%s","parts":[]}`, "accepted"},
@@ -225,8 +227,12 @@ func TestHandoffSection4Table1A2ATaskStates(t *testing.T) {
 			if got := res.Header.Get(proxy.HandoffStatusField); got != tc.want {
 				t.Fatalf("status %q, want %q (%s)", got, tc.want, body)
 			}
-			if vs := hp.status(t, body); string(vs.State) != tc.want {
+			vs := hp.status(t, body)
+			if string(vs.State) != tc.want {
 				t.Fatalf("status in the body %s", vs.State)
+			}
+			if strings.Contains(tc.name, "rejected") && (vs.ReasonValue() != handoff.ReasonPolicy || res.Header.Get(proxy.HandoffReasonField) != "policy") {
+				t.Fatalf("a rejected task: reason %q, field %q", vs.ReasonValue(), res.Header.Get(proxy.HandoffReasonField))
 			}
 		})
 	}
@@ -345,6 +351,26 @@ func TestHandoffSection5_3RetransmissionGetsLastStatus(t *testing.T) {
 	again, err := agent.HandoffStatus(b2)
 	if err != nil || again == nil || again.Text() != first.Text() {
 		t.Fatalf("retransmission answered with %s (%v), not the last status", b2, err)
+	}
+}
+
+// Section 6 places statuses in results: a JSON-RPC error from the application goes
+// back without one (the agent gets the error and no status field), and the outcome the
+// application stated is recorded for a retransmission (section 5.3).
+func TestHandoffSection6JSONRPCErrorCarriesNoStatus(t *testing.T) {
+	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set(proxy.HandoffStatusField, "failed")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"no rooms"}}`)
+	}})
+	res, body := hp.send(t, toolsCall, nil)
+	if res.StatusCode != 200 || !strings.Contains(string(body), "no rooms") || res.Header.Get(proxy.HandoffStatusField) != "" || res.Header.Get(proxy.HandoffHopField) == "" {
+		t.Fatalf("%d %s %v", res.StatusCode, body, res.Header)
+	}
+	rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), res.Header.Get(proxy.HandoffHopField))
+	mustOK(t, err)
+	if rec.State != string(handoff.StateFailed) || rec.LastStatus == nil {
+		t.Fatalf("the delegate recorded %+v", rec)
 	}
 }
 
