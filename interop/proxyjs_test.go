@@ -417,11 +417,11 @@ func TestProxyJSSDKs(t *testing.T) {
 	})
 
 	// The A2A SDK's client sends a message through both proxies to the SDK's server,
-	// whose executor publishes a completed Task; the ingress maps its state to the
-	// signed status.
-	t.Run("a2a", func(t *testing.T) {
+	// whose executor publishes a Task; without a status field from the application the
+	// ingress maps the Task's state to the signed status (Table 1).
+	a2a := func(t *testing.T, text string, wantTaskState int, want handoff.State, wantReason string) {
 		before := countSeen(a2aApp)
-		kind, out := runJSHandoff(t, node, []string{"DIALOGTRUST_HANDOFF_TASK=" + task}, "proxy-a2a-client.mjs", eg["egress"]+"/hotel-a2a")
+		kind, out := runJSHandoff(t, node, []string{"DIALOGTRUST_HANDOFF_TASK=" + task}, "proxy-a2a-client.mjs", eg["egress"]+"/hotel-a2a", text)
 		var r struct {
 			Result struct {
 				Status struct {
@@ -438,12 +438,14 @@ func TestProxyJSSDKs(t *testing.T) {
 			t.Fatalf("%s %s (%v)", kind, out, err)
 		}
 		hop := field(r.Fields, proxy.HandoffHopField)
-		if got := field(r.Fields, proxy.HandoffStatusField); got != "completed" || hop == "" {
-			t.Fatalf("the client got %s %q and hop %q, want completed: %s", proxy.HandoffStatusField, got, hop, out)
+		if got := field(r.Fields, proxy.HandoffStatusField); got != string(want) || hop == "" {
+			t.Fatalf("the client got %s %q and hop %q, want %s: %s", proxy.HandoffStatusField, got, hop, want, out)
 		}
-		// The SDK's TaskState enum: TASK_STATE_COMPLETED is 3.
-		if r.Result.Status.State != 3 {
-			t.Errorf("task state %d, want TASK_STATE_COMPLETED (3)", r.Result.Status.State)
+		if got := field(r.Fields, proxy.HandoffReasonField); got != wantReason {
+			t.Errorf("the client got %s %q, want %q", proxy.HandoffReasonField, got, wantReason)
+		}
+		if r.Result.Status.State != wantTaskState {
+			t.Errorf("task state %d (the SDK's TaskState), want %d", r.Result.Status.State, wantTaskState)
 		}
 		var seen struct {
 			seenFields
@@ -452,13 +454,17 @@ func TestProxyJSSDKs(t *testing.T) {
 		if err := json.Unmarshal(r.Result.Status.Message.Metadata["dialogtrust.interop/seen"], &seen); err != nil {
 			t.Fatalf("the task's status message has no report of the executor: %v", err)
 		}
-		dc := field(r.Fields, dialog.HeaderName)
-		dlg := dlgOf(t, dc)
+		dlg := dlgOf(t, field(r.Fields, dialog.HeaderName))
 		checkSeen(t, seen.seenFields, dlg, hop)
 		d.checkOffer(t, seen.Handoff, dlg, hop, task)
-		d.checkStatus(t, r.Status, hop, handoff.StateCompleted)
+		d.checkStatus(t, r.Status, hop, want)
 		if n := countSeen(a2aApp) - before; n != 1 {
 			t.Errorf("the executor ran %d times, want once", n)
 		}
-	})
+	}
+	// The SDK's TaskState enum: TASK_STATE_COMPLETED is 3, TASK_STATE_FAILED 4.
+	t.Run("a2a", func(t *testing.T) { a2a(t, "book a hotel in Lisbon", 3, handoff.StateCompleted, "") })
+	// The executor cannot do the work and publishes a failed Task: the ingress signs
+	// "failed" with the detail of Table 1's mapping, which the egress passes on.
+	t.Run("a2a failed task", func(t *testing.T) { a2a(t, "book a hotel on the moon", 4, handoff.StateFailed, "the task failed") })
 }

@@ -8,7 +8,8 @@
 // SDK's transport keeps the response fields (Dialogtrust-Handoff-Status and the others
 // the egress verified).
 //
-// Usage: node proxy-a2a-client.mjs URL, with the task text in DIALOGTRUST_HANDOFF_TASK
+// Usage: node proxy-a2a-client.mjs URL [TEXT] (the message's text, default "book a
+// hotel in Lisbon"), with the task text in DIALOGTRUST_HANDOFF_TASK
 // (optional). Prints one line "result JSON" ({result, status, fields}: the SendMessage
 // result as the SDK parsed it, the signed status text in it, the response fields) or
 // "error JSON"; exits 1 on an error.
@@ -17,9 +18,9 @@ import { Role } from "@a2a-js/sdk";
 
 const EXTENSION_URI = "https://quantumlearningmachines.com/a2a/ext/agent-handoff/v1";
 
-const [url] = process.argv.slice(2);
+const [url, text = "book a hotel in Lisbon"] = process.argv.slice(2);
 if (!url) {
-  console.error("usage: node proxy-a2a-client.mjs URL");
+  console.error("usage: node proxy-a2a-client.mjs URL [TEXT]");
   process.exit(2);
 }
 const task = process.env.DIALOGTRUST_HANDOFF_TASK ?? "";
@@ -55,7 +56,7 @@ const params = {
     contextId: "",
     taskId: "",
     role: Role.ROLE_USER,
-    parts: [{ content: { $case: "text", value: "book a hotel in Lisbon" }, metadata: undefined, filename: "", mediaType: "" }],
+    parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "" }],
     metadata: undefined,
     // A2A 1.0: a Message lists the URIs of the extensions present in it; the egress
     // puts the offer under this one.

@@ -3,7 +3,8 @@
 // interop test. Its executor reads what the ingress verified (the Dialogtrust-Verified-*
 // request fields, which the SDK's default call context keeps under state "headers"),
 // checks that a handoff was accepted for the expected sender in a dialog, and answers
-// with a Task: completed, or failed when a check does not hold. It sets no
+// with a Task: completed, or failed when a check does not hold or the message asks
+// for a hotel "on the moon". It sets no
 // Dialogtrust-Handoff-Status field: the ingress maps the Task's state to the signed
 // status. It reports what it saw in the Task's status message metadata and in a
 // "seen JSON" line on stdout, one per message.
@@ -81,7 +82,10 @@ const executor = {
       problems,
     };
     console.log("seen " + JSON.stringify(seen));
-    const ok = problems.length === 0;
+    // A request the hotel cannot serve (the checks held, the work cannot be done):
+    // a failed Task, which the ingress maps to a "failed" status.
+    const unservable = seen.text.some((t) => typeof t === "string" && t.includes("on the moon"));
+    const ok = problems.length === 0 && !unservable;
     bus.publish(
       AgentEvent.task({
         id: ctx.taskId,
@@ -93,7 +97,7 @@ const executor = {
             contextId: ctx.contextId,
             taskId: ctx.taskId,
             role: Role.ROLE_AGENT,
-            parts: [{ content: { $case: "text", value: ok ? "booked" : "not booked: " + problems.join(", ") }, metadata: undefined, filename: "", mediaType: "text/plain" }],
+            parts: [{ content: { $case: "text", value: ok ? "booked" : "not booked: " + (unservable ? "no hotel there" : problems.join(", ")) }, metadata: undefined, filename: "", mediaType: "text/plain" }],
             metadata: { [SEEN_KEY]: seen },
             extensions: [],
             referenceTaskIds: [],
