@@ -22,6 +22,15 @@
 // forwards only verified requests, with what was verified in the Verified* fields and
 // without the credentials.
 //
+// A route with a BoundaryRoute crosses a trust boundary (section 11, Figure 5): for a
+// request in a dialog D1 of this domain the egress asks AS A for a JWT authorization
+// grant with D1's Txn-Token, redeems it at AS B for an access token of the peer domain
+// and starts a linked dialog D2 with the upstream through agent.Linker, then continues
+// D2 for every later request in D1; neither D1 nor its Txn-Token crosses (section 13).
+// An ingress with a BoundaryIngress faces such callers: it takes the access token
+// instead of a Txn-Token and exchanges it at its own TTS for one recording D2
+// (agent.LinkAcceptor).
+//
 // Handoffs (handoff-context sections 2 to 6; handoff_egress.go, handoff_ingress.go).
 // A route with a Delegate and a Host makes a signed offer for a request with
 // HandoffField: ?1 (agent.OfferInDialog: the grant is the digest of the Txn-Token the

@@ -49,11 +49,14 @@ type Route struct {
 	// RequireSignedResponse asks for a signed response (wimse-sign-response) and
 	// refuses an unsigned one (HTTP signature only).
 	RequireSignedResponse bool
+	// Boundary, when set, marks the route as crossing a trust boundary: requests go
+	// in a linked dialog through identity chaining (boundary.go, section 11).
+	Boundary *BoundaryRoute
 	// Delegate is the AgentId the route's handoff offers are addressed to (their aud);
 	// zero: the route makes no offers (HandoffField is refused). Host is the host
 	// protocol whose JSON-RPC requests carry them (handoff-context section 6). A route
 	// with a Delegate needs a Host and a TxnAudience (the grant is the Txn-Token's
-	// digest).
+	// digest), and does not cross a trust boundary.
 	Delegate identifier.ID
 	Host     dialog.Host
 }
@@ -100,6 +103,7 @@ type egressRoute struct {
 	upstream *url.URL
 	proof    proof.Method
 	agent    *agent.Agent
+	link     *boundaryLink // a route crossing a trust boundary, else nil
 	handoff  *routeHandoff // nil: the route makes no handoff offers
 }
 
@@ -158,6 +162,12 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 			}
 			t.Tokens = agent.NewTTSSource(cfg.TTS, rt.TxnAudience, rt.TxnScope, cfg.Subject, cfg.Now)
 		}
+		var link *boundaryLink
+		if rt.Boundary != nil {
+			if link, err = newBoundaryLink(cfg, prefix, rt, t); err != nil {
+				return nil, err
+			}
+		}
 		client := &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
 			// A redirect goes back to the agent: following it would sign a request to
 			// a target no route names.
@@ -167,7 +177,7 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.routes = append(e.routes, egressRoute{prefix: prefix, upstream: up, proof: rt.Proof, agent: &agent.Agent{Self: cfg.Self, Client: client}, handoff: rh})
+		e.routes = append(e.routes, egressRoute{prefix: prefix, upstream: up, proof: rt.Proof, agent: &agent.Agent{Self: cfg.Self, Client: client}, link: link, handoff: rh})
 	}
 	return e, nil
 }
@@ -315,6 +325,9 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	if rt.proof == proof.WPT {
 		out.Header.Del("Authorization") // the WPT travels there (wpt.AuthScheme)
+	}
+	if rt.link != nil {
+		return rt.link.serve(r.Context(), w, out, dc, start)
 	}
 	if offer != nil {
 		offer.setHeaders(out.Header)

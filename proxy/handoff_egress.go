@@ -37,6 +37,10 @@ func newRouteHandoff(cfg EgressConfig, rt Route, prefix string, tokens agent.Txn
 		return nil, nil
 	}
 	switch {
+	case rt.Boundary != nil:
+		// Across a boundary the grant would bind the access token, and the offer's
+		// dialog would be the linked one: not made here yet.
+		return nil, errcode.New(errcode.InvalidRequest, "egress route %s: a route crossing a trust boundary makes no handoff offers", prefix)
 	case rt.Host != dialog.MCP && rt.Host != dialog.A2A03 && rt.Host != dialog.A2A10:
 		return nil, errcode.New(errcode.InvalidRequest, "egress route %s: a delegate needs the host protocol (MCP, A2A 0.3 or A2A 1.0)", prefix)
 	case tokens == nil:

@@ -471,3 +471,36 @@ func TestHandoffIngressNoUnsignedSuccess(t *testing.T) {
 		})
 	}
 }
+
+// NewEgress refuses a route whose handoff members do not go together.
+func TestHandoffEgressConfig(t *testing.T) {
+	d := startDomain(t)
+	a1, src := d.workload(t, "/agent/a1")
+	t1, _ := identifier.Parse("wimse://a.example/tool/t1")
+	key, _ := keys.Generate(keys.ES256)
+	base := func() proxy.EgressConfig {
+		return proxy.EgressConfig{Self: a1, WIT: src, Responses: httpsig.NewVerifier(wit.NewValidator(d.trust)),
+			TTS: &txntoken.Client{TokenEndpoint: d.ttsURL + tts.PathToken, WITSource: src, Proof: proof.WPT}, Subject: selfSigned(d, a1, src),
+			HandoffKey: key, HandoffTrust: handoff.NewStaticTrust(),
+			Routes: []proxy.Route{{Prefix: "/t1", Upstream: "http://127.0.0.1:1/mcp", TxnAudience: td, Delegate: t1, Host: dialog.MCP}}}
+	}
+	if _, err := proxy.NewEgress(base()); err != nil {
+		t.Fatal(err)
+	}
+	for name, change := range map[string]func(*proxy.EgressConfig){
+		"no host":          func(c *proxy.EgressConfig) { c.Routes[0].Host = 0 },
+		"host only":        func(c *proxy.EgressConfig) { c.Routes[0].Delegate = identifier.ID{} },
+		"no Txn-Token":     func(c *proxy.EgressConfig) { c.Routes[0].TxnAudience = "" },
+		"no handoff key":   func(c *proxy.EgressConfig) { c.HandoffKey = nil },
+		"no handoff trust": func(c *proxy.EgressConfig) { c.HandoffTrust = nil },
+		"across a boundary": func(c *proxy.EgressConfig) {
+			c.Routes[0].Boundary = &proxy.BoundaryRoute{GrantEndpoint: d.ttsURL + tts.PathToken, PeerIssuer: "https://as.b.example", PeerTokenEndpoint: "http://127.0.0.1:2/token"}
+		},
+	} {
+		c := base()
+		change(&c)
+		if _, err := proxy.NewEgress(c); errcode.CodeOf(err) != errcode.InvalidRequest || name == "across a boundary" && !strings.Contains(err.Error(), "no handoff offers") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -33,6 +33,9 @@ type IngressConfig struct {
 	// Transport carries the verified requests to the application (default: a
 	// transport without an environment proxy).
 	Transport http.RoundTripper
+	// Boundary, when set, makes the ingress face a trust boundary: callers send an
+	// access token of this domain in a linked dialog, never a Txn-Token (boundary.go).
+	Boundary *BoundaryIngress
 }
 
 // Ingress is the reverse proxy in front of the agent's own server: it verifies every
@@ -43,6 +46,7 @@ type Ingress struct {
 	upstream *url.URL
 	client   *http.Client
 	handler  http.Handler
+	boundary *BoundaryIngress
 	handoffs *handoff.Receiver
 }
 
@@ -55,6 +59,11 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Boundary != nil {
+		if err := cfg.Boundary.check(); err != nil {
+			return nil, err
+		}
+	}
 	tr := cfg.Transport
 	if tr == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -62,7 +71,7 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 		t.ResponseHeaderTimeout = upstreamTimeout
 		tr = t
 	}
-	in := &Ingress{upstream: up, handoffs: cfg.Handoffs, client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+	in := &Ingress{upstream: up, boundary: cfg.Boundary, handoffs: cfg.Handoffs, client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}}
 	in.handler = cfg.Receiver.Middleware(http.HandlerFunc(in.forward))
@@ -91,6 +100,12 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = readCloser{bytes.NewReader(body)}
 	}
 	r.ContentLength = int64(len(body))
+	if in.boundary != nil {
+		if err := in.boundary.precheck(r); err != nil {
+			problem.Write(w, err)
+			return
+		}
+	}
 	in.handler.ServeHTTP(w, r)
 }
 
@@ -104,6 +119,13 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	if v == nil {
 		problem.Write(w, errcode.New(errcode.Internal, "the ingress forwarded a request the receiver did not verify"))
 		return
+	}
+	if in.boundary != nil {
+		var err error
+		if v, err = in.boundary.accept(r, v); err != nil {
+			problem.Write(w, err)
+			return
+		}
 	}
 	body, err := readBounded(r.Body, "request body")
 	if err != nil {
@@ -128,6 +150,9 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	// The credentials stay here: what they proved travels in the Verified* fields.
 	for _, f := range []string{wit.HeaderName, txntoken.HeaderName, dialog.ProvenanceHeader, "Signature", "Signature-Input", wpt.LegacyHeader} {
 		out.Header.Del(f)
+	}
+	if in.boundary != nil {
+		out.Header.Del("Authorization") // the access token of the linked dialog
 	}
 	if a := out.Header.Get("Authorization"); len(a) > len(wpt.AuthScheme) && strings.EqualFold(a[:len(wpt.AuthScheme)+1], wpt.AuthScheme+" ") {
 		out.Header.Del("Authorization")

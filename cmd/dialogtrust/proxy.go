@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +19,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
@@ -128,6 +131,24 @@ type RouteConfig struct {
 	// protocol carrying them: mcp, a2a03 or a2a10 (proxy.Route).
 	Delegate string `yaml:"delegate"`
 	Host     string `yaml:"host"`
+	// Boundary marks the route as crossing a trust boundary (proxy.BoundaryRoute).
+	Boundary *RouteBoundaryConfig `yaml:"boundary"`
+}
+
+// RouteBoundaryConfig: how a route crossing a trust boundary chains into the peer
+// domain (dialog-binding section 11; identity chaining). The route's audience and
+// scope name the Txn-Token of this domain the grant is asked for with.
+type RouteBoundaryConfig struct {
+	// GrantEndpoint is AS A's token endpoint (default egress.tts.token_endpoint: the
+	// domain's TTS issues the grants).
+	GrantEndpoint string `yaml:"grant_endpoint"`
+	// PeerIssuer is AS B's issuer identifier (the grant's audience), PeerTokenEndpoint
+	// its token endpoint.
+	PeerIssuer        string `yaml:"peer_issuer"`
+	PeerTokenEndpoint string `yaml:"peer_token_endpoint"`
+	// Scope narrows the grant and the access token (default: what the Txn-Token's
+	// scope allows to cross).
+	Scope string `yaml:"scope"`
 }
 
 // IngressConfig: the listener for remote callers, the application behind it and the
@@ -157,6 +178,31 @@ type IngressConfig struct {
 	// TLS is the ingress listener's certificate; without it the ingress speaks plain
 	// HTTP (said at the start when it does not listen on loopback).
 	TLS ProxyTLSConfig `yaml:"tls"`
+	// Boundary makes the ingress face a trust boundary (proxy.BoundaryIngress).
+	Boundary *IngressBoundaryConfig `yaml:"boundary"`
+}
+
+// IngressBoundaryConfig: a boundary-facing ingress (dialog-binding section 11 steps 3
+// and 4). Callers from other trust domains present an access token of this domain's
+// AS in a linked dialog they initiate, never a Txn-Token; the ingress exchanges it at
+// this domain's TTS for a Txn-Token recording the linked dialog, which txn_tokens
+// validates.
+type IngressBoundaryConfig struct {
+	// AccessTokens: the AS's issuer identifier and keys; audience default the first
+	// trust domain.
+	AccessTokens ProxyAccessTokenConfig `yaml:"access_tokens"`
+	// TTSTokenEndpoint is this domain's TTS.
+	TTSTokenEndpoint string `yaml:"tts_token_endpoint"`
+	// Scope of the Txn-Token (default the access token's).
+	Scope string `yaml:"scope"`
+}
+
+// ProxyAccessTokenConfig: the RFC 9068 access tokens of one AS.
+type ProxyAccessTokenConfig struct {
+	Issuer   string `yaml:"issuer"`
+	JWKSURL  string `yaml:"jwks_url"`
+	JWKSFile string `yaml:"jwks_file"`
+	Audience string `yaml:"audience"`
 }
 
 // ProxyTLSConfig: a serving certificate and its key (PEM files).
@@ -238,7 +284,7 @@ func checkProxy(cfg *ProxyConfig) error {
 	if _, err := identifier.Parse(w.ID); err != nil {
 		return fmt.Errorf("workload.id: %w", err)
 	}
-	needWIT := cfg.Egress != nil || (cfg.Ingress != nil && cfg.Ingress.SignResponses)
+	needWIT := cfg.Egress != nil || (cfg.Ingress != nil && (cfg.Ingress.SignResponses || cfg.Ingress.Boundary != nil))
 	if needWIT {
 		if w.WITIssuer == "" {
 			return fmt.Errorf("workload.wit_issuer: required")
@@ -287,6 +333,9 @@ func checkProxy(cfg *ProxyConfig) error {
 			}
 			if r.Audience != "" && e.TTS == nil {
 				return fmt.Errorf("egress.routes[%d]: audience needs egress.tts", i)
+			}
+			if err := checkRouteBoundary(r, e.TTS); err != nil {
+				return fmt.Errorf("egress.routes[%d].boundary: %w", i, err)
 			}
 			if err := checkRouteHandoff(r, cfg.Handoff); err != nil {
 				return fmt.Errorf("egress.routes[%d]: %w", i, err)
@@ -343,6 +392,9 @@ func checkProxy(cfg *ProxyConfig) error {
 		if err := in.Store.Check(); err != nil {
 			return fmt.Errorf("ingress.%w", err)
 		}
+		if err := checkIngressBoundary(in); err != nil {
+			return fmt.Errorf("ingress.boundary: %w", err)
+		}
 	}
 	return nil
 }
@@ -356,6 +408,9 @@ func checkRouteHandoff(r RouteConfig, h *ProxyHandoffConfig) error {
 	}
 	if r.Delegate == "" || r.Host == "" {
 		return fmt.Errorf("delegate and host go together (handoff offers)")
+	}
+	if r.Boundary != nil {
+		return fmt.Errorf("delegate: a route crossing a trust boundary makes no handoff offers")
 	}
 	if _, err := identifier.Parse(r.Delegate); err != nil {
 		return fmt.Errorf("delegate: %w", err)
@@ -372,6 +427,32 @@ func checkRouteHandoff(r RouteConfig, h *ProxyHandoffConfig) error {
 	return nil
 }
 
+// checkRouteBoundary checks the chaining configuration of a route crossing a trust
+// boundary (nothing for another route).
+func checkRouteBoundary(r RouteConfig, t *EgressTTSConfig) error {
+	b := r.Boundary
+	if b == nil {
+		return nil
+	}
+	switch {
+	case r.Audience == "" || t == nil:
+		return fmt.Errorf("the route needs audience (and egress.tts): the grant is asked for with the dialog's Txn-Token")
+	case r.Proof == "wpt":
+		return fmt.Errorf("needs proof httpsig: a WPT occupies the Authorization field that carries the access token")
+	case b.PeerIssuer == "" || b.PeerTokenEndpoint == "":
+		return fmt.Errorf("peer_issuer and peer_token_endpoint (AS B) are required")
+	}
+	for _, ep := range []string{b.GrantEndpoint, b.PeerTokenEndpoint} {
+		if ep == "" {
+			continue // grant_endpoint: the TTS's
+		}
+		if _, err := proxy.CheckUpstream(ep, r.AllowPlainHTTP); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // parseHost reads a host protocol name of the configuration.
 func parseHost(s string) (dialog.Host, error) {
 	switch s {
@@ -383,6 +464,31 @@ func parseHost(s string) (dialog.Host, error) {
 		return dialog.A2A10, nil
 	}
 	return 0, fmt.Errorf("host %q: mcp, a2a03 or a2a10", s)
+}
+
+// checkIngressBoundary checks a boundary-facing ingress (nothing for another).
+func checkIngressBoundary(in *IngressConfig) error {
+	b := in.Boundary
+	if b == nil {
+		return nil
+	}
+	a := b.AccessTokens
+	switch {
+	case a.Issuer == "" || (a.JWKSURL == "") == (a.JWKSFile == ""):
+		return fmt.Errorf("access_tokens: an issuer and one of jwks_url, jwks_file")
+	case b.TTSTokenEndpoint == "":
+		return fmt.Errorf("tts_token_endpoint: required (step 4: the Txn-Token of the linked dialog)")
+	case in.TxnTokens == nil:
+		return fmt.Errorf("needs ingress.txn_tokens: the keys of this domain's TTS validate the Txn-Token it returns")
+	case in.RequireTxnToken:
+		return fmt.Errorf("excludes require_txn_token: a Txn-Token never crosses a trust boundary")
+	case !in.Stateful:
+		return fmt.Errorf("needs stateful: the ingress creates the linked dialog (section 11 step 3)")
+	case len(in.Proofs) > 0 && !slices.Contains(in.Proofs, "httpsig"):
+		return fmt.Errorf("needs proof httpsig: the access token is covered by the caller's HTTP signature")
+	}
+	_, err := proxy.CheckUpstream(b.TTSTokenEndpoint, in.AllowPlainHTTP)
+	return err
 }
 
 // checkLoopbackListen: the egress signs as the workload for whoever reaches it, so it
@@ -436,7 +542,7 @@ func buildProxy(ctx context.Context, cfg *ProxyConfig, logger *slog.Logger) (_ *
 	}
 	wits := wit.NewValidator(trust, wit.WithCache(10000, time.Minute), wit.WithSkew(cfg.Skew))
 	var src wit.Source
-	if cfg.Egress != nil || cfg.Ingress.SignResponses {
+	if cfg.Egress != nil || cfg.Ingress.SignResponses || cfg.Ingress.Boundary != nil {
 		if src, err = workloadSource(ctx, cfg.Workload); err != nil {
 			return nil, err
 		}
@@ -556,13 +662,20 @@ func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit
 	}
 	for _, r := range e.Routes {
 		m, _ := parseProof(r.Proof)
-		route := proxy.Route{Prefix: r.Prefix, Upstream: r.Upstream, AllowPlainHTTP: r.AllowPlainHTTP,
+		rt := proxy.Route{Prefix: r.Prefix, Upstream: r.Upstream, AllowPlainHTTP: r.AllowPlainHTTP,
 			TxnAudience: r.Audience, TxnScope: r.Scope, Recipient: r.Recipient, Proof: m, RequireSignedResponse: r.RequireSignedResponse}
-		if r.Delegate != "" {
-			route.Delegate, _ = identifier.Parse(r.Delegate)
-			route.Host, _ = parseHost(r.Host)
+		if b := r.Boundary; b != nil {
+			grant := b.GrantEndpoint
+			if grant == "" {
+				grant = e.TTS.TokenEndpoint
+			}
+			rt.Boundary = &proxy.BoundaryRoute{GrantEndpoint: grant, PeerIssuer: b.PeerIssuer, PeerTokenEndpoint: b.PeerTokenEndpoint, Scope: b.Scope}
 		}
-		ec.Routes = append(ec.Routes, route)
+		if r.Delegate != "" {
+			rt.Delegate, _ = identifier.Parse(r.Delegate)
+			rt.Host, _ = parseHost(r.Host)
+		}
+		ec.Routes = append(ec.Routes, rt)
 		for _, sc := range strings.Fields(r.Scope) {
 			if !strings.Contains(" "+strings.Join(scopes, " ")+" ", " "+sc+" ") {
 				scopes = append(scopes, sc)
@@ -622,6 +735,8 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 			opts = append(opts, dialog.WithWPT(wpt.NewVerifier(wits, wpt.WithAudiences(in.Audiences...), wpt.WithReplay(replay))))
 		}
 	}
+	var txnVerifier *txntoken.Verifier
+	txnAud := cfg.TrustDomains[0]
 	if t := in.TxnTokens; t != nil {
 		ks, ready, err := proxyKeySource(ctx, retry, "ingress.txn_tokens", t.JWKSURL, t.JWKSFile)
 		if err != nil {
@@ -630,11 +745,37 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 		if ready != nil {
 			checks = append(checks, ready)
 		}
-		aud := t.Audience
+		if t.Audience != "" {
+			txnAud = t.Audience
+		}
+		txnVerifier = txntoken.NewVerifier(ks, txnAud)
+		opts = append(opts, dialog.WithTxnTokens(txnVerifier))
+	}
+	var boundary *proxy.BoundaryIngress
+	if b := in.Boundary; b != nil {
+		a := b.AccessTokens
+		ks, ready, err := proxyKeySource(ctx, retry, "ingress.boundary.access_tokens", a.JWKSURL, a.JWKSFile)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if ready != nil {
+			checks = append(checks, ready)
+		}
+		aud := a.Audience
 		if aud == "" {
 			aud = cfg.TrustDomains[0]
 		}
-		opts = append(opts, dialog.WithTxnTokens(txntoken.NewVerifier(ks, aud)))
+		// The receiver's Txn-Token verifier is never used here (a request carrying a
+		// Txn-Token is refused first); txnVerifier validates what this domain's TTS
+		// returns for the linked dialog.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.Proxy = nil // the TTS request carries the access token
+		boundary = &proxy.BoundaryIngress{TxnTokens: txnVerifier, Acceptor: &agent.LinkAcceptor{
+			TTS: &txntoken.Client{TokenEndpoint: b.TTSTokenEndpoint, WITSource: src, Proof: proof.WPT,
+				HTTPClient: &http.Client{Transport: tr, Timeout: 30 * time.Second}},
+			AccessTokens: &chaining.AccessTokenVerifier{Keys: ks, Issuer: a.Issuer, Audience: aud, Skew: cfg.Skew},
+			TrustDomain:  txnAud, Scope: b.Scope,
+		}}
 	}
 	if in.RequireTxnToken {
 		opts = append(opts, dialog.RequireTxnToken())
@@ -687,7 +828,7 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, AllowPlainHTTP: in.AllowPlainHTTP, Handoffs: hr})
+	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, AllowPlainHTTP: in.AllowPlainHTTP, Boundary: boundary, Handoffs: hr})
 	if err != nil {
 		return nil, nil, nil, err
 	}

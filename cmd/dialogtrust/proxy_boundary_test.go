@@ -1,0 +1,296 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/chaining"
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/service"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/proxy"
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
+	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dialogtrust/dialogtrust/witissuer"
+)
+
+// boundaryDomain is one trust domain in process: its WIT issuer (development
+// authentication) and its TTS with AS A or AS B of identity chaining behind the same
+// token endpoint.
+type boundaryDomain struct {
+	name, witURL, ttsURL string
+	ttsHS                *httptest.Server
+	ring                 *keys.Ring
+}
+
+func startBoundaryDomain(t *testing.T, name string) *boundaryDomain {
+	t.Helper()
+	d := &boundaryDomain{name: name}
+	witSrv := httptest.NewUnstartedServer(nil)
+	d.witURL = "http://" + witSrv.Listener.Addr().String()
+	d.ttsHS = httptest.NewUnstartedServer(nil)
+	d.ttsURL = "http://" + d.ttsHS.Listener.Addr().String()
+	wk, err := keys.Generate(keys.ES256)
+	mustNil(t, err)
+	rot, err := keys.NewStaticRotator(wk, keys.RotationConfig{Retain: 2 * time.Hour})
+	mustNil(t, err)
+	dev, err := witissuer.NewDev(nil, []string{"wimse://" + name + "/"})
+	mustNil(t, err)
+	ws, err := witissuer.New(witissuer.Config{Issuer: d.witURL, Keys: rot, Replay: store.NewMemory(),
+		Policy: witissuer.Policy{TrustDomains: []string{name}}, Routes: []witissuer.Route{{Path: witissuer.PathWIT, Methods: []witissuer.Authenticator{dev}}}})
+	mustNil(t, err)
+	witSrv.Config.Handler = ws.Handler()
+	witSrv.Start()
+	t.Cleanup(witSrv.Close)
+	k, err := keys.Generate(keys.ES256)
+	mustNil(t, err)
+	d.ring = keys.NewRing(k, nil)
+	return d
+}
+
+func mustNil(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startTTS runs d's TTS trusting the WITs of trusted; AS A for grantPeers, AS B for
+// bearerPeers.
+func (d *boundaryDomain) startTTS(t *testing.T, trusted []*boundaryDomain, grantPeers []chaining.GrantPeer, bearerPeers []chaining.BearerPeer) {
+	t.Helper()
+	tr := keys.NewTrust()
+	for _, o := range trusted {
+		tr.AddTrustDomain(o.name, keys.NewLazyRemoteSet(t.Context(), o.witURL+witissuer.PathJWKS, 100*time.Millisecond, time.Now))
+	}
+	replay := store.NewMemory()
+	endpoint := d.ttsURL + tts.PathToken
+	auths := oauth.WIMSEAuthenticators(wit.NewValidator(tr), replay, endpoint)
+	handlers := []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{d.ttsURL}, tts.SelfSignedOptions{})}
+	if bearerPeers != nil {
+		own, err := tts.NewJWTHandler(tts.TokenTypeAccessToken, []tts.JWTIssuer{{Issuer: d.ttsURL, Keys: chaining.RingKeySet(d.ring),
+			Typ: chaining.AccessTokenTyp, Audiences: []string{d.name}}}, tts.HandlerOptions{})
+		mustNil(t, err)
+		handlers = append(handlers, own)
+	}
+	cfg := tts.Config{Issuer: d.ttsURL, TrustDomains: []string{d.name}, Keys: d.ring, Authenticators: auths,
+		SubjectHandlers: handlers, Replay: replay, Policy: tts.Policy{Rules: []tts.Rule{{Workload: "wimse://" + d.name + "/"}}}}
+	var (
+		asA *chaining.GrantIssuer
+		asB *chaining.JWTBearer
+		err error
+	)
+	if grantPeers != nil {
+		asA, err = chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: d.ttsURL, Keys: d.ring, Authenticators: auths,
+			TxnTokens: tts.TxnTokenVerifierFor(cfg), Peers: grantPeers})
+		mustNil(t, err)
+	}
+	if bearerPeers != nil {
+		asB, err = chaining.NewJWTBearer(chaining.JWTBearerConfig{Issuer: d.ttsURL, Keys: d.ring, Authenticators: auths, Replay: replay,
+			Peers: bearerPeers, Audiences: []string{d.name}})
+		mustNil(t, err)
+	}
+	cfg.Grants = chaining.Handlers(asA, asB)
+	srv, err := tts.New(cfg)
+	mustNil(t, err)
+	d.ttsHS.Config.Handler = srv.Handler()
+	d.ttsHS.Start()
+	t.Cleanup(d.ttsHS.Close)
+}
+
+// boundaryEgressYAML is agent a2's proxy in a.example: one route crossing the trust
+// boundary to b1's ingress in b.example.
+func boundaryEgressYAML(a, b *boundaryDomain, ingressURL string) string {
+	return fmt.Sprintf(`listen: 127.0.0.1:0
+trust_domains: [a.example]
+workload: {id: wimse://a.example/agent/a2, wit_issuer: %[1]s, auth: development}
+wits:
+  - {trust_domain: a.example, jwks_url: %[1]s/.well-known/jwks.json}
+  - {trust_domain: b.example, jwks_url: %[3]s/.well-known/jwks.json}
+egress:
+  listen: 127.0.0.1:0
+  tts: {token_endpoint: %[2]s/token, issuer: %[2]s, self_signed_subject: alice@a.example}
+  routes:
+    - prefix: /b1
+      upstream: %[5]s/hotel
+      audience: a.example
+      scope: trip.book
+      recipient: "https://b1.b.example/"
+      require_signed_response: true
+      boundary: {peer_issuer: %[4]s, peer_token_endpoint: %[4]s/token}
+`, a.witURL, a.ttsURL, b.witURL, b.ttsURL, ingressURL)
+}
+
+// boundaryIngressYAML is b1's boundary-facing ingress in b.example.
+func boundaryIngressYAML(a, b *boundaryDomain, appURL string) string {
+	return fmt.Sprintf(`listen: 127.0.0.1:0
+trust_domains: [b.example]
+workload: {id: wimse://b.example/agent/b1, wit_issuer: %[3]s, auth: development}
+wits:
+  - {trust_domain: a.example, jwks_url: %[1]s/.well-known/jwks.json}
+  - {trust_domain: b.example, jwks_url: %[3]s/.well-known/jwks.json}
+ingress:
+  listen: 127.0.0.1:0
+  upstream: %[5]s
+  audiences: ["https://b1.b.example/"]
+  proofs: [httpsig]
+  stateful: true
+  sign_responses: true
+  txn_tokens: {jwks_url: %[4]s/.well-known/jwks.json}
+  boundary:
+    access_tokens: {issuer: %[4]s, jwks_url: %[4]s/.well-known/jwks.json}
+    tts_token_endpoint: %[4]s/token
+`, a.witURL, a.ttsURL, b.witURL, b.ttsURL, appURL)
+}
+
+// Section 11 through two proxy commands: a2's egress (a.example) on a route crossing
+// the trust boundary, b1's boundary-facing ingress (b.example). The application in B
+// sees the linked dialog D2, initiated and sent by a2, and the claims of B's Txn-Token
+// recording it; the agent's answer is in its dialog D1; no Txn-Token field and not D1
+// reach B's application.
+func TestProxyCommandBoundary(t *testing.T) {
+	a, b := startBoundaryDomain(t, "a.example"), startBoundaryDomain(t, "b.example")
+	a.startTTS(t, []*boundaryDomain{a}, []chaining.GrantPeer{{Issuer: b.ttsURL, TokenEndpoint: b.ttsURL + tts.PathToken, Scopes: []string{"trip.book"}}}, nil)
+	b.startTTS(t, []*boundaryDomain{a, b}, nil, []chaining.BearerPeer{{Issuer: a.ttsURL,
+		Keys: chaining.NewDiscoveredKeys(t.Context(), a.ttsURL, nil, 100*time.Millisecond, time.Now), Scopes: []string{"trip.book"},
+		Subject: chaining.SubjectMap{Mode: chaining.SubjectPrefix, Prefix: "a.example:"}}})
+	var mu sync.Mutex
+	var seen []http.Header
+	var bodies []string
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen, bodies = append(seen, r.Header.Clone()), append(bodies, string(body))
+		mu.Unlock()
+		io.WriteString(w, "booked")
+	}))
+	defer app.Close()
+	in := startProxy(t, boundaryIngressYAML(a, b, app.URL))
+	out := startProxy(t, boundaryEgressYAML(a, b, in["ingress"]))
+
+	d1, err := dialog.New("D1-"+agent.NewDialogID(), identifier.MustParse("wimse://a.example/agent/a1"))
+	mustNil(t, err)
+	call := func(body string) (*http.Response, string) {
+		req, _ := http.NewRequest("POST", out["egress"]+"/b1", strings.NewReader(body))
+		req.Header.Set(dialog.HeaderName, d1.Value())
+		res, err := http.DefaultClient.Do(req)
+		mustNil(t, err)
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res, string(b)
+	}
+	res, body := call(`{"city":"Lisbon"}`)
+	if res.StatusCode != 200 || body != "booked" {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+	d2 := res.Header.Get(proxy.LinkedDialogField)
+	if res.Header.Get(dialog.HeaderName) != d1.Value() || d2 == "" || d2 == d1.DLG() || res.Header.Get(proxy.LinkedEstablishedField) != "true" {
+		t.Fatalf("the agent's answer: %v", res.Header)
+	}
+	if res, body = call(`{"q":2}`); res.StatusCode != 200 || res.Header.Get(proxy.LinkedDialogField) != d2 || res.Header.Get(proxy.LinkedEstablishedField) != "false" {
+		t.Fatalf("continue: %d %s %v", res.StatusCode, body, res.Header)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, h := range seen {
+		if h.Get(proxy.VerifiedSenderField) != "wimse://a.example/agent/a2" || h.Get(proxy.VerifiedDialogField) != d2 || h.Get(proxy.VerifiedInitiatorField) != "wimse://a.example/agent/a2" {
+			t.Fatalf("request %d: the application saw %v", i, h)
+		}
+		var claims txntoken.Claims
+		if err := json.Unmarshal([]byte(h.Get(proxy.VerifiedTxnTokenClaimsField)), &claims); err != nil || claims.Dialog() != d2 || claims.Iss != b.ttsURL || claims.Sub != "a.example:alice@a.example" {
+			t.Fatalf("request %d: B's Txn-Token claims %+v %v", i, claims, err)
+		}
+		for name, vals := range h {
+			if strings.EqualFold(name, txntoken.HeaderName) || strings.EqualFold(name, "Authorization") {
+				t.Fatalf("request %d: the application got %s", i, name)
+			}
+			for _, v := range vals {
+				if strings.Contains(v, d1.DLG()) {
+					t.Fatalf("request %d: D1 in %s", i, name)
+				}
+			}
+		}
+		if strings.Contains(bodies[i], d1.DLG()) {
+			t.Fatalf("request %d: D1 in the body", i)
+		}
+	}
+}
+
+// -check-config refuses a route crossing a trust boundary without its chaining
+// configuration, and a boundary-facing ingress that could not do steps 3 and 4.
+func TestProxyCheckConfigBoundary(t *testing.T) {
+	a := &boundaryDomain{name: "a.example", witURL: "http://127.0.0.1:1", ttsURL: "http://127.0.0.1:2"}
+	b := &boundaryDomain{name: "b.example", witURL: "http://127.0.0.1:3", ttsURL: "http://127.0.0.1:4"}
+	eg, in := boundaryEgressYAML(a, b, "http://127.0.0.1:5"), boundaryIngressYAML(a, b, "http://127.0.0.1:6")
+	peers := "boundary: {peer_issuer: http://127.0.0.1:4, peer_token_endpoint: http://127.0.0.1:4/token}"
+	for name, c := range map[string]struct{ yaml, want string }{
+		"good egress":               {eg, ""},
+		"good ingress":              {in, ""},
+		"no chaining configuration": {strings.Replace(eg, peers, "boundary: {}", 1), "peer_issuer and peer_token_endpoint"},
+		"no peer token endpoint":    {strings.Replace(eg, ", peer_token_endpoint: http://127.0.0.1:4/token", "", 1), "peer_issuer and peer_token_endpoint"},
+		"no Txn-Token to chain":     {strings.Replace(eg, "      audience: a.example\n", "", 1), "needs audience"},
+		"WPT":                       {strings.Replace(eg, "      require_signed_response: true\n", "      proof: wpt\n", 1), "needs proof httpsig"},
+		"plain AS B":                {strings.Replace(eg, "peer_token_endpoint: http://127.0.0.1:4/token", "peer_token_endpoint: http://as.b.example/token", 1), "plain HTTP only to loopback"},
+		"unknown member":            {strings.Replace(eg, "peer_issuer:", "peer_isuer: x, peer_issuer:", 1), "peer_isuer"},
+		"ingress no access tokens":  {strings.Replace(in, "    access_tokens: {issuer: http://127.0.0.1:4, jwks_url: http://127.0.0.1:4/.well-known/jwks.json}\n", "", 1), "access_tokens"},
+		"ingress no TTS":            {strings.Replace(in, "    tts_token_endpoint: http://127.0.0.1:4/token\n", "", 1), "tts_token_endpoint"},
+		"ingress no txn_tokens":     {strings.Replace(in, "  txn_tokens: {jwks_url: http://127.0.0.1:4/.well-known/jwks.json}\n", "", 1), "needs ingress.txn_tokens"},
+		"ingress Txn-Token":         {strings.Replace(in, "  stateful: true\n", "  stateful: true\n  require_txn_token: true\n", 1), "excludes require_txn_token"},
+		"ingress stateless":         {strings.Replace(in, "  stateful: true\n", "", 1), "needs stateful"},
+		"ingress WPT only":          {strings.Replace(in, "proofs: [httpsig]", "proofs: [wpt]", 1), "needs proof httpsig"},
+	} {
+		file := filepath.Join(t.TempDir(), "p.yaml")
+		mustNil(t, os.WriteFile(file, []byte(c.yaml), 0o600))
+		var stdout strings.Builder
+		err := service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &stdout, io.Discard, nil)
+		switch {
+		case c.want == "" && (err != nil || stdout.String() != "proxy: configuration ok\n"):
+			t.Errorf("%s: %v %q", name, err, stdout.String())
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
+}
+
+// The trust boundary examples of docs/proxy.md pass -check-config.
+func TestProxyDocBoundaryExamples(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "proxy.md"))
+	mustNil(t, err)
+	_, rest, ok := strings.Cut(string(doc), "## Trust boundaries")
+	if !ok {
+		t.Fatal("docs/proxy.md has no section on trust boundaries")
+	}
+	n := 0
+	for {
+		var example string
+		_, rest, ok = strings.Cut(rest, "```yaml\n")
+		if !ok {
+			break
+		}
+		example, rest, _ = strings.Cut(rest, "```")
+		n++
+		file := filepath.Join(t.TempDir(), "p.yaml")
+		mustNil(t, os.WriteFile(file, []byte(example), 0o600))
+		var stdout strings.Builder
+		if err := service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &stdout, io.Discard, nil); err != nil {
+			t.Fatalf("example %d: %v", n, err)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d examples, want the egress's and the ingress's", n)
+	}
+}
