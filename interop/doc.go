@@ -3,7 +3,10 @@
 // WIT issuer authenticates workloads by, go-spiffe's WIT-SVID validator, and Ory Hydra
 // v2.3.0 as another trust domain's authorization server, and the A2A JavaScript SDK
 // (@a2a-js/sdk 1.3.0, A2A 1.0, run by node from interop/js) as the other side of
-// handoff carriage in A2A 1.0 (handoff-context section 6). It is a module of its own so
+// handoff carriage in A2A 1.0 (handoff-context section 6), and, with the TypeScript
+// MCP SDK (@modelcontextprotocol/sdk 1.32.2), as the agents and applications on both
+// sides of a pair of `dialogtrust proxy` processes that make and check handoff offers
+// (issue 15; docs/proxy.md). It is a module of its own so
 // that the core module carries none of those peers' dependencies; the peers themselves
 // are pinned as Go tools in interop/tools/<peer>/go.mod and built by .ci/peers.
 //

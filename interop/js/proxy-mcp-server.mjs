@@ -1,0 +1,121 @@
+// An MCP tool server built on the official TypeScript MCP SDK
+// (@modelcontextprotocol/sdk, its Streamable HTTP server transport on node:http,
+// stateless, JSON responses): the application behind a `dialogtrust proxy` ingress in
+// the proxy interop test. Its one tool, book_hotel, reads what the ingress verified
+// (the Dialogtrust-Verified-* request fields), checks that a handoff was accepted for
+// the expected sender in a dialog, and tells the ingress the outcome in the
+// Dialogtrust-Handoff-Status response field (completed, or failed when a check does
+// not hold), which the ingress turns into the signed status. It reports what it saw in
+// the tool result and in a "seen JSON" line on stdout, one per call.
+//
+// Usage: node proxy-mcp-server.mjs PORT EXPECTED_SENDER. Prints "listening URL" once
+// it accepts requests.
+import http from "node:http";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+
+const [portArg, expectedSender] = process.argv.slice(2);
+const port = Number(portArg);
+if (!Number.isInteger(port) || port <= 0 || !expectedSender) {
+  console.error("usage: node proxy-mcp-server.mjs PORT EXPECTED_SENDER");
+  process.exit(2);
+}
+const url = `http://127.0.0.1:${port}/mcp`;
+
+// The credentials the ingress checks and must not forward.
+const CREDENTIAL_FIELDS = ["workload-identity-token", "txn-token", "signature", "signature-input", "dialog-provenance", "workload-proof-token"];
+
+// dialogtrustFields is every Dialogtrust-* field of the request, by lower-case name.
+function dialogtrustFields(headers) {
+  const out = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (name.startsWith("dialogtrust-")) out[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return out;
+}
+
+// newServer is one MCP server for one HTTP exchange (the SDK's stateless pattern), so
+// the tool handler can reach that exchange's request and response.
+function newServer(req, res) {
+  const server = new Server({ name: "dialogtrust-interop-hotel", version: "1.0.0" }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: [
+      {
+        name: "book_hotel",
+        description: "books a hotel for the delegating agent",
+        inputSchema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+      },
+    ],
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const fields = dialogtrustFields(req.headers);
+    const problems = [];
+    if (fields["dialogtrust-verified-sender"] !== expectedSender) problems.push("sender");
+    if (!fields["dialogtrust-verified-dialog"]) problems.push("dialog");
+    if (fields["dialogtrust-verified-handoff"] !== "accepted") problems.push("handoff");
+    if (!fields["dialogtrust-verified-handoff-hop"]) problems.push("handoff-hop");
+    if (!fields["dialogtrust-verified-handoff-from"]) problems.push("handoff-from");
+    const seen = {
+      tool: request.params.name,
+      arguments: request.params.arguments ?? null,
+      fields,
+      // What the SDK itself exposes of the HTTP request agrees with the closure's.
+      sdkSender: extra.requestInfo?.headers?.["dialogtrust-verified-sender"] ?? null,
+      meta: request.params._meta ?? null,
+      credentialsSeen: CREDENTIAL_FIELDS.filter((name) => name in req.headers),
+      problems,
+    };
+    console.log("seen " + JSON.stringify(seen));
+    const outcome = problems.length === 0 ? "completed" : "failed";
+    // The exchange's response is not written yet: the transport writes it after this
+    // handler returns, keeping the fields already set.
+    res.setHeader("Dialogtrust-Handoff-Status", outcome);
+    // A field of the proxies' namespace that no proxy defines: the agent must never
+    // see it, since it trusts the Dialogtrust-* fields its egress answers with.
+    res.setHeader("Dialogtrust-Interop-Forged", "set by the tool");
+    return {
+      content: [{ type: "text", text: outcome === "completed" ? "booked in " + (request.params.arguments?.city ?? "?") : "not booked: " + problems.join(", ") }],
+      structuredContent: { seen },
+      isError: outcome !== "completed",
+    };
+  });
+  return server;
+}
+
+async function readBody(req) {
+  const chunks = [];
+  for await (const c of req) chunks.push(c);
+  const text = Buffer.concat(chunks).toString("utf8");
+  return text === "" ? undefined : JSON.parse(text);
+}
+
+const httpServer = http.createServer(async (req, res) => {
+  if (new URL(req.url, url).pathname !== "/mcp") {
+    res.writeHead(404).end();
+    return;
+  }
+  // Stateless: no session to stream to (GET) or end (DELETE), as in the SDK's own
+  // stateless example; the proxies read responses whole and do not stream either.
+  if (req.method !== "POST") {
+    res.writeHead(405, { allow: "POST", "content-type": "application/json" });
+    res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed." }, id: null }));
+    return;
+  }
+  try {
+    const body = await readBody(req);
+    const server = newServer(req, res);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on("close", () => {
+      transport.close();
+      server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  } catch (e) {
+    console.error("request failed: " + (e?.stack ?? e));
+    if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" }).end(String(e?.message ?? e));
+  }
+});
+httpServer.listen(port, "127.0.0.1", () => console.log("listening " + url));
+process.on("SIGTERM", () => httpServer.close(() => process.exit(0)));
