@@ -148,6 +148,29 @@ func TestRingRotationPublishBeforeUse(t *testing.T) {
 	}
 }
 
+// The JWKS is cacheable for five minutes unless SetMaxAge shortens it; the header
+// carries whole seconds, rounded down, never more than was set.
+func TestRingJWKSMaxAge(t *testing.T) {
+	k, _ := keys.Generate(keys.ES256)
+	r := keys.NewRing(k, nil)
+	cacheControl := func() string {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/jwks", nil))
+		return rec.Header().Get("Cache-Control")
+	}
+	if got := cacheControl(); got != "public, max-age=300" || r.MaxAge() != keys.DefaultJWKSMaxAge {
+		t.Fatalf("default: %q, MaxAge %s", got, r.MaxAge())
+	}
+	r.SetMaxAge(1500 * time.Millisecond)
+	if got := cacheControl(); got != "public, max-age=1" || r.MaxAge() != 1500*time.Millisecond {
+		t.Fatalf("1.5s: %q, MaxAge %s", got, r.MaxAge())
+	}
+	r.SetMaxAge(0)
+	if got := cacheControl(); got != "public, max-age=300" {
+		t.Fatalf("back to the default: %q", got)
+	}
+}
+
 // A JWKS URL: cached; an unknown kid forces a refresh, at most once per interval.
 func TestRemoteSetRefreshOnUnknownKidRateLimited(t *testing.T) {
 	k1, _ := keys.Generate(keys.ES256)

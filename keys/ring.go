@@ -2,6 +2,7 @@ package keys
 
 import (
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,7 +18,13 @@ type Ring struct {
 	active    *PrivateKey
 	published []ringEntry
 	now       func() time.Time
+	maxAge    time.Duration // of the served JWKS; 0: DefaultJWKSMaxAge
 }
+
+// DefaultJWKSMaxAge is how long a Ring's JWKS may be cached (Cache-Control max-age)
+// unless SetMaxAge says otherwise. A key must be published at least this long before it
+// signs, so that a verifier that refreshes on schedule knows it in time.
+const DefaultJWKSMaxAge = 5 * time.Minute
 
 type ringEntry struct {
 	key       *PrivateKey
@@ -40,6 +47,25 @@ func (r *Ring) replaceWith(o *Ring) {
 	defer r.mu.Unlock()
 	r.active = o.active
 	r.published = o.published
+}
+
+// SetMaxAge sets how long the served JWKS may be cached (0: DefaultJWKSMaxAge); the
+// Cache-Control header carries it in whole seconds, rounded down. A shorter one lets the
+// publish delay be shorter.
+func (r *Ring) SetMaxAge(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.maxAge = d
+}
+
+// MaxAge returns the Cache-Control max-age of the served JWKS.
+func (r *Ring) MaxAge() time.Duration {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.maxAge <= 0 {
+		return DefaultJWKSMaxAge
+	}
+	return r.maxAge
 }
 
 // Active returns the key that signs now.
@@ -129,7 +155,7 @@ func (r *Ring) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/jwk-set+json")
 	// Short caching: verifiers also refetch on an unknown kid.
-	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Header().Set("Cache-Control", "public, max-age="+strconv.Itoa(int(r.MaxAge()/time.Second)))
 	w.WriteHeader(http.StatusOK)
 	if req.Method == http.MethodGet {
 		_, _ = w.Write(body)

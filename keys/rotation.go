@@ -83,7 +83,7 @@ type RotationConfig struct {
 	// Alg of generated keys (default ES256).
 	Alg string
 	// PublishDelay is how long a new key is published before it signs. It must exceed
-	// the time verifiers cache the JWKS (Ring serves max-age=300), so that a
+	// the time verifiers cache the JWKS (Ring.MaxAge, 5 minutes by default), so that a
 	// verifier that refreshes on schedule knows the key before it sees a token signed
 	// with it (default 10m).
 	PublishDelay time.Duration

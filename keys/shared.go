@@ -45,7 +45,11 @@ const sharedAttempts = 8
 // it signs only once the Step of some replica finds its ActivateAt passed, so that
 // PublishDelay must exceed the reload interval plus the verifiers' JWKS cache time plus
 // the clock skew between replicas. A replaced key stays published at every replica
-// for Retain. A state older than one this Rotator already saw (a lower version) is
+// for Retain plus PublishDelay: a replica that has not reloaded since the activation
+// still signs with it, for up to a step while it reaches the store and for longer
+// while it cannot (the services take it out of readiness after the publish delay less
+// the JWKS cache time), and each token it signs then must verify while it lives. A
+// state older than one this Rotator already saw (a lower version) is
 // refused rather than adopted, so a rolled-back store cannot bring back an older key.
 //
 // cfg.OnChange, when set, hears every state this Rotator stores.
@@ -56,6 +60,13 @@ func NewSharedRotator(ctx context.Context, backend RingBackend, cfg RotationConf
 	alg := cfg.Alg
 	if alg == "" {
 		alg = ES256
+	}
+	if cfg.Retain > 0 {
+		delay := cfg.PublishDelay
+		if delay <= 0 {
+			delay = DefaultPublishDelay
+		}
+		cfg.Retain += delay
 	}
 	for attempt := 0; attempt < sharedAttempts; attempt++ {
 		state, version, found, err := backend.Load(ctx)

@@ -13,9 +13,25 @@ type KeysConfig struct {
 	DataDir        string        `yaml:"data_dir"`
 	RotationPeriod time.Duration `yaml:"rotation_period"`
 	PublishDelay   time.Duration `yaml:"publish_delay"`
+	// JWKSMaxAge is how long verifiers may cache the JWKS (its Cache-Control max-age,
+	// keys.Ring.SetMaxAge; default keys.DefaultJWKSMaxAge). With Shared, PublishDelay
+	// must exceed it plus the rotation step.
+	JWKSMaxAge time.Duration `yaml:"jwks_max_age"`
+	// StepInterval is how often the rotation schedule is checked, and with Shared the
+	// ring reloaded (default RotationStepInterval). Only tests with seconds-scale
+	// rotation periods need it shorter (internal/faulttest).
+	StepInterval time.Duration `yaml:"step_interval"`
 	// Shared keeps the rotated keys in the store's Redis, one ring for every replica
 	// (OpenSharedKeys); it excludes SigningKeyFile and DataDir.
 	Shared *SharedKeysConfig `yaml:"shared"`
+}
+
+// RotationStep is StepInterval or its default, RotationStepInterval.
+func (kc KeysConfig) RotationStep() time.Duration {
+	if kc.StepInterval > 0 {
+		return kc.StepInterval
+	}
+	return RotationStepInterval
 }
 
 // SharedKeysConfig is the keys.shared section: the secret the shared key ring is

@@ -42,6 +42,9 @@ func TestCheckSharedRefuses(t *testing.T) {
 		{"no secret", KeysConfig{Shared: &SharedKeysConfig{}}, redis, "exactly one"},
 		{"two secrets", KeysConfig{Shared: &SharedKeysConfig{SecretFile: "/s", SecretEnv: "S"}}, redis, "exactly one"},
 		{"short publish delay", KeysConfig{Shared: file, PublishDelay: 5 * time.Minute}, redis, "publish_delay"},
+		{"publish delay within a shorter JWKS cache time", KeysConfig{Shared: file, PublishDelay: 3 * time.Second, JWKSMaxAge: 2 * time.Second}, redis, "publish_delay"},
+		{"negative jwks_max_age", KeysConfig{Shared: file, JWKSMaxAge: -time.Second}, redis, "jwks_max_age"},
+		{"negative jwks_max_age without keys.shared", KeysConfig{JWKSMaxAge: -time.Second}, StoreConfig{Type: "memory"}, "jwks_max_age"},
 	} {
 		err := c.kc.CheckShared(c.sc, RotationStepInterval)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -50,6 +53,15 @@ func TestCheckSharedRefuses(t *testing.T) {
 	}
 	if err := (KeysConfig{Shared: file}).CheckShared(redis, RotationStepInterval); err != nil {
 		t.Errorf("a valid section is refused: %v", err)
+	}
+	// A shorter JWKS cache time allows a shorter publish delay: still more than the step
+	// plus the cache time.
+	short := KeysConfig{Shared: file, PublishDelay: 3 * time.Second, JWKSMaxAge: time.Second}
+	if err := short.CheckShared(redis, 2*time.Second); err == nil {
+		t.Errorf("publish_delay 3s with step 2s and jwks_max_age 1s: accepted")
+	}
+	if err := short.CheckShared(redis, 100*time.Millisecond); err != nil {
+		t.Errorf("publish_delay 3s with step 100ms and jwks_max_age 1s: %v", err)
 	}
 	if err := (KeysConfig{}).CheckShared(StoreConfig{Type: "memory"}, RotationStepInterval); err != nil {
 		t.Errorf("no shared section: %v", err)
@@ -136,6 +148,16 @@ func TestSharedKeysReady(t *testing.T) {
 	}
 	if err := ready(context.Background()); err != nil {
 		t.Fatalf("after a step: %v", err)
+	}
+	// With a JWKS cached for one minute, the limit is nine minutes.
+	rot.Ring().SetMaxAge(time.Minute)
+	clock.Advance(9 * time.Minute)
+	if err := ready(context.Background()); err != nil {
+		t.Fatalf("jwks_max_age 1m, at the limit: %v", err)
+	}
+	clock.Advance(time.Second)
+	if err := ready(context.Background()); err == nil {
+		t.Fatal("jwks_max_age 1m: ready after not reading the ring for longer than publish_delay - 1m")
 	}
 	static, err := keys.NewStaticRotator(rot.Ring().Active(), keys.RotationConfig{Retain: time.Hour})
 	if err != nil {

@@ -416,6 +416,34 @@ type witIssuerConfig struct {
 	// proofWindow and skew, when set, shorten how long request jtis are held;
 	// lossQuarantine is store.redis.loss_quarantine.
 	proofWindow, skew, lossQuarantine time.Duration
+	// issuer, when set, is the issuer identifier (else the listen URL), so that
+	// replicas on different ports are one issuer.
+	issuer string
+	// rotation, when set, is the keys section's rotation schedule and, with a secret
+	// file, keys.shared (the store must then be Redis).
+	rotation keyRotation
+}
+
+// keyRotation is what a test sets of a service's keys section: keys.rotation_period,
+// publish_delay, step_interval and jwks_max_age, and keys.shared.secret_file.
+type keyRotation struct {
+	period, publishDelay, step, jwksMaxAge time.Duration
+	sharedSecretFile                       string
+}
+
+// yaml is the keys members (indented two spaces) that come in place of dataDir's.
+func (k keyRotation) yaml(dataDir string) string {
+	y := "  data_dir: " + dataDir + "\n"
+	if k.sharedSecretFile != "" {
+		y = fmt.Sprintf("  shared: {secret_file: %q}\n", k.sharedSecretFile)
+	}
+	if k.period > 0 {
+		y += fmt.Sprintf("  rotation_period: %s\n  publish_delay: %s\n  step_interval: %s\n", k.period, k.publishDelay, k.step)
+	}
+	if k.jwksMaxAge > 0 {
+		y += fmt.Sprintf("  jwks_max_age: %s\n", k.jwksMaxAge)
+	}
+	return y
 }
 
 func (h *harness) startWITIssuer(t *testing.T, c witIssuerConfig) *service {
@@ -428,8 +456,7 @@ func (h *harness) startWITIssuer(t *testing.T, c witIssuerConfig) *service {
 trust_domains: [%s]
 keys:
   alg: ES256
-  data_dir: %s
-store: %s
+%sstore: %s
 policy:
   max_lifetime: 1h
 auth:
@@ -439,7 +466,10 @@ routes:
   - {path: /v1/wit, methods: [dev]}
 log: {level: error}
 shutdown_timeout: %s
-`, trustDomain, filepath.Join(dir, "keys"), storeYAML(c.redis, "faulttest:wit:", c.lossQuarantine), trustDomain, c.shutdownTimeout)
+`, trustDomain, c.rotation.yaml(filepath.Join(dir, "keys")), storeYAML(c.redis, "faulttest:wit:", c.lossQuarantine), trustDomain, c.shutdownTimeout)
+	if c.issuer != "" {
+		y += fmt.Sprintf("issuer: %s\n", c.issuer)
+	}
 	if c.proofWindow > 0 {
 		y += fmt.Sprintf("proof_window: %s\n", c.proofWindow)
 	}
@@ -478,6 +508,10 @@ type ttsConfig struct {
 	shutdownTimeout time.Duration
 	// skew and lossQuarantine, when set: the TTS's skew and store.redis.loss_quarantine.
 	skew, lossQuarantine time.Duration
+	// jwksMaxAge and sharedSecretFile, when set: keys.jwks_max_age and
+	// keys.shared.secret_file (in place of the data_dir; the store must be Redis).
+	jwksMaxAge       time.Duration
+	sharedSecretFile string
 }
 
 func (h *harness) startTTS(t *testing.T, c ttsConfig) *service {
@@ -486,12 +520,13 @@ func (h *harness) startTTS(t *testing.T, c ttsConfig) *service {
 	if c.shutdownTimeout == 0 {
 		c.shutdownTimeout = 5 * time.Second
 	}
-	keysYAML := "  data_dir: " + filepath.Join(dir, "keys") + "\n"
+	keysYAML := keyRotation{period: c.rotationPeriod, publishDelay: c.publishDelay, step: c.stepInterval,
+		jwksMaxAge: c.jwksMaxAge, sharedSecretFile: c.sharedSecretFile}.yaml(filepath.Join(dir, "keys"))
 	if c.signingKeyFile != "" {
 		keysYAML = "  signing_key_file: " + c.signingKeyFile + "\n"
-	}
-	if c.rotationPeriod > 0 {
-		keysYAML += fmt.Sprintf("  rotation_period: %s\n  publish_delay: %s\n  step_interval: %s\n", c.rotationPeriod, c.publishDelay, c.stepInterval)
+		if c.rotationPeriod > 0 {
+			keysYAML += fmt.Sprintf("  rotation_period: %s\n  publish_delay: %s\n  step_interval: %s\n", c.rotationPeriod, c.publishDelay, c.stepInterval)
+		}
 	}
 	y := fmt.Sprintf(`development: false
 listen: 127.0.0.1:0

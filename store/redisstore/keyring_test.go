@@ -26,6 +26,60 @@ func TestRedisKeyRingContract(t *testing.T) {
 	})
 }
 
+// The shared key ring contract against a Redis Cluster: the ring is one hash key and
+// its compare-and-set one script on that key, so every operation goes to the master of
+// its slot and none is refused with CROSSSLOT; the replicas of the contract (each with
+// its own Rotator) rotate through it without ever losing a change.
+func TestRedisClusterKeyRingContract(t *testing.T) {
+	addrs := testRedisClusterAddrs(t)
+	ringtest.RunShared(t, func(t *testing.T) keys.RingBackend {
+		client, prefix := newTestRedisCluster(t, addrs)
+		ring, err := NewKeyRing(client, "tts", testKeyRingSecret, WithPrefix(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ring
+	})
+}
+
+// Two services' rings in one Redis Cluster are two keys (they may lie on different
+// masters), each read back through a second cluster client, as another replica reads
+// it.
+func TestRedisClusterKeyRingsOfTwoServices(t *testing.T) {
+	addrs := testRedisClusterAddrs(t)
+	client, prefix := newTestRedisCluster(t, addrs)
+	other := NewClient(addrs, true)
+	defer other.Close()
+	ctx := context.Background()
+	for _, name := range []string{"tts", "wit-issuer"} {
+		ring, err := NewKeyRing(client, name, testKeyRingSecret, WithPrefix(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := keys.NewSharedRotator(ctx, ring, keys.RotationConfig{Retain: ringtest.Retain})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Rotate(); err != nil {
+			t.Fatal(err)
+		}
+		again, err := NewKeyRing(other, name, testKeyRingSecret, WithPrefix(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, err := keys.NewSharedRotator(ctx, again, keys.RotationConfig{Retain: ringtest.Retain})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := r.State().Keys, r2.State().Keys; len(a) != 2 || len(b) != 2 || a[0].Key.KID() != b[0].Key.KID() || a[1].Key.KID() != b[1].Key.KID() || b[1].State != keys.KeyNext {
+			t.Fatalf("%s: the second client reads %d keys, the first stored %d", name, len(b), len(a))
+		}
+		if n, err := client.Exists(ctx, ring.key).Result(); err != nil || n != 1 {
+			t.Fatalf("%s: EXISTS %s = %d, %v", name, ring.key, n, err)
+		}
+	}
+}
+
 func TestKeyRingRefusesShortSecret(t *testing.T) {
 	if _, err := NewKeyRing(nil, "tts", testKeyRingSecret[:MinKeyRingSecret-1]); err == nil {
 		t.Fatal("a 31-byte secret was accepted")

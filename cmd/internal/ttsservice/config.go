@@ -37,12 +37,10 @@ type Config struct {
 // a development configuration should do (oauth.md 1.9 item 2).
 type TLSConfig = cmdutil.CertFiles
 
-// KeysConfig: where the signing key comes from and how it rotates.
+// KeysConfig: where the signing key comes from and how it rotates (step_interval among
+// the shared members, as at the wit-issuer).
 type KeysConfig struct {
 	cmdutil.KeysConfig `yaml:",inline"`
-	// StepInterval is how often the rotation schedule is checked (default 30s). Only
-	// tests with seconds-scale rotation periods need it shorter (internal/faulttest).
-	StepInterval time.Duration `yaml:"step_interval"`
 }
 
 // WITTrustConfig: the keys of one trust domain's WIT issuer, by JWKS URL (fetched
@@ -210,7 +208,7 @@ var defaultYAML []byte
 // overrides of this table (an unknown name is an error, like an unknown YAML member);
 // then the flags. Each later layer wins.
 var configSpec = service.ServiceSpec("tts", EnvPrefix, defaultYAML,
-	[]service.EnvVar[Config]{
+	append([]service.EnvVar[Config]{
 		{Name: "LIFETIME", Member: "policy.lifetime"},
 		// The development default's one WIT issuer, elsewhere.
 		{Name: "WIT_JWKS_URL", Set: func(cfg *Config, v string) error {
@@ -220,7 +218,7 @@ var configSpec = service.ServiceSpec("tts", EnvPrefix, defaultYAML,
 			cfg.WITs[0].JWKSURL, cfg.WITs[0].JWKSFile = v, ""
 			return nil
 		}},
-	},
+	}, cmdutil.SharedKeysEnv(func(cfg *Config) *cmdutil.KeysConfig { return &cfg.Keys.KeysConfig })...),
 	service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (iss of Txn-Tokens; default http(s)://<listen>)"},
 	service.Flag{Name: "trust-domains", Member: "trust_domains", Usage: "comma-separated trust domains served"},
 	service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the signing keys (rotated)"})

@@ -129,6 +129,16 @@ func TestKeysAndTLSSections(t *testing.T) {
 		k.PublishDelay != 2*time.Minute || k.StepInterval != 5*time.Second || cfg.TLS.CertFile != "c.pem" || cfg.TLS.KeyFile != "k.pem" {
 		t.Fatalf("%+v %+v", cfg.Keys, cfg.TLS)
 	}
+	// keys.shared from the environment replaces the file's secret source.
+	write("keys: {shared: {secret_file: /f}, jwks_max_age: 30s}\n")
+	cfg, _, err = configSpec.Load([]string{"--config", file}, []string{EnvPrefix + "KEYS_SHARED_SECRET_ENV=RING"}, io.Discard)
+	if err != nil || cfg.Keys.Shared == nil || cfg.Keys.Shared.SecretEnv != "RING" || cfg.Keys.Shared.SecretFile != "" || cfg.Keys.JWKSMaxAge != 30*time.Second {
+		t.Fatalf("keys.shared from the environment: %v %+v", err, cfg.Keys)
+	}
+	cfg, _, err = configSpec.Load(nil, []string{EnvPrefix + "KEYS_SHARED_SECRET_FILE=/run/secrets/ring"}, io.Discard)
+	if err != nil || cfg.Keys.Shared == nil || cfg.Keys.Shared.SecretFile != "/run/secrets/ring" {
+		t.Fatalf("KEYS_SHARED_SECRET_FILE: %v %+v", err, cfg.Keys)
+	}
 	write("keys: {data_dir: /k, step: 5s}\n")
 	if _, _, err := configSpec.Load([]string{"--config", file}, nil, io.Discard); err == nil {
 		t.Fatal("an unknown keys member was accepted")

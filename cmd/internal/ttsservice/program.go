@@ -130,6 +130,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 	if err != nil {
 		return nil, err
 	}
+	rot.Ring().SetMaxAge(cfg.Keys.JWKSMaxAge)
 	if cfg.Keys.Shared != nil {
 		readyChecks = append(readyChecks, cmdutil.SharedKeysReady(rot, time.Now))
 	}

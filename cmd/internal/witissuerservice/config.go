@@ -106,11 +106,11 @@ var defaultYAML []byte
 // overrides of this table (an unknown name is an error, like an unknown YAML member);
 // then the flags. Each later layer wins.
 var configSpec = service.ServiceSpec("wit-issuer", EnvPrefix, defaultYAML,
-	[]service.EnvVar[Config]{
+	append([]service.EnvVar[Config]{
 		{Name: "PUBLIC_URL", Member: "public_url"},
 		{Name: "MAX_LIFETIME", Member: "policy.max_lifetime"},
 		{Name: "DEFAULT_LIFETIME", Member: "policy.default_lifetime"},
-	},
+	}, cmdutil.SharedKeysEnv(func(cfg *Config) *cmdutil.KeysConfig { return &cfg.Keys })...),
 	service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (aud of requests, iss of WITs)"},
 	service.Flag{Name: "public-url", Member: "public_url", Usage: "base URL of the issuer for the metadata document"},
 	service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the generated signing keys"})

@@ -145,3 +145,29 @@ func TestConfigEnvAndFlagPrecedence(t *testing.T) {
 		t.Fatal("unknown flag accepted")
 	}
 }
+
+// DIALOGTRUST_WIT_ISSUER_KEYS_SHARED_SECRET_FILE and _SECRET_ENV switch keys.shared on
+// with that secret source, replacing the file's; keys.step_interval and
+// keys.jwks_max_age parse.
+func TestConfigSharedKeysEnv(t *testing.T) {
+	file := writeFile(t, "c.yaml", "keys: {shared: {secret_env: FROM_FILE}, step_interval: 5s, jwks_max_age: 1m}\n")
+	cfg, _, err := configSpec.Load([]string{"--config", file}, nil, io.Discard)
+	if err != nil || cfg.Keys.Shared == nil || cfg.Keys.Shared.SecretEnv != "FROM_FILE" || cfg.Keys.StepInterval != 5*time.Second ||
+		cfg.Keys.RotationStep() != 5*time.Second || cfg.Keys.JWKSMaxAge != time.Minute {
+		t.Fatalf("file: %v %+v", err, cfg.Keys)
+	}
+	cfg, _, err = configSpec.Load([]string{"--config", file}, []string{EnvPrefix + "KEYS_SHARED_SECRET_FILE=/run/secrets/ring"}, io.Discard)
+	if err != nil || cfg.Keys.Shared == nil || cfg.Keys.Shared.SecretFile != "/run/secrets/ring" || cfg.Keys.Shared.SecretEnv != "" {
+		t.Fatalf("secret_file from the environment: %v %+v", err, cfg.Keys.Shared)
+	}
+	cfg, _, err = configSpec.Load(nil, []string{EnvPrefix + "KEYS_SHARED_SECRET_ENV=RING_SECRET"}, io.Discard)
+	if err != nil || cfg.Keys.Shared == nil || cfg.Keys.Shared.SecretEnv != "RING_SECRET" || cfg.Keys.Shared.SecretFile != "" {
+		t.Fatalf("secret_env from the environment over the embedded default: %v %+v", err, cfg.Keys.Shared)
+	}
+	if _, _, err := configSpec.Load(nil, []string{EnvPrefix + "KEYS_SHARED_SECRET_FILE="}, io.Discard); err == nil {
+		t.Fatal("an empty KEYS_SHARED_SECRET_FILE was accepted")
+	}
+	if cfg, _, err := configSpec.Load(nil, nil, io.Discard); err != nil || cfg.Keys.Shared != nil || cfg.Keys.RotationStep() != 30*time.Second {
+		t.Fatalf("embedded default: %v %+v", err, cfg.Keys)
+	}
+}

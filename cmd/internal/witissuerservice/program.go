@@ -99,7 +99,7 @@ func validate(cfg *Config) (used map[string]bool, err error) {
 	if err := cfg.Store.Check(); err != nil {
 		return nil, err
 	}
-	if err := cfg.Keys.CheckShared(cfg.Store, cmdutil.RotationStepInterval); err != nil {
+	if err := cfg.Keys.CheckShared(cfg.Store, cfg.Keys.RotationStep()); err != nil {
 		return nil, err
 	}
 	return used, nil
@@ -126,17 +126,18 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 	var rot *keys.Rotator
 	var keysFrom string
 	if cfg.Keys.Shared != nil {
-		rot, keysFrom, err = cmdutil.OpenSharedKeys(ctx, s, cfg.Keys, cfg.Store, "wit-issuer", cmdutil.RotationStepInterval, cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
+		rot, keysFrom, err = cmdutil.OpenSharedKeys(ctx, s, cfg.Keys, cfg.Store, "wit-issuer", cfg.Keys.RotationStep(), cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
 	} else {
 		rot, keysFrom, err = openKeys(cfg.Keys, cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
 	}
 	if err != nil {
 		return nil, err
 	}
+	rot.Ring().SetMaxAge(cfg.Keys.JWKSMaxAge)
 	if cfg.Keys.Shared != nil {
 		ready = append(ready, cmdutil.SharedKeysReady(rot, time.Now))
 	}
-	cmdutil.RotateKeys(ctx, rot, cmdutil.RotationStepInterval, logger)
+	cmdutil.RotateKeys(ctx, rot, cfg.Keys.RotationStep(), logger)
 
 	methods, err := buildMethods(ctx, cfg, issuer, replay, used, logger)
 	if err != nil {
