@@ -1,0 +1,114 @@
+package testbed_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/proof"
+	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/testbed"
+	"github.com/dialogtrust/dialogtrust/txntoken"
+)
+
+func start(t *testing.T) *testbed.World {
+	t.Helper()
+	w, err := testbed.Start(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	return w
+}
+
+// The Txn-Token TxnToken gets is the domain's TTS's, for the subject and scope asked,
+// recording the dialog (tctx.dlg), verified with the keys the TTS publishes.
+func TestTxnTokenRecordsTheDialog(t *testing.T) {
+	w := start(t)
+	planner := w.A.Workload("/agent/planner")
+	dlg := agent.NewDialogID()
+	tok, err := w.A.TxnToken(t.Context(), planner, "alice@a.example", testbed.Scope, dlg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := txntoken.NewVerifier(w.A.TTSKeys(t.Context()), w.A.Name).Verify(t.Context(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Iss != w.A.TTSURL || c.Sub != "alice@a.example" || c.Scope != testbed.Scope || c.Dialog() != dlg {
+		t.Fatalf("claims %+v, dialog %q; want iss %s, sub alice@a.example, scope %s, dialog %s", c, c.Dialog(), w.A.TTSURL, testbed.Scope, dlg)
+	}
+	// b.example's keys are not a.example's: its verifier refuses the token.
+	if _, err := txntoken.NewVerifier(w.B.TTSKeys(t.Context()), w.A.Name).Verify(t.Context(), tok); err == nil {
+		t.Fatal("TTS B's keys verified TTS A's Txn-Token")
+	}
+}
+
+// The LinkAcceptor refuses a request in a dialog that carries no access token: the
+// request the receiver verified is the planner's, but nothing links it (the signature
+// covers no Authorization field).
+func TestLinkAcceptorRefusesAnUnlinkedRequest(t *testing.T) {
+	w := start(t)
+	ctx := t.Context()
+	planner, hotel := w.A.Workload("/agent/planner"), w.B.Workload("/service/hotel")
+	wits := testbed.WITs(ctx, w.A, w.B)
+	srv := httptest.NewUnstartedServer(nil)
+	url := "http://" + srv.Listener.Addr().String() + "/book"
+	rc, err := dialog.NewReceiver(
+		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
+		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acceptor := w.B.LinkAcceptor(ctx, hotel)
+	codes := make(chan errcode.Code, 1)
+	srv.Config.Handler = rc.Middleware(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		_, _, err := acceptor.Accept(r.Context(), dialog.FromRequest(r), r.Header)
+		codes <- errcode.CodeOf(err)
+	}))
+	srv.Start()
+	defer srv.Close()
+	dc, err := dialog.New(agent.NewDialogID(), planner.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(agent.WithDialog(ctx, dc), http.MethodPost, url, nil)
+	client := &http.Client{Transport: &agent.Transport{Source: planner.Source, Proof: proof.HTTPSig, Responses: httpsig.NewVerifier(wits)}}
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if got := <-codes; got != errcode.MissingRequiredComponent {
+		t.Fatalf("an unlinked request: %q, want %s", got, errcode.MissingRequiredComponent)
+	}
+}
+
+// Close stops every server of the world.
+func TestCloseStopsTheServers(t *testing.T) {
+	w, err := testbed.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := []string{w.A.WITURL, w.A.TTSURL, w.B.WITURL, w.B.TTSURL}
+	for _, u := range urls {
+		res, err := http.Get(u + "/.well-known/jwks.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	w.Close()
+	for _, u := range urls {
+		if res, err := http.Get(u + "/.well-known/jwks.json"); err == nil {
+			res.Body.Close()
+			t.Errorf("%s still answers after Close", u)
+		}
+	}
+}
