@@ -2,14 +2,19 @@ package testbed_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/testbed"
@@ -110,5 +115,44 @@ func TestCloseStopsTheServers(t *testing.T) {
 			res.Body.Close()
 			t.Errorf("%s still answers after Close", u)
 		}
+	}
+}
+
+// NewHandoffs binds each agent to its own key, and the delegator signs with its own.
+func TestHandoffsBindEachAgentToItsKey(t *testing.T) {
+	planner, hotel := identifier.MustParse("wimse://a.example/agent/planner"), identifier.MustParse("wimse://b.example/agent/hotel")
+	h, err := testbed.NewHandoffs(planner, hotel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		id  identifier.ID
+		key *keys.PrivateKey
+	}{{planner, h.DelegatorKey}, {hotel, h.DelegateKey}} {
+		ks, err := h.Trust.KeysFor(t.Context(), tc.id.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := ks.LookupKey(t.Context(), tc.key.KID())
+		if err != nil || k.Thumbprint() != tc.key.Public().Thumbprint() {
+			t.Fatalf("%s: key %v, %v", tc.id, k, err)
+		}
+	}
+	if h.DelegatorKey.Public().Thumbprint() == h.DelegateKey.Public().Thumbprint() {
+		t.Fatal("one key for both agents")
+	}
+	if _, err := h.Delegator.Offer(t.Context(), handoff.OfferRequest{Offer: handoff.Offer{Aud: hotel.String(), Dialog: agent.NewDialogID()}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WriteError writes the stable code of an *errcode.Error, else the example's name.
+func TestWriteError(t *testing.T) {
+	var b strings.Builder
+	testbed.WriteError(&b, "twodomains", errcode.New(errcode.HandoffPolicy, "refused"))
+	testbed.WriteError(&b, "twodomains", errors.New("no listener"))
+	want := "error: handoff_policy\ndetail: handoff_policy: refused\ntwodomains: no listener\n"
+	if b.String() != want {
+		t.Fatalf("wrote %q, want %q", b.String(), want)
 	}
 }

@@ -33,7 +33,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/testbed"
@@ -42,12 +41,7 @@ import (
 
 func main() {
 	if err := run(context.Background(), os.Stdout); err != nil {
-		var ce *errcode.Error
-		if errors.As(err, &ce) {
-			fmt.Fprintf(os.Stderr, "error: %s\ndetail: %s\n", ce.Code, ce.Error())
-		} else {
-			fmt.Fprintf(os.Stderr, "twodomains: %v\n", err)
-		}
+		testbed.WriteError(os.Stderr, "twodomains", err)
 		os.Exit(1)
 	}
 }
@@ -76,25 +70,14 @@ func run(ctx context.Context, w io.Writer) error {
 	p.Info("b.example: WIT issuer %s   TTS/AS B %s", b.WITURL, b.TTSURL)
 
 	// Handoff keys: the AgentIds are the workload identifiers.
-	plannerHK, err := keys.Generate(keys.ES256)
+	handoffs, err := testbed.NewHandoffs(planner.ID, hotel.ID)
 	if err != nil {
 		return err
 	}
-	hotelHK, err := keys.Generate(keys.ES256)
-	if err != nil {
-		return err
-	}
-	agents := handoff.NewStaticTrust()
-	if err := errors.Join(agents.Bind(planner.ID.String(), plannerHK.Public()), agents.Bind(hotel.ID.String(), hotelHK.Public())); err != nil {
-		return err
-	}
-	delegator, err := handoff.NewDelegator(handoff.DelegatorConfig{Self: planner.ID.String(), Key: plannerHK, Trust: agents})
-	if err != nil {
-		return err
-	}
+	delegator := handoffs.Delegator
 
 	p.Step("the hotel agent (b.example) serves A2A over a2a-go behind its dialog receiver")
-	base, workErr, stop, err := serveHotel(ctx, p, b, hotel, witsAB, agents, hotelHK)
+	base, workErr, stop, err := serveHotel(ctx, p, b, hotel, witsAB, handoffs)
 	if err != nil {
 		return err
 	}
@@ -198,13 +181,13 @@ const cardPath = "/.well-known/agent-card.json"
 // handoffs in A2A 0.3 messages only and requires their grant, and signs its responses;
 // the work checks the access token of the linked dialog before booking. workErr
 // returns the error the work failed with, if any.
-func serveHotel(ctx context.Context, p *testbed.Steps, b *testbed.Domain, hotel testbed.Workload, witsAB *wit.Validator, agents *handoff.StaticTrust, hotelHK *keys.PrivateKey) (base string, workErr func() error, stop func(), err error) {
+func serveHotel(ctx context.Context, p *testbed.Steps, b *testbed.Domain, hotel testbed.Workload, witsAB *wit.Validator, handoffs *testbed.Handoffs) (base string, workErr func() error, stop func(), err error) {
 	srv := httptest.NewUnstartedServer(nil)
 	base = "http://" + srv.Listener.Addr().String()
 	endpoint := base + "/a2a"
 	// The handoff key was made just now, with these records: no offer predates them
 	// (section 8.4 does not apply).
-	hr := handoff.NewReceiver(hotel.ID.String(), agents, store.NewMemoryRecords(), handoff.WithStatusKey(hotelHK),
+	hr := handoff.NewReceiver(hotel.ID.String(), handoffs.Trust, store.NewMemoryRecords(), handoff.WithStatusKey(handoffs.DelegateKey),
 		handoff.WithGrantRequired(), handoff.WithRecordsLostAt(time.Time{}))
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(witsAB, httpsig.WithAudiences(endpoint, base+cardPath), httpsig.WithReplay(store.NewMemory()))),
