@@ -17,6 +17,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -106,7 +107,7 @@ func newExample() *example {
 	must(err)
 	set, err := keys.NewStaticSet(issuerKey.Public())
 	must(err)
-	ex := &example{trust: keys.NewTrust().AddTrustDomain("a.example", set), agents: handoff.NewStaticTrust()}
+	ex := &example{trust: keys.NewTrust().AddTrustDomain("a.example", set)}
 	issuer := wit.NewIssuer("https://a.example/wit-issuer", func() *keys.PrivateKey { return issuerKey })
 	ex.plannerID, _ = identifier.Parse("wimse://a.example/agent/planner")
 	ex.hotelID, _ = identifier.Parse("wimse://a.example/tool/hotel")
@@ -114,12 +115,10 @@ func newExample() *example {
 	must(err)
 	tok, _, err := issuer.Issue(ex.plannerID, wk.Public(), time.Hour)
 	must(err)
-	ex.planner = static{&wit.Credential{WIT: tok, Key: wk, Expiry: time.Now().Add(time.Hour)}}
-	offerKey, _ := keys.Generate(keys.ES256)
-	ex.hotelKey, _ = keys.Generate(keys.ES256)
-	must(ex.agents.Bind(ex.plannerID.String(), offerKey.Public()))
-	must(ex.agents.Bind(ex.hotelID.String(), ex.hotelKey.Public()))
-	ex.delegator, err = handoff.NewDelegator(handoff.DelegatorConfig{Self: ex.plannerID.String(), Key: offerKey, Trust: ex.agents})
+	ex.planner = testbed.Pinned(&wit.Credential{WIT: tok, Key: wk, Expiry: time.Now().Add(time.Hour)})
+	// The handoff keys of both, bound to their identifiers, and the planner's delegator.
+	h, err := testbed.NewHandoffs(ex.plannerID, ex.hotelID)
 	must(err)
+	ex.agents, ex.hotelKey, ex.delegator = h.Trust, h.DelegateKey, h.Delegator
 	return ex
 }
