@@ -11,10 +11,8 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/testbed"
-	"github.com/dialogtrust/dialogtrust/wit"
 )
 
 // A dialog linked from a.example to b.example over plain HTTP (Figure 5): the planner's
@@ -38,6 +36,13 @@ func Example() {
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())),
+		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
+			c, err := hotel.Source.Credential(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpsig.NewSigner(c.Key, c.WIT), nil
+		}),
 	)
 	if err != nil {
 		panic(err)
@@ -58,16 +63,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	signing := func(src wit.Source) *agent.Transport {
-		return &agent.Transport{Source: src, Proof: proof.HTTPSig, Responses: httpsig.NewVerifier(wits)}
-	}
-	lc := &testbed.LinkedClient{
-		Linker: &agent.Linker{Self: planner.ID, Transport: signing(planner.Source)},
-		Config: agent.LinkConfig{TxnToken: txnA, GrantEndpoint: a.TokenEndpoint(), PeerIssuer: b.TTSURL, PeerTokenEndpoint: b.TokenEndpoint(), Scope: testbed.Scope},
-		Transport: func(l *agent.Linked) (http.RoundTripper, error) {
-			return inDialog{l.Dialog, signing(testbed.Pinned(l.Credential))}, nil
-		},
-	}
+	lc := world.Link(planner, txnA, wits, func(l *agent.Linked, t *agent.Transport) (http.RoundTripper, error) {
+		return inDialog{l.Dialog, t}, nil
+	})
 	client := &http.Client{Transport: lc}
 	for _, step := range []string{"linked", "in the linked dialog"} {
 		res, err := client.Post(url, "text/plain", nil)

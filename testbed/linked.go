@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -126,4 +128,43 @@ func CheckGrantIsDigestOf(v *dialog.Verified, accessToken string) error {
 		return errcode.New(errcode.HandoffGrantMismatch, "no accepted offer")
 	}
 	return handoff.CheckGrant(v.Handoff.Offer.Offer, []byte(accessToken))
+}
+
+// Link is the LinkedClient of initiator, in a.example, for a dialog linked to a
+// participant of b.example for Scope: D1's Txn-Token txnA goes to AS A only, the grant
+// to AS B, and every request is signed (HTTP signature) by initiator's WIT, its
+// responses' signatures required and verified with wits. inDialog builds the round
+// tripper of the linked dialog's later requests from the agent.Transport that signs
+// with the WIT the access token is bound to (an adapter's client wraps it).
+func (w *World) Link(initiator Workload, txnA string, wits *wit.Validator, inDialog func(*agent.Linked, *agent.Transport) (http.RoundTripper, error)) *LinkedClient {
+	signing := func(src wit.Source) *agent.Transport {
+		return &agent.Transport{Source: src, Proof: proof.HTTPSig, Responses: httpsig.NewVerifier(wits), RequireSignedResponse: true}
+	}
+	return &LinkedClient{
+		Linker: &agent.Linker{Self: initiator.ID, Transport: signing(initiator.Source)},
+		Config: agent.LinkConfig{TxnToken: txnA, GrantEndpoint: w.A.TokenEndpoint(), PeerIssuer: w.B.TTSURL, PeerTokenEndpoint: w.B.TokenEndpoint(), Scope: Scope},
+		Transport: func(l *agent.Linked) (http.RoundTripper, error) {
+			return inDialog(l, signing(Pinned(l.Credential)))
+		},
+	}
+}
+
+// Completed verifies the delegate's signed status st with d and requires it to be
+// "completed", resolving the hop; else the error the delegate's work failed with
+// (workErr, when it has one), or handoff_policy naming what the delegate answered.
+func Completed(ctx context.Context, d *handoff.Delegator, st *handoff.Signed, workErr func() error) (*handoff.StatusUpdate, error) {
+	if st == nil {
+		return nil, errors.Join(workErr(), errcode.New(errcode.HandoffPolicy, "the reply carries no handoff status"))
+	}
+	u, err := d.HandleStatus(ctx, *st)
+	if err != nil {
+		return nil, err
+	}
+	if u.Status.State != handoff.StateCompleted || !u.Hop.Resolved {
+		if err := workErr(); err != nil {
+			return nil, err
+		}
+		return nil, errcode.New(errcode.HandoffPolicy, "the delegate answered %q (reason %q)", u.Status.State, u.Status.ReasonValue())
+	}
+	return u, nil
 }

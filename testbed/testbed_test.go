@@ -156,3 +156,20 @@ func TestWriteError(t *testing.T) {
 		t.Fatalf("wrote %q, want %q", b.String(), want)
 	}
 }
+
+// Completed refuses a reply without a status: with the work's own error when it failed,
+// else handoff_policy.
+func TestCompletedNeedsAStatus(t *testing.T) {
+	planner, hotel := identifier.MustParse("wimse://a.example/agent/planner"), identifier.MustParse("wimse://b.example/agent/hotel")
+	h, err := testbed.NewHandoffs(planner, hotel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testbed.Completed(t.Context(), h.Delegator, nil, func() error { return nil }); errcode.CodeOf(err) != errcode.HandoffPolicy {
+		t.Fatalf("no status: %v, want handoff_policy", err)
+	}
+	workErr := errcode.New(errcode.GrantBindingMismatch, "another client")
+	if _, err := testbed.Completed(t.Context(), h.Delegator, nil, func() error { return workErr }); !errors.Is(err, workErr) {
+		t.Fatalf("no status after the work failed: %v, want the work's error", err)
+	}
+}

@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,7 +32,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -93,20 +91,13 @@ func run(ctx context.Context, w io.Writer) error {
 	p.OK("TTS A issued the Txn-Token for D1 = %s", d1)
 
 	p.Step("the planner links dialog D2 to the hotel: fetching its agent card is D2's first request")
-	signing := func(src wit.Source) *agent.Transport {
-		return &agent.Transport{Source: src, Proof: proof.HTTPSig, Responses: httpsig.NewVerifier(witsAB), RequireSignedResponse: true}
-	}
-	lc := &testbed.LinkedClient{
-		Linker: &agent.Linker{Self: planner.ID, Transport: signing(planner.Source)},
-		Config: agent.LinkConfig{TxnToken: txnA, GrantEndpoint: a.TokenEndpoint(), PeerIssuer: b.TTSURL, PeerTokenEndpoint: b.TokenEndpoint(), Scope: testbed.Scope},
-		Transport: func(l *agent.Linked) (http.RoundTripper, error) {
-			hc, err := dialoga2a.NewHTTPClient(dialoga2a.ClientConfig{Transport: signing(testbed.Pinned(l.Credential)), Dialog: l.Dialog, Delegator: delegator})
-			if err != nil {
-				return nil, err
-			}
-			return hc.Transport, nil
-		},
-	}
+	lc := world.Link(planner, txnA, witsAB, func(l *agent.Linked, t *agent.Transport) (http.RoundTripper, error) {
+		hc, err := dialoga2a.NewHTTPClient(dialoga2a.ClientConfig{Transport: t, Dialog: l.Dialog, Delegator: delegator})
+		if err != nil {
+			return nil, err
+		}
+		return hc.Transport, nil
+	})
 	hc := &http.Client{Transport: lc}
 	card, err := agentcard.NewResolver(hc).Resolve(ctx, base)
 	if err != nil {
@@ -145,18 +136,9 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if st == nil {
-		return errors.Join(workErr(), errcode.New(errcode.HandoffPolicy, "the reply carries no handoff status"))
-	}
-	u, err := delegator.HandleStatus(ctx, *st)
+	u, err := testbed.Completed(ctx, delegator, st, workErr)
 	if err != nil {
 		return err
-	}
-	if u.Status.State != handoff.StateCompleted || !u.Hop.Resolved {
-		if err := workErr(); err != nil {
-			return err
-		}
-		return errcode.New(errcode.HandoffPolicy, "the hotel answered %q (reason %q)", u.Status.State, u.Status.ReasonValue())
 	}
 	t, _ := res.(*a2a.Task)
 	if t == nil {

@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,10 +25,8 @@ import (
 	dialogmcp "github.com/dialogtrust/dialogtrust/adapters/mcp"
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
-	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -89,20 +86,13 @@ func run(ctx context.Context, w io.Writer) error {
 	p.OK("TTS A issued the Txn-Token for D1 = %s", d1)
 
 	p.Step("the planner links dialog D2 to the hotel: go-sdk's initialize is D2's first request")
-	signing := func(src wit.Source) *agent.Transport {
-		return &agent.Transport{Source: src, Proof: proof.HTTPSig, Responses: httpsig.NewVerifier(witsAB), RequireSignedResponse: true}
-	}
-	lc := &testbed.LinkedClient{
-		Linker: &agent.Linker{Self: planner.ID, Transport: signing(planner.Source)},
-		Config: agent.LinkConfig{TxnToken: txnA, GrantEndpoint: a.TokenEndpoint(), PeerIssuer: b.TTSURL, PeerTokenEndpoint: b.TokenEndpoint(), Scope: testbed.Scope},
-		Transport: func(l *agent.Linked) (http.RoundTripper, error) {
-			hc, err := dialogmcp.NewHTTPClient(dialogmcp.ClientConfig{Transport: signing(testbed.Pinned(l.Credential)), Dialog: l.Dialog, Delegator: delegator})
-			if err != nil {
-				return nil, err
-			}
-			return hc.Transport, nil
-		},
-	}
+	lc := world.Link(planner, txnA, witsAB, func(l *agent.Linked, t *agent.Transport) (http.RoundTripper, error) {
+		hc, err := dialogmcp.NewHTTPClient(dialogmcp.ClientConfig{Transport: t, Dialog: l.Dialog, Delegator: delegator})
+		if err != nil {
+			return nil, err
+		}
+		return hc.Transport, nil
+	})
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "planner", Version: "v1"}, nil).Connect(ctx,
 		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: lc}, DisableStandaloneSSE: true, MaxRetries: -1}, nil)
 	if err != nil {
@@ -135,18 +125,9 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if st == nil {
-		return errors.Join(toolErr(), errcode.New(errcode.HandoffPolicy, "the tool's result carries no handoff status"))
-	}
-	u, err := delegator.HandleStatus(ctx, *st)
+	u, err := testbed.Completed(ctx, delegator, st, toolErr)
 	if err != nil {
 		return err
-	}
-	if u.Status.State != handoff.StateCompleted || !u.Hop.Resolved {
-		if err := toolErr(); err != nil {
-			return err
-		}
-		return errcode.New(errcode.HandoffPolicy, "the hotel answered %q (reason %q)", u.Status.State, u.Status.ReasonValue())
 	}
 	p.OK("planner: verified the hotel's signed %q status: the hop is resolved", u.Status.State)
 	for _, c := range res.Content {
