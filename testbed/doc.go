@@ -7,6 +7,9 @@
 // B), and trusts a.example's WITs for that (dialog-binding section 11, Figure 5;
 // oauth.md 2 and 4).
 //
+// StartDomain starts one such domain alone, without identity chaining (the
+// dialog and proxy end-to-end tests run in one).
+//
 // On top of the services it holds the two ends of a dialog linked across the boundary
 // that the protocol adapters' examples (adapters/mcp, adapters/a2a) share: the
 // initiator's LinkedClient, whose first request links the dialog through an

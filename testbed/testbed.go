@@ -66,6 +66,22 @@ func (w *World) Close() {
 	w.B.Close()
 }
 
+// StartDomain starts one trust domain alone: its WIT issuer and its TTS, which issues
+// Txn-Tokens for self-signed subject tokens of the domain's workloads and is no
+// authorization server of identity chaining. ctx bounds the key sets' fetches; it
+// must outlive the Domain. Close stops it.
+func StartDomain(ctx context.Context, name string) (*Domain, error) {
+	d, err := newDomain(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.startTTS(ctx, []*Domain{d}, nil, nil); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
 // Domain is one trust domain on loopback: its WIT issuer and its TTS (with its
 // authorization server).
 type Domain struct {
@@ -121,6 +137,12 @@ func (d *Domain) Close() {
 // TokenEndpoint is the TTS's token endpoint (Txn-Tokens, grants, access tokens).
 func (d *Domain) TokenEndpoint() string { return d.TTSURL + tts.PathToken }
 
+// WITKeys are the WIT issuer's keys as a receiver of the domain gets them: from its
+// JWKS.
+func (d *Domain) WITKeys(ctx context.Context) keys.KeySet {
+	return keys.NewLazyRemoteSet(ctx, d.WITURL+witissuer.PathJWKS, keyRefresh, time.Now)
+}
+
 // TTSKeys are the TTS's (and its AS's) keys as a receiver of the domain gets them: from
 // its JWKS.
 func (d *Domain) TTSKeys(ctx context.Context) keys.KeySet {
@@ -145,7 +167,7 @@ func (d *Domain) Workload(path string) Workload {
 func WITs(ctx context.Context, ds ...*Domain) *wit.Validator {
 	tr := keys.NewTrust()
 	for _, d := range ds {
-		tr.AddTrustDomain(d.Name, keys.NewLazyRemoteSet(ctx, d.WITURL+witissuer.PathJWKS, keyRefresh, time.Now))
+		tr.AddTrustDomain(d.Name, d.WITKeys(ctx))
 	}
 	return wit.NewValidator(tr, wit.WithCache(256, time.Minute))
 }
@@ -169,7 +191,9 @@ func (d *Domain) TxnToken(ctx context.Context, w Workload, subject, scope, dlg s
 
 // startTTS runs the domain's TTS binary: the TTS, AS A for grantPeers (it issues JWT
 // authorization grants for them), AS B for bearerPeers (it redeems their grants for
-// access tokens of this domain), trusting the WITs of the trusted domains.
+// access tokens of this domain), trusting the WITs of the trusted domains. Every
+// workload of the domain may ask; a self-signed subject token that names no scope
+// stands for Scope (oauth.md 1.5 step 4).
 func (d *Domain) startTTS(ctx context.Context, trusted []*Domain, grantPeers []chaining.GrantPeer, bearerPeers []chaining.BearerPeer) error {
 	auths := oauth.WIMSEAuthenticators(WITs(ctx, trusted...), d.replay, d.TokenEndpoint())
 	handlers := []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{d.TTSURL}, tts.SelfSignedOptions{})}
@@ -183,7 +207,7 @@ func (d *Domain) startTTS(ctx context.Context, trusted []*Domain, grantPeers []c
 		handlers = append(handlers, own)
 	}
 	cfg := tts.Config{Issuer: d.TTSURL, TrustDomains: []string{d.Name}, Keys: d.ring, Authenticators: auths,
-		SubjectHandlers: handlers, Replay: d.replay, Policy: tts.Policy{Rules: []tts.Rule{{Workload: "wimse://" + d.Name + "/"}}}}
+		SubjectHandlers: handlers, Replay: d.replay, Policy: tts.Policy{Rules: []tts.Rule{{Workload: "wimse://" + d.Name + "/", SubjectScopes: []string{Scope}}}}}
 	var (
 		asA *chaining.GrantIssuer
 		asB *chaining.JWTBearer

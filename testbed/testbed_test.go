@@ -19,6 +19,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/txntoken"
+	"github.com/dialogtrust/dialogtrust/wit"
 )
 
 func start(t *testing.T) *testbed.World {
@@ -171,5 +172,33 @@ func TestCompletedNeedsAStatus(t *testing.T) {
 	workErr := errcode.New(errcode.GrantBindingMismatch, "another client")
 	if _, err := testbed.Completed(t.Context(), h.Delegator, nil, func() error { return workErr }); !errors.Is(err, workErr) {
 		t.Fatalf("no status after the work failed: %v, want the work's error", err)
+	}
+}
+
+// A domain started alone issues Txn-Tokens for its workloads' self-signed subject
+// tokens, verified with the keys it publishes, and trusts its own WITs only.
+func TestStartDomainAlone(t *testing.T) {
+	d, err := testbed.StartDomain(t.Context(), "c.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	w := d.Workload("/agent/a1")
+	dlg := agent.NewDialogID()
+	tok, err := d.TxnToken(t.Context(), w, "alice@c.example", testbed.Scope, dlg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := txntoken.NewVerifier(d.TTSKeys(t.Context()), d.Name).Verify(t.Context(), tok)
+	if err != nil || c.Dialog() != dlg {
+		t.Fatalf("Txn-Token: %v, %v", c, err)
+	}
+	cred, err := w.Source.Credential(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := keys.NewTrust().AddTrustDomain(d.Name, d.WITKeys(t.Context()))
+	if _, err := wit.NewValidator(tr).Validate(t.Context(), cred.WIT); err != nil {
+		t.Fatalf("the domain's own WIT: %v", err)
 	}
 }
