@@ -36,13 +36,7 @@ func Example() {
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())),
-		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
-			c, err := hotel.Source.Credential(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return httpsig.NewSigner(c.Key, c.WIT), nil
-		}),
+		testbed.SignsResponses(hotel),
 	)
 	if err != nil {
 		panic(err)

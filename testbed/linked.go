@@ -168,3 +168,15 @@ func Completed(ctx context.Context, d *handoff.Delegator, st *handoff.Signed, wo
 	}
 	return u, nil
 }
+
+// SignsResponses makes a dialog.Receiver sign its responses (WIMSE HTTP signature)
+// with w's current WIT and key.
+func SignsResponses(w Workload) dialog.ReceiverOption {
+	return dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
+		c, err := w.Source.Credential(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return httpsig.NewSigner(c.Key, c.WIT), nil
+	})
+}

@@ -23,17 +23,17 @@ import (
 // MCP requests, the tool wrapped by dialogmcp.Tool, and go-sdk's streamable handler
 // behind the receiver.
 func Example() {
-	// One trust domain of testbed's two, with its WIT issuer: the planner and the hotel
-	// are its workloads; their handoff keys, the planner's delegator.
+	// A trust domain with its WIT issuer (testbed): the planner and the hotel are its
+	// workloads; their handoff keys, the planner's delegator.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	world, err := testbed.Start(ctx)
+	a, err := testbed.StartDomain(ctx, "a.example")
 	if err != nil {
 		panic(err)
 	}
-	defer world.Close()
-	planner, hotel := world.A.Workload("/agent/planner"), world.A.Workload("/tool/hotel")
-	wits := testbed.WITs(ctx, world.A)
+	defer a.Close()
+	planner, hotel := a.Workload("/agent/planner"), a.Workload("/tool/hotel")
+	wits := testbed.WITs(ctx, a)
 	handoffs, err := testbed.NewHandoffs(planner.ID, hotel.ID)
 	if err != nil {
 		panic(err)

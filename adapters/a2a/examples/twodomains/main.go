@@ -174,13 +174,7 @@ func serveHotel(ctx context.Context, p *testbed.Steps, b *testbed.Domain, hotel 
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(witsAB, httpsig.WithAudiences(endpoint, base+cardPath), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())),
-		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
-			c, err := hotel.Source.Credential(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return httpsig.NewSigner(c.Key, c.WIT), nil
-		}),
+		testbed.SignsResponses(hotel),
 		dialog.WithHandoffsIn(hr, dialog.A2A03),
 	)
 	if err != nil {
