@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -29,19 +28,13 @@ import (
 func (w *world) serveHotel(t *testing.T, work dialoga2a.Work) (string, *adaptertest.Seen) {
 	t.Helper()
 	s := &adaptertest.Seen{}
-	srv := httptest.NewUnstartedServer(nil)
-	url := "http://" + srv.Listener.Addr().String() + "/a2a"
 	exec := dialoga2a.NewExecutor(w.HandoffReceiver, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
 		s.Call(dialoga2a.Verified(ctx))
 		return work(ctx, rc)
 	})
-	h := dialoga2a.Handler(w.receiver(t, url), a2asrv.NewHandler(exec))
-	srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		s.Header(r)
-		h.ServeHTTP(rw, r)
+	url := adaptertest.Serve(t, s, "/a2a", func(url string) http.Handler {
+		return dialoga2a.Handler(w.receiver(t, url), a2asrv.NewHandler(exec))
 	})
-	srv.Start()
-	t.Cleanup(srv.Close)
 	return url, s
 }
 
@@ -91,11 +84,7 @@ func TestA2ASec6_OfferAcceptedAndCompleted(t *testing.T) {
 	if err != nil || st == nil {
 		t.Fatalf("no status in the reply (%v): %s", err, jsonOf(res))
 	}
-	u, err := w.Delegator.HandleStatus(context.Background(), *st)
-	adaptertest.MustOK(t, err)
-	if u.Status.State != handoff.StateCompleted || !u.Hop.Resolved {
-		t.Fatalf("status %s, hop %+v", u.Status.State, u.Hop)
-	}
+	u := w.WantCompleted(t, *st)
 	if hs, ok := dialoga2a.HopState(task.Status.State); !ok || hs != u.Status.State {
 		t.Fatalf("Table 1: task state %s is hop state %s, the status says %s", task.Status.State, hs, u.Status.State)
 	}
@@ -239,16 +228,7 @@ func TestA2ASec6_CancelStopsTheWork(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the cancel never reached the work")
 	}
-	o, err := handoff.DecodeOffer(h.Offer)
-	adaptertest.MustOK(t, err)
-	rec, err := w.HandoffReceiver.Lookup(context.Background(), w.Planner.ID.String(), o.Hop)
-	adaptertest.MustOK(t, err)
-	if handoff.State(rec.State) != handoff.StateCanceled {
-		t.Fatalf("the hop is %q at the delegate, want canceled (the status travelled with the cancel)", rec.State)
-	}
-	if hs, _ := w.Delegator.State(o.Hop); hs.State != handoff.StateCanceled {
-		t.Fatalf("delegator's hop %+v", hs)
-	}
+	w.WantCanceledAtBothEnds(t, h)
 }
 
 // Section 5.1 step 5: a message whose A2A contextId is not the dlg of its
@@ -305,11 +285,7 @@ func TestA2ASec7_TamperedDialogContextRefused(t *testing.T) {
 	url, s := w.serveHotel(t, booked)
 	dc := adaptertest.NewDialog(t, w.Planner.ID)
 	other := adaptertest.NewDialog(t, w.Planner.ID)
-	rec := &adaptertest.Recorder{Edit: func(r *http.Request) {
-		if r.Header.Get(dialog.HeaderName) != "" {
-			r.Header.Set(dialog.HeaderName, other.Value())
-		}
-	}}
+	rec := &adaptertest.Recorder{Edit: adaptertest.SwapsDialog(other)}
 	c := w.client(t, url, dc, rec)
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "book"})
 	if res, err := c.SendMessage(context.Background(), &a2a.MessageSendParams{Message: m}); err == nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -30,21 +29,15 @@ import (
 func (w *world) serveHotel(t *testing.T, work mcp.ToolHandler) (string, *adaptertest.Seen) {
 	t.Helper()
 	s := &adaptertest.Seen{}
-	srv := httptest.NewUnstartedServer(nil)
-	url := "http://" + srv.Listener.Addr().String() + "/mcp"
 	server := mcp.NewServer(&mcp.Implementation{Name: "hotel", Version: "v1"}, nil)
 	server.AddTool(&mcp.Tool{Name: "book_hotel", InputSchema: map[string]any{"type": "object"}},
 		dialogmcp.Tool(w.HandoffReceiver, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			s.Call(dialogmcp.Verified(req))
 			return work(ctx, req)
 		}))
-	h := dialogmcp.Handler(w.receiver(t, url), func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{JSONResponse: true})
-	srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		s.Header(r)
-		h.ServeHTTP(rw, r)
+	url := adaptertest.Serve(t, s, "/mcp", func(url string) http.Handler {
+		return dialogmcp.Handler(w.receiver(t, url), func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{JSONResponse: true})
 	})
-	srv.Start()
-	t.Cleanup(srv.Close)
 	return url, s
 }
 
@@ -82,11 +75,7 @@ func TestMCPSec6_OfferAcceptedAndCompleted(t *testing.T) {
 	if err != nil || st == nil {
 		t.Fatalf("no status in the result (%v): %+v", err, res.Meta)
 	}
-	u, err := w.Delegator.HandleStatus(context.Background(), *st)
-	adaptertest.MustOK(t, err)
-	if u.Status.State != handoff.StateCompleted || !u.Hop.Resolved {
-		t.Fatalf("status %s, hop %+v", u.Status.State, u.Hop)
-	}
+	w.WantCompleted(t, *st)
 	requests, calls := s.Snapshot()
 	if len(calls) != 1 {
 		t.Fatalf("%d tool calls", len(calls))
@@ -203,16 +192,7 @@ func TestMCPSec6_CancelStopsTheWork(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the cancel never reached the tool")
 	}
-	o, err := handoff.DecodeOffer(h.Offer)
-	adaptertest.MustOK(t, err)
-	rec, err := w.HandoffReceiver.Lookup(context.Background(), w.Planner.ID.String(), o.Hop)
-	adaptertest.MustOK(t, err)
-	if handoff.State(rec.State) != handoff.StateCanceled {
-		t.Fatalf("the hop is %q at the delegate, want canceled (the status travelled with the cancel)", rec.State)
-	}
-	if hs, _ := w.Delegator.State(o.Hop); hs.State != handoff.StateCanceled {
-		t.Fatalf("delegator's hop %+v", hs)
-	}
+	w.WantCanceledAtBothEnds(t, h)
 }
 
 // Section 6: a handoff where an MCP receiver does not read one (here under the A2A
@@ -247,11 +227,7 @@ func TestMCPSec7_TamperedDialogContextRefused(t *testing.T) {
 	url, s := w.serveHotel(t, booked)
 	dc := adaptertest.NewDialog(t, w.Planner.ID)
 	other := adaptertest.NewDialog(t, w.Planner.ID)
-	rec := &adaptertest.Recorder{Edit: func(r *http.Request) {
-		if r.Header.Get(dialog.HeaderName) != "" {
-			r.Header.Set(dialog.HeaderName, other.Value())
-		}
-	}}
+	rec := &adaptertest.Recorder{Edit: adaptertest.SwapsDialog(other)}
 	if _, err := w.session(t, url, dc, rec); err == nil {
 		t.Fatal("a session was made with a tampered Dialog-Context")
 	}
