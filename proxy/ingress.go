@@ -222,6 +222,14 @@ func setVerified(h http.Header, v *dialog.Verified) error {
 		h.Set(VerifiedInitiatorField, v.Context.Initiator().String())
 		h.Set(VerifiedInitiatorProvedField, boolText(v.InitiatorVerified))
 		h.Set(VerifiedEstablishedField, boolText(v.Outcome == dialog.Established))
+		// What the application needs to forward this hop's proof (section 9). A
+		// request that cannot be forwarded (a WPT, Authorization covered, a full chain)
+		// still reaches the application, without the field.
+		if v.Signature != nil {
+			if p, err := v.Forward(); err == nil {
+				h.Set(VerifiedProvenanceField, p.Value())
+			}
+		}
 	}
 	if v.Txn != nil {
 		// The claims' own encoder: what json.Marshal would return for them (it calls
