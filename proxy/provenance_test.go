@@ -92,7 +92,7 @@ func (s *sink) count() int {
 
 // ingressFor is an ingress in front of upstream for the workload src, verifying
 // provenance (section 12 step 2); stateful with a registry when stateful.
-func ingressFor(t *testing.T, d *domain, src wit.Source, recipient, upstream string, stateful bool) *httptest.Server {
+func ingressFor(t *testing.T, d *domain, src wit.Source, recipient, upstream string, stateful, forward bool) *httptest.Server {
 	wits := wit.NewValidator(d.trust, wit.WithCache(1024, time.Minute))
 	replay := store.NewMemory()
 	opts := []dialog.ReceiverOption{
@@ -113,7 +113,7 @@ func ingressFor(t *testing.T, d *domain, src wit.Source, recipient, upstream str
 	}
 	rc, err := dialog.NewReceiver(opts...)
 	mustOK(t, err)
-	in, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: upstream})
+	in, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: upstream, ForwardProvenance: forward})
 	mustOK(t, err)
 	srv := httptest.NewServer(in)
 	t.Cleanup(srv.Close)
@@ -152,10 +152,12 @@ func newFigure2(t *testing.T) *figure2 {
 	f.peer.url = peer.URL
 
 	const a2Recipient, toolRecipient = "https://a2.a.example/", "https://t1.a.example/"
-	ingress2 := ingressFor(t, d, a2src, a2Recipient, f.app2.url, true)
-	ingress3 := ingressFor(t, d, toolSrc, toolRecipient, f.tool3.url, false)
+	ingress2 := ingressFor(t, d, a2src, a2Recipient, f.app2.url, true, true)
+	ingress2off := ingressFor(t, d, a2src, a2Recipient, f.app2.url, true, false)
+	ingress3 := ingressFor(t, d, toolSrc, toolRecipient, f.tool3.url, false, true)
 	f.egress1 = egressFor(t, d, f.a1, a1src, nil,
 		proxy.Route{Prefix: "/a2", Upstream: ingress2.URL + "/task", TxnAudience: td, TxnScope: "trip.book", Recipient: a2Recipient, RequireSignedResponse: true},
+		proxy.Route{Prefix: "/a2off", Upstream: ingress2off.URL + "/task", TxnAudience: td, TxnScope: "trip.book", Recipient: a2Recipient, RequireSignedResponse: true},
 		proxy.Route{Prefix: "/a2wpt", Upstream: ingress2.URL + "/task", TxnAudience: td, TxnScope: "trip.book", Recipient: a2Recipient, Proof: proof.WPT})
 	f.egress2 = egressFor(t, d, f.a2, a2src, f.toTool,
 		proxy.Route{Prefix: "/tool", Upstream: ingress3.URL + "/invoke", TxnAudience: td, TxnScope: "trip.book", Recipient: toolRecipient, RequireSignedResponse: true},
@@ -375,5 +377,23 @@ func TestDialogBindingSec9_ProxyWPTHopNotForwardable(t *testing.T) {
 	}
 	if v := r.Header.Get(proxy.VerifiedProvenanceField); v != "" {
 		t.Fatalf("a WPT hop was given provenance to forward: %q", v)
+	}
+}
+
+// The provenance to forward carries the earlier hops' signature bases, the sender's WIT
+// and Txn-Token among them: an ingress hands it to its application only when configured
+// to (IngressConfig.ForwardProvenance), and otherwise keeps every credential from it.
+func TestDialogBindingSec9_ProxyProvenanceOnlyWhenConfigured(t *testing.T) {
+	f := newFigure2(t)
+	res, body := post(t, f.egress1.URL+"/a2off", `{"task":"book"}`, start())
+	if res.StatusCode != 200 {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+	r := f.app2.last()
+	if r.Header.Get(proxy.VerifiedProofField) != "httpsig" || r.Header.Get(proxy.VerifiedInitiatorProvedField) != "true" {
+		t.Fatalf("A2's application: %v", r.Header)
+	}
+	if v := r.Header.Get(proxy.VerifiedProvenanceField); v != "" {
+		t.Fatalf("an ingress without ForwardProvenance handed on provenance: %q", v)
 	}
 }

@@ -178,6 +178,10 @@ type IngressConfig struct {
 	// HandoffHosts are the host protocols whose handoffs the ingress checks and
 	// answers (mcp, a2a03, a2a10); none: handoffs are not read.
 	HandoffHosts []string `yaml:"handoff_hosts"`
+	// ForwardProvenance hands the application the provenance to forward when it calls
+	// on in the dialog (proxy.IngressConfig.ForwardProvenance; section 9). Off by
+	// default: the value holds earlier hops' WITs and Txn-Tokens.
+	ForwardProvenance bool `yaml:"forward_provenance"`
 	// TLS is the ingress listener's certificate; without it the ingress speaks plain
 	// HTTP (said at the start when it does not listen on loopback).
 	TLS ProxyTLSConfig `yaml:"tls"`
@@ -849,7 +853,7 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, AllowPlainHTTP: in.AllowPlainHTTP, Boundary: boundary, Handoffs: hr})
+	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, AllowPlainHTTP: in.AllowPlainHTTP, Boundary: boundary, Handoffs: hr, ForwardProvenance: in.ForwardProvenance})
 	if err != nil {
 		return nil, nil, nil, err
 	}
