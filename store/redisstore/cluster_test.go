@@ -91,7 +91,7 @@ func TestRedisClusterContract(t *testing.T) {
 	addrs := testRedisClusterAddrs(t)
 	storetest.RunReplay(t, func(t *testing.T) (store.Replay, func(time.Duration)) {
 		client, prefix := newTestRedisCluster(t, addrs)
-		return NewReplay(client, WithPrefix(prefix)), nil
+		return NewReplay(client, WithPrefix(prefix), WithTimeout(contractTimeout)), nil
 	})
 }
 
@@ -101,7 +101,7 @@ func TestRedisClusterRecordsContract(t *testing.T) {
 	addrs := testRedisClusterAddrs(t)
 	storetest.RunRecords(t, func(t *testing.T) (store.Records, func(time.Duration)) {
 		client, prefix := newTestRedisCluster(t, addrs)
-		return NewRecords(client, WithPrefix(prefix)), nil
+		return NewRecords(client, WithPrefix(prefix), WithTimeout(contractTimeout)), nil
 	})
 }
 

@@ -18,7 +18,7 @@ func TestRedisKeyRingContract(t *testing.T) {
 	addr := testRedisAddr(t)
 	ringtest.RunShared(t, func(t *testing.T) keys.RingBackend {
 		client, prefix := newTestRedis(t, addr)
-		ring, err := NewKeyRing(client, "tts", testKeyRingSecret, WithPrefix(prefix))
+		ring, err := NewKeyRing(client, "tts", testKeyRingSecret, WithPrefix(prefix), WithTimeout(contractTimeout))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +34,7 @@ func TestRedisClusterKeyRingContract(t *testing.T) {
 	addrs := testRedisClusterAddrs(t)
 	ringtest.RunShared(t, func(t *testing.T) keys.RingBackend {
 		client, prefix := newTestRedisCluster(t, addrs)
-		ring, err := NewKeyRing(client, "tts", testKeyRingSecret, WithPrefix(prefix))
+		ring, err := NewKeyRing(client, "tts", testKeyRingSecret, WithPrefix(prefix), WithTimeout(contractTimeout))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestRedisClusterKeyRingsOfTwoServices(t *testing.T) {
 	defer other.Close()
 	ctx := context.Background()
 	for _, name := range []string{"tts", "wit-issuer"} {
-		ring, err := NewKeyRing(client, name, testKeyRingSecret, WithPrefix(prefix))
+		ring, err := NewKeyRing(client, name, testKeyRingSecret, WithPrefix(prefix), WithTimeout(contractTimeout))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestRedisClusterKeyRingsOfTwoServices(t *testing.T) {
 		if _, err := r.Rotate(); err != nil {
 			t.Fatal(err)
 		}
-		again, err := NewKeyRing(other, name, testKeyRingSecret, WithPrefix(prefix))
+		again, err := NewKeyRing(other, name, testKeyRingSecret, WithPrefix(prefix), WithTimeout(contractTimeout))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +140,7 @@ func TestRedisKeyRingEncryptedAtRest(t *testing.T) {
 	}
 	// The same secret under another ring name derives another key: a value moved from
 	// one ring to another does not decrypt.
-	moved, err := NewKeyRing(client, "tts", testKeyRingSecret, WithPrefix(prefix))
+	moved, err := NewKeyRing(client, "tts", testKeyRingSecret, WithPrefix(prefix), WithTimeout(contractTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ func TestRedisRecordsContract(t *testing.T) {
 	addr := testRedisAddr(t)
 	storetest.RunRecords(t, func(t *testing.T) (store.Records, func(time.Duration)) {
 		client, prefix := newTestRedis(t, addr)
-		return NewRecords(client, WithPrefix(prefix)), nil
+		return NewRecords(client, WithPrefix(prefix), WithTimeout(contractTimeout)), nil
 	})
 }
 

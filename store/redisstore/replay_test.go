@@ -23,6 +23,13 @@ import (
 // starts one and sets it.
 const testRedisEnv = "DIALOGTRUST_TEST_REDIS"
 
+// contractTimeout bounds each operation of the stores under the shared contracts
+// (storetest). The contracts judge what the stores answer, not how fast: with the
+// default 500 ms, forty concurrent first operations of a fresh cluster client (its
+// slot map and connections) under -race on a busy machine timed out, a failure of the
+// machine's speed. The bound itself is tested against dead and silent servers.
+const contractTimeout = 10 * time.Second
+
 // runPrefix keeps concurrent runs against one server apart; every key a test writes
 // starts with it, and only those keys are deleted afterwards.
 var (
@@ -84,7 +91,7 @@ func TestRedisContract(t *testing.T) {
 	addr := testRedisAddr(t)
 	storetest.RunReplay(t, func(t *testing.T) (store.Replay, func(time.Duration)) {
 		client, prefix := newTestRedis(t, addr)
-		return NewReplay(client, WithPrefix(prefix)), nil
+		return NewReplay(client, WithPrefix(prefix), WithTimeout(contractTimeout)), nil
 	})
 }
 
