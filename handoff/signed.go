@@ -347,7 +347,9 @@ func (e *element) verify(ctx context.Context, trust Trust) (*keys.PublicKey, err
 	}
 	switch e.signed.Form {
 	case JWS:
-		if err := e.jws.VerifyWith(key, true); err != nil {
+		// jose's rule, not string equality: "Ed25519" (RFC 9864) and "EdDSA" name the
+		// one algorithm of an Ed25519 key; any other mismatch is refused.
+		if err := e.jws.VerifyWith(key, false); err != nil {
 			return nil, err
 		}
 	case COSE:

@@ -2,6 +2,8 @@ package handoff
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"os"
 	"regexp"
 	"testing"
@@ -49,5 +51,119 @@ func TestSec3_4_TrustKeysWithoutAlgPinnedByType(t *testing.T) {
 	mislabelled := algMember.ReplaceAll(b, []byte(`, "alg": "EdDSA"`))
 	if _, err := ParseTrust(mislabelled); errcode.CodeOf(err) != errcode.UnsupportedAlg {
 		t.Fatalf("a P-256 key labelled EdDSA: %v", err)
+	}
+}
+
+// jwsWithAlg signs payload as a handoff JWS whose header names alg and kid, whatever
+// key signs it: the header a peer chose, not the one SignOffer would write.
+func jwsWithAlg(t *testing.T, alg, kid string, payload []byte, signer *keys.PrivateKey) Signed {
+	t.Helper()
+	h, _ := json.Marshal(map[string]string{"typ": JWSType, "alg": alg, "kid": kid})
+	enc := base64.RawURLEncoding
+	input := enc.EncodeToString(h) + "." + enc.EncodeToString(payload)
+	sig, err := signer.Sign([]byte(input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Signed{Form: JWS, Octets: []byte(input + "." + enc.EncodeToString(sig))}
+}
+
+// trustWithoutAlg binds the public half of k to iss in a trust file whose JWK has no
+// "alg", as an operator writes one: the key is pinned by its type (OKP Ed25519: EdDSA).
+func trustWithoutAlg(t *testing.T, iss string, k *keys.PrivateKey) *StaticTrust {
+	t.Helper()
+	jwk, err := k.Public().MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	_ = json.Unmarshal(jwk, &m)
+	delete(m, "alg")
+	b, _ := json.Marshal(map[string]any{iss: map[string]any{"keys": []any{m}}})
+	trust, err := ParseTrust(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return trust
+}
+
+// RFC 9864 section 2 registers "Ed25519", the fully-specified name of EdDSA over
+// Ed25519, and other implementations now sign handoffs with it. Section 3.1 of the
+// handoff draft asks only for an asymmetric alg, and section 3.4's "exactly one
+// algorithm" is kept: "EdDSA" and "Ed25519" name the one signature an Ed25519 key
+// makes. A trusted Ed25519 key without "alg" (pinned to "EdDSA") verifies the offer
+// under either name; what SignOffer writes is unchanged.
+func TestRFC9864Sec2_HandoffSec3_1_Ed25519NameForAnEdDSAKey(t *testing.T) {
+	ctx := context.Background()
+	k, err := keys.Generate(keys.EdDSA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, JWS)
+	o := w.newOffer(planner, coder)
+	trust := trustWithoutAlg(t, planner, k)
+	if ks, _ := trust.KeysFor(ctx, planner); ks != nil {
+		if pk, err := ks.LookupKey(ctx, k.KID()); err != nil || pk.Alg() != keys.EdDSA {
+			t.Fatalf("the alg-less Ed25519 key is not pinned to EdDSA: %v %v", pk, err)
+		}
+	}
+	emitted, err := SignOffer(k, JWS, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := VerifyOffer(ctx, trust, emitted, 0); err != nil || v.Alg != keys.EdDSA {
+		t.Fatalf("the offer as SignOffer writes it (alg EdDSA): %v %+v", err, v)
+	}
+	payload, err := o.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := jwsWithAlg(t, keys.Ed25519, k.KID(), payload, k)
+	v, err := VerifyOffer(ctx, trust, renamed, 0)
+	if err != nil {
+		t.Fatalf("an offer signed with alg Ed25519 by a trusted Ed25519 key: %v", err)
+	}
+	if v.Alg != keys.Ed25519 || v.Offer.Hop != o.Hop {
+		t.Fatalf("verified %+v", v)
+	}
+	// A status, verified by the same rule.
+	st := &Status{Hop: o.Hop, Offer: emitted.Digest(), Iss: planner, Aud: coder, Iat: o.Iat, State: StateCanceled}
+	sp, err := st.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := VerifyStatusSignature(ctx, trust, jwsWithAlg(t, keys.Ed25519, k.KID(), sp, k), 0); err != nil {
+		t.Fatalf("a status signed with alg Ed25519: %v", err)
+	}
+}
+
+// The alias is only for Ed25519 keys: "Ed25519" on an offer whose kid names a trusted
+// P-256 key (pinned to ES256) is refused before any signature is checked, and "Ed448"
+// (RFC 9864 section 2's other EdDSA name, a curve package keys does not support) is
+// refused whatever the key.
+func TestRFC9864Sec2_HandoffSec3_1_Ed25519NameRefusedForOtherKeys(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, JWS)
+	o := w.newOffer(planner, coder)
+	p256 := w.key(planner)
+	payload, err := o.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ed, _ := keys.Generate(keys.EdDSA)
+	_, err = VerifyOffer(ctx, w.trust, jwsWithAlg(t, keys.Ed25519, p256.KID(), payload, ed), 0)
+	if !hasCause(err, errcode.UnsupportedAlg) {
+		t.Fatalf("alg Ed25519 under a P-256 key's kid: %v", err)
+	}
+	edTrust := trustWithoutAlg(t, planner, ed)
+	for _, tr := range []*StaticTrust{w.trust, edTrust} {
+		kid := p256.KID()
+		if tr == edTrust {
+			kid = ed.KID()
+		}
+		_, err = VerifyOffer(ctx, tr, jwsWithAlg(t, "Ed448", kid, payload, ed), 0)
+		if !hasCause(err, errcode.UnsupportedAlg) {
+			t.Fatalf("alg Ed448 (kid %s): %v", kid, err)
+		}
 	}
 }

@@ -396,7 +396,11 @@ func (t *Token) CheckHeader(opts Options) error {
 	return nil
 }
 
-// VerifyWith checks the signature with key, whose one algorithm must be the token's.
+// VerifyWith checks the signature with key, whose one algorithm must be the token's:
+// the same family of package keys, so that for an Ed25519 key "EdDSA" (RFC 8037) and
+// "Ed25519" (the fully-specified name of RFC 9864 section 2) are one algorithm, while
+// any other name ("Ed448", "ES256" on an Ed25519 key, "Ed25519" on a P-256 key) is
+// refused. exactAlg asks for string equality with the key's alg as well (the WPT rule).
 func (t *Token) VerifyWith(key *keys.PublicKey, exactAlg bool) error {
 	if exactAlg && key.Alg() != t.Alg || keys.FamilyOf(t.Alg) != key.Family() {
 		return errcode.New(errcode.UnsupportedAlg, "alg %q does not match the key's %q", errcode.Cut(t.Alg), key.Alg())

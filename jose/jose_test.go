@@ -260,3 +260,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// RFC 9864 section 2: "Ed25519" is an alias of "EdDSA" for Ed25519 keys only. On a
+// P-256 key it is refused, and so is "Ed448" on an Ed25519 key, before any signature
+// is checked.
+func TestRFC9864Sec2_Ed25519NameOnlyForEd25519Keys(t *testing.T) {
+	ec, ed := mustKey(t, keys.ES256), mustKey(t, keys.EdDSA)
+	onP256 := handMade(t, map[string]any{"typ": "wit+jwt", "alg": "Ed25519", "kid": ec.KID()}, "{}", ed)
+	_, err := jose.Verify(context.Background(), onP256, jose.Options{Typ: "wit+jwt"}, set(t, ec.Public()))
+	wantCode(t, err, errcode.UnsupportedAlg)
+	ed448 := handMade(t, map[string]any{"typ": "wit+jwt", "alg": "Ed448", "kid": ed.KID()}, "{}", ed)
+	_, err = jose.Verify(context.Background(), ed448, jose.Options{Typ: "wit+jwt"}, set(t, ed.Public()))
+	wantCode(t, err, errcode.UnsupportedAlg)
+	tok, err := jose.Parse(ed448, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, tok.VerifyWith(ed.Public(), false), errcode.UnsupportedAlg)
+}
