@@ -27,4 +27,13 @@
 // method, and refused with errcode.HandoffUnplaced anywhere else, so that no handoff
 // passes unchecked; a delegator's "canceled" status (MCP notifications/cancelled, an
 // A2A cancel) is read as a status and reaches the handler in Verified.Cancel.
+//
+// A refusal at the handoff step without a signed status to send is answered in the
+// shape of the request's host protocol: a JSON-RPC request with an id gets a JSON-RPC
+// 2.0 error response (section 5.1 of JSON-RPC: -32602, or -32603 for a check that could
+// not be completed) on HTTP 200, as MCP Streamable HTTP and A2A's JSON-RPC binding
+// carry errors, with the stable code and kind in its data, so that SDK clients raise
+// it as the call's error; anything else (plain HTTP, a notification, a batch) gets the
+// RFC 9457 problem document. Refusals before the handoff step (proof, Dialog-Context,
+// Txn-Token) are always the problem document.
 package dialog

@@ -45,7 +45,9 @@ func JSONRPCHandoff(body []byte) (*handoff.Handoff, error) {
 // HandoffStatusMember member. agent.HandoffStatus reads it back from any of them.
 // Without a status to send, and for a request that would have established its dialog
 // (which a refused request does not take, so no reply may echo its Dialog-Context),
-// the refusal is the bare problem document, as before.
+// the refusal goes alone: for a JSON-RPC request with an id, a JSON-RPC error on 200
+// with the stable code and kind in its data (handoffReply.writeError); for any other
+// request, the bare problem document, as before.
 // extract nil reads the JSON-RPC requests of every Host (WithHandoffsIn(r, MCP, A2A03,
 // A2A10)), canceled statuses included; name the hosts served with WithHandoffsIn.
 // An extractor of the integrator's own finds offers only; the reply to a refused one
@@ -91,16 +93,111 @@ func contextIDOf(host Host, method string, params json.RawMessage) string {
 // COSE_Sign1), as in the metadata of section 6.
 const HandoffStatusMember = "handoff_status"
 
-// handoffReply is the signed status the receiver answers a refused offer with, in the
-// host protocol's reply, instead of running the handler: a rejection (section 5.1) or
-// the last status resent to a retransmission (5.3), which the handoff receiver provides
-// only to an authenticated offer.iss (8.4).
+// handoffReply is how the receiver answers a request refused at the handoff step,
+// instead of running the handler. With a status, it is the signed status the receiver
+// answers a refused offer with, in the host protocol's reply: a rejection (section 5.1)
+// or the last status resent to a retransmission (5.3), which the handoff receiver
+// provides only to an authenticated offer.iss (8.4). Without one (status nil), it names
+// the JSON-RPC request that was refused, so that writeError answers in its shape.
 type handoffReply struct {
 	err    error
-	status handoff.Signed
+	status *handoff.Signed
 	host   Host            // the request's host protocol; 0 when it is not JSON-RPC
 	id     json.RawMessage // its JSON-RPC id
 	dialog string          // the dialog of the message (an A2A reply names it as contextId)
+}
+
+// JSON-RPC 2.0 error codes (section 5.1) of a refusal at the handoff step: the handoff
+// travels in the params, so a failed check is "Invalid params"; a check that could not
+// be completed is the server's own "Internal error". The host protocols' own codes
+// (A2A -32001 to -32009, MCP -32002, -32042) are left alone: their meanings are not
+// ours. The stable code and kind are in the error's data.
+const (
+	jsonrpcInvalidParams = -32602
+	jsonrpcInternalError = -32603
+)
+
+// jsonrpcRequestOf is the statusless reply naming the JSON-RPC request body is: its
+// host and id. It is nil when body is not one, or is a notification (no id) or has an
+// id that is neither a string nor a number: those get the problem document (MCP
+// Streamable HTTP answers a notification it cannot accept with an HTTP error status).
+func jsonrpcRequestOf(body []byte) *handoffReply {
+	env, ok := envelope(body)
+	if !ok {
+		return nil
+	}
+	return (&handoffReply{host: hostOfMethod(env.Method), id: env.ID}).withoutStatus()
+}
+
+// withoutStatus is the reply without its status, for a refusal that goes alone; nil
+// when the request has no id that a JSON-RPC error can name.
+func (h *handoffReply) withoutStatus() *handoffReply {
+	if h == nil || h.host == 0 || !validJSONRPCID(h.id) {
+		return nil
+	}
+	return &handoffReply{err: h.err, host: h.host, id: h.id}
+}
+
+// validJSONRPCID reports an id a JSON-RPC response can echo: a string or a number (MCP
+// forbids null, and JSON-RPC keeps null for an id that could not be read).
+func validJSONRPCID(id json.RawMessage) bool {
+	var v any
+	if len(id) == 0 || json.Unmarshal(id, &v) != nil {
+		return false
+	}
+	switch v.(type) {
+	case string, float64:
+		return true
+	}
+	return false
+}
+
+// writeError is the one error writer of a request refused before its handler ran, chosen
+// by the request's host protocol. A JSON-RPC request with an id (MCP, A2A 0.3, A2A 1.0)
+// gets a JSON-RPC error response on HTTP 200, as MCP Streamable HTTP and A2A's JSON-RPC
+// binding carry errors in the body, so that an SDK client surfaces it as the call's
+// error rather than as a failed transport: {"jsonrpc":"2.0","id":<the request's>,
+// "error":{"code":-32602 (failed) or -32603 (could not be completed),"message":"<code>:
+// <detail>","data":{"type","code","kind","detail","error"}}}, data holding the problem
+// document's type, code, kind and detail, and "error" the message again (a2a-go 0.3
+// surfaces only that member of the data). Any other request (h nil: plain HTTP, a
+// notification, a batch, a body that is not JSON-RPC) gets the RFC 9457 problem
+// document with its HTTP status, as before.
+func (h *handoffReply) writeError(w http.ResponseWriter, err error) {
+	if h == nil || h.host == 0 || !validJSONRPCID(h.id) {
+		problem.Write(w, err)
+		return
+	}
+	d := problem.From(err)
+	code := jsonrpcInvalidParams
+	if errcode.KindOf(err) == errcode.Incomplete {
+		code = jsonrpcInternalError
+	}
+	msg := d.Code
+	if d.Detail != "" {
+		msg += ": " + d.Detail
+	}
+	type errorData struct {
+		Type   string `json:"type"`
+		Code   string `json:"code"`
+		Kind   string `json:"kind"`
+		Detail string `json:"detail,omitempty"`
+		Error  string `json:"error"`
+	}
+	type rpcError struct {
+		Code    int       `json:"code"`
+		Message string    `json:"message"`
+		Data    errorData `json:"data"`
+	}
+	body := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcError        `json:"error"`
+	}{"2.0", h.id, rpcError{code, msg, errorData{d.Type, d.Code, d.Kind, d.Detail, msg}}}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 // ServeHTTP answers a JSON-RPC request (A2A or MCP, section 6) with a JSON-RPC result
@@ -130,19 +227,19 @@ func (h *handoffReply) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	case A2A03:
 		msg, _ := json.Marshal(map[string]any{"kind": "message", "role": "agent", "messageId": msgID,
 			"contextId": h.dialog, "parts": []any{}})
-		result, err = handoff.PutA2AStatus(msg, h.status)
+		result, err = handoff.PutA2AStatus(msg, *h.status)
 	case A2A10:
 		// A 1.0 Message has at least one part; a SendMessage result names its kind.
 		msg, _ := json.Marshal(map[string]any{"role": "ROLE_AGENT", "messageId": msgID,
 			"contextId": h.dialog, "parts": []any{map[string]any{"text": "handoff status"}}})
-		if msg, err = handoff.PutA2AStatus(msg, h.status); err == nil {
+		if msg, err = handoff.PutA2AStatus(msg, *h.status); err == nil {
 			result, err = json.Marshal(map[string]json.RawMessage{"message": msg})
 		}
 	default:
 		// isError: the tool call was refused and not run, whatever the status says;
 		// the same for a first rejection and its retransmissions.
 		res, _ := json.Marshal(map[string]any{"content": []any{}, "isError": true})
-		result, err = handoff.PutMCPResult(res, h.status)
+		result, err = handoff.PutMCPResult(res, *h.status)
 	}
 	if err != nil {
 		problem.Write(w, err)
@@ -158,7 +255,10 @@ func (h *handoffReply) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 }
 
 // receiveHandoff runs after the proof, the dialog and the Txn-Token are verified. When
-// the offer is refused with a signed status to send back, it returns that reply too.
+// the offer is refused with a signed status to send back, it returns that reply too;
+// any other refusal of a JSON-RPC request comes with the statusless reply that names
+// the request, so that it is answered as a JSON-RPC error (handoffReply.writeError).
+// A body that could not be read, or is too large, has no request to name.
 func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified) (*handoffReply, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
@@ -172,6 +272,16 @@ func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified) (*handoffReply,
 	if len(body) > MaxHandoffBody {
 		return nil, errcode.New(errcode.BodyTooLarge, "body over %d octets", MaxHandoffBody)
 	}
+	reply, err := rc.receiveHandoffIn(r, v, body)
+	if err != nil && reply == nil {
+		reply = jsonrpcRequestOf(body)
+	}
+	return reply, err
+}
+
+// receiveHandoffIn finds the handoff or the canceled status in body and has the
+// handoff receiver decide on it.
+func (rc *Receiver) receiveHandoffIn(r *http.Request, v *Verified, body []byte) (*handoffReply, error) {
 	p, err := rc.place(body)
 	if err != nil || p == nil {
 		return nil, err
@@ -221,7 +331,7 @@ func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified) (*handoffReply,
 		// for a retransmission only when the sender is offer.iss (section 8.4). An
 		// equivocating offer is never answered for itself (section 5.6).
 		if d != nil && d.Reply != nil && (d.Outcome == handoff.OutcomeRejected || d.Outcome == handoff.OutcomeRetransmission) {
-			return &handoffReply{err: err, status: *d.Reply, host: p.host, id: p.id, dialog: in.Dialog}, err
+			return &handoffReply{err: err, status: d.Reply, host: p.host, id: p.id, dialog: in.Dialog}, err
 		}
 		return nil, err
 	}

@@ -56,7 +56,8 @@ type Verified struct {
 	// answers them itself, with the signed status the handoff receiver gives (the
 	// "rejected" status of section 5.1, the last status resent to a retransmission from
 	// the authenticated offer.iss, sections 5.3 and 8.4) in the host protocol's reply
-	// (section 6), or with the bare problem document when there is no status to send.
+	// (section 6), or with the refusal alone when there is no status to send (a JSON-RPC
+	// error for a JSON-RPC request, else the problem document).
 	Handoff *handoff.Decision
 	// Cancel is what the handoff receiver found in a delegator's "canceled" status
 	// that travelled with the request (MCP notifications/cancelled, an A2A cancel;
@@ -163,14 +164,15 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 
 // verify is Verify that also returns, with a refused handoff, the signed status to
 // answer it with and what was verified before it (the proof and the Dialog-Context,
-// with which the answer is signed and echoed).
+// with which the answer is signed and echoed); with a refusal at the handoff step that
+// has no status, the statusless reply naming the JSON-RPC request (nil otherwise).
 func (rc *Receiver) verify(ctx context.Context, r *http.Request) (*Verified, *handoffReply, error) {
 	v, reply, err := rc.verifyRequest(ctx, r, &Verified{})
 	if err != nil {
-		if reply != nil {
+		if reply != nil && reply.status != nil {
 			return v, reply, err
 		}
-		return nil, nil, err
+		return nil, reply, err
 	}
 	return v, nil, nil
 }
@@ -281,8 +283,9 @@ func (rc *Receiver) verifyRequest(ctx context.Context, r *http.Request, v *Verif
 			if establishes == Established {
 				// The request would have established its dialog, which a refused
 				// request does not take: a reply echoing its Dialog-Context would tell
-				// the initiator otherwise (section 5). The refusal goes alone.
-				reply = nil
+				// the initiator otherwise (section 5). The refusal goes alone (a
+				// JSON-RPC request's still as a JSON-RPC error).
+				reply = reply.withoutStatus()
 			}
 			return v, reply, err
 		}
@@ -318,19 +321,22 @@ func hasWPT(h http.Header) bool {
 // (covering the Dialog-Context it echoes); when the client demanded a signed response
 // and none can be made, no unsigned success is sent (http-signature-07 section 3.5).
 // A refused handoff that has a signed status to send back is answered in place of the
-// handler, as WithHandoffs says.
+// handler, as WithHandoffs says. Any other refusal at the handoff step of a JSON-RPC
+// request (MCP, A2A) is a JSON-RPC error response on 200 with the code and kind in its
+// data, as the host protocol carries errors (handoffReply.writeError); the proof and
+// credential checks before it answer with the problem document and HTTP status.
 func (rc *Receiver) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, reply, err := rc.verify(r.Context(), r)
 		next := next
 		switch {
-		case reply != nil:
+		case reply != nil && reply.status != nil:
 			// A refused handoff with a signed status (handoff-context 5.1, 5.3): the
 			// handler does not run, and the status goes back in the host protocol's
 			// reply, signed like any response.
 			next = reply
 		case err != nil:
-			problem.Write(w, err)
+			reply.writeError(w, err)
 			return
 		default:
 			r = r.WithContext(context.WithValue(r.Context(), verifiedKey{}, v))

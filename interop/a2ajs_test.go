@@ -305,17 +305,22 @@ func TestA2AJS_ClientReadsOurA2A10Reply(t *testing.T) {
 		if kind != "error" {
 			t.Fatalf("a handoff in params.metadata was answered: %s", text)
 		}
-		// The receiver refuses before any JSON-RPC handling, with a problem document
-		// (HTTP 400), which the SDK client surfaces as its HTTP error carrying the body.
+		// The receiver refuses before the handler runs, with a JSON-RPC error naming the
+		// request's id on 200 (-32602, the stable code and kind in its data), which the
+		// SDK client raises as the call's JSON-RPC error with the message and data.
 		var e struct {
 			Message string `json:"message"`
+			Data    struct {
+				Code string `json:"code"`
+				Kind string `json:"kind"`
+			} `json:"data"`
 		}
 		if err := json.Unmarshal([]byte(text), &e); err != nil {
 			t.Fatalf("client error %s: %v", text, err)
 		}
-		t.Logf("the SDK client surfaced: %s", e.Message)
-		if !strings.Contains(e.Message, `"code":"`+string(errcode.HandoffUnplaced)+`"`) {
-			t.Fatalf("the SDK client's error does not carry %s: %s", errcode.HandoffUnplaced, e.Message)
+		t.Logf("the SDK client surfaced: %s", text)
+		if e.Data.Code != string(errcode.HandoffUnplaced) || e.Data.Kind != errcode.Failed.String() || !strings.HasPrefix(e.Message, string(errcode.HandoffUnplaced)+": ") {
+			t.Fatalf("the SDK client's error does not carry %s: %s", errcode.HandoffUnplaced, text)
 		}
 		mu.Lock()
 		defer mu.Unlock()

@@ -92,11 +92,22 @@ func Write(w http.ResponseWriter, err error) {
 }
 
 // Read decodes a problem document from a response body (clients use it to recover the
-// code). It returns an *errcode.Error carrying the remote code and kind.
+// code). It returns an *errcode.Error carrying the remote code and kind. It also reads
+// the refusal of a JSON-RPC request (package dialog answers MCP and A2A requests it
+// refuses at the handoff step with a JSON-RPC error response, on 200): the error's data
+// carries the document's type, code, kind and detail.
 func Read(status int, body []byte) error {
 	var d Details
 	if err := exactjson.Unmarshal(body, &d); err != nil || d.Code == "" {
-		return errcode.New(errcode.Unmapped, "HTTP %d without a problem document", status)
+		var rpc struct {
+			Error *struct {
+				Data *Details `json:"data"`
+			} `json:"error"`
+		}
+		if exactjson.Unmarshal(body, &rpc) != nil || rpc.Error == nil || rpc.Error.Data == nil || rpc.Error.Data.Code == "" {
+			return errcode.New(errcode.Unmapped, "HTTP %d without a problem document", status)
+		}
+		d = *rpc.Error.Data
 	}
 	kind := errcode.Failed
 	if d.Kind == errcode.Incomplete.String() {

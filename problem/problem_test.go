@@ -47,3 +47,22 @@ func TestDetailIsBounded(t *testing.T) {
 		t.Fatalf("detail of %d octets", len(d.Detail))
 	}
 }
+
+// The refusal of a JSON-RPC request carries the document's code and kind in the
+// error's data; Read recovers them as from a problem document. A JSON-RPC error
+// without them is unmapped.
+func TestReadJSONRPCError(t *testing.T) {
+	body := `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"store_unavailable: x","data":{"type":"urn:dialogtrust:error:store_unavailable","code":"store_unavailable","kind":"could_not_complete","detail":"x","error":"store_unavailable: x"}}}`
+	back := Read(http.StatusOK, []byte(body))
+	if errcode.CodeOf(back) != errcode.StoreUnavailable || errcode.KindOf(back) != errcode.Incomplete {
+		t.Fatalf("read %v", back)
+	}
+	for _, other := range []string{
+		`{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found"}}`,
+		`{"jsonrpc":"2.0","id":7,"result":{}}`,
+	} {
+		if got := errcode.CodeOf(Read(http.StatusOK, []byte(other))); got != errcode.Unmapped {
+			t.Fatalf("%s: %s", other, got)
+		}
+	}
+}

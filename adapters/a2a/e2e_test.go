@@ -170,9 +170,7 @@ func TestA2ASec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 		}
 		t.Fatalf("the retransmission from another workload was answered: %s", jsonOf(res))
 	}
-	if got := rec.Last(); got != string(errcode.HandoffRetransmission) {
-		t.Fatalf("refused with %q, want handoff_retransmission", got)
-	}
+	wantSDKRefusal(t, err, rec, errcode.HandoffRetransmission)
 	if n := s.Count(); n != 1 {
 		t.Fatalf("the executor ran %d times", n)
 	}
@@ -241,12 +239,11 @@ func TestA2ASec5_1_WrongContextIDRefused(t *testing.T) {
 	c := w.client(t, url, dc, rec)
 	m, _, ctx := w.offerMessage(t, dc)
 	m.ContextID = adaptertest.NewDialog(t, w.Planner.ID).DLG()
-	if res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m}); err == nil {
+	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
+	if err == nil {
 		t.Fatalf("a message with another contextId was answered: %s", jsonOf(res))
 	}
-	if got := rec.Last(); got != string(errcode.HandoffPolicy) {
-		t.Fatalf("refused with %q, want handoff_policy", got)
-	}
+	wantSDKRefusal(t, err, rec, errcode.HandoffPolicy)
 	if n := s.Count(); n != 0 {
 		t.Fatalf("the executor ran %d times", n)
 	}
@@ -267,12 +264,11 @@ func TestA2ASec6_UnplacedHandoffRefused(t *testing.T) {
 	adaptertest.MustOK(t, err)
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "book"})
 	m.Metadata = map[string]any{handoff.MCPMetaKey: v}
-	if res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m}); err == nil {
+	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
+	if err == nil {
 		t.Fatalf("a message with an unplaced handoff was answered: %s", jsonOf(res))
 	}
-	if got := rec.Last(); got != string(errcode.HandoffUnplaced) {
-		t.Fatalf("refused with %q, want handoff_unplaced", got)
-	}
+	wantSDKRefusal(t, err, rec, errcode.HandoffUnplaced)
 	if n := s.Count(); n != 0 {
 		t.Fatalf("the executor ran %d times", n)
 	}
@@ -470,5 +466,19 @@ func TestA2ASec6_StreamCarriesStatuses(t *testing.T) {
 	}
 	if !slices.Equal(states, []handoff.State{handoff.StateAccepted, handoff.StateCompleted}) {
 		t.Fatalf("the stream carried the statuses %v", states)
+	}
+}
+
+// wantSDKRefusal checks that a2a-go surfaces a refusal at the handoff step as the
+// JSON-RPC error it is: a2a.ErrInvalidParams (-32602), with the stable code leading the
+// text it keeps of the error's data, and that no HTTP error status came back (a2a-go
+// reports a 4xx as "unexpected HTTP status" and drops its body).
+func wantSDKRefusal(t *testing.T, err error, rec *adaptertest.Recorder, code errcode.Code) {
+	t.Helper()
+	if !errors.Is(err, a2a.ErrInvalidParams) || !strings.Contains(err.Error(), string(code)+": ") {
+		t.Fatalf("the SDK error %v does not name %s as invalid params", err, code)
+	}
+	if got := rec.Last(); got != "" {
+		t.Fatalf("an HTTP error status came back (%q)", got)
 	}
 }

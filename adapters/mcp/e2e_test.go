@@ -2,6 +2,7 @@ package dialogmcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	dialogmcp "github.com/dialogtrust/dialogtrust/adapters/mcp"
@@ -144,9 +146,7 @@ func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 		}
 		t.Fatalf("the retransmission from another workload was answered: %+v", res)
 	}
-	if got := rec.Last(); got != string(errcode.HandoffRetransmission) {
-		t.Fatalf("refused with %q, want handoff_retransmission", got)
-	}
+	wantSDKRefusal(t, err, rec, errcode.HandoffRetransmission)
 	if n := s.Count(); n != 1 {
 		t.Fatalf("the tool ran %d times", n)
 	}
@@ -209,12 +209,11 @@ func TestMCPSec6_UnplacedHandoffRefused(t *testing.T) {
 	v, err := h.MetaValue()
 	adaptertest.MustOK(t, err)
 	p := &mcp.CallToolParams{Name: "book_hotel", Meta: mcp.Meta{handoff.A2AExtensionURI: v}}
-	if _, err := cs.CallTool(ctx, p); err == nil {
+	_, err = cs.CallTool(ctx, p)
+	if err == nil {
 		t.Fatal("a call with an unplaced handoff succeeded")
 	}
-	if got := rec.Last(); got != string(errcode.HandoffUnplaced) {
-		t.Fatalf("refused with %q, want handoff_unplaced", got)
-	}
+	wantSDKRefusal(t, err, rec, errcode.HandoffUnplaced)
 	if n := s.Count(); n != 0 {
 		t.Fatalf("the tool ran %d times", n)
 	}
@@ -277,5 +276,26 @@ func TestMCPSessionOwnedByItsWorkload(t *testing.T) {
 	}
 	if n := s.Count(); n != 1 {
 		t.Fatalf("the tool ran %d times for the owner", n)
+	}
+}
+
+// wantSDKRefusal checks that go-sdk surfaces a refusal at the handoff step as the call's
+// JSON-RPC error (*jsonrpc.Error), the stable code and kind in its data, and that no HTTP
+// error status came back (a 4xx would not be the call's error in go-sdk).
+func wantSDKRefusal(t *testing.T, err error, rec *adaptertest.Recorder, code errcode.Code) {
+	t.Helper()
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) {
+		t.Fatalf("the SDK error %v (%T) is not a JSON-RPC error", err, err)
+	}
+	var data struct{ Code, Kind string }
+	if json.Unmarshal(we.Data, &data) != nil || data.Code != string(code) || data.Kind != errcode.Failed.String() || we.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("JSON-RPC error %d %q data %s, want %s", we.Code, we.Message, we.Data, code)
+	}
+	if !strings.HasPrefix(we.Message, string(code)+": ") {
+		t.Fatalf("message %q does not name %s", we.Message, code)
+	}
+	if got := rec.Last(); got != "" {
+		t.Fatalf("an HTTP error status came back (%q)", got)
 	}
 }

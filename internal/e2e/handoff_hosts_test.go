@@ -84,7 +84,9 @@ func TestHandoffSec6_A2A10OfferAccepted(t *testing.T) {
 
 // Section 6: a handoff the receiver cannot place (in a request of a host or version it
 // does not serve, under a method that carries none, in the wrong object, or in a body
-// that is not a JSON-RPC request) is refused with handoff_unplaced, never skipped.
+// that is not a JSON-RPC request) is refused with handoff_unplaced, never skipped. A
+// JSON-RPC request is refused with a JSON-RPC error naming its id, on 200, as its host
+// protocol carries errors; a batch, which is not one request, with the problem document.
 func TestHandoffSec6_UnplacedHandoffRefused(t *testing.T) {
 	ctx := context.Background()
 	only03 := dialog.WithHandoffsIn(handoff.NewReceiver("spiffe://a.example/agent/a3", handoff.NewStaticTrust(), store.NewMemoryRecords()), dialog.A2A03)
@@ -131,9 +133,14 @@ func TestHandoffSec6_UnplacedHandoffRefused(t *testing.T) {
 			tokens := agent.Forwarded(atA2.TxnToken)
 			offer, _, err := agent.OfferInDialog(ctx, h.delegator, tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: h.a3.id.String()}})
 			mustOK(t, err)
-			code, reply := h.sendAs(t, h.a2, tokens, c.body(t, offer), dc)
-			if code != http.StatusBadRequest || errcode.CodeOf(problem.Read(code, reply)) != errcode.HandoffUnplaced {
-				t.Fatalf("status %d body %s, want 400 handoff_unplaced", code, reply)
+			body := c.body(t, offer)
+			code, reply := h.sendAs(t, h.a2, tokens, body, dc)
+			if body[0] == '[' {
+				if code != http.StatusBadRequest || errcode.CodeOf(problem.Read(code, reply)) != errcode.HandoffUnplaced {
+					t.Fatalf("status %d body %s, want 400 handoff_unplaced", code, reply)
+				}
+			} else {
+				wantJSONRPCRefusal(t, code, reply, "7", -32602, errcode.HandoffUnplaced, errcode.Failed)
 			}
 			noHandler(t, h)
 		})
@@ -233,8 +240,35 @@ func TestHandoffSec5_1_A2A10WrongContextIDRefused(t *testing.T) {
 	mustOK(t, err)
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": map[string]json.RawMessage{"message": msg}})
 	code, reply := h.sendAs(t, h.a2, tokens, body, dc)
-	if code != http.StatusForbidden || errcode.CodeOf(problem.Read(code, reply)) != errcode.HandoffPolicy {
-		t.Fatalf("status %d body %s, want 403 handoff_policy", code, reply)
-	}
+	wantJSONRPCRefusal(t, code, reply, "7", -32602, errcode.HandoffPolicy, errcode.Failed)
 	noHandler(t, h)
+}
+
+// wantJSONRPCRefusal checks the refusal of a JSON-RPC request: a JSON-RPC 2.0 error
+// response on 200 that echoes the request's id, with the JSON-RPC code and, in its
+// data, the stable code and kind (which problem.Read recovers too).
+func wantJSONRPCRefusal(t *testing.T, status int, reply []byte, id string, rpcCode int, code errcode.Code, kind errcode.Kind) {
+	t.Helper()
+	var r struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  json.RawMessage `json:"result"`
+		Error   *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Data    struct {
+				Code string `json:"code"`
+				Kind string `json:"kind"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if status != http.StatusOK || json.Unmarshal(reply, &r) != nil || r.JSONRPC != "2.0" || string(r.ID) != id || r.Result != nil || r.Error == nil {
+		t.Fatalf("status %d body %s, want a JSON-RPC error for id %s on 200", status, reply, id)
+	}
+	if r.Error.Code != rpcCode || r.Error.Data.Code != string(code) || r.Error.Data.Kind != kind.String() || r.Error.Message == "" {
+		t.Fatalf("error %+v, want %d with %s (%s)", *r.Error, rpcCode, code, kind)
+	}
+	if back := problem.Read(status, reply); errcode.CodeOf(back) != code || errcode.KindOf(back) != kind {
+		t.Fatalf("problem.Read: %v", back)
+	}
 }

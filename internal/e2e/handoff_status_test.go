@@ -233,7 +233,9 @@ func TestHandoffSec8_4_RetransmissionFromOtherSenderGetsNoStatus(t *testing.T) {
 			}
 			code, reply := h.sendAs(t, h.a1, nil, body, dc)
 			noHandler(t, h)
-			if code != http.StatusUnauthorized || errcode.CodeOf(problem.Read(code, reply)) != errcode.HandoffRetransmission {
+			if c.jsonRPC {
+				wantJSONRPCRefusal(t, code, reply, "7", -32602, errcode.HandoffRetransmission, errcode.Failed)
+			} else if code != http.StatusUnauthorized || errcode.CodeOf(problem.Read(code, reply)) != errcode.HandoffRetransmission {
 				t.Fatalf("status %d body %s, want 401 handoff_retransmission", code, reply)
 			}
 			if st, err := agent.HandoffStatus(reply); st != nil || err != nil {
@@ -282,7 +284,9 @@ func TestHandoffSec5_1_RefusalOfAnEstablishingRequestCarriesNoStatus(t *testing.
 			}
 			code, reply := h.sendAs(t, h.a2, nil, offer(), d9)
 			noHandler(t, h)
-			if code != http.StatusForbidden || errcode.CodeOf(problem.Read(code, reply)) != errcode.HandoffGrantMismatch {
+			if c.jsonRPC {
+				wantJSONRPCRefusal(t, code, reply, "7", -32602, errcode.HandoffGrantMismatch, errcode.Failed)
+			} else if code != http.StatusForbidden || errcode.CodeOf(problem.Read(code, reply)) != errcode.HandoffGrantMismatch {
 				t.Fatalf("status %d body %s, want 403 handoff_grant_mismatch", code, reply)
 			}
 			if st, err := agent.HandoffStatus(reply); st != nil || err != nil {
