@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,7 +62,9 @@ func (s stubTTS) RoundTrip(r *http.Request) (*http.Response, error) {
 // its response signer), the same Txn-Token source behaviour and the same handler:
 // (A) agent.Transport to dialog.Receiver's middleware in front of the handler, and (B) a
 // plain client to an Egress, to an Ingress, to the handler behind it; every hop is
-// real HTTP over loopback.
+// real HTTP, over loopback TCP, or with unix set, B's two local hops (client to egress,
+// ingress to application) over Unix domain sockets as a sidecar's usually are. A's one
+// exchange and B's between the proxies are the network hop both have: TCP either way.
 //
 // hopsU and appU serve the floor of (B) beside (A): the two exchanges (B) has and (A)
 // has not, replayed plain (client to egress, ingress to application), with the fields
@@ -83,7 +87,56 @@ type benchWorld struct {
 
 const benchDialog = "D1"
 
-func newBenchWorld(b *testing.B, method proof.Method, alg string) *benchWorld {
+// benchListener is a listener for one of B's local hops: loopback TCP, or a Unix socket
+// named name in dir.
+func benchListener(b *testing.B, unix bool, dir, name string) net.Listener {
+	if !unix {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		mustOK(b, err)
+		return ln
+	}
+	ln, err := net.Listen("unix", filepath.Join(dir, name))
+	mustOK(b, err)
+	return ln
+}
+
+// startOn serves h on ln until the benchmark ends; the URL is http://host:port, or
+// unix:///path for a Unix socket.
+func startOn(b *testing.B, ln net.Listener, h http.Handler) string {
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	b.Cleanup(srv.Close)
+	if a, ok := ln.Addr().(*net.UnixAddr); ok {
+		return "unix://" + a.Name
+	}
+	return srv.URL
+}
+
+// unixDialer sends a connection for host:80 to the socket sockets names for it (the
+// client side of B's local hops on Unix sockets, net/http's own transport dialing).
+func unixDialer(sockets map[string]string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if p, ok := sockets[addr]; ok {
+			return d.DialContext(ctx, "unix", p)
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// localURL is the URL a client of B's local hop uses for a server at u: u itself, or
+// for a Unix socket http://<name> with the dialer sending <name>:80 to the socket.
+func localURL(u, name string, sockets map[string]string) string {
+	if p, ok := strings.CutPrefix(u, "unix://"); ok {
+		sockets[name+":80"] = p
+		return "http://" + name
+	}
+	return u
+}
+
+func newBenchWorld(b *testing.B, method proof.Method, alg string, unix bool) *benchWorld {
 	d := testkit.NewDomain(b, td, alg, testkit.NewClock(time.Now()))
 	a1 := d.Workload(b, "/agent/a1", alg)
 	t1 := d.Workload(b, "/tool/t1", alg)
@@ -138,17 +191,21 @@ func newBenchWorld(b *testing.B, method proof.Method, alg string) *benchWorld {
 		Tokens: agent.NewTTSSource(ttsClient, td, "trip.book", subject, nil), Proof: method, Responses: responses,
 		RequireSignedResponse: signed, Audience: func(*http.Request) string { return recipient }}}}
 
-	// B: through the pair.
+	// B: through the pair; its local hops on TCP or Unix sockets, the hop between the
+	// proxies on TCP.
+	dir := ""
+	if unix {
+		dir = b.TempDir()
+	}
 	world := &benchWorld{}
 	app := func(w http.ResponseWriter, r *http.Request) { handle(w, r, r.Header.Get(proxy.VerifiedSenderField)) }
-	appSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	appURL := startOn(b, benchListener(b, unix, dir, "app.sock"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if world.appFields == nil {
 			world.appFields = r.Header.Clone()
 		}
 		app(w, r)
 	}))
-	b.Cleanup(appSrv.Close)
-	in, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: appSrv.URL})
+	in, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: appURL})
 	mustOK(b, err)
 	ingress := httptest.NewServer(in)
 	b.Cleanup(ingress.Close)
@@ -156,15 +213,16 @@ func newBenchWorld(b *testing.B, method proof.Method, alg string) *benchWorld {
 		Routes: []proxy.Route{{Prefix: "/t1", Upstream: ingress.URL, TxnAudience: td, TxnScope: "trip.book",
 			Proof: method, RequireSignedResponse: signed, Recipient: recipient}}})
 	mustOK(b, err)
-	egress := httptest.NewServer(eg)
-	b.Cleanup(egress.Close)
+	sockets := map[string]string{}
+	egressURL := localURL(startOn(b, benchListener(b, unix, dir, "egress.sock"), eg), "egress", sockets)
 	plainTr := http.DefaultTransport.(*http.Transport).Clone()
 	plainTr.Proxy = nil
+	plainTr.DialContext = unixDialer(sockets)
 	b.Cleanup(plainTr.CloseIdleConnections)
 
-	// The floor's two plain servers: one answers as the egress answered, the other is
-	// the application again.
-	hops := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The floor's two plain servers, on the same kind of listener as B's local hops: one
+	// answers as the egress answered, the other is the application again.
+	hopsURL := startOn(b, benchListener(b, unix, dir, "hops.sock"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.ReadAll(r.Body)
 		for k, v := range world.egressAnswer {
 			if k != "Content-Length" && k != "Date" {
@@ -173,15 +231,13 @@ func newBenchWorld(b *testing.B, method proof.Method, alg string) *benchWorld {
 		}
 		_, _ = w.Write(world.egressAnswerBody)
 	}))
-	b.Cleanup(hops.Close)
-	appAgain := httptest.NewServer(http.HandlerFunc(app))
-	b.Cleanup(appAgain.Close)
+	appAgainURL := startOn(b, benchListener(b, unix, dir, "app-again.sock"), http.HandlerFunc(app))
 
 	dc, err := dialog.New(benchDialog, a1.ID)
 	mustOK(b, err)
 	*world = benchWorld{dc: dc, direct: directAgent, directU: direct.URL + "/invoke", plain: &http.Client{Transport: plainTr},
-		egressU: egress.URL + "/t1/invoke", body: []byte(`{"tool":"search","arguments":{"q":"flights to Lisbon","max":5}}`),
-		hopsU: hops.URL + "/t1/invoke", appU: appAgain.URL + "/invoke"}
+		egressU: egressURL + "/t1/invoke", body: []byte(`{"tool":"search","arguments":{"q":"flights to Lisbon","max":5}}`),
+		hopsU: localURL(hopsURL, "hops", sockets) + "/t1/invoke", appU: localURL(appAgainURL, "app-again", sockets) + "/invoke"}
 	return world
 }
 
@@ -248,7 +304,9 @@ func readOK(b *testing.B, res *http.Response) []byte {
 // is B's CPU over A's. hops-cpu is the floor of what B adds, measured in the same
 // iteration: B's two exchanges that A has not (client to egress, ingress to
 // application), replayed plain with the same fields and answers; own-cpu is B minus A
-// minus that floor, what the proxies' own code spends beside the work.
+// minus that floor, what the proxies' own code spends beside the work. Each row runs
+// twice: tcp, B's two local hops over loopback TCP, and unix, over Unix domain sockets
+// (the floor's replayed exchanges likewise); A is the same in both.
 func BenchmarkProxyPairRatio(b *testing.B) {
 	for _, method := range []proof.Method{proof.HTTPSig, proof.WPT} {
 		for _, alg := range []string{keys.ES256, keys.EdDSA} {
@@ -256,13 +314,15 @@ func BenchmarkProxyPairRatio(b *testing.B) {
 			if alg == keys.EdDSA {
 				name = method.String() + "/Ed25519"
 			}
-			b.Run(name, func(b *testing.B) { benchPairRatio(b, method, alg) })
+			for _, local := range []string{"tcp", "unix"} {
+				b.Run(name+"/"+local, func(b *testing.B) { benchPairRatio(b, method, alg, local == "unix") })
+			}
 		}
 	}
 }
 
-func benchPairRatio(b *testing.B, method proof.Method, alg string) {
-	w := newBenchWorld(b, method, alg)
+func benchPairRatio(b *testing.B, method proof.Method, alg string, unix bool) {
+	w := newBenchWorld(b, method, alg, unix)
 	// Warm: the Txn-Token asked once per side, connections open, WITs cached; and the
 	// two answers are the same document.
 	a, p := w.viaAgent(b), w.viaProxies(b)
