@@ -96,7 +96,7 @@ type ProxyJWKSConfig struct {
 // EgressConfig: the listener for the local agent and its routes.
 type EgressConfig struct {
 	// Listen is a loopback host:port, or unix:///path/egress.sock: a Unix domain
-	// socket, with SocketMode its file mode (octal, default "0660").
+	// socket, with SocketMode its file mode (four octal digits, quoted; default "0660").
 	Listen     string `yaml:"listen"`
 	SocketMode string `yaml:"socket_mode"`
 	// CAFile holds PEM roots for https upstreams (default: the system's).
@@ -536,9 +536,11 @@ func egressSocketMode(e *EgressConfig) (fs.FileMode, error) {
 	if e.SocketMode == "" {
 		return service.DefaultSocketMode, nil
 	}
+	// Four octal digits in quotes: YAML reads an unquoted 0660 as the number 432, which
+	// must not pass for mode 0432.
 	m, err := strconv.ParseUint(e.SocketMode, 8, 32)
-	if err != nil || m > 0o777 || m&0o600 != 0o600 {
-		return 0, fmt.Errorf("egress.socket_mode %q: octal permission bits (such as 0660) that let the owner read and write", e.SocketMode)
+	if err != nil || len(e.SocketMode) != 4 || e.SocketMode[0] != '0' || m&0o600 != 0o600 {
+		return 0, fmt.Errorf("egress.socket_mode %q: four octal digits in quotes, such as \"0660\", that let the owner read and write", e.SocketMode)
 	}
 	return fs.FileMode(m), nil
 }

@@ -218,6 +218,7 @@ func TestProxyCheckConfig(t *testing.T) {
 		"egress on socket":  {strings.Replace(good, "  listen: 127.0.0.1:0", "  listen: unix:///run/a1/egress.sock\n  socket_mode: \"0600\"", 1), ""},
 		"relative socket":   {strings.Replace(good, "  listen: 127.0.0.1:0", "  listen: unix://run/egress.sock", 1), "absolute path"},
 		"bad socket mode":   {strings.Replace(good, "  listen: 127.0.0.1:0", "  listen: unix:///run/egress.sock\n  socket_mode: \"4777\"", 1), "socket_mode"},
+		"unquoted mode":     {strings.Replace(good, "  listen: 127.0.0.1:0", "  listen: unix:///run/egress.sock\n  socket_mode: 0660", 1), "in quotes"},
 		"mode without sock": {strings.Replace(good, "  listen: 127.0.0.1:0", "  listen: 127.0.0.1:0\n  socket_mode: \"0660\"", 1), "only with a Unix socket"},
 		"egress to socket":  {strings.Replace(good, "upstream: http://127.0.0.1:3/invoke", "upstream: unix:///run/t1.sock", 1), "absolute http(s) URL"},
 		"app on socket":     {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "unix:///run/app/app.sock") + "  upstream_path: /mcp\n", ""},
