@@ -275,10 +275,17 @@ type Accepted struct {
 // request with the access token as subject token and request_details.dlg = the linked
 // dialog.
 func (a *LinkAcceptor) Accept(ctx context.Context, r *http.Request) (*Accepted, error) {
+	return a.AcceptVerified(ctx, dialog.FromRequest(r), r.Header)
+}
+
+// AcceptVerified is Accept for code behind a receiver that no longer has the
+// *http.Request but its verification v and its header fields h: an MCP tool's handler
+// (the go-sdk hands it the request's header), an A2A executor (a2a-go's call context).
+// The checks are Accept's.
+func (a *LinkAcceptor) AcceptVerified(ctx context.Context, v *dialog.Verified, h http.Header) (*Accepted, error) {
 	if a.TTS == nil || a.AccessTokens == nil || a.TrustDomain == "" {
 		return nil, errcode.New(errcode.InvalidRequest, "a link acceptor needs its TTS client, access token verifier and trust domain")
 	}
-	v := dialog.FromRequest(r)
 	switch {
 	case v == nil:
 		return nil, errcode.New(errcode.InvalidRequest, "the request was not verified by a dialog.Receiver")
@@ -291,7 +298,7 @@ func (a *LinkAcceptor) Accept(ctx context.Context, r *http.Request) (*Accepted, 
 	case v.TxnToken != "":
 		return nil, errcode.New(errcode.CrossesTrustBoundary, "a Txn-Token never crosses a trust boundary: a linked dialog request carries none")
 	}
-	authz := r.Header.Values("Authorization")
+	authz := h.Values("Authorization")
 	if len(authz) != 1 {
 		return nil, errcode.New(errcode.MissingCredential, "exactly one Authorization: Bearer field is required")
 	}

@@ -53,8 +53,8 @@ func benchBearer(b *testing.B, alg string, cold bool) {
 	// Grants and proofs are single use and the client's (AS A's) work: minted before
 	// the clock starts, exactly as AS A and the client make them.
 	mintGrant := func(i int) string {
-		return signGrant(b, chaining.GrantTyp, aKey, chaining.GrantClaims{Iss: e.a.url, Sub: "alice@a.example", Aud: jose.Audience{e.b.url},
-			Iat: &iat, Exp: &exp, Jti: "bench-" + strconv.Itoa(i), Scope: &scope, RequestedCnf: &chaining.Confirmation{JKT: jkt}})
+		return signGrant(b, chaining.GrantTyp, aKey, chaining.GrantClaims{RegisteredClaims: jose.RegisteredClaims{Iss: e.a.url, Sub: "alice@a.example", Aud: jose.Audience{e.b.url},
+			Iat: &iat, Exp: &exp}, Jti: "bench-" + strconv.Itoa(i), Scope: &scope, RequestedCnf: &chaining.Confirmation{JKT: jkt}})
 	}
 	mintProof := func() string {
 		p, err := wpt.New(a2.Key, a2.WIT, endpoint, wpt.Bound{}, wpt.WithClock(e.clock.Now))

@@ -36,19 +36,15 @@ type Confirmation struct {
 }
 
 // GrantClaims are the claims of a JWT authorization grant, in the order AS A writes
-// them (oauth.md 2.3; RFC 7523 section 3). They never contain tctx, tctx.dlg, txn or the
+// them (oauth.md 2.3; RFC 7523 section 3): iss, sub, aud, iat, nbf, exp (embedded),
+// then jti, scope and requested_cnf. They never contain tctx, tctx.dlg, txn or the
 // subject Txn-Token or its hash: nothing of the original domain's transaction crosses
 // the trust boundary (dialog-binding section 13, domain separation).
 type GrantClaims struct {
-	Iss          string            `json:"iss"`
-	Sub          string            `json:"sub"`
-	Aud          jose.Audience     `json:"aud"`
-	Iat          *jose.NumericDate `json:"iat,omitempty"`
-	Nbf          *jose.NumericDate `json:"nbf,omitempty"`
-	Exp          *jose.NumericDate `json:"exp"`
-	Jti          string            `json:"jti,omitempty"`
-	Scope        *string           `json:"scope,omitempty"`
-	RequestedCnf *Confirmation     `json:"requested_cnf,omitempty"`
+	jose.RegisteredClaims
+	Jti          string        `json:"jti,omitempty"`
+	Scope        *string       `json:"scope,omitempty"`
+	RequestedCnf *Confirmation `json:"requested_cnf,omitempty"`
 }
 
 // AccessTokenClaims are the claims of an RFC 9068 access token issued by AS B, in the

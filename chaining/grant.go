@@ -315,7 +315,7 @@ func (g *GrantIssuer) issue(ctx context.Context, r *http.Request, tr *oauth.Toke
 	sc := strings.Join(scope, " ")
 	// Only these claims, by construction: nothing of the Txn-Token but its subject (as
 	// policy transcribes it) and a scope within its own crosses to the peer.
-	claims := &GrantClaims{Iss: g.cfg.Issuer, Sub: sub, Aud: jose.Audience{peer.Issuer}, Iat: &iat, Exp: &e,
+	claims := &GrantClaims{RegisteredClaims: jose.RegisteredClaims{Iss: g.cfg.Issuer, Sub: sub, Aud: jose.Audience{peer.Issuer}, Iat: &iat, Exp: &e},
 		Jti: newJTI(), Scope: &sc, RequestedCnf: &Confirmation{JKT: Thumbprint(req.WIT.Key)}}
 	key := g.cfg.Keys.Active()
 	tok, err := jose.SignClaims(GrantTyp, key, true, claims)

@@ -34,7 +34,7 @@ func TestChaining4_2_RSAAndUntypedGrants(t *testing.T) {
 			now := e.clock.Now()
 			nd := func(d time.Duration) *jose.NumericDate { n := jose.NumericDate(now.Add(d).Unix()); return &n }
 			scope := "trip.read"
-			return chaining.GrantClaims{Iss: e.a.url, Sub: "alice", Aud: jose.Audience{aud}, Iat: nd(0), Exp: nd(time.Minute),
+			return chaining.GrantClaims{RegisteredClaims: jose.RegisteredClaims{Iss: e.a.url, Sub: "alice", Aud: jose.Audience{aud}, Iat: nd(0), Exp: nd(time.Minute)},
 				Jti: "j-" + time.Now().Format("150405.000000000"), Scope: &scope}
 		}
 	}

@@ -241,3 +241,23 @@ func checkSignatureParams(v string) (int64, error) {
 	}
 	return p.Created, nil
 }
+
+// CheckContext checks that every record was made over dc, the Dialog-Context the
+// provenance is to travel with (the check Verify makes, without the signatures): a
+// forwarder runs it before sending, so that provenance of another dialog is refused
+// where it was mixed up, before anything is sent. Verify remains the receiver's check.
+func (p *Provenance) CheckContext(dc *Context) error {
+	if dc == nil {
+		return errcode.New(errcode.InvalidProvenance, "provenance without a Dialog-Context")
+	}
+	for k, r := range p.records {
+		base, err := httpsig.ParseSignatureBase(r.Base)
+		if err != nil {
+			return errcode.Wrap(errcode.InvalidProvenance, err, "record %d", k)
+		}
+		if got, ok := base.Value(`"dialog-context"`); !ok || got != dc.Value() {
+			return errcode.New(errcode.ProvenanceDialogMismatch, "record %d was made for another Dialog-Context", k)
+		}
+	}
+	return nil
+}

@@ -196,6 +196,30 @@ func TestRecordRefusesAuthorization(t *testing.T) {
 	}
 }
 
+// Section 9: a forwarder checks, before sending, that the provenance it forwards was
+// made in the dialog it continues; a record of another dialog, or of a base that does
+// not parse, is refused with the receiver's codes.
+func TestDialogBindingSec9_ProvenanceCheckContext(t *testing.T) {
+	f := newHops(t)
+	dc, _ := dialog.New("D1", f.hops["a1"].ID)
+	p, recs := f.chain(t, dc)
+	if err := p.CheckContext(dc); err != nil {
+		t.Fatalf("the provenance of D1 in D1: %v", err)
+	}
+	other, _ := dialog.New("D2", f.hops["a1"].ID)
+	if err := p.CheckContext(other); errcode.CodeOf(err) != errcode.ProvenanceDialogMismatch {
+		t.Errorf("the provenance of D1 in D2: %v", err)
+	}
+	if err := p.CheckContext(nil); errcode.CodeOf(err) != errcode.InvalidProvenance {
+		t.Errorf("no Dialog-Context: %v", err)
+	}
+	bad := recs[1]
+	bad.Base = "not a base"
+	if err := rebuild(t, recs[0], bad).CheckContext(dc); errcode.CodeOf(err) != errcode.InvalidProvenance {
+		t.Errorf("a base that does not parse: %v", err)
+	}
+}
+
 func FuzzParseProvenance(f *testing.F) {
 	f.Add(`:eyJ3aXQiOiJhIiwiYmFzZSI6ImIiLCJzaWciOiJBQT09In0=:`)
 	f.Add(`:AAAA:, :BBBB:`)

@@ -117,6 +117,10 @@ const (
 	// IssuerUnavailable: a WIT issuer could not be reached or gave no usable answer
 	// (Incomplete).
 	IssuerUnavailable Code = "issuer_unavailable"
+	// SVIDUnavailable: the workload holds no current X.509-SVID from the SPIFFE
+	// Workload API to authenticate to its WIT issuer with: none has arrived yet, or the
+	// one held has expired (Incomplete).
+	SVIDUnavailable Code = "svid_unavailable"
 )
 
 // Codes for signed handoffs (package handoff; draft-srivastava-agentproto-handoff-context-01).

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +45,10 @@ const (
 	spireIssuerSVIDTTL = 16 * time.Second
 	// spireRotationWait bounds the wait for that rotation under load.
 	spireRotationWait = 60 * time.Second
+	// spireWITLifetime is the issuer's default WIT lifetime: short, so that the proxy
+	// refreshes its WIT (30 s before the expiry) while the test runs, after SPIRE rotated
+	// its SVID (whose lifetime is spireIssuerSVIDTTL too).
+	spireWITLifetime = time.Minute
 )
 
 var (
@@ -164,10 +169,194 @@ func TestSpire(t *testing.T) {
 		}
 	})
 
+	// The client side of the x509svid method with go-spiffe's X509Source itself, as a Go
+	// agent uses it: SVID and bundle from the agent at each handshake.
+	t.Run("ClientTLSConfigFromSource", func(t *testing.T) {
+		cfg, err := witissuer.ClientTLSConfigFromSource(src, src, identifier.MustParse(spireIssuerID.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true}}
+		c, _, err := witissuer.NewClient(ctx, hc, s.issuerURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.Request(ctx, mustKey(t))
+		if err != nil || r.Sub != spireWorkloadA.String() {
+			t.Fatalf("WIT over the source's SVID: %+v, %v", r, err)
+		}
+		if got, err := witsvid.ParseAndValidate(r.WIT, s.witBundle(t, hc)); err != nil || got.ID != spireWorkloadA {
+			t.Fatalf("go-spiffe on the WIT: %v, %v", got, err)
+		}
+	})
+
+	t.Run("Proxy", s.proxy)
+
 	t.Run("RotationUnderLoad", func(t *testing.T) { s.rotationUnderLoad(t, ctx, src) })
 
 	// Last: it adds an authority to domain A's bundle.
 	t.Run("Federation", s.federation)
+}
+
+// spireProxyID is the identity of "dialogtrust proxy" (the binary built from this
+// checkout), registered by its path.
+var spireProxyID = spiffeid.RequireFromString("spiffe://example.org/proxy")
+
+// proxy runs "dialogtrust proxy" with workload.workload_api on the agent's socket. It is
+// started before its registration entry exists, so the agent has no SVID for it: its
+// /readyz answers svid_unavailable. Once registered, it becomes ready, and a request
+// through its egress reaches the upstream with a WIT the issuer made for the proxy's
+// SPIFFE ID (the issuer authenticated it by the SVID from the agent; go-spiffe verifies
+// the WIT against the issuer's JWKS). The entry's SVID lifetime is short
+// (spireIssuerSVIDTTL): the agent rotates the SVID, the first one expires, and the WIT
+// the proxy fetches when its first is due (spireWITLifetime) is issued after that
+// expiry, so the issuer must have been presented the rotated SVID.
+func (s *spire) proxy(t *testing.T) {
+	bin := filepath.Join(s.dir, "bin", "dialogtrust")
+	if _, err := proc.Run("go", "build", "-C", "..", "-o", bin, "./cmd/dialogtrust"); err != nil {
+		t.Fatal(err)
+	}
+	hc := s.httpClient(nil)
+	res, err := hc.Get(s.issuerURL + witissuer.PathJWKS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the issuer's JWKS: %d %v", res.StatusCode, err)
+	}
+	jwksFile := filepath.Join(s.dir, "wit-issuer-jwks.json")
+	writeFile(t, jwksFile, string(jwks))
+
+	seen := make(chan string, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Get("Workload-Identity-Token")
+		_, _ = io.WriteString(w, "done")
+	}))
+	defer up.Close()
+	ops, egress := proc.FreePort(t), proc.FreePort(t)
+	conf := filepath.Join(s.dir, "proxy.yaml")
+	writeFile(t, conf, fmt.Sprintf(`listen: 127.0.0.1:%d
+trust_domains: [%s]
+log: {level: debug}
+workload:
+  id: %s
+  wit_issuer: %s
+  auth: x509svid
+  workload_api: {socket: "unix://%s"}
+  server_id: %s
+wits: [{trust_domain: %s, jwks_file: %q}]
+egress:
+  listen: 127.0.0.1:%d
+  routes: [{prefix: /up, upstream: %q}]
+`, ops, spireTD, spireProxyID, s.issuerURL, s.agentSock, spireIssuerID, spireTD, jwksFile, egress, up.URL))
+	check := exec.Command(bin, "proxy", "-check-config", "-config", conf)
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("-check-config: %v\n%s", err, out)
+	}
+	p := proc.Start(t, "dialogtrust-proxy", filepath.Join(s.dir, "proxy.log"), exec.Command(bin, "proxy", "-config", conf))
+	opsURL := fmt.Sprintf("http://127.0.0.1:%d", ops)
+	readyz := func() (int, string, error) {
+		res, err := http.Get(opsURL + "/readyz")
+		if err != nil {
+			return 0, "", err
+		}
+		defer res.Body.Close()
+		var doc struct{ Code string }
+		_ = json.NewDecoder(res.Body).Decode(&doc)
+		return res.StatusCode, doc.Code, nil
+	}
+	proc.WaitFor(t, 30*time.Second, "the proxy's ops listener", func() error {
+		_, _, err := readyz()
+		return err
+	}, p)
+	if st, code, _ := readyz(); st != http.StatusServiceUnavailable || code != string(errcode.SVIDUnavailable) {
+		t.Fatalf("unregistered proxy: /readyz %d %q, want 503 %s", st, code, errcode.SVIDUnavailable)
+	}
+	s.a.register(t, spireProxyID, bin, spireIssuerSVIDTTL)
+	proc.WaitFor(t, 90*time.Second, "the proxy to be ready with its SVID", func() error {
+		st, code, err := readyz()
+		if err != nil {
+			return err
+		}
+		if st != http.StatusOK {
+			return fmt.Errorf("/readyz %d %s", st, code)
+		}
+		return nil
+	}, p, s.a.agent)
+
+	res, err = http.Post(fmt.Sprintf("http://127.0.0.1:%d/up/x", egress), "text/plain", strings.NewReader("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || string(body) != "done" {
+		t.Fatalf("through the egress: %d %s\n%s", res.StatusCode, body, proc.Tail(p.Log, 30))
+	}
+	first := <-seen
+	got, err := witsvid.ParseAndValidate(first, s.witBundle(t, hc))
+	if err != nil || got.ID != spireProxyID {
+		t.Fatalf("the upstream's WIT: %v, %v, want one for %s", got, err, spireProxyID)
+	}
+	firstSVID := proxySVIDNotAfter(t, p.Log)
+
+	// Across the rotation: requests until the upstream sees another WIT.
+	var second string
+	proc.WaitFor(t, 2*spireWITLifetime, "the proxy's next WIT", func() error {
+		res, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/up/x", egress), "text/plain", strings.NewReader("hi"))
+		if err != nil {
+			return err
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("egress %d", res.StatusCode)
+		}
+		if tok := <-seen; tok != first {
+			second = tok
+			return nil
+		}
+		return errors.New("still the first WIT")
+	}, p, s.a.agent)
+	got, err = witsvid.ParseAndValidate(second, s.witBundle(t, hc))
+	if err != nil || got.ID != spireProxyID {
+		t.Fatalf("the refreshed WIT: %v, %v, want one for %s", got, err, spireProxyID)
+	}
+	if issued := got.Expiry.Add(-spireWITLifetime); !issued.After(firstSVID) {
+		t.Fatalf("the second WIT was issued at %s, before the first SVID expired (%s): nothing shows the rotation", issued, firstSVID)
+	}
+	if b, _ := os.ReadFile(p.Log); !strings.Contains(string(b), "X.509-SVID updated") {
+		t.Errorf("the proxy logged no SVID rotation:\n%s", proc.Tail(p.Log, 30))
+	}
+	p.Stop(t)
+	if err := p.Err(); err != nil {
+		t.Errorf("the proxy's stop: %v\n%s", err, proc.Tail(p.Log, 30))
+	}
+}
+
+// proxySVIDNotAfter is the expiry of the first X.509-SVID the proxy logged.
+func proxySVIDNotAfter(t *testing.T, logFile string) time.Time {
+	t.Helper()
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var l struct {
+			Msg      string    `json:"msg"`
+			SPIFFEID string    `json:"spiffe_id"`
+			NotAfter time.Time `json:"not_after"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "X.509-SVID from the SPIFFE Workload API" {
+			if l.SPIFFEID != spireProxyID.String() {
+				t.Fatalf("the proxy got an SVID for %s", l.SPIFFEID)
+			}
+			return l.NotAfter
+		}
+	}
+	t.Fatalf("the proxy logged no SVID:\n%s", proc.Tail(logFile, 30))
+	return time.Time{}
 }
 
 // federation starts a second trust domain, other.example (B), whose server trusts
@@ -534,7 +723,7 @@ issuer: %s
 trust_domains: [%s]
 tls: {workload_api_socket: "unix://%s"}
 keys: {alg: ES256}
-policy: {allowed_algs: [ES256], max_lifetime: 10m}
+policy: {allowed_algs: [ES256], max_lifetime: 10m, default_lifetime: %s}
 auth:
   x509svid:
     bundles:
@@ -542,7 +731,7 @@ auth:
 routes:
   - {path: /v1/wit, methods: [x509svid]}
 log: {level: debug}
-`, port, s.issuerURL, spireTD, s.agentSock, spireTD, s.bundleFile))
+`, port, s.issuerURL, spireTD, s.agentSock, spireWITLifetime, spireTD, s.bundleFile))
 	issuer := proc.Start(t, "wit-issuer", filepath.Join(dir, "wit-issuer.log"),
 		exec.Command(issuerBin, "--config", issuerConf))
 	hc := s.httpClient(nil)

@@ -91,6 +91,27 @@ func (a Audience) Contains(s string) bool {
 	return false
 }
 
+// RegisteredClaims are the RFC 7519 section 4.1 claims that a grant AS A issues and a
+// subject token the TTS reads have in common: iss, sub, aud and the three times.
+// Embedded (not named) in a claims type, they are written in this order, at the place
+// of the embedding, exactly as if the fields were the type's own, and decoded the same
+// way (package exactjson matches promoted fields like direct ones).
+//
+// jti (section 4.1.7) is not among them: a type whose reader checks it declares it
+// itself, next to the embedding. A reader that does not check jti (the TTS's subject
+// token handler) must not refuse a token over it, as it would over a jti that is not a
+// string, or named twice, if the field were there.
+type RegisteredClaims struct {
+	Iss string       `json:"iss"`
+	Sub string       `json:"sub"`
+	Aud Audience     `json:"aud"`
+	Iat *NumericDate `json:"iat,omitempty"`
+	Nbf *NumericDate `json:"nbf,omitempty"`
+	// Exp is written even when nil ("exp":null): every writer sets it, and a reader
+	// requires it (CheckTimes with RequireExp).
+	Exp *NumericDate `json:"exp"`
+}
+
 // TimeRules configures CheckTimes.
 type TimeRules struct {
 	Now  time.Time

@@ -19,7 +19,8 @@
 //  6. the signature (invalid_signature).
 //
 // Claims are decoded by the caller; CheckTimes applies exp, nbf and iat with a configured
-// skew and an injected clock.
+// skew and an injected clock. RegisteredClaims is the one declaration of iss, sub, aud
+// and the three times (RFC 7519 section 4.1) that claims types embed.
 //
 // Why not jwx's jws/jwt for this: the WIMSE conformance vectors must be re-issued byte for
 // byte (header member order typ, alg, kid; claims in the order given), which jwx's sorted

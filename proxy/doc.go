@@ -22,6 +22,13 @@
 // forwards only verified requests, with what was verified in the Verified* fields and
 // without the credentials.
 //
+// Provenance (dialog-binding section 9). The ingress gives the application the
+// provenance to forward in VerifiedProvenanceField (dialog.Verified.Forward); when the
+// agent calls on in that dialog it sends the value back to its egress in
+// ProvenanceField with the same Dialog-Context, and the egress, having checked it names
+// that Dialog-Context, sends it as Dialog-Provenance through agent.Agent.Continue, so
+// that a receiver further on proves the initiator.
+//
 // A route with a BoundaryRoute crosses a trust boundary (section 11, Figure 5): for a
 // request in a dialog D1 of this domain the egress asks AS A for a JWT authorization
 // grant with D1's Txn-Token, redeems it at AS B for an access token of the peer domain

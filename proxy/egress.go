@@ -286,6 +286,14 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if start && dc != nil {
 		return errcode.New(errcode.InvalidRequest, "%s and a Dialog-Context exclude each other", StartDialogField)
 	}
+	prov, err := forwardedProvenance(r.Header, dc)
+	if err != nil {
+		return err
+	}
+	if prov != nil && rt.link != nil {
+		// The linked dialog D2 is a new dialog: D1's provenance stays in its domain.
+		return errcode.New(errcode.CrossesTrustBoundary, "%s on a route crossing a trust boundary: the provenance of the dialog does not cross it (section 11)", ProvenanceField)
+	}
 	body, err := readBounded(r.Body, "request body")
 	if err != nil {
 		return err
@@ -339,7 +347,7 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	case start:
 		res, _, err = rt.agent.Start(ctx, out, startDLG)
 	case dc != nil:
-		res, err = rt.agent.Continue(ctx, out, dc, nil)
+		res, err = rt.agent.Continue(ctx, out, dc, prov)
 	default:
 		res, err = rt.agent.Client.Do(out)
 	}
@@ -360,6 +368,29 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeResponse(w, res, resBody)
 	return nil
+}
+
+// forwardedProvenance reads ProvenanceField: nil without one, else the provenance the
+// agent forwards in dc, bounded and in canonical form (dialog.ParseProvenance) and made
+// in dc, so that provenance of another dialog is refused before anything is sent.
+func forwardedProvenance(h http.Header, dc *dialog.Context) (*dialog.Provenance, error) {
+	vals := h.Values(ProvenanceField)
+	switch {
+	case len(vals) == 0:
+		return nil, nil
+	case len(vals) > 1:
+		return nil, errcode.New(errcode.DuplicateField, "more than one %s field", ProvenanceField)
+	case dc == nil:
+		return nil, errcode.New(errcode.InvalidProvenance, "%s without a Dialog-Context: provenance is forwarded only in the dialog it was received in", ProvenanceField)
+	}
+	p, err := dialog.ParseProvenance(vals[0])
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckContext(dc); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // upstreamError keeps the code of a rejection (the agent package's, the TTS's, the

@@ -36,6 +36,13 @@ const (
 	// HandoffTaskField: the offer's task member (section 2: a task identifier from
 	// the host protocol), at most MaxHandoffTask octets of printable ASCII.
 	HandoffTaskField = "Dialogtrust-Handoff-Task"
+	// ProvenanceField forwards provenance (dialog-binding section 9) when the agent
+	// calls on in a dialog it received: the value of VerifiedProvenanceField as the
+	// ingress gave it, sent with that request's Dialog-Context. The egress checks that
+	// it was made in that dialog (dialog.Provenance.CheckContext) and sends it as
+	// Dialog-Provenance, covered by the proof; without a Dialog-Context, or on a route
+	// crossing a trust boundary, it is refused.
+	ProvenanceField = "Dialogtrust-Provenance"
 )
 
 // Fields of the handoff statuses. The egress sets them on the response to an offer it
@@ -89,6 +96,15 @@ const (
 	VerifiedHandoffHopField = "Dialogtrust-Verified-Handoff-Hop"
 	// VerifiedHandoffFromField: the accepted offer's iss, the delegator.
 	VerifiedHandoffFromField = "Dialogtrust-Verified-Handoff-From"
+	// VerifiedProvenanceField: the provenance the application forwards in
+	// ProvenanceField when it calls on in this dialog (section 9): the records received
+	// and the sender's own (dialog.Verified.Forward), a Dialog-Provenance value. It
+	// holds what the earlier hops signed, their WITs and Txn-Tokens included: to be
+	// passed on, not logged. Absent without a Dialog-Context, with a WPT (which leaves
+	// no signature base to record), when the sender's signature covered Authorization
+	// (its credential would travel on), or when the chain is full
+	// (dialog.MaxProvenanceRecords, dialog.MaxProvenanceSize).
+	VerifiedProvenanceField = "Dialogtrust-Verified-Provenance"
 )
 
 // MaxBody bounds a request or response body that the proxies read (the bound of

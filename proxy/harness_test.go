@@ -17,11 +17,11 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
-	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/proxy"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -50,45 +50,10 @@ type domain struct {
 func startDomain(t *testing.T) *domain {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	d := &domain{}
-	witSrv := httptest.NewUnstartedServer(nil)
-	d.witURL = "http://" + witSrv.Listener.Addr().String()
-	witKey, err := keys.Generate(keys.ES256)
+	tb, err := testbed.StartDomain(ctx, td)
 	mustOK(t, err)
-	rot, err := keys.NewStaticRotator(witKey, keys.RotationConfig{Retain: 2 * time.Hour})
-	mustOK(t, err)
-	dev, err := witissuer.NewDev(nil, []string{"wimse://" + td + "/"})
-	mustOK(t, err)
-	ws, err := witissuer.New(witissuer.Config{Issuer: d.witURL, Keys: rot, Replay: store.NewMemory(),
-		Policy: witissuer.Policy{TrustDomains: []string{td}}, Routes: []witissuer.Route{{Path: "/v1/wit", Methods: []witissuer.Authenticator{dev}}}})
-	mustOK(t, err)
-	witSrv.Config.Handler = ws.Handler()
-	witSrv.Start()
-	t.Cleanup(witSrv.Close)
-	witKeys, err := keys.NewRemoteSet(ctx, d.witURL+"/.well-known/jwks.json")
-	mustOK(t, err)
-	d.trust = keys.NewTrust().AddTrustDomain(td, witKeys)
-
-	ttsSrv := httptest.NewUnstartedServer(nil)
-	d.ttsURL = "http://" + ttsSrv.Listener.Addr().String()
-	ttsKey, err := keys.Generate(keys.ES256)
-	mustOK(t, err)
-	replay := store.NewMemory()
-	wits := wit.NewValidator(d.trust, wit.WithCache(1024, time.Minute))
-	ts, err := tts.New(tts.Config{
-		Issuer: d.ttsURL, TrustDomains: []string{td}, Keys: keys.NewRing(ttsKey, nil),
-		Authenticators:  oauth.WIMSEAuthenticators(wits, replay, d.ttsURL+tts.PathToken),
-		SubjectHandlers: []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{d.ttsURL}, tts.SelfSignedOptions{})},
-		Replay:          replay,
-		Policy:          tts.Policy{Rules: []tts.Rule{{Workload: "wimse://" + td + "/", SubjectScopes: []string{"trip.book"}}}},
-	})
-	mustOK(t, err)
-	ttsSrv.Config.Handler = ts.Handler()
-	ttsSrv.Start()
-	t.Cleanup(ttsSrv.Close)
-	d.ttsKeys, err = keys.NewRemoteSet(ctx, d.ttsURL+"/.well-known/jwks.json")
-	mustOK(t, err)
-	return d
+	t.Cleanup(tb.Close)
+	return &domain{witURL: tb.WITURL, ttsURL: tb.TTSURL, trust: keys.NewTrust().AddTrustDomain(td, tb.WITKeys(ctx)), ttsKeys: tb.TTSKeys(ctx)}
 }
 
 func (d *domain) workload(t *testing.T, path string) (identifier.ID, wit.Source) {

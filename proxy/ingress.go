@@ -42,6 +42,12 @@ type IngressConfig struct {
 	// Boundary, when set, makes the ingress face a trust boundary: callers send an
 	// access token of this domain in a linked dialog, never a Txn-Token (boundary.go).
 	Boundary *BoundaryIngress
+	// ForwardProvenance hands the application, in VerifiedProvenanceField, the
+	// provenance it needs to forward this hop's proof when it calls on in the dialog
+	// (section 9). Off by default: the value holds the signature bases of earlier hops,
+	// and with them the sender's WIT and Txn-Token, which the ingress otherwise keeps
+	// from the application.
+	ForwardProvenance bool
 }
 
 // Ingress is the reverse proxy in front of the agent's own server: it verifies every
@@ -55,7 +61,9 @@ type Ingress struct {
 	transport http.RoundTripper
 	handler   http.Handler
 	boundary  *BoundaryIngress
-	handoffs  *handoff.Receiver
+	// forwardProvenance: IngressConfig.ForwardProvenance.
+	forwardProvenance bool
+	handoffs          *handoff.Receiver
 }
 
 // NewIngress checks cfg and builds the ingress.
@@ -90,7 +98,7 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 		}
 		tr = t
 	}
-	in := &Ingress{upstream: up, transport: tr, boundary: cfg.Boundary, handoffs: cfg.Handoffs}
+	in := &Ingress{upstream: up, transport: tr, boundary: cfg.Boundary, handoffs: cfg.Handoffs, forwardProvenance: cfg.ForwardProvenance}
 	in.handler = cfg.Receiver.Middleware(http.HandlerFunc(in.forward))
 	return in, nil
 }
@@ -226,7 +234,7 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	if a := out.Header.Get("Authorization"); len(a) > len(wpt.AuthScheme) && strings.EqualFold(a[:len(wpt.AuthScheme)+1], wpt.AuthScheme+" ") {
 		out.Header.Del("Authorization")
 	}
-	if err := setVerified(out.Header, v); err != nil {
+	if err := setVerified(out.Header, v, in.forwardProvenance); err != nil {
 		problem.Write(w, err)
 		return
 	}
@@ -269,8 +277,9 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, res, resBody)
 }
 
-// setVerified puts what the receiver verified on h.
-func setVerified(h http.Header, v *dialog.Verified) error {
+// setVerified puts what the receiver verified on h, with the provenance to forward
+// when forward is set.
+func setVerified(h http.Header, v *dialog.Verified, forward bool) error {
 	h.Set(VerifiedSenderField, v.Sender.String())
 	h.Set(VerifiedProofField, v.Proof.String())
 	if v.Context != nil {
@@ -278,6 +287,14 @@ func setVerified(h http.Header, v *dialog.Verified) error {
 		h.Set(VerifiedInitiatorField, v.Context.Initiator().String())
 		h.Set(VerifiedInitiatorProvedField, boolText(v.InitiatorVerified))
 		h.Set(VerifiedEstablishedField, boolText(v.Outcome == dialog.Established))
+		// What the application needs to forward this hop's proof (section 9). A
+		// request that cannot be forwarded (a WPT, Authorization covered, a full chain)
+		// still reaches the application, without the field.
+		if forward && v.Signature != nil {
+			if p, err := v.Forward(); err == nil {
+				h.Set(VerifiedProvenanceField, p.Value())
+			}
+		}
 	}
 	if v.Txn != nil {
 		// The claims' own encoder: what json.Marshal would return for them (it calls

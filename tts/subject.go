@@ -253,13 +253,8 @@ func (h *JWTHandler) Type() string { return h.typ }
 
 // jwtClaims are the claims read from a JWT subject token.
 type jwtClaims struct {
-	Iss   string            `json:"iss"`
-	Sub   string            `json:"sub"`
-	Aud   jose.Audience     `json:"aud"`
-	Exp   *jose.NumericDate `json:"exp"`
-	Nbf   *jose.NumericDate `json:"nbf"`
-	Iat   *jose.NumericDate `json:"iat"`
-	Scope *string           `json:"scope"`
+	jose.RegisteredClaims
+	Scope *string `json:"scope"`
 }
 
 // Validate implements SubjectTokenHandler.

@@ -23,7 +23,10 @@
 //     issuer's own trust domains (ID-6).
 //   - creds-02 sections 6.1 and 9.3, mutual-tls-02 section 3 (wimse.md 2.6): the
 //     x509svid method verifies the client's X.509-SVID against the trust bundle of the
-//     trust domain its URI SAN names (wic.VerifyWithBundles), on every request.
+//     trust domain its URI SAN names (wic.VerifyWithBundles), on every request. On the
+//     client side, ClientTLSConfig presents an SVID from files, ClientTLSConfigFromSource
+//     one from an x509svid.Source (go-spiffe's workloadapi.X509Source: the SPIFFE
+//     Workload API), read at every handshake so that rotations are followed.
 //
 // Why it is built this way:
 //

@@ -8,6 +8,12 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/spiffe/go-spiffe/v2/bundle/x509bundle"
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
+	"github.com/spiffe/go-spiffe/v2/spiffetls/tlsconfig"
+	"github.com/spiffe/go-spiffe/v2/svid/x509svid"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
@@ -136,22 +142,77 @@ func ClientTLSConfig(cert *tls.Certificate, roots []*x509.Certificate, serverID 
 	// VerifyConnection runs on every handshake, resumed ones included.
 	cfg.InsecureSkipVerify = true //nolint:gosec // replaced by VerifyConnection below
 	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-		if len(cs.PeerCertificates) == 0 {
-			return errcode.New(errcode.MissingCredential, "issuer presented no certificate")
-		}
-		var inters [][]byte
-		for _, c := range cs.PeerCertificates[1:] {
-			inters = append(inters, c.Raw)
-		}
-		id, err := wic.Verify(cs.PeerCertificates[0].Raw, inters, roots, timeNow(),
-			wic.WithTrustDomain(serverID.TrustDomain()), wic.WithKeyUsages(x509.ExtKeyUsageServerAuth))
-		if err != nil {
-			return err
-		}
-		if !id.Equal(serverID) {
-			return errcode.New(errcode.IssuerMismatch, "issuer's certificate names %s, want %s", id, serverID)
-		}
-		return nil
+		return verifyIssuerID(cs, roots, serverID)
 	}
 	return cfg
+}
+
+// verifyIssuerID checks the issuer's certificate as a workload identity certificate
+// naming exactly serverID, chained to roots.
+func verifyIssuerID(cs tls.ConnectionState, roots []*x509.Certificate, serverID identifier.ID) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errcode.New(errcode.MissingCredential, "issuer presented no certificate")
+	}
+	var inters [][]byte
+	for _, c := range cs.PeerCertificates[1:] {
+		inters = append(inters, c.Raw)
+	}
+	id, err := wic.Verify(cs.PeerCertificates[0].Raw, inters, roots, timeNow(),
+		wic.WithTrustDomain(serverID.TrustDomain()), wic.WithKeyUsages(x509.ExtKeyUsageServerAuth))
+	if err != nil {
+		return err
+	}
+	if !id.Equal(serverID) {
+		return errcode.New(errcode.IssuerMismatch, "issuer's certificate names %s, want %s", id, serverID)
+	}
+	return nil
+}
+
+// ClientTLSConfigFromSource is ClientTLSConfig with the workload's X.509-SVID and the
+// trust bundle read from sources at every handshake instead of copied once: a go-spiffe
+// workloadapi.X509Source is both, so the client follows the SPIFFE Workload API's
+// rotations of the SVID and of the bundle without a restart. The issuer's certificate
+// must be a workload identity certificate naming exactly serverID, chained to the
+// source's bundle of serverID's trust domain; serverID is required (an SVID names a
+// workload, not a host, so there is no host name to check instead).
+//
+// A connection keeps the SVID of its handshake, and the issuer judges that certificate
+// on every request, with its own clock and bundles: a connection kept alive across a
+// rotation goes on presenting the replaced SVID until it expires. Use the configuration
+// on a transport with DisableKeepAlives (a workload asks for a WIT every few minutes, a
+// handshake each time costs little), or close idle connections on each update.
+//
+// The client does not present an expired SVID. A source without an SVID or without the
+// bundle, or with an expired SVID, fails the handshake with svid_unavailable
+// (Incomplete).
+func ClientTLSConfigFromSource(svids x509svid.Source, bundles x509bundle.Source, serverID identifier.ID) (*tls.Config, error) {
+	if serverID.IsZero() {
+		return nil, errcode.New(errcode.InvalidRequest, "the issuer's identifier (server ID) is required")
+	}
+	td, err := spiffeid.TrustDomainFromString(serverID.TrustDomain())
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidRequest, err, "the trust domain of %s", serverID)
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	getCert := tlsconfig.GetClientCertificate(svids)
+	cfg.GetClientCertificate = func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		c, err := getCert(cri)
+		if err != nil {
+			return nil, errcode.Unavailable(errcode.SVIDUnavailable, err, "no X.509-SVID to present to the issuer")
+		}
+		if c.Leaf != nil && timeNow().After(c.Leaf.NotAfter) {
+			return nil, errcode.Unavailable(errcode.SVIDUnavailable, nil, "the X.509-SVID expired at %s", c.Leaf.NotAfter.UTC().Format(time.RFC3339))
+		}
+		return c, nil
+	}
+	cfg.InsecureSkipVerify = true //nolint:gosec // replaced by VerifyConnection below
+	// VerifyConnection runs on every handshake, resumed ones included.
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		b, err := bundles.GetX509BundleForTrustDomain(td)
+		if err != nil {
+			return errcode.Unavailable(errcode.SVIDUnavailable, err, "no X.509 bundle of %s", td)
+		}
+		return verifyIssuerID(cs, b.X509Authorities(), serverID)
+	}
+	return cfg, nil
 }

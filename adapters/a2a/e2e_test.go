@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -18,28 +17,24 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/internal/adaptertest"
+	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
 // serveHotel serves the hotel agent over a2a-go's real JSON-RPC handler behind the
 // dialog receiver. work is the agent's own code.
-func (w *world) serveHotel(t *testing.T, work dialoga2a.Work) (string, *seen) {
+func (w *world) serveHotel(t *testing.T, work dialoga2a.Work) (string, *adaptertest.Seen) {
 	t.Helper()
-	s := &seen{}
-	srv := httptest.NewUnstartedServer(nil)
-	url := "http://" + srv.Listener.Addr().String() + "/a2a"
-	exec := dialoga2a.NewExecutor(w.handoffReceiver, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
-		s.call(dialoga2a.Verified(ctx))
+	s := &adaptertest.Seen{}
+	exec := dialoga2a.NewExecutor(w.HandoffReceiver, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
+		s.Call(dialoga2a.Verified(ctx))
 		return work(ctx, rc)
 	})
-	h := dialoga2a.Handler(w.receiver(t, url), a2asrv.NewHandler(exec))
-	srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		s.header(r)
-		h.ServeHTTP(rw, r)
+	url := adaptertest.Serve(t, s, "/a2a", func(url string) http.Handler {
+		return dialoga2a.Handler(w.receiver(t, url), a2asrv.NewHandler(exec))
 	})
-	srv.Start()
-	t.Cleanup(srv.Close)
 	return url, s
 }
 
@@ -51,11 +46,11 @@ func booked(_ context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) 
 // carries (section 5.7), and returns the message and the context to send it with.
 func (w *world) offerMessage(t *testing.T, dc *dialog.Context) (*a2a.Message, *handoff.Handoff, context.Context) {
 	t.Helper()
-	h, ctx, err := agent.OfferInDialog(context.Background(), w.delegator, w.tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.hotel.ID.String()}})
-	mustOK(t, err)
+	h, ctx, err := agent.OfferInDialog(context.Background(), w.Delegator, w.Tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.Hotel.ID.String()}})
+	adaptertest.MustOK(t, err)
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "book a hotel in Lisbon"})
 	m.ContextID = dc.DLG()
-	mustOK(t, dialoga2a.PutOffer(m, h))
+	adaptertest.MustOK(t, dialoga2a.PutOffer(m, h))
 	return m, h, ctx
 }
 
@@ -73,11 +68,11 @@ func TestA2ASec6_OfferAcceptedAndCompleted(t *testing.T) {
 		}
 		return booked(ctx, rc)
 	})
-	dc := newDialog(t, w.planner.ID)
-	c := w.client(t, url, dc, &recorder{})
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	c := w.client(t, url, dc, &adaptertest.Recorder{})
 	m, h, ctx := w.offerMessage(t, dc)
 	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
 	task, ok := res.(*a2a.Task)
 	if !ok || task.Status.State != a2a.TaskStateCompleted {
 		t.Fatalf("reply %s", jsonOf(res))
@@ -89,20 +84,16 @@ func TestA2ASec6_OfferAcceptedAndCompleted(t *testing.T) {
 	if err != nil || st == nil {
 		t.Fatalf("no status in the reply (%v): %s", err, jsonOf(res))
 	}
-	u, err := w.delegator.HandleStatus(context.Background(), *st)
-	mustOK(t, err)
-	if u.Status.State != handoff.StateCompleted || !u.Hop.Resolved {
-		t.Fatalf("status %s, hop %+v", u.Status.State, u.Hop)
-	}
+	u := w.WantCompleted(t, *st)
 	if hs, ok := dialoga2a.HopState(task.Status.State); !ok || hs != u.Status.State {
 		t.Fatalf("Table 1: task state %s is hop state %s, the status says %s", task.Status.State, hs, u.Status.State)
 	}
-	requests, calls := s.snapshot()
+	requests, calls := s.Snapshot()
 	if len(calls) != 1 {
 		t.Fatalf("%d executions", len(calls))
 	}
 	v := calls[0]
-	if v == nil || !v.Sender.Equal(w.planner.ID) || v.Context == nil || v.Context.DLG() != dc.DLG() || v.Txn == nil || v.Txn.Dialog() != dc.DLG() {
+	if v == nil || !v.Sender.Equal(w.Planner.ID) || v.Context == nil || v.Context.DLG() != dc.DLG() || v.Txn == nil || v.Txn.Dialog() != dc.DLG() {
 		t.Fatalf("the executor saw %+v", v)
 	}
 	if v.Handoff == nil || v.Handoff.Outcome != handoff.OutcomeAccepted || !v.Handoff.Offer.Signed.Equal(h.Offer) {
@@ -124,8 +115,8 @@ func TestA2ASec6_OfferAcceptedAndCompleted(t *testing.T) {
 			}
 		}
 	}
-	rec, err := w.handoffReceiver.Lookup(context.Background(), w.planner.ID.String(), u.Hop.Hop)
-	mustOK(t, err)
+	rec, err := w.HandoffReceiver.Lookup(context.Background(), w.Planner.ID.String(), u.Hop.Hop)
+	adaptertest.MustOK(t, err)
 	if handoff.State(rec.State) != handoff.StateCompleted {
 		t.Fatalf("the hop is %q at the delegate", rec.State)
 	}
@@ -137,24 +128,24 @@ func TestA2ASec6_OfferAcceptedAndCompleted(t *testing.T) {
 func TestA2ASec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 	w := newWorld(t)
 	url, s := w.serveHotel(t, booked)
-	dc := newDialog(t, w.planner.ID)
-	c := w.client(t, url, dc, &recorder{})
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	c := w.client(t, url, dc, &adaptertest.Recorder{})
 	m, h, ctx := w.offerMessage(t, dc)
 	first, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
 	st1, err := dialoga2a.ReplyStatus(first)
 	if err != nil || st1 == nil {
 		t.Fatalf("first status: %v", err)
 	}
 	o, err := handoff.DecodeOffer(h.Offer)
-	mustOK(t, err)
-	again, err := w.delegator.Retransmit(o.Hop)
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
+	again, err := w.Delegator.Retransmit(o.Hop)
+	adaptertest.MustOK(t, err)
 	m2 := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "book a hotel in Lisbon"})
 	m2.ContextID = dc.DLG()
-	mustOK(t, dialoga2a.PutOffer(m2, again))
+	adaptertest.MustOK(t, dialoga2a.PutOffer(m2, again))
 	second, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m2})
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
 	if _, ok := second.(*a2a.Message); !ok {
 		t.Fatalf("the retransmission was answered with %s, want a Message", jsonOf(second))
 	}
@@ -165,13 +156,13 @@ func TestA2ASec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 	if !st2.Equal(*st1) {
 		t.Fatal("the retransmission got other octets than the last status")
 	}
-	if n := s.count(); n != 1 {
+	if n := s.Count(); n != 1 {
 		t.Fatalf("the executor ran %d times", n)
 	}
 
-	other := w.dom.Workload(t, "/agent/other", "ES256")
-	rec := &recorder{}
-	c2 := w.clientAs(t, static{&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}}, nil, url, dc, rec)
+	other := w.Dom.Workload(t, "/agent/other", "ES256")
+	rec := &adaptertest.Recorder{}
+	c2 := w.clientAs(t, testbed.Pinned(&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}), nil, url, dc, rec)
 	res, err := c2.SendMessage(context.Background(), &a2a.MessageSendParams{Message: m2})
 	if err == nil {
 		if st, _ := dialoga2a.ReplyStatus(res); st != nil {
@@ -179,10 +170,10 @@ func TestA2ASec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 		}
 		t.Fatalf("the retransmission from another workload was answered: %s", jsonOf(res))
 	}
-	if got := rec.last(); got != string(errcode.HandoffRetransmission) {
+	if got := rec.Last(); got != string(errcode.HandoffRetransmission) {
 		t.Fatalf("refused with %q, want handoff_retransmission", got)
 	}
-	if n := s.count(); n != 1 {
+	if n := s.Count(); n != 1 {
 		t.Fatalf("the executor ran %d times", n)
 	}
 }
@@ -204,25 +195,25 @@ func TestA2ASec6_CancelStopsTheWork(t *testing.T) {
 			return nil, nil
 		}
 	})
-	dc := newDialog(t, w.planner.ID)
-	c := w.client(t, url, dc, &recorder{})
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	c := w.client(t, url, dc, &adaptertest.Recorder{})
 	m, h, ctx := w.offerMessage(t, dc)
 	blocking := false
 	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m, Config: &a2a.MessageSendConfig{Blocking: &blocking}})
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
 	task, ok := res.(*a2a.Task)
 	if !ok || task.Status.State != a2a.TaskStateWorking {
 		t.Fatalf("reply %s, want a working task", jsonOf(res))
 	}
 	if st, err := dialoga2a.TaskStatus(task); err != nil || st == nil {
 		t.Fatalf("the working task carries no accepted status (%v)", err)
-	} else if u, err := w.delegator.HandleStatus(context.Background(), *st); err != nil || u.Status.State != handoff.StateAccepted {
+	} else if u, err := w.Delegator.HandleStatus(context.Background(), *st); err != nil || u.Status.State != handoff.StateAccepted {
 		t.Fatalf("accepted status: %v %+v", err, u)
 	}
 	<-started
 	params := &a2a.TaskIDParams{ID: task.ID}
 	canceled, err := c.CancelTask(ctx, params)
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
 	if canceled.Status.State != a2a.TaskStateCanceled {
 		t.Fatalf("the task is %s after the cancel", canceled.Status.State)
 	}
@@ -237,16 +228,7 @@ func TestA2ASec6_CancelStopsTheWork(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the cancel never reached the work")
 	}
-	o, err := handoff.DecodeOffer(h.Offer)
-	mustOK(t, err)
-	rec, err := w.handoffReceiver.Lookup(context.Background(), w.planner.ID.String(), o.Hop)
-	mustOK(t, err)
-	if handoff.State(rec.State) != handoff.StateCanceled {
-		t.Fatalf("the hop is %q at the delegate, want canceled (the status travelled with the cancel)", rec.State)
-	}
-	if hs, _ := w.delegator.State(o.Hop); hs.State != handoff.StateCanceled {
-		t.Fatalf("delegator's hop %+v", hs)
-	}
+	w.WantCanceledAtBothEnds(t, h)
 }
 
 // Section 5.1 step 5: a message whose A2A contextId is not the dlg of its
@@ -254,18 +236,18 @@ func TestA2ASec6_CancelStopsTheWork(t *testing.T) {
 func TestA2ASec5_1_WrongContextIDRefused(t *testing.T) {
 	w := newWorld(t)
 	url, s := w.serveHotel(t, booked)
-	dc := newDialog(t, w.planner.ID)
-	rec := &recorder{}
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	rec := &adaptertest.Recorder{}
 	c := w.client(t, url, dc, rec)
 	m, _, ctx := w.offerMessage(t, dc)
-	m.ContextID = newDialog(t, w.planner.ID).DLG()
+	m.ContextID = adaptertest.NewDialog(t, w.Planner.ID).DLG()
 	if res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m}); err == nil {
 		t.Fatalf("a message with another contextId was answered: %s", jsonOf(res))
 	}
-	if got := rec.last(); got != string(errcode.HandoffPolicy) {
+	if got := rec.Last(); got != string(errcode.HandoffPolicy) {
 		t.Fatalf("refused with %q, want handoff_policy", got)
 	}
-	if n := s.count(); n != 0 {
+	if n := s.Count(); n != 0 {
 		t.Fatalf("the executor ran %d times", n)
 	}
 }
@@ -276,22 +258,22 @@ func TestA2ASec5_1_WrongContextIDRefused(t *testing.T) {
 func TestA2ASec6_UnplacedHandoffRefused(t *testing.T) {
 	w := newWorld(t)
 	url, s := w.serveHotel(t, booked)
-	dc := newDialog(t, w.planner.ID)
-	rec := &recorder{}
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	rec := &adaptertest.Recorder{}
 	c := w.client(t, url, dc, rec)
-	h, ctx, err := agent.OfferInDialog(context.Background(), w.delegator, w.tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.hotel.ID.String()}})
-	mustOK(t, err)
+	h, ctx, err := agent.OfferInDialog(context.Background(), w.Delegator, w.Tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.Hotel.ID.String()}})
+	adaptertest.MustOK(t, err)
 	v, err := h.MetaValue()
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "book"})
 	m.Metadata = map[string]any{handoff.MCPMetaKey: v}
 	if res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m}); err == nil {
 		t.Fatalf("a message with an unplaced handoff was answered: %s", jsonOf(res))
 	}
-	if got := rec.last(); got != string(errcode.HandoffUnplaced) {
+	if got := rec.Last(); got != string(errcode.HandoffUnplaced) {
 		t.Fatalf("refused with %q, want handoff_unplaced", got)
 	}
-	if n := s.count(); n != 0 {
+	if n := s.Count(); n != 0 {
 		t.Fatalf("the executor ran %d times", n)
 	}
 }
@@ -301,25 +283,21 @@ func TestA2ASec6_UnplacedHandoffRefused(t *testing.T) {
 func TestA2ASec7_TamperedDialogContextRefused(t *testing.T) {
 	w := newWorld(t)
 	url, s := w.serveHotel(t, booked)
-	dc := newDialog(t, w.planner.ID)
-	other := newDialog(t, w.planner.ID)
-	rec := &recorder{edit: func(r *http.Request) {
-		if r.Header.Get(dialog.HeaderName) != "" {
-			r.Header.Set(dialog.HeaderName, other.Value())
-		}
-	}}
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	other := adaptertest.NewDialog(t, w.Planner.ID)
+	rec := &adaptertest.Recorder{Edit: adaptertest.SwapsDialog(other)}
 	c := w.client(t, url, dc, rec)
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "book"})
 	if res, err := c.SendMessage(context.Background(), &a2a.MessageSendParams{Message: m}); err == nil {
 		t.Fatalf("a message with a tampered Dialog-Context was answered: %s", jsonOf(res))
 	}
-	if got := rec.last(); got == "" {
+	if got := rec.Last(); got == "" {
 		t.Fatal("no refusal with a code")
 	}
-	if requests, _ := s.snapshot(); len(requests) == 0 {
+	if requests, _ := s.Snapshot(); len(requests) == 0 {
 		t.Fatal("the request never reached the server")
 	}
-	if n := s.count(); n != 0 {
+	if n := s.Count(); n != 0 {
 		t.Fatalf("the executor ran %d times", n)
 	}
 }
@@ -356,11 +334,11 @@ func TestA2ASec5_4_FailedWorkFailsTheTask(t *testing.T) {
 	url, _ := w.serveHotel(t, func(context.Context, *a2asrv.RequestContext) (*a2a.Message, error) {
 		return nil, errors.New("no rooms: internal detail")
 	})
-	dc := newDialog(t, w.planner.ID)
-	c := w.client(t, url, dc, &recorder{})
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	c := w.client(t, url, dc, &adaptertest.Recorder{})
 	m, _, ctx := w.offerMessage(t, dc)
 	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
 	task, ok := res.(*a2a.Task)
 	if !ok || task.Status.State != a2a.TaskStateFailed {
 		t.Fatalf("reply %s, want a failed task", jsonOf(res))
@@ -372,8 +350,8 @@ func TestA2ASec5_4_FailedWorkFailsTheTask(t *testing.T) {
 	if err != nil || st == nil {
 		t.Fatalf("no status in the failed task (%v)", err)
 	}
-	u, err := w.delegator.HandleStatus(context.Background(), *st)
-	mustOK(t, err)
+	u, err := w.Delegator.HandleStatus(context.Background(), *st)
+	adaptertest.MustOK(t, err)
 	if u.Status.State != handoff.StateFailed {
 		t.Fatalf("status %s, want failed", u.Status.State)
 	}
@@ -384,10 +362,10 @@ func TestA2ASec5_4_FailedWorkFailsTheTask(t *testing.T) {
 func TestA2AMessageWithoutHandoff(t *testing.T) {
 	w := newWorld(t)
 	url, s := w.serveHotel(t, booked)
-	dc := newDialog(t, w.planner.ID)
-	c := w.client(t, url, dc, &recorder{})
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	c := w.client(t, url, dc, &adaptertest.Recorder{})
 	res, err := c.SendMessage(context.Background(), &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "hello"})})
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
 	task, ok := res.(*a2a.Task)
 	if !ok || task.Status.State != a2a.TaskStateCompleted {
 		t.Fatalf("reply %s", jsonOf(res))
@@ -395,7 +373,7 @@ func TestA2AMessageWithoutHandoff(t *testing.T) {
 	if st, err := dialoga2a.ReplyStatus(res); err != nil || st != nil {
 		t.Fatalf("a status without a handoff: %v %v", st, err)
 	}
-	_, calls := s.snapshot()
+	_, calls := s.Snapshot()
 	if len(calls) != 1 || calls[0] == nil || calls[0].Context == nil || calls[0].Context.DLG() != dc.DLG() || calls[0].Handoff != nil {
 		t.Fatalf("the executor saw %+v", calls)
 	}
@@ -417,17 +395,17 @@ func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
 		stopped <- ctx.Err()
 		return nil, ctx.Err()
 	})
-	dc := newDialog(t, w.planner.ID)
-	c := w.client(t, url, dc, &recorder{})
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	c := w.client(t, url, dc, &adaptertest.Recorder{})
 	m, _, ctx := w.offerMessage(t, dc)
 	blocking := false
 	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m, Config: &a2a.MessageSendConfig{Blocking: &blocking}})
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
 	task := res.(*a2a.Task)
 	<-started
 
-	other := w.dom.Workload(t, "/agent/other", "ES256")
-	c2 := w.clientAs(t, static{&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}}, nil, url, dc, &recorder{})
+	other := w.Dom.Workload(t, "/agent/other", "ES256")
+	c2 := w.clientAs(t, testbed.Pinned(&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}), nil, url, dc, &adaptertest.Recorder{})
 	if got, err := c2.GetTask(context.Background(), &a2a.TaskQueryParams{ID: task.ID}); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Fatalf("another workload read the task: %v %s", err, jsonOf(got))
 	}
@@ -449,11 +427,11 @@ func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
 		t.Fatalf("the work stopped: %v", err)
 	default:
 	}
-	if n := s.count(); n != 1 {
+	if n := s.Count(); n != 1 {
 		t.Fatalf("the executor ran %d times", n)
 	}
 	got, err := c.GetTask(ctx, &a2a.TaskQueryParams{ID: task.ID})
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
 	if got.Status.State != a2a.TaskStateWorking {
 		t.Fatalf("the owner sees the task %s", got.Status.State)
 	}
@@ -470,19 +448,19 @@ func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
 func TestA2ASec6_StreamCarriesStatuses(t *testing.T) {
 	w := newWorld(t)
 	url, _ := w.serveHotel(t, booked)
-	dc := newDialog(t, w.planner.ID)
-	c := w.client(t, url, dc, &recorder{})
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	c := w.client(t, url, dc, &adaptertest.Recorder{})
 	m, _, ctx := w.offerMessage(t, dc)
 	var states []handoff.State
 	for ev, err := range c.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: m}) {
-		mustOK(t, err)
+		adaptertest.MustOK(t, err)
 		st, err := dialoga2a.EventStatus(ev)
-		mustOK(t, err)
+		adaptertest.MustOK(t, err)
 		if st == nil {
 			continue
 		}
-		u, err := w.delegator.HandleStatus(context.Background(), *st)
-		mustOK(t, err)
+		u, err := w.Delegator.HandleStatus(context.Background(), *st)
+		adaptertest.MustOK(t, err)
 		if e, ok := ev.(*a2a.TaskStatusUpdateEvent); ok {
 			if hs, ok := dialoga2a.HopState(e.Status.State); !ok || hs != u.Status.State {
 				t.Fatalf("Table 1: task state %s with the status %s", e.Status.State, u.Status.State)

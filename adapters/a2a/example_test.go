@@ -15,10 +15,8 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
-	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dialogtrust/dialogtrust/testbed"
 )
 
 // A verifying A2A agent and a delegating client on the real a2a-go. The agent's glue
@@ -26,16 +24,30 @@ import (
 // 0.3 messages, the agent's work run by dialoga2a.Executor, and a2a-go's JSON-RPC
 // handler behind the receiver.
 func Example() {
-	ex := newExample()
+	// A trust domain with its WIT issuer (testbed): the planner and the hotel are its
+	// workloads; their handoff keys, the planner's delegator.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := testbed.StartDomain(ctx, "a.example")
+	if err != nil {
+		panic(err)
+	}
+	defer a.Close()
+	planner, hotel := a.Workload("/agent/planner"), a.Workload("/agent/hotel")
+	wits := testbed.WITs(ctx, a)
+	handoffs, err := testbed.NewHandoffs(planner.ID, hotel.ID)
+	if err != nil {
+		panic(err)
+	}
 	srv := httptest.NewUnstartedServer(nil)
 	url := "http://" + srv.Listener.Addr().String() + "/a2a"
 
 	// --- the agent's glue ---
 	// Records in memory are lost at a restart: WithRecordsLostAt says when (section 8.4);
 	// here nothing was ever recorded before.
-	hr := handoff.NewReceiver(ex.hotelID.String(), ex.agents, store.NewMemoryRecords(), handoff.WithStatusKey(ex.hotelKey), handoff.WithRecordsLostAt(time.Time{}))
+	hr := handoff.NewReceiver(hotel.ID.String(), handoffs.Trust, store.NewMemoryRecords(), handoff.WithStatusKey(handoffs.DelegateKey), handoff.WithRecordsLostAt(time.Time{}))
 	rc, err := dialog.NewReceiver(
-		dialog.WithHTTPSignatures(httpsig.NewVerifier(wit.NewValidator(ex.trust), httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
+		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithHandoffsIn(hr, dialog.A2A03),
 	)
 	if err != nil {
@@ -47,16 +59,15 @@ func Example() {
 	defer srv.Close()
 
 	// The planner delegates the booking to the hotel in dialog dc.
-	ctx := context.Background()
-	dc, _ := dialog.New(agent.NewDialogID(), ex.plannerID)
-	opts, _ := dialoga2a.ClientOptions(dialoga2a.ClientConfig{Dialog: dc, Delegator: ex.delegator, Transport: &agent.Transport{
-		Source: ex.planner, Responses: httpsig.NewVerifier(wit.NewValidator(ex.trust)),
+	dc, _ := dialog.New(agent.NewDialogID(), planner.ID)
+	opts, _ := dialoga2a.ClientOptions(dialoga2a.ClientConfig{Dialog: dc, Delegator: handoffs.Delegator, Transport: &agent.Transport{
+		Source: planner.Source, Responses: httpsig.NewVerifier(wits),
 	}})
 	client, err := a2aclient.NewFromEndpoints(ctx, []a2a.AgentInterface{{URL: url, Transport: a2a.TransportProtocolJSONRPC}}, opts...)
 	if err != nil {
 		panic(err)
 	}
-	h, _ := ex.delegator.Offer(ctx, handoff.OfferRequest{Offer: handoff.Offer{Aud: ex.hotelID.String(), Dialog: dc.DLG()}})
+	h, _ := handoffs.Delegator.Offer(ctx, handoff.OfferRequest{Offer: handoff.Offer{Aud: hotel.ID.String(), Dialog: dc.DLG()}})
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "a room in Lisbon"})
 	if err := dialoga2a.PutOffer(msg, h); err != nil {
 		panic(err)
@@ -66,7 +77,7 @@ func Example() {
 		panic(err)
 	}
 	status, _ := dialoga2a.ReplyStatus(res)
-	u, err := ex.delegator.HandleStatus(ctx, *status)
+	u, err := handoffs.Delegator.HandleStatus(ctx, *status)
 	if err != nil {
 		panic(err)
 	}
@@ -82,43 +93,4 @@ func bookHotel(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, er
 		return nil, fmt.Errorf("not in a dialog")
 	}
 	return a2a.NewMessageForTask(a2a.MessageRoleAgent, rc, a2a.TextPart{Text: "booked in Lisbon"}), nil
-}
-
-// example is one trust domain with its WIT issuer key, the planner and the hotel.
-type example struct {
-	trust     *keys.Trust
-	agents    *handoff.StaticTrust
-	plannerID identifier.ID
-	planner   wit.Source
-	hotelID   identifier.ID
-	hotelKey  *keys.PrivateKey
-	delegator *handoff.Delegator
-}
-
-func newExample() *example {
-	must := func(err error) {
-		if err != nil {
-			panic(err)
-		}
-	}
-	issuerKey, err := keys.Generate(keys.ES256)
-	must(err)
-	set, err := keys.NewStaticSet(issuerKey.Public())
-	must(err)
-	ex := &example{trust: keys.NewTrust().AddTrustDomain("a.example", set), agents: handoff.NewStaticTrust()}
-	issuer := wit.NewIssuer("https://a.example/wit-issuer", func() *keys.PrivateKey { return issuerKey })
-	ex.plannerID, _ = identifier.Parse("wimse://a.example/agent/planner")
-	ex.hotelID, _ = identifier.Parse("wimse://a.example/agent/hotel")
-	wk, err := keys.Generate(keys.ES256)
-	must(err)
-	tok, _, err := issuer.Issue(ex.plannerID, wk.Public(), time.Hour)
-	must(err)
-	ex.planner = static{&wit.Credential{WIT: tok, Key: wk, Expiry: time.Now().Add(time.Hour)}}
-	offerKey, _ := keys.Generate(keys.ES256)
-	ex.hotelKey, _ = keys.Generate(keys.ES256)
-	must(ex.agents.Bind(ex.plannerID.String(), offerKey.Public()))
-	must(ex.agents.Bind(ex.hotelID.String(), ex.hotelKey.Public()))
-	ex.delegator, err = handoff.NewDelegator(handoff.DelegatorConfig{Self: ex.plannerID.String(), Key: offerKey, Trust: ex.agents})
-	must(err)
-	return ex
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -18,31 +17,27 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/internal/adaptertest"
 	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
 // hotel serves the tool over go-sdk's real streamable HTTP handler behind the dialog
 // receiver. work is the tool's work.
-func (w *world) serveHotel(t *testing.T, work mcp.ToolHandler) (string, *seen) {
+func (w *world) serveHotel(t *testing.T, work mcp.ToolHandler) (string, *adaptertest.Seen) {
 	t.Helper()
-	s := &seen{}
-	srv := httptest.NewUnstartedServer(nil)
-	url := "http://" + srv.Listener.Addr().String() + "/mcp"
+	s := &adaptertest.Seen{}
 	server := mcp.NewServer(&mcp.Implementation{Name: "hotel", Version: "v1"}, nil)
 	server.AddTool(&mcp.Tool{Name: "book_hotel", InputSchema: map[string]any{"type": "object"}},
-		dialogmcp.Tool(w.handoffReceiver, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			s.call(dialogmcp.Verified(req))
+		dialogmcp.Tool(w.HandoffReceiver, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			s.Call(dialogmcp.Verified(req))
 			return work(ctx, req)
 		}))
-	h := dialogmcp.Handler(w.receiver(t, url), func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{JSONResponse: true})
-	srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		s.header(r)
-		h.ServeHTTP(rw, r)
+	url := adaptertest.Serve(t, s, "/mcp", func(url string) http.Handler {
+		return dialogmcp.Handler(w.receiver(t, url), func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{JSONResponse: true})
 	})
-	srv.Start()
-	t.Cleanup(srv.Close)
 	return url, s
 }
 
@@ -54,10 +49,10 @@ func booked(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) 
 // (section 5.7), and returns the call params and the context to call with.
 func (w *world) offerCall(t *testing.T, dc *dialog.Context) (*mcp.CallToolParams, *handoff.Handoff, context.Context) {
 	t.Helper()
-	h, ctx, err := agent.OfferInDialog(context.Background(), w.delegator, w.tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.hotel.ID.String()}})
-	mustOK(t, err)
+	h, ctx, err := agent.OfferInDialog(context.Background(), w.Delegator, w.Tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.Hotel.ID.String()}})
+	adaptertest.MustOK(t, err)
 	p := &mcp.CallToolParams{Name: "book_hotel", Arguments: map[string]any{"city": "Lisbon"}}
-	mustOK(t, dialogmcp.PutOffer(p, h))
+	adaptertest.MustOK(t, dialogmcp.PutOffer(p, h))
 	return p, h, ctx
 }
 
@@ -67,12 +62,12 @@ func (w *world) offerCall(t *testing.T, dc *dialog.Context) (*mcp.CallToolParams
 func TestMCPSec6_OfferAcceptedAndCompleted(t *testing.T) {
 	w := newWorld(t)
 	url, s := w.serveHotel(t, booked)
-	dc := newDialog(t, w.planner.ID)
-	cs, err := w.session(t, url, dc, &recorder{})
-	mustOK(t, err)
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	cs, err := w.session(t, url, dc, &adaptertest.Recorder{})
+	adaptertest.MustOK(t, err)
 	p, h, ctx := w.offerCall(t, dc)
 	res, err := cs.CallTool(ctx, p)
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
 	if res.IsError {
 		t.Fatalf("tool error: %+v", res.Content)
 	}
@@ -80,17 +75,13 @@ func TestMCPSec6_OfferAcceptedAndCompleted(t *testing.T) {
 	if err != nil || st == nil {
 		t.Fatalf("no status in the result (%v): %+v", err, res.Meta)
 	}
-	u, err := w.delegator.HandleStatus(context.Background(), *st)
-	mustOK(t, err)
-	if u.Status.State != handoff.StateCompleted || !u.Hop.Resolved {
-		t.Fatalf("status %s, hop %+v", u.Status.State, u.Hop)
-	}
-	requests, calls := s.snapshot()
+	w.WantCompleted(t, *st)
+	requests, calls := s.Snapshot()
 	if len(calls) != 1 {
 		t.Fatalf("%d tool calls", len(calls))
 	}
 	v := calls[0]
-	if v == nil || !v.Sender.Equal(w.planner.ID) || v.Context == nil || v.Context.DLG() != dc.DLG() || v.Txn == nil || v.Txn.Dialog() != dc.DLG() {
+	if v == nil || !v.Sender.Equal(w.Planner.ID) || v.Context == nil || v.Context.DLG() != dc.DLG() || v.Txn == nil || v.Txn.Dialog() != dc.DLG() {
 		t.Fatalf("the tool saw %+v", v)
 	}
 	if v.Handoff == nil || v.Handoff.Outcome != handoff.OutcomeAccepted || !v.Handoff.Offer.Signed.Equal(h.Offer) {
@@ -111,24 +102,24 @@ func TestMCPSec6_OfferAcceptedAndCompleted(t *testing.T) {
 func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 	w := newWorld(t)
 	url, s := w.serveHotel(t, booked)
-	dc := newDialog(t, w.planner.ID)
-	cs, err := w.session(t, url, dc, &recorder{})
-	mustOK(t, err)
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	cs, err := w.session(t, url, dc, &adaptertest.Recorder{})
+	adaptertest.MustOK(t, err)
 	p, h, ctx := w.offerCall(t, dc)
 	first, err := cs.CallTool(ctx, p)
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
 	st1, err := dialogmcp.ResultStatus(first)
 	if err != nil || st1 == nil {
 		t.Fatalf("first status: %v", err)
 	}
 	o, err := handoff.DecodeOffer(h.Offer)
-	mustOK(t, err)
-	again, err := w.delegator.Retransmit(o.Hop)
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
+	again, err := w.Delegator.Retransmit(o.Hop)
+	adaptertest.MustOK(t, err)
 	p2 := &mcp.CallToolParams{Name: "book_hotel", Arguments: map[string]any{"city": "Lisbon"}}
-	mustOK(t, dialogmcp.PutOffer(p2, again))
+	adaptertest.MustOK(t, dialogmcp.PutOffer(p2, again))
 	second, err := cs.CallTool(ctx, p2)
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
 	st2, err := dialogmcp.ResultStatus(second)
 	if err != nil || st2 == nil {
 		t.Fatalf("no status for the retransmission (%v): %+v", err, second)
@@ -136,16 +127,16 @@ func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 	if !st2.Equal(*st1) {
 		t.Fatal("the retransmission got other octets than the last status")
 	}
-	if n := s.count(); n != 1 {
+	if n := s.Count(); n != 1 {
 		t.Fatalf("the tool ran %d times", n)
 	}
 
 	// The same offer from another workload: the last status is resent only to the
 	// authenticated offer.iss (section 8.4), and the tool does not run.
-	other := w.dom.Workload(t, "/agent/other", "ES256")
-	rec := &recorder{}
-	cs2, err := w.sessionAs(t, static{&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}}, nil, url, dc, rec)
-	mustOK(t, err)
+	other := w.Dom.Workload(t, "/agent/other", "ES256")
+	rec := &adaptertest.Recorder{}
+	cs2, err := w.sessionAs(t, testbed.Pinned(&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}), nil, url, dc, rec)
+	adaptertest.MustOK(t, err)
 	res, err := cs2.CallTool(context.Background(), p2)
 	if err == nil {
 		if st, _ := dialogmcp.ResultStatus(res); st != nil {
@@ -153,10 +144,10 @@ func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 		}
 		t.Fatalf("the retransmission from another workload was answered: %+v", res)
 	}
-	if got := rec.last(); got != string(errcode.HandoffRetransmission) {
+	if got := rec.Last(); got != string(errcode.HandoffRetransmission) {
 		t.Fatalf("refused with %q, want handoff_retransmission", got)
 	}
-	if n := s.count(); n != 1 {
+	if n := s.Count(); n != 1 {
 		t.Fatalf("the tool ran %d times", n)
 	}
 }
@@ -178,9 +169,9 @@ func TestMCPSec6_CancelStopsTheWork(t *testing.T) {
 			return &mcp.CallToolResult{}, nil
 		}
 	})
-	dc := newDialog(t, w.planner.ID)
-	cs, err := w.session(t, url, dc, &recorder{})
-	mustOK(t, err)
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	cs, err := w.session(t, url, dc, &adaptertest.Recorder{})
+	adaptertest.MustOK(t, err)
 	p, h, ctx := w.offerCall(t, dc)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -201,16 +192,7 @@ func TestMCPSec6_CancelStopsTheWork(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the cancel never reached the tool")
 	}
-	o, err := handoff.DecodeOffer(h.Offer)
-	mustOK(t, err)
-	rec, err := w.handoffReceiver.Lookup(context.Background(), w.planner.ID.String(), o.Hop)
-	mustOK(t, err)
-	if handoff.State(rec.State) != handoff.StateCanceled {
-		t.Fatalf("the hop is %q at the delegate, want canceled (the status travelled with the cancel)", rec.State)
-	}
-	if hs, _ := w.delegator.State(o.Hop); hs.State != handoff.StateCanceled {
-		t.Fatalf("delegator's hop %+v", hs)
-	}
+	w.WantCanceledAtBothEnds(t, h)
 }
 
 // Section 6: a handoff where an MCP receiver does not read one (here under the A2A
@@ -218,22 +200,22 @@ func TestMCPSec6_CancelStopsTheWork(t *testing.T) {
 func TestMCPSec6_UnplacedHandoffRefused(t *testing.T) {
 	w := newWorld(t)
 	url, s := w.serveHotel(t, booked)
-	dc := newDialog(t, w.planner.ID)
-	rec := &recorder{}
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	rec := &adaptertest.Recorder{}
 	cs, err := w.session(t, url, dc, rec)
-	mustOK(t, err)
-	h, ctx, err := agent.OfferInDialog(context.Background(), w.delegator, w.tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.hotel.ID.String()}})
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
+	h, ctx, err := agent.OfferInDialog(context.Background(), w.Delegator, w.Tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.Hotel.ID.String()}})
+	adaptertest.MustOK(t, err)
 	v, err := h.MetaValue()
-	mustOK(t, err)
+	adaptertest.MustOK(t, err)
 	p := &mcp.CallToolParams{Name: "book_hotel", Meta: mcp.Meta{handoff.A2AExtensionURI: v}}
 	if _, err := cs.CallTool(ctx, p); err == nil {
 		t.Fatal("a call with an unplaced handoff succeeded")
 	}
-	if got := rec.last(); got != string(errcode.HandoffUnplaced) {
+	if got := rec.Last(); got != string(errcode.HandoffUnplaced) {
 		t.Fatalf("refused with %q, want handoff_unplaced", got)
 	}
-	if n := s.count(); n != 0 {
+	if n := s.Count(); n != 0 {
 		t.Fatalf("the tool ran %d times", n)
 	}
 }
@@ -243,23 +225,19 @@ func TestMCPSec6_UnplacedHandoffRefused(t *testing.T) {
 func TestMCPSec7_TamperedDialogContextRefused(t *testing.T) {
 	w := newWorld(t)
 	url, s := w.serveHotel(t, booked)
-	dc := newDialog(t, w.planner.ID)
-	other := newDialog(t, w.planner.ID)
-	rec := &recorder{edit: func(r *http.Request) {
-		if r.Header.Get(dialog.HeaderName) != "" {
-			r.Header.Set(dialog.HeaderName, other.Value())
-		}
-	}}
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	other := adaptertest.NewDialog(t, w.Planner.ID)
+	rec := &adaptertest.Recorder{Edit: adaptertest.SwapsDialog(other)}
 	if _, err := w.session(t, url, dc, rec); err == nil {
 		t.Fatal("a session was made with a tampered Dialog-Context")
 	}
-	if got := rec.last(); got == "" {
+	if got := rec.Last(); got == "" {
 		t.Fatal("no refusal with a code")
 	}
-	if requests, _ := s.snapshot(); len(requests) == 0 {
+	if requests, _ := s.Snapshot(); len(requests) == 0 {
 		t.Fatal("the request never reached the server")
 	}
-	if n := s.count(); n != 0 {
+	if n := s.Count(); n != 0 {
 		t.Fatalf("the tool ran %d times", n)
 	}
 }
@@ -270,34 +248,34 @@ func TestMCPSec7_TamperedDialogContextRefused(t *testing.T) {
 func TestMCPSessionOwnedByItsWorkload(t *testing.T) {
 	w := newWorld(t)
 	url, s := w.serveHotel(t, booked)
-	dc := newDialog(t, w.planner.ID)
-	cs, err := w.session(t, url, dc, &recorder{})
-	mustOK(t, err)
-	other := w.dom.Workload(t, "/agent/other", "ES256")
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	cs, err := w.session(t, url, dc, &adaptertest.Recorder{})
+	adaptertest.MustOK(t, err)
+	other := w.Dom.Workload(t, "/agent/other", "ES256")
 	call := func(src wit.Source) (int, string) {
 		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"book_hotel","arguments":{}}}`))
-		mustOK(t, err)
+		adaptertest.MustOK(t, err)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Session-Id", cs.ID())
 		req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
-		tr := &agent.Transport{Source: src, Responses: httpsig.NewVerifier(wit.NewValidator(w.dom.Trust))}
+		tr := &agent.Transport{Source: src, Responses: httpsig.NewVerifier(wit.NewValidator(w.Dom.Trust))}
 		res, err := tr.RoundTrip(req.WithContext(agent.WithDialog(context.Background(), dc)))
-		mustOK(t, err)
+		adaptertest.MustOK(t, err)
 		defer res.Body.Close()
 		b, _ := io.ReadAll(res.Body)
 		return res.StatusCode, string(errcode.CodeOf(problem.Read(res.StatusCode, b)))
 	}
-	if code, got := call(static{&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}}); code != http.StatusForbidden || got != string(errcode.SessionOwnerMismatch) {
+	if code, got := call(testbed.Pinned(&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)})); code != http.StatusForbidden || got != string(errcode.SessionOwnerMismatch) {
 		t.Fatalf("another workload in the session: %d %q", code, got)
 	}
-	if n := s.count(); n != 0 {
+	if n := s.Count(); n != 0 {
 		t.Fatalf("the tool ran %d times", n)
 	}
-	if code, _ := call(w.plannerSrc); code != http.StatusOK {
+	if code, _ := call(w.PlannerSource); code != http.StatusOK {
 		t.Fatalf("the owner's own request: %d", code)
 	}
-	if n := s.count(); n != 1 {
+	if n := s.Count(); n != 1 {
 		t.Fatalf("the tool ran %d times for the owner", n)
 	}
 }

@@ -14,10 +14,8 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
-	"github.com/dialogtrust/dialogtrust/wit"
+	"github.com/dialogtrust/dialogtrust/testbed"
 )
 
 // A verifying MCP tool server and a delegating client on the real go-sdk. The server's
@@ -25,16 +23,30 @@ import (
 // MCP requests, the tool wrapped by dialogmcp.Tool, and go-sdk's streamable handler
 // behind the receiver.
 func Example() {
-	ex := newExample()
+	// A trust domain with its WIT issuer (testbed): the planner and the hotel are its
+	// workloads; their handoff keys, the planner's delegator.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := testbed.StartDomain(ctx, "a.example")
+	if err != nil {
+		panic(err)
+	}
+	defer a.Close()
+	planner, hotel := a.Workload("/agent/planner"), a.Workload("/tool/hotel")
+	wits := testbed.WITs(ctx, a)
+	handoffs, err := testbed.NewHandoffs(planner.ID, hotel.ID)
+	if err != nil {
+		panic(err)
+	}
 	srv := httptest.NewUnstartedServer(nil)
 	url := "http://" + srv.Listener.Addr().String() + "/mcp"
 
 	// --- the tool server's glue ---
 	// Records in memory are lost at a restart: WithRecordsLostAt says when (section 8.4);
 	// here nothing was ever recorded before.
-	hr := handoff.NewReceiver(ex.hotelID.String(), ex.agents, store.NewMemoryRecords(), handoff.WithStatusKey(ex.hotelKey), handoff.WithRecordsLostAt(time.Time{}))
+	hr := handoff.NewReceiver(hotel.ID.String(), handoffs.Trust, store.NewMemoryRecords(), handoff.WithStatusKey(handoffs.DelegateKey), handoff.WithRecordsLostAt(time.Time{}))
 	rc, err := dialog.NewReceiver(
-		dialog.WithHTTPSignatures(httpsig.NewVerifier(wit.NewValidator(ex.trust), httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
+		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithHandoffsIn(hr, dialog.MCP),
 	)
 	if err != nil {
@@ -48,27 +60,27 @@ func Example() {
 	defer srv.Close()
 
 	// The planner delegates the booking to the hotel in dialog dc.
-	dc, _ := dialog.New(agent.NewDialogID(), ex.plannerID)
-	hc, _ := dialogmcp.NewHTTPClient(dialogmcp.ClientConfig{Dialog: dc, Delegator: ex.delegator, Transport: &agent.Transport{
-		Source: ex.planner, Responses: httpsig.NewVerifier(wit.NewValidator(ex.trust)),
+	dc, _ := dialog.New(agent.NewDialogID(), planner.ID)
+	hc, _ := dialogmcp.NewHTTPClient(dialogmcp.ClientConfig{Dialog: dc, Delegator: handoffs.Delegator, Transport: &agent.Transport{
+		Source: planner.Source, Responses: httpsig.NewVerifier(wits),
 	}})
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "planner", Version: "v1"}, nil).Connect(context.Background(),
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "planner", Version: "v1"}, nil).Connect(ctx,
 		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		panic(err)
 	}
 	defer cs.Close()
-	h, _ := ex.delegator.Offer(context.Background(), handoff.OfferRequest{Offer: handoff.Offer{Aud: ex.hotelID.String(), Dialog: dc.DLG()}})
+	h, _ := handoffs.Delegator.Offer(ctx, handoff.OfferRequest{Offer: handoff.Offer{Aud: hotel.ID.String(), Dialog: dc.DLG()}})
 	params := &mcp.CallToolParams{Name: "book_hotel", Arguments: map[string]any{"city": "Lisbon"}}
 	if err := dialogmcp.PutOffer(params, h); err != nil {
 		panic(err)
 	}
-	res, err := cs.CallTool(context.Background(), params)
+	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		panic(err)
 	}
 	status, _ := dialogmcp.ResultStatus(res)
-	u, err := ex.delegator.HandleStatus(context.Background(), *status)
+	u, err := handoffs.Delegator.HandleStatus(ctx, *status)
 	if err != nil {
 		panic(err)
 	}
@@ -83,43 +95,4 @@ func bookHotel(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult
 		return nil, fmt.Errorf("not in a dialog")
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "booked in Lisbon"}}}, nil
-}
-
-// example is one trust domain with its WIT issuer key, the planner and the hotel.
-type example struct {
-	trust     *keys.Trust
-	agents    *handoff.StaticTrust
-	plannerID identifier.ID
-	planner   wit.Source
-	hotelID   identifier.ID
-	hotelKey  *keys.PrivateKey
-	delegator *handoff.Delegator
-}
-
-func newExample() *example {
-	must := func(err error) {
-		if err != nil {
-			panic(err)
-		}
-	}
-	issuerKey, err := keys.Generate(keys.ES256)
-	must(err)
-	set, err := keys.NewStaticSet(issuerKey.Public())
-	must(err)
-	ex := &example{trust: keys.NewTrust().AddTrustDomain("a.example", set), agents: handoff.NewStaticTrust()}
-	issuer := wit.NewIssuer("https://a.example/wit-issuer", func() *keys.PrivateKey { return issuerKey })
-	ex.plannerID, _ = identifier.Parse("wimse://a.example/agent/planner")
-	ex.hotelID, _ = identifier.Parse("wimse://a.example/tool/hotel")
-	wk, err := keys.Generate(keys.ES256)
-	must(err)
-	tok, _, err := issuer.Issue(ex.plannerID, wk.Public(), time.Hour)
-	must(err)
-	ex.planner = static{&wit.Credential{WIT: tok, Key: wk, Expiry: time.Now().Add(time.Hour)}}
-	offerKey, _ := keys.Generate(keys.ES256)
-	ex.hotelKey, _ = keys.Generate(keys.ES256)
-	must(ex.agents.Bind(ex.plannerID.String(), offerKey.Public()))
-	must(ex.agents.Bind(ex.hotelID.String(), ex.hotelKey.Public()))
-	ex.delegator, err = handoff.NewDelegator(handoff.DelegatorConfig{Self: ex.plannerID.String(), Key: offerKey, Trust: ex.agents})
-	must(err)
-	return ex
 }

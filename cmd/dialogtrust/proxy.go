@@ -69,13 +69,16 @@ type ProxyWorkloadConfig struct {
 	// Auth is how the workload authenticates to the issuer: development (the issuer's
 	// development method, which authenticates nobody), assertion (a client assertion
 	// signed by assertion_key_file) or x509svid (svid_cert_file, svid_key_file and the
-	// issuer's bundle_file).
+	// issuer's bundle_file, or all three from workload_api).
 	Auth             string `yaml:"auth"`
 	AssertionKeyFile string `yaml:"assertion_key_file"`
 	SVIDCertFile     string `yaml:"svid_cert_file"`
 	SVIDKeyFile      string `yaml:"svid_key_file"`
 	BundleFile       string `yaml:"bundle_file"`
-	ServerID         string `yaml:"server_id"`
+	// WorkloadAPI takes the X.509-SVID and the issuer's bundle from the SPIFFE Workload
+	// API, following its rotations; it needs server_id.
+	WorkloadAPI *ProxyWorkloadAPIConfig `yaml:"workload_api"`
+	ServerID    string                  `yaml:"server_id"`
 }
 
 // ProxyHandoffConfig: the key that signs the workload's handoff offers and statuses,
@@ -183,6 +186,10 @@ type IngressConfig struct {
 	// HandoffHosts are the host protocols whose handoffs the ingress checks and
 	// answers (mcp, a2a03, a2a10); none: handoffs are not read.
 	HandoffHosts []string `yaml:"handoff_hosts"`
+	// ForwardProvenance hands the application the provenance to forward when it calls
+	// on in the dialog (proxy.IngressConfig.ForwardProvenance; section 9). Off by
+	// default: the value holds earlier hops' WITs and Txn-Tokens.
+	ForwardProvenance bool `yaml:"forward_provenance"`
 	// TLS is the ingress listener's certificate; without it the ingress speaks plain
 	// HTTP (said at the start when it does not listen on loopback).
 	TLS ProxyTLSConfig `yaml:"tls"`
@@ -304,11 +311,18 @@ func checkProxy(cfg *ProxyConfig) error {
 				return fmt.Errorf("workload.assertion_key_file: required with auth assertion")
 			}
 		case "x509svid":
-			if w.SVIDCertFile == "" || w.SVIDKeyFile == "" || w.BundleFile == "" {
+			if w.WorkloadAPI != nil {
+				if err := checkWorkloadAPI(w); err != nil {
+					return err
+				}
+			} else if w.SVIDCertFile == "" || w.SVIDKeyFile == "" || w.BundleFile == "" {
 				return fmt.Errorf("workload: auth x509svid needs svid_cert_file, svid_key_file and bundle_file")
 			}
 		default:
 			return fmt.Errorf("workload.auth %q: development, assertion or x509svid", w.Auth)
+		}
+		if w.WorkloadAPI != nil && w.Auth != "x509svid" {
+			return fmt.Errorf("workload.workload_api: only with auth x509svid")
 		}
 	}
 	if len(cfg.WITs) == 0 {
@@ -585,7 +599,18 @@ func buildProxy(ctx context.Context, cfg *ProxyConfig, logger *slog.Logger) (_ *
 	wits := wit.NewValidator(trust, wit.WithCache(10000, time.Minute), wit.WithSkew(cfg.Skew))
 	var src wit.Source
 	if cfg.Egress != nil || cfg.Ingress.SignResponses || cfg.Ingress.Boundary != nil {
-		if src, err = workloadSource(ctx, cfg.Workload); err != nil {
+		if api := cfg.Workload.WorkloadAPI; api != nil {
+			addr, err := workloadAPIAddr(api)
+			if err != nil {
+				return nil, err
+			}
+			svids := openSVIDSource(ctx, addr, logger)
+			s.OnClose(svids.Close)
+			readyChecks = append(readyChecks, svids.Ready)
+			if src, err = workloadAPIWITSource(cfg.Workload, svids); err != nil {
+				return nil, err
+			}
+		} else if src, err = workloadSource(ctx, cfg.Workload); err != nil {
 			return nil, err
 		}
 		readyChecks = append(readyChecks, func(ctx context.Context) error {
@@ -877,7 +902,7 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, UpstreamPath: in.UpstreamPath, AllowPlainHTTP: in.AllowPlainHTTP, Boundary: boundary, Handoffs: hr})
+	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, UpstreamPath: in.UpstreamPath, AllowPlainHTTP: in.AllowPlainHTTP, Boundary: boundary, Handoffs: hr, ForwardProvenance: in.ForwardProvenance})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
-	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -43,51 +43,17 @@ func mustOK(t *testing.T, err error) {
 
 // startDomain runs a WIT issuer (workloads authenticated in development mode: this
 // harness tests dialogs, the issuer's own methods are tested in witissuer) and a TTS
-// that accepts self_signed subject tokens from the domain's agents.
+// that accepts self_signed subject tokens from the domain's agents (testbed).
 func startDomain(t *testing.T, td string) *domain {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	d := &domain{td: td}
-
-	witSrv := httptest.NewUnstartedServer(nil)
-	d.witURL = "http://" + witSrv.Listener.Addr().String()
-	witKey, err := keys.Generate(keys.ES256)
+	tb, err := testbed.StartDomain(ctx, td)
 	mustOK(t, err)
-	rot, err := keys.NewStaticRotator(witKey, keys.RotationConfig{Retain: 2 * time.Hour})
-	mustOK(t, err)
-	dev, err := witissuer.NewDev(nil, []string{"wimse://" + td + "/"})
-	mustOK(t, err)
-	ws, err := witissuer.New(witissuer.Config{Issuer: d.witURL, Keys: rot, Replay: store.NewMemory(),
-		Policy: witissuer.Policy{TrustDomains: []string{td}}, Routes: []witissuer.Route{{Path: "/v1/wit", Methods: []witissuer.Authenticator{dev}}}})
-	mustOK(t, err)
-	witSrv.Config.Handler = ws.Handler()
-	witSrv.Start()
-	t.Cleanup(witSrv.Close)
-	d.witKeys, err = keys.NewRemoteSet(ctx, d.witURL+"/.well-known/jwks.json")
-	mustOK(t, err)
+	t.Cleanup(tb.Close)
+	d := &domain{td: td, witURL: tb.WITURL, ttsURL: tb.TTSURL, witKeys: tb.WITKeys(ctx), ttsKeys: tb.TTSKeys(ctx)}
 	d.trust = keys.NewTrust().AddTrustDomain(td, d.witKeys)
-
-	ttsSrv := httptest.NewUnstartedServer(nil)
-	d.ttsURL = "http://" + ttsSrv.Listener.Addr().String()
-	ttsKey, err := keys.Generate(keys.ES256)
-	mustOK(t, err)
-	replay := store.NewMemory()
-	wits := wit.NewValidator(d.trust, wit.WithCache(1024, time.Minute))
-	ts, err := tts.New(tts.Config{
-		Issuer: d.ttsURL, TrustDomains: []string{td}, Keys: keys.NewRing(ttsKey, nil),
-		Authenticators:  oauth.WIMSEAuthenticators(wits, replay, d.ttsURL+tts.PathToken),
-		SubjectHandlers: []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{d.ttsURL}, tts.SelfSignedOptions{})},
-		Replay:          replay,
-		Policy:          tts.Policy{Rules: []tts.Rule{{Workload: "wimse://" + td + "/", SubjectScopes: []string{"trip.book"}}}},
-	})
-	mustOK(t, err)
-	ttsSrv.Config.Handler = ts.Handler()
-	ttsSrv.Start()
-	t.Cleanup(ttsSrv.Close)
-	d.ttsKeys, err = keys.NewRemoteSet(ctx, d.ttsURL+"/.well-known/jwks.json")
-	mustOK(t, err)
 	d.ttsClient = func(src wit.Source) *txntoken.Client {
-		return &txntoken.Client{TokenEndpoint: d.ttsURL + tts.PathToken, WITSource: src, Proof: proof.WPT}
+		return &txntoken.Client{TokenEndpoint: tb.TokenEndpoint(), WITSource: src, Proof: proof.WPT}
 	}
 	return d
 }

@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,26 +28,18 @@ import (
 
 	dialoga2a "github.com/dialogtrust/dialogtrust/adapters/a2a"
 	"github.com/dialogtrust/dialogtrust/agent"
-	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/keys"
-	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
-	"github.com/dialogtrust/dialogtrust/txntoken"
+	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
 func main() {
 	if err := run(context.Background(), os.Stdout); err != nil {
-		var ce *errcode.Error
-		if errors.As(err, &ce) {
-			fmt.Fprintf(os.Stderr, "error: %s\ndetail: %s\n", ce.Code, ce.Error())
-		} else {
-			fmt.Fprintf(os.Stderr, "twodomains: %v\n", err)
-		}
+		testbed.WriteError(os.Stderr, "twodomains", err)
 		os.Exit(1)
 	}
 }
@@ -61,79 +52,61 @@ var bindGrant = handoff.BindGrant
 func run(ctx context.Context, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	p := &printer{w: w}
+	p := testbed.NewSteps(w)
 	fmt.Fprintln(w, "A2A across two trust domains: a planner in a.example hands work to an agent in b.example (a2a-go, loopback)")
 
-	p.stepf("trust domains a.example and b.example: a WIT issuer and a TTS (AS A, AS B) each")
-	a, b, err := twoDomains(ctx)
+	p.Step("trust domains a.example and b.example: a WIT issuer and a TTS (AS A, AS B) each")
+	world, err := testbed.Start(ctx)
 	if err != nil {
 		return err
 	}
-	defer a.close()
-	defer b.close()
-	planner, hotel := a.workload("/agent/planner"), b.workload("/agent/hotel")
-	witsAB := wits(ctx, a, b) // both sides trust both WIT issuers
-	p.info("a.example: WIT issuer %s   TTS/AS A %s", a.witURL, a.ttsURL)
-	p.info("b.example: WIT issuer %s   TTS/AS B %s", b.witURL, b.ttsURL)
+	defer world.Close()
+	a, b := world.A, world.B
+	planner, hotel := a.Workload("/agent/planner"), b.Workload("/agent/hotel")
+	witsAB := testbed.WITs(ctx, a, b) // both sides trust both WIT issuers
+	p.Info("a.example: WIT issuer %s   TTS/AS A %s", a.WITURL, a.TTSURL)
+	p.Info("b.example: WIT issuer %s   TTS/AS B %s", b.WITURL, b.TTSURL)
 
 	// Handoff keys: the AgentIds are the workload identifiers.
-	plannerHK, err := keys.Generate(keys.ES256)
+	handoffs, err := testbed.NewHandoffs(planner.ID, hotel.ID)
 	if err != nil {
 		return err
 	}
-	hotelHK, err := keys.Generate(keys.ES256)
-	if err != nil {
-		return err
-	}
-	agents := handoff.NewStaticTrust()
-	if err := errors.Join(agents.Bind(planner.id.String(), plannerHK.Public()), agents.Bind(hotel.id.String(), hotelHK.Public())); err != nil {
-		return err
-	}
-	delegator, err := handoff.NewDelegator(handoff.DelegatorConfig{Self: planner.id.String(), Key: plannerHK, Trust: agents})
-	if err != nil {
-		return err
-	}
+	delegator := handoffs.Delegator
 
-	p.stepf("the hotel agent (b.example) serves A2A over a2a-go behind its dialog receiver")
-	base, workErr, stop, err := serveHotel(ctx, p, b, hotel, witsAB, agents, hotelHK)
+	p.Step("the hotel agent (b.example) serves A2A over a2a-go behind its dialog receiver")
+	base, workErr, stop, err := serveHotel(ctx, p, b, hotel, witsAB, handoffs)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	p.info("agent card %s%s", base, cardPath)
+	p.Info("agent card %s%s", base, cardPath)
 
-	p.stepf("the planner (a.example) is in dialog D1, with a Txn-Token of TTS A recording it")
+	p.Step("the planner (a.example) is in dialog D1, with a Txn-Token of TTS A recording it")
 	d1 := agent.NewDialogID()
-	txnA, err := txnTokenForD1(ctx, a, planner, d1)
+	txnA, err := a.TxnToken(ctx, planner, "alice@"+a.Name, testbed.Scope, d1)
 	if err != nil {
 		return err
 	}
-	p.ok("TTS A issued the Txn-Token for D1 = %s", d1)
+	p.OK("TTS A issued the Txn-Token for D1 = %s", d1)
 
-	p.stepf("the planner links dialog D2 to the hotel: fetching its agent card is D2's first request")
-	signing := func(src wit.Source) *agent.Transport {
-		return &agent.Transport{Source: src, Proof: proof.HTTPSig, Responses: httpsig.NewVerifier(witsAB), RequireSignedResponse: true}
-	}
-	lc := &linkedClient{
-		linker: &agent.Linker{Self: planner.id, Transport: signing(planner.src)},
-		config: agent.LinkConfig{TxnToken: txnA, GrantEndpoint: a.tokenEndpoint(), PeerIssuer: b.ttsURL, PeerTokenEndpoint: b.tokenEndpoint(), Scope: "trip.book"},
-		inD2: func(l *agent.Linked) (http.RoundTripper, error) {
-			hc, err := dialoga2a.NewHTTPClient(dialoga2a.ClientConfig{Transport: signing(pinned{l.Credential}), Dialog: l.Dialog, Delegator: delegator})
-			if err != nil {
-				return nil, err
-			}
-			return hc.Transport, nil
-		},
-	}
+	p.Step("the planner links dialog D2 to the hotel: fetching its agent card is D2's first request")
+	lc := world.Link(planner, txnA, witsAB, func(l *agent.Linked, t *agent.Transport) (http.RoundTripper, error) {
+		hc, err := dialoga2a.NewHTTPClient(dialoga2a.ClientConfig{Transport: t, Dialog: l.Dialog, Delegator: delegator})
+		if err != nil {
+			return nil, err
+		}
+		return hc.Transport, nil
+	})
 	hc := &http.Client{Transport: lc}
 	card, err := agentcard.NewResolver(hc).Resolve(ctx, base)
 	if err != nil {
 		return err
 	}
 	linked := lc.Linked()
-	p.ok("AS A issued a grant for AS B with D1's Txn-Token; AS B redeemed it for an access token of b.example")
-	p.ok("the hotel established D2 with the planner as initiator; its signed response echoes D2")
-	p.info("D2 = %s (D1 and its Txn-Token stayed in a.example)", linked.Dialog.DLG())
+	p.OK("AS A issued a grant for AS B with D1's Txn-Token; AS B redeemed it for an access token of b.example")
+	p.OK("the hotel established D2 with the planner as initiator; its signed response echoes D2")
+	p.Info("D2 = %s (D1 and its Txn-Token stayed in a.example)", linked.Dialog.DLG())
 	// The extension is listed on every call by the interceptor; the transport is the
 	// linked dialog's, every request with the access token.
 	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2aclient.WithInterceptors(dialoga2a.NewInterceptor(delegator)))
@@ -141,10 +114,10 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 
-	p.stepf("the planner sends a message in D2 with a handoff offer whose grant is SHA-256(access token)")
+	p.Step("the planner sends a message in D2 with a handoff offer whose grant is SHA-256(access token)")
 	grant := bindGrant([]byte(linked.AccessToken))
 	task := "book a hotel in Lisbon"
-	h, err := delegator.Offer(ctx, handoff.OfferRequest{Offer: handoff.Offer{Aud: hotel.id.String(), Dialog: linked.Dialog.DLG(), Task: &task, Grant: &grant}})
+	h, err := delegator.Offer(ctx, handoff.OfferRequest{Offer: handoff.Offer{Aud: hotel.ID.String(), Dialog: linked.Dialog.DLG(), Task: &task, Grant: &grant}})
 	if err != nil {
 		return err
 	}
@@ -158,32 +131,23 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 
-	p.stepf("the hotel's signed status comes back in the task's status message")
+	p.Step("the hotel's signed status comes back in the task's status message")
 	st, err := dialoga2a.ReplyStatus(res)
 	if err != nil {
 		return err
 	}
-	if st == nil {
-		return errors.Join(workErr(), errcode.New(errcode.HandoffPolicy, "the reply carries no handoff status"))
-	}
-	u, err := delegator.HandleStatus(ctx, *st)
+	u, err := testbed.Completed(ctx, delegator, st, workErr)
 	if err != nil {
 		return err
-	}
-	if u.Status.State != handoff.StateCompleted || !u.Hop.Resolved {
-		if err := workErr(); err != nil {
-			return err
-		}
-		return errcode.New(errcode.HandoffPolicy, "the hotel answered %q (reason %q)", u.Status.State, u.Status.ReasonValue())
 	}
 	t, _ := res.(*a2a.Task)
 	if t == nil {
 		return errcode.New(errcode.HandoffPolicy, "the reply is not a task")
 	}
-	p.ok("planner: verified the hotel's signed %q status: the hop is resolved; the task is %s", u.Status.State, t.Status.State)
+	p.OK("planner: verified the hotel's signed %q status: the hop is resolved; the task is %s", u.Status.State, t.Status.State)
 	for _, part := range t.Status.Message.Parts {
 		if tp, ok := part.(a2a.TextPart); ok {
-			p.info("the agent's answer: %s", tp.Text)
+			p.Info("the agent's answer: %s", tp.Text)
 		}
 	}
 	fmt.Fprintln(w, "done: every step passed")
@@ -199,33 +163,24 @@ const cardPath = "/.well-known/agent-card.json"
 // handoffs in A2A 0.3 messages only and requires their grant, and signs its responses;
 // the work checks the access token of the linked dialog before booking. workErr
 // returns the error the work failed with, if any.
-func serveHotel(ctx context.Context, p *printer, b *domain, hotel workload, witsAB *wit.Validator, agents *handoff.StaticTrust, hotelHK *keys.PrivateKey) (base string, workErr func() error, stop func(), err error) {
+func serveHotel(ctx context.Context, p *testbed.Steps, b *testbed.Domain, hotel testbed.Workload, witsAB *wit.Validator, handoffs *testbed.Handoffs) (base string, workErr func() error, stop func(), err error) {
 	srv := httptest.NewUnstartedServer(nil)
 	base = "http://" + srv.Listener.Addr().String()
 	endpoint := base + "/a2a"
 	// The handoff key was made just now, with these records: no offer predates them
 	// (section 8.4 does not apply).
-	hr := handoff.NewReceiver(hotel.id.String(), agents, store.NewMemoryRecords(), handoff.WithStatusKey(hotelHK),
+	hr := handoff.NewReceiver(hotel.ID.String(), handoffs.Trust, store.NewMemoryRecords(), handoff.WithStatusKey(handoffs.DelegateKey),
 		handoff.WithGrantRequired(), handoff.WithRecordsLostAt(time.Time{}))
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(witsAB, httpsig.WithAudiences(endpoint, base+cardPath), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())),
-		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
-			c, err := hotel.src.Credential(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return httpsig.NewSigner(c.Key, c.WIT), nil
-		}),
+		testbed.SignsResponses(hotel),
 		dialog.WithHandoffsIn(hr, dialog.A2A03),
 	)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	ttsBKeys := b.ttsKeys(ctx)
-	ats := &chaining.AccessTokenVerifier{Keys: ttsBKeys, Issuer: b.ttsURL, Audience: b.name}
-	ttsB := &txntoken.Client{TokenEndpoint: b.tokenEndpoint(), WITSource: hotel.src, Proof: proof.HTTPSig}
-	txnB := txntoken.NewVerifier(ttsBKeys, b.name)
+	acceptor := b.LinkAcceptor(ctx, hotel)
 	var mu sync.Mutex
 	var failed error
 	book := func(ctx context.Context, reqCtx *a2asrv.RequestContext) (*a2a.Message, error) {
@@ -236,9 +191,9 @@ func serveHotel(ctx context.Context, p *printer, b *domain, hotel workload, wits
 				header["Authorization"] = vals
 			}
 		}
-		tok, txn, err := acceptLinked(ctx, v, header, ats, ttsB, txnB, b.name)
+		tok, txn, err := acceptor.Accept(ctx, v, header)
 		if err == nil {
-			err = grantIsDigestOf(v, tok)
+			err = testbed.CheckGrantIsDigestOf(v, tok)
 		}
 		if err != nil {
 			mu.Lock()
@@ -246,11 +201,11 @@ func serveHotel(ctx context.Context, p *printer, b *domain, hotel workload, wits
 			mu.Unlock()
 			return nil, err // the executor ends the task with the signed "failed" status
 		}
-		p.ok("hotel: the WIT of %s verified with a.example's issuer keys, and its HTTP signature", v.Sender)
-		p.ok("hotel: the signature covers Dialog-Context D2 (initiator: the sender) and the access token")
-		p.ok("hotel: the access token is AS B's, for b.example, issued to the planner and bound to its WIT key")
-		p.ok("hotel: the offer (signed by the planner, for D2) names as grant the SHA-256 of that access token")
-		p.ok("hotel: TTS B exchanged the access token for a Txn-Token of b.example recording D2 (sub %q)", txn.Sub)
+		p.OK("hotel: the WIT of %s verified with a.example's issuer keys, and its HTTP signature", v.Sender)
+		p.OK("hotel: the signature covers Dialog-Context D2 (initiator: the sender) and the access token")
+		p.OK("hotel: the access token is AS B's, for b.example, issued to the planner and bound to its WIT key")
+		p.OK("hotel: the offer (signed by the planner, for D2) names as grant the SHA-256 of that access token")
+		p.OK("hotel: TTS B exchanged the access token for a Txn-Token of b.example recording D2 (sub %q)", txn.Sub)
 		return a2a.NewMessageForTask(a2a.MessageRoleAgent, reqCtx, a2a.TextPart{Text: "booked in Lisbon"}), nil
 	}
 	card := &a2a.AgentCard{Name: "hotel", Description: "books hotels", URL: endpoint, PreferredTransport: a2a.TransportProtocolJSONRPC,

@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,26 +24,17 @@ import (
 
 	dialogmcp "github.com/dialogtrust/dialogtrust/adapters/mcp"
 	"github.com/dialogtrust/dialogtrust/agent"
-	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/dialog"
-	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/keys"
-	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
-	"github.com/dialogtrust/dialogtrust/txntoken"
+	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
 func main() {
 	if err := run(context.Background(), os.Stdout); err != nil {
-		var ce *errcode.Error
-		if errors.As(err, &ce) {
-			fmt.Fprintf(os.Stderr, "error: %s\ndetail: %s\n", ce.Code, ce.Error())
-		} else {
-			fmt.Fprintf(os.Stderr, "twodomains: %v\n", err)
-		}
+		testbed.WriteError(os.Stderr, "twodomains", err)
 		os.Exit(1)
 	}
 }
@@ -57,70 +47,52 @@ var bindGrant = handoff.BindGrant
 func run(ctx context.Context, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	p := &printer{w: w}
+	p := testbed.NewSteps(w)
 	fmt.Fprintln(w, "MCP across two trust domains: a planner in a.example calls a tool in b.example (go-sdk, loopback)")
 
-	p.stepf("trust domains a.example and b.example: a WIT issuer and a TTS (AS A, AS B) each")
-	a, b, err := twoDomains(ctx)
+	p.Step("trust domains a.example and b.example: a WIT issuer and a TTS (AS A, AS B) each")
+	world, err := testbed.Start(ctx)
 	if err != nil {
 		return err
 	}
-	defer a.close()
-	defer b.close()
-	planner, hotel := a.workload("/agent/planner"), b.workload("/tool/hotel")
-	witsAB := wits(ctx, a, b) // both sides trust both WIT issuers
-	p.info("a.example: WIT issuer %s   TTS/AS A %s", a.witURL, a.ttsURL)
-	p.info("b.example: WIT issuer %s   TTS/AS B %s", b.witURL, b.ttsURL)
+	defer world.Close()
+	a, b := world.A, world.B
+	planner, hotel := a.Workload("/agent/planner"), b.Workload("/tool/hotel")
+	witsAB := testbed.WITs(ctx, a, b) // both sides trust both WIT issuers
+	p.Info("a.example: WIT issuer %s   TTS/AS A %s", a.WITURL, a.TTSURL)
+	p.Info("b.example: WIT issuer %s   TTS/AS B %s", b.WITURL, b.TTSURL)
 
 	// Handoff keys: the AgentIds are the workload identifiers.
-	plannerHK, err := keys.Generate(keys.ES256)
+	handoffs, err := testbed.NewHandoffs(planner.ID, hotel.ID)
 	if err != nil {
 		return err
 	}
-	hotelHK, err := keys.Generate(keys.ES256)
-	if err != nil {
-		return err
-	}
-	agents := handoff.NewStaticTrust()
-	if err := errors.Join(agents.Bind(planner.id.String(), plannerHK.Public()), agents.Bind(hotel.id.String(), hotelHK.Public())); err != nil {
-		return err
-	}
-	delegator, err := handoff.NewDelegator(handoff.DelegatorConfig{Self: planner.id.String(), Key: plannerHK, Trust: agents})
-	if err != nil {
-		return err
-	}
+	delegator := handoffs.Delegator
 
-	p.stepf("the hotel (b.example) serves the book_hotel tool over go-sdk behind its dialog receiver")
-	url, toolErr, stop, err := serveHotel(ctx, p, b, hotel, witsAB, agents, hotelHK)
+	p.Step("the hotel (b.example) serves the book_hotel tool over go-sdk behind its dialog receiver")
+	url, toolErr, stop, err := serveHotel(ctx, p, b, hotel, witsAB, handoffs)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	p.info("MCP endpoint %s", url)
+	p.Info("MCP endpoint %s", url)
 
-	p.stepf("the planner (a.example) is in dialog D1, with a Txn-Token of TTS A recording it")
+	p.Step("the planner (a.example) is in dialog D1, with a Txn-Token of TTS A recording it")
 	d1 := agent.NewDialogID()
-	txnA, err := txnTokenForD1(ctx, a, planner, d1)
+	txnA, err := a.TxnToken(ctx, planner, "alice@"+a.Name, testbed.Scope, d1)
 	if err != nil {
 		return err
 	}
-	p.ok("TTS A issued the Txn-Token for D1 = %s", d1)
+	p.OK("TTS A issued the Txn-Token for D1 = %s", d1)
 
-	p.stepf("the planner links dialog D2 to the hotel: go-sdk's initialize is D2's first request")
-	signing := func(src wit.Source) *agent.Transport {
-		return &agent.Transport{Source: src, Proof: proof.HTTPSig, Responses: httpsig.NewVerifier(witsAB), RequireSignedResponse: true}
-	}
-	lc := &linkedClient{
-		linker: &agent.Linker{Self: planner.id, Transport: signing(planner.src)},
-		config: agent.LinkConfig{TxnToken: txnA, GrantEndpoint: a.tokenEndpoint(), PeerIssuer: b.ttsURL, PeerTokenEndpoint: b.tokenEndpoint(), Scope: "trip.book"},
-		inD2: func(l *agent.Linked) (http.RoundTripper, error) {
-			hc, err := dialogmcp.NewHTTPClient(dialogmcp.ClientConfig{Transport: signing(pinned{l.Credential}), Dialog: l.Dialog, Delegator: delegator})
-			if err != nil {
-				return nil, err
-			}
-			return hc.Transport, nil
-		},
-	}
+	p.Step("the planner links dialog D2 to the hotel: go-sdk's initialize is D2's first request")
+	lc := world.Link(planner, txnA, witsAB, func(l *agent.Linked, t *agent.Transport) (http.RoundTripper, error) {
+		hc, err := dialogmcp.NewHTTPClient(dialogmcp.ClientConfig{Transport: t, Dialog: l.Dialog, Delegator: delegator})
+		if err != nil {
+			return nil, err
+		}
+		return hc.Transport, nil
+	})
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "planner", Version: "v1"}, nil).Connect(ctx,
 		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: lc}, DisableStandaloneSSE: true, MaxRetries: -1}, nil)
 	if err != nil {
@@ -128,14 +100,14 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	defer cs.Close()
 	linked := lc.Linked()
-	p.ok("AS A issued a grant for AS B with D1's Txn-Token; AS B redeemed it for an access token of b.example")
-	p.ok("the hotel established D2 with the planner as initiator; its signed response echoes D2")
-	p.info("D2 = %s (D1 and its Txn-Token stayed in a.example)", linked.Dialog.DLG())
+	p.OK("AS A issued a grant for AS B with D1's Txn-Token; AS B redeemed it for an access token of b.example")
+	p.OK("the hotel established D2 with the planner as initiator; its signed response echoes D2")
+	p.Info("D2 = %s (D1 and its Txn-Token stayed in a.example)", linked.Dialog.DLG())
 
-	p.stepf("the planner calls book_hotel in D2 with a handoff offer whose grant is SHA-256(access token)")
+	p.Step("the planner calls book_hotel in D2 with a handoff offer whose grant is SHA-256(access token)")
 	grant := bindGrant([]byte(linked.AccessToken))
 	task := "book a hotel in Lisbon"
-	h, err := delegator.Offer(ctx, handoff.OfferRequest{Offer: handoff.Offer{Aud: hotel.id.String(), Dialog: linked.Dialog.DLG(), Task: &task, Grant: &grant}})
+	h, err := delegator.Offer(ctx, handoff.OfferRequest{Offer: handoff.Offer{Aud: hotel.ID.String(), Dialog: linked.Dialog.DLG(), Task: &task, Grant: &grant}})
 	if err != nil {
 		return err
 	}
@@ -148,28 +120,19 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 
-	p.stepf("the hotel's signed status comes back in the result's _meta")
+	p.Step("the hotel's signed status comes back in the result's _meta")
 	st, err := dialogmcp.ResultStatus(res)
 	if err != nil {
 		return err
 	}
-	if st == nil {
-		return errors.Join(toolErr(), errcode.New(errcode.HandoffPolicy, "the tool's result carries no handoff status"))
-	}
-	u, err := delegator.HandleStatus(ctx, *st)
+	u, err := testbed.Completed(ctx, delegator, st, toolErr)
 	if err != nil {
 		return err
 	}
-	if u.Status.State != handoff.StateCompleted || !u.Hop.Resolved {
-		if err := toolErr(); err != nil {
-			return err
-		}
-		return errcode.New(errcode.HandoffPolicy, "the hotel answered %q (reason %q)", u.Status.State, u.Status.ReasonValue())
-	}
-	p.ok("planner: verified the hotel's signed %q status: the hop is resolved", u.Status.State)
+	p.OK("planner: verified the hotel's signed %q status: the hop is resolved", u.Status.State)
 	for _, c := range res.Content {
 		if t, ok := c.(*mcp.TextContent); ok {
-			p.info("the tool's answer: %s", t.Text)
+			p.Info("the tool's answer: %s", t.Text)
 		}
 	}
 	fmt.Fprintln(w, "done: every step passed")
@@ -181,46 +144,37 @@ func run(ctx context.Context, w io.Writer) error {
 // HTTP signature, reads handoffs in MCP requests only and requires their grant, and signs
 // its responses; the tool checks the access token of the linked dialog before the work.
 // toolErr returns the error the tool refused with, if any.
-func serveHotel(ctx context.Context, p *printer, b *domain, hotel workload, witsAB *wit.Validator, agents *handoff.StaticTrust, hotelHK *keys.PrivateKey) (url string, toolErr func() error, stop func(), err error) {
+func serveHotel(ctx context.Context, p *testbed.Steps, b *testbed.Domain, hotel testbed.Workload, witsAB *wit.Validator, handoffs *testbed.Handoffs) (url string, toolErr func() error, stop func(), err error) {
 	srv := httptest.NewUnstartedServer(nil)
 	url = "http://" + srv.Listener.Addr().String() + "/mcp"
 	// The handoff key was made just now, with these records: no offer predates them
 	// (section 8.4 does not apply).
-	hr := handoff.NewReceiver(hotel.id.String(), agents, store.NewMemoryRecords(), handoff.WithStatusKey(hotelHK),
+	hr := handoff.NewReceiver(hotel.ID.String(), handoffs.Trust, store.NewMemoryRecords(), handoff.WithStatusKey(handoffs.DelegateKey),
 		handoff.WithGrantRequired(), handoff.WithRecordsLostAt(time.Time{}))
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(witsAB, httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())),
-		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
-			c, err := hotel.src.Credential(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return httpsig.NewSigner(c.Key, c.WIT), nil
-		}),
+		testbed.SignsResponses(hotel),
 		dialog.WithHandoffsIn(hr, dialog.MCP),
 	)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	ttsBKeys := b.ttsKeys(ctx)
-	ats := &chaining.AccessTokenVerifier{Keys: ttsBKeys, Issuer: b.ttsURL, Audience: b.name}
-	ttsB := &txntoken.Client{TokenEndpoint: b.tokenEndpoint(), WITSource: hotel.src, Proof: proof.HTTPSig}
-	txnB := txntoken.NewVerifier(ttsBKeys, b.name)
+	acceptor := b.LinkAcceptor(ctx, hotel)
 	var mu sync.Mutex
 	var refused error
 	book := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		v := dialogmcp.Verified(req)
-		tok, txn, err := acceptLinked(ctx, v, req.Extra.Header, ats, ttsB, txnB, b.name)
+		tok, txn, err := acceptor.Accept(ctx, v, req.Extra.Header)
 		if err == nil {
-			err = grantIsDigestOf(v, tok)
+			err = testbed.CheckGrantIsDigestOf(v, tok)
 		}
 		if err == nil {
-			p.ok("hotel: the WIT of %s verified with a.example's issuer keys, and its HTTP signature", v.Sender)
-			p.ok("hotel: the signature covers Dialog-Context D2 (initiator: the sender) and the access token")
-			p.ok("hotel: the access token is AS B's, for b.example, issued to the planner and bound to its WIT key")
-			p.ok("hotel: the offer (signed by the planner, for D2) names as grant the SHA-256 of that access token")
-			p.ok("hotel: TTS B exchanged the access token for a Txn-Token of b.example recording D2 (sub %q)", txn.Sub)
+			p.OK("hotel: the WIT of %s verified with a.example's issuer keys, and its HTTP signature", v.Sender)
+			p.OK("hotel: the signature covers Dialog-Context D2 (initiator: the sender) and the access token")
+			p.OK("hotel: the access token is AS B's, for b.example, issued to the planner and bound to its WIT key")
+			p.OK("hotel: the offer (signed by the planner, for D2) names as grant the SHA-256 of that access token")
+			p.OK("hotel: TTS B exchanged the access token for a Txn-Token of b.example recording D2 (sub %q)", txn.Sub)
 		}
 		if err != nil {
 			mu.Lock()

@@ -1,0 +1,23 @@
+// Package testbed starts two trust domains in this process, on loopback, for examples
+// and tests: a.example and b.example, each with its WIT issuer (package witissuer,
+// development authentication) and its TTS with the identity-chaining authorization
+// server behind the same token endpoint (packages tts and chaining), wired as
+// cmd/wit-issuer and cmd/tts wire them. a.example's AS issues JWT authorization grants
+// for b.example's (AS A); b.example's redeems them for access tokens of b.example (AS
+// B), and trusts a.example's WITs for that (dialog-binding section 11, Figure 5;
+// oauth.md 2 and 4).
+//
+// StartDomain starts one such domain alone, without identity chaining (the
+// dialog and proxy end-to-end tests run in one).
+//
+// On top of the services it holds the two ends of a dialog linked across the boundary
+// that the protocol adapters' examples (adapters/mcp, adapters/a2a) share: the
+// initiator's LinkedClient, whose first request links the dialog through an
+// agent.Linker, and the peer's LinkAcceptor, agent.LinkAcceptor plus the verification
+// of the Txn-Token its TTS issues for the linked dialog. What differs per protocol (the
+// SDK's client and server, where the handoff travels) stays in the adapters.
+//
+// Everything here is for development: the WIT issuers authenticate nobody (witissuer.NewDev),
+// keys are generated at start and state is in memory. Nothing of it is to be reachable
+// from elsewhere; every server listens on 127.0.0.1.
+package testbed
