@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -55,23 +57,30 @@ func (s stubTTS) RoundTrip(r *http.Request) (*http.Response, error) {
 		Body: io.NopCloser(bytes.NewReader(s.body)), ContentLength: int64(len(s.body)), Request: r}, nil
 }
 
-// benchWorld is one request's work done two ways for the same workloads, the same
+// benchWorld is one request's work done three ways for the same workloads, the same
 // receiver (its WIT validator and cache, its replay store, its Txn-Token verifier and
 // its response signer), the same Txn-Token source behaviour and the same handler:
 // (A) agent.Transport to dialog.Receiver's middleware in front of the handler, and (B) a
-// plain client to an Egress, to an Ingress, to the handler behind it; every hop is
-// real HTTP over loopback.
-//
-// hopsU and appU serve the floor of (B) beside (A): the two exchanges (B) has and (A)
-// has not, replayed plain (client to egress, ingress to application), with the fields
-// and answers that travelled there in the warm-up request.
+// plain client to an Egress, to an Ingress, to the handler behind it, twice: pairs[0]
+// with B's two local hops (client to egress, ingress to application) over loopback
+// TCP, pairs[1] over Unix domain sockets, as a sidecar's local hops usually are. Every
+// hop is real HTTP; A's one exchange and B's between the proxies are the network hop
+// both have, TCP in every case.
 type benchWorld struct {
 	dc      *dialog.Context
 	direct  *agent.Agent
 	directU string
+	body    []byte
+	pairs   [2]*benchPair
+}
+
+// benchPair is one (B): its client, the egress's URL for it, and the floor beside (A):
+// hopsU and appU serve B's two exchanges that A has not, replayed plain on the same kind
+// of listener (client to egress, ingress to application), with the fields and answers
+// that travelled there in the warm-up request.
+type benchPair struct {
 	plain   *http.Client
 	egressU string
-	body    []byte
 
 	hopsU, appU string
 	// egressAnswer is what the egress answered the warm-up request; appFields, the
@@ -82,6 +91,55 @@ type benchWorld struct {
 }
 
 const benchDialog = "D1"
+
+// benchListener is a listener for one of B's local hops: loopback TCP, or a Unix socket
+// named name in dir.
+func benchListener(b *testing.B, unix bool, dir, name string) net.Listener {
+	if !unix {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		mustOK(b, err)
+		return ln
+	}
+	ln, err := net.Listen("unix", filepath.Join(dir, name))
+	mustOK(b, err)
+	return ln
+}
+
+// startOn serves h on ln until the benchmark ends; the URL is http://host:port, or
+// unix:///path for a Unix socket.
+func startOn(b *testing.B, ln net.Listener, h http.Handler) string {
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	b.Cleanup(srv.Close)
+	if a, ok := ln.Addr().(*net.UnixAddr); ok {
+		return "unix://" + a.Name
+	}
+	return srv.URL
+}
+
+// unixDialer sends a connection for host:80 to the socket sockets names for it (the
+// client side of B's local hops on Unix sockets, net/http's own transport dialing).
+func unixDialer(sockets map[string]string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if p, ok := sockets[addr]; ok {
+			return d.DialContext(ctx, "unix", p)
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// localURL is the URL a client of B's local hop uses for a server at u: u itself, or
+// for a Unix socket http://<name> with the dialer sending <name>:80 to the socket.
+func localURL(u, name string, sockets map[string]string) string {
+	if p, ok := strings.CutPrefix(u, "unix://"); ok {
+		sockets[name+":80"] = p
+		return "http://" + name
+	}
+	return u
+}
 
 func newBenchWorld(b *testing.B, method proof.Method, alg string) *benchWorld {
 	d := testkit.NewDomain(b, td, alg, testkit.NewClock(time.Now()))
@@ -138,51 +196,57 @@ func newBenchWorld(b *testing.B, method proof.Method, alg string) *benchWorld {
 		Tokens: agent.NewTTSSource(ttsClient, td, "trip.book", subject, nil), Proof: method, Responses: responses,
 		RequireSignedResponse: signed, Audience: func(*http.Request) string { return recipient }}}}
 
-	// B: through the pair.
-	world := &benchWorld{}
+	// B: through the pair; its local hops on TCP or Unix sockets, the hop between the
+	// proxies on TCP.
 	app := func(w http.ResponseWriter, r *http.Request) { handle(w, r, r.Header.Get(proxy.VerifiedSenderField)) }
-	appSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if world.appFields == nil {
-			world.appFields = r.Header.Clone()
+	newPair := func(unix bool) *benchPair {
+		dir := ""
+		if unix {
+			dir = b.TempDir()
 		}
-		app(w, r)
-	}))
-	b.Cleanup(appSrv.Close)
-	in, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: appSrv.URL})
-	mustOK(b, err)
-	ingress := httptest.NewServer(in)
-	b.Cleanup(ingress.Close)
-	eg, err := proxy.NewEgress(proxy.EgressConfig{Self: a1.ID, WIT: a1src, TTS: ttsClient, Subject: subject, Responses: responses,
-		Routes: []proxy.Route{{Prefix: "/t1", Upstream: ingress.URL, TxnAudience: td, TxnScope: "trip.book",
-			Proof: method, RequireSignedResponse: signed, Recipient: recipient}}})
-	mustOK(b, err)
-	egress := httptest.NewServer(eg)
-	b.Cleanup(egress.Close)
-	plainTr := http.DefaultTransport.(*http.Transport).Clone()
-	plainTr.Proxy = nil
-	b.Cleanup(plainTr.CloseIdleConnections)
-
-	// The floor's two plain servers: one answers as the egress answered, the other is
-	// the application again.
-	hops := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.ReadAll(r.Body)
-		for k, v := range world.egressAnswer {
-			if k != "Content-Length" && k != "Date" {
-				w.Header()[k] = v
+		pair := &benchPair{}
+		appURL := startOn(b, benchListener(b, unix, dir, "app.sock"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if pair.appFields == nil {
+				pair.appFields = r.Header.Clone()
 			}
-		}
-		_, _ = w.Write(world.egressAnswerBody)
-	}))
-	b.Cleanup(hops.Close)
-	appAgain := httptest.NewServer(http.HandlerFunc(app))
-	b.Cleanup(appAgain.Close)
+			app(w, r)
+		}))
+		in, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: appURL})
+		mustOK(b, err)
+		ingress := httptest.NewServer(in)
+		b.Cleanup(ingress.Close)
+		eg, err := proxy.NewEgress(proxy.EgressConfig{Self: a1.ID, WIT: a1src, TTS: ttsClient, Subject: subject, Responses: responses,
+			Routes: []proxy.Route{{Prefix: "/t1", Upstream: ingress.URL, TxnAudience: td, TxnScope: "trip.book",
+				Proof: method, RequireSignedResponse: signed, Recipient: recipient}}})
+		mustOK(b, err)
+		sockets := map[string]string{}
+		pair.egressU = localURL(startOn(b, benchListener(b, unix, dir, "egress.sock"), eg), "egress", sockets) + "/t1/invoke"
+		plainTr := http.DefaultTransport.(*http.Transport).Clone()
+		plainTr.Proxy = nil
+		plainTr.DialContext = unixDialer(sockets)
+		b.Cleanup(plainTr.CloseIdleConnections)
+		pair.plain = &http.Client{Transport: plainTr}
+
+		// The floor's two plain servers, on the same kind of listener as B's local
+		// hops: one answers as the egress answered, the other is the application again.
+		hopsURL := startOn(b, benchListener(b, unix, dir, "hops.sock"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.ReadAll(r.Body)
+			for k, v := range pair.egressAnswer {
+				if k != "Content-Length" && k != "Date" {
+					w.Header()[k] = v
+				}
+			}
+			_, _ = w.Write(pair.egressAnswerBody)
+		}))
+		pair.hopsU = localURL(hopsURL, "hops", sockets) + "/t1/invoke"
+		pair.appU = localURL(startOn(b, benchListener(b, unix, dir, "app-again.sock"), http.HandlerFunc(app)), "app-again", sockets) + "/invoke"
+		return pair
+	}
 
 	dc, err := dialog.New(benchDialog, a1.ID)
 	mustOK(b, err)
-	*world = benchWorld{dc: dc, direct: directAgent, directU: direct.URL + "/invoke", plain: &http.Client{Transport: plainTr},
-		egressU: egress.URL + "/t1/invoke", body: []byte(`{"tool":"search","arguments":{"q":"flights to Lisbon","max":5}}`),
-		hopsU: hops.URL + "/t1/invoke", appU: appAgain.URL + "/invoke"}
-	return world
+	return &benchWorld{dc: dc, direct: directAgent, directU: direct.URL + "/invoke",
+		body: []byte(`{"tool":"search","arguments":{"q":"flights to Lisbon","max":5}}`), pairs: [2]*benchPair{newPair(false), newPair(true)}}
 }
 
 // viaAgent is request A: the answer's body.
@@ -196,33 +260,33 @@ func (w *benchWorld) viaAgent(b *testing.B) []byte {
 }
 
 // viaProxies is request B: the same request, plain, through the egress and the ingress.
-func (w *benchWorld) viaProxies(b *testing.B) []byte {
-	req, err := http.NewRequest(http.MethodPost, w.egressU, bytes.NewReader(w.body))
+func (w *benchWorld) viaProxies(b *testing.B, p *benchPair) []byte {
+	req, err := http.NewRequest(http.MethodPost, p.egressU, bytes.NewReader(w.body))
 	mustOK(b, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(dialog.HeaderName, w.dc.Value())
-	res, err := w.plain.Do(req)
+	res, err := p.plain.Do(req)
 	mustOK(b, err)
 	body := readOK(b, res)
-	if w.egressAnswer == nil {
-		w.egressAnswer, w.egressAnswerBody = res.Header, body
+	if p.egressAnswer == nil {
+		p.egressAnswer, p.egressAnswerBody = res.Header, body
 	}
 	return body
 }
 
 // plainHops is the floor of what (B) adds: its two exchanges that (A) has not, plain.
-func (w *benchWorld) plainHops(b *testing.B) {
-	req, err := http.NewRequest(http.MethodPost, w.hopsU, bytes.NewReader(w.body))
+func (w *benchWorld) plainHops(b *testing.B, p *benchPair) {
+	req, err := http.NewRequest(http.MethodPost, p.hopsU, bytes.NewReader(w.body))
 	mustOK(b, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(dialog.HeaderName, w.dc.Value())
-	res, err := w.plain.Do(req)
+	res, err := p.plain.Do(req)
 	mustOK(b, err)
 	readOK(b, res)
-	req, err = http.NewRequest(http.MethodPost, w.appU, bytes.NewReader(w.body))
+	req, err = http.NewRequest(http.MethodPost, p.appU, bytes.NewReader(w.body))
 	mustOK(b, err)
-	req.Header = w.appFields.Clone()
-	res, err = w.plain.Do(req)
+	req.Header = p.appFields.Clone()
+	res, err = p.plain.Do(req)
 	mustOK(b, err)
 	readOK(b, res)
 }
@@ -240,15 +304,18 @@ func readOK(b *testing.B, res *http.Response) []byte {
 // BenchmarkProxyPairRatio is issue 15's budget: the CPU the proxy pair spends on one
 // request against the in-process agent.Transport and dialog.Receiver doing the same
 // work. Each iteration sends one request each way (A: agent.Transport to the receiver's
-// middleware; B: a plain client through Egress and Ingress), in one dialog, with the
-// same credentials, receiver, cached Txn-Token and handler, so that both see the same
-// machine at the same moment. CPU is the whole process's (getrusage: user plus system,
-// every goroutine's, client and servers included) read around each request, so other
-// processes on a busy machine do not count; wall time is reported beside it. ratio-x
-// is B's CPU over A's. hops-cpu is the floor of what B adds, measured in the same
-// iteration: B's two exchanges that A has not (client to egress, ingress to
-// application), replayed plain with the same fields and answers; own-cpu is B minus A
-// minus that floor, what the proxies' own code spends beside the work.
+// middleware; B: a plain client through Egress and Ingress, once with B's two local
+// hops on loopback TCP and once on Unix sockets), in one dialog, with the same
+// credentials, receiver, cached Txn-Token and handler, so that all see the same machine
+// at the same moment. CPU is the whole process's (getrusage: user plus system, every
+// goroutine's, client and servers included) read around each request, so other
+// processes on a busy machine do not count; wall time is reported beside it. ratio-x is
+// B's CPU over A's with the local hops on TCP, ratio-unix-x with them on Unix sockets.
+// hops-cpu (hops-unix-cpu) is the floor of what B adds, measured in the same iteration:
+// B's two exchanges that A has not (client to egress, ingress to application),
+// replayed plain with the same fields and answers on the same kind of listener;
+// own-cpu (own-unix-cpu) is B minus A minus that floor, what the proxies' own code
+// spends beside the work.
 func BenchmarkProxyPairRatio(b *testing.B) {
 	for _, method := range []proof.Method{proof.HTTPSig, proof.WPT} {
 		for _, alg := range []string{keys.ES256, keys.EdDSA} {
@@ -264,37 +331,51 @@ func BenchmarkProxyPairRatio(b *testing.B) {
 func benchPairRatio(b *testing.B, method proof.Method, alg string) {
 	w := newBenchWorld(b, method, alg)
 	// Warm: the Txn-Token asked once per side, connections open, WITs cached; and the
-	// two answers are the same document.
-	a, p := w.viaAgent(b), w.viaProxies(b)
-	if !bytes.Equal(a, p) || !strings.Contains(string(a), `"sender":"wimse://`+td+`/agent/a1"`) {
-		b.Fatalf("the two ways answer differently:\n%s\n%s", a, p)
+	// answers are the same document.
+	a := w.viaAgent(b)
+	if !strings.Contains(string(a), `"sender":"wimse://`+td+`/agent/a1"`) {
+		b.Fatalf("A answers %s", a)
 	}
-	w.plainHops(b)
-	var cpuA, cpuB, cpuHops, wallA, wallB time.Duration
+	for _, p := range w.pairs {
+		if got := w.viaProxies(b, p); !bytes.Equal(a, got) {
+			b.Fatalf("the two ways answer differently:\n%s\n%s", a, got)
+		}
+		w.plainHops(b, p)
+	}
+	var cpuA, wallA time.Duration
+	var cpuB, cpuHops, wallB [2]time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		c0, t0 := processCPU(b), time.Now()
 		w.viaAgent(b)
-		c1, t1 := processCPU(b), time.Now()
-		w.viaProxies(b)
-		c2, t2 := processCPU(b), time.Now()
-		w.plainHops(b)
-		c3 := processCPU(b)
-		cpuA += c1 - c0
-		cpuB += c2 - c1
-		cpuHops += c3 - c2
-		wallA += t1.Sub(t0)
-		wallB += t2.Sub(t1)
+		cpuA += processCPU(b) - c0
+		wallA += time.Since(t0)
+		for j := range w.pairs {
+			// Each goes first in every other iteration: neither gains from following
+			// the other.
+			k := j ^ (i & 1)
+			p := w.pairs[k]
+			c1, t1 := processCPU(b), time.Now()
+			w.viaProxies(b, p)
+			c2, t2 := processCPU(b), time.Now()
+			w.plainHops(b, p)
+			c3 := processCPU(b)
+			cpuB[k] += c2 - c1
+			cpuHops[k] += c3 - c2
+			wallB[k] += t2.Sub(t1)
+		}
 	}
 	b.StopTimer()
 	n := float64(b.N)
 	b.ReportMetric(float64(cpuA.Microseconds())/n, "a-cpu-µs/op")
-	b.ReportMetric(float64(cpuB.Microseconds())/n, "b-cpu-µs/op")
 	b.ReportMetric(float64(wallA.Microseconds())/n, "a-wall-µs/op")
-	b.ReportMetric(float64(wallB.Microseconds())/n, "b-wall-µs/op")
-	b.ReportMetric(float64(cpuHops.Microseconds())/n, "hops-cpu-µs/op")
-	b.ReportMetric(float64((cpuB-cpuA-cpuHops).Microseconds())/n, "own-cpu-µs/op")
-	b.ReportMetric(float64(cpuB)/float64(cpuA), "ratio-x")
-	b.ReportMetric(float64(wallB)/float64(wallA), "wall-ratio-x")
+	for k, suffix := range []string{"", "-unix"} {
+		b.ReportMetric(float64(cpuB[k].Microseconds())/n, "b"+suffix+"-cpu-µs/op")
+		b.ReportMetric(float64(wallB[k].Microseconds())/n, "b"+suffix+"-wall-µs/op")
+		b.ReportMetric(float64(cpuHops[k].Microseconds())/n, "hops"+suffix+"-cpu-µs/op")
+		b.ReportMetric(float64((cpuB[k]-cpuA-cpuHops[k]).Microseconds())/n, "own"+suffix+"-cpu-µs/op")
+		b.ReportMetric(float64(cpuB[k])/float64(cpuA), "ratio"+suffix+"-x")
+		b.ReportMetric(float64(wallB[k])/float64(wallA), "wall-ratio"+suffix+"-x")
+	}
 }

@@ -50,6 +50,11 @@
 // VerifiedHandoffFromField, and signs the outcome the application states in
 // HandoffStatusField (or an A2A Task's state gives, Table 1) into the reply.
 //
+// The local hops, the agent to the egress and the ingress to the application, may be
+// Unix domain sockets, as a sidecar's usually are: IngressConfig.Upstream
+// unix:///path/app.sock (net/http's transport dialing the socket), and the egress
+// handler served on any net.Listener (dialogtrust proxy: egress.listen unix:///path).
+//
 // Every refusal is a problem document with a stable errcode code; bodies are bounded
 // by MaxBody in both directions.
 package proxy

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -71,8 +72,13 @@ type app struct {
 }
 
 func startApp(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, body []byte)) *app {
+	return startAppOn(t, nil, answer)
+}
+
+// startAppOn is startApp on ln (nil: a loopback TCP listener of its own).
+func startAppOn(t *testing.T, ln net.Listener, answer func(w http.ResponseWriter, r *http.Request, body []byte)) *app {
 	a := &app{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		a.mu.Lock()
 		a.seen = append(a.seen, r)
@@ -85,6 +91,11 @@ func startApp(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, 
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"sender":"`+r.Header.Get(proxy.VerifiedSenderField)+`","dialog":"`+r.Header.Get(proxy.VerifiedDialogField)+`"}`)
 	}))
+	if ln != nil {
+		srv.Listener.Close()
+		srv.Listener = ln
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	a.url = srv.URL
 	return a
@@ -177,11 +188,13 @@ type pairOptions struct {
 	ingress func(c *proxy.IngressConfig)
 	// app answers in place of the application's echo (each request is still recorded).
 	app func(w http.ResponseWriter, r *http.Request, body []byte)
+	// appListener, when set, is the application's listener (a Unix socket).
+	appListener net.Listener
 }
 
 func newPair(t *testing.T, o pairOptions) *pair {
 	d := startDomain(t)
-	p := &pair{d: d, app: startApp(t, o.app), ingressReplay: store.NewMemory(), recipient: "https://t1.a.example/", signedResponse: o.method == proof.HTTPSig}
+	p := &pair{d: d, app: startAppOn(t, o.appListener, o.app), ingressReplay: store.NewMemory(), recipient: "https://t1.a.example/", signedResponse: o.method == proof.HTTPSig}
 	var a1src, t1src wit.Source
 	p.a1, a1src = d.workload(t, "/agent/a1")
 	p.a1src = a1src

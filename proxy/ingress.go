@@ -2,8 +2,11 @@ package proxy
 
 import (
 	"bytes"
+	"context"
+	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 
 	"github.com/dialogtrust/dialogtrust/dialog"
@@ -22,15 +25,19 @@ type IngressConfig struct {
 	// response signer (dialog.WithResponseSigner), handoffs (dialog.WithHandoffs).
 	Receiver *dialog.Receiver
 	// Upstream is the application's base URL (https, or http to loopback unless
-	// AllowPlainHTTP).
+	// AllowPlainHTTP), or unix:///path/app.sock: the application listens on that Unix
+	// domain socket (local, like loopback) and UpstreamPath is its base path (default
+	// "/"). UpstreamPath is only for a Unix socket upstream.
 	Upstream       string
+	UpstreamPath   string
 	AllowPlainHTTP bool
 	// Handoffs is the handoff receiver given to dialog.WithHandoffs: the ingress takes
 	// the hop of an accepted offer with it and signs the statuses the application's
 	// answer states (handoff_ingress.go). Required when the receiver checks handoffs.
 	Handoffs *handoff.Receiver
 	// Transport carries the verified requests to the application (default: a
-	// transport without an environment proxy).
+	// transport without an environment proxy, which dials the socket of a Unix socket
+	// upstream). A Unix socket upstream takes the default.
 	Transport http.RoundTripper
 	// Boundary, when set, makes the ingress face a trust boundary: callers send an
 	// access token of this domain in a linked dialog, never a Txn-Token (boundary.go).
@@ -64,9 +71,12 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 	if cfg.Receiver == nil {
 		return nil, errcode.New(errcode.InvalidRequest, "ingress: a receiver is required")
 	}
-	up, err := CheckUpstream(cfg.Upstream, cfg.AllowPlainHTTP)
+	up, socket, err := ingressUpstream(cfg.Upstream, cfg.UpstreamPath, cfg.AllowPlainHTTP)
 	if err != nil {
 		return nil, err
+	}
+	if socket != "" && cfg.Transport != nil {
+		return nil, errcode.New(errcode.InvalidRequest, "ingress: a Unix socket upstream is reached by the ingress's own transport")
 	}
 	if cfg.Boundary != nil {
 		if err := cfg.Boundary.check(); err != nil {
@@ -78,11 +88,57 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.Proxy = nil
 		t.ResponseHeaderTimeout = upstreamTimeout
+		if socket != "" {
+			// net/http's own client over the socket: every connection, whatever the
+			// URL's host, goes to the application's socket.
+			var d net.Dialer
+			t.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return d.DialContext(ctx, "unix", socket)
+			}
+		}
 		tr = t
 	}
 	in := &Ingress{upstream: up, transport: tr, boundary: cfg.Boundary, handoffs: cfg.Handoffs, forwardProvenance: cfg.ForwardProvenance}
 	in.handler = cfg.Receiver.Middleware(http.HandlerFunc(in.forward))
 	return in, nil
+}
+
+// UnixUpstreamScheme starts an ingress upstream on a Unix domain socket:
+// unix:///run/app/app.sock.
+const UnixUpstreamScheme = "unix://"
+
+// unixUpstreamHost is the Host of the requests to an application on a Unix socket.
+const unixUpstreamHost = "localhost"
+
+// CheckIngressUpstream checks the application's address behind an ingress: an upstream
+// URL as CheckUpstream takes it (httpPath empty), or unix:///path/app.sock, an absolute
+// socket path in normal form, with httpPath the application's base path ("" is "/").
+func CheckIngressUpstream(raw, httpPath string, plainHTTP bool) error {
+	_, _, err := ingressUpstream(raw, httpPath, plainHTTP)
+	return err
+}
+
+// ingressUpstream is CheckIngressUpstream's reading: the base URL requests are built
+// on and, for a Unix socket upstream, the socket's path.
+func ingressUpstream(raw, httpPath string, plainHTTP bool) (*url.URL, string, error) {
+	socket, ok := strings.CutPrefix(raw, UnixUpstreamScheme)
+	if !ok {
+		if httpPath != "" {
+			return nil, "", errcode.New(errcode.InvalidRequest, "upstream %q: a base path of its own is only for a Unix socket upstream (put it in the URL)", errcode.Cut(raw))
+		}
+		up, err := CheckUpstream(raw, plainHTTP)
+		return up, "", err
+	}
+	if !strings.HasPrefix(socket, "/") || path.Clean(socket) != socket || strings.ContainsAny(socket, "?#%") {
+		return nil, "", errcode.New(errcode.InvalidRequest, "upstream %q: a Unix socket is named by an absolute path in normal form (unix:///run/app.sock)", errcode.Cut(raw))
+	}
+	if httpPath == "" {
+		httpPath = "/"
+	}
+	if !normalPath(httpPath) || strings.ContainsAny(httpPath, "?#%") {
+		return nil, "", errcode.New(errcode.InvalidRequest, "upstream path %q must be an absolute path in normal form", errcode.Cut(httpPath))
+	}
+	return &url.URL{Scheme: "http", Host: unixUpstreamHost, Path: httpPath}, socket, nil
 }
 
 // ServeHTTP removes the proxy's fields a client sent, bounds the body, and runs the

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -97,7 +98,10 @@ type ProxyJWKSConfig struct {
 
 // EgressConfig: the listener for the local agent and its routes.
 type EgressConfig struct {
-	Listen string `yaml:"listen"`
+	// Listen is a loopback host:port, or unix:///path/egress.sock: a Unix domain
+	// socket, with SocketMode its file mode (four octal digits, quoted; default "0660").
+	Listen     string `yaml:"listen"`
+	SocketMode string `yaml:"socket_mode"`
 	// CAFile holds PEM roots for https upstreams (default: the system's).
 	CAFile string           `yaml:"ca_file"`
 	TTS    *EgressTTSConfig `yaml:"tts"`
@@ -157,8 +161,12 @@ type RouteBoundaryConfig struct {
 // IngressConfig: the listener for remote callers, the application behind it and the
 // receiver's checks (section 12).
 type IngressConfig struct {
-	Listen         string `yaml:"listen"`
+	// Listen is a host:port (TCP, with tls for remote callers).
+	Listen string `yaml:"listen"`
+	// Upstream is the application's base URL, or unix:///path/app.sock with
+	// UpstreamPath its base path (default /) (proxy.IngressConfig).
 	Upstream       string `yaml:"upstream"`
+	UpstreamPath   string `yaml:"upstream_path"`
 	AllowPlainHTTP bool   `yaml:"allow_plain_http"`
 	// Audiences are the wimse-aud and WPT aud values accepted.
 	Audiences []string `yaml:"audiences"`
@@ -332,6 +340,9 @@ func checkProxy(cfg *ProxyConfig) error {
 		if err := checkLoopbackListen("egress.listen", e.Listen); err != nil {
 			return err
 		}
+		if _, err := egressSocketMode(e); err != nil {
+			return err
+		}
 		if len(e.Routes) == 0 {
 			return fmt.Errorf("egress.routes: at least one")
 		}
@@ -372,10 +383,13 @@ func checkProxy(cfg *ProxyConfig) error {
 		if in.Listen == "" {
 			return fmt.Errorf("ingress.listen: required")
 		}
+		if strings.HasPrefix(in.Listen, service.UnixScheme) {
+			return fmt.Errorf("ingress.listen %q: the ingress faces remote callers on TCP (with tls); a Unix socket is for the egress and the application", in.Listen)
+		}
 		if (in.TLS.CertFile == "") != (in.TLS.KeyFile == "") {
 			return fmt.Errorf("ingress.tls: cert_file and key_file go together")
 		}
-		if _, err := proxy.CheckUpstream(in.Upstream, in.AllowPlainHTTP); err != nil {
+		if err := proxy.CheckIngressUpstream(in.Upstream, in.UpstreamPath, in.AllowPlainHTTP); err != nil {
 			return fmt.Errorf("ingress.upstream: %w", err)
 		}
 		if len(in.Audiences) == 0 {
@@ -506,15 +520,43 @@ func checkIngressBoundary(in *IngressConfig) error {
 }
 
 // checkLoopbackListen: the egress signs as the workload for whoever reaches it, so it
-// listens on loopback only.
+// listens on loopback only, or on a Unix socket (local, and reachable only as its file
+// mode allows).
 func checkLoopbackListen(what, addr string) error {
 	if addr == "" {
 		return fmt.Errorf("%s: required", what)
+	}
+	if _, unix, err := service.UnixPath(addr); unix {
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
 	}
 	if !service.IsLoopback(addr, "localhost") {
 		return fmt.Errorf("%s %q: the egress signs as the workload for whoever reaches it, so it must listen on loopback", what, addr)
 	}
 	return nil
+}
+
+// egressSocketMode reads egress.socket_mode: octal permission bits, only with a Unix
+// socket listener; default service.DefaultSocketMode.
+func egressSocketMode(e *EgressConfig) (fs.FileMode, error) {
+	if _, unix, _ := service.UnixPath(e.Listen); !unix {
+		if e.SocketMode != "" {
+			return 0, fmt.Errorf("egress.socket_mode: only with a Unix socket listener (listen: unix:///path)")
+		}
+		return 0, nil
+	}
+	if e.SocketMode == "" {
+		return service.DefaultSocketMode, nil
+	}
+	// Four octal digits in quotes: YAML reads an unquoted 0660 as the number 432, which
+	// must not pass for mode 0432.
+	m, err := strconv.ParseUint(e.SocketMode, 8, 32)
+	if err != nil || len(e.SocketMode) != 4 || e.SocketMode[0] != '0' || m&0o600 != 0o600 {
+		return 0, fmt.Errorf("egress.socket_mode %q: four octal digits in quotes, such as \"0660\", that let the owner read and write", e.SocketMode)
+	}
+	return fs.FileMode(m), nil
 }
 
 func parseProof(s string) (proof.Method, error) {
@@ -584,8 +626,15 @@ func buildProxy(ctx context.Context, cfg *ProxyConfig, logger *slog.Logger) (_ *
 		if err != nil {
 			return nil, err
 		}
-		u, err := s.HandleMore(e.Listen, nil, counted(h, requests, "egress"), logger)
-		if err != nil {
+		var u string
+		if path, unix, _ := service.UnixPath(e.Listen); unix {
+			mode, _ := egressSocketMode(e)
+			ln, err := service.ListenUnix(path, mode)
+			if err != nil {
+				return nil, fmt.Errorf("egress.listen: %w", err)
+			}
+			u = s.HandleMoreOn(ln, nil, counted(h, requests, "egress"), logger)
+		} else if u, err = s.HandleMore(e.Listen, nil, counted(h, requests, "egress"), logger); err != nil {
 			return nil, err
 		}
 		urls = append(urls, "egress "+u)
@@ -853,7 +902,7 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, AllowPlainHTTP: in.AllowPlainHTTP, Boundary: boundary, Handoffs: hr, ForwardProvenance: in.ForwardProvenance})
+	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, UpstreamPath: in.UpstreamPath, AllowPlainHTTP: in.AllowPlainHTTP, Boundary: boundary, Handoffs: hr, ForwardProvenance: in.ForwardProvenance})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -215,6 +215,15 @@ func TestProxyCheckConfig(t *testing.T) {
 		"good ingress":      {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3"), ""},
 		"neither side":      {"trust_domains: [a.example]\nworkload: {id: wimse://a.example/a}\nwits: [{trust_domain: a.example, jwks_file: x}]\n", "egress section, an ingress section"},
 		"public egress":     {strings.Replace(good, "  listen: 127.0.0.1:0", "  listen: 0.0.0.0:9481", 1), "must listen on loopback"},
+		"egress on socket":  {strings.Replace(good, "  listen: 127.0.0.1:0", "  listen: unix:///run/a1/egress.sock\n  socket_mode: \"0600\"", 1), ""},
+		"relative socket":   {strings.Replace(good, "  listen: 127.0.0.1:0", "  listen: unix://run/egress.sock", 1), "absolute path"},
+		"bad socket mode":   {strings.Replace(good, "  listen: 127.0.0.1:0", "  listen: unix:///run/egress.sock\n  socket_mode: \"4777\"", 1), "socket_mode"},
+		"unquoted mode":     {strings.Replace(good, "  listen: 127.0.0.1:0", "  listen: unix:///run/egress.sock\n  socket_mode: 0660", 1), "in quotes"},
+		"mode without sock": {strings.Replace(good, "  listen: 127.0.0.1:0", "  listen: 127.0.0.1:0\n  socket_mode: \"0660\"", 1), "only with a Unix socket"},
+		"egress to socket":  {strings.Replace(good, "upstream: http://127.0.0.1:3/invoke", "upstream: unix:///run/t1.sock", 1), "absolute http(s) URL"},
+		"app on socket":     {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "unix:///run/app/app.sock") + "  upstream_path: /mcp\n", ""},
+		"app path, no sock": {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3") + "  upstream_path: /mcp\n", "only for a Unix socket upstream"},
+		"ingress on socket": {strings.Replace(ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3"), "  listen: 127.0.0.1:0\n  upstream", "  listen: unix:///run/in.sock\n  upstream", 1), "faces remote callers on TCP"},
 		"plain HTTP remote": {strings.Replace(good, "upstream: http://127.0.0.1:3/invoke", "upstream: http://t1.example/invoke", 1), "plain HTTP only to loopback"},
 		"unknown member":    {good + "egres: {}\n", "egres"},
 		"bad proof":         {strings.Replace(good, "require_signed_response: true", "proof: magic", 1), "httpsig or wpt"},
@@ -594,5 +603,60 @@ func TestProxyCommandHandoff(t *testing.T) {
 	if h.Get(proxy.VerifiedHandoffField) != "accepted" || h.Get(proxy.VerifiedHandoffFromField) != "wimse://a.example/agent/a1" ||
 		h.Get(proxy.VerifiedHandoffHopField) != res.Header.Get(proxy.HandoffHopField) {
 		t.Fatalf("the application saw %v", h)
+	}
+}
+
+// The sidecar's local hops on Unix sockets: a1's egress listens on one (mode 0660 by
+// default) and t1's ingress reaches its application on another; the hop between the
+// two proxies is TCP. The socket is removed when the proxy stops.
+func TestProxyCommandUnixSockets(t *testing.T) {
+	witURL, ttsURL := proxyDomain(t)
+	dir := t.TempDir()
+	appSock, egressSock := filepath.Join(dir, "app.sock"), filepath.Join(dir, "egress.sock")
+	t.Cleanup(func() { // after the proxies stopped (cleanups run last first)
+		if _, err := os.Lstat(egressSock); !os.IsNotExist(err) {
+			t.Errorf("the egress socket is left after the stop: %v", err)
+		}
+	})
+	seen := make(chan *http.Request, 4)
+	appLn, err := net.Listen("unix", appSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r
+		io.WriteString(w, "done")
+	})}
+	go app.Serve(appLn)
+	defer app.Close()
+	in := startProxy(t, ingressYAML(witURL, ttsURL, "unix://"+appSock)+"  upstream_path: /app\n")
+	out := startProxy(t, strings.Replace(egressYAML(witURL, ttsURL, in["ingress"]+"/invoke"), "  listen: 127.0.0.1:0\n  tts", "  listen: unix://"+egressSock+"\n  tts", 1))
+	if out["egress"] != "unix://"+egressSock {
+		t.Fatalf("egress URL %q", out["egress"])
+	}
+	fi, err := os.Lstat(egressSock)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o660 {
+		t.Fatalf("egress socket %v %v", fi, err)
+	}
+	var d net.Dialer
+	agent := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, "unix", egressSock)
+	}}}
+	defer agent.CloseIdleConnections()
+	req, _ := http.NewRequest("POST", "http://egress/t1/x", strings.NewReader(`{"task":"book"}`))
+	req.Header.Set(proxy.StartDialogField, "?1")
+	res, err := agent.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	dc, _ := dialog.FromHeader(res.Header)
+	if res.StatusCode != 200 || string(body) != "done" || dc == nil {
+		t.Fatalf("%d %s %v", res.StatusCode, body, res.Header)
+	}
+	r := <-seen
+	if r.URL.Path != "/app/invoke/x" || r.Header.Get(proxy.VerifiedSenderField) != "wimse://a.example/agent/a1" || r.Header.Get(proxy.VerifiedDialogField) != dc.DLG() {
+		t.Fatalf("the application saw %s %v", r.URL.Path, r.Header)
 	}
 }

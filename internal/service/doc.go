@@ -29,7 +29,9 @@
 //     Build opened, in reverse order.
 //
 // A binary with more than one face (the proxy: egress, ingress, operational routes)
-// opens further listeners with Server.HandleMore; they have the same bounds and stop
+// opens further listeners with Server.HandleMore, or Server.HandleMoreOn for a Unix
+// domain socket from ListenUnix (mode set before the socket appears, a stale socket
+// replaced only if it is one, removed at the stop); they have the same bounds and stop
 // in the same graceful stop.
 //
 // The server (Server.Handle) has the bounds of package httpserver, which library users

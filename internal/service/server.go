@@ -129,15 +129,27 @@ func (s *Server) HandleMore(addr string, tlsCfg *tls.Config, h http.Handler, log
 	if err != nil {
 		return "", err
 	}
+	return s.HandleMoreOn(ln, tlsCfg, h, logger), nil
+}
+
+// HandleMoreOn is HandleMore on a listener the binary opened, such as a Unix domain
+// socket from ListenUnix (the egress's listener for the local agent); the Server
+// closes it. It returns the base URL: http(s)://host:port, or unix:///path for a
+// Unix socket.
+func (s *Server) HandleMoreOn(ln net.Listener, tlsCfg *tls.Config, h http.Handler, logger *slog.Logger) string {
 	s.OnClose(func() { _ = ln.Close() })
-	scheme := "http://"
+	u := "http://" + ln.Addr().String()
+	if a, ok := ln.Addr().(*net.UnixAddr); ok {
+		u = UnixScheme + a.Name
+	}
 	if tlsCfg != nil {
-		ln, scheme = tls.NewListener(ln, tlsCfg), "https://"
+		ln = tls.NewListener(ln, tlsCfg)
+		u = "https://" + ln.Addr().String()
 	}
 	srv := NewHTTPServer(s.drain.Handler(h), logger)
 	srv.ConnState = s.drain.ConnState
 	s.more = append(s.more, listener{ln: ln, srv: srv})
-	return scheme + ln.Addr().String(), nil
+	return u
 }
 
 // NewHTTPServer is httpserver.New with the server's own errors (a TLS handshake that
