@@ -123,17 +123,30 @@ func redisServerBin(t *testing.T) string {
 // server says it accepts connections.
 func startTLSRedis(t *testing.T, ca *testCA, certFile, keyFile string, extra ...string) string {
 	t.Helper()
-	bin := redisServerBin(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := freeTestPort(t)
 	args := append([]string{"--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", t.TempDir(),
 		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", ca.certPEM,
 		"--loglevel", "notice"}, extra...)
+	runRedis(t, args, "Ready to accept connections")
+	return "127.0.0.1:" + strconv.Itoa(port)
+}
+
+func freeTestPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// runRedis starts redis-server with args, killed when the test ends, and returns once
+// it logs readyLine (a server: it accepts connections; a sentinel: it monitors).
+func runRedis(t *testing.T, args []string, readyLine string) {
+	t.Helper()
+	bin := redisServerBin(t)
 	cmd := exec.Command(bin, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -153,7 +166,7 @@ func startTLSRedis(t *testing.T, ca *testCA, certFile, keyFile string, extra ...
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			logs.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), "Ready to accept connections") {
+			if strings.Contains(sc.Text(), readyLine) {
 				ready <- true
 				_, _ = io.Copy(io.Discard, out)
 				return
@@ -171,9 +184,8 @@ func startTLSRedis(t *testing.T, ca *testCA, certFile, keyFile string, extra ...
 			t.Fatalf("redis-server exited:\n%s", text)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("redis-server did not start within 20s")
+		t.Fatalf("redis-server did not start within 20s:\n%s", logs.String())
 	}
-	return "127.0.0.1:" + strconv.Itoa(port)
 }
 
 // claimWith opens the store of r and makes one claim and one readiness check.
@@ -292,4 +304,52 @@ func TestRedisMutualTLS(t *testing.T) {
 	r.TLS = &RedisTLSConfig{CAFile: ca.certPEM, CertFile: strangerCert, KeyFile: strangerKey}
 	claim, ready = claimWith(t, r)
 	refusedClosed(t, "with a client certificate of another CA", claim, ready, password)
+}
+
+// The Sentinel form: the sentinel and the primary both over TLS, each with its own
+// password (sentinel_password_env, password_file); a wrong one of either fails closed.
+func TestRedisSentinelTLSAndPasswords(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t, dir, "ca")
+	srvCert, srvKey := ca.issue(t, dir, "server", x509.ExtKeyUsageServerAuth)
+	const primaryPassword, sentinelPassword = "primary-password", "sentinel-password"
+	primary := startTLSRedis(t, ca, srvCert, srvKey, "--tls-auth-clients", "no", "--requirepass", primaryPassword)
+	_, primaryPort, _ := net.SplitHostPort(primary)
+	port := freeTestPort(t)
+	conf := filepath.Join(dir, "sentinel.conf")
+	text := "port 0\ntls-port " + strconv.Itoa(port) + "\nbind 127.0.0.1\ndaemonize no\ndir " + dir + "\nloglevel notice\n" +
+		"tls-cert-file " + srvCert + "\ntls-key-file " + srvKey + "\ntls-ca-cert-file " + ca.certPEM + "\n" +
+		"tls-auth-clients no\ntls-replication yes\nrequirepass " + sentinelPassword + "\n" +
+		"sentinel monitor m 127.0.0.1 " + primaryPort + " 1\nsentinel auth-pass m " + primaryPassword + "\n"
+	// The sentinel rewrites its configuration file: it must be writable.
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runRedis(t, []string{conf, "--sentinel"}, "+monitor master m ")
+	passwordFile := filepath.Join(dir, "password")
+	if err := os.WriteFile(passwordFile, []byte(primaryPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TEST_SENTINEL_PASSWORD", sentinelPassword)
+	t.Setenv("TEST_WRONG_PASSWORD", "wrong-password")
+	wrongFile := filepath.Join(dir, "wrong")
+	if err := os.WriteFile(wrongFile, []byte("wrong-password"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	good := RedisConfig{
+		Sentinel:     SentinelConfig{MasterName: "m", Addrs: []string{"127.0.0.1:" + strconv.Itoa(port)}, SentinelPasswordEnv: "TEST_SENTINEL_PASSWORD"},
+		PasswordFile: passwordFile,
+		TLS:          &RedisTLSConfig{CAFile: ca.certPEM},
+	}
+	if claim, ready := claimWith(t, good); claim != nil || ready != nil {
+		t.Fatalf("claim %v, readiness %v", claim, ready)
+	}
+	r := good
+	r.Sentinel.SentinelPasswordEnv = "TEST_WRONG_PASSWORD"
+	claim, ready := claimWith(t, r)
+	refusedClosed(t, "wrong sentinel password", claim, ready, "wrong-password")
+	r = good
+	r.PasswordFile = wrongFile
+	claim, ready = claimWith(t, r)
+	refusedClosed(t, "wrong primary password", claim, ready, "wrong-password")
 }
