@@ -5,9 +5,12 @@
 //   - compose/: two trust domains (a.example, b.example) and Redis in containers; the
 //     compose file is decoded strictly, and every configuration file it mounts must be
 //     accepted by the real cmd/wit-issuer or cmd/tts (-check-config).
-//   - k8s/: a kustomize base and the two-domains overlay; every manifest is decoded
-//     strictly into the Kubernetes API types, and names, selectors, ports, mounts and
-//     configuration files are checked against each other.
+//   - k8s/: a kustomize base and two overlays, two-domains (a static signing key per
+//     service from a Secret) and replicated (three replicas per service sharing a
+//     rotating key ring in Redis, Redis with ACL users); every manifest is decoded
+//     strictly into the Kubernetes API types, the overlays' JSON patches are applied
+//     as kustomize would, and names, selectors, ports, mounts and configuration files
+//     are checked against each other.
 //   - local/: up.sh and down.sh run both domains as local processes with a throwaway
 //     redis-server; the test obtains a WIT and a Txn-Token from them with the
 //     dialogtrust command line and checks that down.sh leaves no process behind.

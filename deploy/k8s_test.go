@@ -43,6 +43,20 @@ type kustomization struct {
 	Images             []kImage    `json:"images,omitempty"`
 	ConfigMapGenerator []generator `json:"configMapGenerator,omitempty"`
 	SecretGenerator    []generator `json:"secretGenerator,omitempty"`
+	Patches            []kPatch    `json:"patches,omitempty"`
+}
+
+// kPatch is a patch of the kustomization: a JSON patch (RFC 6902) file, applied to the
+// objects its target selects by kind and, if given, name. The kit writes no strategic
+// merge patches, so the test need not know the merge keys of every API type.
+type kPatch struct {
+	Path   string       `json:"path"`
+	Target *patchTarget `json:"target"`
+}
+
+type patchTarget struct {
+	Kind string `json:"kind"`
+	Name string `json:"name,omitempty"`
 }
 
 type kImage struct {
@@ -163,6 +177,8 @@ type unit struct {
 	sources []string
 	// manifests are the files of resources.
 	manifests []string
+	// patches are the patch files.
+	patches []string
 }
 
 func dataKey(kind, ns, name string) string { return kind + " " + ns + "/" + name }
@@ -231,6 +247,7 @@ func loadUnit(t *testing.T, dir string) *unit {
 			}
 			u.sources = append(u.sources, sub.sources...)
 			u.manifests = append(u.manifests, sub.manifests...)
+			u.patches = append(u.patches, sub.patches...)
 			continue
 		}
 		data, err := os.ReadFile(p)
@@ -245,6 +262,39 @@ func loadUnit(t *testing.T, dir string) *unit {
 			add(o)
 		}
 		u.manifests = append(u.manifests, p)
+	}
+	for _, p := range k.Patches {
+		if p.Path == "" || p.Target == nil || p.Target.Kind == "" {
+			t.Errorf("%s: a patch needs a path and a target kind (the kit's patches are JSON patches)", dir)
+			continue
+		}
+		file := filepath.Join(dir, p.Path)
+		u.patches = append(u.patches, file)
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ops []patchOp
+		if err := decodeStrict(b, &ops); err != nil {
+			t.Errorf("%s: not a JSON patch: %v", file, err)
+			continue
+		}
+		n := 0
+		for i, o := range u.objects {
+			if o.kind != p.Target.Kind || (p.Target.Name != "" && o.name != p.Target.Name) {
+				continue
+			}
+			n++
+			patched, err := applyPatch(o.obj, ops)
+			if err != nil {
+				t.Errorf("%s on %s %s: %v", file, o.kind, o.name, err)
+				continue
+			}
+			u.objects[i].obj = patched
+		}
+		if n == 0 {
+			t.Errorf("%s: its target %+v selects nothing", file, *p.Target)
+		}
 	}
 	for _, g := range []struct {
 		kind string
@@ -739,6 +789,7 @@ func TestKubernetesManifests(t *testing.T) {
 	units := map[string]*unit{}
 	sources := map[string]bool{}
 	reachable := map[string]bool{}
+	patches := map[string]bool{}
 	for _, dir := range kustomizations {
 		u := loadUnit(t, dir)
 		units[dir] = u
@@ -748,12 +799,15 @@ func TestKubernetesManifests(t *testing.T) {
 		for _, m := range u.manifests {
 			reachable[m] = true
 		}
+		for _, p := range u.patches {
+			patches[p] = true
+		}
 	}
 	// Every YAML file is a manifest of some kustomization or a generator input (a
 	// service configuration, checked below); a manifest nobody includes is a mistake.
 	decoded := 0
 	for _, m := range manifests {
-		if sources[m] {
+		if sources[m] || patches[m] {
 			continue
 		}
 		b, err := os.ReadFile(m)
@@ -777,6 +831,9 @@ func TestKubernetesManifests(t *testing.T) {
 	for dir, u := range units {
 		c := &checker{t: t, u: u, partial: dir == filepath.Join(k8sDir, "base"), missing: map[string]bool{}, configs: configs}
 		c.run()
+		if dir == replicatedDir {
+			checkReplicated(t, u)
+		}
 		if c.partial {
 			var missing []string
 			for m := range c.missing {
@@ -844,6 +901,33 @@ func TestKustomizeBuild(t *testing.T) {
 		placeholders(t, overlay)
 	}
 
+	u, counts := renderOverlay(t, kubectl, overlay, "rendered two-domains")
+	for _, ns := range []string{"dialogtrust-a", "dialogtrust-b"} {
+		for kind, n := range map[string]int{"Deployment": 2, "StatefulSet": 1, "Service": 3, "PodDisruptionBudget": 2,
+			"NetworkPolicy": 1, "ConfigMap": 4, "Secret": 4} {
+			if counts[ns+" "+kind] != n {
+				t.Errorf("namespace %s: %d %ss, want %d", ns, counts[ns+" "+kind], kind, n)
+			}
+		}
+	}
+	if counts[" Namespace"] != 2 {
+		t.Errorf("%d Namespaces, want 2", counts[" Namespace"])
+	}
+	c := &checker{t: t, u: u, missing: map[string]bool{}, configs: map[string]bool{}}
+	c.run()
+	if len(c.configs) != 4 {
+		t.Errorf("%d rendered configurations checked, want 4", len(c.configs))
+	}
+	if generated {
+		checkGenerated(t, overlay)
+	}
+}
+
+// renderOverlay renders overlay with kubectl kustomize into a unit named dir: its
+// objects, and its ConfigMaps' data written to files (so that the checker runs
+// -check-config on the rendered text). counts are the objects by "namespace kind".
+func renderOverlay(t *testing.T, kubectl, overlay, dir string) (*unit, map[string]int) {
+	t.Helper()
 	cmd := exec.Command(kubectl, "kustomize", overlay)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -855,7 +939,7 @@ func TestKustomizeBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &unit{dir: "rendered two-domains", objects: objs, data: map[string]map[string]string{}}
+	u := &unit{dir: dir, objects: objs, data: map[string]map[string]string{}}
 	rendered := t.TempDir()
 	counts := map[string]int{}
 	for _, o := range objs {
@@ -890,25 +974,7 @@ func TestKustomizeBuild(t *testing.T) {
 			t.Errorf("%s %s has no namespace", o.kind, o.name)
 		}
 	}
-	for _, ns := range []string{"dialogtrust-a", "dialogtrust-b"} {
-		for kind, n := range map[string]int{"Deployment": 2, "StatefulSet": 1, "Service": 3, "PodDisruptionBudget": 2,
-			"NetworkPolicy": 1, "ConfigMap": 4, "Secret": 4} {
-			if counts[ns+" "+kind] != n {
-				t.Errorf("namespace %s: %d %ss, want %d", ns, counts[ns+" "+kind], kind, n)
-			}
-		}
-	}
-	if counts[" Namespace"] != 2 {
-		t.Errorf("%d Namespaces, want 2", counts[" Namespace"])
-	}
-	c := &checker{t: t, u: u, missing: map[string]bool{}, configs: map[string]bool{}}
-	c.run()
-	if len(c.configs) != 4 {
-		t.Errorf("%d rendered configurations checked, want 4", len(c.configs))
-	}
-	if generated {
-		checkGenerated(t, overlay)
-	}
+	return u, counts
 }
 
 func runGenerate(t *testing.T, overlay string) {
@@ -950,17 +1016,24 @@ func snapshot(t *testing.T, dir string) map[string]string {
 func placeholders(t *testing.T, overlay string) {
 	t.Helper()
 	for _, d := range []string{"a", "b"} {
-		u := loadUnit(t, filepath.Join(overlay, d))
-		for _, s := range u.sources {
-			if _, err := os.Stat(s); err == nil {
-				continue
-			}
-			if err := os.MkdirAll(filepath.Dir(s), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(s, []byte("placeholder\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
+		placeholdersIn(t, filepath.Join(overlay, d))
+	}
+}
+
+// placeholdersIn writes a stand-in for every missing generator input of the
+// kustomization in dir.
+func placeholdersIn(t *testing.T, dir string) {
+	t.Helper()
+	u := loadUnit(t, dir)
+	for _, s := range u.sources {
+		if _, err := os.Stat(s); err == nil {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(s), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(s, []byte("placeholder\n"), 0o600); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

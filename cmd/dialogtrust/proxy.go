@@ -243,7 +243,7 @@ const proxyDefaultListen = "127.0.0.1:9480"
 // then the environment, then the flags.
 var proxySpec = service.Spec[ProxyConfig]{
 	Name: "proxy", EnvPrefix: ProxyEnvPrefix, Default: []byte("trust_domains: []\n"),
-	Env: []service.EnvVar[ProxyConfig]{
+	Env: append([]service.EnvVar[ProxyConfig]{
 		{Name: "LISTEN", Member: "listen"},
 		{Name: "TRUST_DOMAINS", Member: "trust_domains"},
 		{Name: "LOG_LEVEL", Member: "log.level"},
@@ -270,7 +270,12 @@ var proxySpec = service.Spec[ProxyConfig]{
 			c.Ingress.Upstream = v
 			return nil
 		}},
-	},
+	}, cmdutil.RedisEnv("INGRESS_", func(c *ProxyConfig) (*cmdutil.StoreConfig, error) {
+		if c.Ingress == nil {
+			return nil, fmt.Errorf("the configuration has no ingress section")
+		}
+		return &c.Ingress.Store, nil
+	})...),
 	Flags: []service.Flag{
 		{Name: "listen", Member: "listen", Usage: "operational listener host:port (/healthz, /readyz, /metrics)"},
 		{Name: "log-level", Member: "log.level", Usage: "debug, info, warn or error"},
@@ -932,7 +937,10 @@ func openRecords(sc cmdutil.StoreConfig) (store.Records, func(), error) {
 	if sc.Type != "redis" {
 		return store.NewMemoryRecords(), func() {}, nil
 	}
-	client := cmdutil.NewRedisClient(sc.Redis)
+	client, err := cmdutil.RedisClient(sc.Redis)
+	if err != nil {
+		return nil, nil, err
+	}
 	var opts []redisstore.Option
 	if sc.Redis.Prefix != "" {
 		opts = append(opts, redisstore.WithPrefix(sc.Redis.Prefix))

@@ -113,7 +113,10 @@ func OpenSharedKeys(ctx context.Context, s *service.Server, kc KeysConfig, sc St
 	if sc.Redis.Timeout > 0 {
 		opts = append(opts, redisstore.WithTimeout(sc.Redis.Timeout))
 	}
-	client := redisstore.NewClient(sc.Redis.Addrs, sc.Redis.Cluster)
+	client, err := RedisClient(sc.Redis)
+	if err != nil {
+		return nil, "", err
+	}
 	ring, err := redisstore.NewKeyRing(client, name, secret, opts...)
 	if err != nil {
 		_ = client.Close()

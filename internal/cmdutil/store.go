@@ -2,13 +2,20 @@ package cmdutil
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
 )
@@ -21,7 +28,9 @@ type StoreConfig struct {
 }
 
 // RedisConfig: a Redis node or Cluster (addrs, cluster), or a primary found through
-// Redis Sentinel (sentinel), never both.
+// Redis Sentinel (sentinel), never both. Username, the password (PasswordFile or
+// PasswordEnv, never in the file itself) and TLS are those of every form: of the node,
+// of each Cluster node, of the primary and replicas behind the sentinels.
 type RedisConfig struct {
 	Addrs    []string       `yaml:"addrs"`
 	Cluster  bool           `yaml:"cluster"`
@@ -36,24 +45,60 @@ type RedisConfig struct {
 	// Single node with replicas only.
 	ReplicaAcks       int           `yaml:"replica_acks"`
 	ReplicaAckTimeout time.Duration `yaml:"replica_ack_timeout"`
+	// Username is the ACL user (empty: the default user of requirepass).
+	Username string `yaml:"username"`
+	// PasswordFile names a file holding the password (a mounted Secret; a trailing
+	// newline is not part of it), PasswordEnv an environment variable holding it; at
+	// most one of them.
+	PasswordFile string `yaml:"password_file"`
+	PasswordEnv  string `yaml:"password_env"`
+	// Password only refuses an inline password with a message saying what to use.
+	Password inlinePassword `yaml:"password"`
+	// TLS, when present (even empty: the system's roots), makes every connection TLS.
+	TLS *RedisTLSConfig `yaml:"tls"`
+}
+
+// RedisTLSConfig is the store.redis.tls section: the CA the server's certificate must
+// chain to (CAFile; none: the system's roots), the client certificate of mutual TLS
+// (CertFile with KeyFile), and the name the server's certificate must carry
+// (ServerName; none: the host of each address dialled). Always TLS 1.2 or later.
+// The files are read when the store opens; a renewed certificate needs a restart.
+type RedisTLSConfig struct {
+	CAFile     string `yaml:"ca_file"`
+	CertFile   string `yaml:"cert_file"`
+	KeyFile    string `yaml:"key_file"`
+	ServerName string `yaml:"server_name"`
 }
 
 // SentinelConfig: the primary the sentinels at Addrs know as MasterName
-// (redisstore.NewFailoverClient). Username and Password authenticate to the primary,
-// SentinelUsername and SentinelPassword to the sentinels.
+// (redisstore.NewFailoverClient). The primary is authenticated to with
+// store.redis.username and its password; SentinelUsername and the sentinels' own
+// password (SentinelPasswordFile or SentinelPasswordEnv) authenticate to the
+// sentinels. store.redis.tls is the TLS of both.
 type SentinelConfig struct {
-	MasterName       string   `yaml:"master_name"`
-	Addrs            []string `yaml:"addrs"`
-	Username         string   `yaml:"username"`
-	Password         string   `yaml:"password"`
-	SentinelUsername string   `yaml:"sentinel_username"`
-	SentinelPassword string   `yaml:"sentinel_password"`
+	MasterName           string   `yaml:"master_name"`
+	Addrs                []string `yaml:"addrs"`
+	SentinelUsername     string   `yaml:"sentinel_username"`
+	SentinelPasswordFile string   `yaml:"sentinel_password_file"`
+	SentinelPasswordEnv  string   `yaml:"sentinel_password_env"`
+	// Password and SentinelPassword only refuse inline passwords.
+	Password         inlinePassword `yaml:"password"`
+	SentinelPassword inlinePassword `yaml:"sentinel_password"`
+}
+
+// inlinePassword is a member that no file may give: a password written into the YAML
+// ends up in ConfigMaps, repositories and backups. Decoding it is an error that names
+// the members to use instead.
+type inlinePassword struct{}
+
+func (inlinePassword) UnmarshalYAML(func(any) error) error {
+	return fmt.Errorf("a password is never written in the configuration: name a file (password_file, sentinel_password_file) or an environment variable (password_env, sentinel_password_env) holding it")
 }
 
 // set reports whether any member is given: the section then chooses Sentinel.
 func (s SentinelConfig) set() bool {
-	return s.MasterName != "" || len(s.Addrs) > 0 || s.Username != "" || s.Password != "" ||
-		s.SentinelUsername != "" || s.SentinelPassword != ""
+	return s.MasterName != "" || len(s.Addrs) > 0 || s.SentinelUsername != "" ||
+		s.SentinelPasswordFile != "" || s.SentinelPasswordEnv != ""
 }
 
 // SetDefaults sets what the section leaves out: the memory store.
@@ -71,6 +116,15 @@ func (sc StoreConfig) Check() error {
 	r := sc.Redis
 	if r.ReplicaAcks < 0 || r.ReplicaAckTimeout < 0 || r.LossQuarantine < 0 || r.Timeout < 0 {
 		return fmt.Errorf("store.redis: negative value")
+	}
+	if r.PasswordFile != "" && r.PasswordEnv != "" {
+		return fmt.Errorf("store.redis: password_file and password_env exclude each other")
+	}
+	if r.Sentinel.SentinelPasswordFile != "" && r.Sentinel.SentinelPasswordEnv != "" {
+		return fmt.Errorf("store.redis.sentinel: sentinel_password_file and sentinel_password_env exclude each other")
+	}
+	if t := r.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
+		return fmt.Errorf("store.redis.tls: cert_file and key_file go together (the client certificate of mutual TLS)")
 	}
 	if r.Sentinel.set() {
 		switch {
@@ -110,7 +164,10 @@ func OpenStore(sc StoreConfig, logger *slog.Logger) (replay store.Replay, ready 
 	case "memory":
 		return store.NewMemory(), nil, func() {}, nil
 	case "redis":
-		client := NewRedisClient(sc.Redis)
+		client, err := RedisClient(sc.Redis)
+		if err != nil {
+			return nil, nil, nil, err
+		}
 		var opts []redisstore.Option
 		if sc.Redis.Prefix != "" {
 			opts = append(opts, redisstore.WithPrefix(sc.Redis.Prefix))
@@ -127,24 +184,117 @@ func OpenStore(sc StoreConfig, logger *slog.Logger) (replay store.Replay, ready 
 		if sc.Redis.ReplicaAcks > 0 {
 			opts = append(opts, redisstore.WithReplicaAcks(sc.Redis.ReplicaAcks, sc.Redis.ReplicaAckTimeout))
 		}
-		ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
+		ping := func(ctx context.Context) error {
+			if err := client.Ping(ctx).Err(); err != nil {
+				// A refused password (WRONGPASS, NOAUTH) or a failed TLS handshake is
+				// the store being unavailable, like a Redis that does not answer.
+				return errcode.Unavailable(errcode.StoreUnavailable, err, "redis ping")
+			}
+			return nil
+		}
 		return redisstore.NewReplay(client, opts...), ping, func() { _ = client.Close() }, nil
 	}
 	return nil, nil, nil, fmt.Errorf("store.type %q: memory or redis", sc.Type)
 }
 
-// NewRedisClient is the client of the section: through the sentinels when it has a
-// sentinel member, else of the node or Cluster at addrs. OpenStore and the proxy's
-// dialog records use it.
-func NewRedisClient(r RedisConfig) redis.UniversalClient {
+// RedisClient is the client of the section: through the sentinels when it has a
+// sentinel member, else of the node or Cluster at addrs; authenticated and over TLS as
+// the section says. It reads the password files and variables and the TLS files, and
+// fails when one cannot be read or is empty; their contents appear in no error.
+// OpenStore, OpenSharedKeys and the proxy's dialog records use it.
+func RedisClient(r RedisConfig) (redis.UniversalClient, error) {
+	password, err := readPassword("store.redis", "password", r.PasswordFile, r.PasswordEnv)
+	if err != nil {
+		return nil, err
+	}
+	var tlsConfig *tls.Config
+	if r.TLS != nil {
+		if tlsConfig, err = r.TLS.config(); err != nil {
+			return nil, err
+		}
+	}
 	if s := r.Sentinel; s.set() {
+		sentinelPassword, err := readPassword("store.redis.sentinel", "sentinel_password", s.SentinelPasswordFile, s.SentinelPasswordEnv)
+		if err != nil {
+			return nil, err
+		}
 		return redisstore.NewFailoverClient(redisstore.Sentinel{
 			MasterName: s.MasterName, Addrs: s.Addrs,
-			Username: s.Username, Password: s.Password,
-			SentinelUsername: s.SentinelUsername, SentinelPassword: s.SentinelPassword,
-		})
+			Username: r.Username, Password: password,
+			SentinelUsername: s.SentinelUsername, SentinelPassword: sentinelPassword,
+			TLS: tlsConfig,
+		}), nil
 	}
-	return redisstore.NewClient(r.Addrs, r.Cluster)
+	var opts []redisstore.ClientOption
+	if r.Username != "" || password != "" {
+		opts = append(opts, redisstore.WithAuth(r.Username, password))
+	}
+	if tlsConfig != nil {
+		opts = append(opts, redisstore.WithTLS(tlsConfig))
+	}
+	return redisstore.NewClient(r.Addrs, r.Cluster, opts...), nil
+}
+
+// NewRedisClient is RedisClient for callers that cannot handle its error: the client
+// then fails every command with it, so the stores on it refuse every claim.
+//
+// Deprecated: use RedisClient, which reports an unreadable password or TLS file at once.
+func NewRedisClient(r RedisConfig) redis.UniversalClient {
+	client, err := RedisClient(r)
+	if err != nil {
+		return redis.NewClient(&redis.Options{Dialer: func(context.Context, string, string) (net.Conn, error) { return nil, err }})
+	}
+	return client
+}
+
+// readPassword reads the password of section (member name "password" or
+// "sentinel_password") from file or from the environment variable env; neither is no
+// password.
+func readPassword(section, name, file, env string) (string, error) {
+	switch {
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s.%s_file: %w", section, name, err)
+		}
+		p := strings.TrimRight(string(b), "\r\n")
+		if p == "" {
+			return "", fmt.Errorf("%s.%s_file: %s is empty", section, name, file)
+		}
+		return p, nil
+	case env != "":
+		p := os.Getenv(env)
+		if p == "" {
+			return "", fmt.Errorf("%s.%s_env: %s is not set", section, name, env)
+		}
+		return p, nil
+	}
+	return "", nil
+}
+
+// config is the client's tls.Config: TLS 1.2 or later, the CA of ca_file (else the
+// system's roots), the client certificate of cert_file and key_file.
+func (t RedisTLSConfig) config() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("store.redis.tls.ca_file: %w", err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("store.redis.tls.ca_file: %s holds no PEM certificate", t.CAFile)
+		}
+		cfg.RootCAs = roots
+	}
+	if t.CertFile != "" || t.KeyFile != "" {
+		pair, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("store.redis.tls: cert_file and key_file: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
 }
 
 // LossLogger returns a redisstore.WithLossHook hook that logs, at error level, that the
@@ -175,4 +325,61 @@ func LossLogger(logger *slog.Logger, now func() time.Time) func(redisstore.LossE
 			"until", latest.UTC().Format(time.RFC3339), "tags_in_quarantine", tags, "new_since_last_line", unlogged)
 		unlogged = 0
 	}
+}
+
+// RedisEnv binds the environment overrides of store.redis's credentials and TLS, after
+// the service's prefix and then namePrefix ("" for the services, "INGRESS_" for the
+// proxy's ingress store), for a configuration whose store section storeOf returns (or
+// an error when it has none): REDIS_USERNAME, REDIS_PASSWORD_FILE, REDIS_PASSWORD_ENV,
+// REDIS_TLS_CA_FILE, REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE, REDIS_TLS_SERVER_NAME,
+// REDIS_SENTINEL_SENTINEL_USERNAME, REDIS_SENTINEL_SENTINEL_PASSWORD_FILE and
+// REDIS_SENTINEL_SENTINEL_PASSWORD_ENV. A password source replaces the other one a file
+// may name (at most one is allowed); a TLS variable switches TLS on. An empty value is
+// an error: unset the variable to keep the file's member.
+func RedisEnv[C any](namePrefix string, storeOf func(*C) (*StoreConfig, error)) []service.EnvVar[C] {
+	set := func(apply func(r *RedisConfig, v string)) func(*C, string) error {
+		return func(cfg *C, v string) error {
+			if v == "" {
+				return fmt.Errorf("empty: unset the variable to keep the file's member")
+			}
+			sc, err := storeOf(cfg)
+			if err != nil {
+				return err
+			}
+			apply(&sc.Redis, v)
+			return nil
+		}
+	}
+	tlsMember := func(field func(*RedisTLSConfig) *string) func(*RedisConfig, string) {
+		return func(r *RedisConfig, v string) {
+			if r.TLS == nil {
+				r.TLS = &RedisTLSConfig{}
+			}
+			*field(r.TLS) = v
+		}
+	}
+	vars := []struct {
+		name  string
+		apply func(*RedisConfig, string)
+	}{
+		{"REDIS_USERNAME", func(r *RedisConfig, v string) { r.Username = v }},
+		{"REDIS_PASSWORD_FILE", func(r *RedisConfig, v string) { r.PasswordFile, r.PasswordEnv = v, "" }},
+		{"REDIS_PASSWORD_ENV", func(r *RedisConfig, v string) { r.PasswordFile, r.PasswordEnv = "", v }},
+		{"REDIS_TLS_CA_FILE", tlsMember(func(t *RedisTLSConfig) *string { return &t.CAFile })},
+		{"REDIS_TLS_CERT_FILE", tlsMember(func(t *RedisTLSConfig) *string { return &t.CertFile })},
+		{"REDIS_TLS_KEY_FILE", tlsMember(func(t *RedisTLSConfig) *string { return &t.KeyFile })},
+		{"REDIS_TLS_SERVER_NAME", tlsMember(func(t *RedisTLSConfig) *string { return &t.ServerName })},
+		{"REDIS_SENTINEL_SENTINEL_USERNAME", func(r *RedisConfig, v string) { r.Sentinel.SentinelUsername = v }},
+		{"REDIS_SENTINEL_SENTINEL_PASSWORD_FILE", func(r *RedisConfig, v string) {
+			r.Sentinel.SentinelPasswordFile, r.Sentinel.SentinelPasswordEnv = v, ""
+		}},
+		{"REDIS_SENTINEL_SENTINEL_PASSWORD_ENV", func(r *RedisConfig, v string) {
+			r.Sentinel.SentinelPasswordFile, r.Sentinel.SentinelPasswordEnv = "", v
+		}},
+	}
+	out := make([]service.EnvVar[C], len(vars))
+	for i, v := range vars {
+		out[i] = service.EnvVar[C]{Name: namePrefix + v.name, Set: set(v.apply)}
+	}
+	return out
 }

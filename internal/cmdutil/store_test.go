@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +64,13 @@ func TestStoreConfigCheck(t *testing.T) {
 		{StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: sentinel, Cluster: true}}, false},
 		{StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: SentinelConfig{Addrs: sentinel.Addrs}}}, false},
 		{StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: SentinelConfig{MasterName: "m"}}}, false},
-		{StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: SentinelConfig{Password: "p"}}}, false},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: SentinelConfig{SentinelPasswordFile: "/p"}}}, false},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{"r:6379"}, Username: "u", PasswordFile: "/p", TLS: &RedisTLSConfig{CAFile: "/ca", CertFile: "/c", KeyFile: "/k"}}}, true},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{"r:6379"}, PasswordFile: "/p", PasswordEnv: "P"}}, false},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: SentinelConfig{MasterName: "m", Addrs: sentinel.Addrs, SentinelPasswordFile: "/p", SentinelPasswordEnv: "P"}}}, false},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{"r:6379"}, TLS: &RedisTLSConfig{CertFile: "/c"}}}, false},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{"r:6379"}, TLS: &RedisTLSConfig{KeyFile: "/k"}}}, false},
+		{StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{"r:6379"}, TLS: &RedisTLSConfig{}}}, true},
 	} {
 		if err := tc.sc.Check(); (err == nil) != tc.ok {
 			t.Errorf("%+v: %v, want ok=%v", tc.sc, err, tc.ok)
@@ -92,16 +100,87 @@ redis:
   sentinel:
     master_name: dialogtrust
     addrs: [10.0.0.1:26379, 10.0.0.2:26379]
-    password: p
-    sentinel_password: sp
+    sentinel_username: watcher
+    sentinel_password_file: /run/secrets/sentinel-password
+  username: dialogtrust
+  password_env: REDIS_PASSWORD
+  tls: {ca_file: /etc/redis-ca/ca.crt}
   replica_acks: 1
 `), &sc)
-	s := sc.Redis.Sentinel
-	if err != nil || s.MasterName != "dialogtrust" || len(s.Addrs) != 2 || s.Password != "p" || s.SentinelPassword != "sp" || sc.Check() != nil {
+	r := sc.Redis
+	s := r.Sentinel
+	if err != nil || s.MasterName != "dialogtrust" || len(s.Addrs) != 2 || s.SentinelUsername != "watcher" ||
+		s.SentinelPasswordFile != "/run/secrets/sentinel-password" || r.Username != "dialogtrust" ||
+		r.PasswordEnv != "REDIS_PASSWORD" || r.TLS == nil || r.TLS.CAFile != "/etc/redis-ca/ca.crt" || sc.Check() != nil {
 		t.Fatalf("%v %+v %v", err, sc, sc.Check())
 	}
 	sc.Redis.Addrs = []string{"10.0.0.9:6379"}
 	if err := sc.Check(); err == nil || !strings.Contains(err.Error(), "not with store.redis.addrs") {
 		t.Fatalf("sentinel and addrs: %v", err)
+	}
+}
+
+// An empty tls section is TLS with the system's roots; no section is plain TCP.
+func TestStoreConfigEmptyTLS(t *testing.T) {
+	for body, want := range map[string]bool{"type: redis\nredis: {addrs: [\"r:6379\"], tls: {}}\n": true, "type: redis\nredis: {addrs: [\"r:6379\"]}\n": false} {
+		var sc StoreConfig
+		if err := service.ParseYAML([]byte(body), &sc); err != nil || (sc.Redis.TLS != nil) != want {
+			t.Errorf("%q: %v, TLS %+v, want on=%v", body, err, sc.Redis.TLS, want)
+		}
+	}
+}
+
+// A password written into the file is refused, wherever it is, with the members to use
+// instead; so is one in a sentinel section.
+func TestStoreConfigRefusesInlinePassword(t *testing.T) {
+	for _, body := range []string{
+		"type: redis\nredis: {addrs: [\"r:6379\"], password: hunter2}\n",
+		"type: redis\nredis: {addrs: [\"r:6379\"], password: \"\"}\n",
+		"type: redis\nredis: {sentinel: {master_name: m, addrs: [\"s:26379\"], password: hunter2}}\n",
+		"type: redis\nredis: {sentinel: {master_name: m, addrs: [\"s:26379\"], sentinel_password: hunter2}}\n",
+	} {
+		var sc StoreConfig
+		err := service.ParseYAML([]byte(body), &sc)
+		if err == nil || !strings.Contains(err.Error(), "password_file") || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%q: %v, want a refusal naming password_file without the password", body, err)
+		}
+	}
+}
+
+// The password files and variables are read when the client is made; an unreadable or
+// empty one stops the start, naming the member and not the contents.
+func TestRedisClientPasswordSources(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notPEM := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TEST_REDIS_UNSET_PASSWORD", "")
+	addrs := []string{"127.0.0.1:1"}
+	for _, tc := range []struct {
+		r    RedisConfig
+		want string
+	}{
+		{RedisConfig{Addrs: addrs, PasswordFile: filepath.Join(dir, "missing")}, "store.redis.password_file"},
+		{RedisConfig{Addrs: addrs, PasswordFile: empty}, "is empty"},
+		{RedisConfig{Addrs: addrs, PasswordEnv: "TEST_REDIS_UNSET_PASSWORD"}, "store.redis.password_env"},
+		{RedisConfig{Sentinel: SentinelConfig{MasterName: "m", Addrs: addrs, SentinelPasswordEnv: "TEST_REDIS_UNSET_PASSWORD"}}, "store.redis.sentinel.sentinel_password_env"},
+		{RedisConfig{Addrs: addrs, TLS: &RedisTLSConfig{CAFile: notPEM}}, "no PEM certificate"},
+		{RedisConfig{Addrs: addrs, TLS: &RedisTLSConfig{CertFile: notPEM, KeyFile: notPEM}}, "cert_file and key_file"},
+	} {
+		c, err := RedisClient(tc.r)
+		if err == nil {
+			_ = c.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error containing %q", tc.r, err, tc.want)
+		}
+		if _, _, _, err := OpenStore(StoreConfig{Type: "redis", Redis: tc.r}, nil); err == nil {
+			t.Errorf("%+v: OpenStore opened", tc.r)
+		}
 	}
 }

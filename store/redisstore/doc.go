@@ -24,7 +24,10 @@
 // what it cannot notice. WithReplicaAcks makes a claim count only once N replicas have
 // acknowledged it (WAIT on the claim's connection), so an asynchronous failover cannot
 // lose it. NewFailoverClient asks Redis Sentinel for the primary and follows its
-// failovers.
+// failovers. NewClient's WithAuth and WithTLS, and Sentinel's credentials and TLS, are
+// go-redis's own options: an ACL user or requirepass password, and TLS 1.2 or later
+// with the deployment's CA and, for mutual TLS, a client certificate. A refused
+// password or a failed handshake fails closed like a Redis that does not answer.
 //
 // KeyRing (NewKeyRing) is the keys.RingBackend of a service's replicas: the key ring
 // in one hash key, encrypted with AES-256-GCM under a key derived from a configured

@@ -505,9 +505,8 @@ func ParseAddrs(s string) []string {
 
 // NewClient returns a client for a single Redis node (cluster false, exactly one
 // address) or a Redis Cluster (cluster true, one or more seed addresses).
-// Connections are plain TCP without authentication; a deployment that needs TLS or
-// credentials builds its own client (with ContextTimeoutEnabled) and passes it to
-// NewReplay.
+// Connections are plain TCP without authentication unless opts say otherwise
+// (WithAuth, WithTLS).
 //
 // The mode is never inferred from the number of addresses: go-redis would make one
 // address a plain client even for a Cluster (writes then fail with MOVED), and several
@@ -518,18 +517,24 @@ func ParseAddrs(s string) []string {
 //
 // The client honours context deadlines on its sockets, so the store's per-call timeout
 // holds even when a server stops answering.
-func NewClient(addrs []string, cluster bool) redis.UniversalClient {
+func NewClient(addrs []string, cluster bool, opts ...ClientOption) redis.UniversalClient {
 	switch {
 	case len(addrs) == 0:
 		return refusingClient("store: no Redis address given")
 	case !cluster && len(addrs) > 1:
 		return refusingClient("store: several Redis addresses given without cluster mode")
 	}
-	return redis.NewUniversalClient(&redis.UniversalOptions{
+	var conn connConfig
+	for _, o := range opts {
+		o(&conn)
+	}
+	o := &redis.UniversalOptions{
 		Addrs:                 addrs,
 		IsClusterMode:         cluster,
 		ContextTimeoutEnabled: true,
-	})
+	}
+	conn.apply(o)
+	return redis.NewUniversalClient(o)
 }
 
 func refusingClient(reason string) redis.UniversalClient {

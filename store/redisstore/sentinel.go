@@ -1,13 +1,17 @@
 package redisstore
 
 import (
+	"crypto/tls"
+
 	"github.com/redis/go-redis/v9"
 )
 
 // Sentinel names a primary that Redis Sentinel watches: the master name the sentinels
 // know it by, and the sentinels to ask for its address. Username and Password
 // authenticate to the primary (and its replicas); SentinelUsername and
-// SentinelPassword to the sentinels. Empty means no authentication.
+// SentinelPassword to the sentinels. Empty means no authentication. TLS, when not nil,
+// is the TLS of every connection, to the sentinels and to the primary (as WithTLS: at
+// least TLS 1.2; with an empty ServerName each is verified for its own host).
 type Sentinel struct {
 	MasterName       string
 	Addrs            []string
@@ -15,6 +19,7 @@ type Sentinel struct {
 	Password         string
 	SentinelUsername string
 	SentinelPassword string
+	TLS              *tls.Config
 }
 
 // NewFailoverClient returns a client for the primary that the sentinels name (go-redis
@@ -44,6 +49,7 @@ func NewFailoverClient(s Sentinel) redis.UniversalClient {
 		SentinelPassword:      s.SentinelPassword,
 		Username:              s.Username,
 		Password:              s.Password,
+		TLSConfig:             minTLS12(s.TLS),
 		ContextTimeoutEnabled: true,
 	})
 }

@@ -218,7 +218,8 @@ var configSpec = service.ServiceSpec("tts", EnvPrefix, defaultYAML,
 			cfg.WITs[0].JWKSURL, cfg.WITs[0].JWKSFile = v, ""
 			return nil
 		}},
-	}, cmdutil.SharedKeysEnv(func(cfg *Config) *cmdutil.KeysConfig { return &cfg.Keys.KeysConfig })...),
+	}, append(cmdutil.SharedKeysEnv(func(cfg *Config) *cmdutil.KeysConfig { return &cfg.Keys.KeysConfig }),
+		cmdutil.RedisEnv("", func(cfg *Config) (*cmdutil.StoreConfig, error) { return &cfg.Store, nil })...)...),
 	service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (iss of Txn-Tokens; default http(s)://<listen>)"},
 	service.Flag{Name: "trust-domains", Member: "trust_domains", Usage: "comma-separated trust domains served"},
 	service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the signing keys (rotated)"})

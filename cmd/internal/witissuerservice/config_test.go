@@ -171,3 +171,50 @@ func TestConfigSharedKeysEnv(t *testing.T) {
 		t.Fatalf("embedded default: %v %+v", err, cfg.Keys)
 	}
 }
+
+// The store.redis credentials and TLS come from the environment too
+// (cmdutil.RedisEnv): a password source replaces the file's, a TLS variable switches
+// TLS on, and -check-config's checks then see both password sources of a file that
+// names two.
+func TestConfigRedisEnv(t *testing.T) {
+	file := writeFile(t, "c.yaml", "store: {type: redis, redis: {addrs: [\"r:6379\"], password_env: FROM_FILE}}\n")
+	cfg, _, err := configSpec.Load([]string{"--config", file}, []string{
+		EnvPrefix + "REDIS_USERNAME=dialogtrust",
+		EnvPrefix + "REDIS_PASSWORD_FILE=/run/secrets/redis/password",
+		EnvPrefix + "REDIS_TLS_CA_FILE=/etc/redis-ca/ca.crt",
+		EnvPrefix + "REDIS_TLS_SERVER_NAME=redis.example",
+	}, io.Discard)
+	r := cfg.Store.Redis
+	if err != nil || r.Username != "dialogtrust" || r.PasswordFile != "/run/secrets/redis/password" || r.PasswordEnv != "" ||
+		r.TLS == nil || r.TLS.CAFile != "/etc/redis-ca/ca.crt" || r.TLS.ServerName != "redis.example" || cfg.Store.Check() != nil {
+		t.Fatalf("%v %+v", err, r)
+	}
+	cfg, _, err = configSpec.Load([]string{"--config", file}, []string{EnvPrefix + "REDIS_TLS_CERT_FILE=/c"}, io.Discard)
+	if err != nil || cfg.Store.Check() == nil || !strings.Contains(cfg.Store.Check().Error(), "cert_file and key_file") {
+		t.Fatalf("half a client certificate from the environment: %v %v", err, cfg.Store.Check())
+	}
+	both := writeFile(t, "both.yaml", "store: {type: redis, redis: {addrs: [\"r:6379\"], password_env: P, password_file: /p}}\n")
+	if cfg, _, err := configSpec.Load([]string{"--config", both}, nil, io.Discard); err != nil || cfg.Store.Check() == nil {
+		t.Fatalf("both password sources: %v, check %v", err, cfg.Store.Check())
+	}
+	cfg, _, err = configSpec.Load([]string{"--config", both}, []string{EnvPrefix + "REDIS_PASSWORD_ENV=REDIS_PASSWORD"}, io.Discard)
+	if err != nil || cfg.Store.Redis.PasswordEnv != "REDIS_PASSWORD" || cfg.Store.Redis.PasswordFile != "" || cfg.Store.Check() != nil {
+		t.Fatalf("the environment's password source replaces the file's two: %v %+v", err, cfg.Store.Redis)
+	}
+	cfg, _, err = configSpec.Load(nil, []string{
+		EnvPrefix + "REDIS_SENTINEL_MASTER_NAME=m", EnvPrefix + "REDIS_SENTINEL_ADDRS=s1:26379",
+		EnvPrefix + "REDIS_SENTINEL_SENTINEL_USERNAME=watcher", EnvPrefix + "REDIS_SENTINEL_SENTINEL_PASSWORD_ENV=SENTINEL_PASSWORD",
+	}, io.Discard)
+	if s := cfg.Store.Redis.Sentinel; err != nil || s.SentinelUsername != "watcher" || s.SentinelPasswordEnv != "SENTINEL_PASSWORD" {
+		t.Fatalf("sentinel: %v %+v", err, cfg.Store.Redis.Sentinel)
+	}
+	for _, env := range []string{EnvPrefix + "REDIS_PASSWORD_FILE=", EnvPrefix + "REDIS_SENTINEL_PASSWORD=x", EnvPrefix + "REDIS_PASSWORD=x"} {
+		if _, _, err := configSpec.Load(nil, []string{env}, io.Discard); err == nil {
+			t.Errorf("%s accepted", env)
+		}
+	}
+	inline := writeFile(t, "inline.yaml", "store: {type: redis, redis: {addrs: [\"r:6379\"], password: hunter2}}\n")
+	if _, _, err := configSpec.Load([]string{"--config", inline}, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "password_file") {
+		t.Fatalf("inline password: %v", err)
+	}
+}

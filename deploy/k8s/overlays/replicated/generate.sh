@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Writes what the replicated overlay needs and what must never be committed:
+#
+#   secrets/ca.crt, ca.key                          a CA for the services' TLS certificates
+#   secrets/wit-issuer.crt, .key, tts.crt, .key     serving certificates for the Services'
+#                                                   DNS names, from that CA
+#   secrets/wit-issuer-keyring.secret, tts-keyring.secret   the secrets the shared key
+#                                                   rings are encrypted under (keys.shared)
+#   secrets/redis-password                          the password of Redis user dialogtrust
+#   secrets/redis-users.acl                         Redis's ACL file: that user with the
+#                                                   password's SHA-256, keys "dialogtrust:*"
+#                                                   only; the default user may only PING
+#   secrets/w1.jwk                                  the private key of workload
+#                                                   wimse://example.org/agent/w1; give it to
+#                                                   that workload, not to the cluster
+#   workloads/w1.pub.jwk                            its public key, registered with the
+#                                                   wit-issuer (assertion method)
+#
+# Existing files are kept, so running it again changes nothing; --force replaces them.
+# Needs openssl, and the dialogtrust command ($DIALOGTRUST, or built with go).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../../../.." && pwd)"
+force=0
+[ "${1:-}" = "--force" ] && force=1
+
+command -v openssl >/dev/null 2>&1 || { echo "generate.sh: openssl not found" >&2; exit 1; }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+dt="${DIALOGTRUST:-}"
+if [ -z "$dt" ]; then
+  (cd "$root" && go build -o "$tmp/dialogtrust" ./cmd/dialogtrust)
+  dt="$tmp/dialogtrust"
+fi
+
+fresh() { [ "$force" -eq 1 ] || [ ! -s "$1" ]; }
+
+umask 077
+ns=dialogtrust
+s="$here/secrets"
+mkdir -p "$s" "$here/workloads"
+
+if fresh "$s/w1.jwk"; then
+  "$dt" key generate --alg ES256 --out "$s/w1.jwk"
+fi
+"$dt" key public --in "$s/w1.jwk" >"$here/workloads/w1.pub.jwk"
+
+for k in wit-issuer-keyring tts-keyring; do
+  if fresh "$s/$k.secret"; then
+    openssl rand -base64 48 >"$s/$k.secret"
+  fi
+done
+if fresh "$s/redis-password" || fresh "$s/redis-users.acl"; then
+  openssl rand -base64 33 | tr '+/' '-_' >"$s/redis-password"
+  hash="$(tr -d '\n' <"$s/redis-password" | openssl dgst -sha256 -r | cut -d' ' -f1)"
+  printf '%s\n' \
+    "user default on nopass -@all +ping" \
+    "user dialogtrust on #$hash ~dialogtrust:* resetchannels +@all" >"$s/redis-users.acl"
+fi
+
+if fresh "$s/ca.crt" || fresh "$s/ca.key"; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -sha256 -days 365 \
+    -keyout "$s/ca.key" -out "$s/ca.crt" -subj "/CN=dialogtrust example.org example CA" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    2>/dev/null
+fi
+for svc in wit-issuer tts; do
+  if fresh "$s/$svc.crt" || fresh "$s/$svc.key"; then
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -sha256 \
+      -keyout "$s/$svc.key" -out "$tmp/$svc.csr" -subj "/CN=$svc.$ns.svc" 2>/dev/null
+    printf '%s\n' \
+      "subjectAltName=DNS:$svc,DNS:$svc.$ns,DNS:$svc.$ns.svc,DNS:$svc.$ns.svc.cluster.local" \
+      "basicConstraints=critical,CA:FALSE" \
+      "keyUsage=critical,digitalSignature" \
+      "extendedKeyUsage=serverAuth" >"$tmp/$svc.ext"
+    openssl x509 -req -in "$tmp/$svc.csr" -CA "$s/ca.crt" -CAkey "$s/ca.key" -CAcreateserial \
+      -CAserial "$tmp/ca.srl" -sha256 -days 90 -extfile "$tmp/$svc.ext" -out "$s/$svc.crt" 2>/dev/null
+  fi
+done
+echo "generate.sh: example.org: files in $s and $here/workloads" >&2
