@@ -129,6 +129,16 @@ func jsonrpcRequestOf(body []byte) *handoffReply {
 	return (&handoffReply{host: hostOfMethod(env.Method), id: env.ID}).withoutStatus()
 }
 
+// WriteRefusal answers a request whose body is body with the refusal err at the
+// handoff step, in the one form the receiver uses (handoffReply.writeError): a JSON-RPC
+// error on HTTP 200 when body is a JSON-RPC request with a string or number id (MCP,
+// A2A 0.3, A2A 1.0), the RFC 9457 problem document with its HTTP status otherwise. A
+// party that makes offers for a local agent (the egress proxy) answers with it, so that
+// the agent's SDK meets a refusal of its call in one shape whichever side refused it.
+func WriteRefusal(w http.ResponseWriter, body []byte, err error) {
+	jsonrpcRequestOf(body).writeError(w, err)
+}
+
 // withoutStatus is the reply without its status, for a refusal that goes alone; nil
 // when the request has no id that a JSON-RPC error can name.
 func (h *handoffReply) withoutStatus() *handoffReply {

@@ -41,7 +41,7 @@ func TestHandoffSec6_RefusalInTheHostProtocolsShape(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			jsonrpcRequestOf([]byte(c.body)).writeError(rec, c.err)
+			WriteRefusal(rec, []byte(c.body), c.err) // the receiver's writer, as the egress proxy calls it
 			res := rec.Result()
 			back := problem.Read(res.StatusCode, rec.Body.Bytes())
 			if errcode.CodeOf(back) != errcode.CodeOf(c.err) || errcode.KindOf(back) != errcode.KindOf(c.err) {

@@ -90,13 +90,16 @@
 //     thumbprint. A JWS must carry kid (3.1: MUST); a COSE message without kid is
 //     accepted when the issuer has exactly one key (3.2: SHOULD).
 //   - Algorithms: what package keys supports, one per key (ES256, and EdDSA/Ed25519);
-//     for COSE, ES256 (-7) and EdDSA (-8). The JWS alg must be the key's one algorithm
-//     by jose's rule: the same name, or for an Ed25519 key either of its two names,
-//     "EdDSA" (RFC 8037) and "Ed25519" (the fully-specified name of RFC 9864 section
-//     2), which name one signature algorithm (3.4 "exactly one algorithm" holds). A
-//     key without "alg" is pinned to "EdDSA" and still verifies the "Ed25519" JWS that
-//     other implementations now emit; "Ed448" and an Ed25519 name on any other key are
-//     refused (unsupported_alg). Signing still writes the key's own alg.
+//     for COSE, ES256 (-7), EdDSA (-8) and Ed25519 (-19, RFC 9864 section 2.2). The
+//     alg must be the key's one algorithm by jose's rule: the same name, or for an
+//     Ed25519 key either of its two names, "EdDSA" (RFC 8037; COSE -8) and "Ed25519"
+//     (the fully-specified name of RFC 9864 section 2; COSE -19), which name one
+//     signature algorithm (3.4 "exactly one algorithm" holds), whichever of them the
+//     key is pinned to. A key without "alg" is pinned to "EdDSA" and still verifies
+//     the "Ed25519" JWS or COSE message that other implementations now emit; "Ed448"
+//     (COSE -53) and an Ed25519 name on any other key are refused (unsupported_alg).
+//     Signing writes the key's own alg in a JWS, and in COSE -7 or -8 (an Ed25519 key
+//     pinned to "Ed25519" included), which every COSE verifier knows.
 //     COSE crit is refused like JWS crit; COSE typ (label 16, an open issue) is ignored.
 //   - Chains. The length (too-deep) is checked before any element is parsed (8.8).
 //     Signatures are verified newest first; at the first element whose iss has no

@@ -98,17 +98,38 @@ func digestMatches(d Digest, b []byte) (match, ok bool) {
 	return SHA256Digest(b).Val == d.Val, true
 }
 
-// COSE algorithms and the JOSE names of the same algorithms (a key is pinned to one).
-var coseAlgs = map[cose.Algorithm]string{cose.AlgorithmES256: keys.ES256, cose.AlgorithmEdDSA: keys.EdDSA}
+// coseAlgEd25519 is "Ed25519", the fully-specified COSE algorithm of EdDSA over
+// Ed25519 (RFC 9864 section 2.2), which go-cose v1.3.0 does not know: its
+// AlgorithmEd25519 is the polymorphic EdDSA (-8).
+const coseAlgEd25519 cose.Algorithm = -19
 
-func coseAlgFor(jwsAlg string) (cose.Algorithm, bool) {
-	for c, j := range coseAlgs {
-		if j == jwsAlg {
-			return c, true
-		}
+// COSE algorithms accepted and the JOSE names of the same algorithms. A key is pinned to
+// one algorithm, which may have two names: for an Ed25519 key EdDSA (-8, RFC 9053) and
+// Ed25519 (-19, RFC 9864), as jose's rule has it for JWS ("EdDSA", "Ed25519").
+var coseAlgs = map[cose.Algorithm]string{cose.AlgorithmES256: keys.ES256, cose.AlgorithmEdDSA: keys.EdDSA, coseAlgEd25519: keys.Ed25519}
+
+// coseAlgFor is the COSE algorithm a key signs with: ES256 (-7) for a P-256 key, EdDSA
+// (-8) for an Ed25519 key whichever name it is pinned to, since -8 is what every COSE
+// implementation (go-cose among them) verifies.
+func coseAlgFor(family keys.Family) (cose.Algorithm, bool) {
+	switch family {
+	case keys.FamilyES256:
+		return cose.AlgorithmES256, true
+	case keys.FamilyEd25519:
+		return cose.AlgorithmEdDSA, true
 	}
 	return 0, false
 }
+
+// renamedVerifier is a go-cose verifier under another name of its algorithm: the
+// Ed25519 verifier, which go-cose names EdDSA (-8), for a message whose alg is Ed25519
+// (-19). The signature is the same (RFC 9864 section 2.2: only the identifier differs).
+type renamedVerifier struct {
+	cose.Verifier
+	alg cose.Algorithm
+}
+
+func (v renamedVerifier) Algorithm() cose.Algorithm { return v.alg }
 
 // SignOffer signs an offer with key in form. The key's kid in the header is its RFC
 // 7638 thumbprint (sections 3.1, 3.2). It refuses what a receiver would refuse for
@@ -188,7 +209,7 @@ func signPayload(key *keys.PrivateKey, form Form, payload []byte) (Signed, error
 		}
 		return Signed{Form: JWS, Octets: []byte(tok)}, nil
 	case COSE:
-		alg, ok := coseAlgFor(key.Alg())
+		alg, ok := coseAlgFor(key.Public().Family())
 		if !ok {
 			return Signed{}, errcode.New(errcode.UnsupportedAlg, "no COSE algorithm for a %s key", key.Alg())
 		}
@@ -218,6 +239,7 @@ func signPayload(key *keys.PrivateKey, form Form, payload []byte) (Signed, error
 type element struct {
 	signed  Signed
 	alg     string // JOSE name
+	coseAlg cose.Algorithm
 	kid     string
 	offer   *Offer
 	status  *Status
@@ -326,7 +348,7 @@ func (e *element) parseCOSE() error {
 		// unprotected header is as good as a missing one would be.
 		kid, _ = msg.Headers.Unprotected[cose.HeaderLabelKeyID].([]byte)
 	}
-	e.cose, e.alg, e.kid, e.payload = &msg, name, string(kid), msg.Payload
+	e.cose, e.coseAlg, e.alg, e.kid, e.payload = &msg, alg, name, string(kid), msg.Payload
 	return nil
 }
 
@@ -353,13 +375,18 @@ func (e *element) verify(ctx context.Context, trust Trust) (*keys.PublicKey, err
 			return nil, err
 		}
 	case COSE:
-		if key.Alg() != e.alg {
+		// The same rule: the key's family, so that EdDSA (-8) and Ed25519 (-19) are the
+		// one algorithm of an Ed25519 key, whichever name the key is pinned to.
+		alg, ok := coseAlgFor(key.Family())
+		if !ok || keys.FamilyOf(e.alg) != key.Family() {
 			return nil, errcode.New(errcode.UnsupportedAlg, "alg %q does not match the key's %q", e.alg, key.Alg())
 		}
-		alg, _ := coseAlgFor(e.alg)
 		v, err := cose.NewVerifier(alg, key.Crypto())
 		if err != nil {
 			return nil, errcode.Wrap(errcode.InvalidKey, err, "COSE verifier")
+		}
+		if e.coseAlg != alg {
+			v = renamedVerifier{v, e.coseAlg}
 		}
 		if err := e.cose.Verify(nil, v); err != nil {
 			return nil, errcode.Wrap(errcode.InvalidSignature, err, "signature does not verify")

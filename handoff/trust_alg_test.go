@@ -2,11 +2,14 @@ package handoff
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"os"
 	"regexp"
 	"testing"
+
+	"github.com/veraison/go-cose"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -164,6 +167,142 @@ func TestRFC9864Sec2_HandoffSec3_1_Ed25519NameRefusedForOtherKeys(t *testing.T) 
 		_, err = VerifyOffer(ctx, tr, jwsWithAlg(t, "Ed448", kid, payload, ed), 0)
 		if !hasCause(err, errcode.UnsupportedAlg) {
 			t.Fatalf("alg Ed448 (kid %s): %v", kid, err)
+		}
+	}
+}
+
+// renamedSigner signs with an Ed25519 key under another COSE algorithm identifier.
+type renamedSigner struct {
+	cose.Signer
+	alg cose.Algorithm
+}
+
+func (s renamedSigner) Algorithm() cose.Algorithm { return s.alg }
+
+// coseWithAlg signs payload as a handoff COSE_Sign1 whose protected alg is alg,
+// whatever key signs it: the header a peer chose, not the one SignOffer would write.
+func coseWithAlg(t *testing.T, alg cose.Algorithm, kid string, payload []byte, signer *keys.PrivateKey) Signed {
+	t.Helper()
+	base, err := cose.NewSigner(cose.AlgorithmEdDSA, signer.Signer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := cose.NewSign1Message()
+	msg.Headers.Protected.SetAlgorithm(alg)
+	msg.Headers.Protected[cose.HeaderLabelContentType] = ContentType
+	msg.Headers.Protected[cose.HeaderLabelKeyID] = []byte(kid)
+	msg.Payload = payload
+	if err := msg.Sign(rand.Reader, nil, renamedSigner{base, alg}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := msg.MarshalCBOR()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Signed{Form: COSE, Octets: b}
+}
+
+// trustPinned binds the public half of k to iss in a trust file whose JWK names alg.
+func trustPinned(t *testing.T, iss, alg string, k *keys.PrivateKey) *StaticTrust {
+	t.Helper()
+	jwk, err := k.Public().MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	_ = json.Unmarshal(jwk, &m)
+	m["alg"] = alg
+	b, _ := json.Marshal(map[string]any{iss: map[string]any{"keys": []any{m}}})
+	trust, err := ParseTrust(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return trust
+}
+
+// RFC 9864 section 2.2 registers COSE algorithm -19, "Ed25519", the fully-specified
+// identifier of EdDSA over Ed25519, which RFC 9053 names polymorphically EdDSA (-8).
+// For the COSE form (handoff-context section 3.2) the rule is the JWS one: the two
+// identifiers are the one algorithm of an Ed25519 key (section 3.4's "exactly one
+// algorithm" kept), so a trusted Ed25519 key, pinned to either name, verifies an offer
+// or a status under -8 or -19; and a key pinned "Ed25519" signs the COSE form, with
+// -8, what SignOffer writes for every Ed25519 key.
+func TestRFC9864Sec2_HandoffSec3_2_COSEEd25519IsEdDSA(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, COSE)
+	o := w.newOffer(planner, coder)
+	payload, err := o.MarshalCBOR()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pin := range []string{keys.EdDSA, keys.Ed25519} {
+		k, err := keys.Generate(pin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trust := trustPinned(t, planner, pin, k)
+		emitted, err := SignOffer(k, COSE, o)
+		if err != nil {
+			t.Fatalf("a key pinned %s signs no COSE offer: %v", pin, err)
+		}
+		var msg cose.Sign1Message
+		if err := msg.UnmarshalCBOR(emitted.Octets); err != nil {
+			t.Fatal(err)
+		}
+		if alg, _ := msg.Headers.Protected.Algorithm(); alg != cose.AlgorithmEdDSA {
+			t.Fatalf("a key pinned %s signs COSE with alg %v, want EdDSA (-8)", pin, alg)
+		}
+		for _, c := range []struct {
+			s    Signed
+			name string
+		}{{emitted, keys.EdDSA}, {coseWithAlg(t, coseAlgEd25519, k.KID(), payload, k), keys.Ed25519}} {
+			v, err := VerifyOffer(ctx, trust, c.s, 0)
+			if err != nil {
+				t.Fatalf("key pinned %s, COSE alg %s: %v", pin, c.name, err)
+			}
+			if v.Alg != c.name || v.Offer.Hop != o.Hop {
+				t.Fatalf("verified %+v", v)
+			}
+		}
+		st := &Status{Hop: o.Hop, Offer: emitted.Digest(), Iss: planner, Aud: coder, Iat: o.Iat, State: StateCanceled}
+		sp, err := st.MarshalCBOR()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := VerifyStatusSignature(ctx, trust, coseWithAlg(t, coseAlgEd25519, k.KID(), sp, k), 0); err != nil {
+			t.Fatalf("key pinned %s: a COSE status with alg Ed25519 (-19): %v", pin, err)
+		}
+		// A signature that does not verify is still refused under the other name.
+		other, _ := keys.Generate(keys.EdDSA)
+		if _, err := VerifyOffer(ctx, trust, coseWithAlg(t, coseAlgEd25519, k.KID(), payload, other), 0); !hasCause(err, errcode.InvalidSignature) {
+			t.Fatalf("key pinned %s: -19 signed by another key: %v", pin, err)
+		}
+	}
+}
+
+// The COSE alias is only for Ed25519 keys: -19 under the kid of a trusted P-256 key
+// is refused before any signature is checked, and Ed448 (-53, RFC 9864 section 2.2)
+// is refused whatever the key.
+func TestRFC9864Sec2_HandoffSec3_2_COSEEd25519RefusedForOtherKeys(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, COSE)
+	o := w.newOffer(planner, coder)
+	payload, err := o.MarshalCBOR()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p256 := w.key(planner)
+	ed, _ := keys.Generate(keys.EdDSA)
+	if _, err := VerifyOffer(ctx, w.trust, coseWithAlg(t, coseAlgEd25519, p256.KID(), payload, ed), 0); !hasCause(err, errcode.UnsupportedAlg) {
+		t.Fatalf("COSE alg Ed25519 under a P-256 key's kid: %v", err)
+	}
+	edTrust := trustWithoutAlg(t, planner, ed)
+	for _, c := range []struct {
+		trust *StaticTrust
+		kid   string
+	}{{w.trust, p256.KID()}, {edTrust, ed.KID()}} {
+		if _, err := VerifyOffer(ctx, c.trust, coseWithAlg(t, -53, c.kid, payload, ed), 0); !hasCause(err, errcode.UnsupportedAlg) {
+			t.Fatalf("COSE alg Ed448 (kid %s): %v", c.kid, err)
 		}
 	}
 }

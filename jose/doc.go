@@ -12,7 +12,8 @@
 //  3. no "crit" (unsupported_critical); no header that could choose a key: jku, x5u,
 //     jwk, x5c (forbidden_header). Duplicate header members are invalid_encoding;
 //  4. alg: never "none", never a MAC or encryption algorithm, only the allow-list
-//     (unsupported_alg); RS256 and PS256 only with Options.RSA (an identity provider's
+//     (unsupported_alg), whose entries name algorithms, not spellings: "EdDSA" and
+//     "Ed25519" (RFC 9864 section 2) each admit both; RS256 and PS256 only with Options.RSA (an identity provider's
 //     tokens, keys from a keys.RSAPolicy set);
 //  5. the key is chosen by kid only from trust configuration (a keys.KeySet), never from
 //     the token; the key's one algorithm must be the token's alg (unsupported_alg);

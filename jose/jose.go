@@ -324,7 +324,10 @@ var forbiddenHeaders = []string{"jku", "x5u", "jwk", "x5c"}
 type Options struct {
 	// Typ is the required media type without "application/", e.g. "wit+jwt". Required.
 	Typ string
-	// Algs is the allow-list; empty means every algorithm package keys supports.
+	// Algs is the allow-list; empty means every algorithm package keys supports. An
+	// entry admits the algorithm it names under either of its names: "EdDSA" admits
+	// "Ed25519" (RFC 9864 section 2) and "Ed25519" admits "EdDSA", as VerifyWith takes
+	// both for an Ed25519 key; no other name (Ed448) is admitted.
 	Algs []string
 	// MaxSize bounds the compact token (default DefaultMaxTokenSize).
 	MaxSize int
@@ -384,7 +387,9 @@ func (t *Token) CheckHeader(opts Options) error {
 	if len(opts.Algs) > 0 {
 		ok := false
 		for _, a := range opts.Algs {
-			if a == t.Alg {
+			// The same family of package keys is the same algorithm (t.Alg's family
+			// is known here: FamilyNone was refused above).
+			if a == t.Alg || keys.FamilyOf(a) == keys.FamilyOf(t.Alg) {
 				ok = true
 				break
 			}

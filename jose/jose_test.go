@@ -278,3 +278,38 @@ func TestRFC9864Sec2_Ed25519NameOnlyForEd25519Keys(t *testing.T) {
 	}
 	wantCode(t, tok.VerifyWith(ed.Public(), false), errcode.UnsupportedAlg)
 }
+
+// RFC 9864 section 2: "Ed25519" is the fully-specified name of EdDSA over Ed25519, the
+// algorithm RFC 8037 polymorphically names "EdDSA". An allow-list naming either admits
+// a token under the other name for an Ed25519 key, as the key rule (VerifyWith) does;
+// it admits no other algorithm (Ed448, ES256), and the key must still be Ed25519.
+func TestRFC9864Sec2_AllowListAdmitsBothNamesOfEd25519(t *testing.T) {
+	ed, ec := mustKey(t, keys.EdDSA), mustKey(t, keys.ES256)
+	ctx := context.Background()
+	for _, c := range []struct{ allowed, alg string }{
+		{keys.EdDSA, keys.Ed25519},
+		{keys.Ed25519, keys.EdDSA},
+		{keys.EdDSA, keys.EdDSA},
+		{keys.Ed25519, keys.Ed25519},
+	} {
+		tok := handMade(t, map[string]any{"typ": "wit+jwt", "alg": c.alg, "kid": ed.KID()}, "{}", ed)
+		if _, err := jose.Verify(ctx, tok, jose.Options{Typ: "wit+jwt", Algs: []string{c.allowed}}, set(t, ed.Public())); err != nil {
+			t.Fatalf("Algs [%s] refused alg %s on an Ed25519 key: %v", c.allowed, c.alg, err)
+		}
+	}
+	for _, allowed := range []string{keys.EdDSA, keys.Ed25519} {
+		ed448 := handMade(t, map[string]any{"typ": "wit+jwt", "alg": "Ed448", "kid": ed.KID()}, "{}", ed)
+		_, err := jose.Verify(ctx, ed448, jose.Options{Typ: "wit+jwt", Algs: []string{allowed}}, set(t, ed.Public()))
+		wantCode(t, err, errcode.UnsupportedAlg)
+		es := handMade(t, map[string]any{"typ": "wit+jwt", "alg": keys.ES256, "kid": ec.KID()}, "{}", ec)
+		_, err = jose.Verify(ctx, es, jose.Options{Typ: "wit+jwt", Algs: []string{allowed}}, set(t, ec.Public()))
+		wantCode(t, err, errcode.UnsupportedAlg)
+		onP256 := handMade(t, map[string]any{"typ": "wit+jwt", "alg": keys.Ed25519, "kid": ec.KID()}, "{}", ed)
+		_, err = jose.Verify(ctx, onP256, jose.Options{Typ: "wit+jwt", Algs: []string{allowed}}, set(t, ec.Public()))
+		wantCode(t, err, errcode.UnsupportedAlg)
+	}
+	// An ES256-only list admits neither name of Ed25519.
+	tok := handMade(t, map[string]any{"typ": "wit+jwt", "alg": keys.Ed25519, "kid": ed.KID()}, "{}", ed)
+	_, err := jose.Verify(ctx, tok, jose.Options{Typ: "wit+jwt", Algs: []string{keys.ES256}}, set(t, ed.Public()))
+	wantCode(t, err, errcode.UnsupportedAlg)
+}

@@ -55,6 +55,8 @@
 // unix:///path/app.sock (net/http's transport dialing the socket), and the egress
 // handler served on any net.Listener (dialogtrust proxy: egress.listen unix:///path).
 //
-// Every refusal is a problem document with a stable errcode code; bodies are bounded
-// by MaxBody in both directions.
+// Every refusal is a problem document with a stable errcode code, except a refusal at
+// the handoff step of a JSON-RPC request with a string or number id, at either side,
+// which is a JSON-RPC error on 200 with the code and kind in its data
+// (dialog.WriteRefusal); bodies are bounded by MaxBody in both directions.
 package proxy

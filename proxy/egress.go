@@ -253,8 +253,10 @@ func (e *Egress) match(p string) (*egressRoute, string) {
 // ServeHTTP forwards one request of the local agent. The agent names the dialog with
 // the Dialog-Context field, or asks for a new one with StartDialogField: "?1"; without
 // either the request goes outside any dialog and without a Txn-Token. Every refusal is
-// a problem document with a stable code; the upstream's own answer (a refusal of the
-// receiver there included) comes back as it is.
+// a problem document with a stable code, except a refusal at the handoff step (an offer
+// asked for that cannot be made) of a JSON-RPC request with an id, which is a JSON-RPC
+// error (dialog.WriteRefusal); the upstream's own answer (a refusal of the receiver
+// there included) comes back as it is.
 func (e *Egress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := e.serve(w, r); err != nil {
 		problem.Write(w, err)
@@ -302,11 +304,19 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if start {
 		startDLG = agent.NewDialogID()
 	}
-	offer, err := e.offerFor(ctx, rt, r.Header, dc, startDLG, body)
+	wantOffer, task, err := handoffRequest(r.Header)
 	if err != nil {
 		return err
 	}
-	if offer != nil {
+	var offer *egressOffer
+	if wantOffer {
+		if offer, err = e.offerFor(ctx, rt, task, dc, startDLG, body); err != nil {
+			// A refusal at the handoff step answers a JSON-RPC request as the
+			// receiver's does: a JSON-RPC error, which the agent's SDK raises as the
+			// call's error (docs/errors.md, "How a refusal is sent").
+			dialog.WriteRefusal(w, body, err)
+			return nil
+		}
 		body, ctx = offer.body, offer.ctx
 	}
 	target := *rt.upstream

@@ -312,12 +312,10 @@ func reasonFieldValue(s string) string {
 	return b.String()
 }
 
-// offerFor makes the offer HandoffField asks for, or returns nil when none is asked.
-func (e *Egress) offerFor(ctx context.Context, rt *egressRoute, h http.Header, dc *dialog.Context, startDLG string, body []byte) (*egressOffer, error) {
-	want, task, err := handoffRequest(h)
-	if err != nil || !want {
-		return nil, err
-	}
+// offerFor makes the offer asked for with task (handoffRequest), in the request's
+// dialog dc or the one it starts (startDLG).
+func (e *Egress) offerFor(ctx context.Context, rt *egressRoute, task string, dc *dialog.Context, startDLG string, body []byte) (*egressOffer, error) {
+	var err error
 	if rt.handoff == nil {
 		return nil, errcode.New(errcode.InvalidRequest, "the route %s names no delegate: it makes no handoff offers", rt.prefix)
 	}

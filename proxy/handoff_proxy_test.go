@@ -375,7 +375,10 @@ func TestHandoffSection6JSONRPCErrorCarriesNoStatus(t *testing.T) {
 }
 
 // The egress's refusals of the handoff fields and of bodies it cannot put an offer
-// in: nothing is sent upstream and the application does not run.
+// in: nothing is sent upstream and the application does not run. A refusal of the
+// offer asked for (HandoffField ?1, well formed) of a JSON-RPC request with an id is a
+// JSON-RPC error on 200, as the receiver's (dialog.WriteRefusal); the rest are problem
+// documents.
 func TestHandoffEgressRefusals(t *testing.T) {
 	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP})
 	withOffer, err := handoff.PutMCPRequest([]byte(`{"name":"x","_meta":{}}`), &handoff.Handoff{Offer: handoff.Signed{Form: handoff.JWS, Octets: []byte("a.b.c")}})
@@ -386,16 +389,19 @@ func TestHandoffEgressRefusals(t *testing.T) {
 		fields map[string]string
 		multi  []string
 		want   errcode.Code
+		rpc    bool // answered as a JSON-RPC error
 	}{
 		{name: "not a boolean", body: toolsCall, fields: map[string]string{proxy.HandoffField: "true"}, want: errcode.InvalidRequest},
 		{name: "twice", body: toolsCall, multi: []string{proxy.HandoffField, "?1"}, want: errcode.DuplicateField},
-		{name: "no dialog", body: toolsCall, fields: map[string]string{proxy.StartDialogField: ""}, want: errcode.InvalidRequest},
+		{name: "no dialog", body: toolsCall, fields: map[string]string{proxy.StartDialogField: ""}, want: errcode.InvalidRequest, rpc: true},
 		{name: "task without offer", body: toolsCall, fields: map[string]string{proxy.HandoffField: "?0", proxy.HandoffTaskField: "t"}, want: errcode.InvalidRequest},
 		{name: "task too long", body: toolsCall, fields: map[string]string{proxy.HandoffTaskField: strings.Repeat("t", proxy.MaxHandoffTask+1)}, want: errcode.InvalidRequest},
 		{name: "not JSON-RPC", body: `{"city":"Oslo"}`, want: errcode.InvalidRequest},
-		{name: "not tools/call", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, want: errcode.InvalidRequest},
+		{name: "not tools/call", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, want: errcode.InvalidRequest, rpc: true},
+		{name: "string id", body: `{"jsonrpc":"2.0","id":"a","method":"tools/list","params":{}}`, want: errcode.InvalidRequest, rpc: true},
+		{name: "id neither string nor number", body: `{"jsonrpc":"2.0","id":{},"method":"tools/list","params":{}}`, want: errcode.InvalidRequest},
 		{name: "a notification", body: `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}`, want: errcode.InvalidRequest},
-		{name: "already an offer", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + string(withOffer) + `}`, want: errcode.HandoffUnplaced},
+		{name: "already an offer", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + string(withOffer) + `}`, want: errcode.HandoffUnplaced, rpc: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hp.mu.Lock()
@@ -421,6 +427,7 @@ func TestHandoffEgressRefusals(t *testing.T) {
 			if code := errcode.CodeOf(problem.Read(res.StatusCode, b)); code != tc.want {
 				t.Fatalf("%d %s, want %s", res.StatusCode, b, tc.want)
 			}
+			checkRefusalForm(t, res, b, tc.body, tc.rpc)
 			hp.mu.Lock()
 			sent := hp.sent
 			hp.mu.Unlock()
@@ -441,6 +448,41 @@ func TestHandoffEgressRefusals(t *testing.T) {
 	res.Body.Close()
 	if code := errcode.CodeOf(problem.Read(res.StatusCode, b)); code != errcode.InvalidRequest || plain.app.hits() != 0 {
 		t.Fatalf("a route without a delegate: %d %s", res.StatusCode, b)
+	}
+	checkRefusalForm(t, res, b, toolsCall, true)
+}
+
+// checkRefusalForm checks that a refusal of the request body reqBody is a JSON-RPC
+// error on 200 naming the request's id, with the code and kind in its data (rpc), or a
+// problem document with an error status.
+func checkRefusalForm(t *testing.T, res *http.Response, b []byte, reqBody string, rpc bool) {
+	t.Helper()
+	ct := res.Header.Get("Content-Type")
+	if !rpc {
+		if res.StatusCode < 400 || ct != "application/problem+json" {
+			t.Fatalf("want a problem document: %d %s %s", res.StatusCode, ct, b)
+		}
+		return
+	}
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	mustOK(t, json.Unmarshal([]byte(reqBody), &req))
+	var got struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code int `json:"code"`
+			Data struct {
+				Code string `json:"code"`
+				Kind string `json:"kind"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if res.StatusCode != http.StatusOK || ct != "application/json" || json.Unmarshal(b, &got) != nil ||
+		got.JSONRPC != "2.0" || string(got.ID) != string(req.ID) || got.Error.Code != -32602 ||
+		got.Error.Data.Code == "" || got.Error.Data.Kind != "failed" {
+		t.Fatalf("want a JSON-RPC error naming id %s: %d %s %s", req.ID, res.StatusCode, ct, b)
 	}
 }
 
