@@ -63,7 +63,7 @@ func parseEventStream(b []byte) ([]streamEvent, error) {
 	}
 	var events []streamEvent
 	cur := streamEvent{start: pos} // a BOM is no block's
-	open := false // a line of the current block has been read
+	open := false                  // a line of the current block has been read
 	for pos < len(b) {
 		i := bytes.IndexAny(b[pos:], "\r\n")
 		if i < 0 {
