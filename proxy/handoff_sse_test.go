@@ -242,3 +242,21 @@ func TestHandoffIngressEventStreamRefused(t *testing.T) {
 		})
 	}
 }
+
+// Section 6 places statuses in results: a stream whose response is a JSON-RPC error
+// goes to the agent exactly as the application sent it, without a status, and the
+// stated outcome is recorded for a retransmission (section 5.3).
+func TestHandoffSection6EventStreamErrorCarriesNoStatus(t *testing.T) {
+	// The error's data is on two lines, which the ingress leaves as they are.
+	stream := mcpProgress + "event: message\nid: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\ndata: \"error\":{\"code\":-32000,\"message\":\"no rooms\"}}\n\n"
+	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, app: sseApp(stream, "failed")})
+	res, body := hp.send(t, toolsCall, nil)
+	if res.StatusCode != 200 || string(body) != stream || res.Header.Get(proxy.HandoffStatusField) != "" || res.Header.Get(proxy.HandoffHopField) == "" {
+		t.Fatalf("%d %q %v", res.StatusCode, body, res.Header)
+	}
+	rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), res.Header.Get(proxy.HandoffHopField))
+	mustOK(t, err)
+	if rec.State != string(handoff.StateFailed) || rec.LastStatus == nil {
+		t.Fatalf("the delegate recorded %+v", rec)
+	}
+}

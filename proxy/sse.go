@@ -112,19 +112,19 @@ func parseEventStream(b []byte) ([]streamEvent, error) {
 	return events, nil
 }
 
-// streamReply is the JSON-RPC response in an event stream that answers the request
-// with identifier id: its index in events and its message. An MCP stream carries one
+// streamReply is the index in events of the JSON-RPC response in an event stream that
+// answers the request with identifier id. An MCP stream carries one
 // response to the request (its other events are the server's notifications and
 // requests): a second one is refused. An A2A stream answers with many (a Task, status
 // and artifact updates, Messages): the one the status goes in is the last whose Task
-// or status update is in a terminal state, or the last JSON-RPC error, else the last.
-func streamReply(host dialog.Host, events []streamEvent, id json.RawMessage) (int, map[string]json.RawMessage, error) {
+// or status update is in a terminal state, or the last JSON-RPC error, else the last
+// Task, status update or Message (an artifact update has no place for a status).
+func streamReply(host dialog.Host, events []streamEvent, id json.RawMessage) (int, error) {
 	want, err := compactJSON(id)
 	if err != nil || len(want) == 0 || string(want) == "null" {
-		return 0, nil, errcode.New(errcode.InvalidRequest, "the request has no JSON-RPC id to find its response by")
+		return 0, errcode.New(errcode.InvalidRequest, "the request has no JSON-RPC id to find its response by")
 	}
 	found, final := -1, -1
-	var foundEnv, finalEnv map[string]json.RawMessage
 	for i, ev := range events {
 		if !ev.hasData || ev.typ != "" && ev.typ != "message" {
 			continue
@@ -143,20 +143,40 @@ func streamReply(host dialog.Host, events []streamEvent, id json.RawMessage) (in
 			continue
 		}
 		if host == dialog.MCP && found >= 0 {
-			return 0, nil, errcode.New(errcode.InvalidEncoding, "the event stream carries more than one response to the request")
+			return 0, errcode.New(errcode.InvalidEncoding, "the event stream carries more than one response to the request")
 		}
-		found, foundEnv = i, env
+		if !hasError && host != dialog.MCP && !a2aCarriesStatus(host, env["result"]) {
+			continue
+		}
+		found = i
 		if hasError || host != dialog.MCP && terminalUpdate(host, env["result"]) {
-			final, finalEnv = i, env
+			final = i
 		}
 	}
 	switch {
 	case final >= 0:
-		return final, finalEnv, nil
+		return final, nil
 	case found >= 0:
-		return found, foundEnv, nil
+		return found, nil
 	}
-	return 0, nil, errcode.New(errcode.MissingCredential, "the event stream carries no JSON-RPC response to the request")
+	return 0, errcode.New(errcode.MissingCredential, "the event stream carries no JSON-RPC response to the request")
+}
+
+// a2aCarriesStatus reports whether an A2A stream result has a place for a status: a
+// Task, a status update (a2aTask) or a Message.
+func a2aCarriesStatus(host dialog.Host, result json.RawMessage) bool {
+	if task, _ := a2aTask(host, result); task != nil {
+		return true
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(result, &m) != nil || m == nil {
+		return false
+	}
+	if host == dialog.A2A10 {
+		msg, ok := m["message"]
+		return ok && string(msg) != "null"
+	}
+	return string(m["kind"]) == `"message"`
 }
 
 // terminalUpdate reports whether an A2A stream result is a Task or a status update in
@@ -230,22 +250,21 @@ func requestID(body []byte) json.RawMessage {
 func (t *ingressHop) answerStream(ctx context.Context, res *http.Response, body []byte) ([]byte, error) {
 	events, err := parseEventStream(body)
 	var i int
-	var env map[string]json.RawMessage
 	if err == nil {
-		i, env, err = streamReply(t.host, events, t.id)
+		i, err = streamReply(t.host, events, t.id)
 	}
 	if err != nil {
 		_, _ = t.answerMessage(ctx, res, nil) // records a stated outcome; refuses the reply
 		return nil, errcode.Unavailable(errcode.UpstreamUnavailable, err,
 			"the application's event stream in reply to an accepted handoff is not usable: the delegate's status cannot be placed in it")
 	}
-	msg, err := json.Marshal(env)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "event")
-	}
+	msg := events[i].data
 	placed, err := t.answerMessage(ctx, res, msg)
 	if err != nil {
 		return nil, err
+	}
+	if bytes.Equal(placed, msg) {
+		return body, nil // a JSON-RPC error: no status in it, the stream as it came
 	}
 	return replaceEventData(body, events[i], placed), nil
 }
@@ -257,15 +276,11 @@ func (o *egressOffer) eventStreamReply(body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, errcode.Unavailable(errcode.UpstreamUnavailable, err, "the event stream in reply to the handoff offer is not usable")
 	}
-	_, env, err := streamReply(o.rh.host, events, requestID(o.body))
+	i, err := streamReply(o.rh.host, events, requestID(o.body))
 	if err != nil {
 		return nil, err
 	}
-	msg, err := json.Marshal(env)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "event")
-	}
-	return msg, nil
+	return events[i].data, nil
 }
 
 // statusUpdateStatus takes a status out of the status message of an A2A 1.0 streamed

@@ -93,14 +93,15 @@ func TestStreamReply(t *testing.T) {
 		{"MCP none", dialog.MCP, "7", note + other + ping, -1},
 		{"MCP twice", dialog.MCP, "7", mcp + mcp, -1},
 		{"A2A terminal before an artifact", dialog.A2A10, `"r1"`, work + done + art, 1},
-		{"A2A no terminal: the last", dialog.A2A10, `"r1"`, work + art, 1},
+		{"A2A no terminal: the last update, not an artifact", dialog.A2A10, `"r1"`, work + art, 0},
+		{"A2A only artifacts", dialog.A2A10, `"r1"`, art, -1},
 		{"A2A 0.3 final status update", dialog.A2A03, `"r1"`, fail03, 0},
 		{"wrong id type", dialog.A2A10, `1`, work, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			evs, err := parseEventStream([]byte(tc.stream))
 			noErr(t, err)
-			i, env, err := streamReply(tc.host, evs, json.RawMessage(tc.id))
+			i, err := streamReply(tc.host, evs, json.RawMessage(tc.id))
 			if tc.want < 0 {
 				if err == nil {
 					t.Fatalf("event %d found", i)
@@ -108,7 +109,7 @@ func TestStreamReply(t *testing.T) {
 				return
 			}
 			noErr(t, err)
-			if i != tc.want || env == nil {
+			if i != tc.want {
 				t.Fatalf("event %d, want %d", i, tc.want)
 			}
 		})
