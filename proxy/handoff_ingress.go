@@ -64,11 +64,11 @@ func (t *ingressHop) answer(ctx context.Context, res *http.Response, body []byte
 	return t.answerMessage(ctx, res, body)
 }
 
-// answerMessage makes the delegate's status from the application's response and puts it in
-// the reply where the host protocol carries it (section 6). The application states the
-// outcome in HandoffStatusField ("completed", "failed" with HandoffReasonField, or
-// "accepted"); without it, an A2A Task's state gives it (Table 1) and anything else
-// leaves the hop "accepted". The status is recorded before the reply is written, so
+// answerMessage makes the delegate's status from the application's response and puts
+// it in the reply where the host protocol carries it (section 6). The application
+// states the outcome in HandoffStatusField ("completed", "failed" with
+// HandoffReasonField, or "accepted"); without it, an A2A Task's state gives it (Table
+// 1) and anything else leaves the hop "accepted". The status is recorded before the reply is written, so
 // that a retransmission gets it even when this reply is lost. A reply that is a
 // refusal or a JSON-RPC error goes out as it is (section 6 places statuses in results
 // only); a successful reply in which the status cannot be placed is refused: no
@@ -91,7 +91,8 @@ func (t *ingressHop) answerMessage(ctx context.Context, res *http.Response, body
 	ok := res.StatusCode/100 == 2
 	placeable := ok && hasResult
 	// A success that is not a JSON-RPC response (nor an event stream with one: see
-	// answerStream) cannot carry the status. Without an outcome to record, it is refused before anything is signed.
+	// answerStream) cannot carry the status. Without an outcome to record, it is
+	// refused before anything is signed.
 	unplaceable := ok && !hasResult && !isError
 	if unplaceable && len(stated) == 0 {
 		return nil, errcode.Unavailable(errcode.UpstreamUnavailable, nil,
