@@ -148,64 +148,95 @@ func TestHandoffSection4A2AEventStream(t *testing.T) {
 	}
 }
 
-// Section 5.6 over an event stream: a status swapped in the response event, the
-// response event removed, a stream not well formed and one over the bound are refused
-// by the egress, and the agent gets no stream. The route uses WPTs, so that no
-// response signature hides the tampering.
+// Section 5.6 over an event stream, MCP and A2A 1.0: a status swapped in the response
+// event, the response events removed (an A2A artifact update has no place for a
+// status), a stream not well formed and one over a bound are refused by the egress,
+// and the agent gets no stream. The route uses WPTs, so that no response signature
+// hides the tampering.
 func TestHandoffSection5_6EventStreamRefused(t *testing.T) {
-	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, method: proof.WPT, app: sseApp(mcpProgress+mcpSSEReply, "failed")})
+	const (
+		task10     = `data: {"jsonrpc":"2.0","id":"r1","result":{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_SUBMITTED"}}}}` + "\n\n"
+		done10     = `data: {"jsonrpc":"2.0","id":"r1","result":{"statusUpdate":{"taskId":"t-1","contextId":"%s","status":{"state":"TASK_STATE_COMPLETED"}}}}` + "\n\n"
+		artifact10 = `data: {"jsonrpc":"2.0","id":"r1","result":{"artifactUpdate":{"taskId":"t-1","contextId":"c","artifact":{"artifactId":"a","parts":[{"text":"x"}]}}}}` + "\n\n"
+	)
 	forger, _ := keys.Generate(keys.ES256)
-	for _, tc := range []struct {
-		name   string
-		tamper func(body []byte) []byte
-		want   []errcode.Code
+	for _, v := range []struct {
+		name, request, stream, marker, noResponse string
+		host                                      dialog.Host
 	}{
-		{"forged status", func(body []byte) []byte {
-			evs := sseEvents(body)
-			st, err := agent.HandoffStatus(sseData(evs[1]))
-			if err != nil || st == nil {
-				t.Fatalf("no status in %q", body)
-			}
-			vs, err := handoff.VerifyStatusSignature(context.Background(), hp.trust, *st, 0)
-			mustOK(t, err)
-			forged := *vs.Status
-			forged.State, forged.Reason = handoff.StateCompleted, nil
-			fs, err := handoff.SignStatus(forger, handoff.JWS, &forged)
-			mustOK(t, err)
-			return bytes.Replace(body, []byte(st.Text()), []byte(fs.Text()), 1)
-		}, []errcode.Code{errcode.HandoffUntrustedKey, errcode.HandoffBadSignature}},
-		{"no response event", func(body []byte) []byte {
-			return []byte(sseEvents(body)[0])
-		}, []errcode.Code{errcode.MissingCredential}},
-		{"unterminated last event", func(body []byte) []byte {
-			return bytes.TrimSuffix(body, []byte("\n"))
-		}, []errcode.Code{errcode.UpstreamUnavailable}},
-		{"not UTF-8", func(body []byte) []byte {
-			return append([]byte(": \xff\n\n"), body...)
-		}, []errcode.Code{errcode.UpstreamUnavailable}},
-		{"too many events", func(body []byte) []byte {
-			return append(bytes.Repeat([]byte(":\n\n"), proxy.MaxStreamEvents), body...)
-		}, []errcode.Code{errcode.UpstreamUnavailable}},
-		{"over MaxBody", func(body []byte) []byte {
-			return append(append([]byte(": "), bytes.Repeat([]byte("x"), proxy.MaxBody)...), append([]byte("\n\n"), body...)...)
-		}, []errcode.Code{errcode.UpstreamUnavailable}},
+		{"MCP", toolsCall, mcpProgress + mcpSSEReply, "booked", mcpProgress, dialog.MCP},
+		{"A2A 1.0", a2a10Stream, task10 + done10, "TASK_STATE_COMPLETED", artifact10, dialog.A2A10},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			hp.tamperResponse = func(_ *http.Response, body []byte) []byte { return tc.tamper(body) }
-			res, body := hp.send(t, toolsCall, nil)
-			code := errcode.CodeOf(problem.Read(res.StatusCode, body))
-			ok := false
-			for _, w := range tc.want {
-				ok = ok || code == w
-			}
-			if !ok {
-				t.Fatalf("%d %.300s, want %v", res.StatusCode, body, tc.want)
-			}
-			if strings.Contains(string(body), "booked") || res.Header.Get(proxy.HandoffStatusField) != "" {
-				t.Fatal("the agent got the stream or a status")
-			}
-		})
+		hp := newHandoffPair(t, handoffOptions{host: v.host, method: proof.WPT, app: sseApp(v.stream, "failed")})
+		for _, tc := range []struct {
+			name   string
+			tamper func(body []byte) []byte
+			want   []errcode.Code
+		}{
+			{"forged status", func(body []byte) []byte {
+				st := eventStatus(t, sseData(sseEvents(body)[1]))
+				vs, err := handoff.VerifyStatusSignature(context.Background(), hp.trust, *st, 0)
+				mustOK(t, err)
+				forged := *vs.Status
+				forged.State, forged.Reason = handoff.StateCompleted, nil
+				fs, err := handoff.SignStatus(forger, handoff.JWS, &forged)
+				mustOK(t, err)
+				return bytes.Replace(body, []byte(st.Text()), []byte(fs.Text()), 1)
+			}, []errcode.Code{errcode.HandoffUntrustedKey, errcode.HandoffBadSignature}},
+			{"no response event", func([]byte) []byte {
+				return []byte(v.noResponse)
+			}, []errcode.Code{errcode.MissingCredential}},
+			{"unterminated last event", func(body []byte) []byte {
+				return bytes.TrimSuffix(body, []byte("\n"))
+			}, []errcode.Code{errcode.UpstreamUnavailable}},
+			{"not UTF-8", func(body []byte) []byte {
+				return append([]byte(": \xff\n\n"), body...)
+			}, []errcode.Code{errcode.UpstreamUnavailable}},
+			{"too many events", func(body []byte) []byte {
+				return append(bytes.Repeat([]byte(":\n\n"), proxy.MaxStreamEvents), body...)
+			}, []errcode.Code{errcode.UpstreamUnavailable}},
+			{"over MaxBody", func(body []byte) []byte {
+				return append(append([]byte(": "), bytes.Repeat([]byte("x"), proxy.MaxBody)...), append([]byte("\n\n"), body...)...)
+			}, []errcode.Code{errcode.UpstreamUnavailable}},
+		} {
+			t.Run(v.name+"/"+tc.name, func(t *testing.T) {
+				hp.tamperResponse = func(_ *http.Response, body []byte) []byte { return tc.tamper(body) }
+				res, body := hp.send(t, v.request, nil)
+				code := errcode.CodeOf(problem.Read(res.StatusCode, body))
+				ok := false
+				for _, w := range tc.want {
+					ok = ok || code == w
+				}
+				if !ok {
+					t.Fatalf("%d %.300s, want %v", res.StatusCode, body, tc.want)
+				}
+				if strings.Contains(string(body), v.marker) || res.Header.Get(proxy.HandoffStatusField) != "" {
+					t.Fatal("the agent got the stream or a status")
+				}
+			})
+		}
 	}
+}
+
+// eventStatus is the status in a response event's JSON-RPC message: where
+// agent.HandoffStatus reads it, or in an A2A 1.0 status update's status message.
+func eventStatus(t *testing.T, msg []byte) *handoff.Signed {
+	t.Helper()
+	st, err := agent.HandoffStatus(msg)
+	if err == nil && st == nil {
+		var env struct {
+			Result struct {
+				StatusUpdate json.RawMessage `json:"statusUpdate"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(msg, &env) == nil && len(env.Result.StatusUpdate) > 0 {
+			st, err = handoff.A2ATaskStatus(env.Result.StatusUpdate)
+		}
+	}
+	if err != nil || st == nil {
+		t.Fatalf("no status in %s (%v)", msg, err)
+	}
+	return st
 }
 
 // The ingress sends no unsigned success in a stream either: a stream without the
