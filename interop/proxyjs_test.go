@@ -431,9 +431,13 @@ func TestProxyJSSDKs(t *testing.T) {
 	// The A2A SDK's client sends a message through both proxies to the SDK's server,
 	// whose executor publishes a Task; without a status field from the application the
 	// ingress maps the Task's state to the signed status (Table 1).
-	a2a := func(t *testing.T, text string, wantTaskState int, want handoff.State, wantReason string) {
+	a2a := func(t *testing.T, text string, wantTaskState int, want handoff.State, wantReason string, stream bool) {
 		before := countSeen(a2aApp)
-		kind, out := runJSHandoff(t, node, []string{"DIALOGTRUST_HANDOFF_TASK=" + task}, "proxy-a2a-client.mjs", eg["egress"]+"/hotel-a2a", text)
+		env, contentType := []string{"DIALOGTRUST_HANDOFF_TASK=" + task}, "application/json"
+		if stream {
+			env, contentType = append(env, "DIALOGTRUST_A2A_STREAM=1"), "text/event-stream"
+		}
+		kind, out := runJSHandoff(t, node, env, "proxy-a2a-client.mjs", eg["egress"]+"/hotel-a2a", text)
 		var r struct {
 			Result struct {
 				Status struct {
@@ -452,6 +456,9 @@ func TestProxyJSSDKs(t *testing.T) {
 		hop := field(r.Fields, proxy.HandoffHopField)
 		if got := field(r.Fields, proxy.HandoffStatusField); got != string(want) || hop == "" {
 			t.Fatalf("the client got %s %q and hop %q, want %s: %s", proxy.HandoffStatusField, got, hop, want, out)
+		}
+		if got := r.Fields["content-type"]; !strings.HasPrefix(got, contentType) {
+			t.Errorf("the reply came as %q, want %s", got, contentType)
 		}
 		if got := field(r.Fields, proxy.HandoffReasonField); got != wantReason {
 			t.Errorf("the client got %s %q, want %q", proxy.HandoffReasonField, got, wantReason)
@@ -475,8 +482,13 @@ func TestProxyJSSDKs(t *testing.T) {
 		}
 	}
 	// The SDK's TaskState enum: TASK_STATE_COMPLETED is 3, TASK_STATE_FAILED 4.
-	t.Run("a2a", func(t *testing.T) { a2a(t, "book a hotel in Lisbon", 3, handoff.StateCompleted, "") })
+	t.Run("a2a", func(t *testing.T) { a2a(t, "book a hotel in Lisbon", 3, handoff.StateCompleted, "", false) })
+	// The same as a SendStreamingMessage: the reply is an event stream, in whose
+	// terminal Task event the ingress puts the status and the egress verifies it.
+	t.Run("a2a stream", func(t *testing.T) { a2a(t, "book a hotel in Lisbon", 3, handoff.StateCompleted, "", true) })
 	// The executor cannot do the work and publishes a failed Task: the ingress signs
 	// "failed" with the detail of Table 1's mapping, which the egress passes on.
-	t.Run("a2a failed task", func(t *testing.T) { a2a(t, "book a hotel on the moon", 4, handoff.StateFailed, "the task failed") })
+	t.Run("a2a failed task", func(t *testing.T) {
+		a2a(t, "book a hotel on the moon", 4, handoff.StateFailed, "the task failed", false)
+	})
 }
