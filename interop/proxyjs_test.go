@@ -337,6 +337,7 @@ func TestProxyJSSDKs(t *testing.T) {
 	a2aIn := d.startProxy(t, "hotel A2A ingress", d.ingressYAML(strings.TrimSuffix(a2aURL, "/a2a"), "a2a10"))
 	eg := d.startProxy(t, "planner egress", d.egressYAML(
 		jsRoute{"/hotel-mcp", mcpIn["ingress"] + "/mcp", jsHotelID, "mcp"},
+		jsRoute{"/hotel-mcp-sse", mcpIn["ingress"] + "/mcp-sse", jsHotelID, "mcp"},
 		jsRoute{"/hotel-a2a", a2aIn["ingress"] + "/a2a", jsHotelID, "a2a10"},
 		// The route's delegate is not the agent behind its upstream.
 		jsRoute{"/stranger-mcp", mcpIn["ingress"] + "/mcp", jsStrangerID, "mcp"},
@@ -344,48 +345,59 @@ func TestProxyJSSDKs(t *testing.T) {
 	const task = "hotel-lisbon-1"
 
 	// The MCP SDK's client calls the SDK's tool server through both proxies; the tool
-	// reports completed and the ingress signs it.
-	t.Run("mcp", func(t *testing.T) {
-		before := countSeen(mcpApp)
-		kind, out := runJSHandoff(t, node, []string{"DIALOGTRUST_HANDOFF_TASK=" + task}, "proxy-mcp-client.mjs", eg["egress"]+"/hotel-mcp", `{"city":"Lisbon"}`)
-		var r struct {
-			Result struct {
-				Content []struct {
-					Text string `json:"text"`
-				} `json:"content"`
-				IsError           bool           `json:"isError"`
-				Meta              map[string]any `json:"_meta"`
-				StructuredContent struct {
-					Seen struct {
-						seenFields
-						Meta map[string]any `json:"meta"`
-					} `json:"seen"`
-				} `json:"structuredContent"`
-			} `json:"result"`
-			Fields        map[string]string `json:"fields"`
-			DialogContext string            `json:"dialogContext"`
-		}
-		if err := json.Unmarshal(out, &r); err != nil || kind != "result" {
-			t.Fatalf("%s %s (%v)", kind, out, err)
-		}
-		hop := field(r.Fields, proxy.HandoffHopField)
-		if got := field(r.Fields, proxy.HandoffStatusField); got != "completed" || hop == "" {
-			t.Fatalf("the client got %s %q and hop %q, want completed: %s", proxy.HandoffStatusField, got, hop, out)
-		}
-		if got, ok := r.Fields["dialogtrust-interop-forged"]; ok {
-			t.Errorf("a Dialogtrust-* field the tool set reached the client: %q", got)
-		}
-		if r.Result.IsError || len(r.Result.Content) != 1 || r.Result.Content[0].Text != "booked in Lisbon" {
-			t.Errorf("tool result %+v", r.Result)
-		}
-		dlg := dlgOf(t, r.DialogContext)
-		checkSeen(t, r.Result.StructuredContent.Seen.seenFields, dlg, hop)
-		d.checkOffer(t, r.Result.StructuredContent.Seen.Meta[handoff.MCPMetaKey], dlg, hop, task)
-		d.checkStatus(t, r.Result.Meta[handoff.MCPMetaKey], hop, handoff.StateCompleted)
-		if n := countSeen(mcpApp) - before; n != 1 {
-			t.Errorf("the tool ran %d times, want once", n)
-		}
-	})
+	// reports completed and the ingress signs it. The server answers in
+	// application/json (enableJsonResponse) and, the SDK's default, in an event stream,
+	// in whose response event the ingress puts the status and the egress verifies it.
+	for _, v := range []struct{ name, route, contentType string }{
+		{"mcp", "/hotel-mcp", "application/json"},
+		{"mcp event stream", "/hotel-mcp-sse", "text/event-stream"},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			before := countSeen(mcpApp)
+			kind, out := runJSHandoff(t, node, []string{"DIALOGTRUST_HANDOFF_TASK=" + task}, "proxy-mcp-client.mjs", eg["egress"]+v.route, `{"city":"Lisbon"}`)
+			var r struct {
+				Result struct {
+					Content []struct {
+						Text string `json:"text"`
+					} `json:"content"`
+					IsError           bool           `json:"isError"`
+					Meta              map[string]any `json:"_meta"`
+					StructuredContent struct {
+						Seen struct {
+							seenFields
+							Meta        map[string]any `json:"meta"`
+							EventStream bool           `json:"eventStream"`
+						} `json:"seen"`
+					} `json:"structuredContent"`
+				} `json:"result"`
+				Fields        map[string]string `json:"fields"`
+				DialogContext string            `json:"dialogContext"`
+			}
+			if err := json.Unmarshal(out, &r); err != nil || kind != "result" {
+				t.Fatalf("%s %s (%v)", kind, out, err)
+			}
+			hop := field(r.Fields, proxy.HandoffHopField)
+			if got := field(r.Fields, proxy.HandoffStatusField); got != "completed" || hop == "" {
+				t.Fatalf("the client got %s %q and hop %q, want completed: %s", proxy.HandoffStatusField, got, hop, out)
+			}
+			if got := r.Fields["content-type"]; !strings.HasPrefix(got, v.contentType) || r.Result.StructuredContent.Seen.EventStream != (v.contentType == "text/event-stream") {
+				t.Errorf("the reply came as %q (the tool's event stream: %v), want %s", got, r.Result.StructuredContent.Seen.EventStream, v.contentType)
+			}
+			if got, ok := r.Fields["dialogtrust-interop-forged"]; ok {
+				t.Errorf("a Dialogtrust-* field the tool set reached the client: %q", got)
+			}
+			if r.Result.IsError || len(r.Result.Content) != 1 || r.Result.Content[0].Text != "booked in Lisbon" {
+				t.Errorf("tool result %+v", r.Result)
+			}
+			dlg := dlgOf(t, r.DialogContext)
+			checkSeen(t, r.Result.StructuredContent.Seen.seenFields, dlg, hop)
+			d.checkOffer(t, r.Result.StructuredContent.Seen.Meta[handoff.MCPMetaKey], dlg, hop, task)
+			d.checkStatus(t, r.Result.Meta[handoff.MCPMetaKey], hop, handoff.StateCompleted)
+			if n := countSeen(mcpApp) - before; n != 1 {
+				t.Errorf("the tool ran %d times, want once", n)
+			}
+		})
+	}
 
 	// An offer to a delegate other than the agent behind the upstream: the hotel's
 	// ingress rejects it (wrong-audience, section 5.1 step 2) with a status it signs,
@@ -419,9 +431,13 @@ func TestProxyJSSDKs(t *testing.T) {
 	// The A2A SDK's client sends a message through both proxies to the SDK's server,
 	// whose executor publishes a Task; without a status field from the application the
 	// ingress maps the Task's state to the signed status (Table 1).
-	a2a := func(t *testing.T, text string, wantTaskState int, want handoff.State, wantReason string) {
+	a2a := func(t *testing.T, text string, wantTaskState int, want handoff.State, wantReason string, stream bool) {
 		before := countSeen(a2aApp)
-		kind, out := runJSHandoff(t, node, []string{"DIALOGTRUST_HANDOFF_TASK=" + task}, "proxy-a2a-client.mjs", eg["egress"]+"/hotel-a2a", text)
+		env, contentType := []string{"DIALOGTRUST_HANDOFF_TASK=" + task}, "application/json"
+		if stream {
+			env, contentType = append(env, "DIALOGTRUST_A2A_STREAM=1"), "text/event-stream"
+		}
+		kind, out := runJSHandoff(t, node, env, "proxy-a2a-client.mjs", eg["egress"]+"/hotel-a2a", text)
 		var r struct {
 			Result struct {
 				Status struct {
@@ -440,6 +456,9 @@ func TestProxyJSSDKs(t *testing.T) {
 		hop := field(r.Fields, proxy.HandoffHopField)
 		if got := field(r.Fields, proxy.HandoffStatusField); got != string(want) || hop == "" {
 			t.Fatalf("the client got %s %q and hop %q, want %s: %s", proxy.HandoffStatusField, got, hop, want, out)
+		}
+		if got := r.Fields["content-type"]; !strings.HasPrefix(got, contentType) {
+			t.Errorf("the reply came as %q, want %s", got, contentType)
 		}
 		if got := field(r.Fields, proxy.HandoffReasonField); got != wantReason {
 			t.Errorf("the client got %s %q, want %q", proxy.HandoffReasonField, got, wantReason)
@@ -463,8 +482,13 @@ func TestProxyJSSDKs(t *testing.T) {
 		}
 	}
 	// The SDK's TaskState enum: TASK_STATE_COMPLETED is 3, TASK_STATE_FAILED 4.
-	t.Run("a2a", func(t *testing.T) { a2a(t, "book a hotel in Lisbon", 3, handoff.StateCompleted, "") })
+	t.Run("a2a", func(t *testing.T) { a2a(t, "book a hotel in Lisbon", 3, handoff.StateCompleted, "", false) })
+	// The same as a SendStreamingMessage: the reply is an event stream, in whose
+	// terminal Task event the ingress puts the status and the egress verifies it.
+	t.Run("a2a stream", func(t *testing.T) { a2a(t, "book a hotel in Lisbon", 3, handoff.StateCompleted, "", true) })
 	// The executor cannot do the work and publishes a failed Task: the ingress signs
 	// "failed" with the detail of Table 1's mapping, which the egress passes on.
-	t.Run("a2a failed task", func(t *testing.T) { a2a(t, "book a hotel on the moon", 4, handoff.StateFailed, "the task failed") })
+	t.Run("a2a failed task", func(t *testing.T) {
+		a2a(t, "book a hotel on the moon", 4, handoff.StateFailed, "the task failed", false)
+	})
 }

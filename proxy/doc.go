@@ -48,7 +48,11 @@
 // hop of an offer its receiver accepted (handoff.Receiver.Accept) before the
 // application runs, tells the application in VerifiedHandoffHopField and
 // VerifiedHandoffFromField, and signs the outcome the application states in
-// HandoffStatusField (or an A2A Task's state gives, Table 1) into the reply.
+// HandoffStatusField (or an A2A Task's state gives, Table 1) into the reply. A reply
+// may be an application/json JSON-RPC response or a finite text/event-stream (the MCP
+// Streamable HTTP transport, A2A message/stream; sse.go, the WHATWG event-stream
+// format, bounded by MaxBody and MaxStreamEvents): the status goes in, and is read
+// from, the stream's response event to the request, every other event unchanged.
 //
 // The local hops, the agent to the egress and the ingress to the application, may be
 // Unix domain sockets, as a sidecar's usually are: IngressConfig.Upstream

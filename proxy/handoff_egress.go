@@ -3,8 +3,8 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,8 +128,8 @@ func (rh *routeHandoff) makeOffer(ctx context.Context, dc *dialog.Context, task 
 // placeOffer puts h (nil: only check) in the JSON-RPC request body of host: the _meta
 // of an MCP tools/call's params; the metadata of the message of an A2A 0.3
 // message/send or an A2A 1.0 SendMessage, with the extension listed in
-// Message.extensions (handoff.PutA2AMessage). Streaming methods are refused: the reply
-// would be an event stream, in which the proxies read no status.
+// Message.extensions (handoff.PutA2AMessage), or of their streaming forms
+// (message/stream, SendStreamingMessage), whose event stream the egress reads whole.
 func placeOffer(host dialog.Host, body []byte, dlg string, h *handoff.Handoff) ([]byte, error) {
 	var env map[string]json.RawMessage
 	if err := exactjson.Unmarshal(body, &env); err != nil || env == nil {
@@ -142,9 +142,10 @@ func placeOffer(host dialog.Host, body []byte, dlg string, h *handoff.Handoff) (
 	if id, ok := env["id"]; !ok || string(id) == "null" {
 		return nil, errcode.New(errcode.InvalidRequest, "a handoff offer rides in a JSON-RPC request with an id (its reply carries the status)")
 	}
-	want := map[dialog.Host]string{dialog.MCP: "tools/call", dialog.A2A03: "message/send", dialog.A2A10: "SendMessage"}[host]
-	if method != want {
-		return nil, errcode.New(errcode.InvalidRequest, "the route's %s requests carry a handoff offer in %s, not in %q", host, want, errcode.Cut(method))
+	want := map[dialog.Host][]string{dialog.MCP: {"tools/call"}, dialog.A2A03: {"message/send", "message/stream"},
+		dialog.A2A10: {"SendMessage", "SendStreamingMessage"}}[host]
+	if !slices.Contains(want, method) {
+		return nil, errcode.New(errcode.InvalidRequest, "the route's %s requests carry a handoff offer in %s, not in %q", host, strings.Join(want, " or "), errcode.Cut(method))
 	}
 	params := env["params"]
 	var p map[string]json.RawMessage
@@ -212,15 +213,22 @@ func (o *egressOffer) setHeaders(h http.Header) {
 // one that verifies.
 func (o *egressOffer) answer(ctx context.Context, res *http.Response, body []byte) error {
 	res.Header.Set(HandoffHopField, o.hop)
+	if res.StatusCode/100 == 2 && isEventStream(res.Header) {
+		// The status is read in the stream's response event; the stream passes as it is.
+		msg, err := o.eventStreamReply(body)
+		if err != nil {
+			return err
+		}
+		body = msg
+	}
 	needed := res.StatusCode/100 == 2 && jsonRPCResult(body)
 	if res.StatusCode/100 == 2 && !needed && !jsonRPCError(body) {
-		mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
-		if mt == "text/event-stream" {
-			return errcode.New(errcode.MissingCredential, "the reply to the handoff offer is an event stream: the proxies read statuses only in application/json replies")
-		}
 		return errcode.New(errcode.MissingCredential, "the reply to the handoff offer is not a JSON-RPC response: it carries no status")
 	}
 	st, err := agent.HandoffStatus(body)
+	if err == nil && st == nil {
+		st, err = statusUpdateStatus(body)
+	}
 	switch {
 	case err != nil && needed:
 		return err

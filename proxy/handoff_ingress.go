@@ -18,6 +18,7 @@ type ingressHop struct {
 	hr       *handoff.Receiver
 	iss, hop string
 	host     dialog.Host
+	id       json.RawMessage // the request's JSON-RPC id: its response in an event stream gets the status
 	accepted handoff.Signed
 }
 
@@ -34,7 +35,7 @@ func (in *Ingress) takeHop(ctx context.Context, v *dialog.Verified, body []byte)
 	if err != nil {
 		return nil, err
 	}
-	return &ingressHop{hr: in.handoffs, iss: o.Iss, hop: o.Hop, host: hostOfBody(body), accepted: st}, nil
+	return &ingressHop{hr: in.handoffs, iss: o.Iss, hop: o.Hop, host: hostOfBody(body), id: requestID(body), accepted: st}, nil
 }
 
 // hostOfBody is the host protocol of the JSON-RPC request that carried an accepted
@@ -54,16 +55,25 @@ func hostOfBody(body []byte) dialog.Host {
 	return dialog.MCP
 }
 
-// answer makes the delegate's status from the application's response and puts it in
-// the reply where the host protocol carries it (section 6). The application states the
-// outcome in HandoffStatusField ("completed", "failed" with HandoffReasonField, or
-// "accepted"); without it, an A2A Task's state gives it (Table 1) and anything else
-// leaves the hop "accepted". The status is recorded before the reply is written, so
+// answer puts the delegate's status in the application's reply: an application/json
+// reply (answerMessage) or the response event of an event stream (answerStream).
+func (t *ingressHop) answer(ctx context.Context, res *http.Response, body []byte) ([]byte, error) {
+	if res.StatusCode/100 == 2 && isEventStream(res.Header) {
+		return t.answerStream(ctx, res, body)
+	}
+	return t.answerMessage(ctx, res, body)
+}
+
+// answerMessage makes the delegate's status from the application's response and puts
+// it in the reply where the host protocol carries it (section 6). The application
+// states the outcome in HandoffStatusField ("completed", "failed" with
+// HandoffReasonField, or "accepted"); without it, an A2A Task's state gives it (Table
+// 1) and anything else leaves the hop "accepted". The status is recorded before the reply is written, so
 // that a retransmission gets it even when this reply is lost. A reply that is a
 // refusal or a JSON-RPC error goes out as it is (section 6 places statuses in results
 // only); a successful reply in which the status cannot be placed is refused: no
 // unsigned success goes out.
-func (t *ingressHop) answer(ctx context.Context, res *http.Response, body []byte) ([]byte, error) {
+func (t *ingressHop) answerMessage(ctx context.Context, res *http.Response, body []byte) ([]byte, error) {
 	stated := res.Header.Values(HandoffStatusField)
 	reason := res.Header.Get(HandoffReasonField)
 	res.Header.Del(HandoffStatusField)
@@ -80,12 +90,13 @@ func (t *ingressHop) answer(ctx context.Context, res *http.Response, body []byte
 	_, isError := env["error"]
 	ok := res.StatusCode/100 == 2
 	placeable := ok && hasResult
-	// A success that is not a JSON-RPC response (an event stream, say) cannot carry
-	// the status. Without an outcome to record, it is refused before anything is signed.
+	// A success that is not a JSON-RPC response (nor an event stream with one: see
+	// answerStream) cannot carry the status. Without an outcome to record, it is
+	// refused before anything is signed.
 	unplaceable := ok && !hasResult && !isError
 	if unplaceable && len(stated) == 0 {
 		return nil, errcode.Unavailable(errcode.UpstreamUnavailable, nil,
-			"the application's reply to an accepted handoff is not a JSON-RPC response in application/json (an event stream?): the delegate's status cannot be placed in it")
+			"the application's reply to an accepted handoff is not a JSON-RPC response (in application/json or an event stream): the delegate's status cannot be placed in it")
 	}
 
 	var st handoff.Signed
@@ -105,7 +116,7 @@ func (t *ingressHop) answer(ctx context.Context, res *http.Response, body []byte
 	}
 	if unplaceable {
 		return nil, errcode.Unavailable(errcode.UpstreamUnavailable, nil,
-			"the application's reply to an accepted handoff is not a JSON-RPC response in application/json (an event stream?): the delegate's status is recorded but cannot be placed in it")
+			"the application's reply to an accepted handoff is not a JSON-RPC response (in application/json or an event stream): the delegate's status is recorded but cannot be placed in it")
 	}
 	if !placeable {
 		return body, nil // a refusal or a JSON-RPC error: the status is recorded, for a retransmission
@@ -161,7 +172,8 @@ func failure(reason, fallback string) handoff.Failure {
 }
 
 // fromTask derives the status from the state of an A2A Task the application returned
-// (Table 1): completed and failed are the outcome. The ingress took the hop before the
+// (Table 1), or from the state of a streamed status update (a2aTask): completed and
+// failed are the outcome. The ingress took the hop before the
 // application ran, and section 4 forbids "rejected" for a taken hop: a rejected task
 // is "failed" with reason "policy" and no refs (the work took no effect). A canceled
 // task, a task still working or waiting for input, and a Message leave the hop
@@ -191,22 +203,26 @@ func (t *ingressHop) fromTask(ctx context.Context, result json.RawMessage) (hand
 }
 
 // a2aTask returns the Task of an A2A result (A2A 0.3: kind "task"; A2A 1.0: {"task":
-// ...}), and whether the result is wrapped; nil for a Message.
-func a2aTask(host dialog.Host, result json.RawMessage) (json.RawMessage, bool) {
+// ...}), or the status update of a streamed one (A2A 0.3: kind "status-update"; A2A
+// 1.0: {"statusUpdate": ...}), which carries a TaskStatus as a Task does; and the
+// member of an A2A 1.0 result it is wrapped in ("" for 0.3). Nil for a Message.
+func a2aTask(host dialog.Host, result json.RawMessage) (json.RawMessage, string) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(result, &m) != nil || m == nil {
-		return nil, false
+		return nil, ""
 	}
 	if host == dialog.A2A10 {
-		if t, ok := m["task"]; ok && string(t) != "null" {
-			return t, true
+		for _, member := range []string{"task", "statusUpdate"} {
+			if t, ok := m[member]; ok && string(t) != "null" {
+				return t, member
+			}
 		}
-		return nil, false
+		return nil, ""
 	}
-	if string(m["kind"]) == `"task"` {
-		return result, false
+	if k := string(m["kind"]); k == `"task"` || k == `"status-update"` {
+		return result, ""
 	}
-	return nil, false
+	return nil, ""
 }
 
 // placeStatus puts st in a JSON-RPC result (section 6): the _meta of an MCP
@@ -216,12 +232,12 @@ func placeStatus(host dialog.Host, result json.RawMessage, st handoff.Signed) (j
 	if host == dialog.MCP {
 		return handoff.PutMCPResult(result, st)
 	}
-	if task, wrapped := a2aTask(host, result); task != nil {
+	if task, member := a2aTask(host, result); task != nil {
 		placed, err := handoff.PutA2ATaskStatus(task, st)
-		if err != nil || !wrapped {
+		if err != nil || member == "" {
 			return placed, err
 		}
-		return rewrap(result, "task", placed)
+		return rewrap(result, member, placed)
 	}
 	if host == dialog.A2A10 {
 		var m map[string]json.RawMessage

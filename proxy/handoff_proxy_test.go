@@ -488,7 +488,8 @@ func checkRefusalForm(t *testing.T, res *http.Response, b []byte, reqBody string
 
 // The ingress sends no unsigned success for an accepted offer: an application status
 // other than completed, failed or accepted, and a reply in which no status can be
-// placed (an event stream), are refused as upstream_unavailable.
+// placed (an event stream without a response to the request), are refused as
+// upstream_unavailable.
 func TestHandoffIngressNoUnsignedSuccess(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -496,9 +497,9 @@ func TestHandoffIngressNoUnsignedSuccess(t *testing.T) {
 	}{
 		{"unknown status", func(w http.ResponseWriter, _ *http.Request, _ []byte) { mcpResult(w, "done") }},
 		{"canceled is the delegator's", func(w http.ResponseWriter, _ *http.Request, _ []byte) { mcpResult(w, "canceled") }},
-		{"event stream", func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		{"event stream without a response", func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n")
+			_, _ = io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{\"content\":[]}}\n\n")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

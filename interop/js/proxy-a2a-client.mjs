@@ -10,7 +10,9 @@
 //
 // Usage: node proxy-a2a-client.mjs URL [TEXT] (the message's text, default "book a
 // hotel in Lisbon"), with the task text in DIALOGTRUST_HANDOFF_TASK
-// (optional). Prints one line "result JSON" ({result, status, fields}: the SendMessage
+// (optional); with DIALOGTRUST_A2A_STREAM=1 it sends a SendStreamingMessage instead,
+// whose reply is an event stream, and the result is its last Task or status update.
+// Prints one line "result JSON" ({result, status, fields}: the SendMessage
 // result as the SDK parsed it, the signed status text in it, the response fields) or
 // "error JSON"; exits 1 on an error.
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
@@ -24,13 +26,14 @@ if (!url) {
   process.exit(2);
 }
 const task = process.env.DIALOGTRUST_HANDOFF_TASK ?? "";
+const streaming = process.env.DIALOGTRUST_A2A_STREAM === "1";
 
 const card = {
   name: "dialogtrust interop hotel (through the egress)",
   description: "",
   version: "1.0.0",
   supportedInterfaces: [{ url, protocolBinding: "JSONRPC", protocolVersion: "1.0", tenant: "" }],
-  capabilities: { streaming: false, pushNotifications: false, extensions: [] },
+  capabilities: { streaming, pushNotifications: false, extensions: [] },
   securitySchemes: {},
   securityRequirements: [],
   defaultInputModes: ["text/plain"],
@@ -44,7 +47,7 @@ async function keepingFields(input, init) {
   const res = await fetch(input, init);
   fields = {};
   for (const [name, value] of res.headers) {
-    if (name.startsWith("dialogtrust-") || name === "dialog-context" || name === "a2a-extensions") fields[name] = value;
+    if (name.startsWith("dialogtrust-") || name === "dialog-context" || name === "a2a-extensions" || name === "content-type") fields[name] = value;
   }
   return res;
 }
@@ -79,7 +82,14 @@ try {
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: keepingFields })] }),
   );
   const client = await factory.createFromAgentCard(card);
-  const result = await client.sendMessage(params, { serviceParameters });
+  let result;
+  if (streaming) {
+    for await (const ev of client.sendMessageStream(params, { serviceParameters })) {
+      if (ev.payload?.$case === "task" || ev.payload?.$case === "statusUpdate") result = ev.payload.value;
+    }
+  } else {
+    result = await client.sendMessage(params, { serviceParameters });
+  }
   // A SendMessage result is a Message or a Task; the status rides in the Message's
   // metadata or the Task's status message's.
   const msg = result.messageId !== undefined ? result : result.status?.message;

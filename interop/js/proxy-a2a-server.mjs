@@ -35,7 +35,7 @@ const card = {
   version: "1.0.0",
   supportedInterfaces: [{ url, protocolBinding: "JSONRPC", protocolVersion: "1.0", tenant: "" }],
   capabilities: {
-    streaming: false,
+    streaming: true,
     pushNotifications: false,
     extensions: [{ uri: EXTENSION_URI, description: "agent handoff", required: false, params: undefined }],
   },

@@ -10,7 +10,7 @@
 //
 // The fields are set by a fetch passed to the transport, which also keeps the
 // response fields of the tools/call (Dialogtrust-Handoff-Status and the others the
-// egress verified). Prints one line "result JSON" ({result, fields, dialogContext}:
+// egress verified, and its Content-Type). Prints one line "result JSON" ({result, fields, dialogContext}:
 // the CallToolResult as the SDK parsed it and those response fields) or "error JSON";
 // exits 1 on an error.
 //
@@ -62,7 +62,7 @@ async function viaEgress(input, init = {}) {
   if (isCall) {
     callFields = {};
     for (const [name, value] of res.headers) {
-      if (name.startsWith("dialogtrust-") || name === "dialog-context") callFields[name] = value;
+      if (name.startsWith("dialogtrust-") || name === "dialog-context" || name === "content-type") callFields[name] = value;
     }
   }
   return res;

@@ -1,15 +1,16 @@
 // An MCP tool server built on the official TypeScript MCP SDK
 // (@modelcontextprotocol/sdk, its Streamable HTTP server transport on node:http,
-// stateless, JSON responses): the application behind a `dialogtrust proxy` ingress in
-// the proxy interop test. Its one tool, book_hotel, reads what the ingress verified
+// stateless): the application behind a `dialogtrust proxy` ingress in the proxy
+// interop test. At /mcp it answers in application/json (enableJsonResponse), at
+// /mcp-sse in text/event-stream, the SDK's default. Its one tool, book_hotel, reads what the ingress verified
 // (the Dialogtrust-Verified-* request fields), checks that a handoff was accepted for
 // the expected sender in a dialog, and tells the ingress the outcome in the
 // Dialogtrust-Handoff-Status response field (completed, or failed when a check does
 // not hold), which the ingress turns into the signed status. It reports what it saw in
 // the tool result and in a "seen JSON" line on stdout, one per call.
 //
-// Usage: node proxy-mcp-server.mjs PORT EXPECTED_SENDER. Prints "listening URL" once
-// it accepts requests.
+// Usage: node proxy-mcp-server.mjs PORT EXPECTED_SENDER. Prints "listening URL" (the
+// /mcp one) once it accepts requests.
 import http from "node:http";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -35,9 +36,30 @@ function dialogtrustFields(headers) {
   return out;
 }
 
+// problemsOf lists the checks on what the ingress verified that do not hold.
+function problemsOf(fields) {
+  const problems = [];
+  if (fields["dialogtrust-verified-sender"] !== expectedSender) problems.push("sender");
+  if (!fields["dialogtrust-verified-dialog"]) problems.push("dialog");
+  if (fields["dialogtrust-verified-handoff"] !== "accepted") problems.push("handoff");
+  if (!fields["dialogtrust-verified-handoff-hop"]) problems.push("handoff-hop");
+  if (!fields["dialogtrust-verified-handoff-from"]) problems.push("handoff-from");
+  return problems;
+}
+
+// setOutcome tells the ingress the outcome, which depends only on the request's
+// fields, and sets a field of the proxies' namespace that no proxy defines: the agent
+// must never see it, since it trusts the Dialogtrust-* fields its egress answers with.
+function setOutcome(res, problems) {
+  res.setHeader("Dialogtrust-Handoff-Status", problems.length === 0 ? "completed" : "failed");
+  res.setHeader("Dialogtrust-Interop-Forged", "set by the tool");
+}
+
 // newServer is one MCP server for one HTTP exchange (the SDK's stateless pattern), so
-// the tool handler can reach that exchange's request and response.
-function newServer(req, res) {
+// the tool handler can reach that exchange's request and response. With an event
+// stream (json false) the transport writes the response's head before the tool runs,
+// so the outcome fields are set before the exchange is handed to it.
+function newServer(req, res, json) {
   const server = new Server({ name: "dialogtrust-interop-hotel", version: "1.0.0" }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [
@@ -50,12 +72,7 @@ function newServer(req, res) {
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const fields = dialogtrustFields(req.headers);
-    const problems = [];
-    if (fields["dialogtrust-verified-sender"] !== expectedSender) problems.push("sender");
-    if (!fields["dialogtrust-verified-dialog"]) problems.push("dialog");
-    if (fields["dialogtrust-verified-handoff"] !== "accepted") problems.push("handoff");
-    if (!fields["dialogtrust-verified-handoff-hop"]) problems.push("handoff-hop");
-    if (!fields["dialogtrust-verified-handoff-from"]) problems.push("handoff-from");
+    const problems = problemsOf(fields);
     const seen = {
       tool: request.params.name,
       arguments: request.params.arguments ?? null,
@@ -65,15 +82,13 @@ function newServer(req, res) {
       meta: request.params._meta ?? null,
       credentialsSeen: CREDENTIAL_FIELDS.filter((name) => name in req.headers),
       problems,
+      eventStream: !json,
     };
     console.log("seen " + JSON.stringify(seen));
     const outcome = problems.length === 0 ? "completed" : "failed";
-    // The exchange's response is not written yet: the transport writes it after this
-    // handler returns, keeping the fields already set.
-    res.setHeader("Dialogtrust-Handoff-Status", outcome);
-    // A field of the proxies' namespace that no proxy defines: the agent must never
-    // see it, since it trusts the Dialogtrust-* fields its egress answers with.
-    res.setHeader("Dialogtrust-Interop-Forged", "set by the tool");
+    // In JSON mode the exchange's response is not written yet: the transport writes it
+    // after this handler returns, keeping the fields set here.
+    if (json) setOutcome(res, problems);
     return {
       content: [{ type: "text", text: outcome === "completed" ? "booked in " + (request.params.arguments?.city ?? "?") : "not booked: " + problems.join(", ") }],
       structuredContent: { seen },
@@ -91,10 +106,12 @@ async function readBody(req) {
 }
 
 const httpServer = http.createServer(async (req, res) => {
-  if (new URL(req.url, url).pathname !== "/mcp") {
+  const path = new URL(req.url, url).pathname;
+  if (path !== "/mcp" && path !== "/mcp-sse") {
     res.writeHead(404).end();
     return;
   }
+  const json = path === "/mcp";
   // Stateless: no session to stream to (GET) or end (DELETE), as in the SDK's own
   // stateless example; the proxies read responses whole and do not stream either.
   if (req.method !== "POST") {
@@ -104,8 +121,10 @@ const httpServer = http.createServer(async (req, res) => {
   }
   try {
     const body = await readBody(req);
-    const server = newServer(req, res);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const server = newServer(req, res, json);
+    const isCall = (Array.isArray(body) ? body : [body]).some((m) => m?.method === "tools/call");
+    if (!json && isCall) setOutcome(res, problemsOf(dialogtrustFields(req.headers)));
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
     res.on("close", () => {
       transport.close();
       server.close();
