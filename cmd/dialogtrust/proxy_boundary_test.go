@@ -17,7 +17,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proxy"
@@ -253,16 +252,7 @@ func TestProxyCheckConfigBoundary(t *testing.T) {
 		"ingress stateless":         {strings.Replace(in, "  stateful: true\n", "", 1), "needs stateful"},
 		"ingress WPT only":          {strings.Replace(in, "proofs: [httpsig]", "proofs: [wpt]", 1), "needs proof httpsig"},
 	} {
-		file := filepath.Join(t.TempDir(), "p.yaml")
-		mustNil(t, os.WriteFile(file, []byte(c.yaml), 0o600))
-		var stdout strings.Builder
-		err := service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &stdout, io.Discard, nil)
-		switch {
-		case c.want == "" && (err != nil || stdout.String() != "proxy: configuration ok\n"):
-			t.Errorf("%s: %v %q", name, err, stdout.String())
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%s: %v, want %q", name, err, c.want)
-		}
+		expectCheckConfig(t, name, c.yaml, c.want)
 	}
 }
 
@@ -283,10 +273,7 @@ func TestProxyDocBoundaryExamples(t *testing.T) {
 		}
 		example, rest, _ = strings.Cut(rest, "```")
 		n++
-		file := filepath.Join(t.TempDir(), "p.yaml")
-		mustNil(t, os.WriteFile(file, []byte(example), 0o600))
-		var stdout strings.Builder
-		if err := service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &stdout, io.Discard, nil); err != nil {
+		if _, err := checkProxyConfig(t, example); err != nil {
 			t.Fatalf("example %d: %v", n, err)
 		}
 	}
