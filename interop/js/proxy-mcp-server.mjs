@@ -14,26 +14,10 @@ import http from "node:http";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CREDENTIAL_FIELDS, dialogtrustFields, handoffProblems, serverArgs } from "./lib.mjs";
 
-const [portArg, expectedSender] = process.argv.slice(2);
-const port = Number(portArg);
-if (!Number.isInteger(port) || port <= 0 || !expectedSender) {
-  console.error("usage: node proxy-mcp-server.mjs PORT EXPECTED_SENDER");
-  process.exit(2);
-}
+const { port, expectedSender } = serverArgs("proxy-mcp-server.mjs", true);
 const url = `http://127.0.0.1:${port}/mcp`;
-
-// The credentials the ingress checks and must not forward.
-const CREDENTIAL_FIELDS = ["workload-identity-token", "txn-token", "signature", "signature-input", "dialog-provenance", "workload-proof-token"];
-
-// dialogtrustFields is every Dialogtrust-* field of the request, by lower-case name.
-function dialogtrustFields(headers) {
-  const out = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (name.startsWith("dialogtrust-")) out[name] = Array.isArray(value) ? value.join(", ") : value;
-  }
-  return out;
-}
 
 // newServer is one MCP server for one HTTP exchange (the SDK's stateless pattern), so
 // the tool handler can reach that exchange's request and response.
@@ -50,12 +34,7 @@ function newServer(req, res) {
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const fields = dialogtrustFields(req.headers);
-    const problems = [];
-    if (fields["dialogtrust-verified-sender"] !== expectedSender) problems.push("sender");
-    if (!fields["dialogtrust-verified-dialog"]) problems.push("dialog");
-    if (fields["dialogtrust-verified-handoff"] !== "accepted") problems.push("handoff");
-    if (!fields["dialogtrust-verified-handoff-hop"]) problems.push("handoff-hop");
-    if (!fields["dialogtrust-verified-handoff-from"]) problems.push("handoff-from");
+    const problems = handoffProblems(fields, expectedSender);
     const seen = {
       tool: request.params.name,
       arguments: request.params.arguments ?? null,

@@ -9,48 +9,24 @@ import express from "express";
 import { DefaultRequestHandler, InMemoryTaskStore, AgentEvent } from "@a2a-js/sdk/server";
 import { jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 import { Role } from "@a2a-js/sdk";
+import { EXTENSION_URI, agentCard, requestedExtensions, serverArgs, textsOf } from "./lib.mjs";
 
-const EXTENSION_URI = "https://quantumlearningmachines.com/a2a/ext/agent-handoff/v1";
-
-const port = Number(process.argv[2]);
-if (!Number.isInteger(port) || port <= 0) {
-  console.error("usage: node server.mjs PORT");
-  process.exit(2);
-}
+const { port } = serverArgs("server.mjs", false);
 const url = `http://127.0.0.1:${port}/a2a`;
 
-const card = {
-  name: "dialogtrust interop delegate",
-  description: "echoes the agent-handoff extension it receives",
-  version: "1.0.0",
-  supportedInterfaces: [{ url, protocolBinding: "JSONRPC", protocolVersion: "1.0", tenant: "" }],
-  capabilities: {
-    streaming: false,
-    pushNotifications: false,
-    extensions: [{ uri: EXTENSION_URI, description: "agent handoff", required: false, params: undefined }],
-  },
-  securitySchemes: {},
-  securityRequirements: [],
-  defaultInputModes: ["text/plain"],
-  defaultOutputModes: ["text/plain"],
-  skills: [],
-  signatures: [],
-};
+const card = agentCard(url, "dialogtrust interop delegate", "echoes the agent-handoff extension it receives", true);
 
 const executor = {
   async execute(ctx, bus) {
     const msg = ctx.userMessage;
-    const requested = ctx.context.requestedExtensions ? Array.from(ctx.context.requestedExtensions) : [];
-    if (requested.includes(EXTENSION_URI)) {
-      ctx.context.addActivatedExtension(EXTENSION_URI);
-    }
+    const requested = requestedExtensions(ctx);
     const seen = {
       handoff: msg.metadata ? msg.metadata[EXTENSION_URI] ?? null : null,
       requestedExtensions: requested,
       requestedVersion: ctx.context.requestedVersion,
       messageId: msg.messageId,
       role: msg.role,
-      text: msg.parts.map((p) => (p.content && p.content.$case === "text" ? p.content.value : null)),
+      text: textsOf(msg),
     };
     console.log("seen " + JSON.stringify(seen));
     bus.publish(
