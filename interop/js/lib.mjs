@@ -79,3 +79,32 @@ export function requestedExtensions(ctx) {
 export function textsOf(msg) {
   return msg.parts.map((p) => (p.content && p.content.$case === "text" ? p.content.value : null));
 }
+
+// textMessage is an A2A message of one text part (text/plain) with metadata.
+export function textMessage({ messageId, contextId, taskId, role, text, metadata }) {
+  return {
+    messageId,
+    contextId,
+    taskId,
+    role,
+    parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" }],
+    metadata,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+// serveA2A serves the agent of card and executor over the A2A SDK's Express JSON-RPC
+// transport at /a2a on 127.0.0.1:port, prints "listening URL" (url, the card's) once
+// it accepts requests, and stops on SIGTERM. The SDK and Express are loaded here, not
+// when this module is, so that the MCP programs do not load them.
+export async function serveA2A(card, executor, port, url) {
+  const { default: express } = await import("express");
+  const { DefaultRequestHandler, InMemoryTaskStore } = await import("@a2a-js/sdk/server");
+  const { jsonRpcHandler, UserBuilder } = await import("@a2a-js/sdk/server/express");
+  const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+  const app = express();
+  app.use("/a2a", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  const server = app.listen(port, "127.0.0.1", () => console.log("listening " + url));
+  process.on("SIGTERM", () => server.close(() => process.exit(0)));
+}

@@ -11,11 +11,9 @@
 //
 // Usage: node proxy-a2a-server.mjs PORT EXPECTED_SENDER. Prints "listening URL" once
 // it accepts requests.
-import express from "express";
-import { DefaultRequestHandler, InMemoryTaskStore, AgentEvent } from "@a2a-js/sdk/server";
-import { jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
+import { AgentEvent } from "@a2a-js/sdk/server";
 import { Role, TaskState } from "@a2a-js/sdk";
-import { CREDENTIAL_FIELDS, EXTENSION_URI, agentCard, dialogtrustFields, handoffProblems, requestedExtensions, serverArgs, textsOf } from "./lib.mjs";
+import { CREDENTIAL_FIELDS, EXTENSION_URI, agentCard, dialogtrustFields, handoffProblems, requestedExtensions, serveA2A, serverArgs, textMessage, textsOf } from "./lib.mjs";
 
 const SEEN_KEY = "dialogtrust.interop/seen";
 const { port, expectedSender } = serverArgs("proxy-a2a-server.mjs", true);
@@ -51,16 +49,14 @@ const executor = {
         contextId: ctx.contextId,
         status: {
           state: ok ? TaskState.TASK_STATE_COMPLETED : TaskState.TASK_STATE_FAILED,
-          message: {
+          message: textMessage({
             messageId: "status-" + msg.messageId,
             contextId: ctx.contextId,
             taskId: ctx.taskId,
             role: Role.ROLE_AGENT,
-            parts: [{ content: { $case: "text", value: ok ? "booked" : "not booked: " + (unservable ? "no hotel there" : problems.join(", ")) }, metadata: undefined, filename: "", mediaType: "text/plain" }],
+            text: ok ? "booked" : "not booked: " + (unservable ? "no hotel there" : problems.join(", ")),
             metadata: { [SEEN_KEY]: seen },
-            extensions: [],
-            referenceTaskIds: [],
-          },
+          }),
           timestamp: new Date().toISOString(),
         },
         artifacts: [],
@@ -73,8 +69,4 @@ const executor = {
   async cancelTask() {},
 };
 
-const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
-const app = express();
-app.use("/a2a", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-const server = app.listen(port, "127.0.0.1", () => console.log("listening " + url));
-process.on("SIGTERM", () => server.close(() => process.exit(0)));
+await serveA2A(card, executor, port, url);

@@ -5,11 +5,9 @@
 // under the URI, the extensions the client requested and the A2A version it named.
 //
 // Usage: node server.mjs PORT. Prints "listening URL" once it accepts requests.
-import express from "express";
-import { DefaultRequestHandler, InMemoryTaskStore, AgentEvent } from "@a2a-js/sdk/server";
-import { jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
+import { AgentEvent } from "@a2a-js/sdk/server";
 import { Role } from "@a2a-js/sdk";
-import { EXTENSION_URI, agentCard, requestedExtensions, serverArgs, textsOf } from "./lib.mjs";
+import { EXTENSION_URI, agentCard, requestedExtensions, serveA2A, serverArgs, textMessage, textsOf } from "./lib.mjs";
 
 const { port } = serverArgs("server.mjs", false);
 const url = `http://127.0.0.1:${port}/a2a`;
@@ -30,24 +28,20 @@ const executor = {
     };
     console.log("seen " + JSON.stringify(seen));
     bus.publish(
-      AgentEvent.message({
-        messageId: "reply-" + msg.messageId,
-        contextId: ctx.contextId,
-        taskId: "",
-        role: Role.ROLE_AGENT,
-        parts: [{ content: { $case: "text", value: "seen" }, metadata: undefined, filename: "", mediaType: "text/plain" }],
-        metadata: { "dialogtrust.interop/seen": seen },
-        extensions: [],
-        referenceTaskIds: [],
-      }),
+      AgentEvent.message(
+        textMessage({
+          messageId: "reply-" + msg.messageId,
+          contextId: ctx.contextId,
+          taskId: "",
+          role: Role.ROLE_AGENT,
+          text: "seen",
+          metadata: { "dialogtrust.interop/seen": seen },
+        }),
+      ),
     );
     bus.finished();
   },
   async cancelTask() {},
 };
 
-const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
-const app = express();
-app.use("/a2a", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-const server = app.listen(port, "127.0.0.1", () => console.log("listening " + url));
-process.on("SIGTERM", () => server.close(() => process.exit(0)));
+await serveA2A(card, executor, port, url);
