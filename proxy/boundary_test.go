@@ -248,13 +248,7 @@ func newBoundary(t *testing.T) *boundary {
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(witsOf(ctx, a, b), httpsig.WithAudiences(bw.recipB1), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())),
-		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
-			c, err := b1src.Credential(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return httpsig.NewSigner(c.Key, c.WIT), nil
-		}),
+		dialog.WithResponseSigner(signerOf(b1src)),
 	)
 	mustOK(t, err)
 	in, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: appSrv.URL, Boundary: &proxy.BoundaryIngress{
@@ -305,16 +299,7 @@ func newBoundary(t *testing.T) *boundary {
 // call is the agent's plain request to its egress in D1.
 func (bw *boundary) call(t *testing.T, path, body string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest("POST", bw.egress.URL+path, strings.NewReader(body))
-	mustOK(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(dialog.HeaderName, bw.d1.Value())
-	res, err := http.DefaultClient.Do(req)
-	mustOK(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	mustOK(t, err)
-	return res, b
+	return post(t, bw.egress.URL+path, body, http.Header{dialog.HeaderName: {bw.d1.Value()}})
 }
 
 func formOf(t *testing.T, e exchange) url.Values {
@@ -606,14 +591,7 @@ func TestDialogBindingSec11_GrantRefusedByASB(t *testing.T) {
 func TestDialogBindingSec11_BoundaryRouteNeedsDialog(t *testing.T) {
 	bw := newBoundary(t)
 	for name, h := range map[string]http.Header{"no dialog": {}, "start": start()} {
-		req, _ := http.NewRequest("POST", bw.egress.URL+"/b1", strings.NewReader(`{}`))
-		for k, v := range h {
-			req.Header[k] = v
-		}
-		res, err := http.DefaultClient.Do(req)
-		mustOK(t, err)
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
+		res, b := send(t, bw.egress.URL+"/b1", `{}`, h)
 		if codeOf(res.StatusCode, b) != errcode.InvalidRequest {
 			t.Fatalf("%s: %d %s", name, res.StatusCode, b)
 		}

@@ -69,22 +69,17 @@ func newHandoffPair(t *testing.T, o handoffOptions) *handoffPair {
 // send posts a JSON-RPC body to the egress asking for an offer in a new dialog.
 func (hp *handoffPair) send(t *testing.T, body string, fields map[string]string) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", hp.egress.URL+"/t1", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(proxy.StartDialogField, "?1")
-	req.Header.Set(proxy.HandoffField, "?1")
+	h := http.Header{"Content-Type": {"application/json"}}
+	h.Set(proxy.StartDialogField, "?1")
+	h.Set(proxy.HandoffField, "?1")
 	for k, v := range fields {
 		if v == "" {
-			req.Header.Del(k)
+			h.Del(k)
 		} else {
-			req.Header.Set(k, v)
+			h.Set(k, v)
 		}
 	}
-	res, err := http.DefaultClient.Do(req)
-	mustOK(t, err)
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res, b
+	return send(t, hp.egress.URL+"/t1", body, h)
 }
 
 // status is the delegate's status in a reply, verified with the trust.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -201,21 +202,7 @@ func newPair(t *testing.T, o pairOptions) *pair {
 	p.t1, t1src = d.workload(t, "/tool/t1")
 
 	wits := wit.NewValidator(d.trust, wit.WithCache(1024, time.Minute))
-	opts := []dialog.ReceiverOption{
-		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(p.recipient), httpsig.WithReplay(p.ingressReplay))),
-		dialog.WithWPT(wpt.NewVerifier(wits, wpt.WithAudiences(p.recipient), wpt.WithReplay(p.ingressReplay))),
-		dialog.WithTxnTokens(txntoken.NewVerifier(d.ttsKeys, td)),
-		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
-			c, err := t1src.Credential(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return httpsig.NewSigner(c.Key, c.WIT), nil
-		}),
-	}
-	if o.stateful {
-		opts = append(opts, dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())))
-	}
+	opts := d.receiverOptions(wits, p.recipient, p.ingressReplay, t1src, o.stateful)
 	if o.receiver != nil {
 		opts = append(opts, o.receiver(p.t1)...)
 	}
@@ -250,6 +237,58 @@ func newPair(t *testing.T, o pairOptions) *pair {
 	p.egress = httptest.NewServer(eg)
 	t.Cleanup(p.egress.Close)
 	return p
+}
+
+// receiverOptions are the options of an ingress's receiver in d for recipient: HTTP
+// signatures and WPTs checked with wits and replay, d's Txn-Tokens, responses signed
+// as src, and a registry of dialogs when stateful.
+func (d *domain) receiverOptions(wits *wit.Validator, recipient string, replay store.Replay, src wit.Source, stateful bool) []dialog.ReceiverOption {
+	opts := []dialog.ReceiverOption{
+		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(recipient), httpsig.WithReplay(replay))),
+		dialog.WithWPT(wpt.NewVerifier(wits, wpt.WithAudiences(recipient), wpt.WithReplay(replay))),
+		dialog.WithTxnTokens(txntoken.NewVerifier(d.ttsKeys, td)),
+		dialog.WithResponseSigner(signerOf(src)),
+	}
+	if stateful {
+		opts = append(opts, dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())))
+	}
+	return opts
+}
+
+// signerOf signs responses with src's current credential.
+func signerOf(src wit.Source) func(context.Context) (*httpsig.Signer, error) {
+	return func(ctx context.Context) (*httpsig.Signer, error) {
+		c, err := src.Credential(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return httpsig.NewSigner(c.Key, c.WIT), nil
+	}
+}
+
+// post sends body as JSON to url with the header fields of h, and reads the answer.
+func post(t *testing.T, url, body string, h http.Header) (*http.Response, []byte) {
+	t.Helper()
+	return send(t, url, body, http.Header{"Content-Type": {"application/json"}}, h)
+}
+
+// send POSTs body to url with the header fields of hs (later ones replacing earlier
+// ones) and no others, and reads the answer.
+func send(t *testing.T, url, body string, hs ...http.Header) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	mustOK(t, err)
+	for _, h := range hs {
+		for k, v := range h {
+			req.Header[k] = v
+		}
+	}
+	res, err := http.DefaultClient.Do(req)
+	mustOK(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	mustOK(t, err)
+	return res, b
 }
 
 func selfSigned(d *domain, id identifier.ID, src wit.Source) agent.SubjectFunc {

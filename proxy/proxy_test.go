@@ -20,18 +20,7 @@ import (
 // call sends the agent's plain request to the egress.
 func (p *pair) call(t *testing.T, path, body string, h http.Header) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest("POST", p.egress.URL+path, strings.NewReader(body))
-	mustOK(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range h {
-		req.Header[k] = v
-	}
-	res, err := http.DefaultClient.Do(req)
-	mustOK(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	mustOK(t, err)
-	return res, b
+	return post(t, p.egress.URL+path, body, h)
 }
 
 func codeOf(status int, body []byte) errcode.Code { return errcode.CodeOf(problem.Read(status, body)) }
@@ -188,14 +177,7 @@ func TestPairSpoofedIdentityFields(t *testing.T) {
 		proxy.VerifiedTxnTokenClaimsField:  {`{"scope":"everything"}`},
 	}
 	// Straight to the ingress, without a proof.
-	req, _ := http.NewRequest("POST", p.ingress.URL+"/mcp", strings.NewReader(`{}`))
-	for k, v := range spoof {
-		req.Header[k] = v
-	}
-	res, err := http.DefaultClient.Do(req)
-	mustOK(t, err)
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	res, b := send(t, p.ingress.URL+"/mcp", `{}`, spoof)
 	if got := codeOf(res.StatusCode, b); got != errcode.MissingCredential || p.app.hits() != 0 {
 		t.Fatalf("unproved spoof: %d %s, application hits %d", res.StatusCode, b, p.app.hits())
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
+	"github.com/dialogtrust/dialogtrust/internal/testkit/fakeworkloadapi"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
@@ -49,19 +50,8 @@ type testCA struct {
 
 func newCA(t testing.TB, now time.Time) *testCA {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := wic.NewCA(k, now.Add(-24*time.Hour), now.Add(24*time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{key: k, der: der, cert: c}
+	ca := fakeworkloadapi.NewCA(t, now)
+	return &testCA{key: ca.Key(), der: ca.Cert.Raw, cert: ca.Cert}
 }
 
 func (ca *testCA) pem() []byte {

@@ -133,7 +133,13 @@ func devEcho(w http.ResponseWriter, r *http.Request) {
 
 // serveDevEcho serves devEcho on l until ctx ends.
 func serveDevEcho(ctx context.Context, l net.Listener) error {
-	srv := &http.Server{Handler: http.HandlerFunc(devEcho), ReadHeaderTimeout: 10 * time.Second}
+	return serveUntilDone(ctx, &http.Server{Handler: http.HandlerFunc(devEcho), ReadHeaderTimeout: 10 * time.Second}, l)
+}
+
+// serveUntilDone serves srv on l until ctx ends, then shuts it down, giving the
+// requests in flight up to 5 seconds. The error is Serve's when it stopped on its own,
+// else Shutdown's.
+func serveUntilDone(ctx context.Context, srv *http.Server, l net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {

@@ -11,56 +11,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/dialogtrust/dialogtrust/agent"
-	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/service"
-	"github.com/dialogtrust/dialogtrust/keys"
-	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proxy"
-	"github.com/dialogtrust/dialogtrust/store"
-	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/txntoken"
-	"github.com/dialogtrust/dialogtrust/wit"
-	"github.com/dialogtrust/dialogtrust/witissuer"
 )
-
-// boundaryDomain is one trust domain in process: its WIT issuer (development
-// authentication) and its TTS with AS A or AS B of identity chaining behind the same
-// token endpoint.
-type boundaryDomain struct {
-	name, witURL, ttsURL string
-	ttsHS                *httptest.Server
-	ring                 *keys.Ring
-}
-
-func startBoundaryDomain(t *testing.T, name string) *boundaryDomain {
-	t.Helper()
-	d := &boundaryDomain{name: name}
-	witSrv := httptest.NewUnstartedServer(nil)
-	d.witURL = "http://" + witSrv.Listener.Addr().String()
-	d.ttsHS = httptest.NewUnstartedServer(nil)
-	d.ttsURL = "http://" + d.ttsHS.Listener.Addr().String()
-	wk, err := keys.Generate(keys.ES256)
-	mustNil(t, err)
-	rot, err := keys.NewStaticRotator(wk, keys.RotationConfig{Retain: 2 * time.Hour})
-	mustNil(t, err)
-	dev, err := witissuer.NewDev(nil, []string{"wimse://" + name + "/"})
-	mustNil(t, err)
-	ws, err := witissuer.New(witissuer.Config{Issuer: d.witURL, Keys: rot, Replay: store.NewMemory(),
-		Policy: witissuer.Policy{TrustDomains: []string{name}}, Routes: []witissuer.Route{{Path: witissuer.PathWIT, Methods: []witissuer.Authenticator{dev}}}})
-	mustNil(t, err)
-	witSrv.Config.Handler = ws.Handler()
-	witSrv.Start()
-	t.Cleanup(witSrv.Close)
-	k, err := keys.Generate(keys.ES256)
-	mustNil(t, err)
-	d.ring = keys.NewRing(k, nil)
-	return d
-}
 
 func mustNil(t *testing.T, err error) {
 	t.Helper()
@@ -69,52 +27,9 @@ func mustNil(t *testing.T, err error) {
 	}
 }
 
-// startTTS runs d's TTS trusting the WITs of trusted; AS A for grantPeers, AS B for
-// bearerPeers.
-func (d *boundaryDomain) startTTS(t *testing.T, trusted []*boundaryDomain, grantPeers []chaining.GrantPeer, bearerPeers []chaining.BearerPeer) {
-	t.Helper()
-	tr := keys.NewTrust()
-	for _, o := range trusted {
-		tr.AddTrustDomain(o.name, keys.NewLazyRemoteSet(t.Context(), o.witURL+witissuer.PathJWKS, 100*time.Millisecond, time.Now))
-	}
-	replay := store.NewMemory()
-	endpoint := d.ttsURL + tts.PathToken
-	auths := oauth.WIMSEAuthenticators(wit.NewValidator(tr), replay, endpoint)
-	handlers := []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{d.ttsURL}, tts.SelfSignedOptions{})}
-	if bearerPeers != nil {
-		own, err := tts.NewJWTHandler(tts.TokenTypeAccessToken, []tts.JWTIssuer{{Issuer: d.ttsURL, Keys: chaining.RingKeySet(d.ring),
-			Typ: chaining.AccessTokenTyp, Audiences: []string{d.name}}}, tts.HandlerOptions{})
-		mustNil(t, err)
-		handlers = append(handlers, own)
-	}
-	cfg := tts.Config{Issuer: d.ttsURL, TrustDomains: []string{d.name}, Keys: d.ring, Authenticators: auths,
-		SubjectHandlers: handlers, Replay: replay, Policy: tts.Policy{Rules: []tts.Rule{{Workload: "wimse://" + d.name + "/"}}}}
-	var (
-		asA *chaining.GrantIssuer
-		asB *chaining.JWTBearer
-		err error
-	)
-	if grantPeers != nil {
-		asA, err = chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: d.ttsURL, Keys: d.ring, Authenticators: auths,
-			TxnTokens: tts.TxnTokenVerifierFor(cfg), Peers: grantPeers})
-		mustNil(t, err)
-	}
-	if bearerPeers != nil {
-		asB, err = chaining.NewJWTBearer(chaining.JWTBearerConfig{Issuer: d.ttsURL, Keys: d.ring, Authenticators: auths, Replay: replay,
-			Peers: bearerPeers, Audiences: []string{d.name}})
-		mustNil(t, err)
-	}
-	cfg.Grants = chaining.Handlers(asA, asB)
-	srv, err := tts.New(cfg)
-	mustNil(t, err)
-	d.ttsHS.Config.Handler = srv.Handler()
-	d.ttsHS.Start()
-	t.Cleanup(d.ttsHS.Close)
-}
-
 // boundaryEgressYAML is agent a2's proxy in a.example: one route crossing the trust
 // boundary to b1's ingress in b.example.
-func boundaryEgressYAML(a, b *boundaryDomain, ingressURL string) string {
+func boundaryEgressYAML(a, b *testbed.Domain, ingressURL string) string {
 	return fmt.Sprintf(`listen: 127.0.0.1:0
 trust_domains: [a.example]
 workload: {id: wimse://a.example/agent/a2, wit_issuer: %[1]s, auth: development}
@@ -132,11 +47,11 @@ egress:
       recipient: "https://b1.b.example/"
       require_signed_response: true
       boundary: {peer_issuer: %[4]s, peer_token_endpoint: %[4]s/token}
-`, a.witURL, a.ttsURL, b.witURL, b.ttsURL, ingressURL)
+`, a.WITURL, a.TTSURL, b.WITURL, b.TTSURL, ingressURL)
 }
 
 // boundaryIngressYAML is b1's boundary-facing ingress in b.example.
-func boundaryIngressYAML(a, b *boundaryDomain, appURL string) string {
+func boundaryIngressYAML(a, b *testbed.Domain, appURL string) string {
 	return fmt.Sprintf(`listen: 127.0.0.1:0
 trust_domains: [b.example]
 workload: {id: wimse://b.example/agent/b1, wit_issuer: %[3]s, auth: development}
@@ -154,7 +69,7 @@ ingress:
   boundary:
     access_tokens: {issuer: %[4]s, jwks_url: %[4]s/.well-known/jwks.json}
     tts_token_endpoint: %[4]s/token
-`, a.witURL, a.ttsURL, b.witURL, b.ttsURL, appURL)
+`, a.WITURL, a.TTSURL, b.WITURL, b.TTSURL, appURL)
 }
 
 // Section 11 through two proxy commands: a2's egress (a.example) on a route crossing
@@ -163,11 +78,12 @@ ingress:
 // recording it; the agent's answer is in its dialog D1; no Txn-Token field and not D1
 // reach B's application.
 func TestProxyCommandBoundary(t *testing.T) {
-	a, b := startBoundaryDomain(t, "a.example"), startBoundaryDomain(t, "b.example")
-	a.startTTS(t, []*boundaryDomain{a}, []chaining.GrantPeer{{Issuer: b.ttsURL, TokenEndpoint: b.ttsURL + tts.PathToken, Scopes: []string{"trip.book"}}}, nil)
-	b.startTTS(t, []*boundaryDomain{a, b}, nil, []chaining.BearerPeer{{Issuer: a.ttsURL,
-		Keys: chaining.NewDiscoveredKeys(t.Context(), a.ttsURL, nil, 100*time.Millisecond, time.Now), Scopes: []string{"trip.book"},
-		Subject: chaining.SubjectMap{Mode: chaining.SubjectPrefix, Prefix: "a.example:"}}})
+	// a.example's AS A issues grants for b.example's AS B for trip.book; B maps A's
+	// subjects to "a.example:<sub>".
+	w, err := testbed.Start(t.Context())
+	mustNil(t, err)
+	t.Cleanup(w.Close)
+	a, b := w.A, w.B
 	var mu sync.Mutex
 	var seen []http.Header
 	var bodies []string
@@ -211,7 +127,7 @@ func TestProxyCommandBoundary(t *testing.T) {
 			t.Fatalf("request %d: the application saw %v", i, h)
 		}
 		var claims txntoken.Claims
-		if err := json.Unmarshal([]byte(h.Get(proxy.VerifiedTxnTokenClaimsField)), &claims); err != nil || claims.Dialog() != d2 || claims.Iss != b.ttsURL || claims.Sub != "a.example:alice@a.example" {
+		if err := json.Unmarshal([]byte(h.Get(proxy.VerifiedTxnTokenClaimsField)), &claims); err != nil || claims.Dialog() != d2 || claims.Iss != b.TTSURL || claims.Sub != "a.example:alice@a.example" {
 			t.Fatalf("request %d: B's Txn-Token claims %+v %v", i, claims, err)
 		}
 		for name, vals := range h {
@@ -233,8 +149,8 @@ func TestProxyCommandBoundary(t *testing.T) {
 // -check-config refuses a route crossing a trust boundary without its chaining
 // configuration, and a boundary-facing ingress that could not do steps 3 and 4.
 func TestProxyCheckConfigBoundary(t *testing.T) {
-	a := &boundaryDomain{name: "a.example", witURL: "http://127.0.0.1:1", ttsURL: "http://127.0.0.1:2"}
-	b := &boundaryDomain{name: "b.example", witURL: "http://127.0.0.1:3", ttsURL: "http://127.0.0.1:4"}
+	a := &testbed.Domain{Name: "a.example", WITURL: "http://127.0.0.1:1", TTSURL: "http://127.0.0.1:2"}
+	b := &testbed.Domain{Name: "b.example", WITURL: "http://127.0.0.1:3", TTSURL: "http://127.0.0.1:4"}
 	eg, in := boundaryEgressYAML(a, b, "http://127.0.0.1:5"), boundaryIngressYAML(a, b, "http://127.0.0.1:6")
 	peers := "boundary: {peer_issuer: http://127.0.0.1:4, peer_token_endpoint: http://127.0.0.1:4/token}"
 	for name, c := range map[string]struct{ yaml, want string }{
@@ -253,16 +169,7 @@ func TestProxyCheckConfigBoundary(t *testing.T) {
 		"ingress stateless":         {strings.Replace(in, "  stateful: true\n", "", 1), "needs stateful"},
 		"ingress WPT only":          {strings.Replace(in, "proofs: [httpsig]", "proofs: [wpt]", 1), "needs proof httpsig"},
 	} {
-		file := filepath.Join(t.TempDir(), "p.yaml")
-		mustNil(t, os.WriteFile(file, []byte(c.yaml), 0o600))
-		var stdout strings.Builder
-		err := service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &stdout, io.Discard, nil)
-		switch {
-		case c.want == "" && (err != nil || stdout.String() != "proxy: configuration ok\n"):
-			t.Errorf("%s: %v %q", name, err, stdout.String())
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%s: %v, want %q", name, err, c.want)
-		}
+		expectCheckConfig(t, name, c.yaml, c.want)
 	}
 }
 
@@ -283,10 +190,7 @@ func TestProxyDocBoundaryExamples(t *testing.T) {
 		}
 		example, rest, _ = strings.Cut(rest, "```")
 		n++
-		file := filepath.Join(t.TempDir(), "p.yaml")
-		mustNil(t, os.WriteFile(file, []byte(example), 0o600))
-		var stdout strings.Builder
-		if err := service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &stdout, io.Discard, nil); err != nil {
+		if _, err := checkProxyConfig(t, example); err != nil {
 			t.Fatalf("example %d: %v", n, err)
 		}
 	}

@@ -284,16 +284,7 @@ func TestProxyCheckConfigWorkloadAPI(t *testing.T) {
 			if c.env == "" {
 				os.Unsetenv("SPIFFE_ENDPOINT_SOCKET")
 			}
-			file := filepath.Join(t.TempDir(), "p.yaml")
-			os.WriteFile(file, []byte(c.yaml), 0o600)
-			var stdout strings.Builder
-			err := service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &stdout, io.Discard, nil)
-			switch {
-			case c.want == "" && (err != nil || stdout.String() != "proxy: configuration ok\n"):
-				t.Errorf("%v %q", err, stdout.String())
-			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-				t.Errorf("%v, want %q", err, c.want)
-			}
+			expectCheckConfig(t, name, c.yaml, c.want)
 		})
 	}
 }

@@ -153,6 +153,58 @@ func startProxy(t *testing.T, yaml string) map[string]string {
 	return urls
 }
 
+// postStartDialog POSTs body to url through c asking the egress to start a dialog,
+// and returns the response with its body read.
+func postStartDialog(t *testing.T, c *http.Client, url, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set(proxy.StartDialogField, "?1")
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, b
+}
+
+// mustBookThrough starts a dialog with a task through the egress at url, which the
+// application answers with "done", and returns the dialog of the answer.
+func mustBookThrough(t *testing.T, c *http.Client, url string) *dialog.Context {
+	t.Helper()
+	res, body := postStartDialog(t, c, url, `{"task":"book"}`)
+	dc, _ := dialog.FromHeader(res.Header)
+	if res.StatusCode != 200 || string(body) != "done" || dc == nil {
+		t.Fatalf("%d %s %v", res.StatusCode, body, res.Header)
+	}
+	return dc
+}
+
+// checkProxyConfig runs "dialogtrust proxy -check-config" on yaml.
+func checkProxyConfig(t *testing.T, yaml string) (stdout string, err error) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	err = service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &out, io.Discard, nil)
+	return out.String(), err
+}
+
+// expectCheckConfig checks that -check-config accepts yaml when want is empty, else
+// that it refuses it with an error that says want.
+func expectCheckConfig(t *testing.T, name, yaml, want string) {
+	t.Helper()
+	stdout, err := checkProxyConfig(t, yaml)
+	switch {
+	case want == "" && (err != nil || stdout != "proxy: configuration ok\n"):
+		t.Errorf("%s: %v %q", name, err, stdout)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Errorf("%s: %v, want %q", name, err, want)
+	}
+}
+
 // A pair of proxy commands, a1's egress and t1's ingress, between a Go client and an
 // application: the application sees the verified sender and dialog, and the
 // operational routes answer.
@@ -167,18 +219,7 @@ func TestProxyCommandPair(t *testing.T) {
 	in := startProxy(t, ingressYAML(witURL, ttsURL, app.URL))
 	out := startProxy(t, egressYAML(witURL, ttsURL, in["ingress"]+"/invoke"))
 
-	req, _ := http.NewRequest("POST", out["egress"]+"/t1", strings.NewReader(`{"task":"book"}`))
-	req.Header.Set(proxy.StartDialogField, "?1")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	dc, _ := dialog.FromHeader(res.Header)
-	if res.StatusCode != 200 || string(body) != "done" || dc == nil {
-		t.Fatalf("%d %s %v", res.StatusCode, body, res.Header)
-	}
+	dc := mustBookThrough(t, http.DefaultClient, out["egress"]+"/t1")
 	h := <-seen
 	if h.Get(proxy.VerifiedSenderField) != "wimse://a.example/agent/a1" || h.Get(proxy.VerifiedDialogField) != dc.DLG() || h.Get(proxy.VerifiedTxnTokenClaimsField) == "" {
 		t.Fatalf("the application saw %v", h)
@@ -238,16 +279,7 @@ func TestProxyCheckConfig(t *testing.T) {
 		"hosts, no keys":    {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3") + "  handoff_hosts: [mcp]\n", "needs the handoff section"},
 		"bad handoff host":  {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3") + "  handoff_hosts: [a2a]\n" + handoffSection, "mcp, a2a03 or a2a10"},
 	} {
-		file := filepath.Join(t.TempDir(), "p.yaml")
-		os.WriteFile(file, []byte(c.yaml), 0o600)
-		var stdout strings.Builder
-		err := service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &stdout, io.Discard, nil)
-		switch {
-		case c.want == "" && (err != nil || stdout.String() != "proxy: configuration ok\n"):
-			t.Errorf("%s: %v %q", name, err, stdout.String())
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%s: %v, want %q", name, err, c.want)
-		}
+		expectCheckConfig(t, name, c.yaml, c.want)
 	}
 }
 
@@ -409,14 +441,7 @@ func TestProxyIngressSharedRedis(t *testing.T) {
 	defer hop.Close()
 	out := startProxy(t, egressYAML(witURL, ttsURL, hop.URL+"/invoke"))
 
-	req, _ := http.NewRequest("POST", out["egress"]+"/t1", strings.NewReader(`{"task":"book"}`))
-	req.Header.Set(proxy.StartDialogField, "?1")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	res, b := postStartDialog(t, http.DefaultClient, out["egress"]+"/t1", `{"task":"book"}`)
 	if res.StatusCode != 200 {
 		t.Fatalf("%d %s", res.StatusCode, b)
 	}
@@ -425,7 +450,7 @@ func TestProxyIngressSharedRedis(t *testing.T) {
 	}
 	replay, _ := http.NewRequest(captured.Method, in2["ingress"]+captured.URL.RequestURI(), strings.NewReader(string(capturedBody)))
 	replay.Header = captured.Header.Clone()
-	res, err = http.DefaultClient.Do(replay)
+	res, err := http.DefaultClient.Do(replay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,12 +476,7 @@ func TestProxyDocExample(t *testing.T) {
 	if !ok || !ok2 {
 		t.Fatal("docs/proxy.md has no yaml example")
 	}
-	file := filepath.Join(t.TempDir(), "p.yaml")
-	if err := os.WriteFile(file, []byte(example), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var stdout strings.Builder
-	if err := service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &stdout, io.Discard, nil); err != nil {
+	if _, err := checkProxyConfig(t, example); err != nil {
 		t.Fatalf("the documented example: %v", err)
 	}
 }
@@ -510,14 +530,7 @@ func TestProxyCommandTLS(t *testing.T) {
 		status int
 	}{"ca_file": {withRoots, 200}, "system roots": {egressYAML(witURL, ttsURL, in["ingress"]), 503}} {
 		out := startProxy(t, c.yaml)
-		req, _ := http.NewRequest("POST", out["egress"]+"/t1", strings.NewReader(`{}`))
-		req.Header.Set(proxy.StartDialogField, "?1")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
+		res, b := postStartDialog(t, http.DefaultClient, out["egress"]+"/t1", `{}`)
 		if res.StatusCode != c.status || (c.status == 200 && string(b) != "wimse://a.example/agent/a1") {
 			t.Errorf("%s: %d %s", name, res.StatusCode, b)
 		}
@@ -643,18 +656,7 @@ func TestProxyCommandUnixSockets(t *testing.T) {
 		return d.DialContext(ctx, "unix", egressSock)
 	}}}
 	defer agent.CloseIdleConnections()
-	req, _ := http.NewRequest("POST", "http://egress/t1/x", strings.NewReader(`{"task":"book"}`))
-	req.Header.Set(proxy.StartDialogField, "?1")
-	res, err := agent.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	dc, _ := dialog.FromHeader(res.Header)
-	if res.StatusCode != 200 || string(body) != "done" || dc == nil {
-		t.Fatalf("%d %s %v", res.StatusCode, body, res.Header)
-	}
+	dc := mustBookThrough(t, agent, "http://egress/t1/x")
 	r := <-seen
 	if r.URL.Path != "/app/invoke/x" || r.Header.Get(proxy.VerifiedSenderField) != "wimse://a.example/agent/a1" || r.Header.Get(proxy.VerifiedDialogField) != dc.DLG() {
 		t.Fatalf("the application saw %s %v", r.URL.Path, r.Header)

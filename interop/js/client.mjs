@@ -11,8 +11,7 @@
 // error.
 import { ClientFactory } from "@a2a-js/sdk/client";
 import { Role } from "@a2a-js/sdk";
-
-const EXTENSION_URI = "https://quantumlearningmachines.com/a2a/ext/agent-handoff/v1";
+import { EXTENSION_URI, agentCard } from "./lib.mjs";
 
 const [url, place] = process.argv.slice(2);
 const handoff = JSON.parse(process.env.DIALOGTRUST_HANDOFF ?? "null");
@@ -22,19 +21,7 @@ if (!url || !["message", "params"].includes(place) || !handoff) {
   process.exit(2);
 }
 
-const card = {
-  name: "dialogtrust interop delegate (Go)",
-  description: "",
-  version: "1.0.0",
-  supportedInterfaces: [{ url, protocolBinding: "JSONRPC", protocolVersion: "1.0", tenant: "" }],
-  capabilities: { streaming: false, pushNotifications: false, extensions: [] },
-  securitySchemes: {},
-  securityRequirements: [],
-  defaultInputModes: ["text/plain"],
-  defaultOutputModes: ["text/plain"],
-  skills: [],
-  signatures: [],
-};
+const card = agentCard(url, "dialogtrust interop delegate (Go)", "", false);
 
 const carried = { [EXTENSION_URI]: handoff };
 const params = {

@@ -17,8 +17,7 @@
 // "error JSON"; exits 1 on an error.
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
 import { Role } from "@a2a-js/sdk";
-
-const EXTENSION_URI = "https://quantumlearningmachines.com/a2a/ext/agent-handoff/v1";
+import { EXTENSION_URI, agentCard } from "./lib.mjs";
 
 const [url, text = "book a hotel in Lisbon"] = process.argv.slice(2);
 if (!url) {
@@ -28,19 +27,7 @@ if (!url) {
 const task = process.env.DIALOGTRUST_HANDOFF_TASK ?? "";
 const streaming = process.env.DIALOGTRUST_A2A_STREAM === "1";
 
-const card = {
-  name: "dialogtrust interop hotel (through the egress)",
-  description: "",
-  version: "1.0.0",
-  supportedInterfaces: [{ url, protocolBinding: "JSONRPC", protocolVersion: "1.0", tenant: "" }],
-  capabilities: { streaming, pushNotifications: false, extensions: [] },
-  securitySchemes: {},
-  securityRequirements: [],
-  defaultInputModes: ["text/plain"],
-  defaultOutputModes: ["text/plain"],
-  skills: [],
-  signatures: [],
-};
+const card = agentCard(url, "dialogtrust interop hotel (through the egress)", "", false, streaming);
 
 let fields = null;
 async function keepingFields(input, init) {

@@ -11,73 +11,30 @@
 //
 // Usage: node proxy-a2a-server.mjs PORT EXPECTED_SENDER. Prints "listening URL" once
 // it accepts requests.
-import express from "express";
-import { DefaultRequestHandler, InMemoryTaskStore, AgentEvent } from "@a2a-js/sdk/server";
-import { jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
+import { AgentEvent } from "@a2a-js/sdk/server";
 import { Role, TaskState } from "@a2a-js/sdk";
+import { CREDENTIAL_FIELDS, EXTENSION_URI, agentCard, dialogtrustFields, handoffProblems, requestedExtensions, serveA2A, serverArgs, textMessage, textsOf } from "./lib.mjs";
 
-const EXTENSION_URI = "https://quantumlearningmachines.com/a2a/ext/agent-handoff/v1";
 const SEEN_KEY = "dialogtrust.interop/seen";
-// The credentials the ingress checks and must not forward.
-const CREDENTIAL_FIELDS = ["workload-identity-token", "txn-token", "signature", "signature-input", "dialog-provenance", "workload-proof-token"];
-
-const [portArg, expectedSender] = process.argv.slice(2);
-const port = Number(portArg);
-if (!Number.isInteger(port) || port <= 0 || !expectedSender) {
-  console.error("usage: node proxy-a2a-server.mjs PORT EXPECTED_SENDER");
-  process.exit(2);
-}
+const { port, expectedSender } = serverArgs("proxy-a2a-server.mjs", true);
 const url = `http://127.0.0.1:${port}/a2a`;
 
-const card = {
-  name: "dialogtrust interop hotel",
-  description: "books a hotel for a delegating agent behind a dialogtrust ingress",
-  version: "1.0.0",
-  supportedInterfaces: [{ url, protocolBinding: "JSONRPC", protocolVersion: "1.0", tenant: "" }],
-  capabilities: {
-    streaming: true,
-    pushNotifications: false,
-    extensions: [{ uri: EXTENSION_URI, description: "agent handoff", required: false, params: undefined }],
-  },
-  securitySchemes: {},
-  securityRequirements: [],
-  defaultInputModes: ["text/plain"],
-  defaultOutputModes: ["text/plain"],
-  skills: [],
-  signatures: [],
-};
-
-function dialogtrustFields(headers) {
-  const out = {};
-  for (const [name, value] of Object.entries(headers ?? {})) {
-    const lower = name.toLowerCase();
-    if (lower.startsWith("dialogtrust-")) out[lower] = Array.isArray(value) ? value.join(", ") : value;
-  }
-  return out;
-}
+const card = agentCard(url, "dialogtrust interop hotel", "books a hotel for a delegating agent behind a dialogtrust ingress", true, true);
 
 const executor = {
   async execute(ctx, bus) {
     const headers = ctx.context.state.get("headers") ?? {};
     const fields = dialogtrustFields(headers);
     const msg = ctx.userMessage;
-    const requested = ctx.context.requestedExtensions ? Array.from(ctx.context.requestedExtensions) : [];
-    if (requested.includes(EXTENSION_URI)) {
-      ctx.context.addActivatedExtension(EXTENSION_URI);
-    }
-    const problems = [];
-    if (fields["dialogtrust-verified-sender"] !== expectedSender) problems.push("sender");
-    if (!fields["dialogtrust-verified-dialog"]) problems.push("dialog");
-    if (fields["dialogtrust-verified-handoff"] !== "accepted") problems.push("handoff");
-    if (!fields["dialogtrust-verified-handoff-hop"]) problems.push("handoff-hop");
-    if (!fields["dialogtrust-verified-handoff-from"]) problems.push("handoff-from");
+    const requested = requestedExtensions(ctx);
+    const problems = handoffProblems(fields, expectedSender);
     const seen = {
       fields,
       handoff: msg.metadata ? (msg.metadata[EXTENSION_URI] ?? null) : null,
       requestedExtensions: requested,
       requestedVersion: ctx.context.requestedVersion,
       messageId: msg.messageId,
-      text: msg.parts.map((p) => (p.content && p.content.$case === "text" ? p.content.value : null)),
+      text: textsOf(msg),
       credentialsSeen: CREDENTIAL_FIELDS.filter((name) => name in headers),
       problems,
     };
@@ -92,16 +49,14 @@ const executor = {
         contextId: ctx.contextId,
         status: {
           state: ok ? TaskState.TASK_STATE_COMPLETED : TaskState.TASK_STATE_FAILED,
-          message: {
+          message: textMessage({
             messageId: "status-" + msg.messageId,
             contextId: ctx.contextId,
             taskId: ctx.taskId,
             role: Role.ROLE_AGENT,
-            parts: [{ content: { $case: "text", value: ok ? "booked" : "not booked: " + (unservable ? "no hotel there" : problems.join(", ")) }, metadata: undefined, filename: "", mediaType: "text/plain" }],
+            text: ok ? "booked" : "not booked: " + (unservable ? "no hotel there" : problems.join(", ")),
             metadata: { [SEEN_KEY]: seen },
-            extensions: [],
-            referenceTaskIds: [],
-          },
+          }),
           timestamp: new Date().toISOString(),
         },
         artifacts: [],
@@ -114,8 +69,4 @@ const executor = {
   async cancelTask() {},
 };
 
-const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
-const app = express();
-app.use("/a2a", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-const server = app.listen(port, "127.0.0.1", () => console.log("listening " + url));
-process.on("SIGTERM", () => server.close(() => process.exit(0)));
+await serveA2A(card, executor, port, url);

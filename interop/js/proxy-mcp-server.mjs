@@ -15,37 +15,10 @@ import http from "node:http";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CREDENTIAL_FIELDS, dialogtrustFields, handoffProblems, serverArgs } from "./lib.mjs";
 
-const [portArg, expectedSender] = process.argv.slice(2);
-const port = Number(portArg);
-if (!Number.isInteger(port) || port <= 0 || !expectedSender) {
-  console.error("usage: node proxy-mcp-server.mjs PORT EXPECTED_SENDER");
-  process.exit(2);
-}
+const { port, expectedSender } = serverArgs("proxy-mcp-server.mjs", true);
 const url = `http://127.0.0.1:${port}/mcp`;
-
-// The credentials the ingress checks and must not forward.
-const CREDENTIAL_FIELDS = ["workload-identity-token", "txn-token", "signature", "signature-input", "dialog-provenance", "workload-proof-token"];
-
-// dialogtrustFields is every Dialogtrust-* field of the request, by lower-case name.
-function dialogtrustFields(headers) {
-  const out = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (name.startsWith("dialogtrust-")) out[name] = Array.isArray(value) ? value.join(", ") : value;
-  }
-  return out;
-}
-
-// problemsOf lists the checks on what the ingress verified that do not hold.
-function problemsOf(fields) {
-  const problems = [];
-  if (fields["dialogtrust-verified-sender"] !== expectedSender) problems.push("sender");
-  if (!fields["dialogtrust-verified-dialog"]) problems.push("dialog");
-  if (fields["dialogtrust-verified-handoff"] !== "accepted") problems.push("handoff");
-  if (!fields["dialogtrust-verified-handoff-hop"]) problems.push("handoff-hop");
-  if (!fields["dialogtrust-verified-handoff-from"]) problems.push("handoff-from");
-  return problems;
-}
 
 // setOutcome tells the ingress the outcome, which depends only on the request's
 // fields, and sets a field of the proxies' namespace that no proxy defines: the agent
@@ -72,7 +45,7 @@ function newServer(req, res, json) {
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const fields = dialogtrustFields(req.headers);
-    const problems = problemsOf(fields);
+    const problems = handoffProblems(fields, expectedSender);
     const seen = {
       tool: request.params.name,
       arguments: request.params.arguments ?? null,
@@ -123,7 +96,7 @@ const httpServer = http.createServer(async (req, res) => {
     const body = await readBody(req);
     const server = newServer(req, res, json);
     const isCall = (Array.isArray(body) ? body : [body]).some((m) => m?.method === "tools/call");
-    if (!json && isCall) setOutcome(res, problemsOf(dialogtrustFields(req.headers)));
+    if (!json && isCall) setOutcome(res, handoffProblems(dialogtrustFields(req.headers), expectedSender));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
     res.on("close", () => {
       transport.close();

@@ -5,73 +5,43 @@
 // under the URI, the extensions the client requested and the A2A version it named.
 //
 // Usage: node server.mjs PORT. Prints "listening URL" once it accepts requests.
-import express from "express";
-import { DefaultRequestHandler, InMemoryTaskStore, AgentEvent } from "@a2a-js/sdk/server";
-import { jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
+import { AgentEvent } from "@a2a-js/sdk/server";
 import { Role } from "@a2a-js/sdk";
+import { EXTENSION_URI, agentCard, requestedExtensions, serveA2A, serverArgs, textMessage, textsOf } from "./lib.mjs";
 
-const EXTENSION_URI = "https://quantumlearningmachines.com/a2a/ext/agent-handoff/v1";
-
-const port = Number(process.argv[2]);
-if (!Number.isInteger(port) || port <= 0) {
-  console.error("usage: node server.mjs PORT");
-  process.exit(2);
-}
+const { port } = serverArgs("server.mjs", false);
 const url = `http://127.0.0.1:${port}/a2a`;
 
-const card = {
-  name: "dialogtrust interop delegate",
-  description: "echoes the agent-handoff extension it receives",
-  version: "1.0.0",
-  supportedInterfaces: [{ url, protocolBinding: "JSONRPC", protocolVersion: "1.0", tenant: "" }],
-  capabilities: {
-    streaming: false,
-    pushNotifications: false,
-    extensions: [{ uri: EXTENSION_URI, description: "agent handoff", required: false, params: undefined }],
-  },
-  securitySchemes: {},
-  securityRequirements: [],
-  defaultInputModes: ["text/plain"],
-  defaultOutputModes: ["text/plain"],
-  skills: [],
-  signatures: [],
-};
+const card = agentCard(url, "dialogtrust interop delegate", "echoes the agent-handoff extension it receives", true);
 
 const executor = {
   async execute(ctx, bus) {
     const msg = ctx.userMessage;
-    const requested = ctx.context.requestedExtensions ? Array.from(ctx.context.requestedExtensions) : [];
-    if (requested.includes(EXTENSION_URI)) {
-      ctx.context.addActivatedExtension(EXTENSION_URI);
-    }
+    const requested = requestedExtensions(ctx);
     const seen = {
       handoff: msg.metadata ? msg.metadata[EXTENSION_URI] ?? null : null,
       requestedExtensions: requested,
       requestedVersion: ctx.context.requestedVersion,
       messageId: msg.messageId,
       role: msg.role,
-      text: msg.parts.map((p) => (p.content && p.content.$case === "text" ? p.content.value : null)),
+      text: textsOf(msg),
     };
     console.log("seen " + JSON.stringify(seen));
     bus.publish(
-      AgentEvent.message({
-        messageId: "reply-" + msg.messageId,
-        contextId: ctx.contextId,
-        taskId: "",
-        role: Role.ROLE_AGENT,
-        parts: [{ content: { $case: "text", value: "seen" }, metadata: undefined, filename: "", mediaType: "text/plain" }],
-        metadata: { "dialogtrust.interop/seen": seen },
-        extensions: [],
-        referenceTaskIds: [],
-      }),
+      AgentEvent.message(
+        textMessage({
+          messageId: "reply-" + msg.messageId,
+          contextId: ctx.contextId,
+          taskId: "",
+          role: Role.ROLE_AGENT,
+          text: "seen",
+          metadata: { "dialogtrust.interop/seen": seen },
+        }),
+      ),
     );
     bus.finished();
   },
   async cancelTask() {},
 };
 
-const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
-const app = express();
-app.use("/a2a", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-const server = app.listen(port, "127.0.0.1", () => console.log("listening " + url));
-process.on("SIGTERM", () => server.close(() => process.exit(0)));
+await serveA2A(card, executor, port, url);

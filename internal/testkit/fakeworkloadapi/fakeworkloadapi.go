@@ -148,6 +148,10 @@ func NewCAFrom(key *ecdsa.PrivateKey, cert *x509.Certificate) *CA {
 	return ca
 }
 
+// Key is the CA's private key, for tests that issue certificates of another layout
+// with it (package wic's, say).
+func (ca *CA) Key() *ecdsa.PrivateKey { return ca.key }
+
 // SVID is an X.509-SVID as the Workload API carries it.
 type SVID struct {
 	ID       string

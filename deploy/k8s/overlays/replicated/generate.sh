@@ -21,20 +21,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../../../.." && pwd)"
-force=0
-[ "${1:-}" = "--force" ] && force=1
-
-command -v openssl >/dev/null 2>&1 || { echo "generate.sh: openssl not found" >&2; exit 1; }
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-dt="${DIALOGTRUST:-}"
-if [ -z "$dt" ]; then
-  (cd "$root" && go build -o "$tmp/dialogtrust" ./cmd/dialogtrust)
-  dt="$tmp/dialogtrust"
-fi
-
-fresh() { [ "$force" -eq 1 ] || [ ! -s "$1" ]; }
+# shellcheck source=../../generate-lib.sh
+source "$here/../../generate-lib.sh"
 
 umask 077
 ns=dialogtrust
@@ -59,23 +47,6 @@ if fresh "$s/redis-password" || fresh "$s/redis-users.acl"; then
     "user dialogtrust on #$hash ~dialogtrust:* resetchannels +@all" >"$s/redis-users.acl"
 fi
 
-if fresh "$s/ca.crt" || fresh "$s/ca.key"; then
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -sha256 -days 365 \
-    -keyout "$s/ca.key" -out "$s/ca.crt" -subj "/CN=dialogtrust example.org example CA" \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
-    2>/dev/null
-fi
-for svc in wit-issuer tts; do
-  if fresh "$s/$svc.crt" || fresh "$s/$svc.key"; then
-    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -sha256 \
-      -keyout "$s/$svc.key" -out "$tmp/$svc.csr" -subj "/CN=$svc.$ns.svc" 2>/dev/null
-    printf '%s\n' \
-      "subjectAltName=DNS:$svc,DNS:$svc.$ns,DNS:$svc.$ns.svc,DNS:$svc.$ns.svc.cluster.local" \
-      "basicConstraints=critical,CA:FALSE" \
-      "keyUsage=critical,digitalSignature" \
-      "extendedKeyUsage=serverAuth" >"$tmp/$svc.ext"
-    openssl x509 -req -in "$tmp/$svc.csr" -CA "$s/ca.crt" -CAkey "$s/ca.key" -CAcreateserial \
-      -CAserial "$tmp/ca.srl" -sha256 -days 90 -extfile "$tmp/$svc.ext" -out "$s/$svc.crt" 2>/dev/null
-  fi
-done
+make_ca "$s" "dialogtrust example.org example CA"
+make_serving_certs "$s" "$ns"
 echo "generate.sh: example.org: files in $s and $here/workloads" >&2

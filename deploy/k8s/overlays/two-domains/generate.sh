@@ -19,21 +19,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../../../.." && pwd)"
-force=0
-[ "${1:-}" = "--force" ] && force=1
-
-command -v openssl >/dev/null 2>&1 || { echo "generate.sh: openssl not found" >&2; exit 1; }
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-dt="${DIALOGTRUST:-}"
-if [ -z "$dt" ]; then
-  (cd "$root" && go build -o "$tmp/dialogtrust" ./cmd/dialogtrust)
-  dt="$tmp/dialogtrust"
-fi
-
-# fresh FILE: true when FILE is to be (re)written.
-fresh() { [ "$force" -eq 1 ] || [ ! -s "$1" ]; }
+# shellcheck source=../../generate-lib.sh
+source "$here/../../generate-lib.sh"
 
 umask 077
 for d in a b; do
@@ -48,24 +35,7 @@ for d in a b; do
   done
   "$dt" key public --in "$s/${d}1.jwk" >"$here/$d/workloads/${d}1.pub.jwk"
 
-  if fresh "$s/ca.crt" || fresh "$s/ca.key"; then
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -sha256 -days 365 \
-      -keyout "$s/ca.key" -out "$s/ca.crt" -subj "/CN=dialogtrust $d.example example CA" \
-      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
-      2>/dev/null
-  fi
-  for svc in wit-issuer tts; do
-    if fresh "$s/$svc.crt" || fresh "$s/$svc.key"; then
-      openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -sha256 \
-        -keyout "$s/$svc.key" -out "$tmp/$svc.csr" -subj "/CN=$svc.$ns.svc" 2>/dev/null
-      printf '%s\n' \
-        "subjectAltName=DNS:$svc,DNS:$svc.$ns,DNS:$svc.$ns.svc,DNS:$svc.$ns.svc.cluster.local" \
-        "basicConstraints=critical,CA:FALSE" \
-        "keyUsage=critical,digitalSignature" \
-        "extendedKeyUsage=serverAuth" >"$tmp/$svc.ext"
-      openssl x509 -req -in "$tmp/$svc.csr" -CA "$s/ca.crt" -CAkey "$s/ca.key" -CAcreateserial \
-        -CAserial "$tmp/ca.srl" -sha256 -days 90 -extfile "$tmp/$svc.ext" -out "$s/$svc.crt" 2>/dev/null
-    fi
-  done
+  make_ca "$s" "dialogtrust $d.example example CA"
+  make_serving_certs "$s" "$ns"
   echo "generate.sh: $d.example: files in $s and $here/$d/workloads" >&2
 done
