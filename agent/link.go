@@ -283,6 +283,33 @@ func (a *LinkAcceptor) Accept(ctx context.Context, r *http.Request) (*Accepted, 
 // (the go-sdk hands it the request's header), an A2A executor (a2a-go's call context).
 // The checks are Accept's.
 func (a *LinkAcceptor) AcceptVerified(ctx context.Context, v *dialog.Verified, h http.Header) (*Accepted, error) {
+	c, err := a.Check(ctx, v, h)
+	if err != nil {
+		return nil, err
+	}
+	res, err := a.Exchange(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return &Accepted{TxnToken: res, AccessToken: c.Claims}, nil
+}
+
+// CheckedLink is a linked dialog request that passed step 3's checks (Check): what
+// step 4's Txn-Token request is made of.
+type CheckedLink struct {
+	// AccessToken is the raw access token, the subject token of step 4.
+	AccessToken string
+	// Claims are its verified claims.
+	Claims *chaining.AccessTokenClaims
+	// Dialog is the linked dialog's identifier (dlg), recorded in the Txn-Token.
+	Dialog string
+	// Scope is the scope asked for: the acceptor's, or the access token's.
+	Scope string
+}
+
+// Check runs AcceptVerified's checks (step 3) without step 4's TTS request, for a
+// caller that keeps the Txn-Token it obtains with Exchange (proxy.BoundaryIngress).
+func (a *LinkAcceptor) Check(ctx context.Context, v *dialog.Verified, h http.Header) (*CheckedLink, error) {
 	if a.TTS == nil || a.AccessTokens == nil || a.TrustDomain == "" {
 		return nil, errcode.New(errcode.InvalidRequest, "a link acceptor needs its TTS client, access token verifier and trust domain")
 	}
@@ -321,10 +348,16 @@ func (a *LinkAcceptor) AcceptVerified(ctx context.Context, v *dialog.Verified, h
 	if scope == "" {
 		scope = claims.Scope
 	}
-	res, err := a.TTS.Request(ctx, txntoken.Request{Audience: a.TrustDomain, Scope: scope, SubjectToken: tok,
-		SubjectTokenType: oauth.TokenTypeAccessToken, Dialog: v.Context.DLG()})
-	if err != nil {
-		return nil, err
+	return &CheckedLink{AccessToken: tok, Claims: claims, Dialog: v.Context.DLG(), Scope: scope}, nil
+}
+
+// Exchange is step 4 for a request Check passed: the Txn-Token request at this
+// domain's TTS with the access token as subject token and request_details.dlg = the
+// linked dialog.
+func (a *LinkAcceptor) Exchange(ctx context.Context, c *CheckedLink) (*oauth.TokenResponse, error) {
+	if a.TTS == nil || a.TrustDomain == "" {
+		return nil, errcode.New(errcode.InvalidRequest, "a link acceptor needs its TTS client, access token verifier and trust domain")
 	}
-	return &Accepted{TxnToken: res, AccessToken: claims}, nil
+	return a.TTS.Request(ctx, txntoken.Request{Audience: a.TrustDomain, Scope: c.Scope, SubjectToken: c.AccessToken,
+		SubjectTokenType: oauth.TokenTypeAccessToken, Dialog: c.Dialog})
 }

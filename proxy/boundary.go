@@ -357,12 +357,22 @@ func (g linkGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 // VerifiedTxnTokenClaimsField. A request carrying a Txn-Token or provenance is refused
 // (crosses_trust_boundary), and one without an access token (missing_credential),
 // before the Receiver runs.
+//
+// The Txn-Token is kept for later requests with the same access token in the same
+// linked dialog and scope, until shortly before it or the access token expires
+// (renewAt): the Acceptor's checks run on every request, the TTS exchange only when
+// there is no kept token (boundary_txncache.go).
 type BoundaryIngress struct {
 	// Acceptor checks the access token and asks this domain's TTS.
 	Acceptor *agent.LinkAcceptor
 	// TxnTokens validates the Txn-Token the TTS returns (this domain's TTS keys and
 	// trust domain).
 	TxnTokens dialog.TxnTokenVerifier
+	// Now is the clock a kept Txn-Token's lifetime is measured with (default
+	// time.Now).
+	Now func() time.Time
+
+	txns boundaryTxnCache
 }
 
 func (b *BoundaryIngress) check() error {
@@ -390,18 +400,33 @@ func (b *BoundaryIngress) precheck(r *http.Request) error {
 	return err
 }
 
-// accept runs after the Receiver: the Acceptor's checks and step 4, and returns what
+// accept runs after the Receiver: the Acceptor's checks and step 4 (or the Txn-Token
+// step 4 gave for the same access token, linked dialog and scope), and returns what
 // the application is told, with the validated claims of this domain's Txn-Token.
 func (b *BoundaryIngress) accept(r *http.Request, v *dialog.Verified) (*dialog.Verified, error) {
-	acc, err := b.Acceptor.Accept(r.Context(), r)
+	checked, err := b.Acceptor.Check(r.Context(), v, r.Header)
 	if err != nil {
 		return nil, err
 	}
-	claims, err := b.TxnTokens.Verify(r.Context(), acc.TxnToken.AccessToken)
-	if err != nil {
-		return nil, err
+	now := b.Now
+	if now == nil {
+		now = time.Now
 	}
-	if err := txntoken.DialogMatches(claims, v.Context.DLG()); err != nil {
+	claims, err := b.txns.txnToken(r.Context(), checked, now, func(ctx context.Context) (*txntoken.Claims, error) {
+		res, err := b.Acceptor.Exchange(ctx, checked)
+		if err != nil {
+			return nil, err
+		}
+		claims, err := b.TxnTokens.Verify(ctx, res.AccessToken)
+		if err != nil {
+			return nil, err
+		}
+		if err := txntoken.DialogMatches(claims, checked.Dialog); err != nil {
+			return nil, err
+		}
+		return claims, nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	out := *v
