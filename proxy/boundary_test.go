@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,6 +189,10 @@ type boundary struct {
 	a1       identifier.ID
 	recipB1  string
 	tamperB1 func(*http.Request) // runs on each request the egress sends to domain B
+	a2src    wit.Source
+	// refuseTTSB, when set, removes the HTTP signature from B1's requests to TTS B,
+	// which refuses them.
+	refuseTTSB atomic.Bool
 }
 
 // B's servers, as recorded.
@@ -224,6 +229,7 @@ func newBoundary(t *testing.T) *boundary {
 
 	var a2src, b1src wit.Source
 	bw.a2, a2src = a.workload(t, "/agent/a2")
+	bw.a2src = a2src
 	bw.b1, b1src = b.workload(t, "/agent/b1")
 	bw.a1 = identifier.MustParse("wimse://a.example/agent/a1")
 
@@ -253,11 +259,13 @@ func newBoundary(t *testing.T) *boundary {
 	mustOK(t, err)
 	in, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: appSrv.URL, Boundary: &proxy.BoundaryIngress{
 		Acceptor: &agent.LinkAcceptor{
-			TTS:          &txntoken.Client{TokenEndpoint: b.endpoint(), WITSource: b1src, Proof: proof.HTTPSig},
+			TTS: &txntoken.Client{TokenEndpoint: b.endpoint(), WITSource: b1src, Proof: proof.HTTPSig,
+				HTTPClient: &http.Client{Transport: unsignedWhen{&bw.refuseTTSB}}},
 			AccessTokens: &chaining.AccessTokenVerifier{Keys: ttsBKeys, Issuer: b.ttsURL, Audience: "b.example"},
 			TrustDomain:  "b.example",
 		},
 		TxnTokens: txntoken.NewVerifier(ttsBKeys, "b.example", txntoken.WithIssuer(b.ttsURL)),
+		Now:       bw.clock.Now,
 	}})
 	mustOK(t, err)
 	bw.ingress = httptest.NewServer(bw.rec.wrap(srvIngressB, in))
