@@ -36,7 +36,8 @@
 // D2 for every later request in D1; neither D1 nor its Txn-Token crosses (section 13).
 // An ingress with a BoundaryIngress faces such callers: it takes the access token
 // instead of a Txn-Token and exchanges it at its own TTS for one recording D2
-// (agent.LinkAcceptor).
+// (agent.LinkAcceptor), kept for later requests with that access token in D2 until
+// shortly before either expires.
 //
 // Handoffs (handoff-context sections 2 to 6; handoff_egress.go, handoff_ingress.go).
 // A route with a Delegate and a Host makes a signed offer for a request with
