@@ -9,10 +9,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/proxy"
@@ -238,5 +240,28 @@ func TestHandoffSection5_6TamperedCancelRefused(t *testing.T) {
 	}
 	if rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), hop); err != nil || rec.State != string(handoff.StateAccepted) {
 		t.Fatalf("the delegate's record: %+v (%v)", rec, err)
+	}
+}
+
+// An offer is remembered for its cancel for proxy.RememberedOfferTTL after it was
+// sent: later, its cancel is refused as a hop the egress does not know, with nothing
+// sent.
+func TestHandoffCancelAfterTheOfferIsForgotten(t *testing.T) {
+	clock := testkit.NewClock(time.Now())
+	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, now: clock.Now, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		mcpResult(w, "")
+	}})
+	res, body := hp.send(t, toolsCall, nil)
+	hop := res.Header.Get(proxy.HandoffHopField)
+	dc, _ := dialog.FromHeader(res.Header)
+	if res.Header.Get(proxy.HandoffStatusField) != "accepted" || dc == nil {
+		t.Fatalf("offer: %d %s", res.StatusCode, body)
+	}
+	var sent atomic.Int32
+	hp.tamper = func(*http.Request) { sent.Add(1) }
+	clock.Advance(proxy.RememberedOfferTTL)
+	res, b := hp.cancel(t, mcpCancel, hop, dc.Value())
+	if code := rpcErrorCode(res, b); code != errcode.HandoffOfferMismatch || sent.Load() != 0 || hp.app.hits() != 1 {
+		t.Fatalf("a forgotten hop's cancel: %d %s, sent %d", res.StatusCode, b, sent.Load())
 	}
 }
