@@ -54,6 +54,13 @@
 // Streamable HTTP transport, A2A message/stream; sse.go, the WHATWG event-stream
 // format, bounded by MaxBody and MaxStreamEvents): the status goes in, and is read
 // from, the stream's response event to the request, every other event unchanged.
+// A cancel (section 4): the agent sends the host protocol's cancel (MCP
+// notifications/cancelled, A2A tasks/cancel or CancelTask) with HandoffCancelField
+// naming a hop the route offered, which the route remembers (MaxRememberedOffers,
+// RememberedOfferTTL); the egress signs the delegator's "canceled" status
+// (handoff.Delegator.Cancel) into it (section 6). The ingress's receiver checks and
+// records it (handoff.Receiver.HandleCancel) and the application is told in
+// VerifiedHandoffCancelField.
 //
 // The local hops, the agent to the egress and the ingress to the application, may be
 // Unix domain sockets, as a sidecar's usually are: IngressConfig.Upstream

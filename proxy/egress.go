@@ -308,6 +308,21 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	cancelHop, err := handoffCancelRequest(r.Header)
+	if err != nil {
+		return err
+	}
+	if cancelHop != "" && wantOffer {
+		return errcode.New(errcode.InvalidRequest, "%s and %s: ?1 exclude each other", HandoffCancelField, HandoffField)
+	}
+	if cancelHop != "" {
+		placed, err := e.cancelFor(ctx, rt, cancelHop, dc, body)
+		if err != nil {
+			dialog.WriteRefusal(w, body, err) // as a refused offer is answered
+			return nil
+		}
+		body = placed
+	}
 	var offer *egressOffer
 	if wantOffer {
 		if offer, err = e.offerFor(ctx, rt, task, dc, startDLG, body); err != nil {
@@ -349,8 +364,8 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if rt.link != nil {
 		return rt.link.serve(r.Context(), w, out, dc, start)
 	}
-	if offer != nil {
-		offer.setHeaders(out.Header)
+	if offer != nil || cancelHop != "" {
+		listA2AExtension(rt.handoff.host, out.Header)
 	}
 	var res *http.Response
 	switch {
@@ -365,6 +380,9 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 		return upstreamError(err)
 	}
 	defer res.Body.Close()
+	if offer != nil {
+		offer.remember(body) // the delegate may take the hop from here on: it can be canceled
+	}
 	resBody, err := readBounded(res.Body, "upstream response")
 	if err != nil {
 		return errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream's response is not usable")
@@ -375,6 +393,9 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 		if err := offer.answer(ctx, res, resBody); err != nil {
 			return err
 		}
+	}
+	if cancelHop != "" {
+		res.Header.Set(HandoffHopField, cancelHop)
 	}
 	writeResponse(w, res, resBody)
 	return nil

@@ -36,6 +36,13 @@ const (
 	// HandoffTaskField: the offer's task member (section 2: a task identifier from
 	// the host protocol), at most MaxHandoffTask octets of printable ASCII.
 	HandoffTaskField = "Dialogtrust-Handoff-Task"
+	// HandoffCancelField: the hop identifier (HandoffHopField's value) of an offer this
+	// egress made on the route, whose handoff the agent cancels with this request: the
+	// host protocol's cancel (MCP notifications/cancelled naming the offer's request in
+	// params.requestId, A2A 0.3 tasks/cancel, A2A 1.0 CancelTask), sent in the offer's
+	// dialog. The egress signs the delegator's "canceled" status for the hop (section
+	// 4) and places it where section 6 carries it. It excludes HandoffField: "?1".
+	HandoffCancelField = "Dialogtrust-Handoff-Cancel"
 	// ProvenanceField forwards provenance (dialog-binding section 9) when the agent
 	// calls on in a dialog it received: the value of VerifiedProvenanceField as the
 	// ingress gave it, sent with that request's Dialog-Context. The egress checks that
@@ -58,7 +65,8 @@ const (
 	// 2's values), or else its detail; at most MaxHandoffReason octets, and an octet
 	// outside printable ASCII, or "%", percent-encoded (UTF-8).
 	HandoffReasonField = "Dialogtrust-Handoff-Reason"
-	// HandoffHopField: the hop identifier of the offer the egress made.
+	// HandoffHopField: the hop identifier of the offer the egress made, or of the hop
+	// the request canceled (HandoffCancelField).
 	HandoffHopField = "Dialogtrust-Handoff-Hop"
 )
 
@@ -94,8 +102,15 @@ const (
 	VerifiedHandoffField = "Dialogtrust-Verified-Handoff"
 	// VerifiedHandoffHopField: the hop identifier of the accepted offer.
 	VerifiedHandoffHopField = "Dialogtrust-Verified-Handoff-Hop"
-	// VerifiedHandoffFromField: the accepted offer's iss, the delegator.
+	// VerifiedHandoffFromField: the accepted offer's iss, the delegator; with
+	// VerifiedHandoffCancelField, the delegator that canceled the hop.
 	VerifiedHandoffFromField = "Dialogtrust-Verified-Handoff-From"
+	// VerifiedHandoffCancelField: the hop identifier of a handoff the delegator
+	// canceled with this request (its "canceled" status in the host protocol's cancel,
+	// section 6), checked and recorded by the handoff receiver (section 4: the hop is
+	// canceled at the delegate); a cancel that does not verify never reaches the
+	// application. The host protocol's cancel in the body asks the work to stop.
+	VerifiedHandoffCancelField = "Dialogtrust-Verified-Handoff-Cancel"
 	// VerifiedProvenanceField: the provenance the application forwards in
 	// ProvenanceField when it calls on in this dialog (section 9): the records received
 	// and the sender's own (dialog.Verified.Forward), a Dialog-Provenance value. It

@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/agent"
@@ -26,6 +28,7 @@ type routeHandoff struct {
 	trust    handoff.Trust
 	tokens   agent.TxnTokenSource
 	now      func() time.Time
+	sent     *sentOffers // the offers made, for their cancel
 }
 
 // newRouteHandoff checks a route's handoff members; nil when the route makes no offers.
@@ -53,7 +56,7 @@ func newRouteHandoff(cfg EgressConfig, rt Route, prefix string, tokens agent.Txn
 		now = time.Now
 	}
 	return &routeHandoff{self: cfg.Self.String(), delegate: rt.Delegate.String(), host: rt.Host, key: cfg.HandoffKey,
-		trust: cfg.HandoffTrust, tokens: tokens, now: now}, nil
+		trust: cfg.HandoffTrust, tokens: tokens, now: now, sent: &sentOffers{hops: map[string]*sentOffer{}}}, nil
 }
 
 // handoffRequest reads HandoffField and HandoffTaskField: whether an offer is asked
@@ -90,6 +93,7 @@ type egressOffer struct {
 	delegator *handoff.Delegator
 	offer     *handoff.Handoff
 	hop       string
+	dlg       string          // the dialog the offer was made in
 	body      []byte          // the request body with the offer in it
 	ctx       context.Context // sends exactly the Txn-Token the grant binds
 }
@@ -122,7 +126,7 @@ func (rh *routeHandoff) makeOffer(ctx context.Context, dc *dialog.Context, task 
 	if err != nil {
 		return nil, err
 	}
-	return &egressOffer{rh: rh, delegator: del, offer: h, hop: req.Offer.Hop, body: out, ctx: sendCtx}, nil
+	return &egressOffer{rh: rh, delegator: del, offer: h, hop: req.Offer.Hop, dlg: dc.DLG(), body: out, ctx: sendCtx}, nil
 }
 
 // placeOffer puts h (nil: only check) in the JSON-RPC request body of host: the _meta
@@ -192,11 +196,11 @@ func placeOffer(host dialog.Host, body []byte, dlg string, h *handoff.Handoff) (
 	return out, nil
 }
 
-// setHeaders lists the A2A extension in the request's service parameter (section 6:
-// "A client also lists the URI in the A2A-Extensions service parameter"), under both
-// names for A2A 0.3.
-func (o *egressOffer) setHeaders(h http.Header) {
-	switch o.rh.host {
+// listA2AExtension lists the A2A extension in the service parameter of an A2A
+// request carrying an offer or a cancel (section 6: "A client also lists the URI in the
+// A2A-Extensions service parameter"), under both names for A2A 0.3.
+func listA2AExtension(host dialog.Host, h http.Header) {
+	switch host {
 	case dialog.A2A03:
 		handoff.AddA2A03Extension(h)
 	case dialog.A2A10:
@@ -343,4 +347,162 @@ func handoffDialog(dc *dialog.Context, startDLG string, self identifier.ID) (*di
 		return nil, errcode.New(errcode.InvalidRequest, "a handoff offer is made in a dialog: send a Dialog-Context or %s: ?1", StartDialogField)
 	}
 	return dialog.New(startDLG, self)
+}
+
+// Bounds of the offers an egress route remembers for their cancel (HandoffCancelField):
+// the newest MaxRememberedOffers, each for RememberedOfferTTL after it was sent. An
+// older hop's cancel is refused as an unknown hop (handoff_offer_mismatch).
+const (
+	MaxRememberedOffers = 4096
+	RememberedOfferTTL  = time.Hour
+)
+
+// sentOffer is an offer the egress sent, remembered for its cancel.
+type sentOffer struct {
+	// delegator is the exchange's own: it holds the offer (its digest, its aud) and the
+	// state the verified reply set, so that Delegator.Cancel signs the "canceled"
+	// status and refuses it for a resolved hop (section 4).
+	delegator *handoff.Delegator
+	dlg       string
+	id        []byte // the JSON-RPC id of the request that carried the offer, compact
+	until     time.Time
+}
+
+// sentOffers is a route's bounded record of the offers it sent, by hop.
+type sentOffers struct {
+	mu    sync.Mutex
+	hops  map[string]*sentOffer
+	order []string // oldest first; the TTL is one, so the oldest also expires first
+}
+
+// remember records the offer o once its request was sent: from then on the delegate may
+// have taken the hop.
+func (o *egressOffer) remember(body []byte) {
+	id, _ := compactJSON(requestID(body)) // placeOffer checked the id
+	now := o.rh.now()
+	so := &sentOffer{delegator: o.delegator, dlg: o.dlg, id: id, until: now.Add(RememberedOfferTTL)}
+	s := o.rh.sent
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.order) > 0 && (len(s.hops) >= MaxRememberedOffers || !now.Before(s.hops[s.order[0]].until)) {
+		delete(s.hops, s.order[0])
+		s.order = s.order[1:]
+	}
+	if _, ok := s.hops[o.hop]; !ok {
+		s.order = append(s.order, o.hop)
+	}
+	s.hops[o.hop] = so
+}
+
+// lookup returns the unexpired offer of hop, or nil.
+func (s *sentOffers) lookup(hop string, now time.Time) *sentOffer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	so := s.hops[hop]
+	if so == nil || !now.Before(so.until) {
+		return nil
+	}
+	return so
+}
+
+// handoffCancelRequest reads HandoffCancelField: the hop the request cancels, "" for none.
+func handoffCancelRequest(h http.Header) (string, error) {
+	vals := h.Values(HandoffCancelField)
+	switch {
+	case len(vals) == 0:
+		return "", nil
+	case len(vals) > 1:
+		return "", errcode.New(errcode.DuplicateField, "more than one %s field", HandoffCancelField)
+	}
+	hop := strings.TrimSpace(vals[0])
+	if hop == "" || len(hop) > MaxHandoffTask || strings.ContainsFunc(hop, func(r rune) bool {
+		return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) {
+		return "", errcode.New(errcode.InvalidRequest, "%s must be a hop identifier (base64url, 1 to %d octets)", HandoffCancelField, MaxHandoffTask)
+	}
+	return hop, nil
+}
+
+// cancelFor signs the delegator's "canceled" status for hop, an offer the route sent
+// (section 4), and places it in body, the host protocol's cancel (section 6). Every
+// check runs before the hop is marked canceled.
+func (e *Egress) cancelFor(ctx context.Context, rt *egressRoute, hop string, dc *dialog.Context, body []byte) ([]byte, error) {
+	rh := rt.handoff
+	if rh == nil {
+		return nil, errcode.New(errcode.InvalidRequest, "the route %s names no delegate: it made no handoff offers to cancel", rt.prefix)
+	}
+	so := rh.sent.lookup(hop, rh.now())
+	if so == nil {
+		return nil, errcode.New(errcode.HandoffOfferMismatch, "the route %s sent no offer for hop %s, or no longer remembers it", rt.prefix, hop)
+	}
+	if dc == nil || dc.DLG() != so.dlg {
+		return nil, errcode.New(errcode.InvalidRequest, "the cancel of hop %s goes in its offer's dialog %q, named in Dialog-Context", hop, so.dlg)
+	}
+	if _, err := placeCancel(rh.host, body, so.id, nil); err != nil {
+		return nil, err
+	}
+	st, err := so.delegator.Cancel(ctx, hop)
+	if err != nil {
+		return nil, err
+	}
+	return placeCancel(rh.host, body, so.id, &st)
+}
+
+// placeCancel puts the "canceled" status st (nil: only check) in the host's cancel:
+// the _meta of the params of an MCP notifications/cancelled whose requestId is offerID,
+// the id of the tools/call that carried the offer; the metadata of the params of an A2A
+// 0.3 tasks/cancel or an A2A 1.0 CancelTask.
+func placeCancel(host dialog.Host, body, offerID []byte, st *handoff.Signed) ([]byte, error) {
+	var env map[string]json.RawMessage
+	if err := exactjson.Unmarshal(body, &env); err != nil || env == nil {
+		return nil, errcode.New(errcode.InvalidRequest, "a handoff cancel rides in a JSON-RPC message: the body is not a JSON object")
+	}
+	var method string
+	if json.Unmarshal(env["method"], &method) != nil || string(env["jsonrpc"]) != `"2.0"` {
+		return nil, errcode.New(errcode.InvalidRequest, "a handoff cancel rides in a JSON-RPC 2.0 message: no method")
+	}
+	want := map[dialog.Host]string{dialog.MCP: "notifications/cancelled", dialog.A2A03: "tasks/cancel", dialog.A2A10: "CancelTask"}[host]
+	if method != want {
+		return nil, errcode.New(errcode.InvalidRequest, "the route's %s cancels carry the handoff cancel in %s, not in %q", host, want, errcode.Cut(method))
+	}
+	params := env["params"]
+	var p map[string]json.RawMessage
+	if err := exactjson.Unmarshal(params, &p); err != nil || p == nil {
+		return nil, errcode.New(errcode.InvalidRequest, "the %s params are not an object", method)
+	}
+	var (
+		found *handoff.Signed
+		err   error
+	)
+	if host == dialog.MCP {
+		if got, err := compactJSON(p["requestId"]); err != nil || len(offerID) == 0 || !bytes.Equal(got, offerID) {
+			return nil, errcode.New(errcode.InvalidRequest, "the notifications/cancelled must name in params.requestId the request that carried the hop's offer (id %s)", errcode.Cut(string(offerID)))
+		}
+		found, err = handoff.MCPCancelStatus(params)
+	} else {
+		if id, ok := env["id"]; !ok || string(id) == "null" {
+			return nil, errcode.New(errcode.InvalidRequest, "the %s request has no id", method)
+		}
+		found, err = handoff.A2ACancelStatus(params)
+	}
+	if err != nil || found != nil {
+		return nil, errcode.New(errcode.HandoffUnplaced, "the cancel already carries a handoff status: the egress places it (%s)", HandoffCancelField)
+	}
+	if st == nil {
+		return body, nil
+	}
+	if host == dialog.MCP {
+		params, err = handoff.PutMCPCancel(params, *st)
+	} else {
+		params, err = handoff.PutA2ACancel(params, *st)
+	}
+	if err != nil {
+		return nil, err
+	}
+	env["params"] = params
+	out, err := json.Marshal(env)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "request body")
+	}
+	return out, nil
 }

@@ -40,6 +40,7 @@ type handoffOptions struct {
 	method   proof.Method
 	delegate string // default t1
 	app      func(w http.ResponseWriter, r *http.Request, body []byte)
+	now      func() time.Time // the egress's clock (default time.Now)
 }
 
 func newHandoffPair(t *testing.T, o handoffOptions) *handoffPair {
@@ -60,7 +61,7 @@ func newHandoffPair(t *testing.T, o handoffOptions) *handoffPair {
 				r.Delegate, _ = identifier.Parse(o.delegate)
 			}
 		},
-		egress: func(c *proxy.EgressConfig) { c.HandoffKey, c.HandoffTrust = a1Key, hp.trust },
+		egress: func(c *proxy.EgressConfig) { c.HandoffKey, c.HandoffTrust, c.Now = a1Key, hp.trust, o.now },
 	})
 	mustOK(t, hp.trust.Bind(hp.a1.String(), a1Key.Public()))
 	return hp

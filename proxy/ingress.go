@@ -310,6 +310,12 @@ func setVerified(h http.Header, v *dialog.Verified, forward bool) error {
 		h.Set(VerifiedHandoffHopField, v.Handoff.Offer.Hop)
 		h.Set(VerifiedHandoffFromField, v.Handoff.Offer.Iss)
 	}
+	if v.Cancel != nil && v.Cancel.Status != nil {
+		// HandleCancel checked the delegator's "canceled" status and recorded the hop
+		// as canceled before the request got here.
+		h.Set(VerifiedHandoffCancelField, v.Cancel.Status.Hop)
+		h.Set(VerifiedHandoffFromField, v.Cancel.Status.Iss)
+	}
 	return nil
 }
 
