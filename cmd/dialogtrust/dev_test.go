@@ -169,6 +169,16 @@ func TestDev(t *testing.T) {
 	}
 	checkPeerAccessToken(t, urls[2], filepath.Join(dir, "a1.jwk"), outputs[5])
 	checkLinkedDialog(t, urls[2], outputs[8])
+	// The peer TTS admits only peer.local's workloads: a1, which AS B authenticated for
+	// the access token, gets no Txn-Token of peer.local with it.
+	step4 := strings.Fields(strings.Split(cmds[7], " > ")[0])[1:]
+	a1 := strings.NewReplacer(filepath.Join(dir, "b1.wit"), filepath.Join(dir, "a1.wit"), filepath.Join(dir, "b1.jwk"), filepath.Join(dir, "a1.jwk"))
+	for i, w := range step4 {
+		step4[i] = a1.Replace(w)
+	}
+	if _, e, code := dt(t, "", step4...); code == 0 || !strings.Contains(e, "workload_not_allowed") {
+		t.Fatalf("%s as %s: exit %d: %s", cmds[7], devWorkload, code, e)
+	}
 
 	if err := stop(); err != nil {
 		t.Fatalf("stop: %v", err)
