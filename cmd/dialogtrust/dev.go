@@ -457,7 +457,7 @@ func printDev(w io.Writer, command string, u devURLs, dir string, took time.Dura
 		"Ctrl-C stops the four services and removes " + dir + ".",
 	}
 	if pair != nil {
-		// After the peer TTS's line; and the command before the last two lines (the
+		// After the peer WIT issuer's line; and the command before the last two lines (the
 		// blank one and Ctrl-C's), which then names everything it stops.
 		lines = slices.Insert(lines, 6,
 			"  egress      http://"+pair.egress+"  (proxy for "+devWorkload+": "+devPairPrefix+"/... to the ingress)",
