@@ -29,7 +29,8 @@ import (
 const devReadyTimeout = 30 * time.Second
 
 // devTrustDomain is the trust domain of the embedded development configurations;
-// devPeerDomain, the peer domain whose TTS redeems dev.local's grants (AS B).
+// devPeerDomain, the peer domain whose TTS redeems dev.local's grants (AS B) and whose
+// own WIT issuer gives its workloads their WITs.
 const (
 	devTrustDomain = "dev.local"
 	devPeerDomain  = "peer.local"
@@ -40,9 +41,11 @@ const (
 // cmd/internal/ttsservice) and run by the one service runner (internal/service), with
 // their embedded development configurations, in-memory state and generated keys; and,
 // for identity chaining (dialog-binding section 11, oauth.md 2), a second TTS for the
-// peer domain peer.local, by the same program. dev.local's TTS issues grants for the
-// peer (AS A); the peer's redeems them (AS B). It prints the URLs and the next commands
-// once all three answer /readyz, and stops them gracefully on SIGINT or SIGTERM,
+// peer domain peer.local, by the same program, with a WIT issuer of its own for
+// peer.local's workloads. dev.local's TTS issues grants for the peer (AS A); the peer's
+// redeems them (AS B), and issues a peer.local workload a Txn-Token for a linked dialog
+// on the access token (Figure 5 step 4). It prints the URLs and the next commands once
+// all four answer /readyz, and stops them gracefully on SIGINT or SIGTERM,
 // removing the directory it made for the files of those commands. With --proxies it
 // also runs a proxy pair (docs/proxy.md): an egress for the workload of the printed
 // commands routing to an ingress in front of an echo application, and prints a curl
@@ -52,6 +55,7 @@ func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	witAddr := fs.String("wit-addr", "127.0.0.1:0", "loopback host:port of the WIT issuer (port 0: a free one)")
 	ttsAddr := fs.String("tts-addr", "127.0.0.1:0", "loopback host:port of the TTS (port 0: a free one)")
 	peerAddr := fs.String("peer-addr", "127.0.0.1:0", "loopback host:port of the peer domain's TTS, AS B of identity chaining (port 0: a free one)")
+	peerWITAddr := fs.String("peer-wit-addr", "127.0.0.1:0", "loopback host:port of the peer domain's WIT issuer (port 0: a free one)")
 	proxies := fs.Bool("proxies", false, "also run a proxy pair on free loopback ports: an egress for "+devWorkload+" routing to an ingress in front of an echo application")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -66,11 +70,11 @@ func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	// Under `go run` the parent is the go command: if it is killed without a signal
 	// reaching this process, the services must not outlive it.
 	go stopWhenOrphaned(ctx, cancel, os.Getppid(), os.Getppid, service.Ticker(ctx, time.Second))
-	return runDev(ctx, devOptions{witAddr: *witAddr, ttsAddr: *ttsAddr, peerAddr: *peerAddr, proxies: *proxies, command: devCommand(), started: time.Now()}, stdout, stderr)
+	return runDev(ctx, devOptions{witAddr: *witAddr, ttsAddr: *ttsAddr, peerAddr: *peerAddr, peerWITAddr: *peerWITAddr, proxies: *proxies, command: devCommand(), started: time.Now()}, stdout, stderr)
 }
 
 type devOptions struct {
-	witAddr, ttsAddr, peerAddr string
+	witAddr, ttsAddr, peerAddr, peerWITAddr string
 	// proxies also runs the proxy pair (startDevPair).
 	proxies bool
 	// command starts the printed commands: this executable, or `go run ./cmd/dialogtrust`.
@@ -85,12 +89,12 @@ type devOptions struct {
 
 // runDev is dev until ctx ends; tests call it.
 func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
-	// Three services log to the one stderr from their own goroutines: one lock keeps
+	// Four services log to the one stderr from their own goroutines: one lock keeps
 	// their lines whole (and a writer that is not safe for concurrent use, such as a
 	// test's buffer, safe).
 	stderr = &lockedWriter{w: stderr}
-	flags := []string{"--wit-addr", "--tts-addr", "--peer-addr"}
-	for i, addr := range []string{o.witAddr, o.ttsAddr, o.peerAddr} {
+	flags := []string{"--wit-addr", "--tts-addr", "--peer-addr", "--peer-wit-addr"}
+	for i, addr := range []string{o.witAddr, o.ttsAddr, o.peerAddr, o.peerWITAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			return usageError{flags[i] + ": " + err.Error()}
 		}
@@ -99,20 +103,20 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 			return usageError{flags[i] + ": " + addr + " is not a loopback IP address (the development services authenticate nobody)"}
 		}
 	}
-	addrs, err := freePorts(flags, o.witAddr, o.ttsAddr, o.peerAddr)
+	addrs, err := freePorts(flags, o.witAddr, o.ttsAddr, o.peerAddr, o.peerWITAddr)
 	if err != nil {
 		return err
 	}
-	witAddr, ttsAddr, peerAddr := addrs[0], addrs[1], addrs[2]
+	witAddr, ttsAddr, peerAddr, peerWITAddr := addrs[0], addrs[1], addrs[2], addrs[3]
 	dir, removeDir, err := devDir(o.cacheDir)
 	if err != nil {
 		return err
 	}
-	witURL, ttsURL, peerURL := "http://"+witAddr, "http://"+ttsAddr, "http://"+peerAddr
+	witURL, ttsURL, peerURL, peerWITURL := "http://"+witAddr, "http://"+ttsAddr, "http://"+peerAddr, "http://"+peerWITAddr
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan devResult, 6) // the three services and, with proxies, the pair's three
+	done := make(chan devResult, 7) // the four services and, with proxies, the pair's three
 	// The services' own lines (the start log, the DEVELOPMENT banners, "listening on")
 	// go to stderr: stdout is what this command prints.
 	wp := witissuerservice.Program
@@ -129,11 +133,19 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 		done <- devResult{"--tts-addr", service.Run(ctx, tp, []string{"-listen", ttsAddr}, ttsEnv, stderr, stderr, nil)}
 	}()
 	pp := ttsservice.Program
-	pp.Config.Default = devPeerConfig(peerAddr, witURL, ttsURL)
+	pp.Config.Default = devPeerConfig(peerAddr, witURL, ttsURL, peerWITURL)
 	go func() {
 		done <- devResult{"--peer-addr", service.Run(ctx, pp, []string{"-listen", peerAddr}, nil, stderr, stderr, nil)}
 	}()
-	running := 3
+	// The peer domain's workloads get their WITs from its own issuer, the wit-issuer
+	// program with peer.local in place of dev.local: a dialog and the identities in it
+	// stay within their trust domain (dialog-binding section 11).
+	pwp := witissuerservice.Program
+	pwp.Config.Default = devPeerWITConfig(peerWITAddr)
+	go func() {
+		done <- devResult{"--peer-wit-addr", service.Run(ctx, pwp, []string{"-listen", peerWITAddr}, nil, stderr, stderr, nil)}
+	}()
+	running := 4
 	// stopAll stops the services, then removes the run's directory, and returns the
 	// first error; a listen error names the flag of the address. Every return after
 	// the directory is made goes through it.
@@ -180,7 +192,8 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 		}
 		return false, nil
 	}
-	if stopped, err := awaitReady("the services", witURL+service.PathReadyz, ttsURL+service.PathReadyz, peerURL+service.PathReadyz); stopped {
+	if stopped, err := awaitReady("the services", witURL+service.PathReadyz, ttsURL+service.PathReadyz, peerURL+service.PathReadyz,
+		peerWITURL+service.PathReadyz); stopped {
 		return err
 	}
 	var pair *devPair
@@ -196,7 +209,7 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 		}
 		pair = p
 	}
-	printDev(stdout, o.command, witURL, ttsURL, peerURL, dir, time.Since(o.started), pair)
+	printDev(stdout, o.command, devURLs{wit: witURL, tts: ttsURL, peer: peerURL, peerWIT: peerWITURL}, dir, time.Since(o.started), pair)
 	if o.ready != nil {
 		o.ready(dir)
 	}
@@ -232,9 +245,12 @@ chaining:
 // that TTS's JWKS, and issues access tokens for peer.local. AS B authenticates the
 // client that presents a grant as every request to a TTS is authenticated, by its WIT
 // and a proof of its key (the key the grant binds): so it trusts the WITs of dev.local's
-// issuer (witURL), and nothing else. No peer.local workload can authenticate here; the
-// one policy rule, which the TTS requires, admits nobody.
-func devPeerConfig(peerAddr, witURL, ttsURL string) []byte {
+// issuer (witURL), and those of peer.local's own (peerWITURL). As the TTS of peer.local
+// it accepts the access tokens its AS B issues as subject tokens (the tts program adds
+// them, typ at+jwt, its own keys, aud peer.local), and its one policy rule admits
+// peer.local's workloads, with those and nothing else as subjects, to a Txn-Token for
+// the linked dialog (Figure 5 step 4); dev.local's workloads get none here.
+func devPeerConfig(peerAddr, witURL, ttsURL, peerWITURL string) []byte {
 	return fmt.Appendf(nil, `development: true
 listen: %q
 trust_domains: [%s]
@@ -242,13 +258,14 @@ keys: {alg: ES256}
 store: {type: memory}
 wits:
   - {trust_domain: %s, jwks_url: %q}
+  - {trust_domain: %s, jwks_url: %q}
 jwks_retry: 1s
 auth:
   methods: [wit_httpsig, wit_wpt]
 policy:
   lifetime: 5m
   rules:
-    - workload: "wimse://%s/"
+    - {workload: "wimse://%s/", subject_token_types: [access_token]}
 chaining:
   peers:
     - {issuer: %q, jwks_url: %q}
@@ -256,8 +273,25 @@ chaining:
     audience: %s
     peers:
       - {issuer: %q, scopes: [%s]}
-`, peerAddr, devPeerDomain, devTrustDomain, witURL+witissuer.PathJWKS, devPeerDomain,
+`, peerAddr, devPeerDomain, devTrustDomain, witURL+witissuer.PathJWKS, devPeerDomain, peerWITURL+witissuer.PathJWKS, devPeerDomain,
 		ttsURL, ttsURL+tts.PathJWKS, devPeerDomain, ttsURL, devScope)
+}
+
+// devPeerWITConfig is the configuration of the peer domain's WIT issuer: wit-issuer's
+// embedded development default for peer.local, whose dev method, like dev.local's,
+// authenticates nobody.
+func devPeerWITConfig(addr string) []byte {
+	return fmt.Appendf(nil, `listen: %q
+issuer: ""
+trust_domains: [%s]
+keys: {alg: ES256}
+store: {type: memory}
+auth:
+  dev:
+    prefixes: ["wimse://%s/"]
+routes:
+  - {path: %s, methods: [dev]}
+`, addr, devPeerDomain, devPeerDomain, witissuer.PathWIT)
 }
 
 // devResult is how one service's run ended; flag names its address.
@@ -365,14 +399,25 @@ const (
 	devDialog   = "D1"
 	devScope    = "trip.read"
 	devSubject  = "alice@" + devTrustDomain
+	// devPeerWorkload is B1 of Figure 5, the peer domain's workload that records the
+	// linked dialog devLinkedDialog in a Txn-Token of peer.local.
+	devPeerWorkload = "wimse://" + devPeerDomain + "/agent/b1"
+	devLinkedDialog = "D2"
 )
+
+// devURLs are the base URLs of dev's services.
+type devURLs struct {
+	wit, tts, peer, peerWIT string
+}
 
 // printDev prints the URLs and the next commands; every file they write is in dir.
 // With pair (dev --proxies) it names the proxies too and adds the command that goes
 // through them.
-func printDev(w io.Writer, command, witURL, ttsURL, peerURL, dir string, took time.Duration, pair *devPair) {
+func printDev(w io.Writer, command string, u devURLs, dir string, took time.Duration, pair *devPair) {
+	witURL, ttsURL, peerURL := u.wit, u.tts, u.peer
 	file := func(name string) string { return shellQuote(filepath.Join(dir, name)) }
-	key, witFile, txnFile, grantFile := file("a1.jwk"), file("a1.wit"), file("a1.txn"), file("a1.grant")
+	key, witFile, txnFile, grantFile, atFile := file("a1.jwk"), file("a1.wit"), file("a1.txn"), file("a1.grant"), file("a1.at")
+	peerKey, peerWITFile, peerTxnFile := file("b1.jwk"), file("b1.wit"), file("b1.txn")
 	lines := []string{
 		"dialogtrust dev: a DEVELOPMENT trust domain (" + devTrustDomain + ") on loopback, with a peer domain (" + devPeerDomain +
 			") for identity chaining. It authenticates NOBODY: never use it for anything real.",
@@ -380,6 +425,7 @@ func printDev(w io.Writer, command, witURL, ttsURL, peerURL, dir string, took ti
 		"  WIT issuer  " + witURL + "  (JWKS " + witURL + witissuer.PathJWKS + ")",
 		"  TTS         " + ttsURL + "  (token endpoint " + ttsURL + tts.PathToken + "; AS A: grants for " + devPeerDomain + ")",
 		"  peer TTS    " + peerURL + "  (" + devPeerDomain + "; AS B: token endpoint " + peerURL + tts.PathToken + ")",
+		"  peer WIT    " + u.peerWIT + "  (" + devPeerDomain + "'s WIT issuer; JWKS " + u.peerWIT + witissuer.PathJWKS + ")",
 		"  files       " + dir + "  (removed on exit)",
 		"",
 		fmt.Sprintf("Ready in %.1fs. Next, in another terminal, from this directory:", took.Seconds()),
@@ -398,21 +444,29 @@ func printDev(w io.Writer, command, witURL, ttsURL, peerURL, dir string, took ti
 			" --audience " + peerURL + " --scope " + devScope + " > " + grantFile,
 		"  # 6. redeem it at the peer's AS B (which authenticates the workload by its WIT and proof) for an access token of " + devPeerDomain,
 		"  " + command + " chain redeem --token-endpoint " + peerURL + tts.PathToken + " --wit @" + witFile + " --key " + key +
-			" --grant @" + grantFile + " --scope " + devScope,
+			" --grant @" + grantFile + " --scope " + devScope + " > " + atFile,
+		"  # 7. a WIT for the peer domain's workload " + devPeerWorkload + ", from " + devPeerDomain + "'s WIT issuer",
+		"  " + command + " wit request --issuer " + u.peerWIT + " --workload " + devPeerWorkload + " --key-out " + peerKey + " > " + peerWITFile,
+		"  # 8. as " + devPeerWorkload + ", exchange the access token at the peer TTS for a Txn-Token of " + devPeerDomain +
+			" recording the linked dialog " + devLinkedDialog,
+		"  " + command + " txn request --tts " + peerURL + " --wit @" + peerWITFile + " --key " + peerKey + " --subject-token @" + atFile +
+			" --subject-token-type access_token --scope " + devScope + " --audience " + devPeerDomain + " --dialog " + devLinkedDialog + " > " + peerTxnFile,
+		"  # 9. verify it as a receiver in " + devPeerDomain + " does, and that it is for dialog " + devLinkedDialog + " (the subject still " + devSubject + ")",
+		"  " + command + " txn verify --jwks " + peerURL + tts.PathJWKS + " --audience " + devPeerDomain + " --dialog " + devLinkedDialog + " @" + peerTxnFile,
 		"",
-		"Ctrl-C stops the three services and removes " + dir + ".",
+		"Ctrl-C stops the four services and removes " + dir + ".",
 	}
 	if pair != nil {
-		// After the peer TTS's line; and the command before the last two lines (the
+		// After the peer WIT issuer's line; and the command before the last two lines (the
 		// blank one and Ctrl-C's), which then names everything it stops.
-		lines = slices.Insert(lines, 5,
+		lines = slices.Insert(lines, 6,
 			"  egress      http://"+pair.egress+"  (proxy for "+devWorkload+": "+devPairPrefix+"/... to the ingress)",
 			"  ingress     http://"+pair.ingress+"  (proxy for "+devTool+", in front of an echo application at http://"+pair.echo+")")
 		lines = slices.Insert(lines, len(lines)-2,
-			"  # 7. plain HTTP through the proxy pair: the egress starts a dialog and signs as "+devWorkload+", the ingress verifies",
-			"  #    and the echo application shows the Dialogtrust-Verified-* fields it was given (curl -i: the dialog's Dialog-Context)",
+			"  # 10. plain HTTP through the proxy pair: the egress starts a dialog and signs as "+devWorkload+", the ingress verifies",
+			"  #     and the echo application shows the Dialogtrust-Verified-* fields it was given (curl -i: the dialog's Dialog-Context)",
 			"  "+devPairCurl(pair))
-		lines[len(lines)-1] = "Ctrl-C stops the three services, the two proxies and the echo application and removes " + dir + "."
+		lines[len(lines)-1] = "Ctrl-C stops the four services, the two proxies and the echo application and removes " + dir + "."
 	}
 	fmt.Fprintln(w, strings.Join(lines, "\n"))
 }

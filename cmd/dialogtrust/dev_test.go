@@ -54,7 +54,7 @@ func startDevWith(t *testing.T, cacheDir string, proxies bool) (out *testkit.Syn
 	readyc := make(chan string, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- runDev(ctx, devOptions{witAddr: "127.0.0.1:0", ttsAddr: "127.0.0.1:0", peerAddr: "127.0.0.1:0", proxies: proxies, command: "dialogtrust",
+		errc <- runDev(ctx, devOptions{witAddr: "127.0.0.1:0", ttsAddr: "127.0.0.1:0", peerAddr: "127.0.0.1:0", peerWITAddr: "127.0.0.1:0", proxies: proxies, command: "dialogtrust",
 			started: time.Now(), cacheDir: cacheDir, ready: func(d string) { readyc <- d }}, out, &testkit.SyncBuffer{})
 	}()
 	var stopped bool
@@ -78,12 +78,14 @@ func startDevWith(t *testing.T, cacheDir string, proxies bool) (out *testkit.Syn
 	return out, dir, stop
 }
 
-// TestDev: dev serves a WIT issuer, a TTS and the peer domain's TTS that answer
-// /readyz; its printed commands run as printed (here in the process) and get and verify
-// a WIT and a Txn-Token for the dialog, get a grant for the peer from the TTS (AS A) and
-// redeem it at the peer's AS B for an access token of peer.local bound to the
-// workload's key, writing only into the run's directory; when dev stops, that
-// directory is gone and so are the listeners.
+// TestDev: dev serves a WIT issuer, a TTS, the peer domain's TTS and its WIT issuer
+// that answer /readyz; its printed commands run as printed (here in the process) and get
+// and verify a WIT and a Txn-Token for the dialog, get a grant for the peer from the TTS
+// (AS A), redeem it at the peer's AS B for an access token of peer.local bound to the
+// workload's key, and, as a peer.local workload with a WIT of its domain, exchange that
+// access token at the peer TTS for a Txn-Token of peer.local recording the linked
+// dialog D2 (Figure 5 step 4) and verify it, writing only into the run's directory;
+// when dev stops, that directory is gone and so are the listeners.
 func TestDev(t *testing.T) {
 	cache := t.TempDir()
 	out, dir, stop := startDev(t, cache)
@@ -94,7 +96,7 @@ func TestDev(t *testing.T) {
 		t.Fatalf("run directory: %v %v", st, err)
 	}
 	text := out.String()
-	for _, want := range []string{"DEVELOPMENT", "authenticates NOBODY", "Ready in ", "removed on exit", "Ctrl-C stops the three services and removes " + dir} {
+	for _, want := range []string{"DEVELOPMENT", "authenticates NOBODY", "Ready in ", "removed on exit", "Ctrl-C stops the four services and removes " + dir} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
@@ -105,10 +107,10 @@ func TestDev(t *testing.T) {
 			urls = append(urls, f)
 		}
 	}
-	if len(urls) < 3 {
+	if len(urls) < 4 {
 		t.Fatalf("no service URLs in:\n%s", text)
 	}
-	urls = urls[:3] // the WIT issuer, the TTS, the peer's TTS
+	urls = urls[:4] // the WIT issuer, the TTS, the peer's TTS, the peer's WIT issuer
 	for _, u := range urls {
 		resp, err := http.Get(u + "/readyz")
 		if err != nil || resp.StatusCode != 200 {
@@ -118,8 +120,8 @@ func TestDev(t *testing.T) {
 	}
 
 	cmds := devCommands(text)
-	if len(cmds) != 6 {
-		t.Fatalf("want 6 commands, got %q", cmds)
+	if len(cmds) != devCommandCount {
+		t.Fatalf("want %d commands, got %q", devCommandCount, cmds)
 	}
 	t.Chdir(t.TempDir()) // nothing may be written into the working directory
 	var outputs []string
@@ -160,12 +162,23 @@ func TestDev(t *testing.T) {
 		txnClaims["tctx"].(map[string]any)["dlg"] != devDialog {
 		t.Fatalf("txn verify printed %q: %v", outputs[3], err)
 	}
-	for _, f := range []string{"a1.jwk", "a1.wit", "a1.txn", "a1.grant"} {
+	for _, f := range devFiles {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
 	checkPeerAccessToken(t, urls[2], filepath.Join(dir, "a1.jwk"), outputs[5])
+	checkLinkedDialog(t, urls[2], outputs[8])
+	// The peer TTS admits only peer.local's workloads: a1, which AS B authenticated for
+	// the access token, gets no Txn-Token of peer.local with it.
+	step4 := strings.Fields(strings.Split(cmds[7], " > ")[0])[1:]
+	a1 := strings.NewReplacer(filepath.Join(dir, "b1.wit"), filepath.Join(dir, "a1.wit"), filepath.Join(dir, "b1.jwk"), filepath.Join(dir, "a1.jwk"))
+	for i, w := range step4 {
+		step4[i] = a1.Replace(w)
+	}
+	if _, e, code := dt(t, "", step4...); code == 0 || !strings.Contains(e, "workload_not_allowed") {
+		t.Fatalf("%s as %s: exit %d: %s", cmds[7], devWorkload, code, e)
+	}
 
 	if err := stop(); err != nil {
 		t.Fatalf("stop: %v", err)
@@ -197,7 +210,7 @@ func TestDevProxies(t *testing.T) {
 	cache := t.TempDir()
 	out, dir, stop := startDevWith(t, cache, true)
 	text := out.String()
-	if want := "Ctrl-C stops the three services, the two proxies and the echo application and removes " + dir; !strings.Contains(text, want) {
+	if want := "Ctrl-C stops the four services, the two proxies and the echo application and removes " + dir; !strings.Contains(text, want) {
 		t.Errorf("output lacks %q:\n%s", want, text)
 	}
 	var urls []string
@@ -209,10 +222,11 @@ func TestDevProxies(t *testing.T) {
 		urls = append(urls, m[1])
 	}
 	cmds := devCommands(text)
-	if len(cmds) != 7 || !strings.HasPrefix(cmds[6], "curl ") || !strings.Contains(cmds[6], urls[0]+"/t1/") {
-		t.Fatalf("want the 6 commands and a curl command to the egress, got %q", cmds)
+	curlCmd := cmds[len(cmds)-1]
+	if len(cmds) != devCommandCount+1 || !strings.HasPrefix(curlCmd, "curl ") || !strings.Contains(curlCmd, urls[0]+"/t1/") {
+		t.Fatalf("want the %d commands and a curl command to the egress, got %q", devCommandCount, cmds)
 	}
-	for _, c := range cmds[:6] {
+	for _, c := range cmds[:devCommandCount] {
 		if !strings.HasPrefix(c, "dialogtrust ") {
 			t.Fatalf("command %q", c)
 		}
@@ -239,7 +253,7 @@ func TestDevProxies(t *testing.T) {
 		}
 		return echo.Verified
 	}
-	first := curl(cmds[6])
+	first := curl(curlCmd)
 	for k, want := range map[string]string{"Sender": devWorkload, "Proof": "httpsig", "Initiator": devWorkload,
 		"Initiator-Proved": "true", "Established": "true"} {
 		if got := first["Dialogtrust-Verified-"+k]; got != want {
@@ -254,7 +268,7 @@ func TestDevProxies(t *testing.T) {
 	}
 	// A second run starts another dialog; a verified field from the client is dropped
 	// at the egress, and would be at the ingress.
-	spoofed := strings.Replace(cmds[6], "curl ", "curl -H 'Dialogtrust-Verified-Sender: wimse://"+devTrustDomain+"/evil' ", 1)
+	spoofed := strings.Replace(curlCmd, "curl ", "curl -H 'Dialogtrust-Verified-Sender: wimse://"+devTrustDomain+"/evil' ", 1)
 	second := curl(spoofed)
 	if second["Dialogtrust-Verified-Sender"] != devWorkload || second["Dialogtrust-Verified-Dialog"] == dlg {
 		t.Fatalf("second request: %v", second)
@@ -274,6 +288,36 @@ func TestDevProxies(t *testing.T) {
 			c.Close()
 			t.Errorf("%s still accepts connections", u)
 		}
+	}
+}
+
+// devCommandCount is how many commands dev prints without --proxies; devFiles, the
+// files they write into the run's directory.
+const devCommandCount = 9
+
+var devFiles = []string{"a1.jwk", "a1.wit", "a1.txn", "a1.grant", "a1.at", "b1.jwk", "b1.wit", "b1.txn"}
+
+// checkLinkedDialog: out is what `txn verify` printed for the peer's Txn-Token: the
+// claims of a Txn-Token of peer.local, from the peer TTS at peerURL, recording the
+// linked dialog D2 for the peer's workload, the subject and scope those of the access
+// token (and so of dev.local's Txn-Token for D1, which it does not name).
+func checkLinkedDialog(t *testing.T, peerURL, out string) {
+	t.Helper()
+	var c struct {
+		Iss, Sub, Scope string
+		Aud             any
+		ReqWL           string         `json:"req_wl"`
+		TCtx            map[string]any `json:"tctx"`
+	}
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("txn verify printed %q: %v", out, err)
+	}
+	if c.Iss != peerURL || c.Aud != devPeerDomain || c.Sub != devSubject || c.Scope != devScope || c.ReqWL != devPeerWorkload ||
+		c.TCtx["dlg"] != devLinkedDialog {
+		t.Fatalf("the peer's Txn-Token for the linked dialog: %+v", c)
+	}
+	if strings.Contains(out, devDialog) {
+		t.Fatalf("the peer's Txn-Token names dev.local's dialog %s: %s", devDialog, out)
 	}
 }
 
@@ -325,6 +369,8 @@ func TestDevUsageErrors(t *testing.T) {
 		{[]string{"dev", "--tts-addr", busy.Addr().String()}, "usage error: --tts-addr: listen tcp " + busy.Addr().String()},
 		{[]string{"dev", "--peer-addr", "192.0.2.1:8082"}, "usage error: --peer-addr: 192.0.2.1:8082 is not a loopback"},
 		{[]string{"dev", "--peer-addr", busy.Addr().String()}, "usage error: --peer-addr: listen tcp " + busy.Addr().String()},
+		{[]string{"dev", "--peer-wit-addr", "0.0.0.0:8083"}, "usage error: --peer-wit-addr: 0.0.0.0:8083 is not a loopback"},
+		{[]string{"dev", "--peer-wit-addr", busy.Addr().String()}, "usage error: --peer-wit-addr: listen tcp " + busy.Addr().String()},
 		{[]string{"dev", "extra"}, "usage error: unexpected argument extra"},
 	} {
 		_, errOut, code := dt(t, "", c.args...)

@@ -20,7 +20,7 @@ type command struct {
 }
 
 var commands = []command{
-	{"dev", "[--wit-addr 127.0.0.1:0] [--tts-addr 127.0.0.1:0] [--peer-addr 127.0.0.1:0] [--proxies] (a development WIT issuer, TTS and peer domain's TTS for identity chaining on loopback until Ctrl-C, with --proxies a proxy pair too; prints the next commands)", devRun},
+	{"dev", "[--wit-addr 127.0.0.1:0] [--tts-addr 127.0.0.1:0] [--peer-addr 127.0.0.1:0] [--peer-wit-addr 127.0.0.1:0] [--proxies] (a development WIT issuer, TTS and peer domain's TTS and WIT issuer for identity chaining on loopback until Ctrl-C, with --proxies a proxy pair too; prints the next commands)", devRun},
 	{"key generate", "--alg ES256|EdDSA|Ed25519 [--out FILE]", keyGenerate},
 	{"key public", "[--in FILE]", keyPublic},
 	{"wit issue", "--issuer-key FILE --iss URI --sub ID --cnf-key FILE [--ttl 1h]", witIssue},

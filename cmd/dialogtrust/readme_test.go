@@ -95,7 +95,9 @@ func TestFirstCodeBlock(t *testing.T) {
 // verbatim there (`dialogtrust dev`), then the commands it prints, run as printed. They
 // must get a WIT and verify it, get a Txn-Token for the dialog and verify it, get a
 // grant for the peer domain and redeem it at the peer's AS B for an access token bound
-// to the workload's key, and write nothing into the working tree; after SIGINT (Ctrl-C) to the process group no process
+// to the workload's key, then, as the peer domain's workload, exchange that access token
+// at the peer TTS for a Txn-Token recording the linked dialog D2 and verify it, and
+// write nothing into the working tree; after SIGINT (Ctrl-C) to the process group no process
 // and none of dev's files may be left. The Go build cache is shared; the module's own
 // packages are compiled once in the clone. Under CI=true it fails rather than skips.
 func TestReadmeFirstBlock(t *testing.T) {
@@ -234,8 +236,8 @@ func TestReadmeFirstBlock(t *testing.T) {
 	}
 
 	cmds := devCommands(out)
-	if len(cmds) != 6 {
-		t.Fatalf("want 6 next commands, got %q", cmds)
+	if len(cmds) != devCommandCount {
+		t.Fatalf("want %d next commands, got %q", devCommandCount, cmds)
 	}
 	outputs := make([]string, len(cmds))
 	for i, c := range cmds {
@@ -260,12 +262,17 @@ func TestReadmeFirstBlock(t *testing.T) {
 	if err := json.Unmarshal([]byte(outputs[3]), &txnClaims); err != nil || txnClaims.ReqWL != devWorkload || txnClaims.TCtx["dlg"] != devDialog {
 		t.Errorf("the Txn-Token for dialog %s was not verified: %q %v", devDialog, outputs[3], err)
 	}
-	for _, f := range []string{"a1.jwk", "a1.wit", "a1.txn", "a1.grant"} {
+	for _, f := range devFiles {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s in dev's directory: %v", f, err)
 		}
 	}
-	checkPeerAccessToken(t, pm[1], filepath.Join(dir, "a1.jwk"), outputs[5])
+	at, err := os.ReadFile(filepath.Join(dir, "a1.at"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPeerAccessToken(t, pm[1], filepath.Join(dir, "a1.jwk"), string(at))
+	checkLinkedDialog(t, pm[1], outputs[8])
 	if st := gitOut(clone, "status", "--porcelain", "--ignored"); st != "" {
 		t.Errorf("the working tree changed:\n%s", st)
 	}
