@@ -355,7 +355,7 @@ func (b *JWTBearer) verifyGrant(ctx context.Context, raw string, now time.Time) 
 		return nil, nil, err
 	}
 	var g GrantClaims
-	if err := jose.DecodeClaims(t.Payload, &g); err != nil {
+	if err := decodeGrantClaims(t.Payload, &g); err != nil {
 		return nil, nil, err
 	}
 	if g.Iss == "" {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 )
 
 // Response is a grant's successful answer, written by the Endpoint with status 200,
@@ -52,8 +53,26 @@ func WriteResponse(w http.ResponseWriter, resp Response, sizeHint int) {
 	h.Set("Pragma", "no-cache")
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(resp.AppendJSON(make([]byte, 0, sizeHint)))
+	// The document is built in a pooled buffer: Write must not retain it (io.Writer),
+	// and one buffer per token issued was a measurable share of the endpoint's cost.
+	bp := responseBuffers.Get().(*[]byte)
+	b := *bp
+	if cap(b) < sizeHint {
+		b = make([]byte, 0, sizeHint)
+	}
+	b = resp.AppendJSON(b[:0])
+	_, _ = w.Write(b)
+	if cap(b) <= maxPooledResponse {
+		*bp = b[:0]
+		responseBuffers.Put(bp)
+	}
 }
+
+// responseBuffers holds WriteResponse's buffers; one over maxPooledResponse is left to
+// the collector rather than kept for the process's life.
+var responseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+const maxPooledResponse = 64 << 10
 
 // ServeMetadata writes an RFC 8414 section 3.2 metadata document, cacheable for five
 // minutes.

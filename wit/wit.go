@@ -210,7 +210,7 @@ func (v *Validator) validate(ctx context.Context, raw string) (*WIT, error) {
 	// used for anything (identifier-03 section 7.1). Nothing in them is trusted until
 	// the signature verifies.
 	w := &WIT{Raw: t.Raw}
-	if err := jose.DecodeClaims(t.Payload, &w.Claims); err != nil {
+	if err := decodeClaims(t.Payload, &w.Claims); err != nil {
 		return nil, err
 	}
 	if w.Claims.Sub == "" {

@@ -6,9 +6,10 @@
 //
 // It is also the one home of the project's hand-written JSON scanning: ScanObject
 // (the plain objects of WPT claims and token-request context, checked against
-// encoding/json by FuzzScanObject), the member scanners package handoff walks
-// validated JSON with, and the nesting bound of token requests. (Package exactjson's
-// walk, driven by Go types, is the other reader.)
+// encoding/json by FuzzScanObject), ScanNestedObject (the same form with nested plain
+// objects: WIT and grant claims, FuzzScanNestedObject), the member scanners package
+// handoff walks validated JSON with, and the nesting bound of token requests. (Package
+// exactjson's walk, driven by Go types, is the other reader.)
 //
 // It implements no spec section: the JSON it handles is RFC 8259's, as JWT claim sets
 // use it (RFC 7519 section 7).

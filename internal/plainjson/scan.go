@@ -187,3 +187,70 @@ func DeeperThan(s string, max int) bool {
 	}
 	return false
 }
+
+// ScanNestedObject is ScanObject where a member's value may also be an object of the
+// same plain form, nested at most depth levels below b (depth 0 is ScanObject exactly).
+// It yields the outermost object's members only, a nested object as one value (its
+// whole text), so that a caller can take it as a json.RawMessage or scan it in turn.
+// (A WIT's claims carry cnf.jwk, two objects deep, and are otherwise plain.)
+func ScanNestedObject[T ~string | ~[]byte](b T, depth int, yield func(name, value Span) bool) bool {
+	end, ok := scanNested(b, 0, depth, yield)
+	return ok && end == len(b)
+}
+
+// scanNested scans the plain object at b[i] (objects nested at most depth deeper) and
+// returns the index after it; yield, when not nil, gets its members.
+func scanNested[T ~string | ~[]byte](b T, i, depth int, yield func(name, value Span) bool) (int, bool) {
+	n := len(b)
+	if i >= n || b[i] != '{' {
+		return 0, false
+	}
+	i++
+	if i < n && b[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		end, ok := plainStringEnd(b, i)
+		if !ok || end >= n || b[end] != ':' {
+			return 0, false
+		}
+		name := Span{i + 1, end - 1}
+		i = end + 1
+		if i >= n {
+			return 0, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			if end, ok = plainStringEnd(b, i); !ok {
+				return 0, false
+			}
+		case c == '0':
+			end = i + 1
+		case c >= '1' && c <= '9':
+			end = i + 1
+			for end < n && b[end] >= '0' && b[end] <= '9' {
+				end++
+			}
+		case c == '{' && depth > 0:
+			if end, ok = scanNested(b, i, depth-1, nil); !ok {
+				return 0, false
+			}
+		default:
+			return 0, false
+		}
+		if end >= n {
+			return 0, false
+		}
+		if yield != nil && !yield(name, Span{i, end}) {
+			return 0, false
+		}
+		switch b[end] {
+		case ',':
+			i = end + 1
+		case '}':
+			return end + 1, true
+		default:
+			return 0, false
+		}
+	}
+}

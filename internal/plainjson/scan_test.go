@@ -108,3 +108,71 @@ func TestDeeperThan(t *testing.T) {
 		}
 	}
 }
+
+// ScanNestedObject with depth 0 is ScanObject; with more, what it accepts is a JSON
+// object nested no deeper than asked, whose members encoding/json reads as the spans
+// it reports (a nested object's span being its whole text).
+func FuzzScanNestedObject(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `{"a":"b"}`, `{"a":{}}`, `{"a":{"b":"c"}}`, `{"a":{"b":{"c":1}}}`, `{"a":{"b":{"c":{"d":1}}}}`,
+		`{"cnf":{"jwk":{"kty":"OKP","crv":"Ed25519","x":"abc"}},"exp":1}`, `{"a":{"b":[1]}}`, `{"a":{"b":"c"}x}`,
+		`{"a":{"b":"c",}}`, `{"a":{"b":"c"}`, `{"a":{ "b":"c"}}`, `{"a":{"b":"\n"}}`, `{"a":{"b":01}}`, `{"a":{}}}`,
+	} {
+		f.Add(s, 2)
+	}
+	f.Fuzz(func(t *testing.T, s string, depth int) {
+		depth %= 4
+		if depth < 0 {
+			depth = -depth
+		}
+		type member struct{ name, value string }
+		var got []member
+		ok := ScanNestedObject(s, depth, func(n, v Span) bool {
+			got = append(got, member{s[n.Start:n.End], s[v.Start:v.End]})
+			return true
+		})
+		if depth == 0 {
+			var flat []member
+			flatOK := ScanObject(s, func(n, v Span) bool {
+				flat = append(flat, member{s[n.Start:n.End], s[v.Start:v.End]})
+				return true
+			})
+			if ok != flatOK || (ok && len(flat) != len(got)) {
+				t.Fatalf("%q: depth 0 gives %v %+v, ScanObject %v %+v", s, ok, got, flatOK, flat)
+			}
+		}
+		if !ok {
+			return
+		}
+		if !json.Valid([]byte(s)) {
+			t.Fatalf("%q: accepted but not valid JSON", s)
+		}
+		if DeeperThan(s, depth+1) {
+			t.Fatalf("%q: accepted nested deeper than %d", s, depth)
+		}
+		dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			t.Fatalf("%q: not an object", s)
+		}
+		i := 0
+		for ; dec.More(); i++ {
+			tok, err := dec.Token()
+			if err != nil || i >= len(got) || tok != got[i].name {
+				t.Fatalf("%q: member %d name %v (%v), scanned %+v", s, i, tok, err, got)
+			}
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil || string(raw) != got[i].value {
+				t.Fatalf("%q: member %d value %s (%v), scanned %+v", s, i, raw, err, got)
+			}
+			if raw[0] == '"' {
+				var str string
+				if err := json.Unmarshal(raw, &str); err != nil || str != got[i].value[1:len(got[i].value)-1] {
+					t.Fatalf("%q: string %s decodes to %q", s, raw, str)
+				}
+			}
+		}
+		if i != len(got) {
+			t.Fatalf("%q: scanned %d members, encoding/json reads %d", s, len(got), i)
+		}
+	})
+}
