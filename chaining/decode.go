@@ -1,8 +1,6 @@
 package chaining
 
 import (
-	"strconv"
-
 	"github.com/dialogtrust/dialogtrust/internal/plainjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 )
@@ -108,7 +106,7 @@ func decodePlainGrantClaims(payload []byte, g *GrantClaims) bool {
 			if i < 3 || i > 5 {
 				return false
 			}
-			d, ok := plainNumericDate(value)
+			d, ok := jose.ParsePlainNumericDate(value)
 			if !ok {
 				return false
 			}
@@ -140,18 +138,4 @@ func decodePlainConfirmation(text string, cnf *Confirmation) bool {
 		cnf.JKT = value[1 : len(value)-1]
 		return true
 	})
-}
-
-// plainNumericDate reads the digits a plain scan accepted (no sign, no leading zero)
-// as jose.NumericDate's UnmarshalJSON does (the same reading as in packages wpt and
-// wit).
-func plainNumericDate(digits string) (jose.NumericDate, bool) {
-	if len(digits) <= 15 {
-		// At most 15 digits: below 2^53, so the integer UnmarshalJSON would read
-		// through a float exactly.
-		n, err := strconv.ParseInt(digits, 10, 64)
-		return jose.NumericDate(n), err == nil
-	}
-	var d jose.NumericDate
-	return d, d.UnmarshalJSON([]byte(digits)) == nil
 }

@@ -1,8 +1,6 @@
 package wit
 
 import (
-	"strconv"
-
 	"github.com/dialogtrust/dialogtrust/internal/plainjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 )
@@ -87,7 +85,7 @@ func decodePlainClaims(payload []byte, c *Claims) bool {
 			if i < 2 || i > 4 {
 				return false
 			}
-			d, ok := plainNumericDate(value)
+			d, ok := jose.ParsePlainNumericDate(value)
 			if !ok {
 				return false
 			}
@@ -119,17 +117,4 @@ func decodePlainConfirmation(text string, cnf *Confirmation) bool {
 		cnf.JWK = []byte(text[vs.Start:vs.End])
 		return true
 	})
-}
-
-// plainNumericDate reads the digits a plain scan accepted (no sign, no leading zero)
-// as jose.NumericDate's UnmarshalJSON does.
-func plainNumericDate(digits string) (jose.NumericDate, bool) {
-	if len(digits) <= 15 {
-		// At most 15 digits: below 2^53, so the integer UnmarshalJSON would read
-		// through a float exactly.
-		n, err := strconv.ParseInt(digits, 10, 64)
-		return jose.NumericDate(n), err == nil
-	}
-	var d jose.NumericDate
-	return d, d.UnmarshalJSON([]byte(digits)) == nil
 }

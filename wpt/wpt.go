@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -354,16 +353,8 @@ func decodePlainClaims(payload []byte, c *Claims) bool {
 			if isString {
 				return false
 			}
-			var d jose.NumericDate
-			if len(value) <= 15 {
-				// At most 15 digits (ScanPlainObject: digits only, no leading zero):
-				// below 2^53, so the integer UnmarshalJSON would read through a float.
-				n, err := strconv.ParseInt(value, 10, 64)
-				if err != nil {
-					return false
-				}
-				d = jose.NumericDate(n)
-			} else if d.UnmarshalJSON([]byte(value)) != nil {
+			d, ok := jose.ParsePlainNumericDate(value)
+			if !ok {
 				return false
 			}
 			hold()
