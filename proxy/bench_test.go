@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -191,6 +192,7 @@ func newBenchWorld(b *testing.B, method proof.Method, alg string) *benchWorld {
 	b.Cleanup(direct.Close)
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.Proxy = nil
+	base.MaxIdleConnsPerHost = 64
 	b.Cleanup(base.CloseIdleConnections)
 	directAgent := &agent.Agent{Self: a1.ID, Client: &http.Client{Transport: &agent.Transport{Base: base, Source: a1src,
 		Tokens: agent.NewTTSSource(ttsClient, td, "trip.book", subject, nil), Proof: method, Responses: responses,
@@ -223,6 +225,7 @@ func newBenchWorld(b *testing.B, method proof.Method, alg string) *benchWorld {
 		pair.egressU = localURL(startOn(b, benchListener(b, unix, dir, "egress.sock"), eg), "egress", sockets) + "/t1/invoke"
 		plainTr := http.DefaultTransport.(*http.Transport).Clone()
 		plainTr.Proxy = nil
+		plainTr.MaxIdleConnsPerHost = 64
 		plainTr.DialContext = unixDialer(sockets)
 		b.Cleanup(plainTr.CloseIdleConnections)
 		pair.plain = &http.Client{Transport: plainTr}
@@ -378,4 +381,70 @@ func benchPairRatio(b *testing.B, method proof.Method, alg string) {
 		b.ReportMetric(float64(cpuB[k])/float64(cpuA), "ratio"+suffix+"-x")
 		b.ReportMetric(float64(wallB[k])/float64(wallA), "wall-ratio"+suffix+"-x")
 	}
+}
+
+// BenchmarkProxyPairRatioLoaded is BenchmarkProxyPairRatio under load: in each
+// iteration, loadWorkers goroutines each send loadPerWorker requests one way, then the
+// next way (A, B over TCP, B over Unix sockets, the order rotating), and the process's
+// CPU over each phase is divided by the requests the phase sent.
+func BenchmarkProxyPairRatioLoaded(b *testing.B) {
+	for _, method := range []proof.Method{proof.HTTPSig, proof.WPT} {
+		for _, alg := range []string{keys.ES256, keys.EdDSA} {
+			name := method.String() + "/ES256"
+			if alg == keys.EdDSA {
+				name = method.String() + "/Ed25519"
+			}
+			b.Run(name, func(b *testing.B) { benchPairRatioLoaded(b, method, alg) })
+		}
+	}
+}
+
+const (
+	loadWorkers   = 8
+	loadPerWorker = 16
+)
+
+func benchPairRatioLoaded(b *testing.B, method proof.Method, alg string) {
+	w := newBenchWorld(b, method, alg)
+	a := w.viaAgent(b)
+	for _, p := range w.pairs {
+		if got := w.viaProxies(b, p); !bytes.Equal(a, got) {
+			b.Fatalf("the two ways answer differently:\n%s\n%s", a, got)
+		}
+	}
+	ways := []func(){
+		func() { w.viaAgent(b) },
+		func() { w.viaProxies(b, w.pairs[0]) },
+		func() { w.viaProxies(b, w.pairs[1]) },
+	}
+	phase := func(f func()) time.Duration {
+		c0 := processCPU(b)
+		var wg sync.WaitGroup
+		for range loadWorkers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range loadPerWorker {
+					f()
+				}
+			}()
+		}
+		wg.Wait()
+		return processCPU(b) - c0
+	}
+	var cpu [3]time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range ways {
+			k := (j + i) % len(ways)
+			cpu[k] += phase(ways[k])
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N * loadWorkers * loadPerWorker)
+	b.ReportMetric(float64(cpu[0].Microseconds())/n, "a-cpu-µs/req")
+	b.ReportMetric(float64(cpu[1].Microseconds())/n, "b-cpu-µs/req")
+	b.ReportMetric(float64(cpu[2].Microseconds())/n, "b-unix-cpu-µs/req")
+	b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "ratio-x")
+	b.ReportMetric(float64(cpu[2])/float64(cpu[0]), "ratio-unix-x")
 }

@@ -128,6 +128,7 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 		tr.Proxy = nil // the egress is the proxy: an environment proxy would see the credentials
 		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: cfg.RootCAs}
 		tr.ResponseHeaderTimeout = upstreamTimeout
+		tr.MaxIdleConnsPerHost = 64
 		base = tr
 	}
 	e := &Egress{self: cfg.Self}

@@ -88,6 +88,7 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.Proxy = nil
 		t.ResponseHeaderTimeout = upstreamTimeout
+		t.MaxIdleConnsPerHost = 64
 		if socket != "" {
 			// net/http's own client over the socket: every connection, whatever the
 			// URL's host, goes to the application's socket.
