@@ -52,7 +52,8 @@ type BoundaryRoute struct {
 	// the Txn-Token's scope allows to cross.
 	Scope string
 	// HTTPClient carries the requests to AS A and AS B (default: the system's or the
-	// egress's roots, no environment proxy, 30 s timeout).
+	// egress's roots, no environment proxy, MaxIdleConnsPerUpstream idle connections
+	// per host, 30 s timeout).
 	HTTPClient *http.Client
 }
 
@@ -117,6 +118,7 @@ func newBoundaryLink(cfg EgressConfig, prefix string, rt Route, t *agent.Transpo
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.Proxy = nil // the grant request carries the Txn-Token
 		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: cfg.RootCAs}
+		tr.MaxIdleConnsPerHost = MaxIdleConnsPerUpstream // every link's grants and token requests
 		hc = &http.Client{Transport: tr, Timeout: upstreamTimeout, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		}}

@@ -77,7 +77,8 @@ type EgressConfig struct {
 	// RootCAs are the roots an https upstream is verified with (nil: the system's).
 	RootCAs *x509.CertPool
 	// Base, when set, carries the signed requests in place of the egress's own
-	// transport (tests put a tampering hop here).
+	// transport (no environment proxy, MaxIdleConnsPerUpstream idle connections per
+	// upstream; tests put a tampering hop here).
 	Base http.RoundTripper
 	// Now is the clock of the Txn-Token cache (default time.Now).
 	Now func() time.Time
@@ -128,7 +129,7 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 		tr.Proxy = nil // the egress is the proxy: an environment proxy would see the credentials
 		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: cfg.RootCAs}
 		tr.ResponseHeaderTimeout = upstreamTimeout
-		tr.MaxIdleConnsPerHost = 64
+		tr.MaxIdleConnsPerHost = MaxIdleConnsPerUpstream
 		base = tr
 	}
 	e := &Egress{self: cfg.Self}

@@ -191,6 +191,8 @@ type pairOptions struct {
 	app func(w http.ResponseWriter, r *http.Request, body []byte)
 	// appListener, when set, is the application's listener (a Unix socket).
 	appListener net.Listener
+	// ingressListener, when set, is the ingress's listener.
+	ingressListener net.Listener
 }
 
 func newPair(t *testing.T, o pairOptions) *pair {
@@ -214,7 +216,12 @@ func newPair(t *testing.T, o pairOptions) *pair {
 	}
 	in, err := proxy.NewIngress(ic)
 	mustOK(t, err)
-	p.ingress = httptest.NewServer(in)
+	p.ingress = httptest.NewUnstartedServer(in)
+	if o.ingressListener != nil {
+		p.ingress.Listener.Close()
+		p.ingress.Listener = o.ingressListener
+	}
+	p.ingress.Start()
 	t.Cleanup(p.ingress.Close)
 
 	ec := proxy.EgressConfig{

@@ -36,8 +36,9 @@ type IngressConfig struct {
 	// answer states (handoff_ingress.go). Required when the receiver checks handoffs.
 	Handoffs *handoff.Receiver
 	// Transport carries the verified requests to the application (default: a
-	// transport without an environment proxy, which dials the socket of a Unix socket
-	// upstream). A Unix socket upstream takes the default.
+	// transport without an environment proxy, keeping MaxIdleConnsPerUpstream idle
+	// connections, which dials the socket of a Unix socket upstream). A Unix socket
+	// upstream takes the default.
 	Transport http.RoundTripper
 	// Boundary, when set, makes the ingress face a trust boundary: callers send an
 	// access token of this domain in a linked dialog, never a Txn-Token (boundary.go).
@@ -88,7 +89,7 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.Proxy = nil
 		t.ResponseHeaderTimeout = upstreamTimeout
-		t.MaxIdleConnsPerHost = 64
+		t.MaxIdleConnsPerHost = MaxIdleConnsPerUpstream
 		if socket != "" {
 			// net/http's own client over the socket: every connection, whatever the
 			// URL's host, goes to the application's socket.

@@ -762,7 +762,11 @@ func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit
 		}
 	}
 	if t := e.TTS; t != nil {
-		ec.TTS = &txntoken.Client{TokenEndpoint: t.TokenEndpoint, WITSource: src, Proof: proof.WPT, HTTPClient: &http.Client{Timeout: 30 * time.Second}}
+		// A Txn-Token per dialog: the requests of concurrent new dialogs go to the TTS
+		// at once.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = proxy.MaxIdleConnsPerUpstream
+		ec.TTS = &txntoken.Client{TokenEndpoint: t.TokenEndpoint, WITSource: src, Proof: proof.WPT, HTTPClient: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
 		if t.SelfSignedSubject != "" {
 			scope := t.SubjectScope
 			if scope == "" {
@@ -849,6 +853,8 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 		// returns for the linked dialog.
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.Proxy = nil // the TTS request carries the access token
+		// One exchange per linked dialog, and linked dialogs arrive concurrently.
+		tr.MaxIdleConnsPerHost = proxy.MaxIdleConnsPerUpstream
 		boundary = &proxy.BoundaryIngress{TxnTokens: txnVerifier, Acceptor: &agent.LinkAcceptor{
 			TTS: &txntoken.Client{TokenEndpoint: b.TTSTokenEndpoint, WITSource: src, Proof: proof.WPT,
 				HTTPClient: &http.Client{Transport: tr, Timeout: 30 * time.Second}},
