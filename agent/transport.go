@@ -61,7 +61,10 @@ func WithTxnTokenSource(ctx context.Context, s TxnTokenSource) context.Context {
 
 // Transport signs outgoing requests as the package documentation describes.
 type Transport struct {
-	// Base carries the signed request (default http.DefaultTransport).
+	// Base carries the signed request (default http.DefaultTransport). DefaultTransport
+	// keeps only 2 idle connections per host (http.DefaultMaxIdleConnsPerHost), so with
+	// more requests in flight to one recipient each further one dials a new connection;
+	// for concurrent use give a clone with MaxIdleConnsPerHost set to the concurrency.
 	Base http.RoundTripper
 	// Source gives the agent's WIT and its key. Required.
 	Source wit.Source

@@ -27,7 +27,10 @@ type Client struct {
 	TokenEndpoint string
 	// ProofAudience is the recipient the proof names (default TokenEndpoint).
 	ProofAudience string
-	// HTTPClient carries the requests (default http.DefaultClient).
+	// HTTPClient carries the requests (default http.DefaultClient, whose
+	// http.DefaultTransport keeps only 2 idle connections per host: with more
+	// concurrent requests to the TTS each further one dials a new connection; for
+	// concurrent use give a client whose transport sets MaxIdleConnsPerHost).
 	HTTPClient *http.Client
 	// Credentials: a WIT source, or a fixed WIT and the key its cnf names.
 	WITSource wit.Source
