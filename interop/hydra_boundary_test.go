@@ -165,8 +165,7 @@ func searchable(s string) string {
 //  2. it redeems the grant at Hydra (RFC 7523), authenticating as Hydra's OAuth client
 //     with the route's PeerClient (fosite requires client authentication for
 //     jwt-bearer; without it Hydra answers invalid_request, "Client credentials missing
-//     or malformed", checked below), and Hydra
-//     issues an RS256 JWT access token;
+//     or malformed", checked below), and Hydra issues an RS256 JWT access token;
 //  3. it starts the linked dialog D2 with B1 in b.example: Hydra's access token as
 //     Bearer, A2's WIT and HTTP signature, a Dialog-Context proposing D2; later
 //     requests in D1 continue D2, and the access token is obtained again (steps 1
