@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -471,39 +472,45 @@ func TestHydra(t *testing.T) {
 	})
 }
 
-// figure5Linked runs Figure 5 with the agents' own code: A2's agent.Linker (steps 1-3:
-// grant at AS A, redemption at Hydra, the first request of D2 to B1 with a
-// Dialog-Context proposing D2, Hydra's access token as Bearer, signed with A2's WIT),
-// and B1, a dialog.Receiver that verifies A2's signature and Dialog-Context and then
-// exchanges the access token at TTS B (step 4). B1 cannot use agent.LinkAcceptor:
-// that verifies our AS B's access tokens (cnf.jkt bound to the sender's WIT key,
-// client_id the sender), and Hydra's carry neither.
-func (d *hydraDomains) figure5Linked(t *testing.T) {
-	ctx := context.Background()
-	src := func(id string) wit.Source {
-		wc, _, err := witissuer.NewClient(ctx, nil, d.witURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wc.Subject = id
-		return wc.Source()
+// witSource is id's WIT source at the development wit-issuer.
+func (d *hydraDomains) witSource(t *testing.T, id string) wit.Source {
+	t.Helper()
+	wc, _, err := witissuer.NewClient(context.Background(), nil, d.witURL)
+	if err != nil {
+		t.Fatal(err)
 	}
+	wc.Subject = id
+	return wc.Source()
+}
+
+// wits validates the WITs of both domains (one development wit-issuer signs them).
+func (d *hydraDomains) wits(ctx context.Context) *wit.Validator {
 	trust := keys.NewTrust()
 	for _, td := range []string{"a.example", "b.example"} {
 		trust.AddTrustDomain(td, keys.NewLazyRemoteSet(ctx, d.witURL+"/.well-known/jwks.json", time.Second, time.Now))
 	}
-	wits := wit.NewValidator(trust)
-	a2ID, b1ID := identifier.MustParse("wimse://a.example/agent/a2"), "wimse://b.example/service/b1"
-	a2Src, b1Src := src(a2ID.String()), src(b1ID)
+	return wit.NewValidator(trust)
+}
 
-	type atB1 struct {
-		v       *dialog.Verified
-		bearer  string
-		headers http.Header
-		txn     *oauth.TokenResponse
-		err     error
-	}
-	got := make(chan atB1, 1)
+// atB1 is one request B1 received, as received, and its step 4.
+type atB1 struct {
+	v       *dialog.Verified
+	bearer  string
+	headers http.Header
+	body    []byte
+	txn     *oauth.TokenResponse
+	err     error
+}
+
+// startB1 runs B1 of b.example (wimse://b.example/service/b1): a dialog.Receiver with
+// a Registry that verifies the sender's WIT and HTTP signature (audience B1's URL) and
+// the Dialog-Context from its initiator, creates the linked dialog, signs its
+// responses, and then exchanges the Bearer access token at TTS B for a Txn-Token of
+// the dialog (step 4; Hydra's access tokens are subject tokens there). It returns B1's
+// URL and what it received, one value per request.
+func (d *hydraDomains) startB1(t *testing.T, wits *wit.Validator, b1Src wit.Source) (string, <-chan atB1) {
+	t.Helper()
+	got := make(chan atB1, 8)
 	b1 := httptest.NewUnstartedServer(nil)
 	b1URL := "http://" + b1.Listener.Addr().String() + "/task"
 	rc, err := dialog.NewReceiver(
@@ -522,6 +529,7 @@ func (d *hydraDomains) figure5Linked(t *testing.T) {
 	b1TTS := &txntoken.Client{TokenEndpoint: d.ttsB.TokenEndpoint, WITSource: b1Src, Proof: proof.HTTPSig}
 	b1.Config.Handler = rc.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res := atB1{v: dialog.FromRequest(r), headers: r.Header.Clone()}
+		res.body, _ = io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		switch {
 		case res.v == nil || res.v.Context == nil || !res.v.Sender.Equal(res.v.Context.Initiator()):
@@ -544,6 +552,22 @@ func (d *hydraDomains) figure5Linked(t *testing.T) {
 	}))
 	b1.Start()
 	t.Cleanup(b1.Close)
+	return b1URL, got
+}
+
+// figure5Linked runs Figure 5 with the agents' own code: A2's agent.Linker (steps 1-3:
+// grant at AS A, redemption at Hydra, the first request of D2 to B1 with a
+// Dialog-Context proposing D2, Hydra's access token as Bearer, signed with A2's WIT),
+// and B1, a dialog.Receiver that verifies A2's signature and Dialog-Context and then
+// exchanges the access token at TTS B (step 4). B1 cannot use agent.LinkAcceptor:
+// that verifies our AS B's access tokens (cnf.jkt bound to the sender's WIT key,
+// client_id the sender), and Hydra's carry neither.
+func (d *hydraDomains) figure5Linked(t *testing.T) {
+	ctx := context.Background()
+	wits := d.wits(ctx)
+	a2ID, b1ID := identifier.MustParse("wimse://a.example/agent/a2"), "wimse://b.example/service/b1"
+	a2Src, b1Src := d.witSource(t, a2ID.String()), d.witSource(t, b1ID)
+	b1URL, got := d.startB1(t, wits, b1Src)
 
 	// A2 holds a Txn-Token of D1 (domain A).
 	cred, err := a2Src.Credential(ctx)

@@ -3,7 +3,9 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +57,20 @@ type BoundaryRoute struct {
 	// egress's roots, no environment proxy, MaxIdleConnsPerUpstream idle connections
 	// per host, 30 s timeout).
 	HTTPClient *http.Client
+	// PeerClient, when set, also authenticates the egress to AS B as an OAuth client
+	// with client_secret_basic (RFC 6749 section 2.3.1), beside the WIT and its proof:
+	// an AS B that is not ours may require client authentication for the jwt-bearer
+	// grant (Ory Hydra always does; docs/hydra.md). The secret goes in the requests to
+	// PeerTokenEndpoint and nowhere else: not to AS A, not to the upstream, not to a
+	// redirect's target.
+	PeerClient *PeerClient
+}
+
+// PeerClient is the egress's OAuth client at AS B (BoundaryRoute.PeerClient): its
+// client_id and client secret there.
+type PeerClient struct {
+	ID     string
+	Secret string
 }
 
 // maxLinks bounds the egress's dialog links per route.
@@ -123,6 +139,22 @@ func newBoundaryLink(cfg EgressConfig, prefix string, rt Route, t *agent.Transpo
 			return http.ErrUseLastResponse
 		}}
 	}
+	if pc := b.PeerClient; pc != nil {
+		// Both parsed as the token clients' requests are (CheckUpstream parsed them).
+		peer, _ := url.Parse(b.PeerTokenEndpoint)
+		grant, _ := url.Parse(b.GrantEndpoint)
+		switch {
+		case pc.ID == "" || pc.Secret == "":
+			return nil, errcode.New(errcode.InvalidRequest, "egress route %s: the client at AS B needs its client_id and secret", prefix)
+		case peer.String() == grant.String():
+			// The secret would ride along with the Txn-Token in the grant request.
+			return nil, errcode.New(errcode.InvalidRequest, "egress route %s: the client secret of AS B is sent to AS B's token endpoint only, and it is AS A's too", prefix)
+		}
+		withAuth := *hc
+		withAuth.Transport = &peerClientAuth{base: hc.Transport, endpoint: peer.String(),
+			basic: "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(pc.ID)+":"+url.QueryEscape(pc.Secret)))}
+		hc = &withAuth
+	}
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
@@ -133,6 +165,28 @@ func newBoundaryLink(cfg EgressConfig, prefix string, rt Route, t *agent.Transpo
 		tokens: &chaining.Client{HTTPClient: hc, Proof: proof.HTTPSig, Now: time.Now}, now: now, links: map[string]*link{}}
 	t.Tokens = nil
 	return l, nil
+}
+
+// peerClientAuth adds the egress's client authentication at AS B (client_secret_basic)
+// to the requests to AS B's token endpoint, after the proof is made: AS B reads it
+// beside the WIT and the signature, which do not cover it.
+type peerClientAuth struct {
+	base     http.RoundTripper
+	endpoint string
+	basic    string // "Basic " and the form-encoded client_id:secret (RFC 6749 section 2.3.1)
+}
+
+func (p *peerClientAuth) RoundTrip(r *http.Request) (*http.Response, error) {
+	base := p.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if r.Method != http.MethodPost || r.URL.String() != p.endpoint {
+		return base.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", p.basic)
+	return base.RoundTrip(r)
 }
 
 // serve sends out, the agent's request already cleaned (egress.serve), in the linked

@@ -96,6 +96,8 @@ type chainDomain struct {
 	witURL, ttsURL string
 	ring           *keys.Ring
 	replay         store.Replay
+	// guard, when set, runs in front of the TTS's handler (after the recorder).
+	guard func(http.Handler) http.Handler
 }
 
 func (d *chainDomain) endpoint() string { return d.ttsURL + tts.PathToken }
@@ -167,7 +169,11 @@ func (d *chainDomain) startTTS(t *testing.T, ctx context.Context, rec *recorder,
 	cfg.Grants = chaining.Handlers(asA, asB)
 	srv, err := tts.New(cfg)
 	mustOK(t, err)
-	d.ttsHS.Config.Handler = rec.wrap("TTS "+d.name, srv.Handler())
+	h := srv.Handler()
+	if d.guard != nil {
+		h = d.guard(h)
+	}
+	d.ttsHS.Config.Handler = rec.wrap("TTS "+d.name, h)
 	d.ttsHS.Start()
 	t.Cleanup(d.ttsHS.Close)
 }
@@ -213,7 +219,18 @@ func (h tamperHop) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-func newBoundary(t *testing.T) *boundary {
+// boundaryOptions vary newBoundary's set-up.
+type boundaryOptions struct {
+	// peerClient is the boundary routes' client at AS B; AS B then requires its
+	// client_secret_basic authentication on the redemption, as Ory Hydra does.
+	peerClient *proxy.PeerClient
+}
+
+func newBoundary(t *testing.T, opts ...boundaryOptions) *boundary {
+	var o boundaryOptions
+	for _, opt := range opts {
+		o = opt
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	bw := &boundary{ctx: ctx, clock: testkit.NewClock(time.Now()), rec: &recorder{}}
@@ -221,6 +238,9 @@ func newBoundary(t *testing.T) *boundary {
 	bw.a, bw.b = a, b
 	// AS A issues grants for AS B, for both scopes; AS B redeems A's grants for
 	// trip.read only, so that a grant for trip.book is refused there.
+	if o.peerClient != nil {
+		b.guard = requireClient(*o.peerClient)
+	}
 	a.startTTS(t, ctx, bw.rec, []*chainDomain{a}, []chaining.GrantPeer{{Issuer: b.ttsURL, TokenEndpoint: b.endpoint(), Scopes: []string{"trip.read", "trip.book"}}}, nil)
 	b.startTTS(t, ctx, bw.rec, []*chainDomain{b, a}, nil, []chaining.BearerPeer{{Issuer: a.ttsURL,
 		Keys:    chaining.NewDiscoveredKeys(ctx, a.ttsURL, nil, 100*time.Millisecond, time.Now),
@@ -273,9 +293,9 @@ func newBoundary(t *testing.T) *boundary {
 
 	// A2's egress: its Txn-Tokens come from TTS A (self-signed subject alice).
 	boundaryRoute := func(prefix, scope string) proxy.Route {
+		br := &proxy.BoundaryRoute{GrantEndpoint: a.endpoint(), PeerIssuer: b.ttsURL, PeerTokenEndpoint: b.endpoint(), Scope: scope, PeerClient: o.peerClient}
 		return proxy.Route{Prefix: prefix, Upstream: bw.ingress.URL + "/hotel", TxnAudience: "a.example", TxnScope: "trip.read trip.book",
-			Recipient: bw.recipB1, RequireSignedResponse: true, Boundary: &proxy.BoundaryRoute{
-				GrantEndpoint: a.endpoint(), PeerIssuer: b.ttsURL, PeerTokenEndpoint: b.endpoint(), Scope: scope}}
+			Recipient: bw.recipB1, RequireSignedResponse: true, Boundary: br}
 	}
 	eg, err := proxy.NewEgress(proxy.EgressConfig{
 		Self: bw.a2, WIT: a2src,

@@ -34,6 +34,8 @@
 // grant with D1's Txn-Token, redeems it at AS B for an access token of the peer domain
 // and starts a linked dialog D2 with the upstream through agent.Linker, then continues
 // D2 for every later request in D1; neither D1 nor its Txn-Token crosses (section 13).
+// For an AS B that requires client authentication on the redemption (Ory Hydra), the
+// route's PeerClient adds client_secret_basic (RFC 6749 section 2.3.1) there only.
 // An ingress with a BoundaryIngress faces such callers: it takes the access token
 // instead of a Txn-Token and exchanges it at its own TTS for one recording D2
 // (agent.LinkAcceptor), kept for later requests with that access token in D2 until

@@ -156,6 +156,50 @@ type RouteBoundaryConfig struct {
 	// Scope narrows the grant and the access token (default: what the Txn-Token's
 	// scope allows to cross).
 	Scope string `yaml:"scope"`
+	// PeerClient authenticates the egress to AS B as an OAuth client
+	// (client_secret_basic) on the redemption, for an AS B that requires it of the
+	// jwt-bearer grant (Ory Hydra; proxy.BoundaryRoute.PeerClient). Our own AS B needs
+	// none.
+	PeerClient *PeerClientConfig `yaml:"peer_client"`
+}
+
+// PeerClientConfig: the egress's client at AS B. The secret is never written in the
+// configuration: a file holding it (a mounted Secret; a trailing newline is not part
+// of it) or an environment variable, exactly one.
+type PeerClientConfig struct {
+	ClientID   string `yaml:"client_id"`
+	SecretFile string `yaml:"secret_file"`
+	SecretEnv  string `yaml:"secret_env"`
+	// Secret only refuses an inline secret with a message saying what to use.
+	Secret inlineSecret `yaml:"secret"`
+}
+
+// inlineSecret is a member that no file may give: a secret written into the YAML ends
+// up in ConfigMaps, repositories and backups.
+type inlineSecret struct{}
+
+func (inlineSecret) UnmarshalYAML(func(any) error) error {
+	return fmt.Errorf("a client secret is never written in the configuration: name a file (secret_file) or an environment variable (secret_env) holding it")
+}
+
+// secret reads the client secret from its file or environment variable.
+func (pc PeerClientConfig) secret() (string, error) {
+	if pc.SecretFile != "" {
+		b, err := os.ReadFile(pc.SecretFile)
+		if err != nil {
+			return "", fmt.Errorf("peer_client.secret_file: %w", err)
+		}
+		s := strings.TrimRight(string(b), "\r\n")
+		if s == "" {
+			return "", fmt.Errorf("peer_client.secret_file: %s is empty", pc.SecretFile)
+		}
+		return s, nil
+	}
+	s := os.Getenv(pc.SecretEnv)
+	if s == "" {
+		return "", fmt.Errorf("peer_client.secret_env: %s is not set", pc.SecretEnv)
+	}
+	return s, nil
 }
 
 // IngressConfig: the listener for remote callers, the application behind it and the
@@ -474,6 +518,8 @@ func checkRouteBoundary(r RouteConfig, t *EgressTTSConfig) error {
 		return fmt.Errorf("needs proof httpsig: a WPT occupies the Authorization field that carries the access token")
 	case b.PeerIssuer == "" || b.PeerTokenEndpoint == "":
 		return fmt.Errorf("peer_issuer and peer_token_endpoint (AS B) are required")
+	case b.PeerClient != nil && (b.PeerClient.ClientID == "" || (b.PeerClient.SecretFile == "") == (b.PeerClient.SecretEnv == "")):
+		return fmt.Errorf("peer_client: a client_id and exactly one of secret_file, secret_env")
 	}
 	for _, ep := range []string{b.GrantEndpoint, b.PeerTokenEndpoint} {
 		if ep == "" {
@@ -739,7 +785,7 @@ func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit
 			return nil, err
 		}
 	}
-	for _, r := range e.Routes {
+	for i, r := range e.Routes {
 		m, _ := parseProof(r.Proof)
 		rt := proxy.Route{Prefix: r.Prefix, Upstream: r.Upstream, AllowPlainHTTP: r.AllowPlainHTTP,
 			TxnAudience: r.Audience, TxnScope: r.Scope, Recipient: r.Recipient, Proof: m, RequireSignedResponse: r.RequireSignedResponse}
@@ -749,6 +795,13 @@ func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit
 				grant = e.TTS.TokenEndpoint
 			}
 			rt.Boundary = &proxy.BoundaryRoute{GrantEndpoint: grant, PeerIssuer: b.PeerIssuer, PeerTokenEndpoint: b.PeerTokenEndpoint, Scope: b.Scope}
+			if pc := b.PeerClient; pc != nil {
+				secret, err := pc.secret()
+				if err != nil {
+					return nil, fmt.Errorf("egress.routes[%d].boundary.%w", i, err)
+				}
+				rt.Boundary.PeerClient = &proxy.PeerClient{ID: pc.ClientID, Secret: secret}
+			}
 		}
 		if r.Delegate != "" {
 			rt.Delegate, _ = identifier.Parse(r.Delegate)

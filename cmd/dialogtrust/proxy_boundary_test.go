@@ -162,6 +162,11 @@ func TestProxyCheckConfigBoundary(t *testing.T) {
 		"WPT":                       {strings.Replace(eg, "      require_signed_response: true\n", "      proof: wpt\n", 1), "needs proof httpsig"},
 		"plain AS B":                {strings.Replace(eg, "peer_token_endpoint: http://127.0.0.1:4/token", "peer_token_endpoint: http://as.b.example/token", 1), "plain HTTP only to loopback"},
 		"unknown member":            {strings.Replace(eg, "peer_issuer:", "peer_isuer: x, peer_issuer:", 1), "peer_isuer"},
+		"peer client":               {strings.Replace(eg, "peer_issuer:", "peer_client: {client_id: agents, secret_file: /run/secrets/as-b}, peer_issuer:", 1), ""},
+		"peer client no secret":     {strings.Replace(eg, "peer_issuer:", "peer_client: {client_id: agents}, peer_issuer:", 1), "exactly one of secret_file, secret_env"},
+		"peer client two secrets":   {strings.Replace(eg, "peer_issuer:", "peer_client: {client_id: agents, secret_file: f, secret_env: E}, peer_issuer:", 1), "exactly one of secret_file, secret_env"},
+		"peer client no client_id":  {strings.Replace(eg, "peer_issuer:", "peer_client: {secret_env: E}, peer_issuer:", 1), "a client_id"},
+		"peer client inline secret": {strings.Replace(eg, "peer_issuer:", "peer_client: {client_id: agents, secret: s3cret}, peer_issuer:", 1), "never written in the configuration"},
 		"ingress no access tokens":  {strings.Replace(in, "    access_tokens: {issuer: http://127.0.0.1:4, jwks_url: http://127.0.0.1:4/.well-known/jwks.json}\n", "", 1), "access_tokens"},
 		"ingress no TTS":            {strings.Replace(in, "    tts_token_endpoint: http://127.0.0.1:4/token\n", "", 1), "tts_token_endpoint"},
 		"ingress no txn_tokens":     {strings.Replace(in, "  txn_tokens: {jwks_url: http://127.0.0.1:4/.well-known/jwks.json}\n", "", 1), "needs ingress.txn_tokens"},
@@ -196,5 +201,30 @@ func TestProxyDocBoundaryExamples(t *testing.T) {
 	}
 	if n != 2 {
 		t.Fatalf("%d examples, want the egress's and the ingress's", n)
+	}
+}
+
+// peer_client's secret comes from its file (without the trailing newline) or its
+// environment variable; an empty file or an unset variable is an error.
+func TestProxyPeerClientSecret(t *testing.T) {
+	dir := t.TempDir()
+	file, empty := filepath.Join(dir, "secret"), filepath.Join(dir, "empty")
+	mustNil(t, os.WriteFile(file, []byte("s3cr:et\n"), 0o600))
+	mustNil(t, os.WriteFile(empty, []byte("\n"), 0o600))
+	t.Setenv("DIALOGTRUST_TEST_PEER_SECRET", "from-env")
+	for name, c := range map[string]struct {
+		pc         PeerClientConfig
+		want, fail string
+	}{
+		"file":       {PeerClientConfig{ClientID: "c", SecretFile: file}, "s3cr:et", ""},
+		"env":        {PeerClientConfig{ClientID: "c", SecretEnv: "DIALOGTRUST_TEST_PEER_SECRET"}, "from-env", ""},
+		"empty file": {PeerClientConfig{ClientID: "c", SecretFile: empty}, "", "is empty"},
+		"no file":    {PeerClientConfig{ClientID: "c", SecretFile: filepath.Join(dir, "none")}, "", "secret_file"},
+		"unset env":  {PeerClientConfig{ClientID: "c", SecretEnv: "DIALOGTRUST_TEST_PEER_SECRET_UNSET"}, "", "is not set"},
+	} {
+		got, err := c.pc.secret()
+		if got != c.want || (c.fail == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.fail) {
+			t.Fatalf("%s: %q, %v", name, got, err)
+		}
 	}
 }
