@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -88,6 +89,16 @@ type EgressConfig struct {
 	HandoffKey   *keys.PrivateKey
 	HandoffTrust handoff.Trust
 	Routes       []Route
+	// StreamIdleTimeout bounds the wait between two reads of a response passed through
+	// as it comes (stream.go; default DefaultStreamIdleTimeout).
+	StreamIdleTimeout time.Duration
+	// Log receives what cannot be answered to the agent: a passed-through response that
+	// broke off after its header went out, with its stable code (default: discarded).
+	Log *slog.Logger
+
+	// headerTimeout bounds the wait for an upstream's response header on the egress's
+	// own transport (default upstreamTimeout); tests shorten it.
+	headerTimeout time.Duration
 }
 
 // Egress is the proxy for the local agent's outgoing requests: an http.Handler taking
@@ -97,6 +108,7 @@ type EgressConfig struct {
 type Egress struct {
 	self   identifier.ID
 	routes []egressRoute
+	stream streamer
 }
 
 type egressRoute struct {
@@ -106,6 +118,9 @@ type egressRoute struct {
 	agent    *agent.Agent
 	link     *boundaryLink // a route crossing a trust boundary, else nil
 	handoff  *routeHandoff // nil: the route makes no handoff offers
+	// signed: the route requires a signed response, so its responses are read whole
+	// (the signature covers their digest).
+	signed bool
 }
 
 // upstreamTimeout bounds the wait for an upstream's response header.
@@ -123,6 +138,10 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 	if len(cfg.Routes) == 0 {
 		return nil, errcode.New(errcode.InvalidRequest, "egress: at least one route is required")
 	}
+	stream, err := newStreamer(cfg.StreamIdleTimeout, cfg.Log, "egress")
+	if err != nil {
+		return nil, err
+	}
 	base := cfg.Base
 	if base == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -130,9 +149,12 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: cfg.RootCAs}
 		tr.ResponseHeaderTimeout = upstreamTimeout
 		tr.MaxIdleConnsPerHost = MaxIdleConnsPerUpstream
+		if cfg.headerTimeout > 0 {
+			tr.ResponseHeaderTimeout = cfg.headerTimeout
+		}
 		base = tr
 	}
-	e := &Egress{self: cfg.Self}
+	e := &Egress{self: cfg.Self, stream: stream}
 	seen := map[string]bool{}
 	for _, rt := range cfg.Routes {
 		prefix, err := cleanPrefix(rt.Prefix)
@@ -179,7 +201,7 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.routes = append(e.routes, egressRoute{prefix: prefix, upstream: up, proof: rt.Proof, agent: &agent.Agent{Self: cfg.Self, Client: client}, link: link, handoff: rh})
+		e.routes = append(e.routes, egressRoute{prefix: prefix, upstream: up, proof: rt.Proof, agent: &agent.Agent{Self: cfg.Self, Client: client}, link: link, handoff: rh, signed: rt.RequireSignedResponse})
 	}
 	return e, nil
 }
@@ -302,7 +324,11 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, startDLG := r.Context(), ""
+	// The upstream exchange ends with the agent's request, or earlier when a response
+	// passed through as it comes goes idle (streamer.pass).
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	startDLG := ""
 	if start {
 		startDLG = agent.NewDialogID()
 	}
@@ -345,7 +371,7 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 		target.Path = "/"
 	}
 	target.RawQuery = r.URL.RawQuery
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, target.String(), bytes.NewReader(body))
+	out, err := http.NewRequestWithContext(ctx, r.Method, target.String(), bytes.NewReader(body))
 	if err != nil {
 		return errcode.Wrap(errcode.InvalidRequest, err, "the request cannot be forwarded")
 	}
@@ -384,6 +410,14 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	defer res.Body.Close()
 	if offer != nil {
 		offer.remember(body) // the delegate may take the hop from here on: it can be canceled
+	}
+	if offer == nil && cancelHop == "" && !rt.signed && canFlush(w) {
+		// Nothing is computed over this body: it goes to the agent as it comes. A
+		// signed response that was not required is verified whole by agent.Transport
+		// before it gets here.
+		removePrefixed(res.Header)
+		e.stream.pass(w, r, res, cancel)
+		return nil
 	}
 	resBody, err := readBounded(res.Body, "upstream response")
 	if err != nil {

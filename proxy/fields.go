@@ -176,6 +176,17 @@ func readBounded(r io.Reader, what string) ([]byte, error) {
 // writeResponse sends res, whose body is already read, to w: its fields but the
 // connection's own (removeHopByHop's) and Content-Length, which is set for body.
 func writeResponse(w http.ResponseWriter, res *http.Response, body []byte) {
+	copyResponseHeader(w, res)
+	if res.Request == nil || res.Request.Method != http.MethodHead {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	w.WriteHeader(res.StatusCode)
+	_, _ = w.Write(body)
+}
+
+// copyResponseHeader puts res's fields on w's but the connection's own
+// (removeHopByHop's) and Content-Length, which the caller sets.
+func copyResponseHeader(w http.ResponseWriter, res *http.Response) {
 	var named []string // the fields Connection names, canonical
 	for _, v := range res.Header.Values("Connection") {
 		for _, name := range strings.Split(v, ",") {
@@ -191,11 +202,6 @@ func writeResponse(w http.ResponseWriter, res *http.Response, body []byte) {
 		}
 		out[k] = v
 	}
-	if res.Request == nil || res.Request.Method != http.MethodHead {
-		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	}
-	w.WriteHeader(res.StatusCode)
-	_, _ = w.Write(body)
 }
 
 // asciiJSON escapes every non-ASCII octet of a JSON text as \u, so that it is a

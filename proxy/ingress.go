@@ -3,11 +3,13 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
@@ -49,6 +51,17 @@ type IngressConfig struct {
 	// and with them the sender's WIT and Txn-Token, which the ingress otherwise keeps
 	// from the application.
 	ForwardProvenance bool
+	// StreamIdleTimeout bounds the wait between two reads of a response passed through
+	// as it comes (stream.go; default DefaultStreamIdleTimeout).
+	StreamIdleTimeout time.Duration
+	// Log receives what cannot be answered to the caller: a passed-through response
+	// that broke off after its header went out, with its stable code (default:
+	// discarded).
+	Log *slog.Logger
+
+	// headerTimeout bounds the wait for the application's response header on the
+	// ingress's own transport (default upstreamTimeout); tests shorten it.
+	headerTimeout time.Duration
 }
 
 // Ingress is the reverse proxy in front of the agent's own server: it verifies every
@@ -65,6 +78,7 @@ type Ingress struct {
 	// forwardProvenance: IngressConfig.ForwardProvenance.
 	forwardProvenance bool
 	handoffs          *handoff.Receiver
+	stream            streamer
 }
 
 // NewIngress checks cfg and builds the ingress.
@@ -84,12 +98,19 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 			return nil, err
 		}
 	}
+	stream, err := newStreamer(cfg.StreamIdleTimeout, cfg.Log, "ingress")
+	if err != nil {
+		return nil, err
+	}
 	tr := cfg.Transport
 	if tr == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.Proxy = nil
 		t.ResponseHeaderTimeout = upstreamTimeout
 		t.MaxIdleConnsPerHost = MaxIdleConnsPerUpstream
+		if cfg.headerTimeout > 0 {
+			t.ResponseHeaderTimeout = cfg.headerTimeout
+		}
 		if socket != "" {
 			// net/http's own client over the socket: every connection, whatever the
 			// URL's host, goes to the application's socket.
@@ -100,7 +121,7 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 		}
 		tr = t
 	}
-	in := &Ingress{upstream: up, transport: tr, boundary: cfg.Boundary, handoffs: cfg.Handoffs, forwardProvenance: cfg.ForwardProvenance}
+	in := &Ingress{upstream: up, transport: tr, boundary: cfg.Boundary, handoffs: cfg.Handoffs, forwardProvenance: cfg.ForwardProvenance, stream: stream}
 	in.handler = cfg.Receiver.Middleware(http.HandlerFunc(in.forward))
 	return in, nil
 }
@@ -215,7 +236,11 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	target.Path = strings.TrimSuffix(target.Path, "/") + r.URL.Path
 	target.RawPath = ""
 	target.RawQuery = r.URL.RawQuery
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, target.String(), bytes.NewReader(body))
+	// The exchange with the application ends with the caller's request, or earlier when
+	// a response passed through as it comes goes idle (streamer.pass).
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	out, err := http.NewRequestWithContext(ctx, r.Method, target.String(), bytes.NewReader(body))
 	if err != nil {
 		problem.Write(w, errcode.Wrap(errcode.InvalidRequest, err, "the request cannot be forwarded"))
 		return
@@ -258,6 +283,15 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer res.Body.Close()
+	if v.Handoff == nil && v.Cancel == nil && !signResponse(v) && canFlush(w) {
+		// Nothing is computed over this body: it goes to the caller as it comes. The
+		// receiver has set the Dialog-Context it echoes on w already.
+		for _, f := range []string{dialog.HeaderName, "Signature", "Signature-Input", wit.HeaderName, HandoffStatusField, HandoffReasonField} {
+			res.Header.Del(f)
+		}
+		in.stream.pass(w, r, res, cancel)
+		return
+	}
 	resBody, err := readBounded(res.Body, "application's response")
 	if err != nil {
 		problem.Write(w, errcode.Unavailable(errcode.UpstreamUnavailable, err, "the application's response is not usable"))
@@ -277,6 +311,15 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	res.Header.Del(HandoffStatusField)
 	res.Header.Del(HandoffReasonField)
 	writeResponse(w, res, resBody)
+}
+
+// signResponse reports whether the caller asked for a signed response
+// (wimse-sign-response): the signature covers the body's digest, so the body is read
+// whole. A receiver with a response signer signs every response to an HTTP-signed
+// request, asked or not: it holds the response meanwhile, and its writer cannot flush
+// (canFlush).
+func signResponse(v *dialog.Verified) bool {
+	return v.Signature != nil && v.Signature.SignResponse
 }
 
 // setVerified puts what the receiver verified on h, with the provenance to forward

@@ -106,6 +106,9 @@ type EgressConfig struct {
 	CAFile string           `yaml:"ca_file"`
 	TTS    *EgressTTSConfig `yaml:"tts"`
 	Routes []RouteConfig    `yaml:"routes"`
+	// StreamIdleTimeout bounds the wait between two reads of a response passed
+	// through as it comes (proxy.EgressConfig.StreamIdleTimeout; default 5m).
+	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
 }
 
 // EgressTTSConfig: where Txn-Tokens come from and the subject token presented.
@@ -239,6 +242,9 @@ type IngressConfig struct {
 	TLS ProxyTLSConfig `yaml:"tls"`
 	// Boundary makes the ingress face a trust boundary (proxy.BoundaryIngress).
 	Boundary *IngressBoundaryConfig `yaml:"boundary"`
+	// StreamIdleTimeout bounds the wait between two reads of a response passed
+	// through as it comes (proxy.IngressConfig.StreamIdleTimeout; default 5m).
+	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
 }
 
 // IngressBoundaryConfig: a boundary-facing ingress (dialog-binding section 11 steps 3
@@ -395,6 +401,9 @@ func checkProxy(cfg *ProxyConfig) error {
 		if len(e.Routes) == 0 {
 			return fmt.Errorf("egress.routes: at least one")
 		}
+		if e.StreamIdleTimeout < 0 {
+			return fmt.Errorf("egress.stream_idle_timeout: must not be negative")
+		}
 		for i, r := range e.Routes {
 			if _, err := proxy.CheckUpstream(r.Upstream, r.AllowPlainHTTP); err != nil {
 				return fmt.Errorf("egress.routes[%d]: %w", i, err)
@@ -443,6 +452,9 @@ func checkProxy(cfg *ProxyConfig) error {
 		}
 		if len(in.Audiences) == 0 {
 			return fmt.Errorf("ingress.audiences: at least one")
+		}
+		if in.StreamIdleTimeout < 0 {
+			return fmt.Errorf("ingress.stream_idle_timeout: must not be negative")
 		}
 		for _, p := range in.Proofs {
 			if _, err := parseProof(p); err != nil || p == "" {
@@ -673,7 +685,7 @@ func buildProxy(ctx context.Context, cfg *ProxyConfig, logger *slog.Logger) (_ *
 		Help: "Requests the proxy answered, by side and HTTP status."}, []string{"side", "status"})
 	var urls []string
 	if e := cfg.Egress; e != nil {
-		h, err := buildEgress(cfg, self, src, wits)
+		h, err := buildEgress(cfg, self, src, wits, logger)
 		if err != nil {
 			return nil, err
 		}
@@ -765,9 +777,9 @@ func workloadSource(ctx context.Context, w ProxyWorkloadConfig) (wit.Source, err
 	return c.Source(), nil
 }
 
-func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit.Validator) (http.Handler, error) {
+func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit.Validator, logger *slog.Logger) (http.Handler, error) {
 	e := cfg.Egress
-	ec := proxy.EgressConfig{Self: self, WIT: src, Responses: httpsig.NewVerifier(wits)}
+	ec := proxy.EgressConfig{Self: self, WIT: src, Responses: httpsig.NewVerifier(wits), StreamIdleTimeout: e.StreamIdleTimeout, Log: logger}
 	if e.CAFile != "" {
 		pem, err := os.ReadFile(e.CAFile)
 		if err != nil {
@@ -966,7 +978,8 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, UpstreamPath: in.UpstreamPath, AllowPlainHTTP: in.AllowPlainHTTP, Boundary: boundary, Handoffs: hr, ForwardProvenance: in.ForwardProvenance})
+	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, UpstreamPath: in.UpstreamPath, AllowPlainHTTP: in.AllowPlainHTTP, Boundary: boundary, Handoffs: hr, ForwardProvenance: in.ForwardProvenance,
+		StreamIdleTimeout: in.StreamIdleTimeout, Log: logger})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -1033,6 +1046,10 @@ func (s *statusWriter) WriteHeader(code int) {
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap gives http.ResponseController the connection's writer: the proxies flush a
+// response they pass through as it comes.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 func (s *statusWriter) Write(b []byte) (int, error) {
 	if s.status == 0 {
