@@ -41,13 +41,16 @@ type handoffOptions struct {
 	delegate string // default t1
 	app      func(w http.ResponseWriter, r *http.Request, body []byte)
 	now      func() time.Time // the egress's clock (default time.Now)
+	// streams: nothing but the handoff needs the reply whole (no response signer at
+	// the ingress, no signed response required, the egress's own transport).
+	streams bool
 }
 
 func newHandoffPair(t *testing.T, o handoffOptions) *handoffPair {
 	a1Key, _ := keys.Generate(keys.ES256)
 	t1Key, _ := keys.Generate(keys.ES256)
 	hp := &handoffPair{a1Key: a1Key, t1Key: t1Key, trust: handoff.NewStaticTrust()}
-	hp.pair = newPair(t, pairOptions{method: o.method, app: o.app,
+	hp.pair = newPair(t, pairOptions{method: o.method, app: o.app, unsignedOK: o.streams, unsignedResponses: o.streams,
 		receiver: func(t1 identifier.ID) []dialog.ReceiverOption {
 			mustOK(t, hp.trust.Bind(t1.String(), t1Key.Public()))
 			hp.hr = handoff.NewReceiver(t1.String(), hp.trust, store.NewMemoryRecords(),
@@ -61,7 +64,12 @@ func newHandoffPair(t *testing.T, o handoffOptions) *handoffPair {
 				r.Delegate, _ = identifier.Parse(o.delegate)
 			}
 		},
-		egress: func(c *proxy.EgressConfig) { c.HandoffKey, c.HandoffTrust, c.Now = a1Key, hp.trust, o.now },
+		egress: func(c *proxy.EgressConfig) {
+			c.HandoffKey, c.HandoffTrust, c.Now = a1Key, hp.trust, o.now
+			if o.streams {
+				c.Base = nil
+			}
+		},
 	})
 	mustOK(t, hp.trust.Bind(hp.a1.String(), a1Key.Public()))
 	return hp

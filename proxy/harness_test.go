@@ -193,6 +193,8 @@ type pairOptions struct {
 	appListener net.Listener
 	// ingressListener, when set, is the ingress's listener.
 	ingressListener net.Listener
+	// unsignedResponses: the ingress's receiver has no response signer.
+	unsignedResponses bool
 }
 
 func newPair(t *testing.T, o pairOptions) *pair {
@@ -204,7 +206,11 @@ func newPair(t *testing.T, o pairOptions) *pair {
 	p.t1, t1src = d.workload(t, "/tool/t1")
 
 	wits := wit.NewValidator(d.trust, wit.WithCache(1024, time.Minute))
-	opts := d.receiverOptions(wits, p.recipient, p.ingressReplay, t1src, o.stateful)
+	signer := t1src
+	if o.unsignedResponses {
+		signer = nil
+	}
+	opts := d.receiverOptions(wits, p.recipient, p.ingressReplay, signer, o.stateful)
 	if o.receiver != nil {
 		opts = append(opts, o.receiver(p.t1)...)
 	}
@@ -248,13 +254,15 @@ func newPair(t *testing.T, o pairOptions) *pair {
 
 // receiverOptions are the options of an ingress's receiver in d for recipient: HTTP
 // signatures and WPTs checked with wits and replay, d's Txn-Tokens, responses signed
-// as src, and a registry of dialogs when stateful.
+// as src (nil: not signed), and a registry of dialogs when stateful.
 func (d *domain) receiverOptions(wits *wit.Validator, recipient string, replay store.Replay, src wit.Source, stateful bool) []dialog.ReceiverOption {
 	opts := []dialog.ReceiverOption{
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(recipient), httpsig.WithReplay(replay))),
 		dialog.WithWPT(wpt.NewVerifier(wits, wpt.WithAudiences(recipient), wpt.WithReplay(replay))),
 		dialog.WithTxnTokens(txntoken.NewVerifier(d.ttsKeys, td)),
-		dialog.WithResponseSigner(signerOf(src)),
+	}
+	if src != nil {
+		opts = append(opts, dialog.WithResponseSigner(signerOf(src)))
 	}
 	if stateful {
 		opts = append(opts, dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())))

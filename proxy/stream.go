@@ -99,10 +99,11 @@ func (s streamer) pass(w http.ResponseWriter, r *http.Request, res *http.Respons
 		w.Header().Set("Content-Length", strconv.FormatInt(res.ContentLength, 10))
 	}
 	rc := http.NewResponseController(w)
-	// The request is read whole before it is forwarded. A read deadline left in place
-	// would end the exchange when it passes (net/http cancels the request's context when
-	// its read of the idle connection times out); the next request on the connection
-	// gets the server's deadlines again.
+	// The request is read whole before it is forwarded: its read deadline has no use
+	// for the rest of the exchange and is lifted (net/http's HTTP/1 server lifts it
+	// itself for its watch of the idle connection). The write deadline covers a whole
+	// response (an HTTP/2 stream is reset when it passes) and moves with each write.
+	// The next request on the connection gets the server's deadlines again.
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	w.WriteHeader(res.StatusCode)
