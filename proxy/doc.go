@@ -69,8 +69,17 @@
 // unix:///path/app.sock (net/http's transport dialing the socket), and the egress
 // handler served on any net.Listener (dialogtrust proxy: egress.listen unix:///path).
 //
+// Responses (stream.go; docs/proxy.md, "Streamed responses"). Both proxies pass a
+// response through as it comes, flushed after each read, with an idle bound between
+// reads (StreamIdleTimeout) in place of a total size bound, so that an MCP GET stream,
+// a tool call's progress and A2A streaming events reach the agent when they are sent;
+// the agent going away cancels the exchange behind it. A response that something must
+// be computed over is read whole within MaxBody as before: a signed one (RFC 9421: the
+// signature covers Content-Digest), the reply to a handoff offer, the answer to a
+// cancel, and a response on a route crossing a trust boundary.
+//
 // Every refusal is a problem document with a stable errcode code, except a refusal at
 // the handoff step of a JSON-RPC request with a string or number id, at either side,
 // which is a JSON-RPC error on 200 with the code and kind in its data
-// (dialog.WriteRefusal); bodies are bounded by MaxBody in both directions.
+// (dialog.WriteRefusal); request bodies are bounded by MaxBody at either side.
 package proxy

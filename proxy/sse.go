@@ -16,8 +16,8 @@ import (
 // The replies to a handoff offer may come as an event stream: the MCP Streamable HTTP
 // transport answers a POST with application/json or with text/event-stream whose
 // events carry JSON-RPC messages (the TypeScript SDK's default), and A2A message/stream
-// and SendStreamingMessage always stream. The proxies read a reply whole (MaxBody), so
-// only a finite stream is handled: it is parsed here, in one place, by a strict,
+// and SendStreamingMessage always stream. The proxies read a reply to an offer whole
+// (MaxBody), whatever its type, so only a finite stream is handled: it is parsed here, in one place, by a strict,
 // bounded reader of the WHATWG event-stream format (HTML Living Standard, "Server-sent
 // events", 9.2.6). No Go library the module depends on reads event streams, and the one
 // in the MCP Go SDK is not a dependency of the core.
