@@ -122,7 +122,7 @@ const (
 	VerifiedProvenanceField = "Dialogtrust-Verified-Provenance"
 )
 
-// MaxBody bounds a request or response body that the proxies read (the bound of
+// MaxBody bounds a request body, and a response body the proxies read whole (the bound of
 // agent.Transport and of a response the receiver signs).
 const MaxBody = dialog.MaxSignedResponseBody
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,8 +45,11 @@ const DefaultStreamIdleTimeout = 5 * time.Minute
 // moved for a stream, write by write, so a client that stops reading is still cut off.
 const streamWriteTimeout = 30 * time.Second
 
-// streamBuffer is the size of the reads a passed-through response is copied in.
+// streamBuffer is the size of the reads a passed-through response is copied in; the
+// buffers are kept for the next response.
 const streamBuffer = 32 << 10
+
+var streamBuffers = sync.Pool{New: func() any { b := make([]byte, streamBuffer); return &b }}
 
 // streamer passes responses through as they come, for one side of the proxy.
 type streamer struct {
@@ -86,7 +90,8 @@ func canFlush(w http.ResponseWriter) bool {
 }
 
 // pass sends res to w as it comes: the fields (but the connection's own) and the status
-// at once, then each read of the body, flushed. cancel ends the exchange with the
+// at once (with the first read when the body's length is known), then each read of the
+// body, flushed. cancel ends the exchange with the
 // upstream; pass calls it when the idle bound fires, and the caller's deferred call
 // ends it when the client goes away (the request's context ends with the client, and
 // the upstream's with it). A response that breaks off after its header has gone out
@@ -107,7 +112,10 @@ func (s streamer) pass(w http.ResponseWriter, r *http.Request, res *http.Respons
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	w.WriteHeader(res.StatusCode)
-	if rc.Flush() != nil {
+	if res.ContentLength < 0 && rc.Flush() != nil {
+		// A body of unknown length, such as an event stream, may send nothing for a
+		// while: the client sees the response at once. A body of known length goes out
+		// with its header at the first read.
 		return // the client is gone
 	}
 	var idle atomic.Bool
@@ -116,7 +124,9 @@ func (s streamer) pass(w http.ResponseWriter, r *http.Request, res *http.Respons
 		cancel()
 	})
 	defer timer.Stop()
-	buf := make([]byte, streamBuffer)
+	bp := streamBuffers.Get().(*[]byte)
+	defer streamBuffers.Put(bp)
+	buf := *bp
 	for {
 		n, err := res.Body.Read(buf)
 		timer.Stop()
