@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"io"
 	"net"
 	"net/http"
@@ -135,6 +136,8 @@ type pair struct {
 	sentBody   []byte
 	answer     int // the ingress's answer to it
 	answerBody []byte
+	// ingressProto is the protocol of the last request the ingress got (ingressTLS).
+	ingressProto string
 }
 
 type hop struct{ p *pair }
@@ -195,6 +198,9 @@ type pairOptions struct {
 	ingressListener net.Listener
 	// unsignedResponses: the ingress's receiver has no response signer.
 	unsignedResponses bool
+	// ingressTLS: the ingress serves HTTP/2 over TLS (its certificate in the egress's
+	// roots), and records the protocol of each request it gets in ingressProto.
+	ingressTLS bool
 }
 
 func newPair(t *testing.T, o pairOptions) *pair {
@@ -222,12 +228,26 @@ func newPair(t *testing.T, o pairOptions) *pair {
 	}
 	in, err := proxy.NewIngress(ic)
 	mustOK(t, err)
-	p.ingress = httptest.NewUnstartedServer(in)
+	var ingress http.Handler = in
+	if o.ingressTLS {
+		ingress = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p.mu.Lock()
+			p.ingressProto = r.Proto
+			p.mu.Unlock()
+			in.ServeHTTP(w, r)
+		})
+	}
+	p.ingress = httptest.NewUnstartedServer(ingress)
 	if o.ingressListener != nil {
 		p.ingress.Listener.Close()
 		p.ingress.Listener = o.ingressListener
 	}
-	p.ingress.Start()
+	if o.ingressTLS {
+		p.ingress.EnableHTTP2 = true
+		p.ingress.StartTLS()
+	} else {
+		p.ingress.Start()
+	}
 	t.Cleanup(p.ingress.Close)
 
 	ec := proxy.EgressConfig{
@@ -238,6 +258,10 @@ func newPair(t *testing.T, o pairOptions) *pair {
 		Base:      hop{p},
 		Routes: []proxy.Route{{Prefix: "/t1", Upstream: p.ingress.URL + "/mcp", TxnAudience: td, TxnScope: "trip.book",
 			Proof: o.method, RequireSignedResponse: o.method == proof.HTTPSig && !o.unsignedOK, Recipient: p.recipient}},
+	}
+	if o.ingressTLS {
+		ec.RootCAs = x509.NewCertPool()
+		ec.RootCAs.AddCert(p.ingress.Certificate())
 	}
 	if o.route != nil {
 		o.route(p.t1, &ec.Routes[0])

@@ -495,3 +495,66 @@ func TestStreamLiftsTheServerDeadlines(t *testing.T) {
 		t.Fatalf("the rest: %q (%v)", rest, err)
 	}
 }
+
+// The same over HTTP/2 between the proxies (the ingress on TLS, as it faces remote
+// callers): the first event reaches the agent before the application sends the second,
+// and the agent going away then cancels the application's request; with the idle
+// bound at the ingress, the HTTP/2 stream is reset and the agent's stream breaks off.
+func TestStreamOverHTTP2(t *testing.T) {
+	t.Run("events and going away", func(t *testing.T) {
+		read1, gone := make(chan struct{}), make(chan error, 1)
+		p := newStreamPair(t, proof.HTTPSig, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, mcpProgress)
+			flush(w)
+			select {
+			case <-read1:
+			case <-r.Context().Done():
+			}
+			_, _ = io.WriteString(w, mcpSSEReply)
+			flush(w)
+			<-r.Context().Done()
+			gone <- r.Context().Err()
+		}, func(o *pairOptions) { o.ingressTLS = true })
+		_, br, cancel := open(t, agentClient(t), "POST", p.egress.URL+"/t1", toolsCall, merge(eventStreamFields(), start()))
+		if got := readEvent(t, br); got != mcpProgress {
+			t.Fatalf("event 1: %q", got)
+		}
+		close(read1)
+		if got := readEvent(t, br); got != mcpSSEReply {
+			t.Fatalf("event 2: %q", got)
+		}
+		p.mu.Lock()
+		proto := p.ingressProto
+		p.mu.Unlock()
+		if proto != "HTTP/2.0" {
+			t.Fatalf("the proxies spoke %s", proto)
+		}
+		cancel()
+		if err := waitFor(t, gone, "the application's request to end"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("the application's context ended with %v", err)
+		}
+	})
+	t.Run("idle bound", func(t *testing.T) {
+		logs := make(logSink, 8)
+		p := newStreamPair(t, proof.HTTPSig, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, mcpProgress)
+			flush(w)
+			<-r.Context().Done()
+		}, func(o *pairOptions) {
+			o.ingressTLS = true
+			o.ingress = func(c *proxy.IngressConfig) { c.StreamIdleTimeout, c.Log = 50*time.Millisecond, newJSONLogger(logs) }
+		})
+		_, br, _ := open(t, agentClient(t), "POST", p.egress.URL+"/t1", toolsCall, merge(eventStreamFields(), start()))
+		if got := readEvent(t, br); got != mcpProgress {
+			t.Fatalf("event 1: %q", got)
+		}
+		if rest, err := io.ReadAll(br); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("the stream ended with %q (%v), not broken off", rest, err)
+		}
+		if line := waitFor(t, (<-chan string)(logs), "the log line"); !strings.Contains(line, `"code":"upstream_unavailable"`) {
+			t.Fatalf("log: %s", line)
+		}
+	})
+}
