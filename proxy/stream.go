@@ -91,10 +91,9 @@ func canFlush(w http.ResponseWriter) bool {
 
 // pass sends res to w as it comes: the fields (but the connection's own) and the status
 // at once (with the first read when the body's length is known), then each read of the
-// body, flushed. cancel ends the exchange with the
-// upstream; pass calls it when the idle bound fires, and the caller's deferred call
-// ends it when the client goes away (the request's context ends with the client, and
-// the upstream's with it). A response that breaks off after its header has gone out
+// body, flushed. cancel ends the exchange with the upstream; pass calls it when the
+// idle bound fires, and the caller's deferred call ends it when the client goes away
+// (the request's context ends with the client, and the upstream's with it). A response that breaks off after its header has gone out
 // cannot be answered with a problem document any more: it is ended abnormally
 // (http.ErrAbortHandler, so that no client takes the part it got for the whole) and the
 // reason, with its stable code, goes to the log.
