@@ -71,10 +71,9 @@
 // reflection and copies where it can: the plain JSON this project writes (WPT claims,
 // request_details, tctx) is read and written directly (read and written by
 // internal/plainjson, with encoding/json for anything else and fuzz tests
-// holding the two equal), the log line of an issued token has its hashes computed
-// only when it is written and, through the services' logger
-// (internal/service.JSONHandler), is built in a pooled buffer with the octets slog
-// would write and written once (logline.go), and the router hands POST /token straight to the oauth.Endpoint, which
+// holding the two equal), the log line of
+// an issued token is written with typed attributes and its hashes computed only when it
+// is written, and the router hands POST /token straight to the oauth.Endpoint, which
 // parses the body once and dispatches on grant_type. See docs/performance.md, "TTS
 // token endpoint benchmark", for the measured figures.
 //

@@ -16,8 +16,7 @@
 //     Each later layer wins. The members both files have (listen, issuer,
 //     trust_domains, log, debug, tracing, skew, shutdown_timeout) are Base, which each
 //     binary's Config inlines, so the file formats do not change.
-//   - the JSON logger at the configured level (NewLogger: slog's JSON handler, which
-//     also takes a line already formatted as its own, JSONHandler.WriteJSONLine);
+//   - the JSON logger at the configured level (NewLogger);
 //   - with -check-config: the binary's Check, "<name>: configuration ok", and no
 //     listener, file, key or store is opened;
 //   - else Build; the pprof listener when debug.pprof_listen names a loopback address
