@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -206,33 +205,6 @@ func FuzzIssuedLine(f *testing.F) {
 			if want := slogIssuedLine(l, at, slog.LevelInfo); string(got) != want {
 				t.Fatalf("got %s\nwant %s", got, want)
 			}
-		}
-	})
-}
-
-// BenchmarkIssuedLine: the issued line through slog's JSON handler and through the
-// services' logger (built in one buffer), both writing nowhere.
-func BenchmarkIssuedLine(b *testing.B) {
-	l := issuedLine{
-		requestID: "ABCDEFGHIJKLMNOPQRSTUVWXYZ", dlg: "7f3c9a2e-5b1d-4e8a-9c6f-0d2b8e4a1f37", grant: "token_exchange",
-		subjectTokenType: TokenTypeSelfSigned, subjectSHA256: Hash("s"), method: MethodWPT, requester: "wimse://a.example/agent/a1",
-		aud: tdA, txn: "b1d4c0ffee0123456789ab", txnTokenSHA256: Hash("t"), kid: "ejusPs-Ve-DF294xrSrs9Bygxz2qRzlOzj4zFfP6fig",
-		exp: 1796140800, callChain: 1, remote: "127.0.0.1:50123",
-	}
-	ctx := context.Background()
-	b.Run("slog", func(b *testing.B) {
-		logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-		b.ReportAllocs()
-		for b.Loop() {
-			l.write(ctx, logger, nil, slog.LevelInfo)
-		}
-	})
-	b.Run("services", func(b *testing.B) {
-		h := service.NewJSONHandler(io.Discard, slog.LevelInfo)
-		logger := slog.New(h)
-		b.ReportAllocs()
-		for b.Loop() {
-			l.write(ctx, logger, h, slog.LevelInfo)
 		}
 	})
 }
