@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -24,10 +23,10 @@ import (
 //
 // BenchmarkIssueTxnToken is the whole handler: an httptest request with a WIT and a
 // WPT, a self_signed or JWT access token subject, policy, claims, signature, JSON
-// response, metrics and the JSON log line through the services' logger. "warm": the
-// WIT and the subject token were seen before (cached), so the crypto the request
-// cannot avoid is the WPT verification and the Txn-Token signature: BenchmarkFloorWarm
-// measures exactly those two raw operations. "cold": no caches, so the WIT and the subject token are verified too:
+// response, metrics and a JSON log line. "warm": the WIT and the subject token were
+// seen before (cached), so the crypto the request cannot avoid is the WPT verification
+// and the Txn-Token signature: BenchmarkFloorWarm measures exactly those two raw
+// operations. "cold": no caches, so the WIT and the subject token are verified too:
 // BenchmarkFloorCold adds those two raw verifications.
 
 type benchCase struct {
@@ -45,8 +44,7 @@ var benchCases = []benchCase{
 func benchEnv(b *testing.B, bc benchCase, cached bool) (*env, *testkit.Workload, string) {
 	b.Helper()
 	e := newEnv(b, func(e *env, c *Config) {
-		// The services' logger (cmd/tts), writing nowhere.
-		c.Logger = slog.New(service.NewJSONHandler(io.Discard, slog.LevelInfo))
+		c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 		k, _ := keys.Generate(bc.alg)
 		e.ttsKey, e.ring = k, keys.NewRing(k, e.clock.Now)
 		c.Keys = e.ring

@@ -164,15 +164,14 @@ func (g txnGrant) Done(ctx context.Context, r *http.Request, rec *oauth.Record) 
 		return
 	}
 	claims := rec.Detail.(*txntoken.Claims)
-	// This line is written for every token issued: the hashes are computed only when
-	// the line is, and the services' logger takes it built in one buffer (logline.go).
+	// This line is written for every token issued: typed attributes, and the hashes
+	// computed only when the line is.
 	if level := s.cfg.IssuedLogLevel; s.log.Enabled(ctx, level) {
-		line := issuedLine{
-			requestID: rec.RequestID, dlg: claims.Dialog(), grant: grant, subjectTokenType: rec.SubjectTokenType,
-			subjectSHA256: subjectHash(rec), method: rec.Method, requester: rec.Requester,
-			aud: claims.Aud[0], txn: claims.Txn, txnTokenSHA256: tokenhash.Of(rec.Token.AccessToken),
-			kid: rec.KID, exp: int64(*claims.Exp), callChain: max(1, len(claims.ReqChain)), remote: r.RemoteAddr,
-		}
-		line.write(ctx, s.log, s.lines, level)
+		s.log.LogAttrs(ctx, level, "txn token issued", slog.String("request_id", rec.RequestID), slog.String("dlg", claims.Dialog()),
+			slog.String("grant", grant), slog.String("subject_token_type", rec.SubjectTokenType),
+			slog.String("subject_token_sha256", subjectHash(rec)), slog.String("method", rec.Method), slog.String("requester", rec.Requester),
+			slog.String("aud", claims.Aud[0]), slog.String("txn", claims.Txn), slog.String("txn_token_sha256", tokenhash.Of(rec.Token.AccessToken)),
+			slog.String("kid", rec.KID), slog.Int64("exp", int64(*claims.Exp)), slog.Int("call_chain", max(1, len(claims.ReqChain))),
+			slog.String("remote", r.RemoteAddr))
 	}
 }

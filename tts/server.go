@@ -97,9 +97,6 @@ type Server struct {
 	router   chi.Router
 	proofAud []string
 	endpoint *oauth.Endpoint
-	// lines is the logger's handler when it takes lines already formatted (the
-	// services' logger), for the line of every token issued; else nil.
-	lines jsonLineWriter
 }
 
 // New checks cfg and builds the server.
@@ -130,7 +127,6 @@ func New(cfg Config) (*Server, error) {
 	service.ServerDefaults{Registry: &cfg.Registry, Logger: &cfg.Logger, Now: &cfg.Now, Skew: &cfg.Skew,
 		MaxBodySize: &cfg.MaxBodySize}.Fill(DefaultSkew, DefaultMaxBodySize)
 	s := &Server{cfg: cfg, handlers: map[string]SubjectTokenHandler{}, log: cfg.Logger}
-	s.lines, _ = cfg.Logger.Handler().(jsonLineWriter)
 	for _, h := range cfg.SubjectHandlers {
 		t := h.Type()
 		if t == TokenTypeRefreshToken || t == TokenTypeTxnToken {
