@@ -129,16 +129,17 @@ func (e *Endpoint) route(tr *TokenRequest) Handler {
 
 // ServeHTTP implements http.Handler.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// The record and the parsed request in one allocation.
+	// The record, the parsed request and the body's reader in one allocation.
 	both := &struct {
-		rec Record
-		tr  TokenRequest
+		rec  Record
+		tr   TokenRequest
+		body bodyReader
 	}{}
 	rec := &both.rec
 	rec.Start, rec.RequestID = time.Now(), reqid.Set(w, r)
 	ctx := r.Context()
 	h := e.cfg.Fallback
-	tr, err := e.read(w, r, &both.tr)
+	tr, err := e.read(w, r, &both.tr, &both.body)
 	if err == nil {
 		h = e.route(tr)
 	}
@@ -175,8 +176,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // read checks the Content-Type, reads the bounded body once, puts a reader over it back
-// for the authenticators (Content-Digest) and parses it.
-func (e *Endpoint) read(w http.ResponseWriter, r *http.Request, tr *TokenRequest) (*TokenRequest, error) {
+// for the authenticators (Content-Digest), br, and parses it into tr.
+func (e *Endpoint) read(w http.ResponseWriter, r *http.Request, tr *TokenRequest, br *bodyReader) (*TokenRequest, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "application/x-www-form-urlencoded" && !isFormType(ct) {
 		return nil, At(StageRequest, errcode.New(errcode.InvalidRequest, "Content-Type must be application/x-www-form-urlencoded"))
 	}
@@ -191,7 +192,6 @@ func (e *Endpoint) read(w http.ResponseWriter, r *http.Request, tr *TokenRequest
 		}
 		return nil, At(StageRequest, errcode.Wrap(errcode.InvalidRequest, err, "reading the body"))
 	}
-	br := new(bodyReader)
 	br.Reset(body)
 	r.Body = br
 	r.ContentLength = int64(len(body))
@@ -225,18 +225,25 @@ func isFormType(ct string) bool {
 
 // readBody reads the bounded body, in one allocation when Content-Length is given.
 func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	rd := http.MaxBytesReader(w, r.Body, max)
 	if n := r.ContentLength; n > 0 && n <= max {
-		b := make([]byte, n)
-		if _, err := io.ReadFull(rd, b); err != nil {
+		// Under the bound, reading the declared length and one octet more can never
+		// reach it, so http.MaxBytesReader would pass every read through unchanged:
+		// the body is read directly. At exactly the bound it is kept, for what it does
+		// when the octet past the bound arrives.
+		var rd io.Reader = r.Body
+		if n == max {
+			rd = http.MaxBytesReader(w, r.Body, max)
+		}
+		// One octet of room past the declared length, for the read that checks that
+		// nothing follows it.
+		b := make([]byte, n+1)
+		if _, err := io.ReadFull(rd, b[:n]); err != nil {
 			return nil, err
 		}
-		// Nothing may follow the declared length.
-		var one [1]byte
-		if m, _ := rd.Read(one[:]); m != 0 {
+		if m, _ := rd.Read(b[n:]); m != 0 {
 			return nil, errcode.New(errcode.InvalidRequest, "body longer than Content-Length")
 		}
-		return b, nil
+		return b[:n:n], nil
 	}
-	return io.ReadAll(rd)
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 }

@@ -152,3 +152,40 @@ func TestCheckBounds(t *testing.T) {
 		}
 	}
 }
+
+// readBody takes a body of its declared length, refuses one that runs past it or
+// stops short of it, and bounds one of unknown length; at exactly the bound an octet
+// past it is left to http.MaxBytesReader, as it always was.
+func TestReadBody(t *testing.T) {
+	const max = 16
+	for _, tc := range []struct {
+		name     string
+		body     string
+		declared int64
+		want     string // "" with wantErr
+		wantErr  bool
+		tooLarge bool // a *http.MaxBytesError
+	}{
+		{name: "declared", body: "grant_type=a", declared: 12, want: "grant_type=a"},
+		{name: "declared, at the bound", body: strings.Repeat("a", max), declared: max, want: strings.Repeat("a", max)},
+		{name: "more than declared", body: "grant_type=ab", declared: 12, wantErr: true},
+		{name: "less than declared", body: "grant_type=a", declared: 13, wantErr: true},
+		{name: "more than declared at the bound", body: strings.Repeat("a", max+1), declared: max, want: strings.Repeat("a", max)},
+		{name: "unknown length", body: "grant_type=a", declared: -1, want: "grant_type=a"},
+		{name: "unknown length, over the bound", body: strings.Repeat("a", max+1), declared: -1, tooLarge: true, wantErr: true},
+		{name: "declared over the bound", body: strings.Repeat("a", max+1), declared: max + 1, tooLarge: true, wantErr: true},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(tc.body))
+		r.ContentLength = tc.declared
+		b, err := readBody(httptest.NewRecorder(), r, max)
+		var tooBig *http.MaxBytesError
+		switch {
+		case (err != nil) != tc.wantErr:
+			t.Errorf("%s: %q, %v", tc.name, b, err)
+		case tc.tooLarge != errors.As(err, &tooBig):
+			t.Errorf("%s: %v, want a MaxBytesError: %v", tc.name, err, tc.tooLarge)
+		case err == nil && (string(b) != tc.want || tc.declared > 0 && cap(b) != len(b)):
+			t.Errorf("%s: %q (cap %d), want %q", tc.name, b, cap(b), tc.want)
+		}
+	}
+}

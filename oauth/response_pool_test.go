@@ -1,7 +1,9 @@
 package oauth
 
 import (
+	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -26,5 +28,29 @@ func TestWriteResponseReusesNoVisibleBuffer(t *testing.T) {
 		if rec.Code != 200 || rec.Header().Get("Cache-Control") != "no-store" || rec.Header().Get("Pragma") != "no-cache" || rec.Header().Get("Content-Type") != "application/json" {
 			t.Errorf("response %d: status %d, header %v", i, rec.Code, rec.Header())
 		}
+	}
+}
+
+// The fields of a token response are those Header.Set writes, and changing one of
+// them (Add, or in place) leaves the others, and the next response, alone.
+func TestSetResponseHeader(t *testing.T) {
+	want := http.Header{}
+	want.Set("Cache-Control", "no-store")
+	want.Set("Pragma", "no-cache")
+	want.Set("Content-Type", "application/json")
+	h := http.Header{}
+	setResponseHeader(h)
+	if !reflect.DeepEqual(h, want) {
+		t.Fatalf("header %v, want %v", h, want)
+	}
+	h.Add("Cache-Control", "private")
+	h["Pragma"][0] = "changed"
+	if h.Get("Content-Type") != "application/json" || len(h["Content-Type"]) != 1 || h["Cache-Control"][1] != "private" {
+		t.Fatalf("one field reached another: %v", h)
+	}
+	next := http.Header{}
+	setResponseHeader(next)
+	if !reflect.DeepEqual(next, want) {
+		t.Fatalf("next header %v, want %v", next, want)
 	}
 }

@@ -55,3 +55,41 @@ func TestObserverNamesAndLabels(t *testing.T) {
 		t.Fatalf("series %v", got)
 	}
 }
+
+// Txn-Tokens issued are counted in their own series, every time, also once the series
+// is cached.
+func TestObserverCountsIssuedBySeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	o, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wpt := &oauth.Record{Handler: oauth.HandlerTxnToken, Grant: "token_exchange", SubjectTokenType: oauth.TokenTypeSelfSigned, Method: oauth.MethodWPT}
+	sig := &oauth.Record{Handler: oauth.HandlerTxnToken, Grant: "replacement", SubjectTokenType: oauth.TokenTypeTxnToken, Method: oauth.MethodHTTPSig}
+	for range 3 {
+		o.Observe(wpt)
+	}
+	o.Observe(sig)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "dialogtrust_tts_issued_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetValue())
+			}
+			got[strings.Join(labels, ",")] = m.GetCounter().GetValue()
+		}
+	}
+	// Labels in name order: grant, method, subject_token_type.
+	want := map[string]float64{"token_exchange,wit_wpt,self_signed": 3, "replacement,wit_httpsig,txn_token": 1}
+	if len(got) != len(want) || got["token_exchange,wit_wpt,self_signed"] != 3 || got["replacement,wit_httpsig,txn_token"] != 1 {
+		t.Fatalf("series %v, want %v", got, want)
+	}
+}
