@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dialogtrust/dialogtrust/store"
 )
 
 // processCPU is this process's user and system CPU time so far.
@@ -83,7 +85,7 @@ func BenchmarkRedisClaimConcurrent(b *testing.B) {
 // the TTS at its load in docs/performance.md (~3000 tokens a second). Most claims
 // then find no pipeline under way and travel alone, which the closed loop of
 // BenchmarkRedisClaimConcurrent never shows. It reports this process's CPU per claim
-// (the workers' timer wake-ups included, the same for every version of the store) and
+// (the workers' timer wake-ups included: BenchmarkMemoryClaimPaced is that floor) and
 // redis-server's (INFO cpu, which counts all of its work, the other clients' too: use
 // a server of its own). Run it with -benchtime of a count: -benchtime=6000x is two
 // seconds.
@@ -92,23 +94,40 @@ func BenchmarkRedisClaimPaced(b *testing.B) {
 	if addr == "" {
 		b.Skipf("%s is not set", testRedisEnv)
 	}
-	const (
-		pacedWorkers = 16
-		pacedRate    = 3000
-	)
 	client, prefix := newTestRedis(b, addr)
 	r := NewReplay(client, WithPrefix(prefix))
 	if err := r.Claim(context.Background(), "warm", time.Second); err != nil {
 		b.Fatal(err)
 	}
+	var batches atomic.Int64
+	r.batchHook = func(int) { batches.Add(1) }
+	server0 := serverCPU(b, client)
+	claimPaced(b, r)
+	b.ReportMetric(float64(serverCPU(b, client)-server0)/float64(b.N)/1e3, "redis-cpu-µs/claim")
+	b.ReportMetric(float64(b.N)/float64(batches.Load()), "claims/batch")
+}
+
+// BenchmarkMemoryClaimPaced is BenchmarkRedisClaimPaced with the memory store: the CPU
+// per claim of the pacing itself (timers, goroutine wake-ups) and of a claim without a
+// round trip, the floor under the Redis store's number.
+func BenchmarkMemoryClaimPaced(b *testing.B) {
+	claimPaced(b, store.NewMemory())
+}
+
+// claimPaced runs b.N claims on r at pacedRate from pacedWorkers goroutines and reports
+// this process's CPU per claim.
+func claimPaced(b *testing.B, r store.Replay) {
+	const (
+		pacedWorkers = 16
+		pacedRate    = 3000
+	)
 	mean := float64(pacedWorkers * time.Second / pacedRate)
 	var (
-		id, handed, batches atomic.Int64
-		wg                  sync.WaitGroup
+		id, handed atomic.Int64
+		wg         sync.WaitGroup
 	)
-	r.batchHook = func(int) { batches.Add(1) }
 	b.ReportAllocs()
-	cpu0, server0 := processCPU(b), serverCPU(b, client)
+	cpu0 := processCPU(b)
 	b.ResetTimer()
 	start := time.Now()
 	for w := range pacedWorkers {
@@ -130,7 +149,5 @@ func BenchmarkRedisClaimPaced(b *testing.B) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N)/1e3, "cpu-µs/claim")
-	b.ReportMetric(float64(serverCPU(b, client)-server0)/float64(b.N)/1e3, "redis-cpu-µs/claim")
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "claims/s")
-	b.ReportMetric(float64(b.N)/float64(batches.Load()), "claims/batch")
 }

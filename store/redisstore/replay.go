@@ -103,6 +103,7 @@ type Replay struct {
 
 	lanesMu sync.Mutex
 	lanes   map[string]*batcher // by master address ("" for a single node); see lane
+	held    *heldConns          // the claims' connections of a single node; see heldconn.go
 	// batchHook, a test hook, hears the size of every batch before it is sent.
 	batchHook func(n int)
 }
@@ -148,6 +149,9 @@ func NewReplay(client redis.UniversalClient, opts ...Option) *Replay {
 		o(r)
 	}
 	_, r.cluster = client.(*redis.ClusterClient)
+	if single, ok := client.(*redis.Client); ok && r.acks == 0 {
+		r.held = &heldConns{client: single}
+	}
 	// Built once: every claim names its tag's epoch key.
 	for tag := range LossTags {
 		r.epochKeys[tag] = r.prefix + "{" + hex.EncodeToString([]byte{byte(tag)}) + "}epoch"
@@ -343,7 +347,13 @@ func (r *Replay) runBatch(batch []*pendingClaim) {
 		// Alone: one script call under the claim's own deadline, without a pipeline's
 		// bookkeeping (Run loads the script on NOSCRIPT itself).
 		c := batch[0]
-		c.finish(claimScript.Run(c.ctx, r.client, c.keys, c.args...).Slice())
+		var res []any
+		var err error
+		r.onConn(c.ctx, func(conn claimConn) error {
+			res, err = claimScript.Run(c.ctx, conn, c.keys, c.args...).Slice()
+			return err
+		})
+		c.finish(res, err)
 		return
 	}
 	// Shared: a deadline of the batch's own, so that no one caller's cancellation
@@ -352,8 +362,8 @@ func (r *Replay) runBatch(batch []*pendingClaim) {
 	defer cancel()
 	cmds := make([]*redis.Cmd, len(batch))
 	var wait *redis.Cmd
-	exec := func() error {
-		pipe := r.client.Pipeline()
+	exec := func(conn claimConn) error {
+		pipe := conn.Pipeline()
 		for i, c := range batch {
 			cmds[i] = claimScript.EvalSha(ctx, pipe, c.keys, c.args...)
 		}
@@ -363,18 +373,27 @@ func (r *Replay) runBatch(batch []*pendingClaim) {
 		_, err := pipe.Exec(ctx) // each command carries its own error as well
 		return err
 	}
-	if err := exec(); err != nil && r.noScript(cmds) {
-		// A restarted server has no scripts: load it (on every master of a Cluster)
-		// and run the batch once more. A failed EVALSHA wrote nothing, and one that
-		// succeeded finds its own value again (the claim's random value), so running
-		// the whole batch again changes no outcome.
-		if lerr := claimScript.Load(ctx, r.client).Err(); lerr != nil {
-			for _, c := range batch {
-				c.finish(nil, lerr)
+	var loadErr error
+	r.onConn(ctx, func(conn claimConn) error {
+		loadErr = nil
+		err := exec(conn)
+		if err != nil && r.noScript(cmds) {
+			// A restarted server has no scripts: load it (on every master of a
+			// Cluster) and run the batch once more. A failed EVALSHA wrote nothing,
+			// and one that succeeded finds its own value again (the claim's random
+			// value), so running the whole batch again changes no outcome.
+			if loadErr = claimScript.Load(ctx, r.client).Err(); loadErr != nil {
+				return loadErr
 			}
-			return
+			err = exec(conn)
 		}
-		_ = exec()
+		return err
+	})
+	if loadErr != nil {
+		for _, c := range batch {
+			c.finish(nil, loadErr)
+		}
+		return
 	}
 	if r.acks > 0 {
 		if werr := r.waitError(wait); werr != nil {
@@ -532,6 +551,7 @@ func NewClient(addrs []string, cluster bool, opts ...ClientOption) redis.Univers
 		Addrs:                 addrs,
 		IsClusterMode:         cluster,
 		ContextTimeoutEnabled: true,
+		Protocol:              protocol,
 	}
 	conn.apply(o)
 	return redis.NewUniversalClient(o)
