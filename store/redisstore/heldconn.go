@@ -28,6 +28,9 @@ import (
 //     on a fresh connection, within the same deadline. That is the retry go-redis
 //     itself makes on a pooled connection that turns out dead, and it is as safe:
 //     a claim whose first run was written finds its own random value (see Replay).
+//     go-redis's own retries are off for the commands on held connections
+//     (noRetryCmd): they would all go to the connection it has just marked bad,
+//     after its back-off sleeps (a measured 100 ms after a restart).
 //
 // A Cluster client keeps the pool (its commands follow MOVED to the slot's node, which
 // a held connection to one node would not), and so do claims with WithReplicaAcks: a
@@ -46,6 +49,7 @@ type heldConns struct {
 type claimConn interface {
 	redis.Scripter
 	Pipeline() redis.Pipeliner
+	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
 var (
@@ -85,21 +89,42 @@ func (h *heldConns) put(conn *redis.Conn, err error) {
 	}
 }
 
-// onConn runs fn on a held connection of r, or on r's client when the store holds
-// none (a Cluster, WithReplicaAcks); fn returns the error of its run (nil when every
-// command was answered without an error). When a held connection that had served
-// before fails, fn runs once more on a fresh one, unless ctx has ended.
-func (r *Replay) onConn(ctx context.Context, fn func(claimConn) error) {
+// onConn runs fn on a held connection of r (held true), or on r's client when the
+// store holds none (a Cluster, WithReplicaAcks); fn returns the error of its run (nil
+// when every command was answered without an error). When a held connection that had
+// served before fails, fn runs once more on a fresh one, unless ctx has ended.
+func (r *Replay) onConn(ctx context.Context, fn func(conn claimConn, held bool) error) {
 	if r.held == nil {
-		_ = fn(r.client)
+		_ = fn(r.client, false)
 		return
 	}
 	conn, reused := r.held.get()
-	err := fn(conn)
+	err := fn(conn, true)
 	r.held.put(conn, err)
 	if err == nil || !reused || ctx.Err() != nil {
 		return
 	}
 	conn = r.held.client.Conn()
-	r.held.put(conn, fn(conn))
+	r.held.put(conn, fn(conn, true))
+}
+
+// noRetryCmd is a command go-redis runs once, without retries of its own (see
+// heldConns).
+type noRetryCmd struct{ *redis.Cmd }
+
+func (noRetryCmd) NoRetry() bool { return true }
+
+// heldEvalSha is claimScript.EvalSha for a held connection: queued on pipe (a
+// pipeline, or the connection itself) as a noRetryCmd.
+func heldEvalSha(ctx context.Context, pipe interface {
+	Process(context.Context, redis.Cmder) error
+}, keys []string, args []any) *redis.Cmd {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", claimScript.Hash(), len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmd := redis.NewCmd(ctx, append(cmdArgs, args...)...)
+	_ = pipe.Process(ctx, noRetryCmd{cmd}) // the error is cmd's
+	return cmd
 }

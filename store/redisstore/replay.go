@@ -349,8 +349,21 @@ func (r *Replay) runBatch(batch []*pendingClaim) {
 		c := batch[0]
 		var res []any
 		var err error
-		r.onConn(c.ctx, func(conn claimConn) error {
-			res, err = claimScript.Run(c.ctx, conn, c.keys, c.args...).Slice()
+		r.onConn(c.ctx, func(conn claimConn, held bool) error {
+			if !held {
+				res, err = claimScript.Run(c.ctx, conn, c.keys, c.args...).Slice()
+				return err
+			}
+			cmd := heldEvalSha(c.ctx, conn, c.keys, c.args)
+			if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+				// A restarted server has no scripts (as Run does, in two steps).
+				if lerr := claimScript.Load(c.ctx, conn).Err(); lerr != nil {
+					res, err = nil, lerr
+					return err
+				}
+				cmd = heldEvalSha(c.ctx, conn, c.keys, c.args)
+			}
+			res, err = cmd.Slice()
 			return err
 		})
 		c.finish(res, err)
@@ -362,10 +375,14 @@ func (r *Replay) runBatch(batch []*pendingClaim) {
 	defer cancel()
 	cmds := make([]*redis.Cmd, len(batch))
 	var wait *redis.Cmd
-	exec := func(conn claimConn) error {
+	exec := func(conn claimConn, held bool) error {
 		pipe := conn.Pipeline()
 		for i, c := range batch {
-			cmds[i] = claimScript.EvalSha(ctx, pipe, c.keys, c.args...)
+			if held {
+				cmds[i] = heldEvalSha(ctx, pipe, c.keys, c.args)
+			} else {
+				cmds[i] = claimScript.EvalSha(ctx, pipe, c.keys, c.args...)
+			}
 		}
 		if r.acks > 0 {
 			wait = pipe.Do(ctx, "WAIT", r.acks, r.ackTimeout.Milliseconds())
@@ -374,9 +391,9 @@ func (r *Replay) runBatch(batch []*pendingClaim) {
 		return err
 	}
 	var loadErr error
-	r.onConn(ctx, func(conn claimConn) error {
+	r.onConn(ctx, func(conn claimConn, held bool) error {
 		loadErr = nil
-		err := exec(conn)
+		err := exec(conn, held)
 		if err != nil && r.noScript(cmds) {
 			// A restarted server has no scripts: load it (on every master of a
 			// Cluster) and run the batch once more. A failed EVALSHA wrote nothing,
@@ -385,7 +402,7 @@ func (r *Replay) runBatch(batch []*pendingClaim) {
 			if loadErr = claimScript.Load(ctx, r.client).Err(); loadErr != nil {
 				return loadErr
 			}
-			err = exec(conn)
+			err = exec(conn, held)
 		}
 		return err
 	})
