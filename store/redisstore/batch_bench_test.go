@@ -5,6 +5,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -115,7 +116,7 @@ func BenchmarkMemoryClaimPaced(b *testing.B) {
 }
 
 // claimPaced runs b.N claims on r at pacedRate from pacedWorkers goroutines and reports
-// this process's CPU per claim.
+// this process's CPU per claim and the claims' median and 99th percentile latency.
 func claimPaced(b *testing.B, r store.Replay) {
 	const (
 		pacedWorkers = 16
@@ -126,6 +127,7 @@ func claimPaced(b *testing.B, r store.Replay) {
 		id, handed atomic.Int64
 		wg         sync.WaitGroup
 	)
+	latencies := make([]time.Duration, b.N)
 	b.ReportAllocs()
 	cpu0 := processCPU(b)
 	b.ResetTimer()
@@ -134,14 +136,16 @@ func claimPaced(b *testing.B, r store.Replay) {
 		wg.Go(func() {
 			rng := mrand.New(mrand.NewPCG(uint64(w), 1))
 			next := start
-			for handed.Add(1) <= int64(b.N) {
+			for n := handed.Add(1); n <= int64(b.N); n = handed.Add(1) {
 				// An absolute schedule, so that slow claims do not lower the rate.
 				next = next.Add(time.Duration(rng.ExpFloat64() * mean))
 				time.Sleep(time.Until(next))
+				t0 := time.Now()
 				if err := r.Claim(context.Background(), fmt.Sprintf("bench-jti-%d", id.Add(1)), 2*time.Second); err != nil {
 					b.Error(err)
 					return
 				}
+				latencies[n-1] = time.Since(t0)
 			}
 		})
 	}
@@ -150,4 +154,7 @@ func claimPaced(b *testing.B, r store.Replay) {
 	b.StopTimer()
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N)/1e3, "cpu-µs/claim")
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "claims/s")
+	slices.Sort(latencies)
+	b.ReportMetric(float64(latencies[len(latencies)/2])/1e3, "p50-µs")
+	b.ReportMetric(float64(latencies[len(latencies)*99/100])/1e3, "p99-µs")
 }

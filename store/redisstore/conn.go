@@ -46,16 +46,6 @@ func minTLS12(cfg *tls.Config) *tls.Config {
 	return cfg
 }
 
-// protocol is the RESP version of every client this package builds (NewClient,
-// NewFailoverClient): RESP2. The stores use only plain commands, scripts and
-// pipelines; nothing here needs RESP3's push messages (no client-side caching, no
-// Pub/Sub, no maintenance notifications), and with RESP3, go-redis's default, every
-// command pays for push handling it never uses: a peek for pending push messages
-// before each command's reply, and the pool's health check looking for them on every
-// connection it hands out (docs/performance.md, "The Redis path and the server around
-// the handler").
-const protocol = 2
-
 func (c connConfig) apply(o *redis.UniversalOptions) {
 	o.Username, o.Password, o.TLSConfig = c.username, c.password, c.tls
 }

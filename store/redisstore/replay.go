@@ -59,9 +59,10 @@ func WithTimeout(d time.Duration) Option {
 // with its own reply, and an error of the pipeline refuses each of them. The value is
 // random per claim, so that when
 // the client retries a SET whose first reply was lost (go-redis retries after, for
-// example, an EOF on a pooled connection, and a Cluster client retries on another
-// node), a "not set" that is really this claim's own earlier write is recognised
-// instead of being reported as a replay.
+// example, an EOF on a pooled connection, a Cluster client retries on another node,
+// and the store itself once on a fresh connection when one it held failed: see
+// heldconn.go), a "not set" that is really this claim's own earlier write is
+// recognised instead of being reported as a replay.
 //
 // Data loss. A Redis that restarts without persistence (or is flushed, or evicts keys)
 // forgets the claims it held, and every proof accepted before would be accepted once
@@ -568,7 +569,6 @@ func NewClient(addrs []string, cluster bool, opts ...ClientOption) redis.Univers
 		Addrs:                 addrs,
 		IsClusterMode:         cluster,
 		ContextTimeoutEnabled: true,
-		Protocol:              protocol,
 	}
 	conn.apply(o)
 	return redis.NewUniversalClient(o)

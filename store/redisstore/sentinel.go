@@ -51,6 +51,5 @@ func NewFailoverClient(s Sentinel) redis.UniversalClient {
 		Password:              s.Password,
 		TLSConfig:             minTLS12(s.TLS),
 		ContextTimeoutEnabled: true,
-		Protocol:              protocol,
 	})
 }
