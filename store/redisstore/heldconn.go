@@ -16,8 +16,10 @@ import (
 // write and the read of its round trip (docs/performance.md, "The Redis path and the
 // server around the handler"). So the claim pipelines of a single node (or of the
 // primary Sentinel names) run on connections the store holds (go-redis Client.Conn,
-// a connection taken from the pool once and kept), which skip the check. What the
-// check was for is done here instead, after the fact:
+// a connection taken from the pool once and kept), which skip the check; with the
+// clients of NewClient and NewFailoverClient, which speak RESP2 (conn.go, protocol),
+// they skip go-redis's socket peek for push messages as well. What the check was for
+// is done here instead, after the fact:
 //
 //   - A held connection that failed in any way (an error of the command or of the
 //     connection, a timeout) is closed, never used again: go-redis drops it from its

@@ -21,7 +21,7 @@ import (
 // server in time; that the claim reached it shows in the loss it reports.
 func TestRedisHeldConnectionReplacedAfterRestart(t *testing.T) {
 	srv := startOwnRedis(t)
-	client := redis.NewClient(&redis.Options{Addr: srv.addr(), ContextTimeoutEnabled: true,
+	client := redis.NewClient(&redis.Options{Addr: srv.addr(), Protocol: protocol, ContextTimeoutEnabled: true,
 		MinRetryBackoff: time.Minute, MaxRetryBackoff: time.Minute})
 	defer client.Close()
 	var losses atomic.Int64

@@ -569,6 +569,7 @@ func NewClient(addrs []string, cluster bool, opts ...ClientOption) redis.Univers
 		Addrs:                 addrs,
 		IsClusterMode:         cluster,
 		ContextTimeoutEnabled: true,
+		Protocol:              protocol,
 	}
 	conn.apply(o)
 	return redis.NewUniversalClient(o)
