@@ -8,7 +8,8 @@
 //
 // Replay (NewReplay) makes a claim one Lua script: SET key value PX ttl NX behind a
 // check of the claim's epoch key; claims from concurrent requests share one pipeline
-// per node (one round trip, a write and a read for all of them). Records (NewRecords) makes every operation one script
+// per node (one round trip, a write and a read for all of them), on a single node over
+// connections the store holds (heldconn.go, around go-redis's per-command pool check). Records (NewRecords) makes every operation one script
 // on one key. Both are Cluster-safe (every script touches one slot) and keep only a
 // SHA-256 digest of the caller's key, so a sender can neither put its values into Redis
 // nor choose the slot of its claims.

@@ -59,9 +59,10 @@ func WithTimeout(d time.Duration) Option {
 // with its own reply, and an error of the pipeline refuses each of them. The value is
 // random per claim, so that when
 // the client retries a SET whose first reply was lost (go-redis retries after, for
-// example, an EOF on a pooled connection, and a Cluster client retries on another
-// node), a "not set" that is really this claim's own earlier write is recognised
-// instead of being reported as a replay.
+// example, an EOF on a pooled connection, a Cluster client retries on another node,
+// and the store itself once on a fresh connection when one it held failed: see
+// heldconn.go), a "not set" that is really this claim's own earlier write is
+// recognised instead of being reported as a replay.
 //
 // Data loss. A Redis that restarts without persistence (or is flushed, or evicts keys)
 // forgets the claims it held, and every proof accepted before would be accepted once
@@ -103,6 +104,7 @@ type Replay struct {
 
 	lanesMu sync.Mutex
 	lanes   map[string]*batcher // by master address ("" for a single node); see lane
+	held    *heldConns          // the claims' connections of a single node; see heldconn.go
 	// batchHook, a test hook, hears the size of every batch before it is sent.
 	batchHook func(n int)
 }
@@ -148,6 +150,9 @@ func NewReplay(client redis.UniversalClient, opts ...Option) *Replay {
 		o(r)
 	}
 	_, r.cluster = client.(*redis.ClusterClient)
+	if single, ok := client.(*redis.Client); ok && r.acks == 0 {
+		r.held = &heldConns{client: single}
+	}
 	// Built once: every claim names its tag's epoch key.
 	for tag := range LossTags {
 		r.epochKeys[tag] = r.prefix + "{" + hex.EncodeToString([]byte{byte(tag)}) + "}epoch"
@@ -343,7 +348,26 @@ func (r *Replay) runBatch(batch []*pendingClaim) {
 		// Alone: one script call under the claim's own deadline, without a pipeline's
 		// bookkeeping (Run loads the script on NOSCRIPT itself).
 		c := batch[0]
-		c.finish(claimScript.Run(c.ctx, r.client, c.keys, c.args...).Slice())
+		var res []any
+		var err error
+		r.onConn(c.ctx, func(conn claimConn, held bool) error {
+			if !held {
+				res, err = claimScript.Run(c.ctx, conn, c.keys, c.args...).Slice()
+				return err
+			}
+			cmd := heldEvalSha(c.ctx, conn, c.keys, c.args)
+			if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+				// A restarted server has no scripts (as Run does, in two steps).
+				if lerr := claimScript.Load(c.ctx, conn).Err(); lerr != nil {
+					res, err = nil, lerr
+					return err
+				}
+				cmd = heldEvalSha(c.ctx, conn, c.keys, c.args)
+			}
+			res, err = cmd.Slice()
+			return err
+		})
+		c.finish(res, err)
 		return
 	}
 	// Shared: a deadline of the batch's own, so that no one caller's cancellation
@@ -352,10 +376,14 @@ func (r *Replay) runBatch(batch []*pendingClaim) {
 	defer cancel()
 	cmds := make([]*redis.Cmd, len(batch))
 	var wait *redis.Cmd
-	exec := func() error {
-		pipe := r.client.Pipeline()
+	exec := func(conn claimConn, held bool) error {
+		pipe := conn.Pipeline()
 		for i, c := range batch {
-			cmds[i] = claimScript.EvalSha(ctx, pipe, c.keys, c.args...)
+			if held {
+				cmds[i] = heldEvalSha(ctx, pipe, c.keys, c.args)
+			} else {
+				cmds[i] = claimScript.EvalSha(ctx, pipe, c.keys, c.args...)
+			}
 		}
 		if r.acks > 0 {
 			wait = pipe.Do(ctx, "WAIT", r.acks, r.ackTimeout.Milliseconds())
@@ -363,18 +391,27 @@ func (r *Replay) runBatch(batch []*pendingClaim) {
 		_, err := pipe.Exec(ctx) // each command carries its own error as well
 		return err
 	}
-	if err := exec(); err != nil && r.noScript(cmds) {
-		// A restarted server has no scripts: load it (on every master of a Cluster)
-		// and run the batch once more. A failed EVALSHA wrote nothing, and one that
-		// succeeded finds its own value again (the claim's random value), so running
-		// the whole batch again changes no outcome.
-		if lerr := claimScript.Load(ctx, r.client).Err(); lerr != nil {
-			for _, c := range batch {
-				c.finish(nil, lerr)
+	var loadErr error
+	r.onConn(ctx, func(conn claimConn, held bool) error {
+		loadErr = nil
+		err := exec(conn, held)
+		if err != nil && r.noScript(cmds) {
+			// A restarted server has no scripts: load it (on every master of a
+			// Cluster) and run the batch once more. A failed EVALSHA wrote nothing,
+			// and one that succeeded finds its own value again (the claim's random
+			// value), so running the whole batch again changes no outcome.
+			if loadErr = claimScript.Load(ctx, r.client).Err(); loadErr != nil {
+				return loadErr
 			}
-			return
+			err = exec(conn, held)
 		}
-		_ = exec()
+		return err
+	})
+	if loadErr != nil {
+		for _, c := range batch {
+			c.finish(nil, loadErr)
+		}
+		return
 	}
 	if r.acks > 0 {
 		if werr := r.waitError(wait); werr != nil {
@@ -532,6 +569,7 @@ func NewClient(addrs []string, cluster bool, opts ...ClientOption) redis.Univers
 		Addrs:                 addrs,
 		IsClusterMode:         cluster,
 		ContextTimeoutEnabled: true,
+		Protocol:              protocol,
 	}
 	conn.apply(o)
 	return redis.NewUniversalClient(o)

@@ -51,5 +51,6 @@ func NewFailoverClient(s Sentinel) redis.UniversalClient {
 		Password:              s.Password,
 		TLSConfig:             minTLS12(s.TLS),
 		ContextTimeoutEnabled: true,
+		Protocol:              protocol,
 	})
 }
