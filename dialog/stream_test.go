@@ -282,3 +282,46 @@ func TestWIMSESig3_5_RequireSignedResponseRejectsAnUnsignedStream(t *testing.T) 
 	}
 	res.Body.Close()
 }
+
+// unwrapping is a middleware's writer around the receiver's, as http.ResponseController
+// follows it.
+type unwrapping struct{ http.ResponseWriter }
+
+func (u unwrapping) Unwrap() http.ResponseWriter { return u.ResponseWriter }
+
+// HoldsResponse says, for the writer a handler got (or one wrapping it), what section
+// 3.5 makes of each response: held to be signed, but an event stream nobody asked to
+// have signed with WithStreamingUnsigned; nothing is held without a signer.
+func TestWIMSESig3_5_HoldsResponse(t *testing.T) {
+	sse, json := http.Header{"Content-Type": {"text/event-stream; charset=utf-8"}}, http.Header{"Content-Type": {"application/json"}}
+	for _, tc := range []struct {
+		name             string
+		asked            bool
+		option           []dialog.ReceiverOption
+		holdSSE, holdRaw bool
+	}{
+		{"default", false, nil, true, true},
+		{"streaming unsigned", false, []dialog.ReceiverOption{dialog.WithStreamingUnsigned()}, false, true},
+		{"streaming unsigned, asked", true, []dialog.ReceiverOption{dialog.WithStreamingUnsigned()}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFigure3(t)
+			got := make(chan [2]bool, 1)
+			srv := f.signingTool(t, func(w http.ResponseWriter, r *http.Request) {
+				got <- [2]bool{dialog.HoldsResponse(unwrapping{w}, sse), dialog.HoldsResponse(w, json)}
+			}, tc.option...)
+			res, _, err := f.a1Via(tc.asked, nil).Start(streamContext(t), post(t, srv.URL+"/invoke"), "D1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if g := <-got; g != [2]bool{tc.holdSSE, tc.holdRaw} {
+				t.Fatalf("holds an event stream, JSON: %v, want %v %v", g, tc.holdSSE, tc.holdRaw)
+			}
+		})
+	}
+	rec := httptest.NewRecorder()
+	if dialog.HoldsResponse(rec, sse) || dialog.HoldsResponse(unwrapping{rec}, json) {
+		t.Fatal("a writer that is not a receiver's holds")
+	}
+}
