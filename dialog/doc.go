@@ -20,6 +20,25 @@
 // Value it received, octet for octet, and never a re-serialization (section 7), because
 // the proofs of earlier hops cover those octets.
 //
+// # Signed responses (http-signature-07 section 3.5, section 7)
+//
+// With WithResponseSigner the Middleware signs its response to every HTTP-signed
+// request, covering the Dialog-Context it echoes (section 7), and so holds the response
+// until the handler has ended: the signature covers the status, the fields and the
+// body's Content-Digest. That is the draft's "server policy requires" signing: a
+// response that cannot be signed (over MaxSignedResponseBody) is never sent unsigned
+// but answered with response_not_signable (501), as is a request that asked for a
+// signed response (wimse-sign-response) of a receiver without a signer.
+//
+// WithStreamingUnsigned makes one exception, which the draft allows (signing is
+// RECOMMENDED; a client that did not ask MUST accept an unsigned response): an event
+// stream (Content-Type text/event-stream) to a request that did not ask goes out
+// unsigned as the handler writes it, each flush reaching the client, so that MCP
+// Streamable HTTP's and A2A's streams arrive as they are sent. A flush alone does not
+// make a response a stream, and a request that asked is always answered signed or
+// refused. HoldsResponse tells a proxy in front of the handler which responses the
+// writer holds (proxy.Ingress streams the others).
+//
 // # Handoffs in host protocols (handoff-context sections 5, 6)
 //
 // WithHandoffsIn names the host protocols and versions a receiver serves (MCP, A2A03,

@@ -1,7 +1,6 @@
 package dialog
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"strconv"
@@ -100,6 +99,7 @@ type Receiver struct {
 	requireDialog  bool
 	requireOrigin  bool
 	responseSigner func(ctx context.Context) (*httpsig.Signer, error)
+	streamUnsigned bool
 	handoffs       *handoff.Receiver
 	place          func(body []byte) (*placed, error)
 }
@@ -141,6 +141,28 @@ func RequireVerifiedInitiator() ReceiverOption { return func(r *Receiver) { r.re
 // so that a refreshed WIT is used.
 func WithResponseSigner(signer func(ctx context.Context) (*httpsig.Signer, error)) ReceiverOption {
 	return func(r *Receiver) { r.responseSigner = signer }
+}
+
+// WithStreamingUnsigned lets an event stream (Content-Type text/event-stream: MCP
+// Streamable HTTP's replies and GET stream, A2A's streaming methods) go out unsigned as
+// the handler writes it, each flush reaching the client, when the request did not ask
+// for a signed response (no wimse-sign-response). http-signature-07 section 3.5 allows
+// it: signing is RECOMMENDED, and a client that did not ask MUST accept an unsigned
+// response. Everything else is signed as without the option: every response that is
+// not an event stream, and every response to a request that asked, which is held
+// within MaxSignedResponseBody and signed, or refused (response_not_signable) and
+// never sent unsigned. A flush alone does not make a response a stream: handlers and
+// proxies flush ordinary replies too, and a flush that dropped the signature would
+// strip it from them. Without a response signer the option changes nothing.
+//
+// It is an option, off by default, because a receiver given a response signer has
+// been told to sign: without it the receiver acts as the draft's "server policy
+// requires" signing, and an operator who turned signing on does not see a stream lose
+// its signature because a release changed a default. That policy holds every stream,
+// so a stream reaches the client only when it ends, and one that grows past the bound
+// is refused with response_not_signable (501) in place of an unsigned success.
+func WithStreamingUnsigned() ReceiverOption {
+	return func(r *Receiver) { r.streamUnsigned = true }
 }
 
 // NewReceiver builds a Receiver; at least one proof method is required.
@@ -318,8 +340,10 @@ func hasWPT(h http.Header) bool {
 // problem document with the stable code; a check that could not be completed answers
 // 503, a failed one 400/401/403 (section 12: the error says which happened). When the
 // request was HTTP-signed and a response signer is configured, the response is signed
-// (covering the Dialog-Context it echoes); when the client demanded a signed response
-// and none can be made, no unsigned success is sent (http-signature-07 section 3.5).
+// (covering the Dialog-Context it echoes), but an event stream the client did not ask
+// to have signed with WithStreamingUnsigned; when a signed response is required (the
+// client demanded one, or the signer signs every response) and none can be made, no
+// unsigned success is sent (http-signature-07 section 3.5): response_not_signable.
 // A refused handoff that has a signed status to send back is answered in place of the
 // handler, as WithHandoffs says. Any other refusal at the handoff step of a JSON-RPC
 // request (MCP, A2A) is a JSON-RPC error response on 200 with the code and kind in its
@@ -357,8 +381,18 @@ func (rc *Receiver) Middleware(next http.Handler) http.Handler {
 			problem.Write(w, err)
 			return
 		}
-		buf := &bufferedResponse{header: http.Header{}}
-		next.ServeHTTP(buf, r)
+		buf := &signedResponse{w: w, header: http.Header{}, mayPass: rc.streamUnsigned && !v.Signature.SignResponse}
+		if v.Context != nil {
+			buf.dialogContext = v.Context.Value()
+		}
+		if buf.mayPass {
+			next.ServeHTTP(streamableResponse{buf}, r)
+		} else {
+			next.ServeHTTP(buf, r)
+		}
+		if buf.passing || buf.refused != nil {
+			return // passed through unsigned as it was written, or refused over the bound
+		}
 		h := buf.header
 		if v.Context != nil {
 			h.Set(HeaderName, v.Context.Value())
@@ -379,32 +413,6 @@ func (rc *Receiver) Middleware(next http.Handler) http.Handler {
 		w.WriteHeader(status)
 		_, _ = w.Write(body)
 	})
-}
-
-// bufferedResponse holds a handler's response until it is signed: the signature covers
-// the status, the fields and the body's digest, all of which must be final first.
-type bufferedResponse struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (b *bufferedResponse) Header() http.Header { return b.header }
-
-func (b *bufferedResponse) WriteHeader(status int) {
-	if b.status == 0 {
-		b.status = status
-	}
-}
-
-func (b *bufferedResponse) Write(p []byte) (int, error) {
-	if b.status == 0 {
-		b.status = http.StatusOK
-	}
-	if b.body.Len()+len(p) > MaxSignedResponseBody {
-		return 0, errcode.New(errcode.BodyTooLarge, "response over %d octets cannot be signed", MaxSignedResponseBody)
-	}
-	return b.body.Write(p)
 }
 
 // MaxSignedResponseBody bounds a response that is buffered to be signed.

@@ -61,7 +61,7 @@ func (f *figure3) txnToken(t *testing.T, dlg, aud string) string {
 	return tok
 }
 
-func (f *figure3) receiver(t *testing.T, aud string, self *testkit.Workload, stateful bool) *dialog.Receiver {
+func (f *figure3) receiver(t *testing.T, aud string, self *testkit.Workload, stateful bool, more ...dialog.ReceiverOption) *dialog.Receiver {
 	replay := store.NewMemory(store.WithClock(f.clock.Now))
 	wits := f.d.Validator(wit.WithCache(64, time.Minute))
 	ttsKeys, _ := keys.NewStaticSet(f.ttsKey.Public())
@@ -77,7 +77,7 @@ func (f *figure3) receiver(t *testing.T, aud string, self *testkit.Workload, sta
 	if stateful {
 		opts = append(opts, dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords(store.WithClock(f.clock.Now)))))
 	}
-	rc, err := dialog.NewReceiver(opts...)
+	rc, err := dialog.NewReceiver(append(opts, more...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -283,9 +283,9 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer res.Body.Close()
-	if v.Handoff == nil && v.Cancel == nil && !signResponse(v) && canFlush(w) {
+	if v.Handoff == nil && v.Cancel == nil && !signResponse(v) && canStream(w, res.Header) {
 		// Nothing is computed over this body: it goes to the caller as it comes. The
-		// receiver has set the Dialog-Context it echoes on w already.
+		// receiver echoes the Dialog-Context on w itself.
 		for _, f := range []string{dialog.HeaderName, "Signature", "Signature-Input", wit.HeaderName, HandoffStatusField, HandoffReasonField} {
 			res.Header.Del(f)
 		}
@@ -316,8 +316,8 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 // signResponse reports whether the caller asked for a signed response
 // (wimse-sign-response): the signature covers the body's digest, so the body is read
 // whole. A receiver with a response signer signs every response to an HTTP-signed
-// request, asked or not: it holds the response meanwhile, and its writer cannot flush
-// (canFlush).
+// request, asked or not, and holds it meanwhile, but an event stream nobody asked to
+// have signed with dialog.WithStreamingUnsigned (canStream).
 func signResponse(v *dialog.Verified) bool {
 	return v.Signature != nil && v.Signature.SignResponse
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 )
 
@@ -22,7 +23,8 @@ import (
 //
 //   - a signed response (the client's wimse-sign-response, a route's
 //     RequireSignedResponse, an ingress whose receiver signs every response to an
-//     HTTP-signed request): the signature covers Content-Digest, so the body
+//     HTTP-signed request, but with dialog.WithStreamingUnsigned the event streams
+//     nobody asked to have signed): the signature covers Content-Digest, so the body
 //     (http-signature-07 section 3.5, RFC 9421);
 //   - the reply to a handoff offer: the delegate's status is placed in it and verified
 //     from it (handoff-context section 5.6);
@@ -69,6 +71,15 @@ func newStreamer(idle time.Duration, log *slog.Logger, side string) (streamer, e
 		log = slog.New(slog.DiscardHandler)
 	}
 	return streamer{idle: idle, log: log, side: side}, nil
+}
+
+// canStream reports whether a response with fields h can go to w as it comes: w
+// flushes (canFlush), and the receiver's writer does not hold this response to sign it
+// (dialog.HoldsResponse: with dialog.WithStreamingUnsigned it passes an event stream to
+// a request that did not ask for a signed response, and signs anything else, which the
+// ingress then reads whole within MaxBody as before).
+func canStream(w http.ResponseWriter, h http.Header) bool {
+	return canFlush(w) && !dialog.HoldsResponse(w, h)
 }
 
 // canFlush reports whether w reaches the connection with a flush: w or a writer it

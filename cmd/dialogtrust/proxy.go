@@ -228,8 +228,12 @@ type IngressConfig struct {
 	// (section 5); else it is stateless, like a tool.
 	Stateful bool `yaml:"stateful"`
 	// SignResponses signs responses to HTTP-signed requests with the workload's WIT.
-	SignResponses bool                `yaml:"sign_responses"`
-	Store         cmdutil.StoreConfig `yaml:"store"`
+	SignResponses bool `yaml:"sign_responses"`
+	// StreamUnsigned (with SignResponses) passes an event stream to a request that did
+	// not ask for a signed response unsigned, as it comes (dialog.WithStreamingUnsigned);
+	// off, every response is signed and a stream reaches the caller when it ends.
+	StreamUnsigned bool                `yaml:"stream_unsigned"`
+	Store          cmdutil.StoreConfig `yaml:"store"`
 	// HandoffHosts are the host protocols whose handoffs the ingress checks and
 	// answers (mcp, a2a03, a2a10); none: handoffs are not read.
 	HandoffHosts []string `yaml:"handoff_hosts"`
@@ -474,6 +478,9 @@ func checkProxy(cfg *ProxyConfig) error {
 		}
 		if len(in.HandoffHosts) > 0 && cfg.Handoff == nil {
 			return fmt.Errorf("ingress.handoff_hosts needs the handoff section (key_file, trust_file)")
+		}
+		if in.StreamUnsigned && !in.SignResponses {
+			return fmt.Errorf("ingress.stream_unsigned needs sign_responses: without it no response is signed")
 		}
 		if in.Store.Type == "" {
 			in.Store.Type = "memory"
@@ -953,6 +960,9 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 			}
 			return httpsig.NewSigner(c.Key, c.WIT), nil
 		}))
+		if in.StreamUnsigned {
+			opts = append(opts, dialog.WithStreamingUnsigned())
+		}
 	}
 	var hr *handoff.Receiver
 	if len(in.HandoffHosts) > 0 {

@@ -22,7 +22,18 @@ const (
 // wrappers let the proxies flush): the agent reads the first event while the
 // application waits for it to, before the application sends the second. The ingress
 // signs no responses and the route requires none, so nothing needs the body whole.
-func TestProxyCommandsStream(t *testing.T) {
+func TestProxyCommandsStream(t *testing.T) { proxyCommandsStream(t, "") }
+
+// The same with an ingress that signs responses, with stream_unsigned: the event stream
+// nobody asked to have signed passes unsigned, as it comes (http-signature-07 section
+// 3.5).
+func TestProxyCommandsStreamSigningIngress(t *testing.T) {
+	proxyCommandsStream(t, "  sign_responses: true\n  stream_unsigned: true\n")
+}
+
+// proxyCommandsStream runs the pair with ingressSigning in place of the ingress's
+// sign_responses member.
+func proxyCommandsStream(t *testing.T, ingressSigning string) {
 	witURL, ttsURL := proxyDomain(t)
 	read1 := make(chan struct{})
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -37,7 +48,7 @@ func TestProxyCommandsStream(t *testing.T) {
 		_, _ = io.WriteString(w, streamEvent2)
 	}))
 	defer app.Close()
-	in := startProxy(t, strings.Replace(ingressYAML(witURL, ttsURL, app.URL), "  sign_responses: true\n", "  stream_idle_timeout: 1m\n", 1))
+	in := startProxy(t, strings.Replace(ingressYAML(witURL, ttsURL, app.URL), "  sign_responses: true\n", ingressSigning+"  stream_idle_timeout: 1m\n", 1))
 	eg := strings.Replace(egressYAML(witURL, ttsURL, in["ingress"]), ", require_signed_response: true}", "}", 1)
 	out := startProxy(t, strings.Replace(eg, "egress:\n  listen: 127.0.0.1:0\n", "egress:\n  listen: 127.0.0.1:0\n  stream_idle_timeout: 1m\n", 1))
 
@@ -83,6 +94,8 @@ func TestProxyCheckConfigStreamIdleTimeout(t *testing.T) {
 		"ingress":          {ingress + "  stream_idle_timeout: 10m\n", ""},
 		"negative egress":  {withEgress("-1s"), "egress.stream_idle_timeout: must not be negative"},
 		"negative ingress": {ingress + "  stream_idle_timeout: -1s\n", "ingress.stream_idle_timeout: must not be negative"},
+		"stream_unsigned":  {ingress + "  stream_unsigned: true\n", ""},
+		"unsigned, alone":  {strings.Replace(ingress, "  sign_responses: true\n", "  stream_unsigned: true\n", 1), "ingress.stream_unsigned needs sign_responses"},
 	} {
 		expectCheckConfig(t, name, c.yaml, c.want)
 	}
