@@ -198,8 +198,9 @@ const (
 	ProvenanceBroken Code = "provenance_broken"
 	// ProvenanceDialogMismatch: a provenance record was made for another Dialog-Context.
 	ProvenanceDialogMismatch Code = "provenance_dialog_mismatch"
-	// ResponseNotSignable: the client required a signed response (wimse-sign-response)
-	// and the server cannot sign one (http-signature-07 section 3.5).
+	// ResponseNotSignable: a signed response is required, by the client
+	// (wimse-sign-response) or by the server's signing policy, and the server cannot
+	// sign this one, such as a body over the bound (http-signature-07 section 3.5).
 	ResponseNotSignable Code = "response_not_signable"
 	// DialogContextMismatch: a signed response echoes a Dialog-Context other than the
 	// request's (section 7), or the accepted context differs from the proposed one (5).
