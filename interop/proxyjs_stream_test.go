@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
+	"github.com/dialogtrust/dialogtrust/proxy"
 )
 
 // The proxies pass a response through as it comes when nothing must be computed over
@@ -112,6 +114,8 @@ func TestProxyJSSDKStreams(t *testing.T) {
 			jsStreamRoute{"/mcp-" + pr, mcpIn["ingress"] + "/mcp", pr},
 			jsStreamRoute{"/a2a-" + pr, a2aIn["ingress"] + "/a2a", pr})
 	}
+	// A route that makes handoff offers, for the one case read whole.
+	routes = append(routes, jsRoute{"/mcp-handoff", mcpIn["ingress"] + "/mcp", jsHotelID, "mcp"})
 	eg := d.startProxy(t, "planner egress", d.egressYAML(routes...))
 
 	for _, pr := range proofs {
@@ -244,4 +248,44 @@ func TestProxyJSSDKStreams(t *testing.T) {
 			}
 		})
 	}
+
+	// The reply to a handoff offer is read whole by design: the ingress places the
+	// hotel's signed status in the call's response event and the egress verifies it
+	// from there. Through the same long tool, the notifications come only once the
+	// gate has opened and the tool ended, still in the stream before the result, and
+	// the SDK's client gets the result with the status in its _meta (the tool states
+	// no outcome, so the status is accepted).
+	t.Run("mcp handoff reply whole", func(t *testing.T) {
+		gate := "mcp-handoff"
+		cli := proc.StartProcess(t, "MCP streaming client (handoff)", node, jsDir, []string{"proxy-mcp-stream-client.mjs", eg["egress"] + "/mcp-handoff", gate}, []string{"DIALOGTRUST_HANDOFF=1"})
+		mcpApp.WaitLine(t, "waiting "+gate, time.Minute)
+		released := time.Now().UnixMilli()
+		postControl(t, mcpBase, "/release/"+gate)
+		progress := waitReport(t, cli, "progress", 1)
+		logged := waitReport(t, cli, "log", 1)
+		result := waitReport(t, cli, "result", 1)
+		if progress.At < released || logged.At < released || progress.Seq > result.Seq || logged.Seq > result.Seq {
+			t.Errorf("the gate opened at %d; progress at %d (#%d), log at %d (#%d), result at %d (#%d): want the notifications after the gate and before the result",
+				released, progress.At, progress.Seq, logged.At, logged.Seq, result.At, result.Seq)
+		}
+		var r struct {
+			Result struct {
+				Meta map[string]any `json:"_meta"`
+			} `json:"result"`
+			ContentType string            `json:"contentType"`
+			Fields      map[string]string `json:"fields"`
+		}
+		if err := json.Unmarshal(result.Raw, &r); err != nil {
+			t.Fatal(err)
+		}
+		hop := field(r.Fields, proxy.HandoffHopField)
+		if got := field(r.Fields, proxy.HandoffStatusField); got != string(handoff.StateAccepted) || hop == "" {
+			t.Fatalf("the client got %s %q and hop %q, want accepted: %s", proxy.HandoffStatusField, got, hop, result.Raw)
+		}
+		if !strings.HasPrefix(r.ContentType, "text/event-stream") {
+			t.Errorf("the tools/call came back as %q, want an event stream", r.ContentType)
+		}
+		d.checkStatus(t, r.Result.Meta[handoff.MCPMetaKey], hop, handoff.StateAccepted)
+		waitReport(t, cli, "done", 1)
+	})
 }
