@@ -287,5 +287,8 @@ func TestProxyJSSDKStreams(t *testing.T) {
 		}
 		d.checkStatus(t, r.Result.Meta[handoff.MCPMetaKey], hop, handoff.StateAccepted)
 		waitReport(t, cli, "done", 1)
+		if printed(cli, "retry ") {
+			t.Logf("the fresh ingress rejected an earlier offer as a replay; the client asked again")
+		}
 	})
 }

@@ -17,7 +17,7 @@
 // makes a signed offer), and after the result it closes and reports "done" without
 // waiting for a standalone message. An offer a fresh ingress rejects as a replay
 // (see runJSHandoff in proxyjs_test.go) is made again, in a new session and dialog,
-// for up to 5 s: only the last call is reported.
+// for up to 5 s, reporting "retry": only the last call's result is reported.
 //
 // On an error it prints "error JSON" and exits 1.
 //
@@ -34,6 +34,7 @@ if (!url || !gate) {
 }
 
 const handoff = process.env.DIALOGTRUST_HANDOFF === "1";
+const deadline = Date.now() + 5000;
 
 function isCall(body) {
   try {
@@ -43,11 +44,11 @@ function isCall(body) {
   }
 }
 
-// call runs one session: a dialog, a client, the call. A call rejected as a replay
-// reports nothing: the ingress answers it without the tool, so there are no
-// notifications, and its result is not reported; nor is the GET in handoff mode, where
-// the route asks for signed responses and the GET stream, held to be signed, never
-// arrives.
+// call runs one session: a dialog, a client, the call; retry says the call is to be
+// made again. A call rejected as a replay before the deadline reports nothing: the
+// ingress answers it without the tool, so there are no notifications, and its result
+// is not reported. Nor is the GET in handoff mode, where the route asks for signed
+// responses and the GET stream, held to be signed, never arrives.
 async function call() {
   const dlg = egressDialog();
   let callContentType = null;
@@ -86,15 +87,16 @@ async function call() {
     onprogress: (p) => report("progress", { progress: p.progress, message: p.message ?? null }),
   });
   const replay = callFields?.["dialogtrust-handoff-status"] === "rejected" && callFields?.["dialogtrust-handoff-reason"] === "replay";
-  if (!replay) report("result", { result, contentType: callContentType, fields: callFields, dialogContext: dlg.value });
-  return { client, replay, standaloneSeen };
+  const retry = replay && Date.now() < deadline;
+  if (!retry) report("result", { result, contentType: callContentType, fields: callFields, dialogContext: dlg.value });
+  return { client, retry, standaloneSeen };
 }
 
 try {
-  const deadline = Date.now() + 5000;
   for (;;) {
-    const { client, replay, standaloneSeen } = await call();
-    if (replay && Date.now() < deadline) {
+    const { client, retry, standaloneSeen } = await call();
+    if (retry) {
+      report("retry");
       await client.close();
       continue;
     }
