@@ -145,8 +145,16 @@ func (d *jsDomain) ingressYAML(app, host string) string {
 // jsRoute is one egress route that makes handoff offers.
 type jsRoute struct{ prefix, upstream, delegate, host string }
 
+func (r jsRoute) routeYAML() string {
+	return fmt.Sprintf("{prefix: %s, upstream: %s, audience: dev.local, scope: trip.book, recipient: %q, require_signed_response: true, delegate: %s, host: %s}",
+		r.prefix, r.upstream, jsHotelAudience, r.delegate, r.host)
+}
+
+// egressRoute is a route of egressYAML: its entry in egress.routes.
+type egressRoute interface{ routeYAML() string }
+
 // egressYAML is the planner's egress with routes.
-func (d *jsDomain) egressYAML(routes ...jsRoute) string {
+func (d *jsDomain) egressYAML(routes ...egressRoute) string {
 	var b strings.Builder
 	b.WriteString(d.common(jsPlannerID))
 	fmt.Fprintf(&b, `egress:
@@ -155,8 +163,7 @@ func (d *jsDomain) egressYAML(routes ...jsRoute) string {
   routes:
 `, d.ttsURL)
 	for _, r := range routes {
-		fmt.Fprintf(&b, "    - {prefix: %s, upstream: %s, audience: dev.local, scope: trip.book, recipient: %q, require_signed_response: true, delegate: %s, host: %s}\n",
-			r.prefix, r.upstream, jsHotelAudience, r.delegate, r.host)
+		fmt.Fprintf(&b, "    - %s\n", r.routeYAML())
 	}
 	return b.String()
 }

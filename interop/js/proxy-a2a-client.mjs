@@ -15,9 +15,8 @@
 // Prints one line "result JSON" ({result, status, fields}: the SendMessage
 // result as the SDK parsed it, the signed status text in it, the response fields) or
 // "error JSON"; exits 1 on an error.
-import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
 import { Role } from "@a2a-js/sdk";
-import { EXTENSION_URI, agentCard } from "./lib.mjs";
+import { EXTENSION_URI, a2aClient, agentCard } from "./lib.mjs";
 
 const [url, text = "book a hotel in Lisbon"] = process.argv.slice(2);
 if (!url) {
@@ -65,10 +64,7 @@ const serviceParameters = {
 if (task !== "") serviceParameters["Dialogtrust-Handoff-Task"] = task;
 
 try {
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: keepingFields })] }),
-  );
-  const client = await factory.createFromAgentCard(card);
+  const client = await a2aClient(card, keepingFields);
   let result;
   if (streaming) {
     for await (const ev of client.sendMessageStream(params, { serviceParameters })) {

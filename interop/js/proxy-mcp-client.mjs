@@ -18,6 +18,7 @@
 // DIALOGTRUST_HANDOFF_TASK (optional).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { egressDialog } from "./lib.mjs";
 
 const [url, argsJSON] = process.argv.slice(2);
 if (!url || !argsJSON) {
@@ -27,7 +28,7 @@ if (!url || !argsJSON) {
 const toolArguments = JSON.parse(argsJSON);
 const task = process.env.DIALOGTRUST_HANDOFF_TASK ?? "";
 
-let dialogContext = "";
+const dlg = egressDialog();
 let callFields = null;
 const exchanges = [];
 
@@ -45,11 +46,7 @@ function methodsOf(body) {
 async function viaEgress(input, init = {}) {
   const headers = new Headers(init.headers);
   const methods = methodsOf(init.body);
-  if (dialogContext === "") {
-    headers.set("Dialogtrust-Start-Dialog", "?1");
-  } else {
-    headers.set("Dialog-Context", dialogContext);
-  }
+  dlg.ask(headers);
   const isCall = methods.includes("tools/call");
   if (isCall) {
     headers.set("Dialogtrust-Handoff", "?1");
@@ -57,8 +54,7 @@ async function viaEgress(input, init = {}) {
   }
   const res = await fetch(input, { ...init, headers });
   exchanges.push({ method: init.method ?? "GET", rpc: methods, status: res.status });
-  const dc = res.headers.get("dialog-context");
-  if (dialogContext === "" && dc) dialogContext = dc;
+  dlg.learn(res);
   if (isCall) {
     callFields = {};
     for (const [name, value] of res.headers) {
@@ -73,7 +69,7 @@ const client = new Client({ name: "dialogtrust-interop-planner", version: "1.0.0
 try {
   await client.connect(transport);
   const result = await client.callTool({ name: "book_hotel", arguments: toolArguments });
-  console.log("result " + JSON.stringify({ result, fields: callFields, dialogContext, exchanges }));
+  console.log("result " + JSON.stringify({ result, fields: callFields, dialogContext: dlg.value, exchanges }));
   await client.close();
 } catch (e) {
   console.log("error " + JSON.stringify({ name: e?.constructor?.name, message: String(e?.message ?? e), code: e?.code, data: e?.data, fields: callFields, exchanges }));

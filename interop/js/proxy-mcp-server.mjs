@@ -86,7 +86,7 @@ const httpServer = http.createServer(async (req, res) => {
   }
   const json = path === "/mcp";
   // Stateless: no session to stream to (GET) or end (DELETE), as in the SDK's own
-  // stateless example; the proxies read responses whole and do not stream either.
+  // stateless example (proxy-mcp-stream-server.mjs has sessions and their GET stream).
   if (req.method !== "POST") {
     res.writeHead(405, { allow: "POST", "content-type": "application/json" });
     res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed." }, id: null }));
