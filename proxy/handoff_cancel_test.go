@@ -78,6 +78,7 @@ func TestHandoffSection4MCPCancel(t *testing.T) {
 		{"a hop this egress never offered", mcpCancel, "AAAAAAAAAAAAAAAAAAAAAA", dc.Value(), errcode.HandoffOfferMismatch},
 		{"no dialog", mcpCancel, hop, "", errcode.InvalidRequest},
 		{"another request", strings.Replace(mcpCancel, `"requestId":7`, `"requestId":8`, 1), hop, dc.Value(), errcode.InvalidRequest},
+		{"the request's id as a string", strings.Replace(mcpCancel, `"requestId":7`, `"requestId":"7"`, 1), hop, dc.Value(), errcode.InvalidRequest},
 		{"not a cancel", toolsCall, hop, dc.Value(), errcode.InvalidRequest},
 		{"not a hop identifier", mcpCancel, "a b", dc.Value(), errcode.InvalidRequest},
 	}
@@ -116,6 +117,32 @@ func TestHandoffSection4MCPCancel(t *testing.T) {
 	}
 	rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), hop)
 	if err != nil || rec.State != string(handoff.StateCanceled) || !rec.Offer.Equal(vs.Offer) {
+		t.Fatalf("the delegate's record: %+v (%v)", rec, err)
+	}
+}
+
+// JSON-RPC 2.0, section 5, and MCP's notifications/cancelled: the requestId names the
+// request by its id's value, which the agent's JSON library may write its own way (7.0
+// for 7): the cancel is still the offered hop's.
+func TestHandoffSection4MCPCancelNamesTheRequestIDByValue(t *testing.T) {
+	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, app: func(w http.ResponseWriter, r *http.Request, body []byte) {
+		if bytes.Contains(body, []byte("notifications/cancelled")) {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		mcpResult(w, "")
+	}})
+	res, body := hp.send(t, toolsCall, nil)
+	hop := res.Header.Get(proxy.HandoffHopField)
+	dc, err := dialog.FromHeader(res.Header)
+	if res.StatusCode != 200 || hop == "" || err != nil || dc == nil {
+		t.Fatalf("offer: %d %s %v (%v)", res.StatusCode, body, res.Header, err)
+	}
+	res, b := hp.cancel(t, strings.Replace(mcpCancel, `"requestId":7`, `"requestId":7.0`, 1), hop, dc.Value())
+	if res.StatusCode != http.StatusAccepted || hp.app.last().Header.Get(proxy.VerifiedHandoffCancelField) != hop {
+		t.Fatalf("cancel: %d %s %v", res.StatusCode, b, res.Header)
+	}
+	if rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), hop); err != nil || rec.State != string(handoff.StateCanceled) {
 		t.Fatalf("the delegate's record: %+v (%v)", rec, err)
 	}
 }

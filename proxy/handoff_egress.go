@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -449,8 +448,8 @@ func (e *Egress) cancelFor(ctx context.Context, rt *egressRoute, hop string, dc 
 }
 
 // placeCancel puts the "canceled" status st (nil: only check) in the host's cancel:
-// the _meta of the params of an MCP notifications/cancelled whose requestId is offerID,
-// the id of the tools/call that carried the offer; the metadata of the params of an A2A
+// the _meta of the params of an MCP notifications/cancelled whose requestId is offerID
+// (the same id by value, sameJSONRPCID), the id of the tools/call that carried the offer; the metadata of the params of an A2A
 // 0.3 tasks/cancel or an A2A 1.0 CancelTask.
 func placeCancel(host dialog.Host, body, offerID []byte, st *handoff.Signed) ([]byte, error) {
 	var env map[string]json.RawMessage
@@ -475,7 +474,7 @@ func placeCancel(host dialog.Host, body, offerID []byte, st *handoff.Signed) ([]
 		err   error
 	)
 	if host == dialog.MCP {
-		if got, err := compactJSON(p["requestId"]); err != nil || len(offerID) == 0 || !bytes.Equal(got, offerID) {
+		if len(offerID) == 0 || !sameJSONRPCID(p["requestId"], offerID) {
 			return nil, errcode.New(errcode.InvalidRequest, "the notifications/cancelled must name in params.requestId the request that carried the hop's offer (id %s)", errcode.Cut(string(offerID)))
 		}
 		found, err = handoff.MCPCancelStatus(params)

@@ -239,6 +239,42 @@ func eventStatus(t *testing.T, msg []byte) *handoff.Signed {
 	return st
 }
 
+// JSON-RPC 2.0, section 5: the response carries the request's id as a value, which the
+// server may write its own way (another escape of a string, 7.0 for 7): the response
+// event is still found, its status signed by the ingress and verified by the egress.
+func TestJSONRPC2Section5EventStreamResponseIDIsTheRequestIDsValue(t *testing.T) {
+	for _, tc := range []struct{ name, requestID, responseID string }{
+		{"an escaped solidus", `"a/b"`, `"a\/b"`},
+		{"a \\u escape", `"a"`, `"\u0061"`},
+		{"a number with a fraction part", `7`, `7.0`},
+		{"a number with an exponent", `7`, `70e-1`},
+		{"an integer beyond 2^53", `9007199254740993`, `9007199254740993.0`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stream := mcpProgress + strings.Replace(mcpSSEReply, `"id":7`, `"id":`+tc.responseID, 1)
+			hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, app: sseApp(stream, "completed")})
+			res, body := hp.send(t, strings.Replace(toolsCall, `"id":7`, `"id":`+tc.requestID, 1), nil)
+			if res.StatusCode != 200 || res.Header.Get(proxy.HandoffStatusField) != "completed" {
+				t.Fatalf("%d %v %.300s", res.StatusCode, res.Header, body)
+			}
+			got := sseEvents(body)
+			if len(got) != 2 || got[0] != mcpProgress {
+				t.Fatalf("the stream changed: %q", body)
+			}
+			msg := sseData(got[1])
+			if vs := hp.status(t, msg); vs.State != handoff.StateCompleted || vs.Hop != res.Header.Get(proxy.HandoffHopField) {
+				t.Fatalf("status %+v in %s", vs.Status, msg)
+			}
+			var env struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if err := json.Unmarshal(msg, &env); err != nil || string(env.ID) != tc.responseID {
+				t.Fatalf("the response's id became %s (%v)", env.ID, err)
+			}
+		})
+	}
+}
+
 // The ingress sends no unsigned success in a stream either: a stream without the
 // response, one not well formed and one with too many events are refused as
 // upstream_unavailable; an outcome the application stated is still recorded, for a
@@ -249,6 +285,7 @@ func TestHandoffIngressEventStreamRefused(t *testing.T) {
 	}{
 		{"no response event", mcpProgress, ""},
 		{"a response to another id", strings.Replace(mcpSSEReply, `"id":7`, `"id":8`, 1), ""},
+		{"a response to the id as a string", strings.Replace(mcpSSEReply, `"id":7`, `"id":"7"`, 1), ""},
 		{"two responses", mcpSSEReply + mcpSSEReply, ""},
 		{"unterminated", strings.TrimSuffix(mcpSSEReply, "\n"), "failed"},
 		{"not UTF-8", ": \xff\n\n" + mcpSSEReply, ""},

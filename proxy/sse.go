@@ -113,15 +113,15 @@ func parseEventStream(b []byte) ([]streamEvent, error) {
 }
 
 // streamReply is the index in events of the JSON-RPC response in an event stream that
-// answers the request with identifier id. An MCP stream carries one
+// answers the request with identifier id, the same id by value (sameJSONRPCID). An MCP stream carries one
 // response to the request (its other events are the server's notifications and
 // requests): a second one is refused. An A2A stream answers with many (a Task, status
 // and artifact updates, Messages): the one the status goes in is the last whose Task
 // or status update is in a terminal state, or the last JSON-RPC error, else the last
 // Task, status update or Message (an artifact update has no place for a status).
 func streamReply(host dialog.Host, events []streamEvent, id json.RawMessage) (int, error) {
-	want, err := compactJSON(id)
-	if err != nil || len(want) == 0 || string(want) == "null" {
+	want, ok := parseJSONRPCID(id)
+	if !ok || want.kind == 'n' {
 		return 0, errcode.New(errcode.InvalidRequest, "the request has no JSON-RPC id to find its response by")
 	}
 	found, final := -1, -1
@@ -138,8 +138,8 @@ func streamReply(host dialog.Host, events []streamEvent, id json.RawMessage) (in
 		}
 		_, hasResult := env["result"]
 		_, hasError := env["error"]
-		got, err := compactJSON(env["id"])
-		if err != nil || !bytes.Equal(got, want) || !hasResult && !hasError {
+		got, ok := parseJSONRPCID(env["id"])
+		if !ok || !got.same(want) || !hasResult && !hasError {
 			continue
 		}
 		if host == dialog.MCP && found >= 0 {

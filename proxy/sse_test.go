@@ -97,6 +97,13 @@ func TestStreamReply(t *testing.T) {
 		{"A2A only artifacts", dialog.A2A10, `"r1"`, art, -1},
 		{"A2A 0.3 final status update", dialog.A2A03, `"r1"`, fail03, 0},
 		{"wrong id type", dialog.A2A10, `1`, work, -1},
+		{"wrong id type: a string of the number", dialog.MCP, "7", strings.Replace(mcp, "7", `"7"`, 1), -1},
+		{"MCP the id written 7.0", dialog.MCP, "7", note + strings.Replace(mcp, "7", "7.0", 1), 1},
+		{"MCP 7 and 7e0 are one id: twice", dialog.MCP, "7", mcp + strings.Replace(mcp, "7", "7e0", 1), -1},
+		{"A2A the request's id escaped", dialog.A2A10, `"\u0072\u0031"`, work + done, 1},
+		{"A2A the response's id escaped", dialog.A2A10, `"r1"`, strings.Replace(done, `"r1"`, `"r\u0031"`, 1), 0},
+		{"A2A another string id", dialog.A2A10, `"r2"`, work + done, -1},
+		{"a null request id", dialog.MCP, "null", strings.Replace(mcp, "7", "null", 1), -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			evs, err := parseEventStream([]byte(tc.stream))

@@ -1,15 +1,9 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"io"
-	"net/http"
-	"time"
 
 	"github.com/dialogtrust/dialogtrust/chaining"
-	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/proof"
 )
 
@@ -20,30 +14,20 @@ import (
 func chainGrant(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("chain grant", stderr)
 	ttsURL := fs.String("tts", "", "AS A: the TTS's base URL (its issuer identifier)")
-	witArg := fs.String("wit", "", "the WIT (value, @file or -)")
-	keyFile := fs.String("key", "", "the workload's private JWK file (the WIT's key)")
+	w := addWorkloadFlags(fs, proof.HTTPSig)
 	txnArg := fs.String("txn-token", "", "the Txn-Token, the grant's subject (value, @file or -)")
 	audience := fs.String("audience", "", "the peer AS B's issuer identifier (or a name AS A knows it by)")
 	scope := fs.String("scope", "", "space-separated scope (default: the Txn-Token's, as far as it may cross)")
-	proofArg := fs.String("proof", proof.HTTPSig.String(), "proof of possession: httpsig or wpt")
-	timeout := fs.Duration("timeout", 30*time.Second, "time allowed for the whole exchange")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := requiredInOrder("tts", *ttsURL, "wit", *witArg, "key", *keyFile, "txn-token", *txnArg, "audience", *audience); err != nil {
+	if err := requiredInOrder("tts", *ttsURL, "wit", *w.wit, "key", *w.key, "txn-token", *txnArg, "audience", *audience); err != nil {
 		return err
 	}
 	if err := baseURL("tts", *ttsURL); err != nil {
 		return err
 	}
-	pm, err := chainProof(*proofArg)
-	if err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{"unexpected argument " + fs.Arg(0)}
-	}
-	key, witRaw, err := chainCredentials(*keyFile, *witArg, stdin)
+	cred, err := w.read(fs, stdin)
 	if err != nil {
 		return err
 	}
@@ -51,14 +35,13 @@ func chainGrant(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, cancel, hc := w.exchange()
 	defer cancel()
-	hc := &http.Client{Timeout: *timeout}
 	md, err := ttsMetadata(ctx, hc, *ttsURL)
 	if err != nil {
 		return err
 	}
-	c := &chaining.Client{HTTPClient: hc, WIT: witRaw, Key: key, Proof: pm}
+	c := &chaining.Client{HTTPClient: hc, WIT: cred.wit, Key: cred.key, Proof: cred.proof}
 	resp, err := c.Grant(ctx, chaining.GrantParams{TokenEndpoint: md.TokenEndpoint, TxnToken: txn, Audience: *audience, Scope: *scope})
 	if err != nil {
 		return err
@@ -74,29 +57,19 @@ func chainGrant(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 func chainRedeem(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("chain redeem", stderr)
 	endpoint := fs.String("token-endpoint", "", "AS B's token endpoint URL")
-	witArg := fs.String("wit", "", "the WIT (value, @file or -)")
-	keyFile := fs.String("key", "", "the workload's private JWK file (the WIT's key)")
+	w := addWorkloadFlags(fs, proof.HTTPSig)
 	grantArg := fs.String("grant", "", "the JWT authorization grant from AS A (value, @file or -)")
 	scope := fs.String("scope", "", "space-separated scope (default: the grant's, as far as AS B admits it)")
-	proofArg := fs.String("proof", proof.HTTPSig.String(), "proof of possession: httpsig or wpt")
-	timeout := fs.Duration("timeout", 30*time.Second, "time allowed for the whole exchange")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := requiredInOrder("token-endpoint", *endpoint, "wit", *witArg, "key", *keyFile, "grant", *grantArg); err != nil {
+	if err := requiredInOrder("token-endpoint", *endpoint, "wit", *w.wit, "key", *w.key, "grant", *grantArg); err != nil {
 		return err
 	}
 	if err := baseURL("token-endpoint", *endpoint); err != nil {
 		return err
 	}
-	pm, err := chainProof(*proofArg)
-	if err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{"unexpected argument " + fs.Arg(0)}
-	}
-	key, witRaw, err := chainCredentials(*keyFile, *witArg, stdin)
+	cred, err := w.read(fs, stdin)
 	if err != nil {
 		return err
 	}
@@ -104,9 +77,9 @@ func chainRedeem(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, cancel, hc := w.exchange()
 	defer cancel()
-	c := &chaining.Client{HTTPClient: &http.Client{Timeout: *timeout}, WIT: witRaw, Key: key, Proof: pm}
+	c := &chaining.Client{HTTPClient: hc, WIT: cred.wit, Key: cred.key, Proof: cred.proof}
 	resp, err := c.Redeem(ctx, *endpoint, grant, *scope)
 	if err != nil {
 		return err
@@ -124,30 +97,4 @@ func requiredInOrder(nameValues ...string) error {
 		}
 	}
 	return nil
-}
-
-// chainProof parses --proof; empty is chaining.Client's default, an HTTP signature
-// (which also signs the form, binding the subject token or grant to the request).
-func chainProof(s string) (proof.Method, error) {
-	if s == "" {
-		return proof.HTTPSig, nil
-	}
-	pm, err := proof.Parse(s)
-	if err != nil {
-		return pm, usageError{fmt.Sprintf("--proof: %q is not a proof method (httpsig or wpt)", errcode.Cut(s))}
-	}
-	return pm, nil
-}
-
-// chainCredentials reads the workload's key and WIT.
-func chainCredentials(keyFile, witArg string, stdin io.Reader) (*keys.PrivateKey, string, error) {
-	key, err := loadPrivateKey(keyFile, stdin)
-	if err != nil {
-		return nil, "", err
-	}
-	witRaw, err := readValue(witArg, stdin)
-	if err != nil {
-		return nil, "", err
-	}
-	return key, witRaw, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	dialogctx "github.com/dialogtrust/dialogtrust/dialog"
 	"io"
 	"net/http"
@@ -27,8 +26,7 @@ import (
 func txnRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("txn request", stderr)
 	ttsURL := fs.String("tts", "", "the TTS's base URL (its issuer identifier)")
-	witArg := fs.String("wit", "", "the WIT (value, @file or -)")
-	keyFile := fs.String("key", "", "the workload's private JWK file (the WIT's key)")
+	w := addWorkloadFlags(fs, proof.WPT)
 	subject := fs.String("subject-token", "", "the subject token (value, @file or -)")
 	subjectType := fs.String("subject-token-type", "", "its type: a URN, or access_token, id_token, jwt, self_signed, unsigned_json, txn_token")
 	selfSigned := fs.String("self-signed", "", "instead of --subject-token: mint a self_signed subject token for this sub with --key")
@@ -37,12 +35,10 @@ func txnRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	dialog := fs.String("dialog", "", "the dialog identifier (request_details.dlg)")
 	details := fs.String("details", "", "request_details, a JSON object")
 	ctxJSON := fs.String("context", "", "request_context, a JSON object")
-	proofArg := fs.String("proof", proof.WPT.String(), "proof of possession: wpt or httpsig")
-	timeout := fs.Duration("timeout", 30*time.Second, "time allowed for the whole exchange")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := required(map[string]string{"tts": *ttsURL, "wit": *witArg, "key": *keyFile, "scope": *scope, "audience": *audience}); err != nil {
+	if err := required(map[string]string{"tts": *ttsURL, "wit": *w.wit, "key": *w.key, "scope": *scope, "audience": *audience}); err != nil {
 		return err
 	}
 	if (*subject == "") == (*selfSigned == "") {
@@ -51,22 +47,7 @@ func txnRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err := baseURL("tts", *ttsURL); err != nil {
 		return err
 	}
-	// An empty --proof is the flag's default, a WPT.
-	pm := proof.WPT
-	if *proofArg != "" {
-		var err error
-		if pm, err = proof.Parse(*proofArg); err != nil {
-			return usageError{fmt.Sprintf("--proof: %q is not a proof method (wpt or httpsig)", errcode.Cut(*proofArg))}
-		}
-	}
-	if fs.NArg() > 0 {
-		return usageError{"unexpected argument " + fs.Arg(0)}
-	}
-	key, err := loadPrivateKey(*keyFile, stdin)
-	if err != nil {
-		return err
-	}
-	witRaw, err := readValue(*witArg, stdin)
+	cred, err := w.read(fs, stdin)
 	if err != nil {
 		return err
 	}
@@ -80,19 +61,18 @@ func txnRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 			return usageError{"--" + name + " must be a JSON object"}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, cancel, hc := w.exchange()
 	defer cancel()
-	hc := &http.Client{Timeout: *timeout}
 	md, err := ttsMetadata(ctx, hc, *ttsURL)
 	if err != nil {
 		return err
 	}
 	if *selfSigned != "" {
-		wl, err := witSubject(witRaw)
+		wl, err := witSubject(cred.wit)
 		if err != nil {
 			return err
 		}
-		if r.SubjectToken, err = txntoken.NewSelfSignedToken(key, wl, *selfSigned, md.Issuer, *scope, 5*time.Minute, time.Now()); err != nil {
+		if r.SubjectToken, err = txntoken.NewSelfSignedToken(cred.key, wl, *selfSigned, md.Issuer, *scope, 5*time.Minute, time.Now()); err != nil {
 			return err
 		}
 		r.SubjectTokenType = tts.TokenTypeSelfSigned
@@ -105,7 +85,7 @@ func txnRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		}
 		r.SubjectTokenType = tokenTypeURN(*subjectType)
 	}
-	c := &txntoken.Client{TokenEndpoint: md.TokenEndpoint, HTTPClient: hc, WIT: witRaw, Key: key, Proof: pm}
+	c := &txntoken.Client{TokenEndpoint: md.TokenEndpoint, HTTPClient: hc, WIT: cred.wit, Key: cred.key, Proof: cred.proof}
 	resp, err := c.Request(ctx, r)
 	if err != nil {
 		return err
