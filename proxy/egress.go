@@ -60,6 +60,9 @@ type Route struct {
 	// digest), and does not cross a trust boundary.
 	Delegate identifier.ID
 	Host     dialog.Host
+	// UpstreamTimeout bounds the wait for this route's upstream to answer (default
+	// EgressConfig.UpstreamTimeout; see DefaultUpstreamTimeout).
+	UpstreamTimeout time.Duration
 }
 
 // EgressConfig configures an Egress.
@@ -92,13 +95,12 @@ type EgressConfig struct {
 	// StreamIdleTimeout bounds the wait between two reads of a response passed through
 	// as it comes (stream.go; default DefaultStreamIdleTimeout).
 	StreamIdleTimeout time.Duration
+	// UpstreamTimeout bounds the wait for an upstream to answer, for every route
+	// without an UpstreamTimeout of its own (default DefaultUpstreamTimeout).
+	UpstreamTimeout time.Duration
 	// Log receives what cannot be answered to the agent: a passed-through response that
 	// broke off after its header went out, with its stable code (default: discarded).
 	Log *slog.Logger
-
-	// headerTimeout bounds the wait for an upstream's response header on the egress's
-	// own transport (default upstreamTimeout); tests shorten it.
-	headerTimeout time.Duration
 }
 
 // Egress is the proxy for the local agent's outgoing requests: an http.Handler taking
@@ -121,9 +123,13 @@ type egressRoute struct {
 	// signed: the route requires a signed response, so its responses are read whole
 	// (the signature covers their digest).
 	signed bool
+	// wait bounds the wait for the upstream's answer (Route.UpstreamTimeout).
+	wait time.Duration
 }
 
-// upstreamTimeout bounds the wait for an upstream's response header.
+// upstreamTimeout bounds the exchanges of a boundary route with the token services of
+// either domain (AS A and AS B, boundary.go), which answer at once or not at all: an
+// upstream's answer is bounded by the route's UpstreamTimeout instead.
 const upstreamTimeout = 30 * time.Second
 
 // NewEgress checks cfg and builds the egress; every route's Txn-Tokens are cached per
@@ -142,16 +148,18 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 	if err != nil {
 		return nil, err
 	}
+	defaultWait, err := upstreamWaitOf(cfg.UpstreamTimeout, DefaultUpstreamTimeout, "egress")
+	if err != nil {
+		return nil, err
+	}
 	base := cfg.Base
 	if base == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.Proxy = nil // the egress is the proxy: an environment proxy would see the credentials
 		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: cfg.RootCAs}
-		tr.ResponseHeaderTimeout = upstreamTimeout
+		// No ResponseHeaderTimeout: each request's wait is its route's (upstreamWait),
+		// and covers the body of a response read whole too.
 		tr.MaxIdleConnsPerHost = MaxIdleConnsPerUpstream
-		if cfg.headerTimeout > 0 {
-			tr.ResponseHeaderTimeout = cfg.headerTimeout
-		}
 		base = tr
 	}
 	e := &Egress{self: cfg.Self, stream: stream}
@@ -166,6 +174,10 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 		}
 		seen[prefix] = true
 		up, err := CheckUpstream(rt.Upstream, rt.AllowPlainHTTP)
+		if err != nil {
+			return nil, err
+		}
+		wait, err := upstreamWaitOf(rt.UpstreamTimeout, defaultWait, "egress route "+prefix)
 		if err != nil {
 			return nil, err
 		}
@@ -201,7 +213,7 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.routes = append(e.routes, egressRoute{prefix: prefix, upstream: up, proof: rt.Proof, agent: &agent.Agent{Self: cfg.Self, Client: client}, link: link, handoff: rh, signed: rt.RequireSignedResponse})
+		e.routes = append(e.routes, egressRoute{prefix: prefix, upstream: up, proof: rt.Proof, agent: &agent.Agent{Self: cfg.Self, Client: client}, link: link, handoff: rh, signed: rt.RequireSignedResponse, wait: wait})
 	}
 	return e, nil
 }
@@ -324,10 +336,14 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// The upstream exchange ends with the agent's request, or earlier when a response
-	// passed through as it comes goes idle (streamer.pass).
+	// The upstream exchange ends with the agent's request, or earlier when the route's
+	// wait for the answer runs out (upstreamWait, from here: the handoff step's
+	// exchanges included) or a response passed through as it comes goes idle
+	// (streamer.pass).
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	wait := waitUpstream(http.NewResponseController(w), r, rt.wait, cancel)
+	defer wait.end()
 	startDLG := ""
 	if start {
 		startDLG = agent.NewDialogID()
@@ -346,7 +362,7 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if cancelHop != "" {
 		placed, err := e.cancelFor(ctx, rt, cancelHop, dc, body)
 		if err != nil {
-			dialog.WriteRefusal(w, body, err) // as a refused offer is answered
+			dialog.WriteRefusal(w, body, wait.refusal(err)) // as a refused offer is answered
 			return nil
 		}
 		body = placed
@@ -357,7 +373,7 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 			// A refusal at the handoff step answers a JSON-RPC request as the
 			// receiver's does: a JSON-RPC error, which the agent's SDK raises as the
 			// call's error (docs/errors.md, "How a refusal is sent").
-			dialog.WriteRefusal(w, body, err)
+			dialog.WriteRefusal(w, body, wait.refusal(err))
 			return nil
 		}
 		body, ctx = offer.body, offer.ctx
@@ -390,7 +406,11 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 		out.Header.Del("Authorization") // the WPT travels there (wpt.AuthScheme)
 	}
 	if rt.link != nil {
-		return rt.link.serve(r.Context(), w, out, dc, start)
+		// The link reads the answer whole and writes it before it returns.
+		if err := rt.link.serve(ctx, w, out, dc, start); err != nil {
+			return wait.refusal(err)
+		}
+		return nil
 	}
 	if offer != nil || cancelHop != "" {
 		listA2AExtension(rt.handoff.host, out.Header)
@@ -405,7 +425,7 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 		res, err = rt.agent.Client.Do(out)
 	}
 	if err != nil {
-		return upstreamError(err)
+		return wait.refusal(upstreamError(err))
 	}
 	defer res.Body.Close()
 	if offer != nil {
@@ -414,14 +434,20 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if offer == nil && cancelHop == "" && !rt.signed && canFlush(w) {
 		// Nothing is computed over this body: it goes to the agent as it comes. A
 		// signed response that was not required is verified whole by agent.Transport
-		// before it gets here.
+		// before it gets here. From its header on, the idle bound replaces the wait.
+		if err := wait.answered(); err != nil {
+			return err
+		}
 		removePrefixed(res.Header)
 		e.stream.pass(w, r, res, cancel)
 		return nil
 	}
 	resBody, err := readBounded(res.Body, "upstream response")
 	if err != nil {
-		return errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream's response is not usable")
+		return wait.refusal(errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream's response is not usable"))
+	}
+	if err := wait.answered(); err != nil {
+		return err
 	}
 	// The proxy's fields in a response are the egress's own, never the upstream's.
 	removePrefixed(res.Header)
@@ -474,4 +500,99 @@ func upstreamError(err error) error {
 		return errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream exchange ended early")
 	}
 	return errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream could not be reached")
+}
+
+// DefaultUpstreamTimeout is the default of EgressConfig.UpstreamTimeout and
+// IngressConfig.UpstreamTimeout: how long the proxy waits for its upstream's answer, its
+// response header and, for a response read whole, its body. Agent workloads answer
+// slowly: an LLM-backed MCP tool or an A2A agent answering message/send blocking often
+// takes a minute or more, and the agents' SDKs wait at least that long themselves (the
+// TypeScript MCP SDK 60 s by default, longer with progress). Five minutes lets such a
+// call through while the agent's own timeout, normally shorter, decides, and still
+// frees the request, its connection and the application's work within minutes when an
+// upstream hangs. It is DefaultStreamIdleTimeout too: a streamed answer may be silent
+// as long as one read whole may take to come.
+const DefaultUpstreamTimeout = 5 * time.Minute
+
+// answerWriteTimeout is the time the proxy's write deadline leaves for writing an
+// answer once the upstream's is in, or once the wait for it ran out: as long as package
+// httpserver's WriteTimeout gives a whole exchange.
+const answerWriteTimeout = 30 * time.Second
+
+// upstreamWaitOf is the wait a configuration gives: d, def when d is 0; negative is
+// refused.
+func upstreamWaitOf(d, def time.Duration, what string) (time.Duration, error) {
+	switch {
+	case d < 0:
+		return 0, errcode.New(errcode.InvalidRequest, "%s: the upstream timeout must not be negative", what)
+	case d == 0:
+		return def, nil
+	}
+	return d, nil
+}
+
+// upstreamWait bounds one request's wait for its upstream's answer and keeps the
+// proxy's own write deadline past it. The server's WriteTimeout (httpserver's, from the
+// end of the request headers to the end of the response) would otherwise cut off every
+// upstream slower than it, and, were the wait as long, close the connection at the
+// moment the wait runs out, so that the client got a reset instead of
+// upstream_unavailable. The read deadline stays: the request is read whole before the
+// wait starts.
+type upstreamWait struct {
+	wait    time.Duration // the wait given: the configured one, or less to the request's deadline
+	timer   *time.Timer
+	reqCtx  context.Context
+	rc      *http.ResponseController
+	inTime  bool // ended before it ran out
+	stopped bool
+}
+
+// waitUpstream starts the wait for r's upstream: limit, or up to r's own deadline when
+// that comes first. When it runs out, cancel ends the exchange. rc's write deadline
+// moves to the end of the wait and answerWriteTimeout after it.
+func waitUpstream(rc *http.ResponseController, r *http.Request, limit time.Duration, cancel context.CancelFunc) *upstreamWait {
+	now := time.Now()
+	end := now.Add(limit)
+	if dl, ok := r.Context().Deadline(); ok && dl.Before(end) {
+		end = dl
+	}
+	uw := &upstreamWait{wait: end.Sub(now), reqCtx: r.Context(), rc: rc}
+	// A writer that cannot move it (none of the proxies' own) keeps the server's.
+	_ = rc.SetWriteDeadline(end.Add(answerWriteTimeout))
+	uw.timer = time.AfterFunc(uw.wait, cancel)
+	return uw
+}
+
+// end ends the wait, and reports whether it ended before it ran out.
+func (uw *upstreamWait) end() bool {
+	if !uw.stopped {
+		uw.stopped = true
+		uw.inTime = uw.timer.Stop()
+	}
+	return uw.inTime
+}
+
+// answered ends the wait with the upstream's answer in hand, and leaves
+// answerWriteTimeout to write it; the wait's error when it ran out first (the exchange
+// was canceled then).
+func (uw *upstreamWait) answered() error {
+	if !uw.end() {
+		return uw.ranOut(nil)
+	}
+	_ = uw.rc.SetWriteDeadline(time.Now().Add(answerWriteTimeout))
+	return nil
+}
+
+// refusal ends the wait and gives the error to answer for err, a failure of the
+// exchange: upstream_unavailable saying the wait ran out when it did (err is then its
+// consequence), else err.
+func (uw *upstreamWait) refusal(err error) error {
+	if !uw.end() || errors.Is(uw.reqCtx.Err(), context.DeadlineExceeded) {
+		return uw.ranOut(err)
+	}
+	return err
+}
+
+func (uw *upstreamWait) ranOut(err error) error {
+	return errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream exchange did not complete within %s", uw.wait.Round(time.Millisecond))
 }

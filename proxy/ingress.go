@@ -54,14 +54,13 @@ type IngressConfig struct {
 	// StreamIdleTimeout bounds the wait between two reads of a response passed through
 	// as it comes (stream.go; default DefaultStreamIdleTimeout).
 	StreamIdleTimeout time.Duration
+	// UpstreamTimeout bounds the wait for the application to answer (default
+	// DefaultUpstreamTimeout).
+	UpstreamTimeout time.Duration
 	// Log receives what cannot be answered to the caller: a passed-through response
 	// that broke off after its header went out, with its stable code (default:
 	// discarded).
 	Log *slog.Logger
-
-	// headerTimeout bounds the wait for the application's response header on the
-	// ingress's own transport (default upstreamTimeout); tests shorten it.
-	headerTimeout time.Duration
 }
 
 // Ingress is the reverse proxy in front of the agent's own server: it verifies every
@@ -79,6 +78,8 @@ type Ingress struct {
 	forwardProvenance bool
 	handoffs          *handoff.Receiver
 	stream            streamer
+	// wait bounds the wait for the application's answer (IngressConfig.UpstreamTimeout).
+	wait time.Duration
 }
 
 // NewIngress checks cfg and builds the ingress.
@@ -102,15 +103,16 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 	if err != nil {
 		return nil, err
 	}
+	wait, err := upstreamWaitOf(cfg.UpstreamTimeout, DefaultUpstreamTimeout, "ingress")
+	if err != nil {
+		return nil, err
+	}
 	tr := cfg.Transport
 	if tr == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.Proxy = nil
-		t.ResponseHeaderTimeout = upstreamTimeout
+		// No ResponseHeaderTimeout: each request's wait is upstreamWait's.
 		t.MaxIdleConnsPerHost = MaxIdleConnsPerUpstream
-		if cfg.headerTimeout > 0 {
-			t.ResponseHeaderTimeout = cfg.headerTimeout
-		}
 		if socket != "" {
 			// net/http's own client over the socket: every connection, whatever the
 			// URL's host, goes to the application's socket.
@@ -121,7 +123,7 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 		}
 		tr = t
 	}
-	in := &Ingress{upstream: up, transport: tr, boundary: cfg.Boundary, handoffs: cfg.Handoffs, forwardProvenance: cfg.ForwardProvenance, stream: stream}
+	in := &Ingress{upstream: up, transport: tr, boundary: cfg.Boundary, handoffs: cfg.Handoffs, forwardProvenance: cfg.ForwardProvenance, stream: stream, wait: wait}
 	in.handler = cfg.Receiver.Middleware(http.HandlerFunc(in.forward))
 	return in, nil
 }
@@ -192,7 +194,21 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	in.handler.ServeHTTP(w, r)
+	// The receiver's writer may hold the response to sign it, and cannot move the
+	// connection's write deadline: forward moves it on w itself.
+	in.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), connWriterKey{}, w)))
+}
+
+// connWriterKey is the context key of the ingress's own writer (ServeHTTP's w).
+type connWriterKey struct{}
+
+// connController is the controller of the connection's writer for r: the ingress's
+// own writer, else w.
+func connController(w http.ResponseWriter, r *http.Request) *http.ResponseController {
+	if cw, ok := r.Context().Value(connWriterKey{}).(http.ResponseWriter); ok {
+		w = cw
+	}
+	return http.NewResponseController(w)
 }
 
 // readBody is a body already read into b; forward sends b itself when nothing read
@@ -275,17 +291,26 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// The exchange with the application ends, too, when the wait for its answer runs
+	// out (upstreamWait).
+	wait := waitUpstream(connController(w, r), r, in.wait, cancel)
+	defer wait.end()
 	// The transport itself, not an http.Client: the client's redirect machinery copies
 	// every request's fields for a redirect that is never followed here.
 	res, err := in.transport.RoundTrip(out)
 	if err != nil {
-		problem.Write(w, upstreamError(err))
+		problem.Write(w, wait.refusal(upstreamError(err)))
 		return
 	}
 	defer res.Body.Close()
 	if v.Handoff == nil && v.Cancel == nil && !signResponse(v) && canStream(w, res.Header) {
 		// Nothing is computed over this body: it goes to the caller as it comes. The
 		// receiver echoes the Dialog-Context on w itself.
+		// From its header on, the idle bound replaces the wait.
+		if err := wait.answered(); err != nil {
+			problem.Write(w, err)
+			return
+		}
 		for _, f := range []string{dialog.HeaderName, "Signature", "Signature-Input", wit.HeaderName, HandoffStatusField, HandoffReasonField} {
 			res.Header.Del(f)
 		}
@@ -294,7 +319,11 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	resBody, err := readBounded(res.Body, "application's response")
 	if err != nil {
-		problem.Write(w, errcode.Unavailable(errcode.UpstreamUnavailable, err, "the application's response is not usable"))
+		problem.Write(w, wait.refusal(errcode.Unavailable(errcode.UpstreamUnavailable, err, "the application's response is not usable")))
+		return
+	}
+	if err := wait.answered(); err != nil {
+		problem.Write(w, err)
 		return
 	}
 	// The receiver echoes (and signs) the verified Dialog-Context itself, and a

@@ -380,9 +380,9 @@ func TestStreamIdleBound(t *testing.T) {
 	}
 }
 
-// The bounds before a stream starts are unchanged: an upstream that sends no response
-// header is cut off by the header timeout of the side waiting for it, with
-// upstream_unavailable, and the application's request ends.
+// The bound before a stream starts: an upstream that sends no response header is cut
+// off by the upstream timeout of the side waiting for it, with upstream_unavailable,
+// and the application's request ends.
 func TestStreamHeaderTimeoutsStillApply(t *testing.T) {
 	for _, side := range []string{"ingress", "egress"} {
 		t.Run(side, func(t *testing.T) {
@@ -395,12 +395,12 @@ func TestStreamHeaderTimeoutsStillApply(t *testing.T) {
 				o.egress = func(c *proxy.EgressConfig) {
 					egress(c)
 					if side == "egress" {
-						proxy.SetEgressHeaderTimeout(c, 50*time.Millisecond)
+						c.UpstreamTimeout = 50 * time.Millisecond
 					}
 				}
 				o.ingress = func(c *proxy.IngressConfig) {
 					if side == "ingress" {
-						proxy.SetIngressHeaderTimeout(c, 50*time.Millisecond)
+						c.UpstreamTimeout = 50 * time.Millisecond
 					}
 				}
 			})
