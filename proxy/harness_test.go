@@ -201,6 +201,11 @@ type pairOptions struct {
 	// ingressTLS: the ingress serves HTTP/2 over TLS (its certificate in the egress's
 	// roots), and records the protocol of each request it gets in ingressProto.
 	ingressTLS bool
+	// writeTimeout, when set, is the WriteTimeout of the egress's and the ingress's
+	// servers (package httpserver's is 30 s).
+	writeTimeout time.Duration
+	// wrapEgress, when set, wraps the egress's handler.
+	wrapEgress func(http.Handler) http.Handler
 }
 
 func newPair(t *testing.T, o pairOptions) *pair {
@@ -238,6 +243,7 @@ func newPair(t *testing.T, o pairOptions) *pair {
 		})
 	}
 	p.ingress = httptest.NewUnstartedServer(ingress)
+	p.ingress.Config.WriteTimeout = o.writeTimeout
 	if o.ingressListener != nil {
 		p.ingress.Listener.Close()
 		p.ingress.Listener = o.ingressListener
@@ -271,7 +277,13 @@ func newPair(t *testing.T, o pairOptions) *pair {
 	}
 	eg, err := proxy.NewEgress(ec)
 	mustOK(t, err)
-	p.egress = httptest.NewServer(eg)
+	var egress http.Handler = eg
+	if o.wrapEgress != nil {
+		egress = o.wrapEgress(eg)
+	}
+	p.egress = httptest.NewUnstartedServer(egress)
+	p.egress.Config.WriteTimeout = o.writeTimeout
+	p.egress.Start()
 	t.Cleanup(p.egress.Close)
 	return p
 }
