@@ -109,6 +109,10 @@ type EgressConfig struct {
 	// StreamIdleTimeout bounds the wait between two reads of a response passed
 	// through as it comes (proxy.EgressConfig.StreamIdleTimeout; default 5m).
 	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
+	// UpstreamTimeout bounds the wait for an upstream's answer, for every route
+	// without one of its own (proxy.EgressConfig.UpstreamTimeout; positive; default
+	// 5m, proxy.DefaultUpstreamTimeout). checkProxy fills it in.
+	UpstreamTimeout *time.Duration `yaml:"upstream_timeout"`
 }
 
 // EgressTTSConfig: where Txn-Tokens come from and the subject token presented.
@@ -143,6 +147,9 @@ type RouteConfig struct {
 	Host     string `yaml:"host"`
 	// Boundary marks the route as crossing a trust boundary (proxy.BoundaryRoute).
 	Boundary *RouteBoundaryConfig `yaml:"boundary"`
+	// UpstreamTimeout bounds the wait for this route's upstream (positive; default
+	// egress.upstream_timeout). checkProxy fills it in.
+	UpstreamTimeout *time.Duration `yaml:"upstream_timeout"`
 }
 
 // RouteBoundaryConfig: how a route crossing a trust boundary chains into the peer
@@ -249,6 +256,10 @@ type IngressConfig struct {
 	// StreamIdleTimeout bounds the wait between two reads of a response passed
 	// through as it comes (proxy.IngressConfig.StreamIdleTimeout; default 5m).
 	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
+	// UpstreamTimeout bounds the wait for the application's answer
+	// (proxy.IngressConfig.UpstreamTimeout; positive; default 5m,
+	// proxy.DefaultUpstreamTimeout). checkProxy fills it in.
+	UpstreamTimeout *time.Duration `yaml:"upstream_timeout"`
 }
 
 // IngressBoundaryConfig: a boundary-facing ingress (dialog-binding section 11 steps 3
@@ -408,6 +419,14 @@ func checkProxy(cfg *ProxyConfig) error {
 		if e.StreamIdleTimeout < 0 {
 			return fmt.Errorf("egress.stream_idle_timeout: must not be negative")
 		}
+		if err := defaultUpstreamTimeout(&e.UpstreamTimeout, proxy.DefaultUpstreamTimeout); err != nil {
+			return fmt.Errorf("egress.upstream_timeout: %w", err)
+		}
+		for i := range e.Routes {
+			if err := defaultUpstreamTimeout(&e.Routes[i].UpstreamTimeout, *e.UpstreamTimeout); err != nil {
+				return fmt.Errorf("egress.routes[%d].upstream_timeout: %w", i, err)
+			}
+		}
 		for i, r := range e.Routes {
 			if _, err := proxy.CheckUpstream(r.Upstream, r.AllowPlainHTTP); err != nil {
 				return fmt.Errorf("egress.routes[%d]: %w", i, err)
@@ -460,6 +479,9 @@ func checkProxy(cfg *ProxyConfig) error {
 		if in.StreamIdleTimeout < 0 {
 			return fmt.Errorf("ingress.stream_idle_timeout: must not be negative")
 		}
+		if err := defaultUpstreamTimeout(&in.UpstreamTimeout, proxy.DefaultUpstreamTimeout); err != nil {
+			return fmt.Errorf("ingress.upstream_timeout: %w", err)
+		}
 		for _, p := range in.Proofs {
 			if _, err := parseProof(p); err != nil || p == "" {
 				return fmt.Errorf("ingress.proofs: %q: httpsig or wpt", p)
@@ -493,6 +515,28 @@ func checkProxy(cfg *ProxyConfig) error {
 		}
 	}
 	return nil
+}
+
+// defaultUpstreamTimeout refuses an upstream timeout given that is not positive (0
+// would not mean the default, and no wait at all would answer nothing), and sets one
+// not given to def.
+func defaultUpstreamTimeout(d **time.Duration, def time.Duration) error {
+	if *d == nil {
+		*d = &def
+		return nil
+	}
+	if **d <= 0 {
+		return fmt.Errorf("must be positive")
+	}
+	return nil
+}
+
+// upstreamTimeoutOf is *d, or 0 (the proxy package's default) without one.
+func upstreamTimeoutOf(d *time.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return *d
 }
 
 // checkRouteHandoff: a route that makes handoff offers names its delegate and host
@@ -786,7 +830,8 @@ func workloadSource(ctx context.Context, w ProxyWorkloadConfig) (wit.Source, err
 
 func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit.Validator, logger *slog.Logger) (http.Handler, error) {
 	e := cfg.Egress
-	ec := proxy.EgressConfig{Self: self, WIT: src, Responses: httpsig.NewVerifier(wits), StreamIdleTimeout: e.StreamIdleTimeout, Log: logger}
+	ec := proxy.EgressConfig{Self: self, WIT: src, Responses: httpsig.NewVerifier(wits), StreamIdleTimeout: e.StreamIdleTimeout,
+		UpstreamTimeout: upstreamTimeoutOf(e.UpstreamTimeout), Log: logger}
 	if e.CAFile != "" {
 		pem, err := os.ReadFile(e.CAFile)
 		if err != nil {
@@ -807,7 +852,8 @@ func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit
 	for i, r := range e.Routes {
 		m, _ := parseProof(r.Proof)
 		rt := proxy.Route{Prefix: r.Prefix, Upstream: r.Upstream, AllowPlainHTTP: r.AllowPlainHTTP,
-			TxnAudience: r.Audience, TxnScope: r.Scope, Recipient: r.Recipient, Proof: m, RequireSignedResponse: r.RequireSignedResponse}
+			TxnAudience: r.Audience, TxnScope: r.Scope, Recipient: r.Recipient, Proof: m, RequireSignedResponse: r.RequireSignedResponse,
+			UpstreamTimeout: upstreamTimeoutOf(r.UpstreamTimeout)}
 		if b := r.Boundary; b != nil {
 			grant := b.GrantEndpoint
 			if grant == "" {
@@ -989,7 +1035,7 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 		return nil, nil, nil, err
 	}
 	h, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: in.Upstream, UpstreamPath: in.UpstreamPath, AllowPlainHTTP: in.AllowPlainHTTP, Boundary: boundary, Handoffs: hr, ForwardProvenance: in.ForwardProvenance,
-		StreamIdleTimeout: in.StreamIdleTimeout, Log: logger})
+		StreamIdleTimeout: in.StreamIdleTimeout, UpstreamTimeout: upstreamTimeoutOf(in.UpstreamTimeout), Log: logger})
 	if err != nil {
 		return nil, nil, nil, err
 	}
