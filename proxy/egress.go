@@ -585,9 +585,12 @@ func (uw *upstreamWait) answered() error {
 
 // refusal ends the wait and gives the error to answer for err, a failure of the
 // exchange: upstream_unavailable saying the wait ran out when it did (err is then its
-// consequence), else err.
+// consequence), else err. A failure with a code of its own, a token service's that the
+// egress was waiting for when the wait ran out (tts_unavailable, as_unavailable), keeps
+// it: it names what did not answer.
 func (uw *upstreamWait) refusal(err error) error {
-	if !uw.end() || errors.Is(uw.reqCtx.Err(), context.DeadlineExceeded) {
+	ranOut := !uw.end() || errors.Is(uw.reqCtx.Err(), context.DeadlineExceeded)
+	if code := errcode.CodeOf(err); ranOut && (code == errcode.Unmapped || code == errcode.UpstreamUnavailable) {
 		return uw.ranOut(err)
 	}
 	return err

@@ -41,6 +41,8 @@ type handoffOptions struct {
 	delegate string // default t1
 	app      func(w http.ResponseWriter, r *http.Request, body []byte)
 	now      func() time.Time // the egress's clock (default time.Now)
+	// egress, when set, changes the egress's configuration last.
+	egress func(c *proxy.EgressConfig)
 	// streams: nothing but the handoff needs the reply whole (no response signer at
 	// the ingress, no signed response required, the egress's own transport).
 	streams bool
@@ -68,6 +70,9 @@ func newHandoffPair(t *testing.T, o handoffOptions) *handoffPair {
 			c.HandoffKey, c.HandoffTrust, c.Now = a1Key, hp.trust, o.now
 			if o.streams {
 				c.Base = nil
+			}
+			if o.egress != nil {
+				o.egress(c)
 			}
 		},
 	})

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -187,4 +188,44 @@ func TestNegativeUpstreamTimeoutRefused(t *testing.T) {
 	}
 	_, err = proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: p.app.url, UpstreamTimeout: time.Second})
 	mustOK(t, err)
+}
+
+// blockedTTS is the TTS client's transport when the TTS does not answer: each request
+// waits until it is canceled.
+type blockedTTS struct{}
+
+func (blockedTTS) RoundTrip(r *http.Request) (*http.Response, error) {
+	<-r.Context().Done()
+	return nil, r.Context().Err()
+}
+
+// The wait covers the handoff step: when it runs out while the egress asks for the
+// Txn-Token the offer's grant binds (the test's TTS client has no bound of its own),
+// the agent's JSON-RPC request gets the JSON-RPC error form of the refusals there,
+// with the code naming what did not answer (tts_unavailable) and kind incomplete, and
+// nothing goes upstream.
+func TestUpstreamTimeoutAtTheHandoffStep(t *testing.T) {
+	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, egress: func(c *proxy.EgressConfig) {
+		c.UpstreamTimeout = shortWrite
+		tts := *c.TTS
+		tts.HTTPClient = &http.Client{Transport: blockedTTS{}}
+		c.TTS = &tts
+	}})
+	res, b := hp.send(t, toolsCall, nil)
+	var got struct {
+		ID    int `json:"id"`
+		Error struct {
+			Data struct {
+				Code string `json:"code"`
+				Kind string `json:"kind"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if res.StatusCode != http.StatusOK || json.Unmarshal(b, &got) != nil || got.ID != 7 ||
+		got.Error.Data.Code != string(errcode.TTSUnavailable) || got.Error.Data.Kind != "could_not_complete" {
+		t.Fatalf("%d %s", res.StatusCode, b)
+	}
+	if hp.app.hits() != 0 {
+		t.Fatal("the request went upstream")
+	}
 }
