@@ -79,6 +79,12 @@
 // signature covers Content-Digest), the reply to a handoff offer, the answer to a
 // cancel, and a response on a route crossing a trust boundary.
 //
+// Each upstream exchange is bounded by a wait of its own (UpstreamTimeout, per side and
+// per route; DefaultUpstreamTimeout, 5 minutes, since LLM-backed tools and agents take
+// minutes), and each proxy moves its own server's write deadline past that wait, so that
+// an upstream too slow is answered upstream_unavailable and never with a reset
+// connection (docs/proxy.md, "Timeouts").
+//
 // Every refusal is a problem document with a stable errcode code, except a refusal at
 // the handoff step of a JSON-RPC request with a string or number id, at either side,
 // which is a JSON-RPC error on 200 with the code and kind in its data
