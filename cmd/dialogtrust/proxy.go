@@ -192,24 +192,10 @@ func (inlineSecret) UnmarshalYAML(func(any) error) error {
 	return fmt.Errorf("a client secret is never written in the configuration: name a file (secret_file) or an environment variable (secret_env) holding it")
 }
 
-// secret reads the client secret from its file or environment variable.
+// secret reads the client secret from its file or environment variable
+// (cmdutil.ReadSecret).
 func (pc PeerClientConfig) secret() (string, error) {
-	if pc.SecretFile != "" {
-		b, err := os.ReadFile(pc.SecretFile)
-		if err != nil {
-			return "", fmt.Errorf("peer_client.secret_file: %w", err)
-		}
-		s := strings.TrimRight(string(b), "\r\n")
-		if s == "" {
-			return "", fmt.Errorf("peer_client.secret_file: %s is empty", pc.SecretFile)
-		}
-		return s, nil
-	}
-	s := os.Getenv(pc.SecretEnv)
-	if s == "" {
-		return "", fmt.Errorf("peer_client.secret_env: %s is not set", pc.SecretEnv)
-	}
-	return s, nil
+	return cmdutil.ReadSecret("peer_client.secret", pc.SecretFile, pc.SecretEnv)
 }
 
 // IngressConfig: the listener for remote callers, the application behind it and the

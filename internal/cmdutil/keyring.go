@@ -1,10 +1,8 @@
 package cmdutil
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/internal/service"
@@ -76,21 +74,10 @@ func (kc KeysConfig) jwksMaxAge() time.Duration {
 	return keys.DefaultJWKSMaxAge
 }
 
-// secret reads the secret of keys.shared; a trailing newline of the file is not
-// part of it.
+// secret reads the secret of keys.shared (ReadSecret).
 func (sh SharedKeysConfig) secret() ([]byte, error) {
-	if sh.SecretFile != "" {
-		b, err := os.ReadFile(sh.SecretFile)
-		if err != nil {
-			return nil, fmt.Errorf("keys.shared.secret_file: %w", err)
-		}
-		return bytes.TrimRight(b, "\r\n"), nil
-	}
-	v := os.Getenv(sh.SecretEnv)
-	if v == "" {
-		return nil, fmt.Errorf("keys.shared.secret_env: %s is not set", sh.SecretEnv)
-	}
-	return []byte(v), nil
+	v, err := ReadSecret("keys.shared.secret", sh.SecretFile, sh.SecretEnv)
+	return []byte(v), err
 }
 
 // OpenSharedKeys opens the Rotator of keys.shared (CheckShared first): the ring name

@@ -251,25 +251,35 @@ func NewRedisClient(r RedisConfig) redis.UniversalClient {
 // "sentinel_password") from file or from the environment variable env; neither is no
 // password.
 func readPassword(section, name, file, env string) (string, error) {
-	switch {
-	case file != "":
+	if file == "" && env == "" {
+		return "", nil
+	}
+	return ReadSecret(section+"."+name, file, env)
+}
+
+// ReadSecret is the one reader of a secret the configuration names but never holds
+// (a password, a client secret, the shared key ring's secret): the file's content
+// without its trailing line end (a mounted Kubernetes Secret), else the environment
+// variable env. member names the configuration member for the errors ("peer_client.secret"
+// gives "peer_client.secret_file: ..."); an empty file or an unset variable is an error,
+// never an empty secret.
+func ReadSecret(member, file, env string) (string, error) {
+	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return "", fmt.Errorf("%s.%s_file: %w", section, name, err)
+			return "", fmt.Errorf("%s_file: %w", member, err)
 		}
-		p := strings.TrimRight(string(b), "\r\n")
-		if p == "" {
-			return "", fmt.Errorf("%s.%s_file: %s is empty", section, name, file)
+		v := strings.TrimRight(string(b), "\r\n")
+		if v == "" {
+			return "", fmt.Errorf("%s_file: %s is empty", member, file)
 		}
-		return p, nil
-	case env != "":
-		p := os.Getenv(env)
-		if p == "" {
-			return "", fmt.Errorf("%s.%s_env: %s is not set", section, name, env)
-		}
-		return p, nil
+		return v, nil
 	}
-	return "", nil
+	v := os.Getenv(env)
+	if v == "" {
+		return "", fmt.Errorf("%s_env: %s is not set", member, env)
+	}
+	return v, nil
 }
 
 // config is the client's tls.Config: TLS 1.2 or later, the CA of ca_file (else the
