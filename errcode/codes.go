@@ -164,6 +164,10 @@ const (
 	// HandoffGrantMismatch: the credential that arrived with the hop is not the one the
 	// offer's grant names, or grant cannot be checked (section 5.7).
 	HandoffGrantMismatch Code = "handoff_grant_mismatch"
+	// HandoffSenderNotIssuer: the host protocol authenticated the sender of the
+	// message that carries an offer as another party than the offer's iss; the copy
+	// binds nothing (sections 5.2, 8.4).
+	HandoffSenderNotIssuer Code = "handoff_sender_not_issuer"
 	// HandoffOfferMismatch: a status names an offer (hop, digest) this party did not
 	// send or receive (section 5.6).
 	HandoffOfferMismatch Code = "handoff_offer_mismatch"

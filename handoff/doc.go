@@ -43,7 +43,7 @@
 //     bad-signature but nothing is answered or remembered; an unsigned chain element
 //     breaks the chain.
 //   - What is remembered. Only pairs that passed steps 1 to 3 are recorded (section
-//     5.2), so rejections at steps 1 to 3 (including stale) set no state and are not
+//     5.2), and only from a copy that may bind them (below), so rejections at steps 1 to 3 (including stale) set no state and are not
 //     resent. A "replay" rejection at step 4 (section 8.4) follows steps 1 to 3: its
 //     pair is remembered until exp plus skew with the rejection as its last status,
 //     resent to copies, but it sets no hop state (nothing can be decided on the hop,
@@ -57,6 +57,26 @@
 //     retransmission is processed afresh.
 //   - Retransmissions are answered only when Inbound.AuthenticatedSender equals
 //     offer.iss (section 8.4's SHOULD taken as a rule); otherwise Decision.Withheld.
+//   - Whose copy binds a pair. Section 5.2 remembers a pair and 5.3 answers every later
+//     copy of the same octets from that record, so the first copy to arrive decides the
+//     hop; anyone who gets hold of an offer (8.4: "anyone who can replay the offer")
+//     could send it first and have the delegator's own send answered with a refusal
+//     of the stranger's request, or take the work with a request of its own. Only the
+//     delegator's copy binds: an offer the receiver does not remember, in a message
+//     the host protocol authenticated as another party than offer.iss, is refused
+//     (errcode.HandoffSenderNotIssuer); with no sender authenticated, the credential
+//     is the only sign of the delegator, and a copy whose credential is not the one
+//     grant names, or that has none where one is required, is refused
+//     (errcode.HandoffGrantMismatch). These checks run after step 3 and before
+//     anything is recorded (reported as step 5, the offer against the message that
+//     carries it); the refusal records nothing and signs no status, since a signed
+//     "rejected" would resolve the hop for the delegator (5.3) while its own copy can
+//     still be accepted, and the delegator's later send is processed afresh. A copy
+//     from the authenticated offer.iss is the delegator's: whatever fails at steps 4
+//     to 7 (a wrong dialog, credential or chain included) is the hop's rejection,
+//     recorded and resent as before. A receiver given no AuthenticatedSender, for an
+//     offer without a grant, cannot tell copies apart; the dialog middleware always
+//     gives the sender its proof authenticated.
 //   - Section 8.4 after a loss of records: an unremembered offer with iat at or before
 //     the loss (whole seconds, so an offer from the same second counts as before) is
 //     rejected with "replay". With store.MemoryRecords, which lose everything at a

@@ -96,11 +96,12 @@ func (r Reason) Code() errcode.Code { return reasonCodes[r] }
 func (r Reason) Listed() bool { return reasonCodes[r] != "" }
 
 // ReasonOf returns the reason that an error carries: the reason whose code it has, or
-// ReasonPolicy for a grant mismatch (section 5.7 checks are local policy). It returns
+// ReasonPolicy for a grant mismatch (section 5.7 checks are local policy) and for a
+// sender that is not the offer's iss (the same binding to the carrying message). It returns
 // "" for an error that is not a handoff rejection.
 func ReasonOf(err error) Reason {
 	c := errcode.CodeOf(err)
-	if c == errcode.HandoffGrantMismatch {
+	if c == errcode.HandoffGrantMismatch || c == errcode.HandoffSenderNotIssuer {
 		return ReasonPolicy
 	}
 	for r, rc := range reasonCodes {

@@ -94,7 +94,11 @@ type Inbound struct {
 	Credential []byte
 	// AuthenticatedSender is the AgentId the host protocol authenticated as the sender
 	// of this message, "" when none. A remembered status is resent only to offer.iss
-	// (section 8.4).
+	// (section 8.4), and an offer that is not remembered is taken only from offer.iss:
+	// from anyone else it is refused (errcode.HandoffSenderNotIssuer) without binding
+	// its pair, so that a leaked copy cannot spend the delegator's offer. With "", the
+	// receiver cannot tell a leaked copy from the delegator's unless the offer's grant
+	// names the credential that arrived.
 	AuthenticatedSender string
 }
 
@@ -368,6 +372,18 @@ func (r *Receiver) Receive(ctx context.Context, in Inbound) (*Decision, error) {
 		return r.rejectUnrecorded(o, h.Offer, d)
 	}
 
+	// Whose copy may bind the pair (sections 5.2, 5.3, 8.4), checked before anything is
+	// recorded and reported as step 5 (the offer against the message that carries it).
+	// A message authenticated as another party than offer.iss, or, with no sender
+	// authenticated, carrying another credential than the one grant names, is not the
+	// delegator's sending of the offer: it is refused, the pair stays unbound and
+	// nothing is signed, so that the delegator's own copy of the same octets is still
+	// processed afresh.
+	if err := r.checkSender(o, in); err != nil {
+		d.Step, d.Err = 5, err
+		return r.refuseUnbound(d)
+	}
+
 	// Step 4: not seen before. After a loss of records, an offer issued before the
 	// loss may have been seen: "replay" (section 8.4).
 	digestRaw, _ := base64.RawURLEncoding.DecodeString(vo.Digest.Val)
@@ -471,6 +487,41 @@ func (r *Receiver) checkGrant(o *Offer, credential []byte) error {
 		return nil
 	}
 	return CheckGrant(o, credential)
+}
+
+// checkSender decides whether this copy of the offer may bind its (iss, hop) pair, that
+// is, whether it is the delegator's (sections 5.2, 5.3, 8.4). A copy whose sender the
+// host protocol authenticated is the delegator's when that sender is offer.iss, and
+// from anyone else it is refused (errcode.HandoffSenderNotIssuer). With no sender
+// authenticated, the credential that arrived is the only sign of the delegator: when
+// the offer names a grant, a copy with another credential, or with none where one is
+// required, is refused (errcode.HandoffGrantMismatch). A grant the offer gets wrong by
+// itself (checkGrantIsDigest, an unimplemented hash) is left to step 5, where it is
+// the hop's rejection; so is everything else about a copy from offer.iss.
+func (r *Receiver) checkSender(o *Offer, in Inbound) error {
+	switch {
+	case in.AuthenticatedSender == o.Iss:
+		return nil
+	case in.AuthenticatedSender != "":
+		return errcode.New(errcode.HandoffSenderNotIssuer, "the message was sent by %q and the offer is from %q: only the delegator's copy is processed",
+			errcode.Cut(in.AuthenticatedSender), errcode.Cut(o.Iss))
+	case o.Grant == nil || checkGrantIsDigest(o.Grant) != nil || o.Grant.Alg != SHA256:
+		return nil
+	case in.Credential == nil && !r.grantRequired:
+		return nil
+	}
+	return r.checkGrant(o, in.Credential)
+}
+
+// refuseUnbound refuses a copy that may not bind its pair (checkSender): nothing is
+// recorded and no status is signed. A signed "rejected" would resolve the hop for the
+// delegator (section 5.3) while its own copy of the same offer can still be accepted;
+// the refusal (Decision.Err) goes back alone, and the hop stays open for the delegator
+// to send or retransmit.
+func (r *Receiver) refuseUnbound(d *Decision) (*Decision, error) {
+	d.Outcome = OutcomeRejected
+	d.Reason = ReasonOf(d.Err)
+	return d, d.Err
 }
 
 // rejectUnrecorded rejects at steps 1 to 4 without remembering the pair. It still

@@ -41,7 +41,7 @@ func Status(err error) int {
 	case errcode.SubjectNotAllowed, errcode.AlgNotAllowed, errcode.LifetimeTooLong,
 		errcode.DialogMismatch, errcode.InitiatorMismatch, errcode.SessionOwnerMismatch:
 		return http.StatusForbidden
-	case errcode.HandoffPolicy, errcode.HandoffGrantMismatch, errcode.CrossesTrustBoundary,
+	case errcode.HandoffPolicy, errcode.HandoffGrantMismatch, errcode.HandoffSenderNotIssuer, errcode.CrossesTrustBoundary,
 		errcode.SubjectNotMapped:
 		return http.StatusForbidden
 	case errcode.DialogInUse, errcode.HandoffEquivocation, errcode.HandoffUnresolvedWork,
