@@ -180,6 +180,12 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, errcode.New(errcode.InvalidRequest, "the path is not in normal form"))
 		return
 	}
+	// The receiver's writer may hold the response to sign it, and cannot move the
+	// connection's write deadline: forward moves it on w itself. And the handlers get
+	// a copy of r, so that boundBody's reader goes on the copy: net/http tells an
+	// unanswered Expect: 100-continue by the Body of its own *Request, and would read
+	// (and so send 100 Continue) to discard a body it does not recognize.
+	r = r.WithContext(context.WithValue(r.Context(), connWriterKey{}, w))
 	if !boundBody(w, r) {
 		return
 	}
@@ -189,9 +195,7 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// The receiver's writer may hold the response to sign it, and cannot move the
-	// connection's write deadline: forward moves it on w itself.
-	in.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), connWriterKey{}, w)))
+	in.handler.ServeHTTP(w, r)
 }
 
 // connWriterKey is the context key of the ingress's own writer (ServeHTTP's w).
