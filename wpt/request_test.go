@@ -39,15 +39,15 @@ func TestIssue22_4_WPTBindsMethodPathQueryBody(t *testing.T) {
 		tamper       func(r *http.Request)
 		code         errcode.Code
 	}{
-		"as sent":                   {"POST", `{"q":1}`, func(*http.Request) {}, ""},
-		"as sent, no body":          {"GET", "", func(*http.Request) {}, ""},
-		"method changed":            {"POST", `{"q":1}`, func(r *http.Request) { r.Method = "PUT" }, errcode.OtherTokenBindingMismatch},
-		"path changed":              {"POST", `{"q":1}`, func(r *http.Request) { r.URL.Path = "/invoke/y" }, errcode.OtherTokenBindingMismatch},
-		"query changed":             {"POST", `{"q":1}`, func(r *http.Request) { r.URL.RawQuery = "a=2" }, errcode.OtherTokenBindingMismatch},
-		"query removed":             {"POST", `{"q":1}`, func(r *http.Request) { r.URL.RawQuery = "" }, errcode.OtherTokenBindingMismatch},
-		"body changed":              {"POST", `{"q":1}`, func(r *http.Request) { setBody(r, `{"q":9}`) }, errcode.ContentDigestMismatch},
-		"body added to none":        {"GET", "", func(r *http.Request) { setBody(r, `{"q":9}`) }, errcode.ContentDigestMismatch},
-		"Content-Digest removed":    {"POST", `{"q":1}`, func(r *http.Request) { r.Header.Del("Content-Digest") }, errcode.OtherTokenBindingMismatch},
+		"as sent":                {"POST", `{"q":1}`, func(*http.Request) {}, ""},
+		"as sent, no body":       {"GET", "", func(*http.Request) {}, ""},
+		"method changed":         {"POST", `{"q":1}`, func(r *http.Request) { r.Method = "PUT" }, errcode.OtherTokenBindingMismatch},
+		"path changed":           {"POST", `{"q":1}`, func(r *http.Request) { r.URL.Path = "/invoke/y" }, errcode.OtherTokenBindingMismatch},
+		"query changed":          {"POST", `{"q":1}`, func(r *http.Request) { r.URL.RawQuery = "a=2" }, errcode.OtherTokenBindingMismatch},
+		"query removed":          {"POST", `{"q":1}`, func(r *http.Request) { r.URL.RawQuery = "" }, errcode.OtherTokenBindingMismatch},
+		"body changed":           {"POST", `{"q":1}`, func(r *http.Request) { setBody(r, `{"q":9}`) }, errcode.ContentDigestMismatch},
+		"body added to none":     {"GET", "", func(r *http.Request) { setBody(r, `{"q":9}`) }, errcode.ContentDigestMismatch},
+		"Content-Digest removed": {"POST", `{"q":1}`, func(r *http.Request) { r.Header.Del("Content-Digest") }, errcode.OtherTokenBindingMismatch},
 		"body and digest replaced": {"POST", `{"q":1}`, func(r *http.Request) {
 			setBody(r, `{"q":9}`)
 			r.Header.Set("Content-Digest", "sha-256=:ZGlmZmVyZW50ZGlmZmVyZW50ZGlmZmVyZW50ZGlmZmU=:")
