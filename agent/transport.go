@@ -73,6 +73,11 @@ type Transport struct {
 	Tokens TxnTokenSource
 	// Proof is proof.HTTPSig (the zero value) or proof.WPT.
 	Proof proof.Method
+	// BindRequest (WPT only) binds the request's method, path, query and body (its
+	// Content-Digest) through the WPT's oth (wpt.RequestOptions.BindRequest); without it
+	// a WPT binds none of them. The recipient must know the oth keys (package wpt's
+	// receivers do), or it refuses the WPT. An HTTP signature covers them always.
+	BindRequest bool
 	// Responses verifies signed responses (the server's WIT, by trust configuration).
 	// With HTTPSig a signed response is always verified, so it is required.
 	Responses *httpsig.Verifier
@@ -133,7 +138,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch t.Proof {
 	case proof.WPT:
 		// The provenance field is bound as a context token (oth).
-		if err := wpt.SignRequest(out, cred.Key, cred.WIT, aud, wpt.RequestOptions{ContextTokenFields: []string{dialog.ProvenanceHeader}}); err != nil {
+		if err := wpt.SignRequest(out, cred.Key, cred.WIT, aud, wpt.RequestOptions{ContextTokenFields: []string{dialog.ProvenanceHeader}, BindRequest: t.BindRequest}); err != nil {
 			return nil, err
 		}
 	default:

@@ -39,6 +39,21 @@
 // refused. HoldsResponse tells a proxy in front of the handler which responses the
 // writer holds (proxy.Ingress streams the others).
 //
+// # The order of the checks (section 12)
+//
+// The Receiver checks everything in the fields before it reads the body: the proof
+// (httpsig.Verifier.VerifyRequestFields, wpt.Verifier.VerifyRequestFields: the WIT and
+// the signature or WPT over the fields), the Dialog-Context, the provenance, the
+// dialog's state (Registry.Check), the Txn-Token. Only then is the body read, within
+// the proof's bound, and compared with the Content-Digest the HTTP signature covers
+// or the WPT binds (wpt.RequestOptions.BindRequest), and the proof's nonce or jti
+// claimed, last of the proof, so that only an authenticated request spends one. A
+// handoff, which is read from the body, comes next, and the one side effect, the
+// dialog established (Registry.Accept), last. So a request refused by any field check
+// has no octet of its body read, and a client that sent Expect: 100-continue gets
+// no 100 Continue (net/http sends it at the first read of the body).
+// RequireSignatureForBody refuses a WPT request with a body from the fields alone.
+//
 // # Handoffs in host protocols (handoff-context sections 5, 6)
 //
 // WithHandoffsIn names the host protocols and versions a receiver serves (MCP, A2A03,

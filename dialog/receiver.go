@@ -98,6 +98,7 @@ type Receiver struct {
 	requireTxn     bool
 	requireDialog  bool
 	requireOrigin  bool
+	sigForBody     bool
 	responseSigner func(ctx context.Context) (*httpsig.Signer, error)
 	streamUnsigned bool
 	handoffs       *handoff.Receiver
@@ -131,6 +132,15 @@ func RequireTxnToken() ReceiverOption { return func(r *Receiver) { r.requireTxn 
 
 // RequireDialog refuses requests without a Dialog-Context.
 func RequireDialog() ReceiverOption { return func(r *Receiver) { r.requireDialog = true } }
+
+// RequireSignatureForBody refuses a request proved with a WPT that has a body (a
+// Content-Length other than 0, or a chunked body), with missing_credential, before
+// the body is read: its body is then always covered by an HTTP signature's
+// Content-Digest. A WPT binds the body only when its sender chose to bind the request
+// (wpt.RequestOptions.BindRequest), which the receiver cannot require of a peer: with
+// this option a body is never taken on a WPT's word. Requests without a body may still
+// come with a WPT.
+func RequireSignatureForBody() ReceiverOption { return func(r *Receiver) { r.sigForBody = true } }
 
 // RequireVerifiedInitiator refuses a request whose initiator is not proved: the sender
 // is not the initiator and no provenance chain leads back to it.
@@ -199,29 +209,52 @@ func (rc *Receiver) verify(ctx context.Context, r *http.Request) (*Verified, *ha
 	return v, nil, nil
 }
 
+// verifyRequest runs section 12 in the order of the receiver's documentation (doc.go):
+// every check of the fields first (the proof, Dialog-Context, provenance, the dialog's
+// state, the Txn-Token), then the body (its Content-Digest, and the nonce or jti claimed
+// last of the proof), then what is read from the body (a handoff), and the side
+// effect (the dialog established) last. The body is not read before every field check
+// passed: a request any of them refuses never gets a 100 Continue, and no octet of its
+// body is read.
 func (rc *Receiver) verifyRequest(ctx context.Context, r *http.Request, v *Verified) (*Verified, *handoffReply, error) {
 	// Step 1: the sending hop's WIT and proof, which must cover Dialog-Context (and
-	// Txn-Token and the provenance field): httpsig and wpt enforce the coverage.
+	// Txn-Token and the provenance field): httpsig and wpt enforce the coverage. The
+	// proof is checked over the fields here; its body check and its replay claim are
+	// finish's, after the other field checks.
+	var finish func(context.Context) error
 	switch {
 	case len(r.Header.Values("Signature-Input")) > 0 || len(r.Header.Values("Signature")) > 0:
 		if rc.sig == nil {
 			return nil, nil, errcode.New(errcode.MissingCredential, "HTTP signatures are not accepted here")
 		}
-		res, err := rc.sig.VerifyRequest(ctx, r)
+		p, err := rc.sig.VerifyRequestFields(ctx, r)
 		if err != nil {
 			return nil, nil, err
 		}
-		v.Sender, v.SenderWIT, v.Proof, v.Signature = res.WIT.Subject, res.WIT, proof.HTTPSig, res
+		v.Sender, v.SenderWIT, v.Proof = p.WIT().Subject, p.WIT(), proof.HTTPSig
+		finish = func(ctx context.Context) error {
+			res, err := p.Finish(ctx)
+			v.Signature = res
+			return err
+		}
 	case hasWPT(r.Header):
 		if rc.wpt == nil {
 			return nil, nil, errcode.New(errcode.MissingCredential, "WPTs are not accepted here")
 		}
+		if rc.sigForBody && hasBody(r) {
+			return nil, nil, errcode.New(errcode.MissingCredential, "a request with a body needs an HTTP signature here: a WPT is accepted only without one")
+		}
 		// The provenance field is a context token for the WPT: bound through oth.
-		res, err := rc.wpt.VerifyRequest(ctx, r, wpt.RequestOptions{ContextTokenFields: []string{ProvenanceHeader}})
+		p, err := rc.wpt.VerifyRequestFields(ctx, r, wpt.RequestOptions{ContextTokenFields: []string{ProvenanceHeader}})
 		if err != nil {
 			return nil, nil, err
 		}
+		res := p.Result()
 		v.Sender, v.SenderWIT, v.Proof = res.WIT.Subject, res.WIT, proof.WPT
+		finish = func(ctx context.Context) error {
+			_, err := p.Finish(ctx)
+			return err
+		}
 	default:
 		return nil, nil, errcode.New(errcode.MissingCredential, "the request carries no WIMSE proof")
 	}
@@ -300,6 +333,11 @@ func (rc *Receiver) verifyRequest(ctx context.Context, r *http.Request, v *Verif
 		}
 		v.TxnToken, v.Txn = raw, claims
 	}
+	// Every field checked: now the body, against the Content-Digest the proof covers
+	// (or a WPT binds), and the proof's nonce or jti claimed.
+	if err := finish(ctx); err != nil {
+		return nil, nil, err
+	}
 	if rc.handoffs != nil {
 		if reply, err := rc.receiveHandoff(r, v); err != nil {
 			if establishes == Established {
@@ -322,6 +360,12 @@ func (rc *Receiver) verifyRequest(ctx context.Context, r *http.Request, v *Verif
 		v.Outcome = out
 	}
 	return v, nil, nil
+}
+
+// hasBody reports, from the fields alone, whether r has a body: a Content-Length other
+// than 0, or a body of unknown length (chunked).
+func hasBody(r *http.Request) bool {
+	return r.ContentLength != 0 || (r.Body != nil && r.Body != http.NoBody)
 }
 
 func hasWPT(h http.Header) bool {

@@ -69,6 +69,38 @@ func readBody(body io.ReadCloser, contentLength, max int64, response bool) ([]by
 	return b, &bodyReader{Reader: *bytes.NewReader(b)}, nil
 }
 
+// checkContent is step 7 (SIG-4): the body, read within max, against the parsed
+// Content-Digest d. *body is replaced by a reader over the octets read, whatever the
+// outcome, so that what goes on is exactly what was checked.
+func checkContent(d receivedDigest, body *io.ReadCloser, contentLength, max int64, response bool) error {
+	content, rc, err := readBody(*body, contentLength, max, response)
+	*body = rc
+	if err != nil {
+		return err
+	}
+	return d.check(content)
+}
+
+// ContentDigest returns the Content-Digest value (sha-256) of body, as SignRequest sets
+// it. A proof that binds the field in another way (a WPT's oth) sets it with this.
+func ContentDigest(body []byte) (string, error) { return contentDigest(body) }
+
+// CheckRequestContent is SIG-4 for a Content-Digest field that another proof bound (a
+// WPT binds it through oth): the field is parsed, req.Body is read within max octets
+// (body_too_large beyond) and compared with it, and req.Body is replaced by a reader
+// over the octets checked. The codes are those of VerifyRequest's step 7. Run it only
+// once the proof that binds the field verified: it reads the body.
+func CheckRequestContent(req *http.Request, max int64) error {
+	d, err := parseContentDigest(req.Header)
+	if err != nil {
+		return err
+	}
+	if max <= 0 {
+		max = DefaultMaxBodySize
+	}
+	return checkContent(d, &req.Body, req.ContentLength, max, false)
+}
+
 // bodyReader is the body handed back to the handler: io.NopCloser(bytes.NewReader(b))
 // in one allocation instead of two.
 type bodyReader struct{ bytes.Reader }

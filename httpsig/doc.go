@@ -109,6 +109,12 @@
 //  8. Replay (SIG-8), when WithReplay is set: the nonce is claimed once until expires +
 //     skew; replayed, or the store's Incomplete error (store_unavailable).
 //
+// Steps 1 to 6 need only the fields, and 7 and 8 the body: VerifyRequestFields runs
+// the first, PendingRequest.Finish the rest (VerifyRequest is the two in one call). A
+// receiver runs its own field checks (Txn-Token, Dialog-Context) between them, so that
+// no body is read, and no 100 Continue sent, for a request any field check refuses.
+// CheckRequestContent is step 7 alone, for a Content-Digest that a WPT binds.
+//
 // Responses (section 3.5): VerifyResponse refuses an unsigned response with
 // missing_credential when the request carried wimse-sign-response, and accepts it (nil
 // Result, nil error) otherwise. A response that carries a signature is always verified.

@@ -232,6 +232,48 @@ func (v *Verifier) VerifyRequest(ctx context.Context, req *http.Request) (*Resul
 	return v.verifyRequest(ctx, req, "")
 }
 
+// PendingRequest is a request whose WIMSE signature verified over its fields (steps 1
+// to 6 of the package documentation) and whose content is not read yet. Finish reads
+// it, checks it against the authenticated Content-Digest and claims the nonce.
+type PendingRequest struct {
+	p   pending
+	req *http.Request
+}
+
+// VerifyRequestFields runs every check that does not need the body: the signature over
+// the fields, Content-Digest included, and the sender's WIT. req.Body is not touched, so
+// a client that sent Expect: 100-continue has not been told to send it. The caller
+// runs its own field checks (Txn-Token, Dialog-Context) and then Finish; the nonce is
+// claimed only by Finish, so only an authenticated message, content and all, spends
+// one. Every rejection is an *errcode.Error.
+func (v *Verifier) VerifyRequestFields(ctx context.Context, req *http.Request) (*PendingRequest, error) {
+	if v.configErr != nil {
+		return nil, v.configErr
+	}
+	var m message
+	if err := m.setRequest(req); err != nil {
+		return nil, err
+	}
+	pr := &PendingRequest{req: req}
+	if err := v.verifyFields(ctx, &pr.p, &m, "", ""); err != nil {
+		if err == errUnsigned {
+			return nil, errcode.New(errcode.MissingCredential, "the request carries no HTTP signature")
+		}
+		return nil, err
+	}
+	return pr, nil
+}
+
+// WIT is the sender's validated WIT, whose key made the signature.
+func (pr *PendingRequest) WIT() *wit.WIT { return pr.p.res.WIT }
+
+// Finish runs the rest of VerifyRequest on the request given to VerifyRequestFields:
+// its body is read within the verifier's bound, compared with Content-Digest and put
+// back (req.Body is then the content checked), and the nonce is claimed.
+func (pr *PendingRequest) Finish(ctx context.Context) (*Result, error) {
+	return pr.p.finish(ctx, &pr.req.Body, pr.req.ContentLength)
+}
+
 // VerifyRequestWithWIT is VerifyRequest with the sender's WIT given by the caller instead
 // of read from the request's Workload-Identity-Token field. The WIT is validated exactly
 // like one read from the message. It serves callers that received the peer's WIT out of
@@ -252,6 +294,7 @@ func (v *Verifier) verifyRequest(ctx context.Context, req *http.Request, rawWIT 
 	if err := m.setRequest(req); err != nil {
 		return nil, err
 	}
+	// VerifyRequestFields then Finish, in one call.
 	res, err := v.verify(ctx, &m, rawWIT, "", &req.Body, req.ContentLength)
 	if err == errUnsigned {
 		return nil, errcode.New(errcode.MissingCredential, "the request carries no HTTP signature")
@@ -308,23 +351,44 @@ func (v *Verifier) verifyResponse(ctx context.Context, res *http.Response, req *
 // verify runs the checks in the order documented in doc.go. body points at the
 // message's body, which is replaced by a reader over the octets checked.
 func (v *Verifier) verify(ctx context.Context, m *message, rawWIT, reqNonce string, body *io.ReadCloser, contentLength int64) (*Result, error) {
+	var p pending
+	if err := v.verifyFields(ctx, &p, m, rawWIT, reqNonce); err != nil {
+		return nil, err
+	}
+	return p.finish(ctx, body, contentLength)
+}
+
+// pending is a message whose fields passed steps 1 to 6, the signature included; its
+// content is not read yet (steps 7 and 8 are finish).
+type pending struct {
+	v       *Verifier
+	res     Result
+	digest  receivedDigest
+	now     time.Time
+	expires time.Time
+	// response: the message is a response (readBody classifies a broken body by it).
+	response bool
+}
+
+// verifyFields runs steps 1 to 6 on m into *p: everything that does not need the body.
+func (v *Verifier) verifyFields(ctx context.Context, p *pending, m *message, rawWIT, reqNonce string) error {
 	// 1. SIG-1: find the one WIMSE signature.
 	rcv, err := selectSignature(m.header, v.maxSigHdr)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	// 2. SIG-3, parameters. Cheap and local, so before anything costs a signature check.
 	sp, err := checkParams(rcv.input.Params, m.response)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if m.response {
 		if !sp.hasReqNonce || sp.reqNonce != reqNonce {
-			return nil, errcode.New(errcode.RequestNonceMismatch, "wimse-req-nonce is not this client's request nonce")
+			return errcode.New(errcode.RequestNonceMismatch, "wimse-req-nonce is not this client's request nonce")
 		}
 	} else if _, ok := v.audiences[sp.audience]; !ok {
-		return nil, errcode.New(errcode.AudienceMismatch, "wimse-aud %q is not an accepted audience", errcode.Cut(sp.audience))
+		return errcode.New(errcode.AudienceMismatch, "wimse-aud %q is not an accepted audience", errcode.Cut(sp.audience))
 	}
 
 	// 3. SIG-3, covered components, parsed into an array on the stack (a WIMSE request
@@ -332,10 +396,10 @@ func (v *Verifier) verify(ctx context.Context, m *message, rawWIT, reqNonce stri
 	var compBuf [16]component
 	comps, err := appendCovered(compBuf[:0], rcv.input.Items, m.response)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := v.checkCoverage(m, comps); err != nil {
-		return nil, err
+		return err
 	}
 
 	// 4. SIG-6, the validity window, before the WIT: a signature from the future is
@@ -344,15 +408,15 @@ func (v *Verifier) verify(ctx context.Context, m *message, rawWIT, reqNonce stri
 	created, expires := time.Unix(sp.created, 0), time.Unix(sp.expires, 0)
 	switch {
 	case sp.expires < sp.created:
-		return nil, errcode.New(errcode.InvalidTimeWindow, "expires %d is before created %d", sp.expires, sp.created)
+		return errcode.New(errcode.InvalidTimeWindow, "expires %d is before created %d", sp.expires, sp.created)
 	case created.After(now.Add(v.skew)):
-		return nil, errcode.New(errcode.CreatedInFuture, "created %d is after now %d", sp.created, now.Unix())
+		return errcode.New(errcode.CreatedInFuture, "created %d is after now %d", sp.created, now.Unix())
 	case now.After(expires.Add(v.skew)):
-		return nil, errcode.New(errcode.Expired, "signature expired at %d, now %d", sp.expires, now.Unix())
+		return errcode.New(errcode.Expired, "signature expired at %d, now %d", sp.expires, now.Unix())
 	case v.maxAge > 0 && now.Sub(created) > v.maxAge:
-		return nil, errcode.New(errcode.TooOld, "created %s ago, limit %s", now.Sub(created).Truncate(time.Second), v.maxAge)
+		return errcode.New(errcode.TooOld, "created %s ago, limit %s", now.Sub(created).Truncate(time.Second), v.maxAge)
 	case expires.Sub(now) > v.maxLifetime+v.skew:
-		return nil, errcode.New(errcode.LifetimeTooLong, "signature is valid for another %s, limit %s", expires.Sub(now).Truncate(time.Second), v.maxLifetime)
+		return errcode.New(errcode.LifetimeTooLong, "signature is valid for another %s, limit %s", expires.Sub(now).Truncate(time.Second), v.maxLifetime)
 	}
 
 	// 5. SIG-2: the WIT, validated before the signature is verified.
@@ -360,22 +424,22 @@ func (v *Verifier) verify(ctx context.Context, m *message, rawWIT, reqNonce stri
 		vals := m.header.Values(headerWIT)
 		switch {
 		case len(vals) == 0:
-			return nil, errcode.New(errcode.MissingCredential, "no Workload-Identity-Token")
+			return errcode.New(errcode.MissingCredential, "no Workload-Identity-Token")
 		case len(vals) > 1:
-			return nil, errcode.New(errcode.DuplicateField, "%d Workload-Identity-Token fields, want one", len(vals))
+			return errcode.New(errcode.DuplicateField, "%d Workload-Identity-Token fields, want one", len(vals))
 		}
 		rawWIT = vals[0]
 	}
 	w, err := v.wits.Validate(ctx, rawWIT)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	// The Content-Digest field (bound, syntax) is checked with the other fields; the
 	// body it names is compared after the signature (step 7).
 	digest, err := parseContentDigest(m.header)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	// 6. SIG-5: rebuild the base over the received parameters and verify with cnf.jwk.
@@ -383,50 +447,54 @@ func (v *Verifier) verify(ctx context.Context, m *message, rawWIT, reqNonce stri
 	// the body is read: nobody without the key makes a receiver read a body.
 	sigParams, err := httpsfv.Marshal(rcv.input)
 	if err != nil {
-		return nil, errcode.Wrap(errcode.ParseError, err, "Signature-Input member cannot be serialized")
+		return errcode.Wrap(errcode.ParseError, err, "Signature-Input member cannot be serialized")
 	}
 	base, err := signatureBase(m, comps, sigParams)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !w.Key.Verify(base, rcv.sig) {
-		return nil, errcode.New(errcode.InvalidSignature, "signature does not verify with the key of WIT %s", tokenhash.Of(rawWIT))
-	}
-
-	// 7. SIG-4: the content, bounded, against the Content-Digest just authenticated.
-	// The body is put back for the handler whatever the outcome.
-	content, rc, err := readBody(*body, contentLength, v.maxBody, m.response)
-	*body = rc
-	if err != nil {
-		return nil, err
-	}
-	if err := digest.check(content); err != nil {
-		return nil, err
-	}
-
-	// 8. SIG-8: claim the nonce last, so that only authenticated messages spend one.
-	if v.replay != nil {
-		ttl := expires.Add(v.skew).Sub(now)
-		if ttl < time.Second {
-			ttl = time.Second
-		}
-		if err := v.replay.Claim(ctx, ReplayKeyPrefix+sp.nonce, ttl); err != nil {
-			if errcode.CodeOf(err) == errcode.Unmapped {
-				return nil, errcode.Unavailable(errcode.StoreUnavailable, err, "replay store")
-			}
-			return nil, err
-		}
+		return errcode.New(errcode.InvalidSignature, "signature does not verify with the key of WIT %s", tokenhash.Of(rawWIT))
 	}
 
 	covered := make([]string, len(comps))
 	for i, c := range comps {
 		covered[i] = c.id()
 	}
-	return &Result{
-		WIT: w, Label: rcv.label, Created: created, Expires: expires,
-		Nonce: sp.nonce, Audience: sp.audience, SignResponse: sp.signResponse,
-		ReqNonce: sp.reqNonce, Covered: covered, Base: base, Signature: rcv.sig,
-	}, nil
+	*p = pending{
+		v: v, digest: digest, now: now, expires: expires, response: m.response,
+		res: Result{
+			WIT: w, Label: rcv.label, Created: created, Expires: expires,
+			Nonce: sp.nonce, Audience: sp.audience, SignResponse: sp.signResponse,
+			ReqNonce: sp.reqNonce, Covered: covered, Base: base, Signature: rcv.sig,
+		},
+	}
+	return nil
+}
+
+// finish runs steps 7 and 8 on a message whose fields verified.
+func (p *pending) finish(ctx context.Context, body *io.ReadCloser, contentLength int64) (*Result, error) {
+	// 7. SIG-4: the content, bounded, against the Content-Digest just authenticated.
+	// The body is put back for the handler whatever the outcome.
+	if err := checkContent(p.digest, body, contentLength, p.v.maxBody, p.response); err != nil {
+		return nil, err
+	}
+
+	// 8. SIG-8: claim the nonce last, so that only authenticated messages spend one.
+	if v := p.v; v.replay != nil {
+		ttl := p.expires.Add(v.skew).Sub(p.now)
+		if ttl < time.Second {
+			ttl = time.Second
+		}
+		if err := v.replay.Claim(ctx, ReplayKeyPrefix+p.res.Nonce, ttl); err != nil {
+			if errcode.CodeOf(err) == errcode.Unmapped {
+				return nil, errcode.Unavailable(errcode.StoreUnavailable, err, "replay store")
+			}
+			return nil, err
+		}
+	}
+	res := p.res
+	return &res, nil
 }
 
 // checkCoverage: the profile's fixed components and the configured ones are covered,

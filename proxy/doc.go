@@ -16,8 +16,10 @@
 // context in the response.
 //
 // Ingress is the incoming side, a reverse proxy in front of the agent's own server. It
-// removes every Dialogtrust-* field a client sent, bounds the body, runs
-// dialog.Receiver (section 12: stateful or stateless, its replay store, handoffs with
+// removes every Dialogtrust-* field a client sent, bounds the body without reading it
+// (the receiver reads it once every field check passed, so a refused request gets no
+// 100 Continue), runs dialog.Receiver (section 12: stateful or stateless, its replay
+// store, handoffs with
 // dialog.WithHandoffs answered in the host protocol's reply, response signing) and
 // forwards only verified requests, with what was verified in the Verified* fields and
 // without the credentials.

@@ -47,6 +47,10 @@ type Route struct {
 	Recipient string
 	// Proof is proof.HTTPSig (the zero value) or proof.WPT.
 	Proof proof.Method
+	// BindRequest (WPT only) binds each request's method, path, query and body
+	// (Content-Digest) through the WPT's oth (agent.Transport.BindRequest). Without it a
+	// WPT with a fixed Recipient binds none of them.
+	BindRequest bool
 	// RequireSignedResponse asks for a signed response (wimse-sign-response) and
 	// refuses an unsigned one (HTTP signature only).
 	RequireSignedResponse bool
@@ -181,8 +185,10 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 		if err != nil {
 			return nil, err
 		}
-		t := &agent.Transport{Base: base, Source: cfg.WIT, Proof: rt.Proof, Responses: cfg.Responses, RequireSignedResponse: rt.RequireSignedResponse}
+		t := &agent.Transport{Base: base, Source: cfg.WIT, Proof: rt.Proof, Responses: cfg.Responses, RequireSignedResponse: rt.RequireSignedResponse, BindRequest: rt.BindRequest}
 		switch {
+		case rt.BindRequest && rt.Proof != proof.WPT:
+			return nil, errcode.New(errcode.InvalidRequest, "egress route %s: bind_request is for a WPT route (an HTTP signature covers the request always)", prefix)
 		case rt.Proof == proof.WPT && rt.RequireSignedResponse:
 			return nil, errcode.New(errcode.InvalidRequest, "egress route %s: a signed response needs the HTTP signature, not a WPT", prefix)
 		case rt.Proof == proof.HTTPSig && cfg.Responses == nil:

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"net/textproto"
@@ -164,6 +165,10 @@ func readBounded(r io.Reader, what string) ([]byte, error) {
 		return nil, nil
 	}
 	b, err := io.ReadAll(io.LimitReader(r, MaxBody+1))
+	var tooLarge *http.MaxBytesError // an ingress request's bound (boundBody)
+	if errors.As(err, &tooLarge) {
+		return nil, errcode.New(errcode.BodyTooLarge, "the %s is over %d octets", what, MaxBody)
+	}
 	if err != nil {
 		return nil, errcode.Wrap(errcode.InvalidRequest, err, "the %s could not be read", what)
 	}

@@ -167,7 +167,10 @@ func ingressUpstream(raw, httpPath string, plainHTTP bool) (*url.URL, string, er
 }
 
 // ServeHTTP removes the proxy's fields a client sent, bounds the body, and runs the
-// receiver; only a verified request reaches the application.
+// receiver; only a verified request reaches the application. The body is not read
+// here: the receiver reads it once every field check passed (dialog's order of the
+// checks), so a request it refuses has none of its body read and, with Expect:
+// 100-continue, gets no 100 Continue.
 func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Always first: a copy of a Verified* field from the client must never reach the
 	// application, whether or not the request verifies.
@@ -177,26 +180,22 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, errcode.New(errcode.InvalidRequest, "the path is not in normal form"))
 		return
 	}
-	body, err := readBounded(r.Body, "request body")
-	if err != nil {
-		problem.Write(w, err)
+	// The receiver's writer may hold the response to sign it, and cannot move the
+	// connection's write deadline: forward moves it on w itself. And the handlers get
+	// a copy of r, so that boundBody's reader goes on the copy: net/http tells an
+	// unanswered Expect: 100-continue by the Body of its own *Request, and would read
+	// (and so send 100 Continue) to discard a body it does not recognize.
+	r = r.WithContext(context.WithValue(r.Context(), connWriterKey{}, w))
+	if !boundBody(w, r) {
 		return
 	}
-	if len(body) == 0 {
-		r.Body = http.NoBody
-	} else {
-		r.Body = &readBody{Reader: bytes.NewReader(body), b: body}
-	}
-	r.ContentLength = int64(len(body))
 	if in.boundary != nil {
 		if err := in.boundary.precheck(r); err != nil {
 			problem.Write(w, err)
 			return
 		}
 	}
-	// The receiver's writer may hold the response to sign it, and cannot move the
-	// connection's write deadline: forward moves it on w itself.
-	in.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), connWriterKey{}, w)))
+	in.handler.ServeHTTP(w, r)
 }
 
 // connWriterKey is the context key of the ingress's own writer (ServeHTTP's w).
@@ -211,21 +210,11 @@ func connController(w http.ResponseWriter, r *http.Request) *http.ResponseContro
 	return http.NewResponseController(w)
 }
 
-// readBody is a body already read into b; forward sends b itself when nothing read
-// from it since, rather than reading it again.
-type readBody struct {
-	*bytes.Reader
-	b []byte
-}
-
-func (*readBody) Close() error { return nil }
-
-// forwardBody is the body r carries now: the octets the ingress read, or what the
-// receiver put in their place.
+// forwardBody is the body r carries now: the octets the receiver checked and put back
+// (the HTTP signature's or a bound WPT's Content-Digest), or, when nothing checked it,
+// the body as it comes, read only now that the request is verified (bounded by
+// boundBody).
 func forwardBody(r *http.Request) ([]byte, error) {
-	if rb, ok := r.Body.(*readBody); ok && rb.Len() == len(rb.b) {
-		return rb.b, nil
-	}
 	return readBounded(r.Body, "request body")
 }
 

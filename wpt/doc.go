@@ -16,8 +16,23 @@
 //  6. ath (wpt-01 only), tth, every oth entry, and dth: each present exactly when its
 //     field is in the request and equal to the hash of the field value (WPT-9,
 //     dialog-binding section 8: dth is REQUIRED when Dialog-Context is present);
-//  7. jti claimed once in the replay store, scoped to the sender (WPT-8); a store error
-//     is a rejection that says the check could not be completed.
+//  7. with VerifyRequest, the request keys oth names (RequestOptions.BindRequest:
+//     @method, @path, @query, content-digest) against the request, and then, last of
+//     the fields, the body against a bound Content-Digest (httpsig's SIG-4 codes);
+//  8. jti claimed once in the replay store, scoped to the sender (WPT-8), after every
+//     other check, so that only an authenticated request spends one; a store error is a
+//     rejection that says the check could not be completed.
+//
+// VerifyRequestFields stops before the body: a receiver runs its own field checks
+// (Txn-Token, Dialog-Context) and then Pending.Finish, so that no body is read for a
+// request refused on its fields.
+//
+// What a WPT does not bind: without BindRequest (the sender's choice, per route), the
+// method, the path, the query and the body of the request (wpt-02 section 3.3); aud
+// names the recipient, which is often a fixed value rather than the target URI. The
+// request keys of BindRequest are this package's application profile of oth (wpt-02
+// lets one say where a key's value is found): a receiver that does not know it refuses
+// the WPT, as wpt-02 requires for an oth entry not understood.
 //
 // Hashes are base64url(SHA-256(value)), where a value is the field value with leading
 // and trailing spaces and tabs removed (wpt-02 section 2, oth).

@@ -20,11 +20,25 @@ func Attach(req *http.Request, witRaw, proof string) {
 // SignRequest mints a proof for req as it stands (its Txn-Token and Dialog-Context
 // fields and the named context-token fields) with key, and attaches it with the WIT.
 // It refuses a request whose bound fields are repeated, as the verifier would.
+//
+// With ro.BindRequest it also sets Content-Digest over the body and binds it, the
+// method, the path and the query through oth (OthMethod and the others): a receiver
+// of this package then refuses the request when any of them changed on the way. A
+// receiver that does not know these oth keys refuses the WPT (wpt-02 section 2: an oth
+// entry not understood), so a route binds its requests only toward receivers that do.
 func SignRequest(req *http.Request, key *keys.PrivateKey, witRaw, audience string, ro RequestOptions, opts ...MintOption) error {
+	var rb *RequestBinding
+	if ro.BindRequest {
+		var err error
+		if rb, err = bindRequest(req); err != nil {
+			return err
+		}
+	}
 	b, err := boundFields(req.Header, ro)
 	if err != nil {
 		return err
 	}
+	b.Request = rb
 	proof, err := New(key, witRaw, audience, b, opts...)
 	if err != nil {
 		return err
@@ -37,11 +51,30 @@ func SignRequest(req *http.Request, key *keys.PrivateKey, witRaw, audience strin
 type RequestOptions struct {
 	// ContextTokenFields are extra fields that carry context tokens (bound through oth).
 	ContextTokenFields []string
+	// BindRequest (SignRequest) binds the method, path, query and Content-Digest of the
+	// request through oth. A verifier needs no option: it checks whichever of them the
+	// proof names (Claims.BindsRequest says whether it named them all).
+	BindRequest bool
 }
 
 // VerifyRequest extracts the WIT and the proof from req (wpt-02 carriage, or the wpt-01
-// Workload-Proof-Token field) and verifies them with the bound fields.
+// Workload-Proof-Token field) and verifies them with the bound fields, and with the
+// method, path, query and body when the proof binds them (RequestOptions.BindRequest).
+// It is VerifyRequestFields then Pending.Finish.
 func (v *Verifier) VerifyRequest(ctx context.Context, req *http.Request, ro RequestOptions) (*Result, error) {
+	p, err := v.VerifyRequestFields(ctx, req, ro)
+	if err != nil {
+		return nil, err
+	}
+	return p.Finish(ctx)
+}
+
+// VerifyRequestFields runs every check of VerifyRequest that does not need the body:
+// the WIT, the proof and what it binds in the fields and the request line. req.Body is
+// not touched, so a client that sent Expect: 100-continue has not been told to send
+// it. The caller runs its own field checks, then Pending.Finish, which checks a bound
+// body and claims the jti.
+func (v *Verifier) VerifyRequestFields(ctx context.Context, req *http.Request, ro RequestOptions) (*Pending, error) {
 	witRaw, err := single(req.Header, wit.HeaderName)
 	if err != nil {
 		return nil, err
@@ -90,7 +123,14 @@ func (v *Verifier) VerifyRequest(ctx context.Context, req *http.Request, ro Requ
 	}
 	fields.AccessToken = b.AccessToken
 	b = fields
-	return v.Verify(ctx, witRaw, proof, b)
+	if b.Request, err = requestBinding(req); err != nil {
+		return nil, err
+	}
+	res, err := v.verify(ctx, witRaw, proof, b)
+	if err != nil {
+		return nil, err
+	}
+	return &Pending{v: v, req: req, res: res}, nil
 }
 
 func single(h http.Header, name string) (string, error) {

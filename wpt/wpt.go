@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/internal/plainjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -66,6 +67,10 @@ type Bound struct {
 	AccessToken *string
 	// Other maps lower-case field names of further context tokens to their values.
 	Other map[string]string
+	// Request is the request the proof is for (VerifyRequest fills it in; nil for
+	// Verify): New binds it through oth, and the verifier checks the request keys oth
+	// names against it (request.go).
+	Request *RequestBinding
 }
 
 // MintOption configures New (and SignRequest).
@@ -146,10 +151,15 @@ func New(key *keys.PrivateKey, witRaw, audience string, b Bound, opts ...MintOpt
 	if b.DialogContext != nil {
 		c.Dth = boundHash(*b.DialogContext)
 	}
-	if len(b.Other) > 0 {
-		c.Oth = make(map[string]string, len(b.Other))
+	if len(b.Other) > 0 || b.Request != nil {
+		c.Oth = make(map[string]string, len(b.Other)+4)
 		for name, v := range b.Other {
 			c.Oth[strings.ToLower(name)] = boundHash(v)
+		}
+		if b.Request != nil {
+			for name, v := range b.Request.values() {
+				c.Oth[name] = boundHash(v)
+			}
 		}
 	}
 	// The JWS header carries no kid: the key is the WIT's cnf key.
@@ -165,6 +175,7 @@ type Verifier struct {
 	skew        time.Duration
 	maxLifetime time.Duration
 	maxSize     int
+	maxBody     int64
 }
 
 // Option configures a Verifier.
@@ -192,9 +203,19 @@ func WithMaxLifetime(d time.Duration) Option {
 	return verifierOption(func(v *Verifier) { v.maxLifetime = d })
 }
 
+// WithMaxBodySize bounds the body read to check a Content-Digest the proof binds
+// (default httpsig.DefaultMaxBodySize); a longer one is body_too_large.
+func WithMaxBodySize(n int64) Option {
+	return verifierOption(func(v *Verifier) {
+		if n > 0 {
+			v.maxBody = n
+		}
+	})
+}
+
 // NewVerifier returns a Verifier that validates WITs with wits.
 func NewVerifier(wits *wit.Validator, opts ...Option) *Verifier {
-	v := &Verifier{wits: wits, now: wits.Now, skew: wits.Skew(), maxLifetime: DefaultMaxLifetime, maxSize: DefaultMaxSize}
+	v := &Verifier{wits: wits, now: wits.Now, skew: wits.Skew(), maxLifetime: DefaultMaxLifetime, maxSize: DefaultMaxSize, maxBody: httpsig.DefaultMaxBodySize}
 	for _, o := range opts {
 		o.applyVerifier(v)
 	}
@@ -207,25 +228,42 @@ type Result struct {
 	Claims Claims
 }
 
-// Verify validates the WIT, then the proof made with its key.
+// Verify validates the WIT, then the proof made with its key, and claims its jti. It
+// checks no body: a proof that binds Content-Digest is verified with VerifyRequest.
 func (v *Verifier) Verify(ctx context.Context, witRaw, proof string, b Bound) (*Result, error) {
+	res, err := v.verify(ctx, witRaw, proof, b)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.claim(ctx, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// verify is Verify without the jti claim.
+func (v *Verifier) verify(ctx context.Context, witRaw, proof string, b Bound) (*Result, error) {
 	w, err := v.wits.Validate(ctx, witRaw)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{WIT: w}
-	c := &res.Claims
-	if err := v.verifyProof(c, proof, w.Key, w.Hash(), b); err != nil {
+	if err := v.verifyProof(&res.Claims, proof, w.Key, w.Hash(), b); err != nil {
 		return nil, err
 	}
-	if v.replay != nil {
-		// Scoped to the sender (wpt-02 section 3.1): one workload cannot burn another's jti.
-		ttl := c.Exp.Time().Sub(v.now()) + v.skew
-		if err := v.replay.Claim(ctx, "wpt:jti:"+w.SubjectString()+"\x00"+c.Jti, ttl); err != nil {
-			return nil, err
-		}
-	}
 	return res, nil
+}
+
+// claim claims the jti of a verified proof, last: only an authenticated request spends
+// one.
+func (v *Verifier) claim(ctx context.Context, res *Result) error {
+	if v.replay == nil {
+		return nil
+	}
+	// Scoped to the sender (wpt-02 section 3.1): one workload cannot burn another's jti.
+	c := &res.Claims
+	ttl := c.Exp.Time().Sub(v.now()) + v.skew
+	return v.replay.Claim(ctx, "wpt:jti:"+res.WIT.SubjectString()+"\x00"+c.Jti, ttl)
 }
 
 // VerifyProof checks a proof against an already validated WIT key (steps 2-6). It does
@@ -271,6 +309,9 @@ func (v *Verifier) verifyProof(c *Claims, proof string, key *keys.PublicKey, wth
 		return err
 	}
 	if err := checkBinding(c.Tth, b.TxnToken, errcode.TxnTokenBindingMismatch, "tth", "Txn-Token"); err != nil {
+		return err
+	}
+	if err := checkRequest(c.Oth, b.Request); err != nil {
 		return err
 	}
 	if err := checkOther(c.Oth, b.Other); err != nil {
@@ -391,7 +432,9 @@ func checkOther(oth map[string]string, other map[string]string) error {
 	}
 	names := make([]string, 0, len(oth))
 	for n := range oth {
-		names = append(names, n)
+		if !isRequestKey(n) { // checkRequest's
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	lower := make(map[string]string, len(other))
@@ -408,7 +451,7 @@ func checkOther(oth map[string]string, other map[string]string) error {
 		}
 	}
 	for n := range lower {
-		if _, ok := oth[n]; !ok {
+		if _, ok := oth[n]; !ok && !isRequestKey(n) {
 			return errcode.New(errcode.OtherTokenBindingMismatch, "context token %q is not covered by oth", errcode.Cut(n))
 		}
 	}

@@ -141,6 +141,9 @@ type RouteConfig struct {
 	Recipient             string `yaml:"recipient"`
 	Proof                 string `yaml:"proof"`
 	RequireSignedResponse bool   `yaml:"require_signed_response"`
+	// BindRequest (proof wpt) binds each request's method, path, query and body
+	// through the WPT's oth (proxy.Route.BindRequest).
+	BindRequest bool `yaml:"bind_request"`
 	// Delegate is the AgentId the route's handoff offers are for; Host the host
 	// protocol carrying them: mcp, a2a03 or a2a10 (proxy.Route).
 	Delegate string `yaml:"delegate"`
@@ -217,6 +220,10 @@ type IngressConfig struct {
 	RequireTxnToken          bool                 `yaml:"require_txn_token"`
 	RequireDialog            bool                 `yaml:"require_dialog"`
 	RequireVerifiedInitiator bool                 `yaml:"require_verified_initiator"`
+	// RequireSignatureForBody refuses a request with a body proved by a WPT: a body is
+	// taken only under an HTTP signature (dialog.RequireSignatureForBody). Needs
+	// httpsig among the proofs.
+	RequireSignatureForBody bool `yaml:"require_signature_for_body"`
 	// Stateful makes the ingress a participant that establishes and tracks dialogs
 	// (section 5); else it is stateless, like a tool.
 	Stateful bool `yaml:"stateful"`
@@ -423,6 +430,9 @@ func checkProxy(cfg *ProxyConfig) error {
 			if r.Proof == "wpt" && r.RequireSignedResponse {
 				return fmt.Errorf("egress.routes[%d]: require_signed_response needs proof httpsig (a WPT covers no response)", i)
 			}
+			if r.BindRequest && r.Proof != "wpt" {
+				return fmt.Errorf("egress.routes[%d]: bind_request is for proof wpt (an HTTP signature covers the request always)", i)
+			}
 			if r.Audience != "" && e.TTS == nil {
 				return fmt.Errorf("egress.routes[%d]: audience needs egress.tts", i)
 			}
@@ -472,6 +482,9 @@ func checkProxy(cfg *ProxyConfig) error {
 			if _, err := parseProof(p); err != nil || p == "" {
 				return fmt.Errorf("ingress.proofs: %q: httpsig or wpt", p)
 			}
+		}
+		if in.RequireSignatureForBody && len(in.Proofs) > 0 && !slices.Contains(in.Proofs, "httpsig") {
+			return fmt.Errorf("ingress.require_signature_for_body needs httpsig in ingress.proofs: no request with a body could be accepted")
 		}
 		if t := in.TxnTokens; t != nil && (t.JWKSURL == "") == (t.JWKSFile == "") {
 			return fmt.Errorf("ingress.txn_tokens: one of jwks_url, jwks_file")
@@ -838,7 +851,7 @@ func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit
 	for i, r := range e.Routes {
 		m, _ := parseProof(r.Proof)
 		rt := proxy.Route{Prefix: r.Prefix, Upstream: r.Upstream, AllowPlainHTTP: r.AllowPlainHTTP,
-			TxnAudience: r.Audience, TxnScope: r.Scope, Recipient: r.Recipient, Proof: m, RequireSignedResponse: r.RequireSignedResponse,
+			TxnAudience: r.Audience, TxnScope: r.Scope, Recipient: r.Recipient, Proof: m, RequireSignedResponse: r.RequireSignedResponse, BindRequest: r.BindRequest,
 			UpstreamTimeout: upstreamTimeoutOf(r.UpstreamTimeout)}
 		if b := r.Boundary; b != nil {
 			grant := b.GrantEndpoint
@@ -974,6 +987,9 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 	}
 	if in.RequireVerifiedInitiator {
 		opts = append(opts, dialog.RequireVerifiedInitiator())
+	}
+	if in.RequireSignatureForBody {
+		opts = append(opts, dialog.RequireSignatureForBody())
 	}
 	opts = append(opts, dialog.WithProvenance(dialog.NewProvenanceVerifier(wits, 0)))
 	if in.Stateful {
