@@ -293,7 +293,7 @@ func newBoundary(t *testing.T, opts ...boundaryOptions) *boundary {
 
 	// A2's egress: its Txn-Tokens come from TTS A (self-signed subject alice).
 	boundaryRoute := func(prefix, scope string) proxy.Route {
-		br := &proxy.BoundaryRoute{GrantEndpoint: a.endpoint(), PeerIssuer: b.ttsURL, PeerTokenEndpoint: b.endpoint(), Scope: scope, PeerClient: o.peerClient}
+		br := &proxy.BoundaryRoute{GrantEndpoint: a.endpoint(), PeerIssuer: b.ttsURL, PeerTokenEndpoint: b.endpoint(), PeerTrustDomain: "b.example", Scope: scope, PeerClient: o.peerClient}
 		return proxy.Route{Prefix: prefix, Upstream: bw.ingress.URL + "/hotel", TxnAudience: "a.example", TxnScope: "trip.read trip.book",
 			Recipient: bw.recipB1, RequireSignedResponse: true, Boundary: br}
 	}
@@ -660,7 +660,7 @@ func TestDialogBindingSec11_BoundaryIngressRefusals(t *testing.T) {
 	// own, with A2's access token.
 	a3id, a3src := bw.a.workload(t, "/agent/a3")
 	a3 := &agent.Agent{Self: a3id, Client: &http.Client{Transport: &agent.Transport{Source: a3src,
-		Responses: httpsig.NewVerifier(witsOf(bw.ctx, bw.a, bw.b)), Audience: func(*http.Request) string { return bw.recipB1 }}}}
+		Responses: httpsig.NewVerifier(witsOf(bw.ctx, bw.a, bw.b)), Audience: func(*http.Request) string { return bw.recipB1 }, ResponseSigners: peerSigners}}}
 	send := func(h http.Header) (int, errcode.Code) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", bw.ingress.URL+"/hotel", strings.NewReader(`{}`))

@@ -50,6 +50,11 @@ type Route struct {
 	// RequireSignedResponse asks for a signed response (wimse-sign-response) and
 	// refuses an unsigned one (HTTP signature only).
 	RequireSignedResponse bool
+	// ResponseSigners names the workloads whose signed responses the route believes:
+	// each a workload identifier, or a prefix ending in "/" (scheme://trust-domain/ or
+	// a path under it). Default: the route's own trust domain (signers.go); another
+	// signer is refused with response_signer_mismatch.
+	ResponseSigners []string
 	// Boundary, when set, marks the route as crossing a trust boundary: requests go
 	// in a linked dialog through identity chaining (boundary.go, section 11).
 	Boundary *BoundaryRoute
@@ -181,7 +186,11 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 		if err != nil {
 			return nil, err
 		}
-		t := &agent.Transport{Base: base, Source: cfg.WIT, Proof: rt.Proof, Responses: cfg.Responses, RequireSignedResponse: rt.RequireSignedResponse}
+		signers, err := routeSigners(cfg.Self, rt, prefix)
+		if err != nil {
+			return nil, err
+		}
+		t := &agent.Transport{Base: base, Source: cfg.WIT, Proof: rt.Proof, Responses: cfg.Responses, RequireSignedResponse: rt.RequireSignedResponse, ResponseSigners: signers}
 		switch {
 		case rt.Proof == proof.WPT && rt.RequireSignedResponse:
 			return nil, errcode.New(errcode.InvalidRequest, "egress route %s: a signed response needs the HTTP signature, not a WPT", prefix)
@@ -295,7 +304,7 @@ func (e *Egress) match(p string) (*egressRoute, string) {
 // there included) comes back as it is.
 func (e *Egress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := e.serve(w, r); err != nil {
-		problem.Write(w, err)
+		e.refuse(w, r, err)
 	}
 }
 
@@ -362,7 +371,10 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if cancelHop != "" {
 		placed, err := e.cancelFor(ctx, rt, cancelHop, dc, body)
 		if err != nil {
-			dialog.WriteRefusal(w, body, wait.refusal(err)) // as a refused offer is answered
+			err = wait.refusal(err)
+			e.logRefusal(r, err, problem.Status(err), refusedByEgress)
+			w.Header().Set(RefusedByField, refusedByEgress)
+			dialog.WriteRefusal(w, body, err) // as a refused offer is answered
 			return nil
 		}
 		body = placed
@@ -373,7 +385,10 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 			// A refusal at the handoff step answers a JSON-RPC request as the
 			// receiver's does: a JSON-RPC error, which the agent's SDK raises as the
 			// call's error (docs/errors.md, "How a refusal is sent").
-			dialog.WriteRefusal(w, body, wait.refusal(err))
+			err = wait.refusal(err)
+			e.logRefusal(r, err, problem.Status(err), refusedByEgress)
+			w.Header().Set(RefusedByField, refusedByEgress)
+			dialog.WriteRefusal(w, body, err)
 			return nil
 		}
 		body, ctx = offer.body, offer.ctx
@@ -439,6 +454,7 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		removePrefixed(res.Header)
+		e.noteUpstreamRefusal(r, res, nil)
 		e.stream.pass(w, r, res, cancel)
 		return nil
 	}
@@ -459,6 +475,7 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if cancelHop != "" {
 		res.Header.Set(HandoffHopField, cancelHop)
 	}
+	e.noteUpstreamRefusal(r, res, resBody)
 	writeResponse(w, res, resBody)
 	return nil
 }
