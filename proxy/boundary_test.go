@@ -199,6 +199,9 @@ type boundary struct {
 	// refuseTTSB, when set, removes the HTTP signature from B1's requests to TTS B,
 	// which refuses them.
 	refuseTTSB atomic.Bool
+	// signAs, when set, is the wit.Source B1's ingress signs its responses with in
+	// place of B1's: a workload on the path answering with a WIT of its own.
+	signAs atomic.Pointer[wit.Source]
 }
 
 // B's servers, as recorded.
@@ -274,7 +277,12 @@ func newBoundary(t *testing.T, opts ...boundaryOptions) *boundary {
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(witsOf(ctx, a, b), httpsig.WithAudiences(bw.recipB1), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())),
-		dialog.WithResponseSigner(signerOf(b1src)),
+		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
+			if src := bw.signAs.Load(); src != nil {
+				return signerOf(*src)(ctx)
+			}
+			return signerOf(b1src)(ctx)
+		}),
 	)
 	mustOK(t, err)
 	in, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: appSrv.URL, Boundary: &proxy.BoundaryIngress{

@@ -40,3 +40,10 @@ func routeSigners(self identifier.ID, rt Route, prefix string) (*agent.Signers, 
 	}
 	return s, nil
 }
+
+// CheckRouteSigners checks rt's ResponseSigners and BoundaryRoute.PeerTrustDomain for
+// an egress of workload self, as NewEgress does.
+func CheckRouteSigners(self identifier.ID, rt Route) error {
+	_, err := routeSigners(self, rt, rt.Prefix)
+	return err
+}
