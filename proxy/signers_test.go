@@ -50,3 +50,30 @@ func TestIssue22Point2_RouteSignersConfig(t *testing.T) {
 		}
 	}
 }
+
+// Issue 22 point 2, an ordinary route: a route that names its upstream's workload
+// refuses a response signed by another workload of the same trust domain (here t1's
+// ingress answering a route that expects another tool), and takes the one it names.
+func TestIssue22Point2_RouteNamesItsSigner(t *testing.T) {
+	for name, want := range map[string]bool{"t1 named": true, "another tool named": false, "the tools' prefix": true} {
+		t.Run(name, func(t *testing.T) {
+			p := newPair(t, pairOptions{route: func(t1 identifier.ID, r *proxy.Route) {
+				switch name {
+				case "t1 named":
+					r.ResponseSigners = []string{t1.String()}
+				case "another tool named":
+					r.ResponseSigners = []string{t1.Origin() + "/tool/t2"}
+				default:
+					r.ResponseSigners = []string{t1.Origin() + "/tool/"}
+				}
+			}})
+			res, body := p.call(t, "/t1", `{}`, start())
+			switch {
+			case want && res.StatusCode != http.StatusOK:
+				t.Fatalf("%d %s", res.StatusCode, body)
+			case !want && (codeOf(res.StatusCode, body) != errcode.ResponseSignerMismatch || res.Header.Get(proxy.RefusedByField) != "egress"):
+				t.Fatalf("a response by an unnamed signer: %d %v %s", res.StatusCode, res.Header, body)
+			}
+		})
+	}
+}
