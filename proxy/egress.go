@@ -103,8 +103,10 @@ type EgressConfig struct {
 	// UpstreamTimeout bounds the wait for an upstream to answer, for every route
 	// without an UpstreamTimeout of its own (default DefaultUpstreamTimeout).
 	UpstreamTimeout time.Duration
-	// Log receives what cannot be answered to the agent: a passed-through response that
-	// broke off after its header went out, with its stable code (default: discarded).
+	// Log receives each refusal, the egress's own and the upstream's it passes on, with
+	// its stable code (refusal.go), and what cannot be answered to the agent: a
+	// passed-through response that broke off after its header went out (default:
+	// discarded).
 	Log *slog.Logger
 }
 

@@ -56,8 +56,9 @@ type IngressConfig struct {
 	// UpstreamTimeout bounds the wait for the application to answer (default
 	// DefaultUpstreamTimeout).
 	UpstreamTimeout time.Duration
-	// Log receives what cannot be answered to the caller: a passed-through response
-	// that broke off after its header went out, with its stable code (default:
+	// Log receives each refusal, the receiver's included, with its stable code and the
+	// hash of the caller's WIT (refusal.go), and what cannot be answered to the caller:
+	// a passed-through response that broke off after its header went out (default:
 	// discarded).
 	Log *slog.Logger
 }
