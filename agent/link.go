@@ -63,6 +63,12 @@ type LinkConfig struct {
 	PeerIssuer string
 	// PeerTokenEndpoint is AS B's token endpoint (domain B).
 	PeerTokenEndpoint string
+	// PeerTrustDomain is domain B's trust domain, the one D2 is in: B1's signed
+	// responses are believed only from a workload of it (section 11), or of Signers
+	// when set (within it). One of the two is required: nothing in the exchange says
+	// which trust domain the peer is, and a signature by any other would be believed.
+	PeerTrustDomain string
+	Signers         *Signers
 	// Scope narrows the grant and the access token (space-separated); "" takes what
 	// the Txn-Token's scope allows to cross.
 	Scope string
@@ -92,6 +98,9 @@ type Linked struct {
 	Expiry      time.Time
 	Scope       string
 	Credential  *wit.Credential
+	// Signers are the workloads of domain B whose signed responses are believed: the
+	// ResponseSigners of the transport that continues D2.
+	Signers *Signers
 }
 
 // Link runs steps 1 to 3 of Figure 5.
@@ -104,6 +113,10 @@ func (l *Linker) Link(ctx context.Context, c LinkConfig) (*Linked, error) {
 	}
 	if c.TxnToken == "" || c.GrantEndpoint == "" || c.PeerIssuer == "" || c.PeerTokenEndpoint == "" || c.Request == nil {
 		return nil, errcode.New(errcode.InvalidRequest, "a linked dialog needs the Txn-Token, both token endpoints, the peer AS and the first request")
+	}
+	signers, err := c.signers()
+	if err != nil {
+		return nil, err
 	}
 	d1 := dialogOf(c.TxnToken)
 	if c.Dialog == "" {
@@ -147,6 +160,7 @@ func (l *Linker) Link(ctx context.Context, c LinkConfig) (*Linked, error) {
 	expiry := now().Add(time.Duration(at.ExpiresIn) * time.Second)
 	peer := *l.Transport
 	peer.Tokens = nil
+	peer.ResponseSigners = signers
 	peer.Source = pinned{c: cred, now: now}
 	peer.Base = boundaryGuard{base: l.Transport.Base, txnToken: c.TxnToken, dlg: d1}
 	// The caller's context may carry D1's provenance or Txn-Token source (WithProvenance,
@@ -168,7 +182,20 @@ func (l *Linker) Link(ctx context.Context, c LinkConfig) (*Linked, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Linked{Response: res, Dialog: dc, AccessToken: at.AccessToken, Expiry: expiry, Scope: at.Scope, Credential: cred}, nil
+	return &Linked{Response: res, Dialog: dc, AccessToken: at.AccessToken, Expiry: expiry, Scope: at.Scope, Credential: cred, Signers: signers}, nil
+}
+
+// signers are the workloads whose signed responses D2's requests believe.
+func (c LinkConfig) signers() (*Signers, error) {
+	switch {
+	case c.Signers == nil && c.PeerTrustDomain == "":
+		return nil, errcode.New(errcode.InvalidRequest, "a linked dialog needs the peer's trust domain (or its signers): a response signed in any other would be believed")
+	case c.Signers == nil:
+		return TrustDomainSigners(c.PeerTrustDomain)
+	case c.PeerTrustDomain != "" && c.Signers.TrustDomain() != c.PeerTrustDomain:
+		return nil, errcode.New(errcode.InvalidRequest, "the signers of a linked dialog are of its peer trust domain %s, not %s", c.PeerTrustDomain, c.Signers.TrustDomain())
+	}
+	return c.Signers, nil
 }
 
 // pinned is a wit.Source that gives one credential.

@@ -46,7 +46,7 @@ func runFigure5(t *testing.T, f *figure5) figure5Run {
 	atA2 := f.startD1("trip.read trip.book")
 	run := figure5Run{d1: atA2.Context.DLG(), txnA: atA2.TxnToken}
 	linked, err := f.linker(f.a2).Link(f.ctx, agent.LinkConfig{
-		TxnToken: atA2.TxnToken, GrantEndpoint: f.a.endpoint(), PeerIssuer: f.b.ttsURL, PeerTokenEndpoint: f.b.endpoint(),
+		TxnToken: atA2.TxnToken, GrantEndpoint: f.a.endpoint(), PeerIssuer: f.b.ttsURL, PeerTokenEndpoint: f.b.endpoint(), PeerTrustDomain: "b.example",
 		Scope: "trip.read", Request: f.post(f.b1Srv.URL + "/task"),
 	})
 	if err != nil {
@@ -344,7 +344,7 @@ func TestDialogBindingSec11_LinkedDialogRefusals(t *testing.T) {
 	l := f.linker(f.a2)
 	cfg := func(dlg string, req *http.Request) agent.LinkConfig {
 		return agent.LinkConfig{TxnToken: atA2.TxnToken, GrantEndpoint: f.a.endpoint(), PeerIssuer: f.b.ttsURL,
-			PeerTokenEndpoint: f.b.endpoint(), Request: req, Dialog: dlg}
+			PeerTokenEndpoint: f.b.endpoint(), PeerTrustDomain: "b.example", Request: req, Dialog: dlg}
 	}
 	if _, err := l.Link(f.ctx, cfg(atA2.Context.DLG(), f.post(f.b1Srv.URL+"/task"))); errcode.CodeOf(err) != errcode.CrossesTrustBoundary {
 		t.Fatalf("D1 reused: %v", err)
@@ -365,7 +365,9 @@ func TestDialogBindingSec11_LinkedDialogRefusals(t *testing.T) {
 		t.Fatalf("at B1: %+v", r)
 	}
 	// A3 presents A2's access token to B1 in a dialog of its own: not the holder.
-	a3 := &agent.Agent{Self: f.a3.id, Client: &http.Client{Transport: f.transport(f.a3, nil, f.a, f.b)}}
+	a3t := f.transport(f.a3, nil, f.a, f.b)
+	a3t.ResponseSigners = linked.Signers // B1 answers from domain B
+	a3 := &agent.Agent{Self: f.a3.id, Client: &http.Client{Transport: a3t}}
 	req := f.post(f.b1Srv.URL + "/task")
 	req.Header.Set("Authorization", "Bearer "+linked.AccessToken)
 	res, _, err := a3.Start(f.ctx, req, "")

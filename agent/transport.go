@@ -86,6 +86,12 @@ type Transport struct {
 	// Audience names the recipient for wimse-aud or the WPT aud; default: the target
 	// URI without query and fragment.
 	Audience func(*http.Request) string
+	// ResponseSigners names the workloads whose signed responses are believed; a
+	// signature that verifies under another workload's WIT is refused
+	// (response_signer_mismatch). Default: every workload of the trust domain of the
+	// agent's own WIT, never another (section 11: a dialog does not cross a trust
+	// boundary). A linked dialog's requests use the peer's (Linked.Signers).
+	ResponseSigners *Signers
 }
 
 // RoundTrip implements http.RoundTripper. It does not modify req.
@@ -161,8 +167,29 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// demanded (http-signature-07 section 3.5).
 	vr, err := t.Responses.VerifyResponse(ctx, res, out, nonce, t.RequireSignedResponse)
 	if err != nil {
+		if errcode.CodeOf(err) == errcode.MissingCredential && res.StatusCode >= 400 && len(res.Header.Values("Signature-Input")) == 0 {
+			// An unsigned refusal: the upstream's own answer, or one a party on the
+			// path made up. Either way no success; its code, not the missing
+			// signature, says what went wrong (refusal.go).
+			err = unverifiedRefusal(res, err)
+		}
 		res.Body.Close()
 		return nil, err
+	}
+	if vr != nil {
+		// Section 5: the server the request was for signs the response. A valid WIT
+		// of any other workload proves nothing about this request.
+		signers := t.ResponseSigners
+		if signers == nil {
+			if signers, err = ownSigners(cred.WIT); err != nil {
+				res.Body.Close()
+				return nil, err
+			}
+		}
+		if err := checkSigner(signers, vr.WIT.Subject); err != nil {
+			res.Body.Close()
+			return nil, err
+		}
 	}
 	if vr != nil && dc != nil {
 		// Section 7: the requester MUST check that the response's Dialog-Context

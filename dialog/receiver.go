@@ -402,8 +402,10 @@ func (rc *Receiver) Middleware(next http.Handler) http.Handler {
 			// A refused handoff with a signed status (handoff-context 5.1, 5.3): the
 			// handler does not run, and the status goes back in the host protocol's
 			// reply, signed like any response.
+			noteRefusal(r, err)
 			next = reply
 		case err != nil:
+			noteRefusal(r, err)
 			reply.writeError(w, err)
 			return
 		default:
@@ -417,11 +419,14 @@ func (rc *Receiver) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		if rc.responseSigner == nil {
-			problem.Write(w, errcode.New(errcode.ResponseNotSignable, "the client requires a signed response and this server has no response signer"))
+			err := errcode.New(errcode.ResponseNotSignable, "the client requires a signed response and this server has no response signer")
+			noteRefusal(r, err)
+			problem.Write(w, err)
 			return
 		}
 		signer, err := rc.responseSigner(r.Context())
 		if err != nil {
+			noteRefusal(r, err)
 			problem.Write(w, err)
 			return
 		}
@@ -435,6 +440,7 @@ func (rc *Receiver) Middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(buf, r)
 		}
 		if buf.passing || buf.refused != nil {
+			noteRefusal(r, buf.refused)
 			return // passed through unsigned as it was written, or refused over the bound
 		}
 		h := buf.header
@@ -447,6 +453,7 @@ func (rc *Receiver) Middleware(next http.Handler) http.Handler {
 		}
 		body := buf.body.Bytes()
 		if err := signer.SignResponse(status, h, body, r, v.Signature.Nonce); err != nil {
+			noteRefusal(r, err)
 			problem.Write(w, err)
 			return
 		}

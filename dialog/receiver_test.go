@@ -3,6 +3,7 @@ package dialog_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -202,9 +203,11 @@ func TestDialogBindingFigure3_Refusals(t *testing.T) {
 	ctx := context.Background()
 	d1, _ := dialog.New("D1", f.a1.ID)
 
-	// A client that demanded a signed response refuses the unsigned refusal.
+	// A client that demanded a signed response takes the unsigned refusal as a
+	// refusal with the receiver's code, marked unverified, never as a response.
 	strict := f.agent(f.a2, agent.Forwarded(f.txnToken(t, "D2", "a.example")), proof.HTTPSig)
-	if _, err := strict.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), d1, nil); errcode.CodeOf(err) != errcode.MissingCredential {
+	var ur *agent.UnverifiedRefusal
+	if res, err := strict.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), d1, nil); res != nil || errcode.CodeOf(err) != errcode.DialogMismatch || !errors.As(err, &ur) {
 		t.Fatalf("unsigned refusal accepted by a client that demanded a signature: %v", err)
 	}
 

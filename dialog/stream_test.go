@@ -199,8 +199,10 @@ func TestWIMSESig3_5_RequiredSignatureRefusesAStreamOverTheBound(t *testing.T) {
 			rec := &recordAnswer{}
 			res, _, err := f.a1Via(tc.asked, rec).Start(streamContext(t), post(t, srv.URL+"/invoke"), "D1")
 			if tc.asked {
-				// The client that asked refuses the unsigned refusal too.
-				if errcode.CodeOf(err) != errcode.MissingCredential {
+				// The client that asked takes the unsigned refusal as a refusal, with
+				// the server's code, never as a response (issue 22 point 5).
+				var ur *agent.UnverifiedRefusal
+				if res != nil || errcode.CodeOf(err) != errcode.ResponseNotSignable || !errors.As(err, &ur) {
 					t.Fatalf("the client took an unsigned answer: %v", err)
 				}
 			} else {

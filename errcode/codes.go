@@ -209,6 +209,10 @@ const (
 	// DialogContextMismatch: a signed response echoes a Dialog-Context other than the
 	// request's (section 7), or the accepted context differs from the proposed one (5).
 	DialogContextMismatch Code = "dialog_context_mismatch"
+	// ResponseSignerMismatch: a response's signature verifies, but its signer is not a
+	// workload the request was for (agent.Signers: by default the requester's own
+	// trust domain, or the peer's on a linked dialog; sections 5 and 11).
+	ResponseSignerMismatch Code = "response_signer_mismatch"
 	// TooManyDialogs: the sender already holds as many live dialogs at this participant
 	// as it may (dialog.WithMaxDialogsPerSender); it establishes no more until some
 	// expire (section 5). HTTP 429.

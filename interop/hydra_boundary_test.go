@@ -242,7 +242,7 @@ func TestHydraBoundaryRoute(t *testing.T) {
 	// recording transport keeps them, as the needles of the domain separation search.
 	txnA := &tokenResponses{}
 	boundary := func(pc *proxy.PeerClient) *proxy.BoundaryRoute {
-		return &proxy.BoundaryRoute{GrantEndpoint: d.ttsA.TokenEndpoint, PeerIssuer: "b.example-as", PeerTokenEndpoint: peerToken, Scope: "trip.read", PeerClient: pc}
+		return &proxy.BoundaryRoute{GrantEndpoint: d.ttsA.TokenEndpoint, PeerIssuer: "b.example-as", PeerTokenEndpoint: peerToken, PeerTrustDomain: "b.example", Scope: "trip.read", PeerClient: pc}
 	}
 	client := &proxy.PeerClient{ID: hydraAgentsClient, Secret: d.agentsSecret}
 	route := func(prefix, upstream, recipient string, signed bool, pc *proxy.PeerClient) proxy.Route {

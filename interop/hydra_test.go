@@ -585,7 +585,7 @@ func (d *hydraDomains) figure5Linked(t *testing.T) {
 	}
 	first.Header.Set("Content-Type", "application/json")
 	linked, err := l.Link(ctx, agent.LinkConfig{TxnToken: txnA, GrantEndpoint: d.ttsA.TokenEndpoint, PeerIssuer: "b.example-as",
-		PeerTokenEndpoint: d.hydra.TokenURL, Scope: "trip.read", Request: first, Dialog: dialogD2})
+		PeerTokenEndpoint: d.hydra.TokenURL, PeerTrustDomain: "b.example", Scope: "trip.read", Request: first, Dialog: dialogD2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,10 @@ type Details struct {
 	// Kind is "failed" or "could_not_complete" (dialog-binding section 12).
 	Kind   string `json:"kind"`
 	Detail string `json:"detail,omitempty"`
+	// RefusedBy, an extension member, names the side that refused when a proxy passes
+	// a refusal on: "egress" for the egress proxy's own, "upstream" for the upstream's
+	// (docs/errors.md, "How a refusal is sent").
+	RefusedBy string `json:"refused_by,omitempty"`
 }
 
 // Status maps an error to its HTTP status.
@@ -83,8 +87,10 @@ func From(err error) Details {
 }
 
 // Write sends err as application/problem+json.
-func Write(w http.ResponseWriter, err error) {
-	d := From(err)
+func Write(w http.ResponseWriter, err error) { WriteDetails(w, From(err)) }
+
+// WriteDetails sends d as application/problem+json with status d.Status.
+func WriteDetails(w http.ResponseWriter, d Details) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(d.Status)

@@ -50,6 +50,10 @@ type BoundaryRoute struct {
 	PeerIssuer string
 	// PeerTokenEndpoint is AS B's token endpoint, in the other domain.
 	PeerTokenEndpoint string
+	// PeerTrustDomain is the other domain's trust domain, the one the linked dialog is
+	// in (required): the route believes a signed response only from a workload of it
+	// (Route.ResponseSigners narrows it).
+	PeerTrustDomain string
 	// Scope narrows the grant and the access token (space-separated); "" takes what
 	// the Txn-Token's scope allows to cross.
 	Scope string
@@ -246,7 +250,7 @@ func (b *boundaryLink) start(ctx context.Context, w http.ResponseWriter, out *ht
 	}
 	linker := &agent.Linker{Self: b.self, Transport: b.transport, Tokens: b.tokens, Now: b.now}
 	linked, err := linker.Link(ctx, agent.LinkConfig{TxnToken: txn, GrantEndpoint: b.cfg.GrantEndpoint, PeerIssuer: b.cfg.PeerIssuer,
-		PeerTokenEndpoint: b.cfg.PeerTokenEndpoint, Scope: b.cfg.Scope, Request: out})
+		PeerTokenEndpoint: b.cfg.PeerTokenEndpoint, Scope: b.cfg.Scope, Request: out, PeerTrustDomain: b.cfg.PeerTrustDomain, Signers: b.transport.ResponseSigners})
 	if err != nil {
 		return upstreamError(err)
 	}

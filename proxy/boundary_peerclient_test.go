@@ -120,7 +120,7 @@ func TestBoundaryRoutePeerClientRefused(t *testing.T) {
 	src := (&witissuer.Client{Endpoint: "http://127.0.0.1:1/v1/wit", Audience: "http://127.0.0.1:1", Subject: self.String()}).Source()
 	route := func(pc *proxy.PeerClient, peerToken string) proxy.Route {
 		return proxy.Route{Prefix: "/b1", Upstream: "http://127.0.0.1:2/hotel", AllowPlainHTTP: true, TxnAudience: "a.example", TxnScope: "trip.read",
-			Boundary: &proxy.BoundaryRoute{GrantEndpoint: "http://127.0.0.1:3/token", PeerIssuer: "https://as.b.example", PeerTokenEndpoint: peerToken, PeerClient: pc}}
+			Boundary: &proxy.BoundaryRoute{GrantEndpoint: "http://127.0.0.1:3/token", PeerIssuer: "https://as.b.example", PeerTokenEndpoint: peerToken, PeerTrustDomain: "b.example", PeerClient: pc}}
 	}
 	for name, c := range map[string]struct {
 		rt   proxy.Route

@@ -199,6 +199,9 @@ type boundary struct {
 	// refuseTTSB, when set, removes the HTTP signature from B1's requests to TTS B,
 	// which refuses them.
 	refuseTTSB atomic.Bool
+	// signAs, when set, is the wit.Source B1's ingress signs its responses with in
+	// place of B1's: a workload on the path answering with a WIT of its own.
+	signAs atomic.Pointer[wit.Source]
 }
 
 // B's servers, as recorded.
@@ -274,7 +277,12 @@ func newBoundary(t *testing.T, opts ...boundaryOptions) *boundary {
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(witsOf(ctx, a, b), httpsig.WithAudiences(bw.recipB1), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())),
-		dialog.WithResponseSigner(signerOf(b1src)),
+		dialog.WithResponseSigner(func(ctx context.Context) (*httpsig.Signer, error) {
+			if src := bw.signAs.Load(); src != nil {
+				return signerOf(*src)(ctx)
+			}
+			return signerOf(b1src)(ctx)
+		}),
 	)
 	mustOK(t, err)
 	in, err := proxy.NewIngress(proxy.IngressConfig{Receiver: rc, Upstream: appSrv.URL, Boundary: &proxy.BoundaryIngress{
@@ -293,7 +301,7 @@ func newBoundary(t *testing.T, opts ...boundaryOptions) *boundary {
 
 	// A2's egress: its Txn-Tokens come from TTS A (self-signed subject alice).
 	boundaryRoute := func(prefix, scope string) proxy.Route {
-		br := &proxy.BoundaryRoute{GrantEndpoint: a.endpoint(), PeerIssuer: b.ttsURL, PeerTokenEndpoint: b.endpoint(), Scope: scope, PeerClient: o.peerClient}
+		br := &proxy.BoundaryRoute{GrantEndpoint: a.endpoint(), PeerIssuer: b.ttsURL, PeerTokenEndpoint: b.endpoint(), PeerTrustDomain: "b.example", Scope: scope, PeerClient: o.peerClient}
 		return proxy.Route{Prefix: prefix, Upstream: bw.ingress.URL + "/hotel", TxnAudience: "a.example", TxnScope: "trip.read trip.book",
 			Recipient: bw.recipB1, RequireSignedResponse: true, Boundary: br}
 	}
@@ -660,7 +668,7 @@ func TestDialogBindingSec11_BoundaryIngressRefusals(t *testing.T) {
 	// own, with A2's access token.
 	a3id, a3src := bw.a.workload(t, "/agent/a3")
 	a3 := &agent.Agent{Self: a3id, Client: &http.Client{Transport: &agent.Transport{Source: a3src,
-		Responses: httpsig.NewVerifier(witsOf(bw.ctx, bw.a, bw.b)), Audience: func(*http.Request) string { return bw.recipB1 }}}}
+		Responses: httpsig.NewVerifier(witsOf(bw.ctx, bw.a, bw.b)), Audience: func(*http.Request) string { return bw.recipB1 }, ResponseSigners: peerSigners}}}
 	send := func(h http.Header) (int, errcode.Code) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", bw.ingress.URL+"/hotel", strings.NewReader(`{}`))

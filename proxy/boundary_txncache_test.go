@@ -60,8 +60,12 @@ func (bw *boundary) accessToken(t *testing.T) string {
 // token it holds: it can start several linked dialogs with one access token.
 func (bw *boundary) a2Direct() *agent.Agent {
 	return &agent.Agent{Self: bw.a2, Client: &http.Client{Transport: &agent.Transport{Source: bw.a2src,
-		Responses: httpsig.NewVerifier(witsOf(bw.ctx, bw.a, bw.b)), Audience: func(*http.Request) string { return bw.recipB1 }}}}
+		Responses: httpsig.NewVerifier(witsOf(bw.ctx, bw.a, bw.b)), Audience: func(*http.Request) string { return bw.recipB1 },
+		ResponseSigners: peerSigners}}}
 }
+
+// peerSigners: B1 answers a linked dialog from b.example.
+var peerSigners, _ = agent.TrustDomainSigners("b.example")
 
 // linkedRequest sends A2's request to B1's ingress with access token at: in dc, or
 // starting a new linked dialog when dc is nil. It returns the status, the error code

@@ -54,6 +54,11 @@ type Route struct {
 	// RequireSignedResponse asks for a signed response (wimse-sign-response) and
 	// refuses an unsigned one (HTTP signature only).
 	RequireSignedResponse bool
+	// ResponseSigners names the workloads whose signed responses the route believes:
+	// each a workload identifier, or a prefix ending in "/" (scheme://trust-domain/ or
+	// a path under it). Default: the route's own trust domain (signers.go); another
+	// signer is refused with response_signer_mismatch.
+	ResponseSigners []string
 	// Boundary, when set, marks the route as crossing a trust boundary: requests go
 	// in a linked dialog through identity chaining (boundary.go, section 11).
 	Boundary *BoundaryRoute
@@ -102,8 +107,10 @@ type EgressConfig struct {
 	// UpstreamTimeout bounds the wait for an upstream to answer, for every route
 	// without an UpstreamTimeout of its own (default DefaultUpstreamTimeout).
 	UpstreamTimeout time.Duration
-	// Log receives what cannot be answered to the agent: a passed-through response that
-	// broke off after its header went out, with its stable code (default: discarded).
+	// Log receives each refusal, the egress's own and the upstream's it passes on, with
+	// its stable code (refusal.go), and what cannot be answered to the agent: a
+	// passed-through response that broke off after its header went out (default:
+	// discarded).
 	Log *slog.Logger
 }
 
@@ -185,7 +192,11 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 		if err != nil {
 			return nil, err
 		}
-		t := &agent.Transport{Base: base, Source: cfg.WIT, Proof: rt.Proof, Responses: cfg.Responses, RequireSignedResponse: rt.RequireSignedResponse, BindRequest: rt.BindRequest}
+		signers, err := routeSigners(cfg.Self, rt, prefix)
+		if err != nil {
+			return nil, err
+		}
+		t := &agent.Transport{Base: base, Source: cfg.WIT, Proof: rt.Proof, Responses: cfg.Responses, RequireSignedResponse: rt.RequireSignedResponse, ResponseSigners: signers, BindRequest: rt.BindRequest}
 		switch {
 		case rt.BindRequest && rt.Proof != proof.WPT:
 			return nil, errcode.New(errcode.InvalidRequest, "egress route %s: bind_request is for a WPT route (an HTTP signature covers the request always)", prefix)
@@ -301,7 +312,7 @@ func (e *Egress) match(p string) (*egressRoute, string) {
 // there included) comes back as it is.
 func (e *Egress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := e.serve(w, r); err != nil {
-		problem.Write(w, err)
+		e.refuse(w, r, err)
 	}
 }
 
@@ -368,7 +379,10 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if cancelHop != "" {
 		placed, err := e.cancelFor(ctx, rt, cancelHop, dc, body)
 		if err != nil {
-			dialog.WriteRefusal(w, body, wait.refusal(err)) // as a refused offer is answered
+			err = wait.refusal(err)
+			e.logRefusal(r, err, problem.Status(err), refusedByEgress)
+			w.Header().Set(RefusedByField, refusedByEgress)
+			dialog.WriteRefusal(w, body, err) // as a refused offer is answered
 			return nil
 		}
 		body = placed
@@ -379,7 +393,10 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 			// A refusal at the handoff step answers a JSON-RPC request as the
 			// receiver's does: a JSON-RPC error, which the agent's SDK raises as the
 			// call's error (docs/errors.md, "How a refusal is sent").
-			dialog.WriteRefusal(w, body, wait.refusal(err))
+			err = wait.refusal(err)
+			e.logRefusal(r, err, problem.Status(err), refusedByEgress)
+			w.Header().Set(RefusedByField, refusedByEgress)
+			dialog.WriteRefusal(w, body, err)
 			return nil
 		}
 		body, ctx = offer.body, offer.ctx
@@ -445,6 +462,7 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		removePrefixed(res.Header)
+		e.noteUpstreamRefusal(r, res, nil)
 		e.stream.pass(w, r, res, cancel)
 		return nil
 	}
@@ -465,6 +483,7 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if cancelHop != "" {
 		res.Header.Set(HandoffHopField, cancelHop)
 	}
+	e.noteUpstreamRefusal(r, res, resBody)
 	writeResponse(w, res, resBody)
 	return nil
 }

@@ -546,7 +546,7 @@ func TestHandoffEgressConfig(t *testing.T) {
 		"no handoff key":   func(c *proxy.EgressConfig) { c.HandoffKey = nil },
 		"no handoff trust": func(c *proxy.EgressConfig) { c.HandoffTrust = nil },
 		"across a boundary": func(c *proxy.EgressConfig) {
-			c.Routes[0].Boundary = &proxy.BoundaryRoute{GrantEndpoint: d.ttsURL + tts.PathToken, PeerIssuer: "https://as.b.example", PeerTokenEndpoint: "http://127.0.0.1:2/token"}
+			c.Routes[0].Boundary = &proxy.BoundaryRoute{GrantEndpoint: d.ttsURL + tts.PathToken, PeerIssuer: "https://as.b.example", PeerTokenEndpoint: "http://127.0.0.1:2/token", PeerTrustDomain: "b.example"}
 		},
 	} {
 		c := base()

@@ -14,7 +14,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
-	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
@@ -57,8 +56,9 @@ type IngressConfig struct {
 	// UpstreamTimeout bounds the wait for the application to answer (default
 	// DefaultUpstreamTimeout).
 	UpstreamTimeout time.Duration
-	// Log receives what cannot be answered to the caller: a passed-through response
-	// that broke off after its header went out, with its stable code (default:
+	// Log receives each refusal, the receiver's included, with its stable code and the
+	// hash of the caller's WIT (refusal.go), and what cannot be answered to the caller:
+	// a passed-through response that broke off after its header went out (default:
 	// discarded).
 	Log *slog.Logger
 }
@@ -175,9 +175,10 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Always first: a copy of a Verified* field from the client must never reach the
 	// application, whether or not the request verifies.
 	removePrefixed(r.Header)
+	r = in.withRefusalLog(r)
 	if !normalPath(r.URL.Path) {
 		// A dot segment could leave the application's base path once appended to it.
-		problem.Write(w, errcode.New(errcode.InvalidRequest, "the path is not in normal form"))
+		in.refuse(w, r, errcode.New(errcode.InvalidRequest, "the path is not in normal form"))
 		return
 	}
 	// The receiver's writer may hold the response to sign it, and cannot move the
@@ -186,12 +187,13 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// unanswered Expect: 100-continue by the Body of its own *Request, and would read
 	// (and so send 100 Continue) to discard a body it does not recognize.
 	r = r.WithContext(context.WithValue(r.Context(), connWriterKey{}, w))
-	if !boundBody(w, r) {
+	if err := boundBody(w, r); err != nil {
+		in.refuse(w, r, err)
 		return
 	}
 	if in.boundary != nil {
 		if err := in.boundary.precheck(r); err != nil {
-			problem.Write(w, err)
+			in.refuse(w, r, err)
 			return
 		}
 	}
@@ -222,19 +224,19 @@ func forwardBody(r *http.Request) ([]byte, error) {
 func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	v := dialog.FromRequest(r)
 	if v == nil {
-		problem.Write(w, errcode.New(errcode.Internal, "the ingress forwarded a request the receiver did not verify"))
+		in.refuse(w, r, errcode.New(errcode.Internal, "the ingress forwarded a request the receiver did not verify"))
 		return
 	}
 	if in.boundary != nil {
 		var err error
 		if v, err = in.boundary.accept(r, v); err != nil {
-			problem.Write(w, err)
+			in.refuse(w, r, err)
 			return
 		}
 	}
 	body, err := forwardBody(r)
 	if err != nil {
-		problem.Write(w, err)
+		in.refuse(w, r, err)
 		return
 	}
 	target := *in.upstream
@@ -247,7 +249,7 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	out, err := http.NewRequestWithContext(ctx, r.Method, target.String(), bytes.NewReader(body))
 	if err != nil {
-		problem.Write(w, errcode.Wrap(errcode.InvalidRequest, err, "the request cannot be forwarded"))
+		in.refuse(w, r, errcode.Wrap(errcode.InvalidRequest, err, "the request cannot be forwarded"))
 		return
 	}
 	if len(body) == 0 {
@@ -267,7 +269,7 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 		out.Header.Del("Authorization")
 	}
 	if err := setVerified(out.Header, v, in.forwardProvenance); err != nil {
-		problem.Write(w, err)
+		in.refuse(w, r, err)
 		return
 	}
 	if host := r.Host; host != "" {
@@ -276,7 +278,7 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	var taken *ingressHop
 	if v.Handoff != nil && v.Handoff.Outcome == handoff.OutcomeAccepted {
 		if taken, err = in.takeHop(r.Context(), v, body); err != nil {
-			problem.Write(w, err)
+			in.refuse(w, r, err)
 			return
 		}
 	}
@@ -288,7 +290,7 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	// every request's fields for a redirect that is never followed here.
 	res, err := in.transport.RoundTrip(out)
 	if err != nil {
-		problem.Write(w, wait.refusal(upstreamError(err)))
+		in.refuse(w, r, wait.refusal(upstreamError(err)))
 		return
 	}
 	defer res.Body.Close()
@@ -297,7 +299,7 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 		// receiver echoes the Dialog-Context on w itself.
 		// From its header on, the idle bound replaces the wait.
 		if err := wait.answered(); err != nil {
-			problem.Write(w, err)
+			in.refuse(w, r, err)
 			return
 		}
 		for _, f := range []string{dialog.HeaderName, "Signature", "Signature-Input", wit.HeaderName, HandoffStatusField, HandoffReasonField} {
@@ -308,11 +310,11 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	resBody, err := readBounded(res.Body, "application's response")
 	if err != nil {
-		problem.Write(w, wait.refusal(errcode.Unavailable(errcode.UpstreamUnavailable, err, "the application's response is not usable")))
+		in.refuse(w, r, wait.refusal(errcode.Unavailable(errcode.UpstreamUnavailable, err, "the application's response is not usable")))
 		return
 	}
 	if err := wait.answered(); err != nil {
-		problem.Write(w, err)
+		in.refuse(w, r, err)
 		return
 	}
 	// The receiver echoes (and signs) the verified Dialog-Context itself, and a
@@ -322,7 +324,7 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	if taken != nil {
 		if resBody, err = taken.answer(r.Context(), res, resBody); err != nil {
-			problem.Write(w, err)
+			in.refuse(w, r, err)
 			return
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/problem"
 )
 
 // boundBody bounds the body of a request the ingress received, without reading it: a
@@ -12,11 +11,10 @@ import (
 // is wrapped so that whoever reads it later (the receiver, once every field check
 // passed, or forward) meets body_too_large past MaxBody, never a silent truncation.
 // http.MaxBytesReader also has the server close the connection after the refusal, as
-// the rest of an oversized body is not read. It reports whether the request goes on.
-func boundBody(w http.ResponseWriter, r *http.Request) bool {
+// the rest of an oversized body is not read. A non-nil error refuses the request.
+func boundBody(w http.ResponseWriter, r *http.Request) error {
 	if r.ContentLength > MaxBody {
-		problem.Write(w, errcode.New(errcode.BodyTooLarge, "the request body is %d octets, over %d", r.ContentLength, MaxBody))
-		return false
+		return errcode.New(errcode.BodyTooLarge, "the request body is %d octets, over %d", r.ContentLength, MaxBody)
 	}
 	if r.Body == nil {
 		r.Body = http.NoBody
@@ -24,5 +22,5 @@ func boundBody(w http.ResponseWriter, r *http.Request) bool {
 	if r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 	}
-	return true
+	return nil
 }

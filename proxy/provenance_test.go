@@ -146,7 +146,7 @@ func newFigure2(t *testing.T) *figure2 {
 	f.egress2 = egressFor(t, d, f.a2, a2src, f.toTool,
 		proxy.Route{Prefix: "/tool", Upstream: ingress3.URL + "/invoke", TxnAudience: td, TxnScope: "trip.book", Recipient: toolRecipient, RequireSignedResponse: true},
 		proxy.Route{Prefix: "/peer", Upstream: peer.URL + "/hotel", TxnAudience: td, TxnScope: "trip.book", RequireSignedResponse: true,
-			Boundary: &proxy.BoundaryRoute{GrantEndpoint: peer.URL + "/grant", PeerIssuer: peer.URL, PeerTokenEndpoint: peer.URL + "/token"}})
+			Boundary: &proxy.BoundaryRoute{GrantEndpoint: peer.URL + "/grant", PeerIssuer: peer.URL, PeerTokenEndpoint: peer.URL + "/token", PeerTrustDomain: "b.example"}})
 	return f
 }
 

@@ -123,10 +123,12 @@ func TestPairTamperingRefused(t *testing.T) {
 			if res.StatusCode < 400 {
 				t.Fatalf("the tampered request succeeded: %d %s", res.StatusCode, body)
 			}
-			// The egress asked for a signed response and refuses the ingress's
-			// unsigned refusal; the ingress's own code is the check that failed.
-			if got := codeOf(res.StatusCode, body); got != errcode.MissingCredential {
-				t.Errorf("the agent got %s (%s), want the egress's missing_credential", got, body)
+			// Issue 22 point 5: the egress asked for a signed response, and the
+			// ingress's unsigned refusal is passed on as the upstream's, with its status
+			// and code, not masked by the missing signature nor taken as a response.
+			if got := codeOf(res.StatusCode, body); got != c.code || res.StatusCode != http.StatusUnauthorized ||
+				res.Header.Get(proxy.RefusedByField) != "upstream" || !bytes.Contains(body, []byte(`"refused_by":"upstream"`)) {
+				t.Errorf("the agent got %d %s (%s), want the ingress's %s marked as the upstream's", res.StatusCode, got, body, c.code)
 			}
 			if got, doc := p.ingressCode(); got != c.code {
 				t.Fatalf("ingress code %s (%s), want %s", got, doc, c.code)

@@ -142,9 +142,11 @@ func (w *World) Link(initiator Workload, txnA string, wits *wit.Validator, inDia
 	}
 	return &LinkedClient{
 		Linker: &agent.Linker{Self: initiator.ID, Transport: signing(initiator.Source)},
-		Config: agent.LinkConfig{TxnToken: txnA, GrantEndpoint: w.A.TokenEndpoint(), PeerIssuer: w.B.TTSURL, PeerTokenEndpoint: w.B.TokenEndpoint(), Scope: Scope},
+		Config: agent.LinkConfig{TxnToken: txnA, GrantEndpoint: w.A.TokenEndpoint(), PeerIssuer: w.B.TTSURL, PeerTokenEndpoint: w.B.TokenEndpoint(), PeerTrustDomain: "b.example", Scope: Scope},
 		Transport: func(l *agent.Linked) (http.RoundTripper, error) {
-			return inDialog(l, signing(Pinned(l.Credential)))
+			t := signing(Pinned(l.Credential))
+			t.ResponseSigners = l.Signers // the peer's answers in the linked dialog
+			return inDialog(l, t)
 		},
 	}
 }

@@ -144,6 +144,10 @@ type RouteConfig struct {
 	// BindRequest (proof wpt) binds each request's method, path, query and body
 	// through the WPT's oth (proxy.Route.BindRequest).
 	BindRequest bool `yaml:"bind_request"`
+	// ResponseSigners names the workloads whose signed responses the route believes
+	// (identifiers, or prefixes ending in "/"); default the route's own trust domain:
+	// workload.id's, or boundary.peer_trust_domain (proxy.Route.ResponseSigners).
+	ResponseSigners []string `yaml:"response_signers"`
 	// Delegate is the AgentId the route's handoff offers are for; Host the host
 	// protocol carrying them: mcp, a2a03 or a2a10 (proxy.Route).
 	Delegate string `yaml:"delegate"`
@@ -166,6 +170,9 @@ type RouteBoundaryConfig struct {
 	// its token endpoint.
 	PeerIssuer        string `yaml:"peer_issuer"`
 	PeerTokenEndpoint string `yaml:"peer_token_endpoint"`
+	// PeerTrustDomain is the peer domain's trust domain, the linked dialog's: its
+	// workloads' signed responses are believed (proxy.BoundaryRoute.PeerTrustDomain).
+	PeerTrustDomain string `yaml:"peer_trust_domain"`
 	// Scope narrows the grant and the access token (default: what the Txn-Token's
 	// scope allows to cross).
 	Scope string `yaml:"scope"`
@@ -340,7 +347,7 @@ var proxySpec = service.Spec[ProxyConfig]{
 	},
 }
 
-var proxyProgram = service.Program[ProxyConfig]{Name: "proxy", Config: proxySpec, Check: checkProxy, Build: buildProxy}
+var proxyProgram = service.Program[ProxyConfig]{Name: "proxy", Config: proxySpec, Check: checkProxy, Build: buildProxy, Warnings: proxyWarnings}
 
 // proxyRun is "dialogtrust proxy": the service runner until SIGTERM or SIGINT.
 func proxyRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -440,6 +447,9 @@ func checkProxy(cfg *ProxyConfig) error {
 				return fmt.Errorf("egress.routes[%d].boundary: %w", i, err)
 			}
 			if err := checkRouteHandoff(r, cfg.Handoff); err != nil {
+				return fmt.Errorf("egress.routes[%d]: %w", i, err)
+			}
+			if err := checkRouteSigners(r, w.ID); err != nil {
 				return fmt.Errorf("egress.routes[%d]: %w", i, err)
 			}
 		}
@@ -852,13 +862,13 @@ func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit
 		m, _ := parseProof(r.Proof)
 		rt := proxy.Route{Prefix: r.Prefix, Upstream: r.Upstream, AllowPlainHTTP: r.AllowPlainHTTP,
 			TxnAudience: r.Audience, TxnScope: r.Scope, Recipient: r.Recipient, Proof: m, RequireSignedResponse: r.RequireSignedResponse, BindRequest: r.BindRequest,
-			UpstreamTimeout: upstreamTimeoutOf(r.UpstreamTimeout)}
+			UpstreamTimeout: upstreamTimeoutOf(r.UpstreamTimeout), ResponseSigners: r.ResponseSigners}
 		if b := r.Boundary; b != nil {
 			grant := b.GrantEndpoint
 			if grant == "" {
 				grant = e.TTS.TokenEndpoint
 			}
-			rt.Boundary = &proxy.BoundaryRoute{GrantEndpoint: grant, PeerIssuer: b.PeerIssuer, PeerTokenEndpoint: b.PeerTokenEndpoint, Scope: b.Scope}
+			rt.Boundary = &proxy.BoundaryRoute{GrantEndpoint: grant, PeerIssuer: b.PeerIssuer, PeerTokenEndpoint: b.PeerTokenEndpoint, PeerTrustDomain: b.PeerTrustDomain, Scope: b.Scope}
 			if pc := b.PeerClient; pc != nil {
 				secret, err := pc.secret()
 				if err != nil {

@@ -46,7 +46,7 @@ egress:
       scope: trip.book
       recipient: "https://b1.b.example/"
       require_signed_response: true
-      boundary: {peer_issuer: %[4]s, peer_token_endpoint: %[4]s/token}
+      boundary: {peer_issuer: %[4]s, peer_token_endpoint: %[4]s/token, peer_trust_domain: b.example}
 `, a.WITURL, a.TTSURL, b.WITURL, b.TTSURL, ingressURL)
 }
 
@@ -152,7 +152,7 @@ func TestProxyCheckConfigBoundary(t *testing.T) {
 	a := &testbed.Domain{Name: "a.example", WITURL: "http://127.0.0.1:1", TTSURL: "http://127.0.0.1:2"}
 	b := &testbed.Domain{Name: "b.example", WITURL: "http://127.0.0.1:3", TTSURL: "http://127.0.0.1:4"}
 	eg, in := boundaryEgressYAML(a, b, "http://127.0.0.1:5"), boundaryIngressYAML(a, b, "http://127.0.0.1:6")
-	peers := "boundary: {peer_issuer: http://127.0.0.1:4, peer_token_endpoint: http://127.0.0.1:4/token}"
+	peers := "boundary: {peer_issuer: http://127.0.0.1:4, peer_token_endpoint: http://127.0.0.1:4/token, peer_trust_domain: b.example}"
 	for name, c := range map[string]struct{ yaml, want string }{
 		"good egress":               {eg, ""},
 		"good ingress":              {in, ""},
@@ -167,6 +167,10 @@ func TestProxyCheckConfigBoundary(t *testing.T) {
 		"peer client two secrets":   {strings.Replace(eg, "peer_issuer:", "peer_client: {client_id: agents, secret_file: f, secret_env: E}, peer_issuer:", 1), "exactly one of secret_file, secret_env"},
 		"peer client no client_id":  {strings.Replace(eg, "peer_issuer:", "peer_client: {secret_env: E}, peer_issuer:", 1), "a client_id"},
 		"peer client inline secret": {strings.Replace(eg, "peer_issuer:", "peer_client: {client_id: agents, secret: s3cret}, peer_issuer:", 1), "never written in the configuration"},
+		"no peer trust domain":      {strings.Replace(eg, ", peer_trust_domain: b.example", "", 1), "peer_trust_domain: required"},
+		"own peer trust domain":     {strings.Replace(eg, "peer_trust_domain: b.example", "peer_trust_domain: a.example", 1), "own trust domain"},
+		"signers of the peer":       {strings.Replace(eg, "      require_signed_response: true\n", "      require_signed_response: true\n      response_signers: [wimse://b.example/agent/b1]\n", 1), ""},
+		"signers of the own domain": {strings.Replace(eg, "      require_signed_response: true\n", "      require_signed_response: true\n      response_signers: [wimse://a.example/agent/]\n", 1), "come from b.example"},
 		"ingress no access tokens":  {strings.Replace(in, "    access_tokens: {issuer: http://127.0.0.1:4, jwks_url: http://127.0.0.1:4/.well-known/jwks.json}\n", "", 1), "access_tokens"},
 		"ingress no TTS":            {strings.Replace(in, "    tts_token_endpoint: http://127.0.0.1:4/token\n", "", 1), "tts_token_endpoint"},
 		"ingress no txn_tokens":     {strings.Replace(in, "  txn_tokens: {jwks_url: http://127.0.0.1:4/.well-known/jwks.json}\n", "", 1), "needs ingress.txn_tokens"},

@@ -23,6 +23,10 @@ type Program[C any] struct {
 	Check func(*C) error
 	// Build builds the service; background loops it starts run until ctx ends.
 	Build func(ctx context.Context, cfg *C, logger *slog.Logger) (*Server, error)
+	// Warnings, when set, says what in a configuration Check accepted will likely be
+	// refused at run time (a value that must match another party's); each is logged at
+	// warn level by -check-config and at the start.
+	Warnings func(*C) []string
 }
 
 // Main runs p as the process: until SIGTERM or SIGINT, then a graceful stop. It exits
@@ -63,6 +67,7 @@ func Run[C any](ctx context.Context, p Program[C], args, env []string, stdout, s
 		if err := p.Check(cfg); err != nil {
 			return err
 		}
+		warn(p, cfg, logger)
 		fmt.Fprintln(stdout, p.Name+": configuration ok")
 		return nil
 	}
@@ -73,6 +78,7 @@ func Run[C any](ctx context.Context, p Program[C], args, env []string, stdout, s
 		return err
 	}
 	defer s.Close()
+	warn(p, cfg, logger)
 	var debug DebugConfig
 	if b := baseOf(cfg); b != nil {
 		debug = b.Debug
@@ -93,4 +99,14 @@ func Run[C any](ctx context.Context, p Program[C], args, env []string, stdout, s
 // (servicetest.Start takes it as it is).
 func (p Program[C]) Run(ctx context.Context, args, env []string, stdout, stderr io.Writer, ready func(url string)) error {
 	return Run(ctx, p, args, env, stdout, stderr, ready)
+}
+
+// warn logs p's warnings about cfg, checked (Check has applied the defaults).
+func warn[C any](p Program[C], cfg *C, logger *slog.Logger) {
+	if p.Warnings == nil {
+		return
+	}
+	for _, w := range p.Warnings(cfg) {
+		logger.Warn(w)
+	}
 }

@@ -371,7 +371,7 @@ func (f *flow) handOff(ctx context.Context) error {
 	f.delegator = delegator
 	linker := &agent.Linker{Self: a2.id, Transport: transport(a2, nil, f.witsAB, f.hc), Tokens: &chaining.Client{HTTPClient: f.hc}}
 	linked, err := linker.Link(ctx, agent.LinkConfig{
-		TxnToken: f.atA2First.TxnToken, GrantEndpoint: f.mdA.TokenEndpoint, PeerIssuer: f.b.TTS, PeerTokenEndpoint: f.mdB.TokenEndpoint,
+		TxnToken: f.atA2First.TxnToken, GrantEndpoint: f.mdA.TokenEndpoint, PeerIssuer: f.b.TTS, PeerTokenEndpoint: f.mdB.TokenEndpoint, PeerTrustDomain: f.b.Name,
 		Scope: "trip.book", Request: a2aPost(f.b1Srv.URL + "/a2a"),
 		Body: func(accessToken, dlg string) ([]byte, error) {
 			g := handoff.BindGrant([]byte(accessToken))
@@ -428,7 +428,9 @@ func (f *flow) collectStatuses(ctx context.Context) error {
 	// A2 asks for the task's outcome in D2, with the access token again.
 	getReq := post(f.b1Srv.URL+"/a2a", fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":%q}}`, hopOf(f.offer)))
 	getReq.Header.Set("Authorization", "Bearer "+linked.AccessToken)
-	linkedAgent := &agent.Agent{Self: f.a2.id, Client: &http.Client{Transport: pinnedTransport(f.a2, linked.Credential, f.witsAB, f.hc)}}
+	pt := pinnedTransport(f.a2, linked.Credential, f.witsAB, f.hc)
+	pt.ResponseSigners = linked.Signers // B1's answers in D2 are signed in domain B
+	linkedAgent := &agent.Agent{Self: f.a2.id, Client: &http.Client{Transport: pt}}
 	res, err := linkedAgent.Continue(ctx, getReq, linked.Dialog, nil)
 	if p.check(err == nil && res.StatusCode == 200, "A2 continued D2 with B1 (tasks/get)", err) {
 		body, _ := io.ReadAll(res.Body)

@@ -1,0 +1,174 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/problem"
+	"github.com/dialogtrust/dialogtrust/wit"
+)
+
+// signerWorld is a.example and b.example with one validator trusting both: every WIT
+// below verifies, so only the signer check can refuse a response.
+type signerWorld struct {
+	a, b *testkit.Domain
+	wits *wit.Validator
+}
+
+func newSignerWorld(t *testing.T) *signerWorld {
+	clock := testkit.NewClock(time.Now())
+	a := testkit.NewDomain(t, "a.example", keys.EdDSA, clock)
+	b := testkit.NewDomain(t, "b.example", keys.EdDSA, clock)
+	trust := keys.NewTrust()
+	for _, d := range []*testkit.Domain{a, b} {
+		set, err := keys.NewStaticSet(d.Key.Public())
+		if err != nil {
+			t.Fatal(err)
+		}
+		trust.AddTrustDomain(d.Name, set)
+	}
+	return &signerWorld{a: a, b: b, wits: wit.NewValidator(trust, wit.WithClock(clock.Now))}
+}
+
+type staticSource struct{ c *wit.Credential }
+
+func (s staticSource) Credential(context.Context) (*wit.Credential, error) { return s.c, nil }
+
+func credOf(w *testkit.Workload) wit.Source {
+	return staticSource{&wit.Credential{WIT: w.WIT, Key: w.Key, Expiry: time.Now().Add(time.Hour)}}
+}
+
+// responder is a server that verifies the request and signs its response with
+// signer's WIT: the party the request was for when signer is it, else a workload on
+// the path answering in its place with a WIT of its own.
+func (sw *signerWorld) responder(t *testing.T, signer *testkit.Workload) *httptest.Server {
+	srv := httptest.NewUnstartedServer(nil)
+	aud := "http://" + srv.Listener.Addr().String() + "/"
+	rc, err := dialog.NewReceiver(
+		dialog.WithHTTPSignatures(httpsig.NewVerifier(sw.wits, httpsig.WithAudiences(aud))),
+		dialog.WithResponseSigner(func(context.Context) (*httpsig.Signer, error) {
+			return httpsig.NewSigner(signer.Key, signer.WIT), nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = rc.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "the body a forger wants believed")
+	}))
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func (sw *signerWorld) call(t *testing.T, client *testkit.Workload, signers *agent.Signers, url string) (*http.Response, error) {
+	t.Helper()
+	tr := &agent.Transport{Source: credOf(client), Responses: httpsig.NewVerifier(sw.wits), RequireSignedResponse: true, ResponseSigners: signers}
+	a := &agent.Agent{Self: client.ID, Client: &http.Client{Transport: tr}}
+	req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(`{}`))
+	res, _, err := a.Start(context.Background(), req, "")
+	if err == nil {
+		res.Body.Close()
+	}
+	return res, err
+}
+
+// Issue 22 point 2: a workload of another trust domain on the path answers a dialog
+// start with a response signed with its own valid WIT. By default the Transport
+// believes only its own trust domain (sections 5, 11).
+func TestIssue22Point2_SignerOfAnotherTrustDomainRefused(t *testing.T) {
+	sw := newSignerWorld(t)
+	a1 := sw.a.Workload(t, "/agent/a1", keys.EdDSA)
+	t1 := sw.a.Workload(t, "/tool/t1", keys.EdDSA)
+	b9 := sw.b.Workload(t, "/agent/b9", keys.EdDSA)
+	if _, err := sw.call(t, a1, nil, sw.responder(t, t1).URL); err != nil {
+		t.Fatalf("signed by a workload of a.example: %v", err)
+	}
+	_, err := sw.call(t, a1, nil, sw.responder(t, b9).URL)
+	if errcode.CodeOf(err) != errcode.ResponseSignerMismatch || !strings.Contains(err.Error(), "wimse://b.example/agent/b9") {
+		t.Fatalf("signed by b.example: %v, want response_signer_mismatch", err)
+	}
+}
+
+// Issue 22 point 2: a workload of the same trust domain that the caller did not name.
+func TestIssue22Point2_SignerNotNamedRefused(t *testing.T) {
+	sw := newSignerWorld(t)
+	a1 := sw.a.Workload(t, "/agent/a1", keys.EdDSA)
+	t1 := sw.a.Workload(t, "/tool/t1", keys.EdDSA)
+	t2 := sw.a.Workload(t, "/tool/t2", keys.EdDSA)
+	only, err := agent.ParseSigners("wimse://a.example/tool/t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sw.call(t, a1, only, sw.responder(t, t1).URL); err != nil {
+		t.Fatalf("signed by t1: %v", err)
+	}
+	if _, err := sw.call(t, a1, only, sw.responder(t, t2).URL); errcode.CodeOf(err) != errcode.ResponseSignerMismatch {
+		t.Fatalf("signed by t2: %v, want response_signer_mismatch", err)
+	}
+}
+
+// Issue 22 point 2: a prefix allows the workloads under it, by whole segments.
+func TestIssue22Point2_SignerPrefix(t *testing.T) {
+	sw := newSignerWorld(t)
+	a1 := sw.a.Workload(t, "/agent/a1", keys.EdDSA)
+	tools, err := agent.ParseSigners("wimse://a.example/tool/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, ok := range map[string]bool{"/tool/t1": true, "/tool/x/y": true, "/toolbox": false, "/agent/a2": false} {
+		_, err := sw.call(t, a1, tools, sw.responder(t, sw.a.Workload(t, path, keys.EdDSA)).URL)
+		if ok != (err == nil) || !ok && errcode.CodeOf(err) != errcode.ResponseSignerMismatch {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+	for _, bad := range [][]string{{"wimse://a.example/tool/", "wimse://b.example/t"}, {"wimse://a.example//"}, {"https://a.example/"}, {}} {
+		if _, err := agent.ParseSigners(bad...); errcode.CodeOf(err) != errcode.InvalidRequest {
+			t.Errorf("ParseSigners(%q): %v", bad, err)
+		}
+	}
+}
+
+// Issue 22 point 5: an unsigned refusal to a request that asked for a signed response
+// is the upstream's refusal with its code, marked unverified, never a response; an
+// unsigned success, or an answer without a problem document, stays missing_credential.
+func TestIssue22Point5_UnsignedRefusalKeepsItsCode(t *testing.T) {
+	sw := newSignerWorld(t)
+	a1 := sw.a.Workload(t, "/agent/a1", keys.EdDSA)
+	answer := func(status int, ct, body string) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", ct)
+			w.WriteHeader(status)
+			_, _ = io.WriteString(w, body)
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	rec := httptest.NewRecorder()
+	problem.Write(rec, errcode.New(errcode.AudienceMismatch, "wimse-aud %q is not an accepted audience", "http://x/"))
+	_, err := sw.call(t, a1, nil, answer(401, "application/problem+json", rec.Body.String()).URL)
+	var ur *agent.UnverifiedRefusal
+	if errcode.CodeOf(err) != errcode.AudienceMismatch || !errors.As(err, &ur) || ur.Status != 401 || !strings.Contains(err.Error(), "not verified") {
+		t.Fatalf("unsigned refusal: %v, want audience_mismatch marked unverified", err)
+	}
+	for _, c := range []struct {
+		status   int
+		ct, body string
+	}{{200, "application/json", `{"ok":true}`}, {502, "text/html", "<html>bad gateway</html>"}, {200, "application/problem+json", rec.Body.String()}} {
+		_, err := sw.call(t, a1, nil, answer(c.status, c.ct, c.body).URL)
+		if errcode.CodeOf(err) != errcode.MissingCredential || errors.As(err, &ur) {
+			t.Errorf("HTTP %d %s: %v, want missing_credential", c.status, c.ct, err)
+		}
+	}
+}
