@@ -430,3 +430,32 @@ func localhostHostValidation(w http.ResponseWriter, r *http.Request, _ []byte) {
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Invalid Host: `+strconv.Quote(r.Host)+`"},"id":null}`)
 	}
 }
+
+// A request-target in absolute form names the host in place of the Host field (RFC 9112
+// section 3.2.2), as a browser sends when the egress is set as its HTTP proxy: that
+// host is judged, whatever the Host field says.
+func TestIssue22Point6AbsoluteForm(t *testing.T) {
+	w := &watch{}
+	p := newPair(t, pairOptions{stateful: true, egress: w.egressOf(nil)})
+	self, _ := egressPort(t, p)
+	for target, want := range map[string]int{
+		"http://evil.example.com/t1":  http.StatusMisdirectedRequest,
+		"http://example.com/t1":       http.StatusMisdirectedRequest,
+		"http://" + self + "/nowhere": http.StatusNotFound, // the Host field's name is the rebound one: the target's counts
+	} {
+		conn, err := net.Dial("tcp", self)
+		mustOK(t, err)
+		host := self
+		if strings.Contains(target, self) {
+			host = "evil.example.com"
+		}
+		_, err = io.WriteString(conn, "POST "+target+" HTTP/1.1\r\nHost: "+host+"\r\nDialogtrust-Start-Dialog: ?1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+		mustOK(t, err)
+		b, _ := io.ReadAll(conn)
+		conn.Close()
+		if !strings.HasPrefix(string(b), "HTTP/1.1 "+strconv.Itoa(want)+" ") {
+			t.Errorf("%s with Host %s: %.80q, want %d", target, host, b, want)
+		}
+	}
+	nothingDone(t, p, w)
+}
