@@ -296,4 +296,12 @@ const (
 	// the application behind the ingress) could not be reached or gave no usable answer,
 	// such as a response over the proxy's bound (Incomplete).
 	UpstreamUnavailable Code = "upstream_unavailable"
+	// HostNotAllowed: the egress proxy's caller named a Host the egress does not
+	// answer as (issue 22 point 6): a name rebound to the loopback address by a web
+	// page (DNS rebinding). HTTP 421.
+	HostNotAllowed Code = "host_not_allowed"
+	// OriginNotAllowed: a browser sent the request to the egress proxy from an origin
+	// it does not allow, or without an Origin to tell (issue 22 point 6, CSRF). HTTP
+	// 403.
+	OriginNotAllowed Code = "origin_not_allowed"
 )

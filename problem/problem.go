@@ -59,6 +59,10 @@ func Status(err error) int {
 		return http.StatusBadRequest
 	case errcode.NoRoute:
 		return http.StatusNotFound
+	case errcode.HostNotAllowed:
+		return http.StatusMisdirectedRequest
+	case errcode.OriginNotAllowed:
+		return http.StatusForbidden
 	case errcode.Internal, errcode.Unmapped:
 		return http.StatusInternalServerError
 	}

@@ -21,6 +21,8 @@ func TestStatusAndRoundTrip(t *testing.T) {
 		{errcode.Unavailable(errcode.StoreUnavailable, errors.New("down"), "x"), 503},
 		{errcode.New(errcode.SubjectNotAllowed, "x"), 403},
 		{errcode.New(errcode.InvalidRequest, "x"), 400},
+		{errcode.New(errcode.HostNotAllowed, "x"), 421},
+		{errcode.New(errcode.OriginNotAllowed, "x"), 403},
 		{errors.New("plain"), 500},
 	} {
 		rec := httptest.NewRecorder()

@@ -13,7 +13,10 @@
 // response is verified and must echo the request's Dialog-Context (section 7). The
 // agent names the dialog with the Dialog-Context field it sends, or asks for a new
 // one with StartDialogField: ?1 (section 5, agent.Agent.Start) and reads the accepted
-// context in the response.
+// context in the response. Before anything else the egress refuses a Host it does not
+// answer as (a web page's name rebound to the loopback address) and a browser's request
+// from an origin it does not allow (egress_callers.go; EgressConfig.AllowedHosts and
+// AllowedOrigins), so that no page on the host gets a token or a signature.
 //
 // Ingress is the incoming side, a reverse proxy in front of the agent's own server. It
 // removes every Dialogtrust-* field a client sent, bounds the body without reading it
@@ -22,7 +25,8 @@
 // store, handoffs with
 // dialog.WithHandoffs answered in the host protocol's reply, response signing) and
 // forwards only verified requests, with what was verified in the Verified* fields and
-// without the credentials.
+// without the credentials, and with the Host the caller sent, so that the
+// application's own DNS-rebinding protection judges the name it was reached by.
 //
 // Provenance (dialog-binding section 9). The ingress gives the application the
 // provenance to forward in VerifiedProvenanceField (dialog.Verified.Forward); when the

@@ -112,6 +112,14 @@ type EgressConfig struct {
 	// passed-through response that broke off after its header went out (default:
 	// discarded).
 	Log *slog.Logger
+	// AllowedHosts are the Host values the egress answers (host or host:port, any
+	// case; CheckAllowedHosts), in place of the default: on TCP localhost, 127.0.0.1,
+	// [::1] and the listener's address at the listener's port, on a Unix socket any.
+	// AllowedOrigins are the origins whose browser pages may use the egress besides its
+	// own (CheckAllowedOrigins). A request refused by either is answered before anything
+	// is fetched or signed (egress_callers.go: DNS rebinding, CSRF).
+	AllowedHosts   []string
+	AllowedOrigins []string
 }
 
 // Egress is the proxy for the local agent's outgoing requests: an http.Handler taking
@@ -119,9 +127,10 @@ type EgressConfig struct {
 // WIT, the Dialog-Context, the Txn-Token of the dialog and the proof (sections 7, 8,
 // 10).
 type Egress struct {
-	self   identifier.ID
-	routes []egressRoute
-	stream streamer
+	self    identifier.ID
+	callers *callers // who may use the egress (egress_callers.go)
+	routes  []egressRoute
+	stream  streamer
 }
 
 type egressRoute struct {
@@ -173,7 +182,11 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 		tr.MaxIdleConnsPerHost = MaxIdleConnsPerUpstream
 		base = tr
 	}
-	e := &Egress{self: cfg.Self, stream: stream}
+	who, err := newCallers(cfg.AllowedHosts, cfg.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
+	e := &Egress{self: cfg.Self, callers: who, stream: stream}
 	seen := map[string]bool{}
 	for _, rt := range cfg.Routes {
 		prefix, err := cleanPrefix(rt.Prefix)
@@ -317,6 +330,11 @@ func (e *Egress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
+	// First: a web page on the host (DNS rebinding, a cross-site request) is not the
+	// agent, whatever else it sends.
+	if err := e.callers.check(r); err != nil {
+		return err
+	}
 	p := r.URL.Path
 	if !normalPath(p) {
 		return errcode.New(errcode.NoRoute, "the path is not in normal form")

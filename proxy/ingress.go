@@ -132,7 +132,8 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 // unix:///run/app/app.sock.
 const UnixUpstreamScheme = "unix://"
 
-// unixUpstreamHost is the Host of the requests to an application on a Unix socket.
+// unixUpstreamHost is the host of the URLs of the requests to an application on a Unix
+// socket; their Host field is the caller's, as on TCP.
 const unixUpstreamHost = "localhost"
 
 // CheckIngressUpstream checks the application's address behind an ingress: an upstream
@@ -273,6 +274,12 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if host := r.Host; host != "" {
+		// The application sees the Host its caller sent (issue 22 point 6): its own
+		// DNS-rebinding protection and its virtual hosts judge the name it was reached
+		// by, not the upstream address the ingress dials (which still picks the
+		// connection and, for https, the TLS server name). X-Forwarded-Host repeats it
+		// for applications that read that.
+		out.Host = host
 		out.Header.Set("X-Forwarded-Host", host)
 	}
 	var taken *ingressHop

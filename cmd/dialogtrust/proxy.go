@@ -113,6 +113,12 @@ type EgressConfig struct {
 	// without one of its own (proxy.EgressConfig.UpstreamTimeout; positive; default
 	// 5m, proxy.DefaultUpstreamTimeout). checkProxy fills it in.
 	UpstreamTimeout *time.Duration `yaml:"upstream_timeout"`
+	// AllowedHosts replaces the Host values the egress answers (default: localhost,
+	// 127.0.0.1, [::1] at the listener's port on TCP, any on a Unix socket);
+	// AllowedOrigins adds origins whose browser pages may use it (default: its own on
+	// TCP). proxy.EgressConfig.AllowedHosts and AllowedOrigins: DNS rebinding, CSRF.
+	AllowedHosts   []string `yaml:"allowed_hosts"`
+	AllowedOrigins []string `yaml:"allowed_origins"`
 }
 
 // EgressTTSConfig: where Txn-Tokens come from and the subject token presented.
@@ -412,6 +418,12 @@ func checkProxy(cfg *ProxyConfig) error {
 		}
 		if _, err := egressSocketMode(e); err != nil {
 			return err
+		}
+		if err := proxy.CheckAllowedHosts(e.AllowedHosts); err != nil {
+			return fmt.Errorf("egress.allowed_hosts: %w", err)
+		}
+		if err := proxy.CheckAllowedOrigins(e.AllowedOrigins); err != nil {
+			return fmt.Errorf("egress.allowed_origins: %w", err)
 		}
 		if len(e.Routes) == 0 {
 			return fmt.Errorf("egress.routes: at least one")
@@ -840,7 +852,7 @@ func workloadSource(ctx context.Context, w ProxyWorkloadConfig) (wit.Source, err
 func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit.Validator, logger *slog.Logger) (http.Handler, error) {
 	e := cfg.Egress
 	ec := proxy.EgressConfig{Self: self, WIT: src, Responses: httpsig.NewVerifier(wits), StreamIdleTimeout: e.StreamIdleTimeout,
-		UpstreamTimeout: upstreamTimeoutOf(e.UpstreamTimeout), Log: logger}
+		UpstreamTimeout: upstreamTimeoutOf(e.UpstreamTimeout), Log: logger, AllowedHosts: e.AllowedHosts, AllowedOrigins: e.AllowedOrigins}
 	if e.CAFile != "" {
 		pem, err := os.ReadFile(e.CAFile)
 		if err != nil {
