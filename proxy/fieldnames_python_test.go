@@ -123,7 +123,7 @@ func TestIssue22PythonApps(t *testing.T) {
 				if dc == nil {
 					dc, _ = dialog.FromHeader(res.Header)
 				}
-				if bad := checkSeen(pythonSeen(t, c.mode, body), verifiedWant(p, p.ingress.URL, dc, established), c.mode == "wsgi"); len(bad) > 0 {
+				if bad := checkSeen(pythonSeen(t, c.mode, body), verifiedWant(p.a1.String(), p.ingress.URL, dc, established), c.mode == "wsgi"); len(bad) > 0 {
 					t.Fatalf("%s: the %s application saw:\n%s", step, c.mode, strings.Join(bad, "\n"))
 				}
 				return dc

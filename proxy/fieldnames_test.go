@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -148,12 +149,12 @@ func forgeries(rich bool) http.Header {
 }
 
 // verifiedWant is what the application must see of the protected fields for a
-// request of p's a1 through the ingress at ingressURL: in dialog dc (nil: none),
+// request of a1 through the ingress at ingressURL: in dialog dc (nil: none),
 // established or not, with a Txn-Token and its Content-Digest when in a dialog.
-func verifiedWant(p *pair, ingressURL string, dc *dialog.Context, established bool) map[string]expect {
+func verifiedWant(a1, ingressURL string, dc *dialog.Context, established bool) map[string]expect {
 	u, _ := url.Parse(ingressURL)
 	w := map[string]expect{
-		proxy.VerifiedSenderField: {value: p.a1.String()},
+		proxy.VerifiedSenderField: {value: a1},
 		proxy.VerifiedProofField:  {value: "httpsig"},
 		// The ingress sets it today; the Host work (issue 22, rebind) may hand the
 		// application the original Host instead. Never a client's copy.
@@ -162,7 +163,7 @@ func verifiedWant(p *pair, ingressURL string, dc *dialog.Context, established bo
 	}
 	if dc != nil {
 		w[proxy.VerifiedDialogField] = expect{value: dc.DLG()}
-		w[proxy.VerifiedInitiatorField] = expect{value: p.a1.String()}
+		w[proxy.VerifiedInitiatorField] = expect{value: a1}
 		w[proxy.VerifiedInitiatorProvedField] = expect{value: "true"}
 		w[proxy.VerifiedEstablishedField] = expect{value: fmt.Sprint(established)}
 		w[proxy.VerifiedTxnTokenClaimsField] = expect{}
@@ -194,7 +195,7 @@ func TestIssue22ForgedSpellingsIngress(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("%d %s", res.StatusCode, b)
 	}
-	if bad := checkSeen(fieldsOf(p.app.last().Header), verifiedWant(p, p.ingress.URL, nil, false), false); len(bad) > 0 {
+	if bad := checkSeen(fieldsOf(p.app.last().Header), verifiedWant(p.a1.String(), p.ingress.URL, nil, false), false); len(bad) > 0 {
 		t.Fatalf("outside a dialog, the application saw:\n%s", strings.Join(bad, "\n"))
 	}
 	res, b = p.call(t, "/t1", `{}`, start())
@@ -202,8 +203,43 @@ func TestIssue22ForgedSpellingsIngress(t *testing.T) {
 	if res.StatusCode != 200 || dc == nil {
 		t.Fatalf("%d %s", res.StatusCode, b)
 	}
-	if bad := checkSeen(fieldsOf(p.app.last().Header), verifiedWant(p, p.ingress.URL, dc, true), false); len(bad) > 0 {
+	if bad := checkSeen(fieldsOf(p.app.last().Header), verifiedWant(p.a1.String(), p.ingress.URL, dc, true), false); len(bad) > 0 {
 		t.Fatalf("in a dialog, the application saw:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+// forging adds fields to each request after its signature, on a transport of its own
+// (to reach an ingress over TLS).
+type forging struct {
+	base   http.RoundTripper
+	fields http.Header
+}
+
+func (f forging) RoundTrip(r *http.Request) (*http.Response, error) {
+	for k, v := range f.fields {
+		r.Header[k] = v
+	}
+	return f.base.RoundTrip(r)
+}
+
+// The same over HTTP/2 (lower-case names, net/http's HTTP/2 server at the ingress).
+func TestIssue22ForgedSpellingsIngressHTTP2(t *testing.T) {
+	p := newPair(t, pairOptions{stateful: true, ingressTLS: true, egress: func(c *proxy.EgressConfig) {
+		c.Base = forging{base: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.RootCAs}, ForceAttemptHTTP2: true}, fields: forgeries(true)}
+	}})
+	res, b := p.call(t, "/t1", `{}`, start())
+	dc, _ := dialog.FromHeader(res.Header)
+	if res.StatusCode != 200 || dc == nil {
+		t.Fatalf("%d %s", res.StatusCode, b)
+	}
+	p.mu.Lock()
+	proto := p.ingressProto
+	p.mu.Unlock()
+	if proto != "HTTP/2.0" {
+		t.Fatalf("the ingress got %s", proto)
+	}
+	if bad := checkSeen(fieldsOf(p.app.last().Header), verifiedWant(p.a1.String(), p.ingress.URL, dc, true), false); len(bad) > 0 {
+		t.Fatalf("the application saw:\n%s", strings.Join(bad, "\n"))
 	}
 }
 
@@ -296,7 +332,7 @@ func TestIssue22Trailers(t *testing.T) {
 	if len(r.Trailer) != 0 {
 		t.Fatalf("the application got trailers %v", r.Trailer)
 	}
-	if bad := checkSeen(fieldsOf(r.Header), verifiedWant(p, p.ingress.URL, dc, false), false); len(bad) > 0 || r.Header.Get("X-Trailing") != "" {
+	if bad := checkSeen(fieldsOf(r.Header), verifiedWant(p.a1.String(), p.ingress.URL, dc, false), false); len(bad) > 0 || r.Header.Get("X-Trailing") != "" {
 		t.Fatalf("the application saw:\n%s\n%v", strings.Join(bad, "\n"), r.Header)
 	}
 }
