@@ -402,7 +402,7 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	out.Header = r.Header
 	removeHopByHop(out.Header)
 	removePrefixed(out.Header)
-	removeAnySpelling(out.Header, credentialFields)
+	removeAnySpelling(out.Header, credentialNames)
 	if rt.proof == proof.WPT {
 		out.Header.Del("Authorization") // the WPT travels there (wpt.AuthScheme)
 	}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/dialogtrust/dialogtrust/dialog"
@@ -41,6 +42,25 @@ func fieldKey(name string) string {
 	return string(b)
 }
 
+// fieldNames is a list of field names with the fieldKey of each, made once.
+type fieldNames struct{ names, keys []string }
+
+func newFieldNames(names ...string) fieldNames {
+	f := fieldNames{names: names, keys: make([]string, len(names))}
+	for i, n := range names {
+		f.keys[i] = fieldKey(n)
+	}
+	return f
+}
+
+// find returns the name of f that an application reads name as, or "".
+func (f fieldNames) find(name string) string {
+	if i := slices.Index(f.keys, fieldKey(name)); i >= 0 {
+		return f.names[i]
+	}
+	return ""
+}
+
 // prefixKey is FieldPrefix's fieldKey: every name with it is in the proxies'
 // namespace, however spelt.
 var prefixKey = fieldKey(FieldPrefix)
@@ -55,48 +75,43 @@ func inNamespace(name string) bool {
 // namespace: a client's copy, in any spelling, is removed before anything else and
 // the ingress's own is the only one the application sees. The Verified* fields are
 // in the namespace (inNamespace).
-var ingressOwnedFields = []string{"X-Forwarded-Host"}
+var ingressOwnedFields = newFieldNames("X-Forwarded-Host")
 
 // receiverFields are the fields the ingress's receiver reads (the credentials, the
 // dialog, the digest it checks) or the ingress removes: the receiver reads only
 // their own spelling, so a copy in another spelling is removed before it runs, and
 // never reaches the application beside the one that was checked.
-var receiverFields = []string{wit.HeaderName, txntoken.HeaderName, dialog.HeaderName, dialog.ProvenanceHeader,
-	"Signature", "Signature-Input", "Content-Digest", wpt.LegacyHeader, "Authorization"}
+var receiverFields = newFieldNames(wit.HeaderName, txntoken.HeaderName, dialog.HeaderName, dialog.ProvenanceHeader,
+	"Signature", "Signature-Input", "Content-Digest", wpt.LegacyHeader, "Authorization")
 
 // egressInstructionFields are the fields the egress reads from the local agent as
 // instructions. One in another spelling is refused (checkAgentFieldNames): the
 // egress cannot tell what the agent meant, and going on without it would send a
 // request other than the one asked for (outside the dialog the agent named, or
 // without the handoff it asked for).
-var egressInstructionFields = []string{dialog.HeaderName, StartDialogField, HandoffField, HandoffTaskField,
-	HandoffCancelField, ProvenanceField}
+var egressInstructionFields = newFieldNames(dialog.HeaderName, StartDialogField, HandoffField, HandoffTaskField,
+	HandoffCancelField, ProvenanceField)
+
+// credentialNames are credentialFields (the egress's own) with their keys.
+var credentialNames = newFieldNames(credentialFields...)
 
 // removeSpellings removes every field of h that an application reads as one of
 // names but that is not spelt as net/http spells that name (its canonical form):
 // those stay for the caller to read or remove.
-func removeSpellings(h http.Header, names []string) {
+func removeSpellings(h http.Header, names fieldNames) {
 	for k := range h {
-		key := fieldKey(k)
-		for _, name := range names {
-			if key == fieldKey(name) && k != name {
-				delete(h, k)
-				break
-			}
+		if n := names.find(k); n != "" && k != n {
+			delete(h, k)
 		}
 	}
 }
 
 // removeAnySpelling removes every field of h that an application reads as one of
 // names, in whatever spelling.
-func removeAnySpelling(h http.Header, names []string) {
+func removeAnySpelling(h http.Header, names fieldNames) {
 	for k := range h {
-		key := fieldKey(k)
-		for _, name := range names {
-			if key == fieldKey(name) {
-				delete(h, k)
-				break
-			}
+		if names.find(k) != "" {
+			delete(h, k)
 		}
 	}
 }
@@ -116,11 +131,8 @@ func cleanIngressRequest(h http.Header) {
 // instruction field of the egress in a spelling other than its own.
 func checkAgentFieldNames(h http.Header) error {
 	for k := range h {
-		key := fieldKey(k)
-		for _, name := range egressInstructionFields {
-			if key == fieldKey(name) && k != name {
-				return errcode.New(errcode.InvalidRequest, "the field %q is read as %s by applications that take \"_\" for \"-\": send it as %s", errcode.Cut(k), name, name)
-			}
+		if name := egressInstructionFields.find(k); name != "" && k != name {
+			return errcode.New(errcode.InvalidRequest, "the field %q is read as %s by applications that take \"_\" for \"-\": send it as %s", errcode.Cut(k), name, name)
 		}
 	}
 	return nil
