@@ -28,6 +28,23 @@
 // without the credentials, and with the Host the caller sent, so that the
 // application's own DNS-rebinding protection judges the name it was reached by.
 //
+// Field names (fieldnames.go; issue 22 point 1; docs/proxy.md, "Field names with _").
+// CGI, WSGI, Django, PHP and Rack read "_" and "-" in a field name alike, and older
+// servers every octet that is not a letter or digit: Dialogtrust_Verified_Sender
+// reaches a WSGI application as HTTP_DIALOGTRUST_VERIFIED_SENDER, joined by wsgiref to
+// the verified one. net/http keeps the two apart. So the ingress drops, before
+// anything else, every field an application reads (fieldKey) as one of the proxies'
+// namespace or as X-Forwarded-Host, in any spelling, and as a field its receiver
+// checks in a spelling other than the one the receiver reads; it sets each of its own
+// once. It drops rather than refuses, as it always dropped a client's Dialogtrust-*
+// fields: the application sees the same either way. It leaves other names with "_"
+// alone (ASGI servers and some applications use them). The egress drops the agent's
+// copies of the namespace and of the credentials it makes in any spelling, so that
+// none is signed over and sent, and refuses an instruction field in another spelling
+// (invalid_request) rather than read it as absent and send another request than the
+// agent asked for. Neither proxy forwards a request's trailers: each builds the request
+// it sends without them.
+//
 // Provenance (dialog-binding section 9). The ingress gives the application the
 // provenance to forward in VerifiedProvenanceField (dialog.Verified.Forward); when the
 // agent calls on in that dialog it sends the value back to its egress in

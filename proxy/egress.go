@@ -343,6 +343,9 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if rt == nil {
 		return errcode.New(errcode.NoRoute, "no egress route for %q", errcode.Cut(p))
 	}
+	if err := checkAgentFieldNames(r.Header); err != nil {
+		return err
+	}
 	start := false
 	switch vals := r.Header.Values(StartDialogField); {
 	case len(vals) > 1:
@@ -440,9 +443,7 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	out.Header = r.Header
 	removeHopByHop(out.Header)
 	removePrefixed(out.Header)
-	for _, f := range credentialFields {
-		out.Header.Del(f)
-	}
+	removeAnySpelling(out.Header, credentialNames)
 	if rt.proof == proof.WPT {
 		out.Header.Del("Authorization") // the WPT travels there (wpt.AuthScheme)
 	}

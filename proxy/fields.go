@@ -20,7 +20,8 @@ import (
 // FieldPrefix starts every field the proxies define. The ingress removes every field
 // with this prefix that a client sent, before anything else, so that the application
 // can trust each one it sees; the egress removes them before signing, so that none
-// travels to the upstream.
+// travels to the upstream. Both read the prefix as applications do, "_" for "-" and
+// without case (fieldnames.go).
 const FieldPrefix = "Dialogtrust-"
 
 // Fields the egress reads from the local agent.
@@ -150,10 +151,11 @@ func removeHopByHop(h http.Header) {
 	}
 }
 
-// removePrefixed removes every field whose name starts with FieldPrefix.
+// removePrefixed removes every field whose name starts with FieldPrefix, in any
+// spelling an application reads as such (fieldKey: Dialogtrust_Verified_Sender too).
 func removePrefixed(h http.Header) {
 	for name := range h {
-		if strings.HasPrefix(textproto.CanonicalMIMEHeaderKey(name), FieldPrefix) {
+		if inNamespace(name) {
 			delete(h, name)
 		}
 	}

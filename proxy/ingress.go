@@ -174,8 +174,8 @@ func ingressUpstream(raw, httpPath string, plainHTTP bool) (*url.URL, string, er
 // 100-continue, gets no 100 Continue.
 func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Always first: a copy of a Verified* field from the client must never reach the
-	// application, whether or not the request verifies.
-	removePrefixed(r.Header)
+	// application, whether or not the request verifies, in any spelling it reads.
+	cleanIngressRequest(r.Header)
 	r = in.withRefusalLog(r)
 	if !normalPath(r.URL.Path) {
 		// A dot segment could leave the application's base path once appended to it.
@@ -258,7 +258,7 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	out.Header = r.Header.Clone()
 	removeHopByHop(out.Header)
-	removePrefixed(out.Header)
+	cleanIngressRequest(out.Header)
 	// The credentials stay here: what they proved travels in the Verified* fields.
 	for _, f := range []string{wit.HeaderName, txntoken.HeaderName, dialog.ProvenanceHeader, "Signature", "Signature-Input", wpt.LegacyHeader} {
 		out.Header.Del(f)
