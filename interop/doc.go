@@ -6,11 +6,15 @@
 // handoff carriage in A2A 1.0 (handoff-context section 6), and, with the TypeScript
 // MCP SDK (@modelcontextprotocol/sdk 1.32.2), as the agents and applications on both
 // sides of a pair of `dialogtrust proxy` processes that make and check handoff offers
-// (issue 15; docs/proxy.md). It is a module of its own so
+// (issue 15; docs/proxy.md), and the MCP conformance suite
+// (@modelcontextprotocol/conformance 0.1.16, under the node 22 of npm's node package,
+// from interop/conformance) against our everything server on that SDK, directly and
+// through such a pair (issue 22; docs/interop.md). It is a module of its own so
 // that the core module carries none of those peers' dependencies; the peers themselves
 // are pinned as Go tools in interop/tools/<peer>/go.mod and built by .ci/peers.
 //
 // A test finds a peer's binary through DIALOGTRUST_SPIRE_SERVER, DIALOGTRUST_SPIRE_AGENT
-// or DIALOGTRUST_HYDRA, and node on PATH with `npm ci` run in interop/js; without it the
+// or DIALOGTRUST_HYDRA, node on PATH with `npm ci` run in interop/js, and node 22 with
+// the suite after `npm ci` in interop/conformance; without it the
 // test skips, except under CI=true, where it fails.
 package interop
