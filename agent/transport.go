@@ -15,22 +15,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/wpt"
 )
 
-// Proof selects how a request proves possession of the WIT key.
-//
-// Deprecated: use proof.Method.
-type Proof = proof.Method
-
-const (
-	// HTTPSig is the WIMSE HTTP signature, the default.
-	//
-	// Deprecated: use proof.HTTPSig.
-	HTTPSig = proof.HTTPSig
-	// WPT is the Workload Proof Token.
-	//
-	// Deprecated: use proof.WPT.
-	WPT = proof.WPT
-)
-
 // maxRequestBody bounds a request body the transport reads to digest and sign.
 const maxRequestBody = 8 << 20
 

@@ -18,7 +18,7 @@ import (
 )
 
 // BenchmarkJWTBearerGrant is AS B's whole handler as the TTS binary serves it: an
-// httptest request to the token endpoint through the token endpoint (oauth.Endpoint) with a WIT and a fresh
+// httptest request through the token endpoint (oauth.Endpoint) with a WIT and a fresh
 // WPT, the grant's checks (typ, alg, kid, signature, claims, requested_cnf), scope and
 // subject policy, the jti claimed in the memory replay store, the access token signed,
 // the JSON response, metrics and the JSON log line. Its raw floor, measured in the same

@@ -12,8 +12,3 @@ const (
 )
 
 func at(s oauth.Stage, err error) error { return oauth.At(s, err) }
-
-// OAuthError maps a rejection of a chaining handler to its OAuth error and status.
-//
-// Deprecated: use oauth.ErrorFor, the one mapping of every grant at the token endpoint.
-func OAuthError(err error) (string, int) { return oauth.ErrorFor(err) }

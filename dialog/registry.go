@@ -50,11 +50,6 @@ func WithClock(now func() time.Time) RegistryOption {
 	return func(r *Registry) { r.now = now }
 }
 
-// WithRegistryClock injects the clock (creation times in records).
-//
-// Deprecated: use WithClock.
-func WithRegistryClock(now func() time.Time) RegistryOption { return WithClock(now) }
-
 // WithMaxDialogsPerSender bounds how many live dialogs one sender may establish
 // (default DefaultMaxDialogsPerSender; at most MaxDialogsPerSenderLimit, larger values
 // are cut to it). A request that would establish one more is refused with

@@ -112,11 +112,6 @@ func WithLabel(label string) SignerOption { return signerOption(func(s *Signer) 
 // (minutes at most); a verifier refuses signatures that live longer than its maximum.
 func WithTTL(d time.Duration) SignerOption { return signerOption(func(s *Signer) { s.ttl = d }) }
 
-// WithSignerClock injects the clock that sets created.
-//
-// Deprecated: use WithClock, which serves NewSigner and NewVerifier.
-func WithSignerClock(now func() time.Time) SignerOption { return WithClock(now) }
-
 // WithNonceSource replaces the nonce generator (default: 128 random bits, base64url).
 // Every call must return a new, non-empty value of printable ASCII, and f must be safe
 // for concurrent use; tests use it for reproducible signatures.

@@ -169,11 +169,6 @@ func WithMaxLifetime(d time.Duration) VerifierOption {
 	})
 }
 
-// WithVerifierClock injects the clock (default: the WIT validator's).
-//
-// Deprecated: use WithClock, which serves NewSigner and NewVerifier.
-func WithVerifierClock(now func() time.Time) VerifierOption { return WithClock(now) }
-
 // WithSkew sets the clock skew allowed around created and expires (default: the WIT
 // validator's).
 func WithSkew(d time.Duration) VerifierOption {

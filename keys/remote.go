@@ -46,11 +46,6 @@ func WithClock(now func() time.Time) RemoteOption {
 	return func(r *RemoteSet, _ *[]jwk.RegisterOption) { r.now = now }
 }
 
-// WithRefreshClock injects the clock that rate-limits forced refreshes.
-//
-// Deprecated: use WithClock.
-func WithRefreshClock(now func() time.Time) RemoteOption { return WithClock(now) }
-
 // RefreshEvent describes one JWKS fetch of a RemoteSet, for metrics: Forced is a
 // fetch forced by an unknown kid (or the first one); otherwise the background refresh
 // of the cache delivered a new set. Err is the fetch's error (nil on success).

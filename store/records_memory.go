@@ -22,11 +22,6 @@ type recordsOption func(*MemoryRecords)
 
 func (o recordsOption) applyRecords(m *MemoryRecords) { o(m) }
 
-// WithRecordsClock sets the time source of NewMemoryRecords.
-//
-// Deprecated: use WithClock, which serves both memory stores.
-func WithRecordsClock(now func() time.Time) ClockOption { return WithClock(now) }
-
 // WithRecordsMaxEntries bounds the number of records held at once (zero or less keeps
 // DefaultRecordsMaxEntries).
 func WithRecordsMaxEntries(n int) MemoryRecordsOption {

@@ -12,6 +12,8 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
 )
@@ -54,7 +56,7 @@ func benchEnv(b *testing.B, bc benchCase, cached bool) (*env, *testkit.Workload,
 		}
 		e.dom = testkit.NewDomain(b, tdA, bc.alg, e.clock)
 		e.wits = e.dom.Validator(vopts...)
-		c.Authenticators = WIMSEAuthenticators(e.wits, e.replay, c.Issuer+PathToken)
+		c.Authenticators = oauth.WIMSEAuthenticators(e.wits, e.replay, c.Issuer+PathToken)
 		size := 0
 		if !cached {
 			size = -1
@@ -203,7 +205,7 @@ func floorOps(b *testing.B, bc benchCase) (warm, cold func()) {
 		subjectKey = w.Key.Public()
 	}
 	verifySubject := check(subject, subjectKey)
-	resp, _ := e.mustRequest(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: subject, SubjectTokenType: bc.subject})
+	resp, _ := e.mustRequest(w, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: subject, SubjectTokenType: bc.subject})
 	signingInput := []byte(resp.AccessToken[:strings.LastIndexByte(resp.AccessToken, '.')])
 	sign := func() {
 		if _, err := e.ttsKey.Sign(signingInput); err != nil {

@@ -8,19 +8,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/internal/plainjson"
 	"github.com/dialogtrust/dialogtrust/oauth"
-	"github.com/dialogtrust/dialogtrust/tokenhash"
-	"github.com/dialogtrust/dialogtrust/txntoken"
 )
-
-// Type is the JOSE typ of a Txn-Token (oauth.md 1.7).
-//
-// Deprecated: use txntoken.Type.
-const Type = txntoken.Type
-
-// HeaderName is the HTTP field that carries a Txn-Token between workloads (oauth.md 1.10).
-//
-// Deprecated: use txntoken.HeaderName.
-const HeaderName = txntoken.HeaderName
 
 // URNs of the token exchange profile (oauth.md 1.3, 1.4; RFC 8693 section 3), the
 // names of package oauth.
@@ -46,16 +34,6 @@ const (
 	ClientAssertionType = oauth.ClientAssertionType
 )
 
-// DialogMember is the tctx member that records the dialog (dialog-binding section 10).
-//
-// Deprecated: use txntoken.DialogMember.
-const DialogMember = txntoken.DialogMember
-
-// Claims are the claims of a Txn-Token (oauth.md 1.7).
-//
-// Deprecated: use txntoken.Claims.
-type Claims = txntoken.Claims
-
 // newTxn returns a transaction identifier of 128 random bits (oauth.md 1.7: unique in
 // the trust domain; random, so no coordination between TTS instances is needed).
 func newTxn() string {
@@ -66,12 +44,6 @@ func newTxn() string {
 	base64.RawURLEncoding.Encode(enc[:], b[:])
 	return string(enc[:])
 }
-
-// Hash returns base64url(SHA-256(token)): the only form in which a token is logged
-// (oauth.md 1.12).
-//
-// Deprecated: use tokenhash.Of.
-var Hash = tokenhash.Of[string]
 
 // stringBytes views s as bytes without copying it, for searching a kilobyte of token
 // in request context without copying it. The bytes must not be modified or kept.

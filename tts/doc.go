@@ -18,8 +18,8 @@
 //     come before any signature is verified.
 //  2. Client authentication (oauth.md 1.9). A Txn-Token offered as a credential
 //     (Authorization, WIT field, client_assertion, or a bare Txn-Token field) is refused
-//     with txn_token_not_credential (1.9 item 4). Then the first Authenticator whose
-//     credential is present decides: WIT + WIMSE HTTP signature (covering
+//     with txn_token_not_credential (1.9 item 4). Then the first oauth.Authenticator
+//     whose credential is present decides: WIT + WIMSE HTTP signature (covering
 //     Content-Digest, so the form is signed), WIT + WPT, mTLS with an X.509-SVID, or
 //     private_key_jwt (typ client-authentication+jwt, jti claimed once). A present but
 //     bad credential is invalid_client, never a fall-through to another method. The
@@ -80,14 +80,15 @@
 // # Receiver library
 //
 // The Txn-Token as a credential (its claims, the Txn-Token field, the receiver's
-// Verifier and DialogMatches, oauth.md 1.7 and 1.10, dialog-binding section 10) is
-// package txntoken, which a receiver imports without this service. The names here
-// (Claims, Verifier, NewVerifier, HeaderName, Hash, ...) are deprecated aliases of it.
+// txntoken.Verifier and txntoken.DialogMatches, oauth.md 1.7 and 1.10, dialog-binding
+// section 10) is package txntoken, which a receiver imports without this service.
 //
 // # Client
 //
-// The client side has moved: Client, Request and NewSelfSignedToken are deprecated
-// aliases of txntoken's, and Discover wraps oauth.Discover.
+// The client side is not here either: txntoken.Client asks a TTS for tokens
+// (txntoken.NewSelfSignedToken mints a self_signed subject token), and oauth.Discover
+// reads its RFC 8414 metadata. The token endpoint's request, client authentication,
+// errors, response and metadata are package oauth's.
 //
 // # Keys and discovery
 //

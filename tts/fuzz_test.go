@@ -29,7 +29,7 @@ func FuzzParseTokenRequest(f *testing.F) {
 			}
 			return
 		}
-		if len(r.SubjectToken) > MaxSubjectTokenSize || len(r.RequestDetails) > oauth.MaxContextMembers || len(r.RequestContext) > oauth.MaxContextMembers {
+		if len(r.SubjectToken) > oauth.MaxSubjectTokenSize || len(r.RequestDetails) > oauth.MaxContextMembers || len(r.RequestContext) > oauth.MaxContextMembers {
 			t.Fatal("a bound was not kept")
 		}
 		for _, s := range r.Scope {

@@ -22,8 +22,10 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
 )
@@ -81,7 +83,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkj, err := NewPrivateKeyJWT([]string{e.url, e.url + PathToken}, nil, e.replay, clock.Now, 0)
+	pkj, err := oauth.NewPrivateKeyJWT([]string{e.url, e.url + PathToken}, nil, e.replay, clock.Now, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		Issuer:         e.url,
 		TrustDomains:   []string{tdA, tdB},
 		Keys:           e.ring,
-		Authenticators: append(WIMSEAuthenticators(e.wits, e.replay, e.url+PathToken), pkj),
+		Authenticators: append(oauth.WIMSEAuthenticators(e.wits, e.replay, e.url+PathToken), pkj),
 		SubjectHandlers: []SubjectTokenHandler{at, idt,
 			NewSelfSignedHandler([]string{e.url}, SelfSignedOptions{HandlerOptions: hopts}),
 			NewUnsignedJSONHandler("")},
@@ -153,23 +155,23 @@ func (e *env) accessToken(sub, scope string, ttl time.Duration) string {
 
 func (e *env) selfSigned(w *testkit.Workload, sub, scope string) string {
 	e.t.Helper()
-	tok, err := NewSelfSignedToken(w.Key, w.ID, sub, e.url, scope, 5*time.Minute, e.clock.Now())
+	tok, err := txntoken.NewSelfSignedToken(w.Key, w.ID, sub, e.url, scope, 5*time.Minute, e.clock.Now())
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return tok
 }
 
-func (e *env) client(w *testkit.Workload, pm proof.Method) *Client {
-	return &Client{TokenEndpoint: e.url + PathToken, WIT: w.WIT, Key: w.Key, Proof: pm, Now: e.clock.Now}
+func (e *env) client(w *testkit.Workload, pm proof.Method) *txntoken.Client {
+	return &txntoken.Client{TokenEndpoint: e.url + PathToken, WIT: w.WIT, Key: w.Key, Proof: pm, Now: e.clock.Now}
 }
 
 // request asks for a Txn-Token with a WPT.
-func (e *env) request(w *testkit.Workload, r Request) (*TokenResponse, error) {
-	return e.client(w, ProofWPT).Request(context.Background(), r)
+func (e *env) request(w *testkit.Workload, r txntoken.Request) (*oauth.TokenResponse, error) {
+	return e.client(w, proof.WPT).Request(context.Background(), r)
 }
 
-func (e *env) mustRequest(w *testkit.Workload, r Request) (*TokenResponse, *Claims) {
+func (e *env) mustRequest(w *testkit.Workload, r txntoken.Request) (*oauth.TokenResponse, *txntoken.Claims) {
 	e.t.Helper()
 	resp, err := e.request(w, r)
 	if err != nil {
@@ -178,11 +180,11 @@ func (e *env) mustRequest(w *testkit.Workload, r Request) (*TokenResponse, *Clai
 	return resp, e.verify(resp.AccessToken, tdA)
 }
 
-func (e *env) verifier(td string) *Verifier {
-	return NewVerifier(e.ring.KeySet(), td, WithVerifierClock(e.clock.Now), WithIssuer(e.url))
+func (e *env) verifier(td string) *txntoken.Verifier {
+	return txntoken.NewVerifier(e.ring.KeySet(), td, txntoken.WithClock(e.clock.Now), txntoken.WithIssuer(e.url))
 }
 
-func (e *env) verify(tok, td string) *Claims {
+func (e *env) verify(tok, td string) *txntoken.Claims {
 	e.t.Helper()
 	c, err := e.verifier(td).Verify(context.Background(), tok)
 	if err != nil {
@@ -223,7 +225,7 @@ func baseForm(audience, scope, subject, subjectType string) url.Values {
 // wantOAuth checks an error document: OAuth error, status and code.
 func wantOAuth(t testing.TB, status int, body []byte, wantStatus int, wantErr string, wantCode errcode.Code) {
 	t.Helper()
-	var d ErrorResponse
+	var d oauth.ErrorResponse
 	if err := json.Unmarshal(body, &d); err != nil {
 		t.Fatalf("not an error document: %s", body)
 	}

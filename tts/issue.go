@@ -10,6 +10,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
@@ -20,7 +21,7 @@ var immutableNames = []string{"sub", "txn", "aud"}
 
 // first builds the claims of a Txn-Token issued on a subject token that is not a
 // Txn-Token (oauth.md 1.5 steps 4-10, 1.7).
-func (s *Server) first(tr *TokenRequest, req *Requester, rule *Rule, subj *Subject, now time.Time) (*txntoken.Claims, error) {
+func (s *Server) first(tr *oauth.TokenRequest, req *oauth.Client, rule *Rule, subj *Subject, now time.Time) (*txntoken.Claims, error) {
 	subjectScope, known := subj.Scope, subj.ScopeKnown
 	if !known && len(rule.SubjectScopes) > 0 && (subj.TokenType == TokenTypeSelfSigned || subj.TokenType == TokenTypeUnsignedJSON) {
 		// The requester vouches for the subject; policy says what such a subject may do.
@@ -100,7 +101,7 @@ func (s *Server) first(tr *TokenRequest, req *Requester, rule *Rule, subj *Subje
 //   - the Call Chain of requesters is kept (req_chain) and the new requester appended;
 //   - the input has not expired (checked by the handler); a longer lifetime is allowed
 //     only while the count of lifetime-extending replacements is under the cap.
-func (s *Server) replacement(tr *TokenRequest, req *Requester, rule *Rule, subj *Subject, now time.Time) (*txntoken.Claims, error) {
+func (s *Server) replacement(tr *oauth.TokenRequest, req *oauth.Client, rule *Rule, subj *Subject, now time.Time) (*txntoken.Claims, error) {
 	in := subj.Input
 	if tr.Audience != in.Aud[0] {
 		return nil, at(stageSubject, errcode.New(errcode.ImmutableClaimChanged, "a replacement keeps the trust domain %q of its input (aud never changes)", in.Aud[0]))

@@ -5,6 +5,10 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // The line written for each token issued carries every field with this request's
@@ -17,8 +21,8 @@ func TestIssuedLogLine(t *testing.T) {
 		w       string
 		subject string
 		typ     string
-		resp    *TokenResponse
-		claims  *Claims
+		resp    *oauth.TokenResponse
+		claims  *txntoken.Claims
 		dlg     string
 	}
 	var all []sent
@@ -36,7 +40,7 @@ func TestIssuedLogLine(t *testing.T) {
 		if c.w == "/agent/a2" {
 			w = a2
 		}
-		resp, claims := e.mustRequest(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: c.subject, SubjectTokenType: c.typ, Dialog: c.dlg})
+		resp, claims := e.mustRequest(w, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: c.subject, SubjectTokenType: c.typ, Dialog: c.dlg})
 		all = append(all, sent{c.w, c.subject, c.typ, resp, claims, c.dlg})
 	}
 	var lines []map[string]any
@@ -56,8 +60,8 @@ func TestIssuedLogLine(t *testing.T) {
 		m := lines[i]
 		want := map[string]any{
 			"level": "INFO", "dlg": s.dlg, "grant": "token_exchange", "subject_token_type": s.typ,
-			"subject_token_sha256": Hash(s.subject), "method": MethodWPT, "requester": "wimse://a.example" + s.w,
-			"aud": tdA, "txn": s.claims.Txn, "txn_token_sha256": Hash(s.resp.AccessToken), "kid": e.ttsKey.KID(),
+			"subject_token_sha256": tokenhash.Of(s.subject), "method": oauth.MethodWPT, "requester": "wimse://a.example" + s.w,
+			"aud": tdA, "txn": s.claims.Txn, "txn_token_sha256": tokenhash.Of(s.resp.AccessToken), "kid": e.ttsKey.KID(),
 			"exp": float64(*s.claims.Exp), "call_chain": float64(1),
 		}
 		for k, v := range want {
@@ -81,8 +85,8 @@ func TestIssuedLogLine(t *testing.T) {
 func TestIssuedLogLevel(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.IssuedLogLevel = slog.LevelDebug })
 	w := e.workload("/agent/a1")
-	e.mustRequest(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken})
-	if _, err := e.request(w, Request{Audience: "unknown.example", Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken}); err == nil {
+	e.mustRequest(w, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken})
+	if _, err := e.request(w, txntoken.Request{Audience: "unknown.example", Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken}); err == nil {
 		t.Fatal("a request for an unknown audience was answered")
 	}
 	logs := e.logs.String()

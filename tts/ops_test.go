@@ -12,14 +12,17 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // RFC 8414 metadata (oauth.md 5.2, Q3): issuer, token endpoint, JWKS, grant types and
-// authentication methods; Discover checks it.
+// authentication methods; oauth.Discover checks it.
 func TestTT1_12_MetadataAndDiscover(t *testing.T) {
 	e := newEnv(t)
 	status, body := testkit.Get(t, e.url+PathMetadata)
-	var md Metadata
+	var md oauth.Metadata
 	if status != 200 || json.Unmarshal(body, &md) != nil {
 		t.Fatalf("%d %s", status, body)
 	}
@@ -31,11 +34,11 @@ func TestTT1_12_MetadataAndDiscover(t *testing.T) {
 	if strings.Contains(string(body), "response_types_supported") {
 		t.Fatal("response_types_supported should be omitted (Q6)")
 	}
-	got, err := Discover(t.Context(), nil, e.url)
+	got, err := oauth.Discover(t.Context(), nil, e.url)
 	if err != nil || got.TokenEndpoint != md.TokenEndpoint {
 		t.Fatalf("%v %+v", err, got)
 	}
-	if _, err := Discover(t.Context(), nil, strings.Replace(e.url, "127.0.0.1", "localhost", 1)); errcode.CodeOf(err) != errcode.IssuerMismatch {
+	if _, err := oauth.Discover(t.Context(), nil, strings.Replace(e.url, "127.0.0.1", "localhost", 1)); errcode.CodeOf(err) != errcode.IssuerMismatch {
 		t.Fatalf("metadata of another issuer accepted: %v", err)
 	}
 	status, body = testkit.Get(t, e.url+PathJWKS)
@@ -64,13 +67,13 @@ func TestHealthReadinessAndStoreDown(t *testing.T) {
 	}
 	down := newEnv(t, func(e *env, c *Config) {
 		c.Replay = failingStore{}
-		c.Authenticators = WIMSEAuthenticators(e.wits, failingStore{}, c.Issuer+PathToken)
+		c.Authenticators = oauth.WIMSEAuthenticators(e.wits, failingStore{}, c.Issuer+PathToken)
 	})
 	if s, b := testkit.Get(t, down.url+PathReadyz); s != 503 || !strings.Contains(string(b), "store_unavailable") {
 		t.Fatalf("%d %s", s, b)
 	}
 	status, _, body := down.rawPost(down.workload("/agent/a1"), baseForm(tdA, "trip.read", down.accessToken("alice", "trip.read", 0), TokenTypeAccessToken), nil)
-	wantOAuth(t, status, body, http.StatusServiceUnavailable, ErrTemporarilyUnavailable, errcode.StoreUnavailable)
+	wantOAuth(t, status, body, http.StatusServiceUnavailable, oauth.ErrTemporarilyUnavailable, errcode.StoreUnavailable)
 }
 
 // Metrics by grant, subject token type and error code; logs carry token hashes only.
@@ -78,9 +81,9 @@ func TestTT1_12_MetricsAndLogsWithHashesOnly(t *testing.T) {
 	e := newEnv(t)
 	w := e.workload("/agent/a1")
 	at := e.accessToken("alice", "trip.read", 0)
-	resp, _ := e.mustRequest(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: at, SubjectTokenType: TokenTypeAccessToken, Dialog: "D1"})
-	_, _ = e.request(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: resp.AccessToken, SubjectTokenType: TokenTypeTxnToken})
-	_, _ = e.request(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: "r", SubjectTokenType: TokenTypeRefreshToken})
+	resp, _ := e.mustRequest(w, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: at, SubjectTokenType: TokenTypeAccessToken, Dialog: "D1"})
+	_, _ = e.request(w, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: resp.AccessToken, SubjectTokenType: TokenTypeTxnToken})
+	_, _ = e.request(w, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: "r", SubjectTokenType: TokenTypeRefreshToken})
 	_, b := testkit.Get(t, e.url+PathMetrics)
 	for _, want := range []string{
 		`dialogtrust_tts_issued_total{grant="token_exchange",method="wit_wpt",subject_token_type="access_token"} 1`,
@@ -99,7 +102,7 @@ func TestTT1_12_MetricsAndLogsWithHashesOnly(t *testing.T) {
 			t.Fatal("a token (or its signature) is in the logs")
 		}
 	}
-	for _, want := range []string{`"txn_token_sha256":"` + Hash(resp.AccessToken), `"subject_token_sha256":"` + Hash(at), `"code":"unsupported_token_type"`} {
+	for _, want := range []string{`"txn_token_sha256":"` + tokenhash.Of(resp.AccessToken), `"subject_token_sha256":"` + tokenhash.Of(at), `"code":"unsupported_token_type"`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs lack %s", want)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/oauth"
 )
 
 // Policy is the TTS's local, selective issuance policy (oauth.md 1.5 steps 1 and 8; TT
@@ -104,7 +105,7 @@ func (p *Policy) normalize() error {
 			}
 		}
 		for _, s := range append(slices.Clone(r.Scopes), r.SubjectScopes...) {
-			if _, err := ParseScope(s); err != nil || strings.Contains(s, " ") {
+			if _, err := oauth.ParseScope(s); err != nil || strings.Contains(s, " ") {
 				return fmt.Errorf("tts: policy rule %q: %q is not one scope token", r.Workload, s)
 			}
 		}

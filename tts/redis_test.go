@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
 	"github.com/dialogtrust/dialogtrust/wpt"
 )
@@ -40,7 +41,7 @@ func TestTT1_9_ReplayedWPTAcrossInstancesRedis(t *testing.T) {
 	shared := redisstore.NewReplay(client, redisstore.WithPrefix(prefix))
 	e := newEnv(t, func(e *env, c *Config) {
 		c.Replay = shared
-		c.Authenticators = WIMSEAuthenticators(e.wits, shared, c.Issuer+PathToken)
+		c.Authenticators = oauth.WIMSEAuthenticators(e.wits, shared, c.Issuer+PathToken)
 	})
 	// The second instance: same issuer, keys, policy and store.
 	cfg := e.srv.cfg
@@ -66,5 +67,5 @@ func TestTT1_9_ReplayedWPTAcrossInstancesRedis(t *testing.T) {
 	again.Header = h
 	rec = httptest.NewRecorder()
 	second.Handler().ServeHTTP(rec, again)
-	wantOAuth(t, rec.Code, rec.Body.Bytes(), http.StatusUnauthorized, ErrInvalidClient, errcode.Replayed)
+	wantOAuth(t, rec.Code, rec.Body.Bytes(), http.StatusUnauthorized, oauth.ErrInvalidClient, errcode.Replayed)
 }

@@ -5,24 +5,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/oauth"
 )
 
-// Bounds of a token request (package oauth's).
-//
-// Deprecated: use the oauth constants of the same names.
-const (
-	DefaultMaxBodySize  = oauth.DefaultMaxBodySize
-	MaxSubjectTokenSize = oauth.MaxSubjectTokenSize
-	MaxContextSize      = oauth.MaxContextSize
-	MaxContextDepth     = oauth.MaxContextDepth
-	MaxScopeSize        = oauth.MaxScopeSize
-	MaxParamSize        = oauth.MaxParamSize
-	MaxDialogLength     = oauth.MaxDialogLength
-)
-
-// TokenRequest is a parsed token request (oauth.TokenRequest).
-//
-// Deprecated: use oauth.TokenRequest.
-type TokenRequest = oauth.TokenRequest
-
 // refused are RFC 8693 parameters a TTS does not use (oauth.md 1.3): a caller that sends
 // them expects an effect (an actor, a resource restriction) the token would not have.
 var refused = []struct{ name, why string }{
@@ -34,7 +16,7 @@ var refused = []struct{ name, why string }{
 // ParseTokenRequest parses a form-encoded Txn-Token request body: oauth.ParseTokenRequest,
 // then the TTS's own parameter rules (checkTxnRequest). Every rejection is an
 // *errcode.Error with code invalid_request (body_too_large for an oversized body).
-func ParseTokenRequest(body []byte) (*TokenRequest, error) {
+func ParseTokenRequest(body []byte) (*oauth.TokenRequest, error) {
 	tr, err := oauth.ParseTokenRequest(body)
 	if err != nil {
 		return nil, err
@@ -48,7 +30,7 @@ func ParseTokenRequest(body []byte) (*TokenRequest, error) {
 // checkTxnRequest applies what a TTS refuses or reads beyond the form (oauth.md 1.3):
 // actor_token, actor_token_type and resource are refused; request_context and
 // request_details are decoded, and request_details.dlg checked.
-func checkTxnRequest(tr *TokenRequest) error {
+func checkTxnRequest(tr *oauth.TokenRequest) error {
 	for _, p := range refused {
 		if tr.Has(p.name) {
 			return invalid("%s", p.why)
@@ -60,7 +42,7 @@ func checkTxnRequest(tr *TokenRequest) error {
 // checkRequired applies the REQUIRED rules of oauth.md 1.3 in a fixed order, so that
 // the error a client sees does not depend on map iteration: first the grant type
 // (unsupported_grant_type), then the requested token type, then the other parameters.
-func checkRequired(r *TokenRequest) error {
+func checkRequired(r *oauth.TokenRequest) error {
 	switch {
 	case r.GrantType == "":
 		return invalid("grant_type is required")
@@ -81,11 +63,6 @@ func checkRequired(r *TokenRequest) error {
 	}
 	return nil
 }
-
-// ParseScope splits a scope parameter (RFC 6749 section 3.3).
-//
-// Deprecated: use oauth.ParseScope.
-func ParseScope(s string) ([]string, error) { return oauth.ParseScope(s) }
 
 func invalid(format string, args ...any) *errcode.Error {
 	return errcode.New(errcode.InvalidRequest, format, args...)

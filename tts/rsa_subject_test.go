@@ -7,6 +7,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 const rsaIdP = "https://login.idp.example"
@@ -38,14 +39,14 @@ func TestTT1_4_RSASignedAccessTokenFromConfiguredIdP(t *testing.T) {
 			})
 			w := e.dom.Workload(t, "/agent/a1", keys.ES256)
 			tok := rsaAccessToken(t, k, "alice", "trip.read trip.book", e.clock.Now())
-			_, claims := e.mustRequest(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: tok, SubjectTokenType: TokenTypeAccessToken})
+			_, claims := e.mustRequest(w, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: tok, SubjectTokenType: TokenTypeAccessToken})
 			if claims.Sub != "alice" || claims.Scope != "trip.read" {
 				t.Fatalf("claims %+v", claims)
 			}
 			// The signature is checked: one flipped octet and the token is refused.
 			bad := []byte(tok)
 			bad[len(bad)-5] ^= 'A' ^ 'B'
-			if _, err := e.request(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: string(bad), SubjectTokenType: TokenTypeAccessToken}); err == nil {
+			if _, err := e.request(w, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: string(bad), SubjectTokenType: TokenTypeAccessToken}); err == nil {
 				t.Fatal("a tampered RSA signature was accepted")
 			}
 		})

@@ -51,8 +51,8 @@ type Config struct {
 	TrustDomains []string
 	// Keys signs Txn-Tokens (its active key) and is published as the JWKS.
 	Keys *keys.Ring
-	// Authenticators are tried in order (see Authenticator).
-	Authenticators []Authenticator
+	// Authenticators are tried in order (see oauth.Authenticator).
+	Authenticators []oauth.Authenticator
 	// SubjectHandlers validate the subject token types this TTS accepts. The txn_token
 	// handler (replacement) is built in; refresh tokens are always refused.
 	SubjectHandlers []SubjectTokenHandler
@@ -72,14 +72,14 @@ type Config struct {
 	Now func() time.Time
 	// Skew is the clock skew accepted on Txn-Tokens presented for replacement.
 	Skew time.Duration
-	// MaxBodySize bounds a token request (default and maximum DefaultMaxBodySize).
+	// MaxBodySize bounds a token request (default and maximum oauth.DefaultMaxBodySize).
 	MaxBodySize int64
 	// ReadyChecks run on /readyz after the built-in ones.
 	ReadyChecks []ReadyCheck
 	// AmendMetadata, when set, amends the RFC 8414 metadata document before it is
 	// served: other grant handlers behind the same token endpoint (package chaining)
 	// add their grant types and identity_chaining_requested_token_types_supported.
-	AmendMetadata func(*Metadata)
+	AmendMetadata func(*oauth.Metadata)
 	// Grants are the other grant handlers served at the token endpoint (identity
 	// chaining's AS A and AS B), asked in order before the TTS, which answers every
 	// request none of them matches. A handler with a method AmendMetadata(*Metadata)
@@ -125,7 +125,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.TokenEndpoint = strings.TrimSuffix(cfg.Issuer, "/") + PathToken
 	}
 	service.ServerDefaults{Registry: &cfg.Registry, Logger: &cfg.Logger, Now: &cfg.Now, Skew: &cfg.Skew,
-		MaxBodySize: &cfg.MaxBodySize}.Fill(DefaultSkew, DefaultMaxBodySize)
+		MaxBodySize: &cfg.MaxBodySize}.Fill(oauth.DefaultSkew, oauth.DefaultMaxBodySize)
 	s := &Server{cfg: cfg, handlers: map[string]SubjectTokenHandler{}, log: cfg.Logger}
 	for _, h := range cfg.SubjectHandlers {
 		t := h.Type()
@@ -182,7 +182,7 @@ func TxnTokenVerifierFor(cfg Config) *txntoken.Verifier {
 		cfg.Now = time.Now
 	}
 	if cfg.Skew <= 0 {
-		cfg.Skew = DefaultSkew
+		cfg.Skew = oauth.DefaultSkew
 	}
 	return txnTokenVerifier(&cfg)
 }
@@ -213,15 +213,10 @@ func (s *Server) readiness() service.Readiness {
 	return service.Readiness{SigningKey: func() bool { return s.cfg.Keys.Active() != nil }, Store: s.cfg.Replay, Checks: s.cfg.ReadyChecks, Logger: s.log}
 }
 
-// Metadata is the RFC 8414 metadata document (oauth.Metadata).
-//
-// Deprecated: use oauth.Metadata.
-type Metadata = oauth.Metadata
-
 // Metadata returns the current metadata document.
-func (s *Server) Metadata() Metadata {
+func (s *Server) Metadata() oauth.Metadata {
 	base := strings.TrimSuffix(s.cfg.Issuer, "/")
-	md := Metadata{
+	md := oauth.Metadata{
 		Issuer:                    s.cfg.Issuer,
 		TokenEndpoint:             s.cfg.TokenEndpoint,
 		JWKSURI:                   base + PathJWKS,
@@ -231,7 +226,7 @@ func (s *Server) Metadata() Metadata {
 	}
 	for _, a := range s.cfg.Authenticators {
 		md.TokenEndpointAuthMethodsSupported = append(md.TokenEndpointAuthMethodsSupported, a.Name())
-		if a.Name() == MethodPrivateKeyJWT {
+		if a.Name() == oauth.MethodPrivateKeyJWT {
 			md.TokenEndpointAuthSigningAlgValuesSupported = []string{keys.ES256, keys.EdDSA}
 		}
 	}
@@ -241,7 +236,7 @@ func (s *Server) Metadata() Metadata {
 	md.SubjectTokenTypesSupported = append(md.SubjectTokenTypesSupported, TokenTypeTxnToken)
 	slices.Sort(md.SubjectTokenTypesSupported)
 	for _, g := range s.cfg.Grants {
-		if a, ok := g.(interface{ AmendMetadata(*Metadata) }); ok {
+		if a, ok := g.(interface{ AmendMetadata(*oauth.Metadata) }); ok {
 			a.AmendMetadata(&md)
 		}
 	}
@@ -255,11 +250,6 @@ func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) {
 	md := s.Metadata()
 	oauth.ServeMetadata(w, &md)
 }
-
-// TokenResponse is the token endpoint's answer (oauth.TokenResponse).
-//
-// Deprecated: use oauth.TokenResponse.
-type TokenResponse = oauth.TokenResponse
 
 // ringKeys lets a Ring's published keys serve as a KeySet (for replacement).
 type ringKeys struct{ r *keys.Ring }

@@ -43,7 +43,7 @@ type Subject struct {
 // *errcode.Error and is answered with invalid_request (oauth.md 1.11).
 type SubjectTokenHandler interface {
 	Type() string
-	Validate(ctx context.Context, token string, requester *Requester) (*Subject, error)
+	Validate(ctx context.Context, token string, requester *oauth.Client) (*Subject, error)
 }
 
 // HandlerOptions are shared by the handlers of this package.
@@ -70,7 +70,7 @@ func (o *HandlerOptions) fill() {
 		o.Now = time.Now
 	}
 	if o.Skew <= 0 {
-		o.Skew = DefaultSkew
+		o.Skew = oauth.DefaultSkew
 	}
 	if o.CacheSize == 0 {
 		o.CacheSize = DefaultCacheSize
@@ -258,7 +258,7 @@ type jwtClaims struct {
 }
 
 // Validate implements SubjectTokenHandler.
-func (h *JWTHandler) Validate(ctx context.Context, token string, _ *Requester) (*Subject, error) {
+func (h *JWTHandler) Validate(ctx context.Context, token string, _ *oauth.Client) (*Subject, error) {
 	now := h.o.Now()
 	if e, ok := h.cache.get(token, "", now); ok {
 		if err := h.times(e.exp, e.nbf, e.iat, now); err != nil {
@@ -267,7 +267,7 @@ func (h *JWTHandler) Validate(ctx context.Context, token string, _ *Requester) (
 		s := e.subject
 		return &s, nil
 	}
-	t, err := jose.Parse(token, MaxSubjectTokenSize)
+	t, err := jose.Parse(token, oauth.MaxSubjectTokenSize)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +303,7 @@ func (h *JWTHandler) Validate(ctx context.Context, token string, _ *Requester) (
 	s := Subject{TokenType: h.typ, Sub: is.SubjectPrefix + c.Sub, Issuer: c.Iss, Expiry: c.Exp.Time()}
 	switch {
 	case c.Scope != nil:
-		if s.Scope, err = ParseScope(*c.Scope); err != nil {
+		if s.Scope, err = oauth.ParseScope(*c.Scope); err != nil {
 			return nil, errcode.New(errcode.InvalidClaim, "subject token scope is not a valid scope")
 		}
 		s.ScopeKnown = true
@@ -386,7 +386,7 @@ func (*SelfSignedHandler) Type() string { return TokenTypeSelfSigned }
 type SelfSignedClaims = txntoken.SelfSignedClaims
 
 // Validate implements SubjectTokenHandler.
-func (h *SelfSignedHandler) Validate(_ context.Context, token string, req *Requester) (*Subject, error) {
+func (h *SelfSignedHandler) Validate(_ context.Context, token string, req *oauth.Client) (*Subject, error) {
 	now := h.o.Now()
 	who := req.IDString()
 	if e, ok := h.cache.get(token, who, now); ok {
@@ -396,7 +396,7 @@ func (h *SelfSignedHandler) Validate(_ context.Context, token string, req *Reque
 		s := e.subject
 		return &s, nil
 	}
-	t, err := jose.Parse(token, MaxSubjectTokenSize)
+	t, err := jose.Parse(token, oauth.MaxSubjectTokenSize)
 	if err != nil {
 		return nil, err
 	}
@@ -445,7 +445,7 @@ func (h *SelfSignedHandler) Validate(_ context.Context, token string, req *Reque
 	}
 	s := Subject{TokenType: TokenTypeSelfSigned, Sub: h.prefix + c.Sub, Issuer: c.Iss, Expiry: c.Exp.Time()}
 	if c.Scope != nil {
-		if s.Scope, err = ParseScope(*c.Scope); err != nil {
+		if s.Scope, err = oauth.ParseScope(*c.Scope); err != nil {
 			return nil, errcode.New(errcode.InvalidClaim, "self_signed scope is not a valid scope")
 		}
 		s.ScopeKnown = true
@@ -484,8 +484,8 @@ func (*UnsignedJSONHandler) Type() string { return TokenTypeUnsignedJSON }
 
 // Validate implements SubjectTokenHandler. The value is plain JSON text (oauth.md 1.4
 // and Q8: no encoding is specified since -07); it has no exp.
-func (h *UnsignedJSONHandler) Validate(_ context.Context, token string, _ *Requester) (*Subject, error) {
-	if err := oauth.CheckDepth(token, MaxContextDepth); err != nil {
+func (h *UnsignedJSONHandler) Validate(_ context.Context, token string, _ *oauth.Client) (*Subject, error) {
+	if err := oauth.CheckDepth(token, oauth.MaxContextDepth); err != nil {
 		return nil, err
 	}
 	// A repeated member (sub twice, at any depth) is refused, not resolved: encoding/json
@@ -507,7 +507,7 @@ func (h *UnsignedJSONHandler) Validate(_ context.Context, token string, _ *Reque
 		if !isString {
 			return nil, errcode.New(errcode.InvalidClaim, "unsigned_json scope is not a string")
 		}
-		sc, err := ParseScope(str)
+		sc, err := oauth.ParseScope(str)
 		if err != nil {
 			return nil, errcode.New(errcode.InvalidClaim, "unsigned_json scope is not a valid scope")
 		}
@@ -523,7 +523,7 @@ type txnTokenHandler struct{ v *txntoken.Verifier }
 
 func (*txnTokenHandler) Type() string { return TokenTypeTxnToken }
 
-func (h *txnTokenHandler) Validate(ctx context.Context, token string, _ *Requester) (*Subject, error) {
+func (h *txnTokenHandler) Validate(ctx context.Context, token string, _ *oauth.Client) (*Subject, error) {
 	c, err := h.v.Verify(ctx, token)
 	if err != nil {
 		return nil, err

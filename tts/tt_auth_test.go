@@ -21,6 +21,9 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/proof"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wic"
 	"github.com/dialogtrust/dialogtrust/wpt"
 )
@@ -29,7 +32,7 @@ import (
 func TestTT1_9_WITAndWPT(t *testing.T) {
 	e := newEnv(t)
 	w := e.workload("/agent/a1")
-	_, c := e.mustRequest(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken})
+	_, c := e.mustRequest(w, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken})
 	if c.ReqWL != w.ID.String() {
 		t.Fatal(c.ReqWL)
 	}
@@ -40,7 +43,7 @@ func TestTT1_9_WITAndWPT(t *testing.T) {
 func TestTT1_9_WITAndHTTPSignature(t *testing.T) {
 	e := newEnv(t)
 	w := e.workload("/agent/a1")
-	resp, err := e.client(w, ProofHTTPSig).Request(t.Context(), Request{Audience: tdA, Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken, Dialog: "D1"})
+	resp, err := e.client(w, proof.HTTPSig).Request(t.Context(), txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken, Dialog: "D1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +65,7 @@ func TestTT1_9_WITAndHTTPSignature(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := readAll(res)
-	wantOAuth(t, res.StatusCode, body, http.StatusUnauthorized, ErrInvalidClient, errcode.ContentDigestMismatch)
+	wantOAuth(t, res.StatusCode, body, http.StatusUnauthorized, oauth.ErrInvalidClient, errcode.ContentDigestMismatch)
 }
 
 // oauth.md 1.9 with wpt-02 section 3.1: a replayed WPT is refused (invalid_client,
@@ -77,7 +80,7 @@ func TestTT1_9_ReplayedWPT(t *testing.T) {
 		t.Fatalf("%d %s", status, body)
 	}
 	status, _, body = e.rawPost(nil, f, func(r *http.Request) { r.Header = saved })
-	wantOAuth(t, status, body, http.StatusUnauthorized, ErrInvalidClient, errcode.Replayed)
+	wantOAuth(t, status, body, http.StatusUnauthorized, oauth.ErrInvalidClient, errcode.Replayed)
 }
 
 // oauth.md 1.9: a replayed HTTP signature nonce is refused.
@@ -107,7 +110,7 @@ func TestTT1_9_ReplayedHTTPSignature(t *testing.T) {
 		t.Fatalf("%d %s", status, body)
 	}
 	status, body, _ = send(h)
-	wantOAuth(t, status, body, http.StatusUnauthorized, ErrInvalidClient, errcode.Replayed)
+	wantOAuth(t, status, body, http.StatusUnauthorized, oauth.ErrInvalidClient, errcode.Replayed)
 }
 
 // oauth.md 1.9 item 4: a Txn-Token never authenticates, whether it is offered as a
@@ -119,7 +122,7 @@ func TestTT1_9_TxnTokenIsNotAuthentication(t *testing.T) {
 	f := baseForm(tdA, "trip.read", e.accessToken("alice", "trip.read", 0), TokenTypeAccessToken)
 	for name, mutate := range map[string]func(*http.Request){
 		"bearer":    func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+txn) },
-		"txn field": func(r *http.Request) { r.Header.Set(HeaderName, txn) },
+		"txn field": func(r *http.Request) { r.Header.Set(txntoken.HeaderName, txn) },
 		"as the WIT": func(r *http.Request) {
 			r.Header.Set("Workload-Identity-Token", txn)
 			r.Header.Set("Authorization", "WPT "+txn)
@@ -131,7 +134,7 @@ func TestTT1_9_TxnTokenIsNotAuthentication(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			status, _, body := e.rawPost(nil, f, mutate)
-			wantOAuth(t, status, body, http.StatusUnauthorized, ErrInvalidClient, errcode.TxnTokenNotCredential)
+			wantOAuth(t, status, body, http.StatusUnauthorized, oauth.ErrInvalidClient, errcode.TxnTokenNotCredential)
 		})
 	}
 	t.Run("client assertion", func(t *testing.T) {
@@ -139,7 +142,7 @@ func TestTT1_9_TxnTokenIsNotAuthentication(t *testing.T) {
 		g.Set("client_assertion_type", ClientAssertionTypeJWTBearer)
 		g.Set("client_assertion", txn)
 		status, _, body := e.rawPost(nil, g, nil)
-		wantOAuth(t, status, body, http.StatusUnauthorized, ErrInvalidClient, errcode.TxnTokenNotCredential)
+		wantOAuth(t, status, body, http.StatusUnauthorized, oauth.ErrInvalidClient, errcode.TxnTokenNotCredential)
 	})
 	// A Txn-Token field beside a real credential is not authentication either, and
 	// does not stop the real one from working.
@@ -156,13 +159,13 @@ func TestTT1_9_PrivateKeyJWT(t *testing.T) {
 	id := mustID("wimse://a.example/registered/batch")
 	e := newEnv(t, func(c *Config) {
 		set, _ := keys.NewStaticSet(k.Public())
-		p, err := NewPrivateKeyJWT([]string{c.Issuer}, []RegisteredClient{{ID: id, Keys: set}}, c.Replay, c.Now, 0)
+		p, err := oauth.NewPrivateKeyJWT([]string{c.Issuer}, []oauth.RegisteredClient{{ID: id, Keys: set}}, c.Replay, c.Now, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.Authenticators = append(c.Authenticators[:2], p)
 	})
-	assertion, _ := NewClientAssertion(k, id, e.url, time.Minute, e.clock.Now())
+	assertion, _ := oauth.NewClientAssertion(k, id, e.url, time.Minute, e.clock.Now())
 	f := baseForm(tdA, "trip.read", e.accessToken("alice", "trip.read", 0), TokenTypeAccessToken)
 	f.Set("client_assertion_type", ClientAssertionTypeJWTBearer)
 	f.Set("client_assertion", assertion)
@@ -170,28 +173,28 @@ func TestTT1_9_PrivateKeyJWT(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("%d %s", status, body)
 	}
-	var resp TokenResponse
+	var resp oauth.TokenResponse
 	_ = jsonUnmarshal(body, &resp)
 	if c := e.verify(resp.AccessToken, tdA); c.ReqWL != id.String() {
 		t.Fatal(c.ReqWL)
 	}
 	status, _, body = e.rawPost(nil, f, nil)
-	wantOAuth(t, status, body, http.StatusUnauthorized, ErrInvalidClient, errcode.Replayed)
+	wantOAuth(t, status, body, http.StatusUnauthorized, oauth.ErrInvalidClient, errcode.Replayed)
 
-	other, _ := NewClientAssertion(k, id, "https://other.example", time.Minute, e.clock.Now())
+	other, _ := oauth.NewClientAssertion(k, id, "https://other.example", time.Minute, e.clock.Now())
 	f.Set("client_assertion", other)
 	status, _, body = e.rawPost(nil, f, nil)
-	wantOAuth(t, status, body, http.StatusUnauthorized, ErrInvalidClient, errcode.AudienceMismatch)
+	wantOAuth(t, status, body, http.StatusUnauthorized, oauth.ErrInvalidClient, errcode.AudienceMismatch)
 
 	wpt, _ := wpt.New(k, "x.y.z", e.url, wpt.Bound{})
 	f.Set("client_assertion", wpt)
 	status, _, body = e.rawPost(nil, f, nil)
-	wantOAuth(t, status, body, http.StatusUnauthorized, ErrInvalidClient, errcode.WrongType)
+	wantOAuth(t, status, body, http.StatusUnauthorized, oauth.ErrInvalidClient, errcode.WrongType)
 	// A self_signed subject token may be signed with the registered key.
-	ss, _ := NewSelfSignedToken(k, id, "alice", e.url, "trip.read", time.Minute, e.clock.Now())
+	ss, _ := txntoken.NewSelfSignedToken(k, id, "alice", e.url, "trip.read", time.Minute, e.clock.Now())
 	g := baseForm(tdA, "trip.read", ss, TokenTypeSelfSigned)
 	g.Set("client_assertion_type", ClientAssertionTypeJWTBearer)
-	g.Set("client_assertion", func() string { a, _ := NewClientAssertion(k, id, e.url, time.Minute, e.clock.Now()); return a }())
+	g.Set("client_assertion", func() string { a, _ := oauth.NewClientAssertion(k, id, e.url, time.Minute, e.clock.Now()); return a }())
 	if status, _, body := e.rawPost(nil, g, nil); status != http.StatusOK {
 		t.Fatalf("%d %s", status, body)
 	}
@@ -209,7 +212,7 @@ func TestTT1_9_MutualTLSWithX509SVID(t *testing.T) {
 	ca, _ := x509.ParseCertificate(caDER)
 	bundles := x509bundle.NewSet(x509bundle.FromX509Authorities(spiffeid.RequireTrustDomainFromString(tdA), []*x509.Certificate{ca}))
 	e := newEnv(t, func(c *Config) {
-		c.Authenticators = append(c.Authenticators, NewTLSClientAuth(bundles, time.Now))
+		c.Authenticators = append(c.Authenticators, oauth.NewTLSClientAuth(bundles, time.Now))
 		c.Policy.Rules = append(c.Policy.Rules, Rule{Workload: "spiffe://a.example/ns/prod/"})
 	})
 	serverCert, roots := selfSignedServerCert(t)
@@ -242,7 +245,7 @@ func TestTT1_9_MutualTLSWithX509SVID(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("%d %s", status, body)
 	}
-	var resp TokenResponse
+	var resp oauth.TokenResponse
 	_ = jsonUnmarshal(body, &resp)
 	if c := e.verify(resp.AccessToken, tdA); c.ReqWL != "spiffe://a.example/ns/prod/sa/orders" {
 		t.Fatal(c.ReqWL)
@@ -250,7 +253,7 @@ func TestTT1_9_MutualTLSWithX509SVID(t *testing.T) {
 	rogueKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	rogueDER, _ := wic.NewCA(rogueKey, now.Add(-time.Hour), now.Add(time.Hour))
 	status, body = post(svid(rogueKey, rogueDER, "spiffe://a.example/ns/prod/sa/orders"))
-	wantOAuth(t, status, body, http.StatusUnauthorized, ErrInvalidClient, errcode.InvalidSignature)
+	wantOAuth(t, status, body, http.StatusUnauthorized, oauth.ErrInvalidClient, errcode.InvalidSignature)
 }
 
 func selfSignedServerCert(t *testing.T) (tls.Certificate, *x509.CertPool) {

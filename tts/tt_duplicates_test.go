@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // Issue 12 point 5 at the TTS: request_details naming dlg twice gets no Txn-Token
@@ -20,21 +22,21 @@ func TestTT1_3_DuplicateMembersAndDialogGrammar(t *testing.T) {
 		form := baseForm(tdA, "trip.read", subject, TokenTypeAccessToken)
 		form.Set("request_details", details)
 		status, _, body := e.rawPost(w, form, nil)
-		wantOAuth(t, status, body, http.StatusBadRequest, ErrInvalidRequest, errcode.InvalidRequest)
+		wantOAuth(t, status, body, http.StatusBadRequest, oauth.ErrInvalidRequest, errcode.InvalidRequest)
 	}
 	form := baseForm(tdA, "trip.read", subject, TokenTypeAccessToken)
 	form.Set("request_context", `{"ip":"1","ip":"2"}`)
 	status, _, body := e.rawPost(w, form, nil)
-	wantOAuth(t, status, body, http.StatusBadRequest, ErrInvalidRequest, errcode.InvalidRequest)
+	wantOAuth(t, status, body, http.StatusBadRequest, oauth.ErrInvalidRequest, errcode.InvalidRequest)
 
 	gw := e.workload("/edge-gateway")
-	_, err := e.request(gw, Request{Audience: tdA, Scope: "trip.read", SubjectToken: `{"sub":"alice","sub":"admin","scope":"trip.read"}`,
+	_, err := e.request(gw, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: `{"sub":"alice","sub":"admin","scope":"trip.read"}`,
 		SubjectTokenType: TokenTypeUnsignedJSON})
 	wantCode(t, err, errcode.InvalidEncoding)
-	_, err = e.request(gw, Request{Audience: tdA, Scope: "trip.read", SubjectToken: `{"sub":"alice","x":{"a":1,"a":2}}`,
+	_, err = e.request(gw, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: `{"sub":"alice","x":{"a":1,"a":2}}`,
 		SubjectTokenType: TokenTypeUnsignedJSON})
 	wantCode(t, err, errcode.InvalidEncoding)
-	_, c := e.mustRequest(gw, Request{Audience: tdA, Scope: "trip.read", SubjectToken: `{"sub":"alice","scope":"trip.read"}`,
+	_, c := e.mustRequest(gw, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: `{"sub":"alice","scope":"trip.read"}`,
 		SubjectTokenType: TokenTypeUnsignedJSON})
 	if c.Sub != "alice" {
 		t.Fatalf("claims %+v", c)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/jose"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // oauth.md 1.6: 200, JSON, access_token the Txn-Token, issued_token_type txn_token,
@@ -47,7 +48,7 @@ func decodeSegments(t *testing.T, tok string) (map[string]any, map[string]any) {
 // oauth.md 1.7 header: typ txntoken+jwt and kid (the key in the JWKS).
 func TestTT1_7_HeaderTypAndKid(t *testing.T) {
 	e := newEnv(t)
-	resp, _ := e.mustRequest(e.workload("/agent/a1"), Request{Audience: tdA, Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken})
+	resp, _ := e.mustRequest(e.workload("/agent/a1"), txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken})
 	h, _ := decodeSegments(t, resp.AccessToken)
 	if h["typ"] != "txntoken+jwt" || h["kid"] != e.ttsKey.KID() || h["alg"] != "ES256" {
 		t.Fatalf("header %v", h)
@@ -59,7 +60,7 @@ func TestTT1_7_HeaderTypAndKid(t *testing.T) {
 func TestTT1_7_RequiredClaims(t *testing.T) {
 	e := newEnv(t)
 	gw := e.workload("/edge-gateway")
-	resp, _ := e.mustRequest(gw, Request{Audience: tdA, Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken,
+	resp, _ := e.mustRequest(gw, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken,
 		Dialog: "D1", Context: map[string]any{"req_ip": "192.0.2.7"}})
 	_, p := decodeSegments(t, resp.AccessToken)
 	for name, want := range map[string]any{"aud": tdA, "sub": "alice", "scope": "trip.read", "req_wl": gw.ID.String(), "iss": e.url} {
@@ -87,7 +88,7 @@ func TestTT1_7_RequiredClaims(t *testing.T) {
 // oauth.md 1.7: the token must not be accepted outside its trust domain.
 func TestTT1_7_NotAcceptedOutsideTrustDomain(t *testing.T) {
 	e := newEnv(t)
-	resp, _ := e.mustRequest(e.workload("/agent/a1"), Request{Audience: tdA, Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken})
+	resp, _ := e.mustRequest(e.workload("/agent/a1"), txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken})
 	if _, err := e.verifier(tdB).Verify(t.Context(), resp.AccessToken); err == nil {
 		t.Fatal("accepted in another trust domain")
 	}

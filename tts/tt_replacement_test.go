@@ -9,18 +9,20 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/jose"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // original gets a first Txn-Token for alice in dialog D1 with two scopes.
-func (e *env) original(w *testkit.Workload) (string, *Claims) {
+func (e *env) original(w *testkit.Workload) (string, *txntoken.Claims) {
 	e.t.Helper()
-	resp, c := e.mustRequest(w, Request{Audience: tdA, Scope: "trip.read trip.book", SubjectToken: e.accessToken("alice", "trip.read trip.book", 0),
+	resp, c := e.mustRequest(w, txntoken.Request{Audience: tdA, Scope: "trip.read trip.book", SubjectToken: e.accessToken("alice", "trip.read trip.book", 0),
 		SubjectTokenType: TokenTypeAccessToken, Dialog: "D1", Details: map[string]any{"purpose": "book"}})
 	return resp.AccessToken, c
 }
 
-func (e *env) replace(w *testkit.Workload, tok, scope string, details map[string]any) (*Claims, error) {
-	resp, err := e.request(w, Request{Audience: tdA, Scope: scope, SubjectToken: tok, SubjectTokenType: TokenTypeTxnToken, Details: details})
+func (e *env) replace(w *testkit.Workload, tok, scope string, details map[string]any) (*txntoken.Claims, error) {
+	resp, err := e.request(w, txntoken.Request{Audience: tdA, Scope: scope, SubjectToken: tok, SubjectTokenType: TokenTypeTxnToken, Details: details})
 	if err != nil {
 		return nil, err
 	}
@@ -45,9 +47,9 @@ func TestTT1_8_ReplacementNeverWidensScope(t *testing.T) {
 	e := newEnv(t)
 	w := e.workload("/agent/a1")
 	tok, _ := e.original(w)
-	narrow, _ := e.request(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: tok, SubjectTokenType: TokenTypeTxnToken})
+	narrow, _ := e.request(w, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: tok, SubjectTokenType: TokenTypeTxnToken})
 	status, _, body := e.rawPost(w, baseForm(tdA, "trip.read trip.book", narrow.AccessToken, TokenTypeTxnToken), nil)
-	wantOAuth(t, status, body, http.StatusBadRequest, ErrInvalidScope, errcode.ScopeTooBroad)
+	wantOAuth(t, status, body, http.StatusBadRequest, oauth.ErrInvalidScope, errcode.ScopeTooBroad)
 }
 
 // oauth.md 1.8, row "change txn, sub or aud: MUST NOT".
@@ -63,7 +65,7 @@ func TestTT1_8_ReplacementNeverChangesTxnSubAud(t *testing.T) {
 		t.Fatalf("in %+v out %+v", in, out)
 	}
 	// Another served trust domain, by a workload that may request for both.
-	_, err = e.request(multi, Request{Audience: tdB, Scope: "trip.read", SubjectToken: tok, SubjectTokenType: TokenTypeTxnToken})
+	_, err = e.request(multi, txntoken.Request{Audience: tdB, Scope: "trip.read", SubjectToken: tok, SubjectTokenType: TokenTypeTxnToken})
 	wantCode(t, err, errcode.ImmutableClaimChanged)
 	// Asking to change sub or txn through request_details.
 	for _, name := range []string{"sub", "txn"} {
@@ -89,7 +91,7 @@ func TestTT1_8_ReplacementNeverChangesDialog(t *testing.T) {
 		f.Set("request_details", `{"dlg":"D2"}`)
 		return f
 	}(), nil)
-	wantOAuth(t, status, body, http.StatusBadRequest, ErrInvalidRequest, errcode.DialogMismatch)
+	wantOAuth(t, status, body, http.StatusBadRequest, oauth.ErrInvalidRequest, errcode.DialogMismatch)
 	// Restating the same dialog is fine; so is a member that is not there yet.
 	out, err := e.replace(w, tok, "trip.read", map[string]any{"dlg": "D1"})
 	if err != nil || out.Dialog() != "D1" {
@@ -107,8 +109,8 @@ func TestTT1_8_ReplacementNeverChangesDialog(t *testing.T) {
 func TestTT1_8_ReplacementKeepsRequestContext(t *testing.T) {
 	e := newEnv(t)
 	gw := e.workload("/edge-gateway")
-	resp, _ := e.mustRequest(gw, Request{Audience: tdA, Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken, Context: map[string]any{"req_ip": "192.0.2.7"}})
-	_, err := e.request(gw, Request{Audience: tdA, Scope: "trip.read", SubjectToken: resp.AccessToken, SubjectTokenType: TokenTypeTxnToken, Context: map[string]any{"req_ip": "198.51.100.1"}})
+	resp, _ := e.mustRequest(gw, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: e.accessToken("alice", "trip.read", 0), SubjectTokenType: TokenTypeAccessToken, Context: map[string]any{"req_ip": "192.0.2.7"}})
+	_, err := e.request(gw, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: resp.AccessToken, SubjectTokenType: TokenTypeTxnToken, Context: map[string]any{"req_ip": "198.51.100.1"}})
 	wantCode(t, err, errcode.ImmutableClaimChanged)
 	out, err := e.replace(e.workload("/agent/a1"), resp.AccessToken, "trip.read", nil)
 	if err != nil || out.Rctx["req_ip"] != "192.0.2.7" {
@@ -123,7 +125,7 @@ func TestTT1_8_NeverReplaceExpiredToken(t *testing.T) {
 	tok, _ := e.original(w)
 	e.clock.Advance(DefaultLifetime + time.Minute)
 	status, _, body := e.rawPost(w, baseForm(tdA, "trip.read", tok, TokenTypeTxnToken), nil)
-	wantOAuth(t, status, body, http.StatusBadRequest, ErrInvalidRequest, errcode.Expired)
+	wantOAuth(t, status, body, http.StatusBadRequest, oauth.ErrInvalidRequest, errcode.Expired)
 }
 
 // oauth.md 1.8, rows "longer lifetime: MAY" and "limit the replacements that extend
@@ -134,7 +136,7 @@ func TestTT1_8_LifetimeExtensionsCapped(t *testing.T) {
 	tok, c := e.original(w)
 	for i := 1; i <= 4; i++ {
 		e.clock.Advance(time.Minute)
-		resp, err := e.request(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: tok, SubjectTokenType: TokenTypeTxnToken})
+		resp, err := e.request(w, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: tok, SubjectTokenType: TokenTypeTxnToken})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,9 +165,9 @@ func TestTT1_8_CallChainKept(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Policy.MaxCallChain = 3 })
 	a1, a2, a3, a4 := e.workload("/agent/a1"), e.workload("/agent/a2"), e.workload("/agent/a3"), e.workload("/agent/a4")
 	tok, _ := e.original(a1)
-	var out *Claims
+	var out *txntoken.Claims
 	for _, w := range []*testkit.Workload{a2, a3} {
-		resp, err := e.request(w, Request{Audience: tdA, Scope: "trip.read", SubjectToken: tok, SubjectTokenType: TokenTypeTxnToken})
+		resp, err := e.request(w, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: tok, SubjectTokenType: TokenTypeTxnToken})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,9 +177,9 @@ func TestTT1_8_CallChainKept(t *testing.T) {
 	if out.ReqWL != a3.ID.String() || !slices.Equal(out.ReqChain, want) || !slices.Equal(out.CallChain(), want) {
 		t.Fatalf("req_wl %q chain %v", out.ReqWL, out.ReqChain)
 	}
-	_, err := e.request(a4, Request{Audience: tdA, Scope: "trip.read", SubjectToken: tok, SubjectTokenType: TokenTypeTxnToken})
+	_, err := e.request(a4, txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: tok, SubjectTokenType: TokenTypeTxnToken})
 	wantCode(t, err, errcode.ReplacementLimitReached)
-	legacy := &Claims{ReqWL: a1.ID.String() + "," + a2.ID.String()}
+	legacy := &txntoken.Claims{ReqWL: a1.ID.String() + "," + a2.ID.String()}
 	if got := legacy.CallChain(); !slices.Equal(got, want[:2]) {
 		t.Fatalf("-08 req_wl read as %v", got)
 	}
@@ -193,7 +195,7 @@ func TestTT1_8_CallChainKept(t *testing.T) {
 func TestTT1_8_ReplaceOnlyOwnTokens(t *testing.T) {
 	e, other := newEnv(t), newEnv(t)
 	tok, _ := other.original(other.workload("/agent/a1"))
-	_, err := e.request(e.workload("/agent/a1"), Request{Audience: tdA, Scope: "trip.read", SubjectToken: tok, SubjectTokenType: TokenTypeTxnToken})
+	_, err := e.request(e.workload("/agent/a1"), txntoken.Request{Audience: tdA, Scope: "trip.read", SubjectToken: tok, SubjectTokenType: TokenTypeTxnToken})
 	if err == nil {
 		t.Fatal("a foreign Txn-Token was replaced")
 	}

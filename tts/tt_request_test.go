@@ -8,6 +8,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 )
 
 // oauth.md 1.3: every REQUIRED parameter, in a fixed order.
@@ -20,7 +21,7 @@ func TestTT1_3_RequiredParameters(t *testing.T) {
 			f := baseForm(tdA, "trip.read", at, TokenTypeAccessToken)
 			f.Del(name)
 			status, _, body := e.rawPost(w, f, nil)
-			wantOAuth(t, status, body, http.StatusBadRequest, ErrInvalidRequest, errcode.InvalidRequest)
+			wantOAuth(t, status, body, http.StatusBadRequest, oauth.ErrInvalidRequest, errcode.InvalidRequest)
 		})
 	}
 }
@@ -31,7 +32,7 @@ func TestTT1_11_WrongGrantType(t *testing.T) {
 	f := baseForm(tdA, "trip.read", "x", TokenTypeAccessToken)
 	f.Set("grant_type", "client_credentials")
 	status, _, body := e.rawPost(e.workload("/agent/a1"), f, nil)
-	wantOAuth(t, status, body, http.StatusBadRequest, ErrUnsupportedGrantType, errcode.UnsupportedGrantType)
+	wantOAuth(t, status, body, http.StatusBadRequest, oauth.ErrUnsupportedGrantType, errcode.UnsupportedGrantType)
 }
 
 // oauth.md 1.3 and 1.11: requested_token_type must be txn_token (the -08 typo is
@@ -42,7 +43,7 @@ func TestTT1_11_WrongRequestedTokenType(t *testing.T) {
 	f := baseForm(tdA, "trip.read", e.accessToken("alice", "trip.read", 0), TokenTypeAccessToken)
 	f.Set("requested_token_type", TokenTypeAccessToken)
 	status, _, body := e.rawPost(w, f, nil)
-	wantOAuth(t, status, body, http.StatusBadRequest, ErrInvalidRequest, errcode.UnsupportedTokenType)
+	wantOAuth(t, status, body, http.StatusBadRequest, oauth.ErrInvalidRequest, errcode.UnsupportedTokenType)
 
 	f.Set("requested_token_type", TokenTypeTxnToken08)
 	if status, _, body := e.rawPost(w, f, nil); status != http.StatusOK {
@@ -67,20 +68,20 @@ func TestTT1_3_ParameterSyntax(t *testing.T) {
 		"resource":              func(f url.Values) { f.Set("resource", "https://api.a.example") },
 		"scope with two spaces": func(f url.Values) { f.Set("scope", "trip.read  trip.book") },
 		"deep details":          func(f url.Values) { f.Set("request_details", strings.Repeat(`{"a":`, 20)+"1"+strings.Repeat("}", 20)) },
-		"big details":           func(f url.Values) { f.Set("request_details", `{"a":"`+strings.Repeat("x", MaxContextSize)+`"}`) },
+		"big details":           func(f url.Values) { f.Set("request_details", `{"a":"`+strings.Repeat("x", oauth.MaxContextSize)+`"}`) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := baseForm(tdA, "trip.read", at, TokenTypeAccessToken)
 			mutate(f)
 			status, _, body := e.rawPost(w, f, nil)
-			wantOAuth(t, status, body, http.StatusBadRequest, ErrInvalidRequest, errcode.InvalidRequest)
+			wantOAuth(t, status, body, http.StatusBadRequest, oauth.ErrInvalidRequest, errcode.InvalidRequest)
 		})
 	}
 	t.Run("not form encoded", func(t *testing.T) {
 		status, _, body := e.rawPost(w, baseForm(tdA, "trip.read", at, TokenTypeAccessToken), func(r *http.Request) {
 			r.Header.Set("Content-Type", "application/json")
 		})
-		wantOAuth(t, status, body, http.StatusBadRequest, ErrInvalidRequest, errcode.InvalidRequest)
+		wantOAuth(t, status, body, http.StatusBadRequest, oauth.ErrInvalidRequest, errcode.InvalidRequest)
 	})
 }
 
@@ -91,12 +92,12 @@ func TestTT1_11_AudienceNotServed(t *testing.T) {
 	w := e.workload("/agent/a1")
 	at := e.accessToken("alice", "trip.read", 0)
 	status, _, body := e.rawPost(w, baseForm("c.example", "trip.read", at, TokenTypeAccessToken), nil)
-	wantOAuth(t, status, body, http.StatusBadRequest, ErrInvalidTarget, errcode.AudienceNotServed)
+	wantOAuth(t, status, body, http.StatusBadRequest, oauth.ErrInvalidTarget, errcode.AudienceNotServed)
 	status, _, body = e.rawPost(w, baseForm(tdB, "trip.read", at, TokenTypeAccessToken), nil)
-	wantOAuth(t, status, body, http.StatusBadRequest, ErrUnauthorizedClient, errcode.WorkloadNotAllowed)
+	wantOAuth(t, status, body, http.StatusBadRequest, oauth.ErrUnauthorizedClient, errcode.WorkloadNotAllowed)
 	// The example request of -08 named the audience as a URL; it is not a trust domain.
 	status, _, body = e.rawPost(w, baseForm("http://a.example", "trip.read", at, TokenTypeAccessToken), nil)
-	wantOAuth(t, status, body, http.StatusBadRequest, ErrInvalidTarget, errcode.AudienceNotServed)
+	wantOAuth(t, status, body, http.StatusBadRequest, oauth.ErrInvalidTarget, errcode.AudienceNotServed)
 }
 
 // oauth.md 1.11: the whole mapping, each row with the status, the OAuth error and the
@@ -107,20 +108,20 @@ func TestTT1_11_ErrorMapping(t *testing.T) {
 		oauth  string
 		status int
 	}{
-		{at(stageSubject, errcode.New(errcode.Expired, "")), ErrInvalidRequest, 400},
-		{at(stageSubject, errcode.New(errcode.UnsupportedTokenType, "")), ErrInvalidRequest, 400},
-		{at(stageRequest, errcode.New(errcode.InvalidRequest, "")), ErrInvalidRequest, 400},
-		{at(stageRequest, errcode.New(errcode.AudienceNotServed, "")), ErrInvalidTarget, 400},
-		{at(stageScope, errcode.New(errcode.ScopeTooBroad, "")), ErrInvalidScope, 400},
-		{at(stageScope, errcode.New(errcode.ScopeUnknown, "")), ErrInvalidScope, 400},
-		{at(stageClient, errcode.New(errcode.Expired, "")), ErrInvalidClient, 401},
-		{at(stageClient, errcode.New(errcode.Replayed, "")), ErrInvalidClient, 401},
-		{at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "")), ErrUnauthorizedClient, 400},
-		{at(stageRequest, errcode.New(errcode.UnsupportedGrantType, "")), ErrUnsupportedGrantType, 400},
-		{at(stageClient, errcode.Unavailable(errcode.KeysUnavailable, nil, "")), ErrTemporarilyUnavailable, 503},
-		{at(stageIssue, errcode.New(errcode.Internal, "")), ErrServerError, 500},
+		{at(stageSubject, errcode.New(errcode.Expired, "")), oauth.ErrInvalidRequest, 400},
+		{at(stageSubject, errcode.New(errcode.UnsupportedTokenType, "")), oauth.ErrInvalidRequest, 400},
+		{at(stageRequest, errcode.New(errcode.InvalidRequest, "")), oauth.ErrInvalidRequest, 400},
+		{at(stageRequest, errcode.New(errcode.AudienceNotServed, "")), oauth.ErrInvalidTarget, 400},
+		{at(stageScope, errcode.New(errcode.ScopeTooBroad, "")), oauth.ErrInvalidScope, 400},
+		{at(stageScope, errcode.New(errcode.ScopeUnknown, "")), oauth.ErrInvalidScope, 400},
+		{at(stageClient, errcode.New(errcode.Expired, "")), oauth.ErrInvalidClient, 401},
+		{at(stageClient, errcode.New(errcode.Replayed, "")), oauth.ErrInvalidClient, 401},
+		{at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "")), oauth.ErrUnauthorizedClient, 400},
+		{at(stageRequest, errcode.New(errcode.UnsupportedGrantType, "")), oauth.ErrUnsupportedGrantType, 400},
+		{at(stageClient, errcode.Unavailable(errcode.KeysUnavailable, nil, "")), oauth.ErrTemporarilyUnavailable, 503},
+		{at(stageIssue, errcode.New(errcode.Internal, "")), oauth.ErrServerError, 500},
 	} {
-		oauth, status := OAuthError(c.err)
+		oauth, status := oauth.ErrorFor(c.err)
 		if oauth != c.oauth || status != c.status {
 			t.Errorf("%v: got %s %d, want %s %d", c.err, oauth, status, c.oauth, c.status)
 		}
@@ -138,12 +139,12 @@ func TestTT1_11_InvalidClientDocument(t *testing.T) {
 	status, h, body := e.rawPost(w, f, func(r *http.Request) {
 		r.Header.Set("Workload-Identity-Token", other.WIT) // the proof was made for w's WIT
 	})
-	wantOAuth(t, status, body, http.StatusUnauthorized, ErrInvalidClient, errcode.InvalidSignature)
+	wantOAuth(t, status, body, http.StatusUnauthorized, oauth.ErrInvalidClient, errcode.InvalidSignature)
 	if !strings.HasPrefix(h.Get("WWW-Authenticate"), "WPT") || h.Get("Cache-Control") != "no-store" || h.Get("Content-Type") != "application/json" {
 		t.Fatalf("headers %v", h)
 	}
 	status, _, body = e.rawPost(nil, f, nil)
-	wantOAuth(t, status, body, http.StatusUnauthorized, ErrInvalidClient, errcode.Unauthenticated)
+	wantOAuth(t, status, body, http.StatusUnauthorized, oauth.ErrInvalidClient, errcode.Unauthenticated)
 }
 
 // oauth.md 1.11 and the design: a key source that cannot be read is "could not be
@@ -154,7 +155,7 @@ func TestTT1_11_KeysUnavailable(t *testing.T) {
 		c.SubjectHandlers[0], _ = NewJWTHandler(TokenTypeAccessToken, []JWTIssuer{{Issuer: idpIss, Keys: lazy}}, HandlerOptions{})
 	})
 	status, _, body := e.rawPost(e.workload("/agent/a1"), baseForm(tdA, "trip.read", e.accessToken("alice", "trip.read", 0), TokenTypeAccessToken), nil)
-	wantOAuth(t, status, body, http.StatusServiceUnavailable, ErrTemporarilyUnavailable, errcode.KeysUnavailable)
+	wantOAuth(t, status, body, http.StatusServiceUnavailable, oauth.ErrTemporarilyUnavailable, errcode.KeysUnavailable)
 	if !strings.Contains(string(body), `"kind":"could_not_complete"`) {
 		t.Fatalf("kind missing: %s", body)
 	}

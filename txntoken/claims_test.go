@@ -158,15 +158,3 @@ func TestClaimsCallChain(t *testing.T) {
 		t.Fatal("CallChain returned the claims' own slice")
 	}
 }
-
-// oauth.md 1.12: base64url(SHA-256(token)), without padding.
-func TestHash(t *testing.T) {
-	for in, want := range map[string]string{
-		"abc": "ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0",
-		"":    "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU",
-	} {
-		if got := Hash(in); got != want {
-			t.Fatalf("Hash(%q) = %s, want %s", in, got, want)
-		}
-	}
-}

@@ -8,7 +8,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/plainjson"
 	"github.com/dialogtrust/dialogtrust/jose"
-	"github.com/dialogtrust/dialogtrust/tokenhash"
 )
 
 // Type is the JOSE typ of a Txn-Token (oauth.md 1.7); media type application/txntoken+jwt.
@@ -164,9 +163,3 @@ func (c *Claims) CallChain() []string {
 	}
 	return out
 }
-
-// Hash returns base64url(SHA-256(token)): the only form in which a token is logged
-// (oauth.md 1.12).
-//
-// Deprecated: use tokenhash.Of, the one token hash of the module.
-func Hash(token string) string { return tokenhash.Of(token) }

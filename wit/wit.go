@@ -77,11 +77,6 @@ func (w *WIT) Hash() string {
 // Expiry returns the WIT's exp.
 func (w *WIT) Expiry() time.Time { return w.Claims.Exp.Time() }
 
-// Hash returns base64url(SHA-256(raw)): the wth of a WPT and the log-safe name of a token.
-//
-// Deprecated: use tokenhash.Of, the one token hash of the module.
-func Hash(raw string) string { return tokenhash.Of(raw) }
-
 // TrustResolver gives the trust anchors of a trust domain (keys.Trust implements it).
 type TrustResolver interface {
 	ForTrustDomain(td string) (keys.KeySet, error)

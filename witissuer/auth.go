@@ -70,14 +70,6 @@ func (a *X509SVID) Authenticate(r *http.Request, _ *Request) (identifier.ID, err
 // required and short, jti claimed once.
 type Assertion struct{ p *oauth.PrivateKeyJWT }
 
-// Assertion defaults.
-const (
-	// Deprecated: use oauth.DefaultAssertionMaxLifetime.
-	DefaultAssertionMaxLifetime = oauth.DefaultAssertionMaxLifetime
-	// Deprecated: use oauth.DefaultSkew.
-	DefaultSkew = oauth.DefaultSkew
-)
-
 // RegisteredWorkload is a workload and the keys its assertions may be signed with.
 type RegisteredWorkload struct {
 	ID   identifier.ID

@@ -15,6 +15,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
@@ -47,11 +48,13 @@ type Client struct {
 	Now func() time.Time
 }
 
-// AssertionFunc makes a fresh client assertion per request, signed by the workload's
-// registered key.
+// AssertionFunc makes a fresh client assertion per request (oauth.NewClientAssertion:
+// iss = sub = the workload, aud = the issuer identifier, a fresh jti), signed by the
+// workload's registered key, valid for lifetime (a minute when not positive; the issuer
+// accepts at most 5 minutes by default).
 func AssertionFunc(key *keys.PrivateKey, c *Client, workload identifier.ID, lifetime time.Duration) func(context.Context) (string, error) {
 	return func(context.Context) (string, error) {
-		return NewClientAssertion(key, workload, c.Audience, lifetime, c.now())
+		return oauth.NewClientAssertion(key, workload, c.Audience, lifetime, c.now())
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
@@ -289,7 +290,7 @@ func TestCreds02WIT5_LogsNeverContainTokensOrProofs(t *testing.T) {
 	wantRefused(t, h.post(c, body), 401, errcode.Replayed)
 
 	b2 := h.request(mustKey(t, keys.ES256), witissuer.RequestParams{})
-	a, _ := witissuer.NewClientAssertion(h.assertKey, h.assertID, issuerID, time.Minute, h.clock.Now())
+	a, _ := oauth.NewClientAssertion(h.assertKey, h.assertID, issuerID, time.Minute, h.clock.Now())
 	b2.ClientAssertionType, b2.ClientAssertion = witissuer.ClientAssertionTypeJWTBearer, a
 	r = h.post(c, b2)
 	if r.status != 200 {
@@ -411,7 +412,7 @@ func TestIssuedLogLevel(t *testing.T) {
 	h := newHarness(t, harnessOpts{issuedLevel: slog.LevelDebug})
 	c := h.client(nil)
 	b := h.request(mustKey(t, keys.ES256), witissuer.RequestParams{})
-	a, _ := witissuer.NewClientAssertion(h.assertKey, h.assertID, issuerID, time.Minute, h.clock.Now())
+	a, _ := oauth.NewClientAssertion(h.assertKey, h.assertID, issuerID, time.Minute, h.clock.Now())
 	b.ClientAssertionType, b.ClientAssertion = witissuer.ClientAssertionTypeJWTBearer, a
 	if r := h.post(c, b); r.status != 200 {
 		t.Fatal(r.code)

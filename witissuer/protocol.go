@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/jose"
@@ -159,22 +158,4 @@ func NewRequestJWS(key *keys.PrivateKey, p RequestParams) (string, error) {
 		c.TTL = &secs
 	}
 	return jose.SignClaims(RequestType, key, false, c)
-}
-
-// AssertionClaims is the payload of a client assertion.
-//
-// Deprecated: use oauth.AssertionClaims.
-type AssertionClaims = oauth.AssertionClaims
-
-// NewClientAssertion builds a client assertion (oauth.NewClientAssertion) for a
-// registered workload: iss = sub = the workload, aud = the issuer identifier, a fresh
-// jti, and a lifetime, which must be positive here (at most 5 minutes is accepted by
-// default).
-//
-// Deprecated: use oauth.NewClientAssertion.
-func NewClientAssertion(key *keys.PrivateKey, workload identifier.ID, audience string, lifetime time.Duration, now time.Time) (string, error) {
-	if lifetime <= 0 {
-		return "", errcode.New(errcode.InvalidRequest, "key, workload, audience and a positive lifetime are required")
-	}
-	return oauth.NewClientAssertion(key, workload, audience, lifetime, now)
 }

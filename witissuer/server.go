@@ -20,6 +20,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/reqid"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/tokenhash"
@@ -124,7 +125,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.ProofWindow = DefaultProofWindow
 	}
 	service.ServerDefaults{Registry: &cfg.Registry, Logger: &cfg.Logger, Now: &cfg.Now, Skew: &cfg.Skew,
-		MaxBodySize: &cfg.MaxBodySize}.Fill(DefaultSkew, DefaultMaxBodySize)
+		MaxBodySize: &cfg.MaxBodySize}.Fill(oauth.DefaultSkew, DefaultMaxBodySize)
 	m, err := NewMetrics(cfg.Registry)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/witissuer"
@@ -225,7 +226,7 @@ func TestWITIssuerPresentInvalidCredentialDoesNotFallThrough(t *testing.T) {
 	foreign := newCA(t, now).svid(t, "spiffe://example.org/ns/a", now.Add(-time.Hour), now.Add(time.Hour))
 	k := mustKey(t, keys.ES256)
 	body := h.request(k, witissuer.RequestParams{Subject: h.assertID.String()})
-	a, err := witissuer.NewClientAssertion(h.assertKey, h.assertID, issuerID, time.Minute, now)
+	a, err := oauth.NewClientAssertion(h.assertKey, h.assertID, issuerID, time.Minute, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func TestWITIssuerPresentInvalidCredentialDoesNotFallThrough(t *testing.T) {
 		return []witissuer.Route{{Path: witissuer.PathWIT, Methods: []witissuer.Authenticator{a, x}}}
 	}})
 	body = h2.request(k, witissuer.RequestParams{})
-	bad, _ := witissuer.NewClientAssertion(h2.assertKey, h2.assertID, "https://other.example", time.Minute, h2.clock.Now())
+	bad, _ := oauth.NewClientAssertion(h2.assertKey, h2.assertID, "https://other.example", time.Minute, h2.clock.Now())
 	body.ClientAssertionType, body.ClientAssertion = witissuer.ClientAssertionTypeJWTBearer, bad
 	wantRefused(t, h2.post(h2.client(h2.svid("spiffe://example.org/ns/a")), body), 401, errcode.AudienceMismatch)
 }

@@ -48,12 +48,6 @@ type Claims struct {
 	Dth string            `json:"dth,omitempty"`
 }
 
-// Hash returns base64url(SHA-256(value trimmed of spaces and tabs)).
-//
-// Deprecated: use tokenhash.Of(strings.Trim(value, " \t")): the one token hash of the
-// module, over the field value as RFC 9110 section 5.5 delimits it.
-func Hash(value string) string { return boundHash(value) }
-
 // boundHash is the hash a WPT claim binds a field value by: over the value without the
 // spaces and tabs around it (RFC 9110 section 5.5).
 func boundHash(value string) string { return tokenhash.Of(strings.Trim(value, " \t")) }
@@ -116,11 +110,6 @@ type minter struct {
 
 // WithTTL sets the proof lifetime (default 60s).
 func WithTTL(d time.Duration) MintOption { return mintOption(func(m *minter) { m.ttl = d }) }
-
-// WithMintClock injects the clock of New.
-//
-// Deprecated: use WithClock, which serves New and NewVerifier.
-func WithMintClock(now func() time.Time) MintOption { return WithClock(now) }
 
 // WithJTI fixes the jti (tests and vectors only; the default is 128 random bits).
 func WithJTI(jti string) MintOption { return mintOption(func(m *minter) { m.jti = jti }) }

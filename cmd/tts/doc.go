@@ -5,10 +5,12 @@
 //	go run ./cmd/tts                    # the embedded development default
 //	go run ./cmd/tts --config tts.yaml  # anything real
 //
-// Only this command reads flags, files and environment (notes/architecture.md); the
-// library takes options. Configuration layers: the embedded default (default.yaml) or
-// the file named by --config or DIALOGTRUST_TTS_CONFIG, decoded strictly so that a
-// misspelt option is an error; then DIALOGTRUST_TTS_* variables; then flags.
+// Only the commands read flags, files and environment; the libraries take options (the
+// layers of docs/library.md, "Architecture"). The program is cmd/internal/ttsservice,
+// which `dialogtrust dev` runs in its process too. Configuration layers: the embedded
+// default (cmd/internal/ttsservice/default.yaml) or the file named by --config or
+// DIALOGTRUST_TTS_CONFIG, decoded strictly so that a misspelt option is an error; then
+// DIALOGTRUST_TTS_* variables; then flags.
 //
 // Why it is built this way:
 //

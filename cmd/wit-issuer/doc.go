@@ -10,11 +10,12 @@
 // the serving certificate when their files change, steps key rotation, and shuts down
 // gracefully on SIGINT or SIGTERM.
 //
-// Run with no arguments it uses the embedded development configuration (default.yaml):
-// plain HTTP on 127.0.0.1:8080, trust domain dev.local, an in-memory replay store, a
-// generated key, and only the dev method, which authenticates nobody; it says so loudly
-// at start and on every issuance. The dev method refuses to listen on anything but
-// loopback unless auth.dev.allow_non_loopback is set.
+// Run with no arguments it uses the embedded development configuration
+// (cmd/internal/witissuerservice/default.yaml): plain HTTP on 127.0.0.1:8080, trust
+// domain dev.local, an in-memory replay store, a generated key, and only the dev
+// method, which authenticates nobody; it says so loudly at start and on every issuance.
+// The dev method refuses to listen on anything but loopback unless
+// auth.dev.allow_non_loopback is set.
 //
 // Usage:
 //

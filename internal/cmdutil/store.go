@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"sync"
@@ -233,18 +232,6 @@ func RedisClient(r RedisConfig) (redis.UniversalClient, error) {
 		opts = append(opts, redisstore.WithTLS(tlsConfig))
 	}
 	return redisstore.NewClient(r.Addrs, r.Cluster, opts...), nil
-}
-
-// NewRedisClient is RedisClient for callers that cannot handle its error: the client
-// then fails every command with it, so the stores on it refuse every claim.
-//
-// Deprecated: use RedisClient, which reports an unreadable password or TLS file at once.
-func NewRedisClient(r RedisConfig) redis.UniversalClient {
-	client, err := RedisClient(r)
-	if err != nil {
-		return redis.NewClient(&redis.Options{Dialer: func(context.Context, string, string) (net.Conn, error) { return nil, err }})
-	}
-	return client
 }
 
 // readPassword reads the password of section (member name "password" or
