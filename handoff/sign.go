@@ -23,17 +23,7 @@ func SignOffer(key *keys.PrivateKey, form Form, o *Offer) (Signed, error) {
 	if err := refsWithoutSalt(o.Refs); err != nil {
 		return Signed{}, err
 	}
-	var payload []byte
-	var err error
-	if form == COSE {
-		payload, err = o.MarshalCBOR()
-	} else {
-		payload, err = o.MarshalJSON()
-	}
-	if err != nil {
-		return Signed{}, err
-	}
-	return signPayload(key, form, payload)
+	return signElement(key, form, o)
 }
 
 // SignStatus signs a status with key in form. Like SignOffer, it refuses a reference
@@ -42,12 +32,24 @@ func SignStatus(key *keys.PrivateKey, form Form, s *Status) (Signed, error) {
 	if err := refsWithoutSalt(s.Refs); err != nil {
 		return Signed{}, err
 	}
+	return signElement(key, form, s)
+}
+
+// encodable is what SignOffer and SignStatus sign: an Offer or a Status, in either
+// encoding.
+type encodable interface {
+	MarshalJSON() ([]byte, error)
+	MarshalCBOR() ([]byte, error)
+}
+
+// signElement signs el in form: its CBOR form in a COSE_Sign1, its JSON form in a JWS.
+func signElement(key *keys.PrivateKey, form Form, el encodable) (Signed, error) {
 	var payload []byte
 	var err error
 	if form == COSE {
-		payload, err = s.MarshalCBOR()
+		payload, err = el.MarshalCBOR()
 	} else {
-		payload, err = s.MarshalJSON()
+		payload, err = el.MarshalJSON()
 	}
 	if err != nil {
 		return Signed{}, err
