@@ -7,6 +7,9 @@
 // B), and trusts a.example's WITs for that (dialog-binding section 11, Figure 5;
 // oauth.md 2 and 4).
 //
+// Read testbed.go first (World, Domain, Start), then linked.go (the trust boundary of
+// Figure 5), handoffs.go and steps.go.
+//
 // StartDomain starts one such domain alone, without identity chaining (the
 // dialog and proxy end-to-end tests and the SDK adapters' tests run in one).
 //

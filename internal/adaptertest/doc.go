@@ -6,6 +6,10 @@
 // its dialog receiver for one host protocol. What differs per SDK (its client and
 // server) stays in the adapter's tests.
 //
+// Read world.go first (World, NewWorld: the trust domain and the receivers), then
+// checks.go and example.go (what every adapter's test asserts) and record.go (Recorder,
+// what went over the wire).
+//
 // It is test support, like testkit: nothing outside tests imports it. It implements
 // no spec section.
 package adaptertest
