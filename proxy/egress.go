@@ -19,6 +19,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -68,7 +69,7 @@ type Route struct {
 	// with a Delegate needs a Host and a TxnAudience (the grant is the Txn-Token's
 	// digest), and does not cross a trust boundary.
 	Delegate identifier.ID
-	Host     dialog.Host
+	Host     hostproto.Host
 	// UpstreamTimeout bounds the wait for this route's upstream to answer (default
 	// EgressConfig.UpstreamTimeout; see DefaultUpstreamTimeout).
 	UpstreamTimeout time.Duration
@@ -455,7 +456,7 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	if offer != nil || cancelHop != "" {
-		listA2AExtension(rt.handoff.host, out.Header)
+		hostproto.ListExtension(rt.handoff.host, out.Header)
 	}
 	var res *http.Response
 	switch {
