@@ -99,11 +99,17 @@ func (h Host) CancelMethod() string {
 	return ""
 }
 
+// IsOfferMethod reports whether method is one of h's OfferMethods.
+func (h Host) IsOfferMethod(method string) bool {
+	m := h.methods()
+	return m != nil && slices.Contains(m.offers, method)
+}
+
 // IsA2A reports whether h is a version of A2A.
 func (h Host) IsA2A() bool { return h == A2A03 || h == A2A10 }
 
 // carriesMessage reports whether method is an A2A request of host h whose params carry
 // a Message: the handoff rides in its metadata, and its contextId names the dialog.
 func (h Host) carriesMessage(method string) bool {
-	return h.IsA2A() && slices.Contains(table[h].offers, method)
+	return h.IsA2A() && h.IsOfferMethod(method)
 }

@@ -3,6 +3,7 @@ package hostproto
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -204,4 +205,29 @@ func FuzzParseEventStream(f *testing.F) {
 			break
 		}
 	})
+}
+
+// One reading of Content-Type for every user (dialog's held or streamed responses, the
+// proxies' replies to offers): a media type that does not parse declares no event
+// stream, whatever its type, so a malformed text/event-stream is held and signed by a
+// receiver and read as one JSON body by the proxies, never streamed past them.
+func TestIsEventStreamOnlyForAWellFormedMediaType(t *testing.T) {
+	for _, tc := range []struct {
+		ct   string
+		want bool
+	}{
+		{"text/event-stream", true},
+		{"text/event-stream; charset=utf-8", true},
+		{"Text/Event-Stream", true},
+		{"text/event-stream; charset", false},  // a parameter without a value
+		{"text/event-stream; =utf-8", false},   // a value without a name
+		{"text/event-stream; a=1; a=2", false}, // a parameter twice
+		{"text/event-stream, application/json", false},
+		{"application/json", false},
+		{"", false},
+	} {
+		if got := IsEventStream(http.Header{"Content-Type": {tc.ct}}); got != tc.want {
+			t.Errorf("%q: %v, want %v", tc.ct, got, tc.want)
+		}
+	}
 }

@@ -328,3 +328,22 @@ func TestHandoffSection6EventStreamErrorCarriesNoStatus(t *testing.T) {
 		t.Fatalf("the delegate recorded %+v", rec)
 	}
 }
+
+// One reading of Content-Type (hostproto.IsEventStream, as dialog's receiver reads it):
+// an event stream whose media type does not parse is no event stream, so the ingress
+// reads the reply as one JSON-RPC response, finds none, and refuses it rather than place
+// a status in events an agent's client may not read as a stream.
+func TestHandoffIngressMalformedEventStreamTypeIsNoStream(t *testing.T) {
+	app := func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "text/event-stream; charset")
+		_, _ = io.WriteString(w, mcpProgress+mcpSSEReply)
+	}
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: app})
+	res, body := hp.send(t, toolsCall, nil)
+	if code, ingress := hp.ingressCode(); code != errcode.UpstreamUnavailable || hp.app.hits() != 1 {
+		t.Fatalf("the ingress answered %s %.300s; the agent got %d %.300s", code, ingress, res.StatusCode, body)
+	}
+	if res.Header.Get(proxy.HandoffStatusField) != "" || strings.Contains(string(body), "booked") {
+		t.Fatal("a status or the stream for a reply that is no event stream")
+	}
+}
