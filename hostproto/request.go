@@ -200,3 +200,15 @@ func walkKeys(dec *json.Decoder, n *int, depth int) error {
 	}
 	return nil
 }
+
+// SetMember returns the JSON-RPC message msg (its members as read, each kept as sent)
+// with member name (params, result) set to v; what names the message in the error of
+// a member that is not JSON.
+func SetMember(msg map[string]json.RawMessage, name string, v json.RawMessage, what string) ([]byte, error) {
+	msg[name] = v
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "%s", what)
+	}
+	return out, nil
+}

@@ -187,12 +187,7 @@ func placeOffer(host hostproto.Host, body []byte, dlg string, h *handoff.Handoff
 			return nil, errcode.Wrap(errcode.Internal, err, "params")
 		}
 	}
-	env["params"] = params
-	out, err := json.Marshal(env)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "request body")
-	}
-	return out, nil
+	return hostproto.SetMember(env, "params", params, "request body")
 }
 
 // answer verifies the delegate's status in the reply to the offer and sets the
@@ -466,10 +461,5 @@ func placeCancel(host hostproto.Host, body, offerID []byte, st *handoff.Signed) 
 	if err != nil {
 		return nil, err
 	}
-	env["params"] = params
-	out, err := json.Marshal(env)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "request body")
-	}
-	return out, nil
+	return hostproto.SetMember(env, "params", params, "request body")
 }

@@ -110,12 +110,7 @@ func (t *ingressHop) answerMessage(ctx context.Context, res *http.Response, body
 	if err != nil {
 		return nil, errcode.Unavailable(errcode.UpstreamUnavailable, err, "the delegate's status cannot be placed in the application's reply")
 	}
-	env["result"] = placed
-	out, err := json.Marshal(env)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "reply")
-	}
-	return out, nil
+	return hostproto.SetMember(env, "result", placed, "reply")
 }
 
 // stated signs the outcome the application stated.
