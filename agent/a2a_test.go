@@ -9,6 +9,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 )
 
 // Section 6: "A client also lists the URI in the A2A-Extensions service parameter".
@@ -18,14 +19,14 @@ import (
 func TestHandoffSec6_A2ARequestListsTheExtension(t *testing.T) {
 	h := &handoff.Handoff{Offer: handoff.Signed{Form: handoff.JWS, Octets: []byte("eyJhbGciOiJFUzI1NiJ9.eyJ2IjoxfQ.c2ln")}}
 	for _, c := range []struct {
-		host        dialog.Host
+		host        hostproto.Host
 		method      string
 		headers     []string
 		notHeaders  []string
 		messageJSON string
 	}{
-		{dialog.A2A03, "message/send", []string{handoff.A2AExtensionsHeader, handoff.A2A03ExtensionsHeader}, nil, `{"kind":"message","role":"user","parts":[],"messageId":"m1"}`},
-		{dialog.A2A10, "SendMessage", []string{handoff.A2AExtensionsHeader}, []string{handoff.A2A03ExtensionsHeader}, `{"role":"ROLE_USER","parts":[{"text":"x"}],"messageId":"m1"}`},
+		{hostproto.A2A03, "message/send", []string{hostproto.A2AExtensionsHeader, hostproto.A2A03ExtensionsHeader}, nil, `{"kind":"message","role":"user","parts":[],"messageId":"m1"}`},
+		{hostproto.A2A10, "SendMessage", []string{hostproto.A2AExtensionsHeader}, []string{hostproto.A2A03ExtensionsHeader}, `{"role":"ROLE_USER","parts":[{"text":"x"}],"messageId":"m1"}`},
 	} {
 		req, err := NewA2ARequest(context.Background(), c.host, "http://b.example/a2a", 1, json.RawMessage(c.messageJSON), h)
 		if err != nil {
@@ -41,8 +42,8 @@ func TestHandoffSec6_A2ARequestListsTheExtension(t *testing.T) {
 				t.Errorf("%s: %s is %q", c.host, name, got)
 			}
 		}
-		if got, want := req.Header.Values(A2AVersionHeader), map[dialog.Host][]string{dialog.A2A10: {"1.0"}}[c.host]; !slices.Equal(got, want) {
-			t.Errorf("%s: %s is %q, want %q", c.host, A2AVersionHeader, got, want)
+		if got, want := req.Header.Values(hostproto.A2AVersionHeader), map[hostproto.Host][]string{hostproto.A2A10: {"1.0"}}[c.host]; !slices.Equal(got, want) {
+			t.Errorf("%s: %s is %q, want %q", c.host, hostproto.A2AVersionHeader, got, want)
 		}
 		body, _ := io.ReadAll(req.Body)
 		var env struct {
@@ -57,7 +58,7 @@ func TestHandoffSec6_A2ARequestListsTheExtension(t *testing.T) {
 			t.Errorf("%s: handoff back: %v", c.host, err)
 		}
 	}
-	if _, err := NewA2ARequest(context.Background(), dialog.MCP, "http://b.example/a2a", 1, json.RawMessage(`{}`), h); err == nil {
+	if _, err := NewA2ARequest(context.Background(), hostproto.MCP, "http://b.example/a2a", 1, json.RawMessage(`{}`), h); err == nil {
 		t.Fatal("an A2A request for MCP")
 	}
 }

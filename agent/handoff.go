@@ -9,6 +9,8 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
+	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 )
 
 // OfferInDialog signs a handoff of work to a delegate in dialog dc, within a trust
@@ -46,32 +48,22 @@ func OfferWithCredential(ctx context.Context, d *handoff.Delegator, credential s
 	return d.Offer(ctx, req)
 }
 
-// A2AMessageSend builds the JSON-RPC body of an A2A "message/send" whose message
-// carries h (handoff-context section 6): the form dialog.JSONRPCHandoff reads.
+// A2AMessageSend builds the JSON-RPC body of an A2A 0.3 "message/send" whose message
+// carries h (handoff-context section 6): the form dialog.JSONRPCHandoff reads. It is
+// A2ASendMessage(hostproto.A2A03, ...).
 func A2AMessageSend(id any, message json.RawMessage, h *handoff.Handoff) ([]byte, error) {
-	msg, err := handoff.PutA2AMessage(message, h)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(map[string]any{
-		"jsonrpc": "2.0", "id": id, "method": "message/send",
-		"params": map[string]json.RawMessage{"message": msg},
-	})
+	return A2ASendMessage(hostproto.A2A03, id, message, h)
 }
 
 // A2ASendMessage builds the JSON-RPC body of an A2A request whose message carries h
-// (handoff-context section 6), with the method of the A2A version host names:
-// "message/send" for dialog.A2A03, "SendMessage" for dialog.A2A10.
-func A2ASendMessage(host dialog.Host, id any, message json.RawMessage, h *handoff.Handoff) ([]byte, error) {
-	method := ""
-	switch host {
-	case dialog.A2A03:
-		method = "message/send"
-	case dialog.A2A10:
-		method = "SendMessage"
-	default:
+// (handoff-context section 6), with the unary message method of the A2A version host
+// names (hostproto.Host.OfferMethods): "message/send" for hostproto.A2A03,
+// "SendMessage" for hostproto.A2A10.
+func A2ASendMessage(host hostproto.Host, id any, message json.RawMessage, h *handoff.Handoff) ([]byte, error) {
+	if !host.IsA2A() {
 		return nil, errcode.New(errcode.InvalidRequest, "%s is not an A2A version", host)
 	}
+	method := host.OfferMethods()[0]
 	msg, err := handoff.PutA2AMessage(message, h)
 	if err != nil {
 		return nil, err
@@ -82,10 +74,6 @@ func A2ASendMessage(host dialog.Host, id any, message json.RawMessage, h *handof
 	})
 }
 
-// A2AVersionHeader is the A2A 1.0 service parameter naming the protocol version of a
-// request; a server reads its absence as 0.3.
-const A2AVersionHeader = "A2A-Version"
-
 // NewA2ARequest builds the HTTP request of an A2A JSON-RPC call to url whose message
 // carries h (A2ASendMessage), listing the extension as section 6 asks ("A client also
 // lists the URI in the A2A-Extensions service parameter"): in A2A-Extensions for A2A
@@ -94,7 +82,7 @@ const A2AVersionHeader = "A2A-Version"
 // A2A-Version service parameter: a 1.0 server takes a request without it for 0.3 (the
 // A2A JavaScript SDK refuses it as an unsupported version). Send it through the
 // Transport (Agent.Continue).
-func NewA2ARequest(ctx context.Context, host dialog.Host, url string, id any, message json.RawMessage, h *handoff.Handoff) (*http.Request, error) {
+func NewA2ARequest(ctx context.Context, host hostproto.Host, url string, id any, message json.RawMessage, h *handoff.Handoff) (*http.Request, error) {
 	body, err := A2ASendMessage(host, id, message, h)
 	if err != nil {
 		return nil, err
@@ -104,11 +92,9 @@ func NewA2ARequest(ctx context.Context, host dialog.Host, url string, id any, me
 		return nil, errcode.Wrap(errcode.InvalidRequest, err, "A2A request")
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if host == dialog.A2A03 {
-		handoff.AddA2A03Extension(req.Header)
-	} else {
-		handoff.AddA2AExtension(req.Header)
-		req.Header.Set(A2AVersionHeader, "1.0")
+	hostproto.ListExtension(host, req.Header)
+	if host == hostproto.A2A10 {
+		req.Header.Set(hostproto.A2AVersionHeader, "1.0")
 	}
 	return req, nil
 }
@@ -123,12 +109,12 @@ func NewA2ARequest(ctx context.Context, host dialog.Host, url string, id any, me
 // handoff.Delegator.HandleStatus.
 func HandoffStatus(body []byte) (*handoff.Signed, error) {
 	var env map[string]json.RawMessage
-	if err := json.Unmarshal(body, &env); err != nil || env == nil {
+	if err := exactjson.Unmarshal(body, &env); err != nil || env == nil {
 		return nil, errcode.New(errcode.InvalidEncoding, "the reply is not a JSON object")
 	}
 	if v, ok := env[dialog.HandoffStatusMember]; ok {
 		var text string
-		if err := json.Unmarshal(v, &text); err != nil {
+		if err := exactjson.Unmarshal(v, &text); err != nil {
 			return nil, errcode.New(errcode.InvalidEncoding, "%s is not a signed handoff in text form", dialog.HandoffStatusMember)
 		}
 		s, err := handoff.ParseSignedText(text)
@@ -141,23 +127,5 @@ func HandoffStatus(body []byte) (*handoff.Signed, error) {
 	if !ok || string(result) == "null" {
 		return nil, nil
 	}
-	for _, take := range []func([]byte) (*handoff.Signed, error){handoff.A2AMessageStatus, handoff.A2ATaskStatus, handoff.MCPResultStatus} {
-		if s, err := take(result); err != nil || s != nil {
-			return s, err
-		}
-	}
-	// An A2A 1.0 SendMessage result names its kind: {"message": ...} or {"task": ...}.
-	var wrapped struct {
-		Message json.RawMessage `json:"message"`
-		Task    json.RawMessage `json:"task"`
-	}
-	if json.Unmarshal(result, &wrapped) == nil {
-		if len(wrapped.Message) > 0 && string(wrapped.Message) != "null" {
-			return handoff.A2AMessageStatus(wrapped.Message)
-		}
-		if len(wrapped.Task) > 0 && string(wrapped.Task) != "null" {
-			return handoff.A2ATaskStatus(wrapped.Task)
-		}
-	}
-	return nil, nil
+	return hostproto.ResultStatus(result)
 }

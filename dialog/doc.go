@@ -61,10 +61,11 @@
 //
 // # Handoffs in host protocols (handoff-context sections 5, 6)
 //
-// WithHandoffsIn names the host protocols and versions a receiver serves (MCP, A2A03,
-// A2A10). A handoff is read only where section 6 places it for the request's host and
-// method, and refused with errcode.HandoffUnplaced anywhere else, so that no handoff
-// passes unchecked; a delegator's "canceled" status (MCP notifications/cancelled, an
+// WithHandoffsIn names the host protocols and versions a receiver serves
+// (hostproto.MCP, A2A03, A2A10; package hostproto says where each carries what). A
+// handoff is read only where section 6 places it for the request's host and method,
+// and refused with errcode.HandoffUnplaced anywhere else, so that no handoff passes
+// unchecked; a delegator's "canceled" status (MCP notifications/cancelled, an
 // A2A cancel) is read as a status and reaches the handler in Verified.Cancel.
 //
 // A refusal at the handoff step without a signed status to send is answered in the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 	"github.com/dialogtrust/dialogtrust/problem"
 )
@@ -24,10 +25,43 @@ type HandoffExtractor func(body []byte) (*handoff.Handoff, error)
 // JSON-RPC 2.0 body of an MCP request (params._meta), an A2A 0.3 message
 // ("message/send", "message/stream") or an A2A 1.0 one ("SendMessage",
 // "SendStreamingMessage"): params.message.metadata under the extension URI. It is
-// HandoffsIn(MCP, A2A03, A2A10): a handoff key anywhere else is refused with
+// HandoffsIn(hostproto.Hosts()...): a handoff key anywhere else is refused with
 // errcode.HandoffUnplaced, never skipped.
 func JSONRPCHandoff(body []byte) (*handoff.Handoff, error) {
-	return HandoffsIn(allHosts...)(body)
+	return HandoffsIn(hostproto.Hosts()...)(body)
+}
+
+// HandoffsIn returns the extractor for handoffs carried in the JSON-RPC requests of
+// hosts (section 6; hostproto.Find). It refuses a handoff under a handoff key anywhere
+// it does not read one (errcode.HandoffUnplaced): in a request of another host or
+// version, in a method that carries none, or a second copy. A "canceled" status (MCP
+// notifications/cancelled, A2A cancel) is not an offer: the extractor returns (nil,
+// nil) for it; WithHandoffsIn reads it as a status.
+func HandoffsIn(hosts ...hostproto.Host) HandoffExtractor {
+	hosts = slices.Clone(hosts)
+	return func(body []byte) (*handoff.Handoff, error) {
+		p, err := hostproto.Find(body, hosts)
+		if err != nil || p == nil {
+			return nil, err
+		}
+		return p.Handoff, nil
+	}
+}
+
+// WithHandoffsIn is WithHandoffs for the JSON-RPC requests of the named hosts (section
+// 6): a handoff is read only where those hosts carry one and refused anywhere else
+// (errcode.HandoffUnplaced); the reply to a refused offer takes the shape of the host
+// and version of the request. A delegator's "canceled" status (MCP
+// notifications/cancelled, A2A tasks/cancel or CancelTask) is checked and recorded with
+// the handoff receiver's HandleCancel (section 5.6) and the request goes on to the
+// handler with the result in Verified.Cancel, so that the host protocol's own cancel
+// reaches the work; a cancel that does not verify is refused.
+func WithHandoffsIn(r *handoff.Receiver, hosts ...hostproto.Host) ReceiverOption {
+	hosts = slices.Clone(hosts)
+	return func(rc *Receiver) {
+		rc.handoffs = r
+		rc.place = func(body []byte) (*hostproto.Carried, error) { return hostproto.Find(body, hosts) }
+	}
 }
 
 // WithHandoffs makes the receiver check a signed handoff that travels with a request
@@ -48,43 +82,30 @@ func JSONRPCHandoff(body []byte) (*handoff.Handoff, error) {
 // the refusal goes alone: for a JSON-RPC request with an id, a JSON-RPC error on 200
 // with the stable code and kind in its data (handoffReply.writeError); for any other
 // request, the bare problem document, as before.
-// extract nil reads the JSON-RPC requests of every Host (WithHandoffsIn(r, MCP, A2A03,
-// A2A10)), canceled statuses included; name the hosts served with WithHandoffsIn.
+// extract nil reads the JSON-RPC requests of every host (WithHandoffsIn(r,
+// hostproto.Hosts()...)), canceled statuses included; name the hosts served with
+// WithHandoffsIn.
 // An extractor of the integrator's own finds offers only; the reply to a refused one
 // still takes the shape of the request's host protocol.
 func WithHandoffs(r *handoff.Receiver, extract HandoffExtractor) ReceiverOption {
 	if extract == nil {
-		return WithHandoffsIn(r, allHosts...)
+		return WithHandoffsIn(r, hostproto.Hosts()...)
 	}
 	return func(rc *Receiver) {
 		rc.handoffs = r
-		rc.place = func(body []byte) (*placed, error) {
+		rc.place = func(body []byte) (*hostproto.Carried, error) {
 			h, err := extract(body)
 			if err != nil || h == nil {
 				return nil, err
 			}
-			p := &placed{handoff: h}
-			if env, ok := envelope(body); ok {
-				p.host, p.id = hostOfMethod(env.Method), env.ID
-				p.dialog = contextIDOf(p.host, env.Method, env.Params)
+			p := &hostproto.Carried{Handoff: h}
+			if env, ok := hostproto.ParseRequest(body); ok {
+				p.Host, p.ID = hostproto.HostOf(env.Method), env.ID
+				p.Dialog = hostproto.ContextID(env.Method, env.Params)
 			}
 			return p, nil
 		}
 	}
-}
-
-// contextIDOf is the contextId of the message an A2A request carries, "" otherwise.
-func contextIDOf(host Host, method string, params json.RawMessage) string {
-	if (host != A2A03 || !slices.Contains(a2a03MessageMethods, method)) && (host != A2A10 || !slices.Contains(a2a10MessageMethods, method)) {
-		return ""
-	}
-	var p struct {
-		Message struct {
-			ContextID string `json:"contextId"`
-		} `json:"message"`
-	}
-	_ = exactjson.Unmarshal(params, &p)
-	return p.Message.ContextID
 }
 
 // HandoffStatusMember is the member of the problem document that carries the signed
@@ -102,31 +123,21 @@ const HandoffStatusMember = "handoff_status"
 type handoffReply struct {
 	err    error
 	status *handoff.Signed
-	host   Host            // the request's host protocol; 0 when it is not JSON-RPC
+	host   hostproto.Host  // the request's host protocol; 0 when it is not JSON-RPC
 	id     json.RawMessage // its JSON-RPC id
 	dialog string          // the dialog of the message (an A2A reply names it as contextId)
 }
-
-// JSON-RPC 2.0 error codes (section 5.1) of a refusal at the handoff step: the handoff
-// travels in the params, so a failed check is "Invalid params"; a check that could not
-// be completed is the server's own "Internal error". The host protocols' own codes
-// (A2A -32001 to -32009, MCP -32002, -32042) are left alone: their meanings are not
-// ours. The stable code and kind are in the error's data.
-const (
-	jsonrpcInvalidParams = -32602
-	jsonrpcInternalError = -32603
-)
 
 // jsonrpcRequestOf is the statusless reply naming the JSON-RPC request body is: its
 // host and id. It is nil when body is not one, or is a notification (no id) or has an
 // id that is neither a string nor a number: those get the problem document (MCP
 // Streamable HTTP answers a notification it cannot accept with an HTTP error status).
 func jsonrpcRequestOf(body []byte) *handoffReply {
-	env, ok := envelope(body)
+	env, ok := hostproto.ParseRequest(body)
 	if !ok {
 		return nil
 	}
-	return (&handoffReply{host: hostOfMethod(env.Method), id: env.ID}).withoutStatus()
+	return (&handoffReply{host: hostproto.HostOf(env.Method), id: env.ID}).withoutStatus()
 }
 
 // WriteRefusal answers a request whose body is body with the refusal err at the
@@ -142,72 +153,24 @@ func WriteRefusal(w http.ResponseWriter, body []byte, err error) {
 // withoutStatus is the reply without its status, for a refusal that goes alone; nil
 // when the request has no id that a JSON-RPC error can name.
 func (h *handoffReply) withoutStatus() *handoffReply {
-	if h == nil || h.host == 0 || !validJSONRPCID(h.id) {
+	if h == nil || h.host == 0 || !hostproto.ValidID(h.id) {
 		return nil
 	}
 	return &handoffReply{err: h.err, host: h.host, id: h.id}
 }
 
-// validJSONRPCID reports an id a JSON-RPC response can echo: a string or a number (MCP
-// forbids null, and JSON-RPC keeps null for an id that could not be read).
-func validJSONRPCID(id json.RawMessage) bool {
-	var v any
-	if len(id) == 0 || json.Unmarshal(id, &v) != nil {
-		return false
-	}
-	switch v.(type) {
-	case string, float64:
-		return true
-	}
-	return false
-}
-
 // writeError is the one error writer of a request refused before its handler ran, chosen
 // by the request's host protocol. A JSON-RPC request with an id (MCP, A2A 0.3, A2A 1.0)
-// gets a JSON-RPC error response on HTTP 200, as MCP Streamable HTTP and A2A's JSON-RPC
-// binding carry errors in the body, so that an SDK client surfaces it as the call's
-// error rather than as a failed transport: {"jsonrpc":"2.0","id":<the request's>,
-// "error":{"code":-32602 (failed) or -32603 (could not be completed),"message":"<code>:
-// <detail>","data":{"type","code","kind","detail","error"}}}, data holding the problem
-// document's type, code, kind and detail, and "error" the message again (a2a-go 0.3
-// surfaces only that member of the data). Any other request (h nil: plain HTTP, a
-// notification, a batch, a body that is not JSON-RPC) gets the RFC 9457 problem
-// document with its HTTP status, as before.
+// gets a JSON-RPC error response on HTTP 200 with the stable code and kind in its data
+// (hostproto.WriteError). Any other request (h nil: plain HTTP, a notification, a
+// batch, a body that is not JSON-RPC) gets the RFC 9457 problem document with its HTTP
+// status, as before.
 func (h *handoffReply) writeError(w http.ResponseWriter, err error) {
-	if h == nil || h.host == 0 || !validJSONRPCID(h.id) {
+	if h == nil || h.host == 0 || !hostproto.ValidID(h.id) {
 		problem.Write(w, err)
 		return
 	}
-	d := problem.From(err)
-	code := jsonrpcInvalidParams
-	if errcode.KindOf(err) == errcode.Incomplete {
-		code = jsonrpcInternalError
-	}
-	msg := d.Code
-	if d.Detail != "" {
-		msg += ": " + d.Detail
-	}
-	type errorData struct {
-		Type   string `json:"type"`
-		Code   string `json:"code"`
-		Kind   string `json:"kind"`
-		Detail string `json:"detail,omitempty"`
-		Error  string `json:"error"`
-	}
-	type rpcError struct {
-		Code    int       `json:"code"`
-		Message string    `json:"message"`
-		Data    errorData `json:"data"`
-	}
-	body := struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   rpcError        `json:"error"`
-	}{"2.0", h.id, rpcError{code, msg, errorData{d.Type, d.Code, d.Kind, d.Detail, msg}}}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(body)
+	hostproto.WriteError(w, h.id, err)
 }
 
 // ServeHTTP answers a JSON-RPC request (A2A or MCP, section 6) with a JSON-RPC result
@@ -221,7 +184,7 @@ func (h *handoffReply) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 		text, _ := json.Marshal(h.status.Text())
 		d, _ := json.Marshal(problem.From(h.err))
 		var m map[string]json.RawMessage
-		_ = json.Unmarshal(d, &m)
+		_ = exactjson.Unmarshal(d, &m)
 		m[HandoffStatusMember] = text
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.Header().Set("Cache-Control", "no-store")
@@ -229,39 +192,12 @@ func (h *handoffReply) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(m)
 		return
 	}
-	var result []byte
-	var err error
-	// The messageId names the status, so that a resent status is the same reply.
-	msgID := "handoff-status-" + h.status.Digest().Val
-	switch h.host {
-	case A2A03:
-		msg, _ := json.Marshal(map[string]any{"kind": "message", "role": "agent", "messageId": msgID,
-			"contextId": h.dialog, "parts": []any{}})
-		result, err = handoff.PutA2AStatus(msg, *h.status)
-	case A2A10:
-		// A 1.0 Message has at least one part; a SendMessage result names its kind.
-		msg, _ := json.Marshal(map[string]any{"role": "ROLE_AGENT", "messageId": msgID,
-			"contextId": h.dialog, "parts": []any{map[string]any{"text": "handoff status"}}})
-		if msg, err = handoff.PutA2AStatus(msg, *h.status); err == nil {
-			result, err = json.Marshal(map[string]json.RawMessage{"message": msg})
-		}
-	default:
-		// isError: the tool call was refused and not run, whatever the status says;
-		// the same for a first rejection and its retransmissions.
-		res, _ := json.Marshal(map[string]any{"content": []any{}, "isError": true})
-		result, err = handoff.PutMCPResult(res, *h.status)
-	}
+	result, err := hostproto.StatusResult(h.host, h.dialog, *h.status)
 	if err != nil {
 		problem.Write(w, err)
 		return
 	}
-	id := h.id
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": id, "result": result})
+	hostproto.WriteResult(w, h.id, result)
 }
 
 // receiveHandoff runs after the proof, the dialog and the Txn-Token are verified. When
@@ -296,26 +232,26 @@ func (rc *Receiver) receiveHandoffIn(r *http.Request, v *Verified, body []byte) 
 	if err != nil || p == nil {
 		return nil, err
 	}
-	if p.cancel != nil {
+	if p.Cancel != nil {
 		// A delegator's "canceled" status (section 6): a status, not an offer. It is
 		// checked and recorded (section 5.6), and the host protocol's cancel goes on to
 		// the handler, which stops the work.
-		res, err := rc.handoffs.HandleCancel(r.Context(), *p.cancel)
+		res, err := rc.handoffs.HandleCancel(r.Context(), *p.Cancel)
 		if err != nil {
 			return nil, err
 		}
 		v.Cancel = res
 		return nil, nil
 	}
-	if p.handoff == nil {
+	if p.Handoff == nil {
 		return nil, nil
 	}
-	in := handoff.Inbound{Handoff: p.handoff, AuthenticatedSender: v.Sender.String()}
+	in := handoff.Inbound{Handoff: p.Handoff, AuthenticatedSender: v.Sender.String()}
 	// Step 5 (handoff-context 5.1): the offer's dialog is the dialog of the message that
 	// carries it. The message names it in Dialog-Context, in the host protocol (A2A
 	// contextId), or both, which must then agree; a message that names none cannot be
 	// checked and is refused rather than let through unchecked.
-	host := p.dialog
+	host := p.Dialog
 	switch {
 	case v.Context != nil && host != "" && host != v.Context.DLG():
 		return nil, errcode.New(errcode.HandoffPolicy, "the message's contextId %q is not its Dialog-Context dlg %q", errcode.Cut(host), v.Context.DLG())
@@ -341,7 +277,7 @@ func (rc *Receiver) receiveHandoffIn(r *http.Request, v *Verified, body []byte) 
 		// for a retransmission only when the sender is offer.iss (section 8.4). An
 		// equivocating offer is never answered for itself (section 5.6).
 		if d != nil && d.Reply != nil && (d.Outcome == handoff.OutcomeRejected || d.Outcome == handoff.OutcomeRetransmission) {
-			return &handoffReply{err: err, status: d.Reply, host: p.host, id: p.id, dialog: in.Dialog}, err
+			return &handoffReply{err: err, status: d.Reply, host: p.Host, id: p.ID, dialog: in.Dialog}, err
 		}
 		return nil, err
 	}

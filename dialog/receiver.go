@@ -8,6 +8,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/problem"
@@ -102,7 +103,7 @@ type Receiver struct {
 	responseSigner func(ctx context.Context) (*httpsig.Signer, error)
 	streamUnsigned bool
 	handoffs       *handoff.Receiver
-	place          func(body []byte) (*placed, error)
+	place          func(body []byte) (*hostproto.Carried, error)
 }
 
 // ReceiverOption configures a Receiver.

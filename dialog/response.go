@@ -2,11 +2,11 @@ package dialog
 
 import (
 	"bytes"
-	"mime"
 	"net/http"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/problem"
 )
 
@@ -43,7 +43,7 @@ func (b *signedResponse) WriteHeader(status int) {
 		return
 	}
 	b.status = status
-	if b.mayPass && isEventStream(b.header) {
+	if b.mayPass && hostproto.IsEventStream(b.header) {
 		b.pass()
 	}
 }
@@ -83,7 +83,7 @@ func (b *signedResponse) pass() {
 }
 
 // passes reports whether a response with fields h goes out unsigned, as it is written.
-func (b *signedResponse) passes(h http.Header) bool { return b.mayPass && isEventStream(h) }
+func (b *signedResponse) passes(h http.Header) bool { return b.mayPass && hostproto.IsEventStream(h) }
 
 // streamableResponse is the writer of a receiver that streams unsigned
 // (WithStreamingUnsigned) to a request that did not ask for a signed response: a
@@ -97,7 +97,7 @@ func (s streamableResponse) Flush() { _ = s.FlushError() }
 
 func (s streamableResponse) FlushError() error {
 	if s.status == 0 {
-		if !isEventStream(s.header) {
+		if !hostproto.IsEventStream(s.header) {
 			return nil // held: a flush before anything is written changes nothing
 		}
 		s.WriteHeader(http.StatusOK)
@@ -114,17 +114,6 @@ func (s streamableResponse) SetWriteDeadline(t time.Time) error {
 
 func (s streamableResponse) SetReadDeadline(t time.Time) error {
 	return http.NewResponseController(s.w).SetReadDeadline(t)
-}
-
-// isEventStream reports whether h declares an event stream (text/event-stream, the
-// replies of MCP Streamable HTTP and A2A's streaming methods). The content type, and
-// not a flush, is what declares a response open-ended: handlers and proxies flush
-// ordinary replies too (net/http's reverse proxy, this module's own ingress, for every
-// body of unknown length), and a flush that dropped the signature would strip it from
-// replies whose end is near.
-func isEventStream(h http.Header) bool {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	return err == nil && mt == "text/event-stream"
 }
 
 // HoldsResponse reports whether w, the writer a Receiver's Middleware hands its handler

@@ -3,7 +3,6 @@ package handoff
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -19,36 +18,6 @@ import (
 //
 // Taking out returns (nil, nil) when the element is absent. Errors are
 // errcode.InvalidEncoding.
-
-// A2AExtensionsHeader is the A2A service parameter (HTTP header) in which a client
-// lists the extensions it uses (A2A 1.0).
-const A2AExtensionsHeader = "A2A-Extensions"
-
-// A2A03ExtensionsHeader is the name A2A 0.3 gives the same service parameter; a2a-go
-// 0.3 reads only this one.
-const A2A03ExtensionsHeader = "X-A2A-Extensions"
-
-// AddA2AExtension lists the extension URI in the A2A-Extensions service parameter of a
-// request (section 6: "A client also lists the URI"), once.
-func AddA2AExtension(h http.Header) { addExtensionHeader(h, A2AExtensionsHeader) }
-
-// AddA2A03Extension lists the extension URI under both names, A2A-Extensions and
-// X-A2A-Extensions, once each: an A2A 0.3 server reads the second, a 1.0 one the first.
-func AddA2A03Extension(h http.Header) {
-	addExtensionHeader(h, A2AExtensionsHeader)
-	addExtensionHeader(h, A2A03ExtensionsHeader)
-}
-
-func addExtensionHeader(h http.Header, name string) {
-	for _, v := range h.Values(name) {
-		for _, u := range strings.Split(v, ",") {
-			if strings.TrimSpace(u) == A2AExtensionURI {
-				return
-			}
-		}
-	}
-	h.Add(name, A2AExtensionURI)
-}
 
 func objectOf(b []byte, what string) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage

@@ -3,7 +3,6 @@ package handoff
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"slices"
 	"testing"
 )
@@ -149,14 +148,4 @@ func TestSec6_MCPCarriage(t *testing.T) {
 		}
 		_ = ctx
 	})
-}
-
-func TestSec6_A2AExtensionsServiceParameter(t *testing.T) {
-	h := http.Header{}
-	h.Set(A2AExtensionsHeader, "https://example.com/ext/x")
-	AddA2AExtension(h)
-	AddA2AExtension(h)
-	if got := h.Values(A2AExtensionsHeader); len(got) != 2 || got[1] != A2AExtensionURI {
-		t.Fatalf("%q", got)
-	}
 }

@@ -24,11 +24,12 @@
 //     (VerifyChain, ChainPolicy), equivocation, status checks (CheckStatus).
 //   - 5.7 grants: BindGrant, CheckGrant, CheckBinding (for the dialog middleware).
 //   - 6 carriage: PutA2AMessage, A2AMessageHandoff, PutMCPRequest ... on the JSON of
-//     host messages; PutHandoffMeta, HandoffInMeta, PutStatusMeta, StatusInMeta on SDK
+//     host message objects (which object of which method or reply: package
+//     hostproto, the room for the host protocols); PutHandoffMeta, HandoffInMeta, PutStatusMeta, StatusInMeta on SDK
 //     metadata maps, with JSON-native values only (Handoff.MetaValue); Signed marshals
 //     as its text (MarshalText) and Handoff as its JSON form by value or pointer.
-//     A2A 0.3 and 1.0 spellings: A2A03TaskState, A2ATaskState, StateForA2ATask (both),
-//     AddA2AExtension and AddA2A03Extension (X-A2A-Extensions too).
+//     A2A 0.3 and 1.0 spellings: A2A03TaskState, A2ATaskState, StateForA2ATask (both);
+//     the A2A-Extensions service parameter is hostproto's (AddA2AExtension).
 //   - 8 security: 8.3 ChainPolicy.TrustedOrigins, 8.4 WithRecordsLostAt and
 //     Inbound.AuthenticatedSender, 8.6 typ and content type, 8.8 size and length bounds.
 //   - Appendices A and B: ParseSCITTReceipt, SCITTStatementDigest, ParseLearnlogHead,

@@ -22,6 +22,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -112,7 +113,7 @@ type plannerSource struct{ c *wit.Credential }
 func (s plannerSource) Credential(context.Context) (*wit.Credential, error) { return s.c, nil }
 
 // Section 6 (A2A 1.0), Go to JS: our A2A 1.0 request (agent.NewA2ARequest with
-// dialog.A2A10: method SendMessage, a 1.0 Message, the extension listed in
+// hostproto.A2A10: method SendMessage, a 1.0 Message, the extension listed in
 // A2A-Extensions) is accepted by the SDK's JSON-RPC server, whose executor finds the
 // handoff under the extension URI in the message's metadata with the offer's octets
 // unchanged; the reply is a 1.0 SendMessage result ({"message": ...}).
@@ -126,7 +127,7 @@ func TestA2AJS_ServerReadsOurA2A10Offer(t *testing.T) {
 	const dlg = "a2a-js.go-to-js.dialog"
 	h := p.offer(t, dlg)
 	msg := json.RawMessage(`{"role":"ROLE_USER","parts":[{"text":"book a hotel in Lisbon"}],"messageId":"go-m1","contextId":"` + dlg + `"}`)
-	req, err := agent.NewA2ARequest(context.Background(), dialog.A2A10, endpoint, 7, msg, h)
+	req, err := agent.NewA2ARequest(context.Background(), hostproto.A2A10, endpoint, 7, msg, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestA2AJS_ServerReadsOurA2A10Offer(t *testing.T) {
 	if len(seen.RequestedExtension) != 1 || seen.RequestedExtension[0] != handoff.A2AExtensionURI {
 		t.Errorf("requested extensions %q, want the agent-handoff URI", seen.RequestedExtension)
 	}
-	if got := res.Header.Values(handoff.A2AExtensionsHeader); len(got) != 1 || got[0] != handoff.A2AExtensionURI {
+	if got := res.Header.Values(hostproto.A2AExtensionsHeader); len(got) != 1 || got[0] != handoff.A2AExtensionURI {
 		t.Errorf("the server activated %q, want the agent-handoff URI", got)
 	}
 	var carried struct {
@@ -196,7 +197,7 @@ func TestA2AJS_ServerReadsOurA2A10Offer(t *testing.T) {
 }
 
 // Section 6 (A2A 1.0), JS to Go: the SDK's client sends a Go-signed offer in a
-// SendMessage to a dialog.Receiver with WithHandoffsIn(..., dialog.A2A10) in front of a
+// SendMessage to a dialog.Receiver with WithHandoffsIn(..., hostproto.A2A10) in front of a
 // Go A2A 1.0 handler, which answers with the hotel's signed status in the reply
 // Message's metadata; the SDK parses the reply without error and prints the status,
 // which the planner's delegator verifies against its offer. A handoff in
@@ -216,7 +217,7 @@ func TestA2AJS_ClientReadsOurA2A10Reply(t *testing.T) {
 	backendURL := "http://" + backend.Listener.Addr().String() + "/a2a"
 	rc, err := dialog.NewReceiver(
 		dialog.WithWPT(wpt.NewVerifier(p.dom.Validator(), wpt.WithAudiences(backendURL), wpt.WithReplay(store.NewMemory()))),
-		dialog.WithHandoffsIn(hr, dialog.A2A10),
+		dialog.WithHandoffsIn(hr, hostproto.A2A10),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -291,7 +292,7 @@ func TestA2AJS_ClientReadsOurA2A10Reply(t *testing.T) {
 		if got := handled[0].Get("A2A-Version"); got != "1.0" {
 			t.Errorf("the SDK client sent A2A-Version %q", got)
 		}
-		if got := handled[0].Get(handoff.A2AExtensionsHeader); got != handoff.A2AExtensionURI {
+		if got := handled[0].Get(hostproto.A2AExtensionsHeader); got != handoff.A2AExtensionURI {
 			t.Errorf("the SDK client sent A2A-Extensions %q", got)
 		}
 	})

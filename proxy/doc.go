@@ -82,10 +82,11 @@
 // VerifiedHandoffFromField, and signs the outcome the application states in
 // HandoffStatusField (or an A2A Task's state gives, Table 1) into the reply. A reply
 // may be an application/json JSON-RPC response or a finite text/event-stream (the MCP
-// Streamable HTTP transport, A2A message/stream; sse.go, the WHATWG event-stream
-// format, bounded by MaxBody and MaxStreamEvents): the status goes in, and is read
-// from, the stream's response event to the request (its id the request's by value,
-// JSON-RPC 2.0 section 5; jsonrpcid.go), every other event unchanged.
+// Streamable HTTP transport, A2A message/stream; handoff_stream.go, with hostproto's
+// reader of the WHATWG event-stream format, bounded by MaxBody and
+// hostproto.MaxStreamEvents): the status goes in, and is read from, the stream's
+// response event to the request (its id the request's by value, JSON-RPC 2.0 section
+// 5; hostproto.SameID), every other event unchanged.
 // A cancel (section 4): the agent sends the host protocol's cancel (MCP
 // notifications/cancelled, A2A tasks/cancel or CancelTask) with HandoffCancelField
 // naming a hop the route offered, which the route remembers (MaxRememberedOffers,

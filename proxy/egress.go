@@ -17,6 +17,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -66,7 +67,7 @@ type Route struct {
 	// with a Delegate needs a Host and a TxnAudience (the grant is the Txn-Token's
 	// digest), and does not cross a trust boundary.
 	Delegate identifier.ID
-	Host     dialog.Host
+	Host     hostproto.Host
 	// UpstreamTimeout bounds the wait for this route's upstream to answer (default
 	// EgressConfig.UpstreamTimeout; see DefaultUpstreamTimeout).
 	UpstreamTimeout time.Duration
@@ -533,7 +534,7 @@ func (x *egressExchange) outgoing(r *http.Request) (*http.Request, error) {
 // dialog without a Txn-Token.
 func (x *egressExchange) send(out *http.Request) (*http.Response, error) {
 	if x.offer != nil || x.cancelHop != "" {
-		listA2AExtension(x.rt.handoff.host, out.Header)
+		hostproto.ListExtension(x.rt.handoff.host, out.Header)
 	}
 	switch {
 	case x.start:

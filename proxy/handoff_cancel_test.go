@@ -14,6 +14,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
@@ -55,7 +56,7 @@ func rpcErrorCode(res *http.Response, b []byte) errcode.Code {
 // A cancel the egress cannot make (a hop it never offered, another dialog, another
 // request id) is refused before anything is sent.
 func TestHandoffSection4MCPCancel(t *testing.T) {
-	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, app: func(w http.ResponseWriter, r *http.Request, body []byte) {
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: func(w http.ResponseWriter, r *http.Request, body []byte) {
 		if bytes.Contains(body, []byte("notifications/cancelled")) {
 			w.WriteHeader(http.StatusAccepted)
 			return
@@ -125,7 +126,7 @@ func TestHandoffSection4MCPCancel(t *testing.T) {
 // request by its id's value, which the agent's JSON library may write its own way (7.0
 // for 7): the cancel is still the offered hop's.
 func TestHandoffSection4MCPCancelNamesTheRequestIDByValue(t *testing.T) {
-	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, app: func(w http.ResponseWriter, r *http.Request, body []byte) {
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: func(w http.ResponseWriter, r *http.Request, body []byte) {
 		if bytes.Contains(body, []byte("notifications/cancelled")) {
 			w.WriteHeader(http.StatusAccepted)
 			return
@@ -155,7 +156,7 @@ func TestHandoffSection4MCPCancelNamesTheRequestIDByValue(t *testing.T) {
 func TestHandoffSection4A2ACancelTask(t *testing.T) {
 	const cancelTask = `{"jsonrpc":"2.0","id":"c1","method":"CancelTask","params":{"id":"t-1"}}`
 	state := "TASK_STATE_WORKING"
-	hp := newHandoffPair(t, handoffOptions{host: dialog.A2A10, app: func(w http.ResponseWriter, r *http.Request, body []byte) {
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.A2A10, app: func(w http.ResponseWriter, r *http.Request, body []byte) {
 		w.Header().Set("Content-Type", "application/json")
 		dlg := r.Header.Get(proxy.VerifiedDialogField)
 		if bytes.Contains(body, []byte(`"CancelTask"`)) {
@@ -179,7 +180,7 @@ func TestHandoffSection4A2ACancelTask(t *testing.T) {
 		t.Fatalf("the application was told %v", seen.Header)
 	}
 	hp.mu.Lock()
-	ext := hp.sent.Header.Get(handoff.A2AExtensionsHeader)
+	ext := hp.sent.Header.Get(hostproto.A2AExtensionsHeader)
 	hp.mu.Unlock()
 	if !strings.Contains(ext, handoff.A2AExtensionURI) {
 		t.Fatalf("the cancel does not list the extension: %q", ext)
@@ -231,7 +232,7 @@ func jsonResult(t *testing.T, b []byte) json.RawMessage {
 // hop stays accepted at the delegate. The route uses WPTs, which do not cover the body,
 // so that the handoff check is the one that fails.
 func TestHandoffSection5_6TamperedCancelRefused(t *testing.T) {
-	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, method: proof.WPT, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, method: proof.WPT, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 		mcpResult(w, "")
 	}})
 	res, body := hp.send(t, toolsCall, nil)
@@ -275,7 +276,7 @@ func TestHandoffSection5_6TamperedCancelRefused(t *testing.T) {
 // sent.
 func TestHandoffCancelAfterTheOfferIsForgotten(t *testing.T) {
 	clock := testkit.NewClock(time.Now())
-	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, now: clock.Now, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, now: clock.Now, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 		mcpResult(w, "")
 	}})
 	res, body := hp.send(t, toolsCall, nil)

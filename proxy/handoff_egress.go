@@ -13,6 +13,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -22,7 +23,7 @@ import (
 type routeHandoff struct {
 	self     string // the workload: the offers' iss
 	delegate string // the offers' aud
-	host     dialog.Host
+	host     hostproto.Host
 	key      *keys.PrivateKey
 	trust    handoff.Trust
 	tokens   agent.TxnTokenSource
@@ -43,7 +44,7 @@ func newRouteHandoff(cfg EgressConfig, rt Route, prefix string, tokens agent.Txn
 		// Across a boundary the grant would bind the access token, and the offer's
 		// dialog would be the linked one: not made here yet.
 		return nil, errcode.New(errcode.InvalidRequest, "egress route %s: a route crossing a trust boundary makes no handoff offers", prefix)
-	case rt.Host != dialog.MCP && rt.Host != dialog.A2A03 && rt.Host != dialog.A2A10:
+	case rt.Host != hostproto.MCP && rt.Host != hostproto.A2A03 && rt.Host != hostproto.A2A10:
 		return nil, errcode.New(errcode.InvalidRequest, "egress route %s: a delegate needs the host protocol (MCP, A2A 0.3 or A2A 1.0)", prefix)
 	case tokens == nil:
 		return nil, errcode.New(errcode.InvalidRequest, "egress route %s: a delegate needs a Txn-Token audience: the offer's grant is the Txn-Token's digest", prefix)
@@ -102,7 +103,7 @@ type egressOffer struct {
 // it (section 6). The delegator is the exchange's own: the egress follows the hop only
 // until its reply, so nothing accumulates across requests.
 func (rh *routeHandoff) makeOffer(ctx context.Context, dc *dialog.Context, task string, body []byte) (*egressOffer, error) {
-	if h, err := dialog.HandoffsIn(dialog.MCP, dialog.A2A03, dialog.A2A10)(body); err != nil || h != nil {
+	if h, err := dialog.HandoffsIn(hostproto.Hosts()...)(body); err != nil || h != nil {
 		return nil, errcode.New(errcode.HandoffUnplaced, "the request already carries a handoff: the egress makes the offer (%s)", HandoffField)
 	}
 	del, err := handoff.NewDelegator(handoff.DelegatorConfig{Self: rh.self, Key: rh.key, Trust: rh.trust, Now: rh.now})
@@ -133,7 +134,7 @@ func (rh *routeHandoff) makeOffer(ctx context.Context, dc *dialog.Context, task 
 // message/send or an A2A 1.0 SendMessage, with the extension listed in
 // Message.extensions (handoff.PutA2AMessage), or of their streaming forms
 // (message/stream, SendStreamingMessage), whose event stream the egress reads whole.
-func placeOffer(host dialog.Host, body []byte, dlg string, h *handoff.Handoff) ([]byte, error) {
+func placeOffer(host hostproto.Host, body []byte, dlg string, h *handoff.Handoff) ([]byte, error) {
 	var env map[string]json.RawMessage
 	if err := exactjson.Unmarshal(body, &env); err != nil || env == nil {
 		return nil, errcode.New(errcode.InvalidRequest, "a handoff offer rides in a JSON-RPC request: the body is not a JSON object")
@@ -145,8 +146,7 @@ func placeOffer(host dialog.Host, body []byte, dlg string, h *handoff.Handoff) (
 	if id, ok := env["id"]; !ok || string(id) == "null" {
 		return nil, errcode.New(errcode.InvalidRequest, "a handoff offer rides in a JSON-RPC request with an id (its reply carries the status)")
 	}
-	want := map[dialog.Host][]string{dialog.MCP: {"tools/call"}, dialog.A2A03: {"message/send", "message/stream"},
-		dialog.A2A10: {"SendMessage", "SendStreamingMessage"}}[host]
+	want := host.OfferMethods()
 	if !slices.Contains(want, method) {
 		return nil, errcode.New(errcode.InvalidRequest, "the route's %s requests carry a handoff offer in %s, not in %q", host, strings.Join(want, " or "), errcode.Cut(method))
 	}
@@ -156,7 +156,7 @@ func placeOffer(host dialog.Host, body []byte, dlg string, h *handoff.Handoff) (
 		return nil, errcode.New(errcode.InvalidRequest, "the %s request's params are not an object", method)
 	}
 	var err error
-	if host == dialog.MCP {
+	if host == hostproto.MCP {
 		if h == nil {
 			return body, nil
 		}
@@ -187,24 +187,7 @@ func placeOffer(host dialog.Host, body []byte, dlg string, h *handoff.Handoff) (
 			return nil, errcode.Wrap(errcode.Internal, err, "params")
 		}
 	}
-	env["params"] = params
-	out, err := json.Marshal(env)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "request body")
-	}
-	return out, nil
-}
-
-// listA2AExtension lists the A2A extension in the service parameter of an A2A
-// request carrying an offer or a cancel (section 6: "A client also lists the URI in the
-// A2A-Extensions service parameter"), under both names for A2A 0.3.
-func listA2AExtension(host dialog.Host, h http.Header) {
-	switch host {
-	case dialog.A2A03:
-		handoff.AddA2A03Extension(h)
-	case dialog.A2A10:
-		handoff.AddA2AExtension(h)
-	}
+	return hostproto.SetMember(env, "params", params, "request body")
 }
 
 // answer verifies the delegate's status in the reply to the offer and sets the
@@ -216,7 +199,7 @@ func listA2AExtension(host dialog.Host, h http.Header) {
 // one that verifies.
 func (o *egressOffer) answer(ctx context.Context, res *http.Response, body []byte) error {
 	res.Header.Set(HandoffHopField, o.hop)
-	if res.StatusCode/100 == 2 && isEventStream(res.Header) {
+	if res.StatusCode/100 == 2 && hostproto.IsEventStream(res.Header) {
 		// The status is read in the stream's response event; the stream passes as it is.
 		msg, err := o.eventStreamReply(body)
 		if err != nil {
@@ -224,13 +207,13 @@ func (o *egressOffer) answer(ctx context.Context, res *http.Response, body []byt
 		}
 		body = msg
 	}
-	needed := res.StatusCode/100 == 2 && jsonRPCResult(body)
-	if res.StatusCode/100 == 2 && !needed && !jsonRPCError(body) {
+	needed := res.StatusCode/100 == 2 && hostproto.IsResult(body)
+	if res.StatusCode/100 == 2 && !needed && !hostproto.IsError(body) {
 		return errcode.New(errcode.MissingCredential, "the reply to the handoff offer is not a JSON-RPC response: it carries no status")
 	}
 	st, err := agent.HandoffStatus(body)
 	if err == nil && st == nil {
-		st, err = statusUpdateStatus(body)
+		st, err = hostproto.StatusUpdateStatus(body)
 	}
 	switch {
 	case err != nil && needed:
@@ -278,26 +261,6 @@ func (o *egressOffer) verify(ctx context.Context, st handoff.Signed) (*handoff.V
 		return nil, err
 	}
 	return vs, nil
-}
-
-// jsonRPCResult reports whether body is a JSON-RPC response with a result.
-func jsonRPCResult(body []byte) bool {
-	var env map[string]json.RawMessage
-	if json.Unmarshal(body, &env) != nil || env == nil {
-		return false
-	}
-	r, ok := env["result"]
-	return ok && string(r) != "null"
-}
-
-// jsonRPCError reports whether body is a JSON-RPC response with an error.
-func jsonRPCError(body []byte) bool {
-	var env map[string]json.RawMessage
-	if json.Unmarshal(body, &env) != nil || env == nil {
-		return false
-	}
-	_, ok := env["error"]
-	return ok
 }
 
 // reasonFieldValue bounds a reason or detail to MaxHandoffReason octets and
@@ -377,7 +340,7 @@ type sentOffers struct {
 // remember records the offer o once its request was sent: from then on the delegate may
 // have taken the hop.
 func (o *egressOffer) remember(body []byte) {
-	id, _ := compactJSON(requestID(body)) // placeOffer checked the id
+	id, _ := hostproto.CompactJSON(hostproto.RequestID(body)) // placeOffer checked the id
 	now := o.rh.now()
 	so := &sentOffer{delegator: o.delegator, dlg: o.dlg, id: id, until: now.Add(RememberedOfferTTL)}
 	s := o.rh.sent
@@ -449,9 +412,9 @@ func (e *Egress) cancelFor(ctx context.Context, rt *egressRoute, hop string, dc 
 
 // placeCancel puts the "canceled" status st (nil: only check) in the host's cancel:
 // the _meta of the params of an MCP notifications/cancelled whose requestId is offerID
-// (the same id by value, sameJSONRPCID), the id of the tools/call that carried the offer; the metadata of the params of an A2A
+// (the same id by value, hostproto.SameID), the id of the tools/call that carried the offer; the metadata of the params of an A2A
 // 0.3 tasks/cancel or an A2A 1.0 CancelTask.
-func placeCancel(host dialog.Host, body, offerID []byte, st *handoff.Signed) ([]byte, error) {
+func placeCancel(host hostproto.Host, body, offerID []byte, st *handoff.Signed) ([]byte, error) {
 	var env map[string]json.RawMessage
 	if err := exactjson.Unmarshal(body, &env); err != nil || env == nil {
 		return nil, errcode.New(errcode.InvalidRequest, "a handoff cancel rides in a JSON-RPC message: the body is not a JSON object")
@@ -460,7 +423,7 @@ func placeCancel(host dialog.Host, body, offerID []byte, st *handoff.Signed) ([]
 	if json.Unmarshal(env["method"], &method) != nil || string(env["jsonrpc"]) != `"2.0"` {
 		return nil, errcode.New(errcode.InvalidRequest, "a handoff cancel rides in a JSON-RPC 2.0 message: no method")
 	}
-	want := map[dialog.Host]string{dialog.MCP: "notifications/cancelled", dialog.A2A03: "tasks/cancel", dialog.A2A10: "CancelTask"}[host]
+	want := host.CancelMethod()
 	if method != want {
 		return nil, errcode.New(errcode.InvalidRequest, "the route's %s cancels carry the handoff cancel in %s, not in %q", host, want, errcode.Cut(method))
 	}
@@ -473,8 +436,8 @@ func placeCancel(host dialog.Host, body, offerID []byte, st *handoff.Signed) ([]
 		found *handoff.Signed
 		err   error
 	)
-	if host == dialog.MCP {
-		if len(offerID) == 0 || !sameJSONRPCID(p["requestId"], offerID) {
+	if host == hostproto.MCP {
+		if len(offerID) == 0 || !hostproto.SameID(p["requestId"], offerID) {
 			return nil, errcode.New(errcode.InvalidRequest, "the notifications/cancelled must name in params.requestId the request that carried the hop's offer (id %s)", errcode.Cut(string(offerID)))
 		}
 		found, err = handoff.MCPCancelStatus(params)
@@ -490,7 +453,7 @@ func placeCancel(host dialog.Host, body, offerID []byte, st *handoff.Signed) ([]
 	if st == nil {
 		return body, nil
 	}
-	if host == dialog.MCP {
+	if host == hostproto.MCP {
 		params, err = handoff.PutMCPCancel(params, *st)
 	} else {
 		params, err = handoff.PutA2ACancel(params, *st)
@@ -498,10 +461,5 @@ func placeCancel(host dialog.Host, body, offerID []byte, st *handoff.Signed) ([]
 	if err != nil {
 		return nil, err
 	}
-	env["params"] = params
-	out, err := json.Marshal(env)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "request body")
-	}
-	return out, nil
+	return hostproto.SetMember(env, "params", params, "request body")
 }

@@ -11,13 +11,14 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 )
 
 // ingressHop is the hop of an accepted offer the ingress took for the application.
 type ingressHop struct {
 	hr       *handoff.Receiver
 	iss, hop string
-	host     dialog.Host
+	host     hostproto.Host
 	id       json.RawMessage // the request's JSON-RPC id: its response in an event stream gets the status
 	accepted handoff.Signed
 }
@@ -31,34 +32,18 @@ func (in *Ingress) takeHop(ctx context.Context, v *dialog.Verified, body []byte)
 		return nil, errcode.New(errcode.Internal, "the ingress has no handoff receiver (IngressConfig.Handoffs) to take an accepted offer with")
 	}
 	o := v.Handoff.Offer
+	env, _ := hostproto.ParseRequest(body) // the receiver read the offer in it
 	st, err := in.handoffs.Accept(ctx, o.Iss, o.Hop)
 	if err != nil {
 		return nil, err
 	}
-	return &ingressHop{hr: in.handoffs, iss: o.Iss, hop: o.Hop, host: hostOfBody(body), id: requestID(body), accepted: st}, nil
-}
-
-// hostOfBody is the host protocol of the JSON-RPC request that carried an accepted
-// offer: the A2A message methods by version, MCP for every other method (as
-// dialog.HandoffsIn reads them).
-func hostOfBody(body []byte) dialog.Host {
-	var env struct {
-		Method string `json:"method"`
-	}
-	_ = json.Unmarshal(body, &env)
-	switch env.Method {
-	case "message/send", "message/stream":
-		return dialog.A2A03
-	case "SendMessage", "SendStreamingMessage":
-		return dialog.A2A10
-	}
-	return dialog.MCP
+	return &ingressHop{hr: in.handoffs, iss: o.Iss, hop: o.Hop, host: hostproto.HostOf(env.Method), id: env.ID, accepted: st}, nil
 }
 
 // answer puts the delegate's status in the application's reply: an application/json
 // reply (answerMessage) or the response event of an event stream (answerStream).
 func (t *ingressHop) answer(ctx context.Context, res *http.Response, body []byte) ([]byte, error) {
-	if res.StatusCode/100 == 2 && isEventStream(res.Header) {
+	if res.StatusCode/100 == 2 && hostproto.IsEventStream(res.Header) {
 		return t.answerStream(ctx, res, body)
 	}
 	return t.answerMessage(ctx, res, body)
@@ -106,7 +91,7 @@ func (t *ingressHop) answerMessage(ctx context.Context, res *http.Response, body
 		return nil, errcode.Unavailable(errcode.UpstreamUnavailable, nil, "the application sent %s more than once", HandoffStatusField)
 	case len(stated) == 1:
 		st, err = t.stated(ctx, strings.TrimSpace(stated[0]), reason)
-	case placeable && t.host != dialog.MCP:
+	case placeable && t.host != hostproto.MCP:
 		st, err = t.fromTask(ctx, result)
 	default:
 		st = t.accepted
@@ -121,16 +106,11 @@ func (t *ingressHop) answerMessage(ctx context.Context, res *http.Response, body
 	if !placeable {
 		return body, nil // a refusal or a JSON-RPC error: the status is recorded, for a retransmission
 	}
-	placed, err := placeStatus(t.host, result, st)
+	placed, err := hostproto.PlaceStatus(t.host, result, st)
 	if err != nil {
 		return nil, errcode.Unavailable(errcode.UpstreamUnavailable, err, "the delegate's status cannot be placed in the application's reply")
 	}
-	env["result"] = placed
-	out, err := json.Marshal(env)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "reply")
-	}
-	return out, nil
+	return hostproto.SetMember(env, "result", placed, "reply")
 }
 
 // stated signs the outcome the application stated.
@@ -172,7 +152,7 @@ func failure(reason, fallback string) handoff.Failure {
 }
 
 // fromTask derives the status from the state of an A2A Task the application returned
-// (Table 1), or from the state of a streamed status update (a2aTask): completed and
+// (Table 1), or from the state of a streamed status update (hostproto.A2ATask): completed and
 // failed are the outcome. The ingress took the hop before the
 // application ran, and section 4 forbids "rejected" for a taken hop: a rejected task
 // is "failed" with reason "policy" and no refs (the work took no effect). A canceled
@@ -180,17 +160,11 @@ func failure(reason, fallback string) handoff.Failure {
 // "accepted": the delegate cannot send "canceled" (the delegator's state), and section
 // 5.4 keeps a hop whose outcome is not known "accepted".
 func (t *ingressHop) fromTask(ctx context.Context, result json.RawMessage) (handoff.Signed, error) {
-	task, _ := a2aTask(t.host, result)
+	task, _ := hostproto.A2ATask(t.host, result)
 	if task == nil {
 		return t.accepted, nil
 	}
-	var tk struct {
-		Status struct {
-			State string `json:"state"`
-		} `json:"status"`
-	}
-	_ = json.Unmarshal(task, &tk)
-	state, _ := handoff.StateForA2ATask(tk.Status.State)
+	state, _ := handoff.StateForA2ATask(hostproto.TaskState(task))
 	switch state {
 	case handoff.StateCompleted:
 		return t.hr.Complete(ctx, t.iss, t.hop, nil)
@@ -200,64 +174,4 @@ func (t *ingressHop) fromTask(ctx context.Context, result json.RawMessage) (hand
 		return t.hr.Fail(ctx, t.iss, t.hop, handoff.Failure{Reason: handoff.ReasonPolicy, Detail: "the application rejected the task"})
 	}
 	return t.accepted, nil
-}
-
-// a2aTask returns the Task of an A2A result (A2A 0.3: kind "task"; A2A 1.0: {"task":
-// ...}), or the status update of a streamed one (A2A 0.3: kind "status-update"; A2A
-// 1.0: {"statusUpdate": ...}), which carries a TaskStatus as a Task does; and the
-// member of an A2A 1.0 result it is wrapped in ("" for 0.3). Nil for a Message.
-func a2aTask(host dialog.Host, result json.RawMessage) (json.RawMessage, string) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(result, &m) != nil || m == nil {
-		return nil, ""
-	}
-	if host == dialog.A2A10 {
-		for _, member := range []string{"task", "statusUpdate"} {
-			if t, ok := m[member]; ok && string(t) != "null" {
-				return t, member
-			}
-		}
-		return nil, ""
-	}
-	if k := string(m["kind"]); k == `"task"` || k == `"status-update"` {
-		return result, ""
-	}
-	return nil, ""
-}
-
-// placeStatus puts st in a JSON-RPC result (section 6): the _meta of an MCP
-// CallToolResult, the metadata of an A2A reply Message or of a returned Task's status
-// message (A2A 1.0 results wrapped as {"message": ...} or {"task": ...}).
-func placeStatus(host dialog.Host, result json.RawMessage, st handoff.Signed) (json.RawMessage, error) {
-	if host == dialog.MCP {
-		return handoff.PutMCPResult(result, st)
-	}
-	if task, member := a2aTask(host, result); task != nil {
-		placed, err := handoff.PutA2ATaskStatus(task, st)
-		if err != nil || member == "" {
-			return placed, err
-		}
-		return rewrap(result, member, placed)
-	}
-	if host == dialog.A2A10 {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(result, &m) != nil || m == nil || len(m["message"]) == 0 || string(m["message"]) == "null" {
-			return nil, errcode.New(errcode.InvalidEncoding, "an A2A 1.0 result that is neither {\"message\": ...} nor {\"task\": ...}")
-		}
-		placed, err := handoff.PutA2AStatus(m["message"], st)
-		if err != nil {
-			return nil, err
-		}
-		return rewrap(result, "message", placed)
-	}
-	return handoff.PutA2AStatus(result, st)
-}
-
-func rewrap(result json.RawMessage, member string, inner []byte) (json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(result, &m); err != nil {
-		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "result")
-	}
-	m[member] = inner
-	return json.Marshal(m)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -36,7 +37,7 @@ type handoffPair struct {
 }
 
 type handoffOptions struct {
-	host     dialog.Host
+	host     hostproto.Host
 	method   proof.Method
 	delegate string // default t1
 	app      func(w http.ResponseWriter, r *http.Request, body []byte)
@@ -132,7 +133,7 @@ func TestHandoffSection6MCPOfferAndStatus(t *testing.T) {
 		{name: "failed with a reason", stated: "failed", reason: "policy", want: "failed", wantReason: "policy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, app: func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: func(w http.ResponseWriter, r *http.Request, _ []byte) {
 				if tc.reason != "" {
 					w.Header().Set(proxy.HandoffReasonField, tc.reason)
 				}
@@ -191,20 +192,20 @@ func TestHandoffSection6MCPOfferAndStatus(t *testing.T) {
 func TestHandoffSection4Table1A2ATaskStates(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		host   dialog.Host
+		host   hostproto.Host
 		body   string
 		result string
 		want   string
 	}{
-		{"1.0 completed", dialog.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_COMPLETED"}}}`, "completed"},
-		{"1.0 working", dialog.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_WORKING"}}}`, "accepted"},
-		{"1.0 failed", dialog.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_FAILED"}}}`, "failed"},
-		{"1.0 input required", dialog.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_INPUT_REQUIRED"}}}`, "accepted"},
-		{"1.0 rejected after the hop was taken", dialog.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_REJECTED"}}}`, "failed"},
-		{"1.0 canceled", dialog.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_CANCELED"}}}`, "accepted"},
-		{"1.0 message", dialog.A2A10, a2a10Send, `{"message":{"role":"ROLE_AGENT","messageId":"m-2","contextId":"%s","parts":[{"text":"on it"}]}}`, "accepted"},
-		{"0.3 completed", dialog.A2A03, a2a03Send, `{"kind":"task","id":"t-1","contextId":"%s","status":{"state":"completed"}}`, "completed"},
-		{"0.3 message", dialog.A2A03, a2a03Send, `{"kind":"message","role":"agent","messageId":"m-2","contextId":"%s","parts":[]}`, "accepted"},
+		{"1.0 completed", hostproto.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_COMPLETED"}}}`, "completed"},
+		{"1.0 working", hostproto.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_WORKING"}}}`, "accepted"},
+		{"1.0 failed", hostproto.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_FAILED"}}}`, "failed"},
+		{"1.0 input required", hostproto.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_INPUT_REQUIRED"}}}`, "accepted"},
+		{"1.0 rejected after the hop was taken", hostproto.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_REJECTED"}}}`, "failed"},
+		{"1.0 canceled", hostproto.A2A10, a2a10Send, `{"task":{"id":"t-1","contextId":"%s","status":{"state":"TASK_STATE_CANCELED"}}}`, "accepted"},
+		{"1.0 message", hostproto.A2A10, a2a10Send, `{"message":{"role":"ROLE_AGENT","messageId":"m-2","contextId":"%s","parts":[{"text":"on it"}]}}`, "accepted"},
+		{"0.3 completed", hostproto.A2A03, a2a03Send, `{"kind":"task","id":"t-1","contextId":"%s","status":{"state":"completed"}}`, "completed"},
+		{"0.3 message", hostproto.A2A03, a2a03Send, `{"kind":"message","role":"agent","messageId":"m-2","contextId":"%s","parts":[]}`, "accepted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hp := newHandoffPair(t, handoffOptions{host: tc.host, app: func(w http.ResponseWriter, r *http.Request, _ []byte) {
@@ -217,9 +218,9 @@ func TestHandoffSection4Table1A2ATaskStates(t *testing.T) {
 				t.Fatalf("%d %s, application hits %d", res.StatusCode, body, hp.app.hits())
 			}
 			seen := hp.app.last()
-			ext := seen.Header.Get(handoff.A2AExtensionsHeader)
-			if tc.host == dialog.A2A03 {
-				ext = seen.Header.Get(handoff.A2A03ExtensionsHeader)
+			ext := seen.Header.Get(hostproto.A2AExtensionsHeader)
+			if tc.host == hostproto.A2A03 {
+				ext = seen.Header.Get(hostproto.A2A03ExtensionsHeader)
 			}
 			if !strings.Contains(ext, handoff.A2AExtensionURI) {
 				t.Fatalf("the extension is not listed in the request: %v", seen.Header)
@@ -257,7 +258,7 @@ const (
 // agent gets no body; the route uses WPTs, so that no response signature hides the
 // swap. Fields named like the proxy's from the upstream never reach the agent.
 func TestHandoffSection5_6TamperedStatusRefused(t *testing.T) {
-	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, method: proof.WPT, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, method: proof.WPT, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 		mcpResult(w, "failed")
 	}})
 	forger, _ := keys.Generate(keys.ES256)
@@ -313,7 +314,7 @@ func TestHandoffSection5_6TamperedStatusRefused(t *testing.T) {
 // it, with reason wrong-audience; the egress takes that signed rejection (it names
 // this offer and this workload), and the application does not run.
 func TestHandoffSection5_1WrongDelegateRejected(t *testing.T) {
-	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, delegate: "wimse://a.example/tool/t2"})
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, delegate: "wimse://a.example/tool/t2"})
 	res, body := hp.send(t, toolsCall, nil)
 	if res.StatusCode != 200 || hp.app.hits() != 0 {
 		t.Fatalf("%d %s, application hits %d", res.StatusCode, body, hp.app.hits())
@@ -330,7 +331,7 @@ func TestHandoffSection5_1WrongDelegateRejected(t *testing.T) {
 // a new request of the delegator) is not processed again: it gets the last status,
 // signed before, and the application is not reached.
 func TestHandoffSection5_3RetransmissionGetsLastStatus(t *testing.T) {
-	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 		mcpResult(w, "completed")
 	}})
 	res, body := hp.send(t, toolsCall, nil)
@@ -367,7 +368,7 @@ func TestHandoffSection5_3RetransmissionGetsLastStatus(t *testing.T) {
 // back without one (the agent gets the error and no status field), and the outcome the
 // application stated is recorded for a retransmission (section 5.3).
 func TestHandoffSection6JSONRPCErrorCarriesNoStatus(t *testing.T) {
-	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set(proxy.HandoffStatusField, "failed")
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"no rooms"}}`)
@@ -389,7 +390,7 @@ func TestHandoffSection6JSONRPCErrorCarriesNoStatus(t *testing.T) {
 // JSON-RPC error on 200, as the receiver's (dialog.WriteRefusal); the rest are problem
 // documents.
 func TestHandoffEgressRefusals(t *testing.T) {
-	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP})
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP})
 	withOffer, err := handoff.PutMCPRequest([]byte(`{"name":"x","_meta":{}}`), &handoff.Handoff{Offer: handoff.Signed{Form: handoff.JWS, Octets: []byte("a.b.c")}})
 	mustOK(t, err)
 	for _, tc := range []struct {
@@ -512,7 +513,7 @@ func TestHandoffIngressNoUnsignedSuccess(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, app: tc.app})
+			hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: tc.app})
 			res, body := hp.send(t, toolsCall, nil)
 			if code := errcode.CodeOf(problem.Read(res.StatusCode, body)); code != errcode.UpstreamUnavailable || hp.app.hits() != 1 {
 				t.Fatalf("%d %s", res.StatusCode, body)
@@ -534,7 +535,7 @@ func TestHandoffEgressConfig(t *testing.T) {
 		return proxy.EgressConfig{Self: a1, WIT: src, Responses: httpsig.NewVerifier(wit.NewValidator(d.trust)),
 			TTS: &txntoken.Client{TokenEndpoint: d.ttsURL + tts.PathToken, WITSource: src, Proof: proof.WPT}, Subject: selfSigned(d, a1, src),
 			HandoffKey: key, HandoffTrust: handoff.NewStaticTrust(),
-			Routes: []proxy.Route{{Prefix: "/t1", Upstream: "http://127.0.0.1:1/mcp", TxnAudience: td, Delegate: t1, Host: dialog.MCP}}}
+			Routes: []proxy.Route{{Prefix: "/t1", Upstream: "http://127.0.0.1:1/mcp", TxnAudience: td, Delegate: t1, Host: hostproto.MCP}}}
 	}
 	if _, err := proxy.NewEgress(base()); err != nil {
 		t.Fatal(err)

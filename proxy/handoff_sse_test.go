@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/agent"
-	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
@@ -64,7 +64,7 @@ const (
 // the application sent them.
 func TestHandoffSection6MCPEventStream(t *testing.T) {
 	stream := ": open\n\n" + mcpProgress + mcpSSEReply + ": bye\r\n\r\n"
-	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, app: sseApp(stream, "completed")})
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: sseApp(stream, "completed")})
 	res, body := hp.send(t, toolsCall, nil)
 	if res.StatusCode != 200 || res.Header.Get(proxy.HandoffStatusField) != "completed" || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("%d %v %s", res.StatusCode, res.Header, body)
@@ -101,15 +101,15 @@ func TestHandoffSection4A2AEventStream(t *testing.T) {
 	)
 	for _, tc := range []struct {
 		name, body, stream, stated string
-		host                       dialog.Host
+		host                       hostproto.Host
 		placed                     int // the event with the status
 		want                       handoff.State
 	}{
-		{"1.0 completed", a2a10Stream, task10 + working10 + done10 + art10, "", dialog.A2A10, 2, handoff.StateCompleted},
-		{"1.0 failed", a2a10Stream, task10 + failed10, "", dialog.A2A10, 1, handoff.StateFailed},
-		{"1.0 still working: the last event", a2a10Stream, task10 + working10, "", dialog.A2A10, 1, handoff.StateAccepted},
-		{"1.0 the application's field wins", a2a10Stream, task10 + failed10, "completed", dialog.A2A10, 1, handoff.StateCompleted},
-		{"0.3 final status update", a2a03Stream, task03 + done03, "", dialog.A2A03, 1, handoff.StateCompleted},
+		{"1.0 completed", a2a10Stream, task10 + working10 + done10 + art10, "", hostproto.A2A10, 2, handoff.StateCompleted},
+		{"1.0 failed", a2a10Stream, task10 + failed10, "", hostproto.A2A10, 1, handoff.StateFailed},
+		{"1.0 still working: the last event", a2a10Stream, task10 + working10, "", hostproto.A2A10, 1, handoff.StateAccepted},
+		{"1.0 the application's field wins", a2a10Stream, task10 + failed10, "completed", hostproto.A2A10, 1, handoff.StateCompleted},
+		{"0.3 final status update", a2a03Stream, task03 + done03, "", hostproto.A2A03, 1, handoff.StateCompleted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hp := newHandoffPair(t, handoffOptions{host: tc.host, app: sseApp(tc.stream, tc.stated)})
@@ -132,7 +132,7 @@ func TestHandoffSection4A2AEventStream(t *testing.T) {
 			}
 			mustOK(t, json.Unmarshal(sseData(got[tc.placed]), &env))
 			update := env.Result["statusUpdate"]
-			if tc.host == dialog.A2A03 {
+			if tc.host == hostproto.A2A03 {
 				update, _ = json.Marshal(env.Result)
 			}
 			st, err := handoff.A2ATaskStatus(update)
@@ -162,10 +162,10 @@ func TestHandoffSection5_6EventStreamRefused(t *testing.T) {
 	forger, _ := keys.Generate(keys.ES256)
 	for _, v := range []struct {
 		name, request, stream, marker, noResponse string
-		host                                      dialog.Host
+		host                                      hostproto.Host
 	}{
-		{"MCP", toolsCall, mcpProgress + mcpSSEReply, "booked", mcpProgress, dialog.MCP},
-		{"A2A 1.0", a2a10Stream, task10 + done10, "TASK_STATE_COMPLETED", artifact10, dialog.A2A10},
+		{"MCP", toolsCall, mcpProgress + mcpSSEReply, "booked", mcpProgress, hostproto.MCP},
+		{"A2A 1.0", a2a10Stream, task10 + done10, "TASK_STATE_COMPLETED", artifact10, hostproto.A2A10},
 	} {
 		hp := newHandoffPair(t, handoffOptions{host: v.host, method: proof.WPT, app: sseApp(v.stream, "failed")})
 		for _, tc := range []struct {
@@ -193,7 +193,7 @@ func TestHandoffSection5_6EventStreamRefused(t *testing.T) {
 				return append([]byte(": \xff\n\n"), body...)
 			}, []errcode.Code{errcode.UpstreamUnavailable}},
 			{"too many events", func(body []byte) []byte {
-				return append(bytes.Repeat([]byte(":\n\n"), proxy.MaxStreamEvents), body...)
+				return append(bytes.Repeat([]byte(":\n\n"), hostproto.MaxStreamEvents), body...)
 			}, []errcode.Code{errcode.UpstreamUnavailable}},
 			{"over MaxBody", func(body []byte) []byte {
 				return append(append([]byte(": "), bytes.Repeat([]byte("x"), proxy.MaxBody)...), append([]byte("\n\n"), body...)...)
@@ -252,7 +252,7 @@ func TestJSONRPC2Section5EventStreamResponseIDIsTheRequestIDsValue(t *testing.T)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stream := mcpProgress + strings.Replace(mcpSSEReply, `"id":7`, `"id":`+tc.responseID, 1)
-			hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, app: sseApp(stream, "completed")})
+			hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: sseApp(stream, "completed")})
 			res, body := hp.send(t, strings.Replace(toolsCall, `"id":7`, `"id":`+tc.requestID, 1), nil)
 			if res.StatusCode != 200 || res.Header.Get(proxy.HandoffStatusField) != "completed" {
 				t.Fatalf("%d %v %.300s", res.StatusCode, res.Header, body)
@@ -289,10 +289,10 @@ func TestHandoffIngressEventStreamRefused(t *testing.T) {
 		{"two responses", mcpSSEReply + mcpSSEReply, ""},
 		{"unterminated", strings.TrimSuffix(mcpSSEReply, "\n"), "failed"},
 		{"not UTF-8", ": \xff\n\n" + mcpSSEReply, ""},
-		{"too many events", strings.Repeat(":\n\n", proxy.MaxStreamEvents) + mcpSSEReply, ""},
+		{"too many events", strings.Repeat(":\n\n", hostproto.MaxStreamEvents) + mcpSSEReply, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, app: sseApp(tc.stream, tc.stated)})
+			hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: sseApp(tc.stream, tc.stated)})
 			res, body := hp.send(t, toolsCall, nil)
 			if code, ingress := hp.ingressCode(); code != errcode.UpstreamUnavailable || hp.app.hits() != 1 {
 				t.Fatalf("the ingress answered %s %.300s; the agent got %d %.300s", code, ingress, res.StatusCode, body)
@@ -317,7 +317,7 @@ func TestHandoffIngressEventStreamRefused(t *testing.T) {
 func TestHandoffSection6EventStreamErrorCarriesNoStatus(t *testing.T) {
 	// The error's data is on two lines, which the ingress leaves as they are.
 	stream := mcpProgress + "event: message\nid: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\ndata: \"error\":{\"code\":-32000,\"message\":\"no rooms\"}}\n\n"
-	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, app: sseApp(stream, "failed")})
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: sseApp(stream, "failed")})
 	res, body := hp.send(t, toolsCall, nil)
 	if res.StatusCode != 200 || string(body) != stream || res.Header.Get(proxy.HandoffStatusField) != "" || res.Header.Get(proxy.HandoffHopField) == "" {
 		t.Fatalf("%d %q %v", res.StatusCode, body, res.Header)
@@ -326,5 +326,24 @@ func TestHandoffSection6EventStreamErrorCarriesNoStatus(t *testing.T) {
 	mustOK(t, err)
 	if rec.State != string(handoff.StateFailed) || rec.LastStatus == nil {
 		t.Fatalf("the delegate recorded %+v", rec)
+	}
+}
+
+// One reading of Content-Type (hostproto.IsEventStream, as dialog's receiver reads it):
+// an event stream whose media type does not parse is no event stream, so the ingress
+// reads the reply as one JSON-RPC response, finds none, and refuses it rather than place
+// a status in events an agent's client may not read as a stream.
+func TestHandoffIngressMalformedEventStreamTypeIsNoStream(t *testing.T) {
+	app := func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "text/event-stream; charset")
+		_, _ = io.WriteString(w, mcpProgress+mcpSSEReply)
+	}
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: app})
+	res, body := hp.send(t, toolsCall, nil)
+	if code, ingress := hp.ingressCode(); code != errcode.UpstreamUnavailable || hp.app.hits() != 1 {
+		t.Fatalf("the ingress answered %s %.300s; the agent got %d %.300s", code, ingress, res.StatusCode, body)
+	}
+	if res.Header.Get(proxy.HandoffStatusField) != "" || strings.Contains(string(body), "booked") {
+		t.Fatal("a status or the stream for a reply that is no event stream")
 	}
 }

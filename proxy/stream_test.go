@@ -17,6 +17,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpserver"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/proxy"
@@ -308,7 +309,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // verifies it from it.
 func TestStreamSection5_6HandoffReplyIsReadWholeAndSigned(t *testing.T) {
 	stream := mcpProgress + mcpSSEReply
-	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, app: sseApp(stream, "completed"), streams: true})
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: sseApp(stream, "completed"), streams: true})
 	res, body := hp.send(t, toolsCall, nil)
 	if res.StatusCode != 200 || res.Header.Get(proxy.HandoffStatusField) != "completed" || res.ContentLength != int64(len(body)) {
 		t.Fatalf("%d %v length %d %s", res.StatusCode, res.Header, res.ContentLength, body)

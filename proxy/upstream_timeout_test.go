@@ -11,6 +11,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
@@ -205,7 +206,7 @@ func (blockedTTS) RoundTrip(r *http.Request) (*http.Response, error) {
 // with the code naming what did not answer (tts_unavailable) and kind incomplete, and
 // nothing goes upstream.
 func TestUpstreamTimeoutAtTheHandoffStep(t *testing.T) {
-	hp := newHandoffPair(t, handoffOptions{host: dialog.MCP, egress: func(c *proxy.EgressConfig) {
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, egress: func(c *proxy.EgressConfig) {
 		c.UpstreamTimeout = shortWrite
 		tts := *c.TTS
 		tts.HTTPClient = &http.Client{Transport: blockedTTS{}}

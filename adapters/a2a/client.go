@@ -12,6 +12,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 )
 
 // ClientConfig is the HTTP side and the handoff side of one A2A client.
@@ -89,7 +90,7 @@ type hopKey struct{}
 // Before lists the extension, notes the hop of an offer a message carries, and adds
 // the "canceled" status to the cancel of a task an offer opened.
 func (ic *Interceptor) Before(ctx context.Context, req *a2aclient.Request) (context.Context, error) {
-	for _, name := range []string{handoff.A2AExtensionsHeader, handoff.A2A03ExtensionsHeader} {
+	for _, name := range []string{hostproto.A2AExtensionsHeader, hostproto.A2A03ExtensionsHeader} {
 		req.Meta[name] = appendOnce(req.Meta[name], handoff.A2AExtensionURI)
 	}
 	if ic.delegator == nil {

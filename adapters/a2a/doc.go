@@ -17,7 +17,7 @@
 // from an event of message/stream.
 //
 // Server side: Handler puts a dialog.Receiver in front of a2a-go's JSON-RPC handler;
-// build the receiver with dialog.WithHandoffsIn(hr, dialog.A2A03), so that a handoff
+// build the receiver with dialog.WithHandoffsIn(hr, hostproto.A2A03), so that a handoff
 // anywhere but params.message.metadata of "message/send" or "message/stream" is
 // refused, a message whose contextId is not its Dialog-Context dlg is refused, a
 // retransmission is answered from the records (only to an authenticated offer.iss) and

@@ -17,6 +17,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/internal/adaptertest"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 )
@@ -107,7 +108,7 @@ func TestA2ASec6_OfferAcceptedAndCompleted(t *testing.T) {
 		if hd.Get("Signature-Input") == "" || hd.Get(dialog.HeaderName) != dc.Value() || hd.Get(txntoken.HeaderName) == "" {
 			t.Fatalf("A2A request %d was not proved in the dialog: %v", i, hd)
 		}
-		for _, name := range []string{handoff.A2AExtensionsHeader, handoff.A2A03ExtensionsHeader} {
+		for _, name := range []string{hostproto.A2AExtensionsHeader, hostproto.A2A03ExtensionsHeader} {
 			if !slices.Contains(hd.Values(name), handoff.A2AExtensionURI) {
 				t.Fatalf("A2A request %d does not list the extension in %s: %v", i, name, hd)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/testbed"
@@ -48,7 +49,7 @@ func Example() {
 	hr := handoff.NewReceiver(hotel.ID.String(), handoffs.Trust, store.NewMemoryRecords(), handoff.WithStatusKey(handoffs.DelegateKey), handoff.WithRecordsLostAt(time.Time{}))
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
-		dialog.WithHandoffsIn(hr, dialog.A2A03),
+		dialog.WithHandoffsIn(hr, hostproto.A2A03),
 	)
 	if err != nil {
 		panic(err)

@@ -18,7 +18,7 @@ type verifiedKey struct{}
 
 // Handler serves h over a2a-go's JSON-RPC transport behind rc: every request is
 // verified first, and refused, or answered for a refused handoff, without reaching
-// a2a-go. Build rc with dialog.WithHandoffsIn(hr, dialog.A2A03). What rc verified
+// a2a-go. Build rc with dialog.WithHandoffsIn(hr, hostproto.A2A03). What rc verified
 // goes into the call's context (Verified), which a2a-go hands on to the executor; the
 // request's header fields go into a2a-go's CallContext as its RequestMeta, so that
 // a2asrv.ExtensionsFrom sees the extensions the client listed (a2a-go's JSON-RPC

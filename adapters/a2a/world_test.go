@@ -12,6 +12,7 @@ import (
 	dialoga2a "github.com/dialogtrust/dialogtrust/adapters/a2a"
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/internal/adaptertest"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -25,7 +26,7 @@ func newWorld(tb testing.TB) *world { return &world{adaptertest.NewWorld(tb, "/a
 
 // receiver is the hotel's dialog receiver: handoffs in A2A 0.3 messages.
 func (w *world) receiver(tb testing.TB, url string) *dialog.Receiver {
-	return w.Receiver(tb, url, dialog.A2A03)
+	return w.Receiver(tb, url, hostproto.A2A03)
 }
 
 // client connects the planner to the hotel's A2A server in dialog dc, over a2a-go's

@@ -13,6 +13,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 )
 
 // ClientConfig is the HTTP side of one MCP client session.
@@ -94,8 +95,8 @@ func (rt *roundTripper) inspect(req *http.Request, body []byte) ([]byte, callKey
 	var method string
 	_ = json.Unmarshal(env["method"], &method)
 	session := req.Header.Get("Mcp-Session-Id")
-	switch method {
-	case "tools/call":
+	switch {
+	case hostproto.MCP.IsOfferMethod(method):
 		id := env["id"]
 		h, err := handoff.MCPRequestHandoff(env["params"])
 		if err != nil || h == nil || len(id) == 0 {
@@ -108,7 +109,7 @@ func (rt *roundTripper) inspect(req *http.Request, body []byte) ([]byte, callKey
 		key := callKey{session, string(id)}
 		rt.remember(key, o.Hop)
 		return body, key, nil
-	case "notifications/cancelled":
+	case method == hostproto.MCP.CancelMethod():
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`
 		}

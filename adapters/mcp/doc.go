@@ -24,7 +24,7 @@
 // dialog and Txn-Token.
 //
 // Server side: Handler puts a dialog.Receiver in front of go-sdk's streamable HTTP
-// handler; build the receiver with dialog.WithHandoffsIn(hr, dialog.MCP), so that a
+// handler; build the receiver with dialog.WithHandoffsIn(hr, hostproto.MCP), so that a
 // handoff anywhere but params._meta of an MCP request is refused, a retransmission is
 // answered from the records (only to an authenticated offer.iss) and a rejection with
 // its signed status, both without the tool. Verified gives a tool handler what the

@@ -13,6 +13,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/testbed"
@@ -47,7 +48,7 @@ func Example() {
 	hr := handoff.NewReceiver(hotel.ID.String(), handoffs.Trust, store.NewMemoryRecords(), handoff.WithStatusKey(handoffs.DelegateKey), handoff.WithRecordsLostAt(time.Time{}))
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
-		dialog.WithHandoffsIn(hr, dialog.MCP),
+		dialog.WithHandoffsIn(hr, hostproto.MCP),
 	)
 	if err != nil {
 		panic(err)

@@ -28,7 +28,7 @@ var verified sync.Map // reference -> *dialog.Verified
 // Handler serves the MCP servers getServer returns over go-sdk's streamable HTTP
 // transport, behind rc: every HTTP request (initialize, tool calls, notifications, the
 // event stream) is verified first, and refused, or answered for a refused handoff,
-// without reaching go-sdk. Build rc with dialog.WithHandoffsIn(hr, dialog.MCP).
+// without reaching go-sdk. Build rc with dialog.WithHandoffsIn(hr, hostproto.MCP).
 // opts.JSONResponse lets rc sign responses (a signer buffers the whole response).
 //
 // An MCP session belongs to the workload whose proof opened it: a request naming a

@@ -9,6 +9,7 @@ import (
 	dialogmcp "github.com/dialogtrust/dialogtrust/adapters/mcp"
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/internal/adaptertest"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -22,7 +23,7 @@ func newWorld(tb testing.TB) *world { return &world{adaptertest.NewWorld(tb, "/t
 
 // receiver is the hotel's dialog receiver: handoffs in MCP requests.
 func (w *world) receiver(tb testing.TB, url string) *dialog.Receiver {
-	return w.Receiver(tb, url, dialog.MCP)
+	return w.Receiver(tb, url, hostproto.MCP)
 }
 
 // session connects the planner to the hotel's MCP server in dialog dc.

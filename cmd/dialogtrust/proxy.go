@@ -24,6 +24,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
@@ -617,14 +618,14 @@ func checkRouteBoundary(r RouteConfig, t *EgressTTSConfig) error {
 }
 
 // parseHost reads a host protocol name of the configuration.
-func parseHost(s string) (dialog.Host, error) {
+func parseHost(s string) (hostproto.Host, error) {
 	switch s {
 	case "mcp":
-		return dialog.MCP, nil
+		return hostproto.MCP, nil
 	case "a2a03":
-		return dialog.A2A03, nil
+		return hostproto.A2A03, nil
 	case "a2a10":
-		return dialog.A2A10, nil
+		return hostproto.A2A10, nil
 	}
 	return 0, fmt.Errorf("host %q: mcp, a2a03 or a2a10", s)
 }
@@ -1045,7 +1046,7 @@ func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src 
 			return nil, nil, nil, err
 		}
 		s.OnClose(closeRecords)
-		var hosts []dialog.Host
+		var hosts []hostproto.Host
 		for _, name := range in.HandoffHosts {
 			h, _ := parseHost(name)
 			hosts = append(hosts, h)

@@ -7,6 +7,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -68,7 +69,7 @@ func NewWorld(tb testing.TB, hotelPath string) *World {
 
 // Receiver is the hotel's dialog receiver at url: HTTP signatures, Txn-Tokens of
 // a.example, handoffs in the requests of host.
-func (w *World) Receiver(tb testing.TB, url string, host dialog.Host) *dialog.Receiver {
+func (w *World) Receiver(tb testing.TB, url string, host hostproto.Host) *dialog.Receiver {
 	tb.Helper()
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(w.WITs, httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),

@@ -57,7 +57,7 @@ func list(t *testing.T, patterns ...string) []pkg {
 // tracing module.
 func TestLibrariesLinkNoServiceModules(t *testing.T) {
 	light := []string{"./dialog", "./agent", "./wit", "./wpt", "./httpsig", "./handoff", "./txntoken",
-		"./proof", "./oauth", "./chaining", "./jose", "./keys", "./identifier", "./errcode", "./problem", "./store", "./wic", "./proxy", "./tokenhash"}
+		"./proof", "./oauth", "./chaining", "./jose", "./keys", "./identifier", "./errcode", "./problem", "./store", "./wic", "./proxy", "./tokenhash", "./hostproto"}
 	for _, p := range list(t, light...) {
 		for _, d := range p.Deps {
 			for _, h := range heavy {

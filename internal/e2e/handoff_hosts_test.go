@@ -10,6 +10,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/store"
 )
@@ -89,8 +90,8 @@ func TestHandoffSec6_A2A10OfferAccepted(t *testing.T) {
 // protocol carries errors; a batch, which is not one request, with the problem document.
 func TestHandoffSec6_UnplacedHandoffRefused(t *testing.T) {
 	ctx := context.Background()
-	only03 := dialog.WithHandoffsIn(handoff.NewReceiver("spiffe://a.example/agent/a3", handoff.NewStaticTrust(), store.NewMemoryRecords()), dialog.A2A03)
-	onlyMCP := dialog.WithHandoffsIn(handoff.NewReceiver("spiffe://a.example/agent/a3", handoff.NewStaticTrust(), store.NewMemoryRecords()), dialog.MCP)
+	only03 := dialog.WithHandoffsIn(handoff.NewReceiver("spiffe://a.example/agent/a3", handoff.NewStaticTrust(), store.NewMemoryRecords()), hostproto.A2A03)
+	onlyMCP := dialog.WithHandoffsIn(handoff.NewReceiver("spiffe://a.example/agent/a3", handoff.NewStaticTrust(), store.NewMemoryRecords()), hostproto.MCP)
 	cases := []struct {
 		name string
 		opts []dialog.ReceiverOption

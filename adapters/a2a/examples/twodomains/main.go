@@ -31,6 +31,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/testbed"
@@ -175,7 +176,7 @@ func serveHotel(ctx context.Context, p *testbed.Steps, b *testbed.Domain, hotel 
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(witsAB, httpsig.WithAudiences(endpoint, base+cardPath), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())),
 		testbed.SignsResponses(hotel),
-		dialog.WithHandoffsIn(hr, dialog.A2A03),
+		dialog.WithHandoffsIn(hr, hostproto.A2A03),
 	)
 	if err != nil {
 		return "", nil, nil, err

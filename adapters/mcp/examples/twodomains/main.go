@@ -26,6 +26,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/testbed"
@@ -155,7 +156,7 @@ func serveHotel(ctx context.Context, p *testbed.Steps, b *testbed.Domain, hotel 
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(witsAB, httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())),
 		testbed.SignsResponses(hotel),
-		dialog.WithHandoffsIn(hr, dialog.MCP),
+		dialog.WithHandoffsIn(hr, hostproto.MCP),
 	)
 	if err != nil {
 		return "", nil, nil, err

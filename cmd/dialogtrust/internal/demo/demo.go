@@ -16,6 +16,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -637,7 +638,7 @@ func selfSigned(d Domain, wl workload) agent.SubjectFunc {
 // section 6) under both header names; the linker sets its body.
 func a2aPost(url string) *http.Request {
 	req := post(url, "{}")
-	handoff.AddA2A03Extension(req.Header)
+	hostproto.AddA2A03Extension(req.Header)
 	return req
 }
 

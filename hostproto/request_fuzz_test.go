@@ -1,4 +1,4 @@
-package dialog
+package hostproto
 
 import (
 	"testing"
@@ -23,8 +23,8 @@ func FuzzHandoffSec6_EveryHandoffKeyIsPlacedOrRefused(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, hosts := range [][]Host{allHosts, {MCP}, {A2A03}, {A2A10}} {
-			p, err := placeIn(body, hosts)
+		for _, hosts := range [][]Host{Hosts(), {MCP}, {A2A03}, {A2A10}} {
+			p, err := Find(body, hosts)
 			if err != nil {
 				continue
 			}
@@ -32,7 +32,7 @@ func FuzzHandoffSec6_EveryHandoffKeyIsPlacedOrRefused(f *testing.F) {
 			if err != nil {
 				t.Fatalf("placed a body the scanner refuses: %v", err)
 			}
-			read := count(p.handoff != nil) + count(p.cancel != nil)
+			read := count(p.Handoff != nil) + count(p.Cancel != nil)
 			if n != read {
 				t.Fatalf("%d handoff keys in the body, %d read, hosts %v: %q", n, read, hosts, body)
 			}

@@ -1,4 +1,4 @@
-package proxy
+package hostproto
 
 import (
 	"bytes"
@@ -6,9 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/dialogtrust/dialogtrust/internal/exactjson"
 )
 
-// sameJSONRPCID reports whether two JSON-RPC ids are the same id: a response carries
+// SameID reports whether two JSON-RPC ids are the same id: a response carries
 // "the same value as the id member in the Request Object" (JSON-RPC 2.0, section 5), a
 // value and not a text, so a server that writes the id again in its own way (another
 // JSON library, a re-escaped string) still answers the request. The rule:
@@ -28,14 +30,14 @@ import (
 // a number whose exponent has more than maxIDExponentDigits digits, and an object, array
 // or boolean (no JSON-RPC id at all). So any two ids of the same compact text match. An
 // absent or malformed id matches nothing. The work is linear in the ids' lengths (no
-// exponent is expanded), and the ids are bounded by the bodies they come in (MaxBody).
-func sameJSONRPCID(a, b json.RawMessage) bool {
+// exponent is expanded), and the ids are bounded by the bodies they come in (proxy.MaxBody).
+func SameID(a, b json.RawMessage) bool {
 	ia, okA := parseJSONRPCID(a)
 	ib, okB := parseJSONRPCID(b)
 	return okA && okB && ia.same(ib)
 }
 
-// jsonrpcID is an id read once to be compared with many (sameJSONRPCID).
+// jsonrpcID is an id read once to be compared with many (SameID).
 type jsonrpcID struct {
 	kind    byte   // '"' a string, '0' a number, 'n' null, 'o' anything else
 	text    []byte // the id, valid JSON without surrounding white space ('o': compact)
@@ -62,12 +64,12 @@ func parseJSONRPCID(raw json.RawMessage) (jsonrpcID, bool) {
 		id.kind = 'n'
 	default: // an object, an array or a boolean: no JSON-RPC id, compared as written
 		id.kind = 'o'
-		id.text, _ = compactJSON(raw)
+		id.text, _ = CompactJSON(raw)
 	}
 	return id, true
 }
 
-// same reports whether a and b are one id (sameJSONRPCID).
+// same reports whether a and b are one id (SameID).
 func (a jsonrpcID) same(b jsonrpcID) bool {
 	switch {
 	case a.kind != b.kind:
@@ -180,4 +182,36 @@ func idNumber(n []byte) (decimalValue, bool) {
 	}
 	v.digits, v.exp = digits, point+exp
 	return v, true
+}
+
+// ValidID reports an id a JSON-RPC response can echo: a string or a number (MCP
+// forbids null, and JSON-RPC keeps null for an id that could not be read).
+func ValidID(id json.RawMessage) bool {
+	var v any
+	if len(id) == 0 || exactjson.Unmarshal(id, &v) != nil {
+		return false
+	}
+	switch v.(type) {
+	case string, float64:
+		return true
+	}
+	return false
+}
+
+// RequestID is the id member of a JSON-RPC request body (nil without one).
+func RequestID(body []byte) json.RawMessage {
+	var env struct {
+		ID json.RawMessage `json:"id"`
+	}
+	_ = json.Unmarshal(body, &env)
+	return env.ID
+}
+
+// CompactJSON is raw without insignificant white space, for comparing identifiers.
+func CompactJSON(raw json.RawMessage) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

@@ -1,4 +1,4 @@
-package proxy
+package hostproto
 
 import (
 	"encoding/json"
@@ -70,11 +70,11 @@ func TestJSONRPC2Section5ResponseIDIsTheRequestIDsValue(t *testing.T) {
 		{"an array and its element", `[1]`, `1`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := sameJSONRPCID(json.RawMessage(tc.a), json.RawMessage(tc.b)); got != tc.same {
-				t.Fatalf("sameJSONRPCID(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.same)
+			if got := SameID(json.RawMessage(tc.a), json.RawMessage(tc.b)); got != tc.same {
+				t.Fatalf("SameID(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.same)
 			}
-			if got := sameJSONRPCID(json.RawMessage(tc.b), json.RawMessage(tc.a)); got != tc.same {
-				t.Fatalf("sameJSONRPCID(%s, %s) = %v, want %v (not symmetric)", tc.b, tc.a, got, tc.same)
+			if got := SameID(json.RawMessage(tc.b), json.RawMessage(tc.a)); got != tc.same {
+				t.Fatalf("SameID(%s, %s) = %v, want %v (not symmetric)", tc.b, tc.a, got, tc.same)
 			}
 		})
 	}
@@ -89,11 +89,11 @@ func FuzzSameJSONRPCIDKeepsEqualTexts(f *testing.F) {
 		if !json.Valid([]byte(s)) {
 			return
 		}
-		c, err := compactJSON(json.RawMessage(s))
+		c, err := CompactJSON(json.RawMessage(s))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !sameJSONRPCID(json.RawMessage(s), c) {
+		if !SameID(json.RawMessage(s), c) {
 			t.Fatalf("%q and its compact form %q do not match", s, c)
 		}
 	})
@@ -102,10 +102,10 @@ func FuzzSameJSONRPCIDKeepsEqualTexts(f *testing.F) {
 // A number id with a long mantissa or exponent is compared without expanding it.
 func TestJSONRPCIDNumberIsNotExpanded(t *testing.T) {
 	long := "1" + strings.Repeat("0", 1<<20)
-	if !sameJSONRPCID(json.RawMessage(long), json.RawMessage("1e"+itoa(1<<20))) {
+	if !SameID(json.RawMessage(long), json.RawMessage("1e"+itoa(1<<20))) {
 		t.Fatal("10^(2^20) written two ways is not one id")
 	}
-	if !sameJSONRPCID(json.RawMessage("1e999999999999999"), json.RawMessage("10e999999999999998")) {
+	if !SameID(json.RawMessage("1e999999999999999"), json.RawMessage("10e999999999999998")) {
 		t.Fatal("10^999999999999999 written two ways is not one id")
 	}
 }

@@ -1,13 +1,13 @@
-package proxy
+package hostproto
 
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
-	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 )
 
@@ -60,8 +60,8 @@ func TestParseEventStream(t *testing.T) {
 			}
 		})
 	}
-	if _, err := parseEventStream(bytes.Repeat([]byte("\n"), MaxBody+1)); errcode.CodeOf(err) != errcode.BodyTooLarge {
-		t.Fatalf("over MaxBody: %v", err)
+	if _, err := parseEventStream(bytes.Repeat([]byte("\n"), testMaxBody+1)); errcode.CodeOf(err) != errcode.BodyTooLarge {
+		t.Fatalf("over the bound: %v", err)
 	}
 	if _, err := parseEventStream([]byte(strings.Repeat(":\n\n", MaxStreamEvents))); err != nil {
 		t.Fatalf("MaxStreamEvents events: %v", err)
@@ -84,31 +84,31 @@ func TestStreamReply(t *testing.T) {
 	)
 	for _, tc := range []struct {
 		name   string
-		host   dialog.Host
+		host   Host
 		id     string
 		stream string
 		want   int // index of the event, -1 for none
 	}{
-		{"MCP among others", dialog.MCP, "7", note + other + ping + mcp + note, 3},
-		{"MCP none", dialog.MCP, "7", note + other + ping, -1},
-		{"MCP twice", dialog.MCP, "7", mcp + mcp, -1},
-		{"A2A terminal before an artifact", dialog.A2A10, `"r1"`, work + done + art, 1},
-		{"A2A no terminal: the last update, not an artifact", dialog.A2A10, `"r1"`, work + art, 0},
-		{"A2A only artifacts", dialog.A2A10, `"r1"`, art, -1},
-		{"A2A 0.3 final status update", dialog.A2A03, `"r1"`, fail03, 0},
-		{"wrong id type", dialog.A2A10, `1`, work, -1},
-		{"wrong id type: a string of the number", dialog.MCP, "7", strings.Replace(mcp, "7", `"7"`, 1), -1},
-		{"MCP the id written 7.0", dialog.MCP, "7", note + strings.Replace(mcp, "7", "7.0", 1), 1},
-		{"MCP 7 and 7e0 are one id: twice", dialog.MCP, "7", mcp + strings.Replace(mcp, "7", "7e0", 1), -1},
-		{"A2A the request's id escaped", dialog.A2A10, `"\u0072\u0031"`, work + done, 1},
-		{"A2A the response's id escaped", dialog.A2A10, `"r1"`, strings.Replace(done, `"r1"`, `"r\u0031"`, 1), 0},
-		{"A2A another string id", dialog.A2A10, `"r2"`, work + done, -1},
-		{"a null request id", dialog.MCP, "null", strings.Replace(mcp, "7", "null", 1), -1},
+		{"MCP among others", MCP, "7", note + other + ping + mcp + note, 3},
+		{"MCP none", MCP, "7", note + other + ping, -1},
+		{"MCP twice", MCP, "7", mcp + mcp, -1},
+		{"A2A terminal before an artifact", A2A10, `"r1"`, work + done + art, 1},
+		{"A2A no terminal: the last update, not an artifact", A2A10, `"r1"`, work + art, 0},
+		{"A2A only artifacts", A2A10, `"r1"`, art, -1},
+		{"A2A 0.3 final status update", A2A03, `"r1"`, fail03, 0},
+		{"wrong id type", A2A10, `1`, work, -1},
+		{"wrong id type: a string of the number", MCP, "7", strings.Replace(mcp, "7", `"7"`, 1), -1},
+		{"MCP the id written 7.0", MCP, "7", note + strings.Replace(mcp, "7", "7.0", 1), 1},
+		{"MCP 7 and 7e0 are one id: twice", MCP, "7", mcp + strings.Replace(mcp, "7", "7e0", 1), -1},
+		{"A2A the request's id escaped", A2A10, `"\u0072\u0031"`, work + done, 1},
+		{"A2A the response's id escaped", A2A10, `"r1"`, strings.Replace(done, `"r1"`, `"r\u0031"`, 1), 0},
+		{"A2A another string id", A2A10, `"r2"`, work + done, -1},
+		{"a null request id", MCP, "null", strings.Replace(mcp, "7", "null", 1), -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			evs, err := parseEventStream([]byte(tc.stream))
 			noErr(t, err)
-			i, err := streamReply(tc.host, evs, json.RawMessage(tc.id))
+			i, err := StreamReply(tc.host, evs, json.RawMessage(tc.id))
 			if tc.want < 0 {
 				if err == nil {
 					t.Fatalf("event %d found", i)
@@ -128,12 +128,17 @@ func TestReplaceEventData(t *testing.T) {
 	in := ": hi\r\nevent: message\r\nid: 1\r\ndata: a\r\n\r\nevent: message\nid: 2\ndata: {\"x\":\ndata: 1}\nretry: 5\n\n: bye\n\n"
 	evs, err := parseEventStream([]byte(in))
 	noErr(t, err)
-	out := replaceEventData([]byte(in), evs[1], []byte(`{"x":2}`))
+	out := ReplaceEventData([]byte(in), evs[1], []byte(`{"x":2}`))
 	want := ": hi\r\nevent: message\r\nid: 1\r\ndata: a\r\n\r\nevent: message\nid: 2\ndata: {\"x\":2}\nretry: 5\n\n: bye\n\n"
 	if string(out) != want {
 		t.Fatalf("%q\nwant %q", out, want)
 	}
 }
+
+// testMaxBody is the bound the proxies read an event stream within (proxy.MaxBody).
+const testMaxBody = 8 << 20
+
+func parseEventStream(b []byte) ([]Event, error) { return ParseEventStream(b, testMaxBody) }
 
 func noErr(t *testing.T, err error) {
 	t.Helper()
@@ -185,7 +190,7 @@ func FuzzParseEventStream(f *testing.F) {
 			if !ev.hasData {
 				continue
 			}
-			out := replaceEventData(b, ev, []byte(`{"placed":true}`))
+			out := ReplaceEventData(b, ev, []byte(`{"placed":true}`))
 			again, err := parseEventStream(out)
 			if err != nil || len(again) != len(evs) {
 				t.Fatalf("after replacing event %d: %v, %d events of %d", i, err, len(again), len(evs))
@@ -200,4 +205,29 @@ func FuzzParseEventStream(f *testing.F) {
 			break
 		}
 	})
+}
+
+// One reading of Content-Type for every user (dialog's held or streamed responses, the
+// proxies' replies to offers): a media type that does not parse declares no event
+// stream, whatever its type, so a malformed text/event-stream is held and signed by a
+// receiver and read as one JSON body by the proxies, never streamed past them.
+func TestIsEventStreamOnlyForAWellFormedMediaType(t *testing.T) {
+	for _, tc := range []struct {
+		ct   string
+		want bool
+	}{
+		{"text/event-stream", true},
+		{"text/event-stream; charset=utf-8", true},
+		{"Text/Event-Stream", true},
+		{"text/event-stream; charset", false},  // a parameter without a value
+		{"text/event-stream; =utf-8", false},   // a value without a name
+		{"text/event-stream; a=1; a=2", false}, // a parameter twice
+		{"text/event-stream, application/json", false},
+		{"application/json", false},
+		{"", false},
+	} {
+		if got := IsEventStream(http.Header{"Content-Type": {tc.ct}}); got != tc.want {
+			t.Errorf("%q: %v, want %v", tc.ct, got, tc.want)
+		}
+	}
 }
