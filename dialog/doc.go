@@ -3,8 +3,9 @@
 //
 // Read receiver.go first (Receiver: the checks of section 12 and the Verified result),
 // then context.go (the Dialog-Context field), registry.go (stateful dialogs),
-// provenance.go (section 9) and response.go (response signing). handoff.go and host.go
-// carry handoffs in the host protocols' messages.
+// provenance.go (section 9) and response.go (response signing). handoff.go wires the
+// handoff receiver into the checks; where the host protocols carry handoffs is package
+// hostproto's.
 //
 // # The Dialog-Context field (sections 4, 5, 7)
 //
