@@ -195,7 +195,7 @@ func (p *peerClientAuth) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // serve sends out, the agent's request already cleaned (egress.serve), in the linked
 // dialog of dc, and writes the answer for the agent.
-func (b *boundaryLink) serve(ctx context.Context, w http.ResponseWriter, out *http.Request, dc *dialog.Context, start bool) error {
+func (b *boundaryLink) serve(ctx context.Context, w http.ResponseWriter, out *http.Request, dc *dialog.Context, start bool, note refusalNote) error {
 	if start || dc == nil {
 		return errcode.New(errcode.InvalidRequest, "a route crossing a trust boundary continues a dialog of this domain in a linked dialog: send that dialog's Dialog-Context (section 11)")
 	}
@@ -217,7 +217,7 @@ func (b *boundaryLink) serve(ctx context.Context, w http.ResponseWriter, out *ht
 	}
 	if l.d2 == nil {
 		defer func() { <-l.sem }()
-		return b.start(ctx, w, out, dc, l)
+		return b.start(ctx, w, out, dc, l, note)
 	}
 	if !b.now().Before(l.renew) {
 		if err := b.renew(ctx, dc, l); err != nil {
@@ -239,11 +239,11 @@ func (b *boundaryLink) serve(ctx context.Context, w http.ResponseWriter, out *ht
 		return upstreamError(err)
 	}
 	defer res.Body.Close()
-	return writeLinked(w, res, dc, d2, true, false)
+	return writeLinked(w, res, dc, d2, true, false, note)
 }
 
 // start is Figure 5 steps 1 to 3 for the first request in D1 (l.sem held).
-func (b *boundaryLink) start(ctx context.Context, w http.ResponseWriter, out *http.Request, dc *dialog.Context, l *link) error {
+func (b *boundaryLink) start(ctx context.Context, w http.ResponseWriter, out *http.Request, dc *dialog.Context, l *link, note refusalNote) error {
 	txn, err := b.txn.TxnToken(ctx, dc.DLG())
 	if err != nil {
 		return upstreamError(err)
@@ -261,7 +261,7 @@ func (b *boundaryLink) start(ctx context.Context, w http.ResponseWriter, out *ht
 		l.d2, l.accessToken, l.cred, l.txnToken = linked.Dialog, linked.AccessToken, linked.Credential, txn
 		l.renew = renewAt(b.now(), linked.Expiry, linked.Credential.Expiry)
 	}
-	return writeLinked(w, linked.Response, dc, linked.Dialog, l.d2 != nil, true)
+	return writeLinked(w, linked.Response, dc, linked.Dialog, l.d2 != nil, true, note)
 }
 
 // renew obtains a new access token for l's D2 (steps 1 and 2 again, with the WIT the
@@ -336,7 +336,7 @@ func (b *boundaryLink) entry(dc *dialog.Context) *link {
 // over D2, its WIT and any Txn-Token, provenance or Dialogtrust-* field it sent are
 // removed. linked says whether D2 exists (a refused first request leaves none), and
 // established whether this request started it.
-func writeLinked(w http.ResponseWriter, res *http.Response, d1, d2 *dialog.Context, linked, established bool) error {
+func writeLinked(w http.ResponseWriter, res *http.Response, d1, d2 *dialog.Context, linked, established bool, note refusalNote) error {
 	body, err := readBounded(res.Body, "upstream response")
 	if err != nil {
 		return errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream's response is not usable")
@@ -353,6 +353,7 @@ func writeLinked(w http.ResponseWriter, res *http.Response, d1, d2 *dialog.Conte
 		res.Header.Set(LinkedDialogField, d2.DLG())
 		res.Header.Set(LinkedEstablishedField, boolText(established))
 	}
+	note(res, body) // a refusal of the peer's is marked and logged as the upstream's
 	writeResponse(w, res, body)
 	return nil
 }

@@ -219,3 +219,26 @@ func TestDialogBindingSec11_BoundaryIngressRefusalNotKept(t *testing.T) {
 		t.Fatal("a refused request reached the application")
 	}
 }
+
+// Issue 22 point 5 on a route crossing a trust boundary: a refusal of the peer's
+// ingress reaches the agent with the peer's code, marked as the upstream's
+// (RefusedByField), as on any other route.
+func TestIssue22Point5_BoundaryRouteRefusalMarkedUpstream(t *testing.T) {
+	bw := newBoundary(t)
+	if res, body := bw.call(t, "/b1", `{}`); res.StatusCode != 200 || res.Header.Get(proxy.RefusedByField) != "" {
+		t.Fatalf("%d %s %v", res.StatusCode, body, res.Header)
+	}
+	// B1's ingress asks TTS B again past its kept Txn-Token's renewal time, and TTS B
+	// refuses it.
+	bw.clock.Advance(31 * time.Second)
+	bw.refuseTTSB.Store(true)
+	res, body := bw.call(t, "/b1", `{}`)
+	ex := bw.exchangesAtTTSB(t)
+	want, _ := jsonOf(t, ex[len(ex)-1].resBody)["code"].(string)
+	if code := codeOf(res.StatusCode, body); res.StatusCode < 400 || code != errcode.Code(want) || code == errcode.Unmapped {
+		t.Fatalf("the agent got %d %s (code %s), TTS B refused with %s", res.StatusCode, body, code, want)
+	}
+	if got := res.Header.Get(proxy.RefusedByField); got != "upstream" {
+		t.Fatalf("%s = %q, want upstream: %d %s", proxy.RefusedByField, got, res.StatusCode, body)
+	}
+}

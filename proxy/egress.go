@@ -358,7 +358,8 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	if x.rt.link != nil {
 		// The link reads the answer whole and writes it before it returns.
-		if err := x.rt.link.serve(x.ctx, w, out, x.dc, x.start); err != nil {
+		note := func(res *http.Response, body []byte) { e.noteUpstreamRefusal(r, res, body) }
+		if err := x.rt.link.serve(x.ctx, w, out, x.dc, x.start, note); err != nil {
 			return x.wait.refusal(err)
 		}
 		return nil

@@ -68,6 +68,10 @@ func (e *Egress) logRefusal(r *http.Request, err error, status int, by string) {
 		"path", errcode.Cut(r.URL.Path), "error", err.Error())
 }
 
+// refusalNote is noteUpstreamRefusal for one request, given to the code that writes an
+// upstream's answer (a boundary route's, writeLinked).
+type refusalNote func(res *http.Response, body []byte)
+
 // noteUpstreamRefusal marks an upstream's answer of status 400 or more, passed on as it
 // came, as the upstream's, and logs it with its code when body (read whole) is a
 // problem document or a JSON-RPC refusal.
