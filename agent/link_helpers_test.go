@@ -146,7 +146,7 @@ func (d *domain) witIssuer(t *testing.T) http.Handler {
 func (d *domain) workload(t *testing.T, path string, alg string) *workloadCreds {
 	id := identifier.MustParse("wimse://" + d.name + path)
 	c := &witissuer.Client{Endpoint: d.witURL + "/v1/wit", Audience: d.witURL, Subject: id.String(), Now: d.clock.Now}
-	return &workloadCreds{id: id, src: c.Source(wit.SourceClock(d.clock.Now), wit.SourceAlg(alg))}
+	return &workloadCreds{id: id, src: c.Source(wit.WithClock(d.clock.Now), wit.WithKeyAlgorithm(alg))}
 }
 
 // trustOf trusts the WIT issuers of ds through their JWKS URLs (fetched lazily).

@@ -160,7 +160,7 @@ type Workload struct {
 func (d *Domain) Workload(path string) Workload {
 	id := identifier.MustParse("wimse://" + d.Name + path)
 	c := &witissuer.Client{Endpoint: d.WITURL + witissuer.PathWIT, Audience: d.WITURL, Subject: id.String()}
-	return Workload{ID: id, Source: c.Source(wit.SourceAlg(keys.ES256))}
+	return Workload{ID: id, Source: c.Source(wit.WithKeyAlgorithm(keys.ES256))}
 }
 
 // WITs validates the WITs of ds through their issuers' JWKS.

@@ -18,7 +18,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/internal/adaptertest"
-	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
@@ -162,7 +161,7 @@ func TestA2ASec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 
 	other := w.Dom.Workload(t, "/agent/other", "ES256")
 	rec := &adaptertest.Recorder{}
-	c2 := w.clientAs(t, testbed.Pinned(&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}), nil, url, dc, rec)
+	c2 := w.clientAs(t, &wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}, nil, url, dc, rec)
 	res, err := c2.SendMessage(context.Background(), &a2a.MessageSendParams{Message: m2})
 	if err == nil {
 		if st, _ := dialoga2a.ReplyStatus(res); st != nil {
@@ -401,7 +400,7 @@ func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
 	<-started
 
 	other := w.Dom.Workload(t, "/agent/other", "ES256")
-	c2 := w.clientAs(t, testbed.Pinned(&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}), nil, url, dc, &adaptertest.Recorder{})
+	c2 := w.clientAs(t, &wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}, nil, url, dc, &adaptertest.Recorder{})
 	if got, err := c2.GetTask(context.Background(), &a2a.TaskQueryParams{ID: task.ID}); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Fatalf("another workload read the task: %v %s", err, jsonOf(got))
 	}

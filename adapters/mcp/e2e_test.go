@@ -21,7 +21,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/internal/adaptertest"
 	"github.com/dialogtrust/dialogtrust/problem"
-	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
@@ -137,7 +136,7 @@ func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 	// authenticated offer.iss (section 8.4), and the tool does not run.
 	other := w.Dom.Workload(t, "/agent/other", "ES256")
 	rec := &adaptertest.Recorder{}
-	cs2, err := w.sessionAs(t, testbed.Pinned(&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}), nil, url, dc, rec)
+	cs2, err := w.sessionAs(t, &wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}, nil, url, dc, rec)
 	adaptertest.MustOK(t, err)
 	res, err := cs2.CallTool(context.Background(), p2)
 	if err == nil {
@@ -265,7 +264,7 @@ func TestMCPSessionOwnedByItsWorkload(t *testing.T) {
 		b, _ := io.ReadAll(res.Body)
 		return res.StatusCode, string(errcode.CodeOf(problem.Read(res.StatusCode, b)))
 	}
-	if code, got := call(testbed.Pinned(&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)})); code != http.StatusForbidden || got != string(errcode.SessionOwnerMismatch) {
+	if code, got := call(&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}); code != http.StatusForbidden || got != string(errcode.SessionOwnerMismatch) {
 		t.Fatalf("another workload in the session: %d %q", code, got)
 	}
 	if n := s.Count(); n != 0 {

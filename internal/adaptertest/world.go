@@ -56,7 +56,7 @@ func NewWorld(tb testing.TB, hotelPath string) *World {
 	w := &World{Dom: testkit.NewDomain(tb, "a.example", keys.ES256, testkit.NewClock(time.Now()))}
 	w.Planner = w.Dom.Workload(tb, "/agent/planner", keys.ES256)
 	w.Hotel = w.Dom.Workload(tb, hotelPath, keys.ES256)
-	w.PlannerSource = testbed.Pinned(&wit.Credential{WIT: w.Planner.WIT, Key: w.Planner.Key, Expiry: time.Now().Add(time.Hour)})
+	w.PlannerSource = &wit.Credential{WIT: w.Planner.WIT, Key: w.Planner.Key, Expiry: time.Now().Add(time.Hour)}
 
 	ttsSrv := httptest.NewUnstartedServer(nil)
 	w.TTSURL = "http://" + ttsSrv.Listener.Addr().String()
