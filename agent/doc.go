@@ -1,6 +1,12 @@
 // Package agent is the client side of dialog-binding-wimse-oauth: what an agent links
 // against to call other agents and tools.
 //
+// Read agent.go first (Agent: Start and Continue a dialog), then transport.go
+// (Transport, the RoundTripper that attaches the WIT, the Txn-Token and the proof) and
+// tokens.go (where Txn-Tokens come from, TTSSource). link.go is the trust boundary
+// (Linker, LinkAcceptor), handoff.go the handoff offers in a dialog, signers.go says
+// whose signed responses a Transport believes, refusal.go marks an unsigned refusal.
+//
 // Transport is an http.RoundTripper that, for every request, attaches the agent's WIT
 // (from a wit.Source), the Dialog-Context of the dialog the request belongs to, the
 // Txn-Token for that dialog (from a TxnTokenSource), the provenance of earlier hops when

@@ -20,6 +20,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
+	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/txntoken"
@@ -46,7 +47,7 @@ func runFigure5(t *testing.T, f *figure5) figure5Run {
 	atA2 := f.startD1("trip.read trip.book")
 	run := figure5Run{d1: atA2.Context.DLG(), txnA: atA2.TxnToken}
 	linked, err := f.linker(f.a2).Link(f.ctx, agent.LinkConfig{
-		TxnToken: atA2.TxnToken, GrantEndpoint: f.a.endpoint(), PeerIssuer: f.b.ttsURL, PeerTokenEndpoint: f.b.endpoint(), PeerTrustDomain: "b.example",
+		TxnToken: atA2.TxnToken, GrantEndpoint: f.a.TokenEndpoint(), PeerIssuer: f.b.TTSURL, PeerTokenEndpoint: f.b.TokenEndpoint(), PeerTrustDomain: "b.example",
 		Scope: "trip.read", Request: f.post(f.b1Srv.URL + "/task"),
 	})
 	if err != nil {
@@ -69,34 +70,34 @@ func TestDialogBindingFigure5(t *testing.T) {
 	switch {
 	case d2.DLG() == run.d1:
 		t.Fatal("D2 reuses D1's identifier")
-	case !d2.Initiator().Equal(f.a2.id):
+	case !d2.Initiator().Equal(f.a2.ID):
 		t.Fatalf("D2's initiator %s, want A2", d2.Initiator())
 	case run.linked.Scope != "trip.read" || run.linked.AccessToken == "":
 		t.Fatalf("linked %+v", run.linked)
 	}
 	// B1 verified A2 (a domain-A workload), proved as D2's initiator, and created D2.
 	v := run.atB1.v
-	if !v.Sender.Equal(f.a2.id) || !v.InitiatorVerified || v.Outcome != dialog.Established || v.Context.DLG() != d2.DLG() || v.TxnToken != "" {
+	if !v.Sender.Equal(f.a2.ID) || !v.InitiatorVerified || v.Outcome != dialog.Established || v.Context.DLG() != d2.DLG() || v.TxnToken != "" {
 		t.Fatalf("at B1: %+v", v)
 	}
 	// The access token: AS B's, for domain B, bound to A2's WIT key, issued to A2.
 	at := run.atB1.acc.AccessToken
-	if at.ClientID != f.a2.id.String() || at.Sub != "a.example:alice@a.example" || at.Scope != "trip.read" || at.Iss != f.b.ttsURL {
+	if at.ClientID != f.a2.ID.String() || at.Sub != "a.example:alice@a.example" || at.Scope != "trip.read" || at.Iss != f.b.TTSURL {
 		t.Fatalf("access token %+v", at)
 	}
 	if err := chaining.CheckHolder(at, v.SenderWIT.Key); err != nil {
 		t.Fatal(err)
 	}
 	// B1's domain-B Txn-Token verifies for trust domain b.example and records D2.
-	ks, err := keys.NewRemoteSet(f.ctx, f.b.ttsURL+tts.PathJWKS)
+	ks, err := keys.NewRemoteSet(f.ctx, f.b.TTSURL+tts.PathJWKS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims, err := txntoken.NewVerifier(ks, "b.example", txntoken.WithIssuer(f.b.ttsURL), txntoken.WithClock(f.clock.Now)).Verify(f.ctx, run.atB1.acc.TxnToken.AccessToken)
+	claims, err := txntoken.NewVerifier(ks, "b.example", txntoken.WithIssuer(f.b.TTSURL), txntoken.WithClock(f.clock.Now)).Verify(f.ctx, run.atB1.acc.TxnToken.AccessToken)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if claims.Dialog() != d2.DLG() || claims.ReqWL != f.b1.id.String() || claims.Sub != "a.example:alice@a.example" || claims.Scope != "trip.read" {
+	if claims.Dialog() != d2.DLG() || claims.ReqWL != f.b1.ID.String() || claims.Sub != "a.example:alice@a.example" || claims.Scope != "trip.read" {
 		t.Fatalf("domain-B Txn-Token %+v", claims)
 	}
 	if err := txntoken.DialogMatches(claims, run.d1); errcode.CodeOf(err) != errcode.DialogMismatch {
@@ -107,11 +108,11 @@ func TestDialogBindingFigure5(t *testing.T) {
 		t.Fatal("domain B accepted domain A's Txn-Token")
 	}
 	// Both TTS binaries say what they serve.
-	mdA, err := oauth.Discover(f.ctx, nil, f.a.ttsURL)
+	mdA, err := oauth.Discover(f.ctx, nil, f.a.TTSURL)
 	if err != nil || len(mdA.IdentityChainingRequestedTokenTypesSupported) != 1 || mdA.IdentityChainingRequestedTokenTypesSupported[0] != chaining.TokenTypeJWT {
 		t.Fatalf("AS A metadata %+v %v", mdA, err)
 	}
-	mdB, err := oauth.Discover(f.ctx, nil, f.b.ttsURL)
+	mdB, err := oauth.Discover(f.ctx, nil, f.b.TTSURL)
 	if err != nil || !strings.Contains(strings.Join(mdB.GrantTypesSupported, " "), chaining.GrantTypeJWTBearer) {
 		t.Fatalf("AS B metadata %+v %v", mdB, err)
 	}
@@ -221,21 +222,21 @@ func TestDialogBindingSec11_ReplayedGrant(t *testing.T) {
 	f := newFigure5(t)
 	atA2 := f.startD1("trip.read trip.book")
 	c := f.chainingClient(f.a2)
-	g, err := c.Grant(f.ctx, chaining.GrantParams{TokenEndpoint: f.a.endpoint(), TxnToken: atA2.TxnToken, Audience: f.b.ttsURL})
+	g, err := c.Grant(f.ctx, chaining.GrantParams{TokenEndpoint: f.a.TokenEndpoint(), TxnToken: atA2.TxnToken, Audience: f.b.TTSURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Redeem(f.ctx, f.b.endpoint(), g.AccessToken, ""); err != nil {
+	if _, err := c.Redeem(f.ctx, f.b.TokenEndpoint(), g.AccessToken, ""); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Redeem(f.ctx, f.b.endpoint(), g.AccessToken, "")
+	_, err = c.Redeem(f.ctx, f.b.TokenEndpoint(), g.AccessToken, "")
 	wantOAuth(t, err, "invalid_grant", errcode.Replayed)
 	// Still refused later, while the grant could be valid, and after it expired.
 	f.clock.Advance(30 * time.Second)
-	_, err = c.Redeem(f.ctx, f.b.endpoint(), g.AccessToken, "")
+	_, err = c.Redeem(f.ctx, f.b.TokenEndpoint(), g.AccessToken, "")
 	wantOAuth(t, err, "invalid_grant", errcode.Replayed)
 	f.clock.Advance(2 * time.Minute)
-	_, err = c.Redeem(f.ctx, f.b.endpoint(), g.AccessToken, "")
+	_, err = c.Redeem(f.ctx, f.b.TokenEndpoint(), g.AccessToken, "")
 	wantOAuth(t, err, "invalid_grant", errcode.Expired)
 }
 
@@ -244,11 +245,11 @@ func TestDialogBindingSec11_GrantForAnotherAudience(t *testing.T) {
 	f := newFigure5(t)
 	atA2 := f.startD1("trip.read trip.book")
 	c := f.chainingClient(f.a2)
-	g, err := c.Grant(f.ctx, chaining.GrantParams{TokenEndpoint: f.a.endpoint(), TxnToken: atA2.TxnToken, Audience: f.c.ttsURL})
+	g, err := c.Grant(f.ctx, chaining.GrantParams{TokenEndpoint: f.a.TokenEndpoint(), TxnToken: atA2.TxnToken, Audience: f.c.TTSURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Redeem(f.ctx, f.b.endpoint(), g.AccessToken, "")
+	_, err = c.Redeem(f.ctx, f.b.TokenEndpoint(), g.AccessToken, "")
 	wantOAuth(t, err, "invalid_grant", errcode.AudienceMismatch)
 }
 
@@ -257,29 +258,29 @@ func TestDialogBindingSec11_GrantForAnotherAudience(t *testing.T) {
 func TestDialogBindingSec11_GrantFromUntrustedDomain(t *testing.T) {
 	f := newFigure5(t)
 	c1 := f.c1
-	cred, err := c1.src.Credential(f.ctx)
+	cred, err := c1.Source.Credential(f.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss, err := txntoken.NewSelfSignedToken(cred.Key, c1.id, "carol@c.example", f.c.ttsURL, "trip.read", 5*time.Minute, f.clock.Now())
+	ss, err := txntoken.NewSelfSignedToken(cred.Key, c1.ID, "carol@c.example", f.c.TTSURL, "trip.read", 5*time.Minute, f.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	txn, err := (&txntoken.Client{TokenEndpoint: f.c.endpoint(), WITSource: c1.src, Now: f.clock.Now, Proof: proof.WPT}).Request(f.ctx,
+	txn, err := (&txntoken.Client{TokenEndpoint: f.c.TokenEndpoint(), WITSource: c1.Source, Now: f.clock.Now, Proof: proof.WPT}).Request(f.ctx,
 		txntoken.Request{Audience: "c.example", Scope: "trip.read", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "C-D1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := f.chainingClient(c1)
-	g, err := c.Grant(f.ctx, chaining.GrantParams{TokenEndpoint: f.c.endpoint(), TxnToken: txn.AccessToken, Audience: f.b.ttsURL})
+	g, err := c.Grant(f.ctx, chaining.GrantParams{TokenEndpoint: f.c.TokenEndpoint(), TxnToken: txn.AccessToken, Audience: f.b.TTSURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Redeem(f.ctx, f.b.endpoint(), g.AccessToken, "")
+	_, err = c.Redeem(f.ctx, f.b.TokenEndpoint(), g.AccessToken, "")
 	wantOAuth(t, err, "invalid_grant", errcode.UntrustedIssuer)
 	// A grant claiming AS A as issuer but signed by AS C's key: not A's key.
-	forged := forgeIssuer(t, g.AccessToken, f.a.ttsURL, f.c)
-	_, err = c.Redeem(f.ctx, f.b.endpoint(), forged, "")
+	forged := forgeIssuer(t, g.AccessToken, f.a.TTSURL, f.c)
+	_, err = c.Redeem(f.ctx, f.b.TokenEndpoint(), forged, "")
 	if code := errcode.CodeOf(err); code != errcode.UnknownKey && code != errcode.InvalidSignature {
 		t.Fatalf("forged issuer: %v", err)
 	}
@@ -287,13 +288,13 @@ func TestDialogBindingSec11_GrantFromUntrustedDomain(t *testing.T) {
 
 // forgeIssuer re-signs a grant's payload with iss replaced, with d's key (which AS B
 // does not trust for that issuer).
-func forgeIssuer(t *testing.T, grant, iss string, d *domain) string {
+func forgeIssuer(t *testing.T, grant, iss string, d *testbed.Domain) string {
 	t.Helper()
 	parts := strings.Split(grant, ".")
 	p, _ := base64.RawURLEncoding.DecodeString(parts[1])
-	ps := strings.Replace(string(p), `"iss":"`+d.ttsURL+`"`, `"iss":"`+iss+`"`, 1)
+	ps := strings.Replace(string(p), `"iss":"`+d.TTSURL+`"`, `"iss":"`+iss+`"`, 1)
 	input := parts[0] + "." + base64.RawURLEncoding.EncodeToString([]byte(ps))
-	sig, err := d.ring.Active().Sign([]byte(input))
+	sig, err := d.TTSKey().Sign([]byte(input))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,14 +306,14 @@ func forgeIssuer(t *testing.T, grant, iss string, d *domain) string {
 func TestDialogBindingSec11_GrantPresentedByAnotherWorkload(t *testing.T) {
 	f := newFigure5(t)
 	atA2 := f.startD1("trip.read trip.book")
-	g, err := f.chainingClient(f.a2).Grant(f.ctx, chaining.GrantParams{TokenEndpoint: f.a.endpoint(), TxnToken: atA2.TxnToken, Audience: f.b.ttsURL})
+	g, err := f.chainingClient(f.a2).Grant(f.ctx, chaining.GrantParams{TokenEndpoint: f.a.TokenEndpoint(), TxnToken: atA2.TxnToken, Audience: f.b.TTSURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.chainingClient(f.a3).Redeem(f.ctx, f.b.endpoint(), g.AccessToken, "")
+	_, err = f.chainingClient(f.a3).Redeem(f.ctx, f.b.TokenEndpoint(), g.AccessToken, "")
 	wantOAuth(t, err, "invalid_grant", errcode.GrantBindingMismatch)
 	// The refusal did not use the grant up: A2 still redeems it.
-	if _, err := f.chainingClient(f.a2).Redeem(f.ctx, f.b.endpoint(), g.AccessToken, ""); err != nil {
+	if _, err := f.chainingClient(f.a2).Redeem(f.ctx, f.b.TokenEndpoint(), g.AccessToken, ""); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -321,8 +322,8 @@ func TestDialogBindingSec11_GrantPresentedByAnotherWorkload(t *testing.T) {
 func TestDialogBindingSec11_WiderScopeThanTxnToken(t *testing.T) {
 	f := newFigure5(t)
 	atA2 := f.startD1("trip.read")
-	_, err := f.chainingClient(f.a2).Grant(f.ctx, chaining.GrantParams{TokenEndpoint: f.a.endpoint(), TxnToken: atA2.TxnToken,
-		Audience: f.b.ttsURL, Scope: "trip.read trip.book"})
+	_, err := f.chainingClient(f.a2).Grant(f.ctx, chaining.GrantParams{TokenEndpoint: f.a.TokenEndpoint(), TxnToken: atA2.TxnToken,
+		Audience: f.b.TTSURL, Scope: "trip.read trip.book"})
 	wantOAuth(t, err, "invalid_scope", errcode.ScopeTooBroad)
 }
 
@@ -330,7 +331,7 @@ func TestDialogBindingSec11_WiderScopeThanTxnToken(t *testing.T) {
 func TestDialogBindingSec11_UnknownPeer(t *testing.T) {
 	f := newFigure5(t)
 	atA2 := f.startD1("trip.read")
-	_, err := f.chainingClient(f.a2).Grant(f.ctx, chaining.GrantParams{TokenEndpoint: f.a.endpoint(), TxnToken: atA2.TxnToken,
+	_, err := f.chainingClient(f.a2).Grant(f.ctx, chaining.GrantParams{TokenEndpoint: f.a.TokenEndpoint(), TxnToken: atA2.TxnToken,
 		Audience: "https://as.unknown.example"})
 	wantOAuth(t, err, "invalid_target", errcode.UnknownPeer)
 }
@@ -343,8 +344,8 @@ func TestDialogBindingSec11_LinkedDialogRefusals(t *testing.T) {
 	atA2 := f.startD1("trip.read trip.book")
 	l := f.linker(f.a2)
 	cfg := func(dlg string, req *http.Request) agent.LinkConfig {
-		return agent.LinkConfig{TxnToken: atA2.TxnToken, GrantEndpoint: f.a.endpoint(), PeerIssuer: f.b.ttsURL,
-			PeerTokenEndpoint: f.b.endpoint(), PeerTrustDomain: "b.example", Request: req, Dialog: dlg}
+		return agent.LinkConfig{TxnToken: atA2.TxnToken, GrantEndpoint: f.a.TokenEndpoint(), PeerIssuer: f.b.TTSURL,
+			PeerTokenEndpoint: f.b.TokenEndpoint(), PeerTrustDomain: "b.example", Request: req, Dialog: dlg}
 	}
 	if _, err := l.Link(f.ctx, cfg(atA2.Context.DLG(), f.post(f.b1Srv.URL+"/task"))); errcode.CodeOf(err) != errcode.CrossesTrustBoundary {
 		t.Fatalf("D1 reused: %v", err)
@@ -367,7 +368,7 @@ func TestDialogBindingSec11_LinkedDialogRefusals(t *testing.T) {
 	// A3 presents A2's access token to B1 in a dialog of its own: not the holder.
 	a3t := f.transport(f.a3, nil, f.a, f.b)
 	a3t.ResponseSigners = linked.Signers // B1 answers from domain B
-	a3 := &agent.Agent{Self: f.a3.id, Client: &http.Client{Transport: a3t}}
+	a3 := &agent.Agent{Self: f.a3.ID, Client: &http.Client{Transport: a3t}}
 	req := f.post(f.b1Srv.URL + "/task")
 	req.Header.Set("Authorization", "Bearer "+linked.AccessToken)
 	res, _, err := a3.Start(f.ctx, req, "")

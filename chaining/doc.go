@@ -6,6 +6,12 @@
 // identifier nor the Txn-Token of the original domain crosses (section 13, domain
 // separation).
 //
+// Read mux.go first (how the two grants sit behind one oauth.Endpoint), then grant.go
+// (AS A: GrantIssuer issues the JWT authorization grant) and bearer.go (AS B: JWTBearer
+// redeems it for an access token); client.go is the participant's side of both
+// exchanges, claims.go and decode.go the tokens' claims, request.go the two token
+// requests, verifier.go the access token at the receiver.
+//
 // # Figure 5
 //
 //	A2 (domain A)                AS A (TTS A binary)        AS B (TTS B binary)     B1, TTS B

@@ -1,6 +1,11 @@
 // Package dialog binds agent dialogs to WIMSE and OAuth credentials
 // (dialog-binding-wimse-oauth, "Binding Agent Dialogs to WIMSE and OAuth Credentials").
 //
+// Read receiver.go first (Receiver: the checks of section 12 and the Verified result),
+// then context.go (the Dialog-Context field), registry.go (stateful dialogs),
+// provenance.go (section 9) and response.go (response signing). handoff.go and host.go
+// carry handoffs in the host protocols' messages.
+//
 // # The Dialog-Context field (sections 4, 5, 7)
 //
 // The field is an RFC 8941/9651 structured-field Dictionary. This package defines two

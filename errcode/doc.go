@@ -1,5 +1,8 @@
 // Package errcode defines the one error table of dialogtrust.
 //
+// Read errcode.go first (Code, Kind, Error and how a cause is wrapped), then codes.go,
+// the table of codes that docs/errors.md documents.
+//
 // Every rejection anywhere in the project is an *Error carrying a stable Code. The codes
 // of the WIMSE conformance suite (cmd/dialogtrust/internal/conformance/testdata/wimsey/
 // SOURCE.md, "Error codes") are used verbatim where one fits; the codes this project

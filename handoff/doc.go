@@ -1,6 +1,14 @@
 // Package handoff implements signed handoff context for agent dialogs:
 // draft-srivastava-agentproto-handoff-context-01 (shared/specs), all of it.
 //
+// Read model.go first (the data model of section 2: Offer, Status, Digest), then
+// signed.go (Signed, the signed forms), sign.go and verify.go (section 3), container.go
+// (the Handoff object and its JSON and CBOR forms) and receiver.go (Receiver.Receive,
+// section 5.1; the delegate's records, statuses and cancels in receiver_record.go,
+// receiver_status.go and receiver_cancel.go). delegator.go is the other side; json.go
+// and cbor.go decode and encode the elements; chain.go, grant.go and refs.go are
+// sections 5.5, 5.7 and 2.2; carriage.go and meta.go are section 6.
+//
 // What is where, by section of the draft:
 //
 //   - 2, 2.1, 2.2 data model: Offer, Status, Handoff, ContextRef, Digest, Principal, in

@@ -3,6 +3,8 @@
 // whole request including its body, one for writing the response, a bound on how long
 // a kept-alive connection may sit idle, and a bound on the size of the headers.
 //
+// Everything is in httpserver.go (New and its bounds).
+//
 // Without them net/http waits forever: a client that sends its headers or its body one
 // octet a minute (slowloris) holds a connection and a goroutine as long as it likes,
 // and an idle connection is never closed. The binaries (cmd/tts, cmd/wit-issuer, the

@@ -2,6 +2,11 @@
 // (draft-ietf-wimse-http-signature-07 section 3, a profile of RFC 9421; wimse.md
 // section 4), with the Dialog-Context rules of dialog-binding section 7.
 //
+// Read sign.go first (Signer), then verify.go (Verifier and the checks of the profile).
+// base.go builds the signature base for both, params.go reads Signature-Input and
+// Signature, digest.go is Content-Digest, and readbase.go reads back a base recorded on
+// an earlier hop (provenance).
+//
 // A workload signs each request with the private key its WIT binds (cnf.jwk), so the
 // signature is the proof of possession of the WIT. A Signer makes request and response
 // signatures; a Verifier checks them and returns the validated WIT of the sender.

@@ -1,6 +1,8 @@
 // Package identifier parses and validates workload identifiers
 // (draft-ietf-wimse-identifier-03; wimse.md section 1).
 //
+// Everything is in identifier.go (ID, Parse).
+//
 // Two schemes are accepted: spiffe:// (SPIFFE IDs, checked finally by go-spiffe's
 // spiffeid) and wimse://. Input that is not in canonical form is rejected, never
 // repaired (section 4.1 of the identifier draft): an uppercase trust domain, a

@@ -2,6 +2,9 @@
 // every kind (WIT, WPT, Txn-Token, authorization grant, access token, handoff) is signed
 // by Sign and checked by Verify.
 //
+// Read jose.go first (Sign, Parse, Verify and the header rules), then claims.go (the
+// registered claims and their time checks).
+//
 // Verify applies, in this order, and stops at the first failure:
 //  1. size bound, then the compact form: three non-empty base64url segments without
 //     padding (malformed_token, token_too_long, invalid_encoding);

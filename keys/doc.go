@@ -1,6 +1,11 @@
 // Package keys holds signing and verification keys and the trust configuration that says
 // which keys speak for which issuer or trust domain.
 //
+// Read key.go first (PublicKey, PrivateKey), then set.go (KeySet, StaticSet and Trust:
+// which keys speak for whom) and alg.go and pin.go (one algorithm per key). ring.go,
+// rotation.go and shared.go are a service's own signing keys (Ring, Rotator), remote.go
+// and lazy.go keys fetched from a JWKS URL, keyfile.go and rsa.go keys read from files.
+//
 // Rules it enforces (wimse.md 2.1, 2.4 WIT-1; workload-creds-02 section 3):
 //   - every key is pinned to exactly one JWS algorithm: ES256 (P-256) or Ed25519, the
 //     latter under either name "EdDSA" or "Ed25519" (RFC 9864); "none", MAC and

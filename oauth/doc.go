@@ -2,6 +2,11 @@
 // Service and the identity-chaining authorization servers, in the style of ory/fosite:
 // one handler per grant behind one token endpoint.
 //
+// Read endpoint.go first (Endpoint and Handler: one token endpoint, one handler per
+// grant), then request.go (TokenRequest), auth.go and privatekeyjwt.go (client
+// authentication), response.go and errors.go (the answers). client.go is the client
+// side (TokenClient).
+//
 //   - Names: grant types, token types, error codes and the client assertion type of
 //     RFC 6749, RFC 7523 and RFC 8693, and the names of dialogtrust's grant handlers.
 //   - The token request (RFC 6749 section 3.2 and Appendix B; RFC 8693 section 2.1;

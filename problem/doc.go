@@ -1,6 +1,8 @@
 // Package problem writes rejections as RFC 9457 problem details
 // (application/problem+json) with the stable code of package errcode.
 //
+// Everything is in problem.go.
+//
 // The status follows the kind and the code: a check that could not be completed is 503,
 // so that callers and load balancers can tell it from a bad credential; credential
 // failures are 401 or 400 as the WIMSE drafts recommend for their binding; policy

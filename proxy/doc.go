@@ -2,6 +2,12 @@
 // workload that holds its keys and does the WIMSE and OAuth work, so that the agent
 // speaks plain HTTP (issue 15; docs/proxy.md).
 //
+// Read egress.go first (EgressConfig, Route, and Egress.serve, whose steps are named
+// methods), then ingress.go (IngressConfig, Ingress.forward) and upstream.go (the wait
+// for an upstream's answer, shared by both). fields.go and fieldnames.go are the
+// proxies' fields, stream.go passes responses through, boundary.go the trust boundary,
+// handoff_egress.go and handoff_ingress.go the handoff step of either side.
+//
 // Egress is the outgoing side. The local agent sends plain HTTP to it; a Route maps a
 // path prefix to an upstream (https with the system or configured roots; plain http
 // only to loopback unless the route allows it). Each request goes out through
@@ -102,11 +108,11 @@
 // signature covers Content-Digest), the reply to a handoff offer, the answer to a
 // cancel, and a response on a route crossing a trust boundary.
 //
-// Each upstream exchange is bounded by a wait of its own (UpstreamTimeout, per side and
-// per route; DefaultUpstreamTimeout, 5 minutes, since LLM-backed tools and agents take
-// minutes), and each proxy moves its own server's write deadline past that wait, so that
-// an upstream too slow is answered upstream_unavailable and never with a reset
-// connection (docs/proxy.md, "Timeouts").
+// Each upstream exchange is bounded by a wait of its own (upstream.go; UpstreamTimeout,
+// per side and per route; DefaultUpstreamTimeout, 5 minutes, since LLM-backed tools and
+// agents take minutes), and each proxy moves its own server's write deadline past that
+// wait, so that an upstream too slow is answered upstream_unavailable and never with a
+// reset connection (docs/proxy.md, "Timeouts").
 //
 // Every refusal is a problem document with a stable errcode code, except a refusal at
 // the handoff step of a JSON-RPC request with a string or number id, at either side,

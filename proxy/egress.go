@@ -5,8 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -329,49 +327,13 @@ func (e *Egress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// serve takes one request of the agent through its steps: admit (who calls, the route,
+// the fields, the body), the wait for the upstream, the handoff step, the outgoing
+// request, the exchange through the route's agent (or its boundary link) and the
+// answer.
 func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
-	// First: a web page on the host (DNS rebinding, a cross-site request) is not the
-	// agent, whatever else it sends.
-	if err := e.callers.check(r); err != nil {
-		return err
-	}
-	p := r.URL.Path
-	if !normalPath(p) {
-		return errcode.New(errcode.NoRoute, "the path is not in normal form")
-	}
-	rt, rest := e.match(p)
-	if rt == nil {
-		return errcode.New(errcode.NoRoute, "no egress route for %q", errcode.Cut(p))
-	}
-	if err := checkAgentFieldNames(r.Header); err != nil {
-		return err
-	}
-	start := false
-	switch vals := r.Header.Values(StartDialogField); {
-	case len(vals) > 1:
-		return errcode.New(errcode.DuplicateField, "more than one %s field", StartDialogField)
-	case len(vals) == 1 && strings.TrimSpace(vals[0]) == "?1":
-		start = true
-	case len(vals) == 1 && strings.TrimSpace(vals[0]) != "?0":
-		return errcode.New(errcode.InvalidRequest, "%s must be ?1 or ?0", StartDialogField)
-	}
-	dc, err := dialog.FromHeader(r.Header)
-	if err != nil {
-		return err
-	}
-	if start && dc != nil {
-		return errcode.New(errcode.InvalidRequest, "%s and a Dialog-Context exclude each other", StartDialogField)
-	}
-	prov, err := forwardedProvenance(r.Header, dc)
-	if err != nil {
-		return err
-	}
-	if prov != nil && rt.link != nil {
-		// The linked dialog D2 is a new dialog: D1's provenance stays in its domain.
-		return errcode.New(errcode.CrossesTrustBoundary, "%s on a route crossing a trust boundary: the provenance of the dialog does not cross it (section 11)", ProvenanceField)
-	}
-	body, err := readBounded(r.Body, "request body")
-	if err != nil {
+	var x egressExchange
+	if err := e.admit(r, &x); err != nil {
 		return err
 	}
 	// The upstream exchange ends with the agent's request, or earlier when the route's
@@ -380,62 +342,178 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	// (streamer.pass).
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	wait := waitUpstream(http.NewResponseController(w), r, rt.wait, cancel)
-	defer wait.end()
-	startDLG := ""
-	if start {
-		startDLG = agent.NewDialogID()
+	x.ctx, x.cancel = ctx, cancel
+	x.wait = waitUpstream(http.NewResponseController(w), r, x.rt.wait, cancel)
+	defer x.wait.end()
+	if x.start {
+		x.startDLG = agent.NewDialogID()
 	}
-	wantOffer, task, err := handoffRequest(r.Header)
+	if refused, err := e.handoffStep(w, r, &x); refused || err != nil {
+		return err
+	}
+	out, err := x.outgoing(r)
 	if err != nil {
 		return err
+	}
+	if x.rt.link != nil {
+		// The link reads the answer whole and writes it before it returns.
+		if err := x.rt.link.serve(x.ctx, w, out, x.dc, x.start); err != nil {
+			return x.wait.refusal(err)
+		}
+		return nil
+	}
+	res, err := x.send(out)
+	if err != nil {
+		return x.wait.refusal(upstreamError(err))
+	}
+	defer res.Body.Close()
+	if x.offer != nil {
+		x.offer.remember(x.body) // the delegate may take the hop from here on: it can be canceled
+	}
+	return e.answer(w, r, &x, res)
+}
+
+// egressExchange is one request of the agent on its way through the egress: what admit
+// read from it, then what the handoff step made of its body and context.
+type egressExchange struct {
+	rt       *egressRoute
+	rest     string // the request's path below the route's prefix
+	start    bool   // StartDialogField: ?1, a new dialog named startDLG
+	startDLG string
+	dc       *dialog.Context    // the dialog the agent names, nil outside one
+	prov     *dialog.Provenance // the provenance the agent forwards in dc, or nil
+	body     []byte
+
+	ctx       context.Context    // the upstream exchange's
+	cancel    context.CancelFunc // ends the upstream exchange
+	wait      *upstreamWait
+	offer     *egressOffer // the signed offer placed in body, or nil
+	cancelHop string       // the hop whose cancel is placed in body, or ""
+}
+
+// admit checks the agent's request before anything is sent or its body read: who may
+// call (a web page on the host is not the agent, whatever else it sends), the path and
+// its route, the field names, and the dialog and provenance it asks for; then reads the
+// body, bounded.
+func (e *Egress) admit(r *http.Request, x *egressExchange) error {
+	if err := e.callers.check(r); err != nil {
+		return err
+	}
+	p := r.URL.Path
+	if !normalPath(p) {
+		return errcode.New(errcode.NoRoute, "the path is not in normal form")
+	}
+	if x.rt, x.rest = e.match(p); x.rt == nil {
+		return errcode.New(errcode.NoRoute, "no egress route for %q", errcode.Cut(p))
+	}
+	if err := checkAgentFieldNames(r.Header); err != nil {
+		return err
+	}
+	if err := x.readDialog(r.Header); err != nil {
+		return err
+	}
+	body, err := readBounded(r.Body, "request body")
+	if err != nil {
+		return err
+	}
+	x.body = body
+	return nil
+}
+
+// readDialog reads the dialog the agent asks for: a new one (StartDialogField), the one
+// its Dialog-Context names, or none; and the provenance it forwards in that dialog
+// (ProvenanceField), which does not cross a trust boundary.
+func (x *egressExchange) readDialog(h http.Header) error {
+	switch vals := h.Values(StartDialogField); {
+	case len(vals) > 1:
+		return errcode.New(errcode.DuplicateField, "more than one %s field", StartDialogField)
+	case len(vals) == 1 && strings.TrimSpace(vals[0]) == "?1":
+		x.start = true
+	case len(vals) == 1 && strings.TrimSpace(vals[0]) != "?0":
+		return errcode.New(errcode.InvalidRequest, "%s must be ?1 or ?0", StartDialogField)
+	}
+	dc, err := dialog.FromHeader(h)
+	if err != nil {
+		return err
+	}
+	if x.start && dc != nil {
+		return errcode.New(errcode.InvalidRequest, "%s and a Dialog-Context exclude each other", StartDialogField)
+	}
+	prov, err := forwardedProvenance(h, dc)
+	if err != nil {
+		return err
+	}
+	if prov != nil && x.rt.link != nil {
+		// The linked dialog D2 is a new dialog: D1's provenance stays in its domain.
+		return errcode.New(errcode.CrossesTrustBoundary, "%s on a route crossing a trust boundary: the provenance of the dialog does not cross it (section 11)", ProvenanceField)
+	}
+	x.dc, x.prov = dc, prov
+	return nil
+}
+
+// handoffStep reads the agent's handoff instructions (HandoffField, HandoffCancelField)
+// and places in the body the cancel of a hop or a new signed offer, whose context the
+// exchange then runs in (handoff_egress.go). A refusal at this step is answered here
+// (refuseHandoff) and reported by refused; err refuses the fields themselves.
+func (e *Egress) handoffStep(w http.ResponseWriter, r *http.Request, x *egressExchange) (refused bool, err error) {
+	wantOffer, task, err := handoffRequest(r.Header)
+	if err != nil {
+		return false, err
 	}
 	cancelHop, err := handoffCancelRequest(r.Header)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if cancelHop != "" && wantOffer {
-		return errcode.New(errcode.InvalidRequest, "%s and %s: ?1 exclude each other", HandoffCancelField, HandoffField)
+		return false, errcode.New(errcode.InvalidRequest, "%s and %s: ?1 exclude each other", HandoffCancelField, HandoffField)
 	}
 	if cancelHop != "" {
-		placed, err := e.cancelFor(ctx, rt, cancelHop, dc, body)
+		placed, err := e.cancelFor(x.ctx, x.rt, cancelHop, x.dc, x.body)
 		if err != nil {
-			err = wait.refusal(err)
-			e.logRefusal(r, err, problem.Status(err), refusedByEgress)
-			w.Header().Set(RefusedByField, refusedByEgress)
-			dialog.WriteRefusal(w, body, err) // as a refused offer is answered
-			return nil
+			e.refuseHandoff(w, r, x.body, x.wait.refusal(err))
+			return true, nil
 		}
-		body = placed
+		x.body, x.cancelHop = placed, cancelHop
 	}
-	var offer *egressOffer
 	if wantOffer {
-		if offer, err = e.offerFor(ctx, rt, task, dc, startDLG, body); err != nil {
-			// A refusal at the handoff step answers a JSON-RPC request as the
-			// receiver's does: a JSON-RPC error, which the agent's SDK raises as the
-			// call's error (docs/errors.md, "How a refusal is sent").
-			err = wait.refusal(err)
-			e.logRefusal(r, err, problem.Status(err), refusedByEgress)
-			w.Header().Set(RefusedByField, refusedByEgress)
-			dialog.WriteRefusal(w, body, err)
-			return nil
+		offer, err := e.offerFor(x.ctx, x.rt, task, x.dc, x.startDLG, x.body)
+		if err != nil {
+			e.refuseHandoff(w, r, x.body, x.wait.refusal(err))
+			return true, nil
 		}
-		body, ctx = offer.body, offer.ctx
+		x.offer, x.body, x.ctx = offer, offer.body, offer.ctx
 	}
-	target := *rt.upstream
-	if rest != "" {
-		target.Path = strings.TrimSuffix(target.Path, "/") + rest
+	return false, nil
+}
+
+// refuseHandoff answers a refusal at the handoff step (an offer asked for that cannot
+// be made, a cancel that cannot be placed) as the receiver answers a refused offer: a
+// JSON-RPC request with an id gets a JSON-RPC error, which the agent's SDK raises as
+// the call's error (dialog.WriteRefusal; docs/errors.md, "How a refusal is sent").
+func (e *Egress) refuseHandoff(w http.ResponseWriter, r *http.Request, body []byte, err error) {
+	e.logRefusal(r, err, problem.Status(err), refusedByEgress)
+	w.Header().Set(RefusedByField, refusedByEgress)
+	dialog.WriteRefusal(w, body, err)
+}
+
+// outgoing builds the request to the upstream: the route's URL with the rest of the
+// agent's path and its query, the body, and the agent's fields without the hop-by-hop
+// ones, the proxies' namespace and the credentials the egress makes (in any spelling).
+func (x *egressExchange) outgoing(r *http.Request) (*http.Request, error) {
+	target := *x.rt.upstream
+	if x.rest != "" {
+		target.Path = strings.TrimSuffix(target.Path, "/") + x.rest
 		target.RawPath = ""
 	}
 	if target.Path == "" {
 		target.Path = "/"
 	}
 	target.RawQuery = r.URL.RawQuery
-	out, err := http.NewRequestWithContext(ctx, r.Method, target.String(), bytes.NewReader(body))
+	out, err := http.NewRequestWithContext(x.ctx, r.Method, target.String(), bytes.NewReader(x.body))
 	if err != nil {
-		return errcode.Wrap(errcode.InvalidRequest, err, "the request cannot be forwarded")
+		return nil, errcode.Wrap(errcode.InvalidRequest, err, "the request cannot be forwarded")
 	}
-	if len(body) == 0 {
+	if len(x.body) == 0 {
 		out.Body, out.GetBody, out.ContentLength = http.NoBody, nil, 0
 	}
 	// The agent's request is the egress's own and is not read again: its fields are
@@ -444,63 +522,62 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	removeHopByHop(out.Header)
 	removePrefixed(out.Header)
 	removeAnySpelling(out.Header, credentialNames)
-	if rt.proof == proof.WPT {
+	if x.rt.proof == proof.WPT {
 		out.Header.Del("Authorization") // the WPT travels there (wpt.AuthScheme)
 	}
-	if rt.link != nil {
-		// The link reads the answer whole and writes it before it returns.
-		if err := rt.link.serve(ctx, w, out, dc, start); err != nil {
-			return wait.refusal(err)
-		}
-		return nil
+	return out, nil
+}
+
+// send sends out through the route's agent (agent.Transport): in the new dialog asked
+// for, in the dialog the agent names with the provenance it forwards, or outside any
+// dialog without a Txn-Token.
+func (x *egressExchange) send(out *http.Request) (*http.Response, error) {
+	if x.offer != nil || x.cancelHop != "" {
+		listA2AExtension(x.rt.handoff.host, out.Header)
 	}
-	if offer != nil || cancelHop != "" {
-		listA2AExtension(rt.handoff.host, out.Header)
-	}
-	var res *http.Response
 	switch {
-	case start:
-		res, _, err = rt.agent.Start(ctx, out, startDLG)
-	case dc != nil:
-		res, err = rt.agent.Continue(ctx, out, dc, prov)
-	default:
-		res, err = rt.agent.Client.Do(out)
+	case x.start:
+		res, _, err := x.rt.agent.Start(x.ctx, out, x.startDLG)
+		return res, err
+	case x.dc != nil:
+		return x.rt.agent.Continue(x.ctx, out, x.dc, x.prov)
 	}
-	if err != nil {
-		return wait.refusal(upstreamError(err))
-	}
-	defer res.Body.Close()
-	if offer != nil {
-		offer.remember(body) // the delegate may take the hop from here on: it can be canceled
-	}
-	if offer == nil && cancelHop == "" && !rt.signed && canFlush(w) {
+	return x.rt.agent.Client.Do(out)
+}
+
+// answer gives the agent the upstream's response. One that nothing is computed over
+// goes to the agent as it comes; any other is read whole, the delegate's status in it
+// checked (egressOffer.answer) or the canceled hop named (HandoffHopField), then
+// written. The proxy's fields in a response are the egress's own, never the
+// upstream's.
+func (e *Egress) answer(w http.ResponseWriter, r *http.Request, x *egressExchange, res *http.Response) error {
+	if x.offer == nil && x.cancelHop == "" && !x.rt.signed && canFlush(w) {
 		// Nothing is computed over this body: it goes to the agent as it comes. A
 		// signed response that was not required is verified whole by agent.Transport
 		// before it gets here. From its header on, the idle bound replaces the wait.
-		if err := wait.answered(); err != nil {
+		if err := x.wait.answered(); err != nil {
 			return err
 		}
 		removePrefixed(res.Header)
 		e.noteUpstreamRefusal(r, res, nil)
-		e.stream.pass(w, r, res, cancel)
+		e.stream.pass(w, r, res, x.cancel)
 		return nil
 	}
 	resBody, err := readBounded(res.Body, "upstream response")
 	if err != nil {
-		return wait.refusal(errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream's response is not usable"))
+		return x.wait.refusal(errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream's response is not usable"))
 	}
-	if err := wait.answered(); err != nil {
+	if err := x.wait.answered(); err != nil {
 		return err
 	}
-	// The proxy's fields in a response are the egress's own, never the upstream's.
 	removePrefixed(res.Header)
-	if offer != nil {
-		if err := offer.answer(ctx, res, resBody); err != nil {
+	if x.offer != nil {
+		if err := x.offer.answer(x.ctx, res, resBody); err != nil {
 			return err
 		}
 	}
-	if cancelHop != "" {
-		res.Header.Set(HandoffHopField, cancelHop)
+	if x.cancelHop != "" {
+		res.Header.Set(HandoffHopField, x.cancelHop)
 	}
 	e.noteUpstreamRefusal(r, res, resBody)
 	writeResponse(w, res, resBody)
@@ -528,118 +605,4 @@ func forwardedProvenance(h http.Header, dc *dialog.Context) (*dialog.Provenance,
 		return nil, err
 	}
 	return p, nil
-}
-
-// upstreamError keeps the code of a rejection (the agent package's, the TTS's, the
-// WIT issuer's) and names a failure without one as upstream_unavailable.
-func upstreamError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) && ue.Err != nil {
-		err = ue.Err
-	}
-	if errcode.CodeOf(err) != errcode.Unmapped {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream exchange ended early")
-	}
-	return errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream could not be reached")
-}
-
-// DefaultUpstreamTimeout is the default of EgressConfig.UpstreamTimeout and
-// IngressConfig.UpstreamTimeout: how long the proxy waits for its upstream's answer, its
-// response header and, for a response read whole, its body. Agent workloads answer
-// slowly: an LLM-backed MCP tool or an A2A agent answering message/send blocking often
-// takes a minute or more, and the agents' SDKs wait at least that long themselves (the
-// TypeScript MCP SDK 60 s by default, longer with progress). Five minutes lets such a
-// call through while the agent's own timeout, normally shorter, decides, and still
-// frees the request, its connection and the application's work within minutes when an
-// upstream hangs. It is DefaultStreamIdleTimeout too: a streamed answer may be silent
-// as long as one read whole may take to come.
-const DefaultUpstreamTimeout = 5 * time.Minute
-
-// answerWriteTimeout is the time the proxy's write deadline leaves for writing an
-// answer once the upstream's is in, or once the wait for it ran out: as long as package
-// httpserver's WriteTimeout gives a whole exchange.
-const answerWriteTimeout = 30 * time.Second
-
-// upstreamWaitOf is the wait a configuration gives: d, def when d is 0; negative is
-// refused.
-func upstreamWaitOf(d, def time.Duration, what string) (time.Duration, error) {
-	switch {
-	case d < 0:
-		return 0, errcode.New(errcode.InvalidRequest, "%s: the upstream timeout must not be negative", what)
-	case d == 0:
-		return def, nil
-	}
-	return d, nil
-}
-
-// upstreamWait bounds one request's wait for its upstream's answer and keeps the
-// proxy's own write deadline past it. The server's WriteTimeout (httpserver's, from the
-// end of the request headers to the end of the response) would otherwise cut off every
-// upstream slower than it, and, were the wait as long, close the connection at the
-// moment the wait runs out, so that the client got a reset instead of
-// upstream_unavailable. The read deadline stays: the request is read whole before the
-// wait starts.
-type upstreamWait struct {
-	wait    time.Duration // the wait given: the configured one, or less to the request's deadline
-	timer   *time.Timer
-	reqCtx  context.Context
-	rc      *http.ResponseController
-	inTime  bool // ended before it ran out
-	stopped bool
-}
-
-// waitUpstream starts the wait for r's upstream: limit, or up to r's own deadline when
-// that comes first. When it runs out, cancel ends the exchange. rc's write deadline
-// moves to the end of the wait and answerWriteTimeout after it.
-func waitUpstream(rc *http.ResponseController, r *http.Request, limit time.Duration, cancel context.CancelFunc) *upstreamWait {
-	now := time.Now()
-	end := now.Add(limit)
-	if dl, ok := r.Context().Deadline(); ok && dl.Before(end) {
-		end = dl
-	}
-	uw := &upstreamWait{wait: end.Sub(now), reqCtx: r.Context(), rc: rc}
-	// A writer that cannot move it (none of the proxies' own) keeps the server's.
-	_ = rc.SetWriteDeadline(end.Add(answerWriteTimeout))
-	uw.timer = time.AfterFunc(uw.wait, cancel)
-	return uw
-}
-
-// end ends the wait, and reports whether it ended before it ran out.
-func (uw *upstreamWait) end() bool {
-	if !uw.stopped {
-		uw.stopped = true
-		uw.inTime = uw.timer.Stop()
-	}
-	return uw.inTime
-}
-
-// answered ends the wait with the upstream's answer in hand, and leaves
-// answerWriteTimeout to write it; the wait's error when it ran out first (the exchange
-// was canceled then).
-func (uw *upstreamWait) answered() error {
-	if !uw.end() {
-		return uw.ranOut(nil)
-	}
-	_ = uw.rc.SetWriteDeadline(time.Now().Add(answerWriteTimeout))
-	return nil
-}
-
-// refusal ends the wait and gives the error to answer for err, a failure of the
-// exchange: upstream_unavailable saying the wait ran out when it did (err is then its
-// consequence), else err. A failure with a code of its own, a token service's that the
-// egress was waiting for when the wait ran out (tts_unavailable, as_unavailable), keeps
-// it: it names what did not answer.
-func (uw *upstreamWait) refusal(err error) error {
-	ranOut := !uw.end() || errors.Is(uw.reqCtx.Err(), context.DeadlineExceeded)
-	if code := errcode.CodeOf(err); ranOut && (code == errcode.Unmapped || code == errcode.UpstreamUnavailable) {
-		return uw.ranOut(err)
-	}
-	return err
-}
-
-func (uw *upstreamWait) ranOut(err error) error {
-	return errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream exchange did not complete within %s", uw.wait.Round(time.Millisecond))
 }

@@ -221,37 +221,74 @@ func forwardBody(r *http.Request) ([]byte, error) {
 	return readBounded(r.Body, "request body")
 }
 
-// forward runs after the receiver verified r.
+// forward runs after the receiver verified r; a refusal at any of its steps
+// (forwardVerified) is answered here.
 func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
+	if err := in.forwardVerified(w, r); err != nil {
+		in.refuse(w, r, err)
+	}
+}
+
+// forwardVerified takes a verified request through its steps: the access token of a
+// linked dialog (boundaryIngress.accept), the body, the request to the application
+// (outgoing), the hop of an accepted offer (takeHop), the exchange within the wait for
+// the application's answer, and the answer (answer). Nothing is written to w before
+// the last step, so that a refusal from any step is answered whole.
+func (in *Ingress) forwardVerified(w http.ResponseWriter, r *http.Request) error {
 	v := dialog.FromRequest(r)
 	if v == nil {
-		in.refuse(w, r, errcode.New(errcode.Internal, "the ingress forwarded a request the receiver did not verify"))
-		return
+		return errcode.New(errcode.Internal, "the ingress forwarded a request the receiver did not verify")
 	}
 	if in.boundary != nil {
 		var err error
 		if v, err = in.boundary.accept(r, v); err != nil {
-			in.refuse(w, r, err)
-			return
+			return err
 		}
 	}
 	body, err := forwardBody(r)
 	if err != nil {
-		in.refuse(w, r, err)
-		return
+		return err
 	}
-	target := *in.upstream
-	target.Path = strings.TrimSuffix(target.Path, "/") + r.URL.Path
-	target.RawPath = ""
-	target.RawQuery = r.URL.RawQuery
 	// The exchange with the application ends with the caller's request, or earlier when
 	// a response passed through as it comes goes idle (streamer.pass).
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	out, err := in.outgoing(ctx, r, v, body)
+	if err != nil {
+		return err
+	}
+	var taken *ingressHop
+	if v.Handoff != nil && v.Handoff.Outcome == handoff.OutcomeAccepted {
+		if taken, err = in.takeHop(r.Context(), v, body); err != nil {
+			return err
+		}
+	}
+	// The exchange with the application ends, too, when the wait for its answer runs
+	// out (upstreamWait).
+	wait := waitUpstream(connController(w, r), r, in.wait, cancel)
+	defer wait.end()
+	// The transport itself, not an http.Client: the client's redirect machinery copies
+	// every request's fields for a redirect that is never followed here.
+	res, err := in.transport.RoundTrip(out)
+	if err != nil {
+		return wait.refusal(upstreamError(err))
+	}
+	defer res.Body.Close()
+	return in.answer(w, r, v, res, taken, wait, cancel)
+}
+
+// outgoing builds the request to the application: the upstream URL with the caller's
+// path and query, the body, and the caller's fields without the hop-by-hop ones, the
+// proxies' namespace and the credentials (what they proved travels in the Verified*
+// fields, setVerified), with the Host the caller sent.
+func (in *Ingress) outgoing(ctx context.Context, r *http.Request, v *dialog.Verified, body []byte) (*http.Request, error) {
+	target := *in.upstream
+	target.Path = strings.TrimSuffix(target.Path, "/") + r.URL.Path
+	target.RawPath = ""
+	target.RawQuery = r.URL.RawQuery
 	out, err := http.NewRequestWithContext(ctx, r.Method, target.String(), bytes.NewReader(body))
 	if err != nil {
-		in.refuse(w, r, errcode.Wrap(errcode.InvalidRequest, err, "the request cannot be forwarded"))
-		return
+		return nil, errcode.Wrap(errcode.InvalidRequest, err, "the request cannot be forwarded")
 	}
 	if len(body) == 0 {
 		out.Body, out.GetBody, out.ContentLength = http.NoBody, nil, 0
@@ -270,8 +307,7 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 		out.Header.Del("Authorization")
 	}
 	if err := setVerified(out.Header, v, in.forwardProvenance); err != nil {
-		in.refuse(w, r, err)
-		return
+		return nil, err
 	}
 	if host := r.Host; host != "" {
 		// The application sees the Host its caller sent (issue 22 point 6): its own
@@ -282,47 +318,34 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 		out.Host = host
 		out.Header.Set("X-Forwarded-Host", host)
 	}
-	var taken *ingressHop
-	if v.Handoff != nil && v.Handoff.Outcome == handoff.OutcomeAccepted {
-		if taken, err = in.takeHop(r.Context(), v, body); err != nil {
-			in.refuse(w, r, err)
-			return
-		}
-	}
-	// The exchange with the application ends, too, when the wait for its answer runs
-	// out (upstreamWait).
-	wait := waitUpstream(connController(w, r), r, in.wait, cancel)
-	defer wait.end()
-	// The transport itself, not an http.Client: the client's redirect machinery copies
-	// every request's fields for a redirect that is never followed here.
-	res, err := in.transport.RoundTrip(out)
-	if err != nil {
-		in.refuse(w, r, wait.refusal(upstreamError(err)))
-		return
-	}
-	defer res.Body.Close()
+	return out, nil
+}
+
+// answer gives the caller the application's response. One that nothing is computed
+// over goes to the caller as it comes; any other is read whole and, for a hop taken,
+// the outcome the application states is signed into it (ingressHop.answer). The
+// receiver echoes (and signs) the Dialog-Context on w itself, so the application's own
+// Dialog-Context, signature, WIT and handoff outcome fields are not passed on.
+func (in *Ingress) answer(w http.ResponseWriter, r *http.Request, v *dialog.Verified, res *http.Response, taken *ingressHop, wait *upstreamWait, cancel context.CancelFunc) error {
 	if v.Handoff == nil && v.Cancel == nil && !signResponse(v) && canStream(w, res.Header) {
 		// Nothing is computed over this body: it goes to the caller as it comes. The
 		// receiver echoes the Dialog-Context on w itself.
 		// From its header on, the idle bound replaces the wait.
 		if err := wait.answered(); err != nil {
-			in.refuse(w, r, err)
-			return
+			return err
 		}
 		for _, f := range []string{dialog.HeaderName, "Signature", "Signature-Input", wit.HeaderName, HandoffStatusField, HandoffReasonField} {
 			res.Header.Del(f)
 		}
 		in.stream.pass(w, r, res, cancel)
-		return
+		return nil
 	}
 	resBody, err := readBounded(res.Body, "application's response")
 	if err != nil {
-		in.refuse(w, r, wait.refusal(errcode.Unavailable(errcode.UpstreamUnavailable, err, "the application's response is not usable")))
-		return
+		return wait.refusal(errcode.Unavailable(errcode.UpstreamUnavailable, err, "the application's response is not usable"))
 	}
 	if err := wait.answered(); err != nil {
-		in.refuse(w, r, err)
-		return
+		return err
 	}
 	// The receiver echoes (and signs) the verified Dialog-Context itself, and a
 	// signature of the application's own would make the proxy's ambiguous.
@@ -331,13 +354,13 @@ func (in *Ingress) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	if taken != nil {
 		if resBody, err = taken.answer(r.Context(), res, resBody); err != nil {
-			in.refuse(w, r, err)
-			return
+			return err
 		}
 	}
 	res.Header.Del(HandoffStatusField)
 	res.Header.Del(HandoffReasonField)
 	writeResponse(w, res, resBody)
+	return nil
 }
 
 // signResponse reports whether the caller asked for a signed response

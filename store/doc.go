@@ -1,6 +1,9 @@
 // Package store keeps the state that makes single-use values single-use, and the small
 // records that must outlive one request.
 //
+// Read store.go first (Replay, the single-use claims), then records.go (Records,
+// compare and swap), then their in-memory backends memory.go and records_memory.go.
+//
 // A Replay claims a key once for a time to live. The broker claims:
 //
 //   - the jti of every Workload Proof Token, for the window in which the WPT would be

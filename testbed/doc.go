@@ -7,8 +7,19 @@
 // B), and trusts a.example's WITs for that (dialog-binding section 11, Figure 5;
 // oauth.md 2 and 4).
 //
+// Read testbed.go first (World, Domain, Start), then linked.go (the trust boundary of
+// Figure 5), handoffs.go and steps.go.
+//
 // StartDomain starts one such domain alone, without identity chaining (the
-// dialog and proxy end-to-end tests run in one).
+// dialog and proxy end-to-end tests and the SDK adapters' tests run in one).
+//
+// Options (options.go) shape the world for a test: WithClock, a settable clock for
+// every service, store, key set and client of it (a test moves it to check expiry
+// without sleeping); WithScopes, what may cross; WithMiddleware, to record what reached
+// a domain's servers (section 13); WithDomainC, a third domain whose grants b.example
+// does not trust. The agent package's Figure 5 tests and `dialogtrust demo` run in
+// this world, so that the two-domain world is built in one place. Read testbed.go
+// first.
 //
 // On top of the services it holds the two ends of a dialog linked across the boundary
 // that the protocol adapters' examples (adapters/mcp, adapters/a2a) share: the

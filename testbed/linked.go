@@ -77,11 +77,11 @@ func (d *Domain) LinkAcceptor(ctx context.Context, w Workload) *LinkAcceptor {
 	ks := d.TTSKeys(ctx)
 	return &LinkAcceptor{
 		acceptor: agent.LinkAcceptor{
-			TTS:          &txntoken.Client{TokenEndpoint: d.TokenEndpoint(), WITSource: w.Source, Proof: proof.HTTPSig},
-			AccessTokens: &chaining.AccessTokenVerifier{Keys: ks, Issuer: d.TTSURL, Audience: d.Name},
+			TTS:          &txntoken.Client{TokenEndpoint: d.TokenEndpoint(), WITSource: w.Source, Proof: proof.HTTPSig, Now: d.cfg.now},
+			AccessTokens: &chaining.AccessTokenVerifier{Keys: ks, Issuer: d.TTSURL, Audience: d.Name, Now: d.cfg.now},
 			TrustDomain:  d.Name,
 		},
-		txns: txntoken.NewVerifier(ks, d.Name),
+		txns: txntoken.NewVerifier(ks, d.Name, txntoken.WithClock(d.cfg.now)),
 	}
 }
 
@@ -133,8 +133,8 @@ func (w *World) Link(initiator Workload, txnA string, wits *wit.Validator, inDia
 		return &agent.Transport{Source: src, Proof: proof.HTTPSig, Responses: httpsig.NewVerifier(wits), RequireSignedResponse: true}
 	}
 	return &LinkedClient{
-		Linker: &agent.Linker{Self: initiator.ID, Transport: signing(initiator.Source)},
-		Config: agent.LinkConfig{TxnToken: txnA, GrantEndpoint: w.A.TokenEndpoint(), PeerIssuer: w.B.TTSURL, PeerTokenEndpoint: w.B.TokenEndpoint(), PeerTrustDomain: "b.example", Scope: Scope},
+		Linker: &agent.Linker{Self: initiator.ID, Transport: signing(initiator.Source), Now: w.A.cfg.now},
+		Config: agent.LinkConfig{TxnToken: txnA, GrantEndpoint: w.A.TokenEndpoint(), PeerIssuer: w.B.TTSURL, PeerTokenEndpoint: w.B.TokenEndpoint(), PeerTrustDomain: w.B.Name, Scope: Scope},
 		Transport: func(l *agent.Linked) (http.RoundTripper, error) {
 			t := signing(l.Credential)
 			t.ResponseSigners = l.Signers // the peer's answers in the linked dialog

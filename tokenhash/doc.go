@@ -5,5 +5,7 @@
 // surrounding spaces and tabs, which the caller trims) and the sha-256 Digest value of
 // a handoff grant (handoff-context section 5.7).
 //
+// Everything is in tokenhash.go (Of).
+//
 // It imports only the standard library, so every layer may use it.
 package tokenhash

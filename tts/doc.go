@@ -3,6 +3,10 @@
 // peers accepted where that is free; shared/specs/oauth.md section 1, whose section
 // numbers name the tests), with the dialog binding of dialog-binding sections 10 and 12.
 //
+// Read server.go first (Config, New: the service and its token endpoint), then grant.go
+// (the token exchange handler), issue.go (minting and replacement), subject.go (subject
+// token handlers) and policy.go (Policy, Rule).
+//
 // # Server (the token endpoint)
 //
 // POST /token is the RFC 8693 profile of oauth.md 1.3: grant_type token-exchange,

@@ -5,6 +5,9 @@
 // issues Txn-Tokens is package tts; this package knows nothing of it, so a workload that
 // only verifies Txn-Tokens links no router, no metrics library and no Redis client.
 //
+// Read txntoken.go first (Claims), then verifier.go (Verifier, the receiver's checks)
+// and client.go (asking a TTS).
+//
 // # Format (oauth.md 1.7)
 //
 // A Txn-Token is a JWS with typ txntoken+jwt (Type; the application/ prefix and any case

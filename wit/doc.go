@@ -1,6 +1,9 @@
 // Package wit mints and validates WIMSE Workload Identity Tokens
 // (draft-ietf-wimse-workload-creds-02 section 5.1; wimse.md sections 2.1-2.5).
 //
+// Read wit.go first (Claims, WIT and the validator), then issue.go (Issuer) and
+// source.go (RefreshingSource); decode.go and cache.go are the validator's fast paths.
+//
 // A WIT is a JWT with typ "wit+jwt" that binds one workload identifier (sub) to a public
 // key (cnf.jwk, with its one alg). Validation follows the checklist of wimse.md 2.5:
 // compact JWS; typ; sub a canonical workload identifier whose trust domain selects the

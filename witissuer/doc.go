@@ -4,6 +4,11 @@
 // 5.1; wimse.md sections 1 and 2). It also holds the client side: Client asks an issuer
 // for a WIT, and Client.Source keeps one fresh (creds-02 section 9.4).
 //
+// Read server.go first (Config, New, the routes), then protocol.go (the request and
+// response), auth.go (how a workload authenticates), proof.go and policy.go; client.go
+// is the client side (Client, Client.Source), tls.go and bundles.go the certificates
+// and trust bundles.
+//
 // Spec sections it implements, and where:
 //
 //   - creds-02 section 3 and wimse.md WIT-1: the issuer publishes its keys as a JWKS

@@ -19,7 +19,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/internal/adaptertest"
 	"github.com/dialogtrust/dialogtrust/txntoken"
-	"github.com/dialogtrust/dialogtrust/wit"
 )
 
 // serveHotel serves the hotel agent over a2a-go's real JSON-RPC handler behind the
@@ -159,9 +158,9 @@ func TestA2ASec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 		t.Fatalf("the executor ran %d times", n)
 	}
 
-	other := w.Dom.Workload(t, "/agent/other", "ES256")
+	other := w.Dom.Workload("/agent/other")
 	rec := &adaptertest.Recorder{}
-	c2 := w.clientAs(t, &wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}, nil, url, dc, rec)
+	c2 := w.clientAs(t, other.Source, nil, url, dc, rec)
 	res, err := c2.SendMessage(context.Background(), &a2a.MessageSendParams{Message: m2})
 	if err == nil {
 		if st, _ := dialoga2a.ReplyStatus(res); st != nil {
@@ -399,8 +398,8 @@ func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
 	task := res.(*a2a.Task)
 	<-started
 
-	other := w.Dom.Workload(t, "/agent/other", "ES256")
-	c2 := w.clientAs(t, &wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}, nil, url, dc, &adaptertest.Recorder{})
+	other := w.Dom.Workload("/agent/other")
+	c2 := w.clientAs(t, other.Source, nil, url, dc, &adaptertest.Recorder{})
 	if got, err := c2.GetTask(context.Background(), &a2a.TaskQueryParams{ID: task.ID}); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Fatalf("another workload read the task: %v %s", err, jsonOf(got))
 	}

@@ -31,13 +31,13 @@ func (w *world) receiver(tb testing.TB, url string) *dialog.Receiver {
 // client connects the planner to the hotel's A2A server in dialog dc, over a2a-go's
 // JSON-RPC client.
 func (w *world) client(tb testing.TB, url string, dc *dialog.Context, rec *adaptertest.Recorder) *a2aclient.Client {
-	return w.clientAs(tb, w.PlannerSource, w.Tokens, url, dc, rec)
+	return w.clientAs(tb, w.Planner.Source, w.Tokens, url, dc, rec)
 }
 
 // clientAs connects the workload src to the hotel's A2A server in dialog dc.
 func (w *world) clientAs(tb testing.TB, src wit.Source, tokens agent.TxnTokenSource, url string, dc *dialog.Context, rec *adaptertest.Recorder) *a2aclient.Client {
 	tb.Helper()
-	t := &agent.Transport{Base: rec, Source: src, Tokens: tokens, Responses: httpsig.NewVerifier(wit.NewValidator(w.Dom.Trust))}
+	t := &agent.Transport{Base: rec, Source: src, Tokens: tokens, Responses: httpsig.NewVerifier(w.WITs)}
 	opts, err := dialoga2a.ClientOptions(dialoga2a.ClientConfig{Transport: t, Dialog: dc, Delegator: w.Delegator})
 	adaptertest.MustOK(tb, err)
 	c, err := a2aclient.NewFromEndpoints(context.Background(), []a2a.AgentInterface{{URL: url, Transport: a2a.TransportProtocolJSONRPC}}, opts...)

@@ -134,9 +134,9 @@ func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 
 	// The same offer from another workload: the last status is resent only to the
 	// authenticated offer.iss (section 8.4), and the tool does not run.
-	other := w.Dom.Workload(t, "/agent/other", "ES256")
+	other := w.Dom.Workload("/agent/other")
 	rec := &adaptertest.Recorder{}
-	cs2, err := w.sessionAs(t, &wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}, nil, url, dc, rec)
+	cs2, err := w.sessionAs(t, other.Source, nil, url, dc, rec)
 	adaptertest.MustOK(t, err)
 	res, err := cs2.CallTool(context.Background(), p2)
 	if err == nil {
@@ -249,7 +249,7 @@ func TestMCPSessionOwnedByItsWorkload(t *testing.T) {
 	dc := adaptertest.NewDialog(t, w.Planner.ID)
 	cs, err := w.session(t, url, dc, &adaptertest.Recorder{})
 	adaptertest.MustOK(t, err)
-	other := w.Dom.Workload(t, "/agent/other", "ES256")
+	other := w.Dom.Workload("/agent/other")
 	call := func(src wit.Source) (int, string) {
 		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"book_hotel","arguments":{}}}`))
 		adaptertest.MustOK(t, err)
@@ -257,20 +257,20 @@ func TestMCPSessionOwnedByItsWorkload(t *testing.T) {
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Session-Id", cs.ID())
 		req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
-		tr := &agent.Transport{Source: src, Responses: httpsig.NewVerifier(wit.NewValidator(w.Dom.Trust))}
+		tr := &agent.Transport{Source: src, Responses: httpsig.NewVerifier(w.WITs)}
 		res, err := tr.RoundTrip(req.WithContext(agent.WithDialog(context.Background(), dc)))
 		adaptertest.MustOK(t, err)
 		defer res.Body.Close()
 		b, _ := io.ReadAll(res.Body)
 		return res.StatusCode, string(errcode.CodeOf(problem.Read(res.StatusCode, b)))
 	}
-	if code, got := call(&wit.Credential{WIT: other.WIT, Key: other.Key, Expiry: time.Now().Add(time.Hour)}); code != http.StatusForbidden || got != string(errcode.SessionOwnerMismatch) {
+	if code, got := call(other.Source); code != http.StatusForbidden || got != string(errcode.SessionOwnerMismatch) {
 		t.Fatalf("another workload in the session: %d %q", code, got)
 	}
 	if n := s.Count(); n != 0 {
 		t.Fatalf("the tool ran %d times", n)
 	}
-	if code, _ := call(w.PlannerSource); code != http.StatusOK {
+	if code, _ := call(w.Planner.Source); code != http.StatusOK {
 		t.Fatalf("the owner's own request: %d", code)
 	}
 	if n := s.Count(); n != 1 {

@@ -27,13 +27,13 @@ func (w *world) receiver(tb testing.TB, url string) *dialog.Receiver {
 
 // session connects the planner to the hotel's MCP server in dialog dc.
 func (w *world) session(tb testing.TB, url string, dc *dialog.Context, rec *adaptertest.Recorder) (*mcp.ClientSession, error) {
-	return w.sessionAs(tb, w.PlannerSource, w.Tokens, url, dc, rec)
+	return w.sessionAs(tb, w.Planner.Source, w.Tokens, url, dc, rec)
 }
 
 // sessionAs connects the workload src to the hotel's MCP server in dialog dc.
 func (w *world) sessionAs(tb testing.TB, src wit.Source, tokens agent.TxnTokenSource, url string, dc *dialog.Context, rec *adaptertest.Recorder) (*mcp.ClientSession, error) {
 	tb.Helper()
-	t := &agent.Transport{Base: rec, Source: src, Tokens: tokens, Responses: httpsig.NewVerifier(wit.NewValidator(w.Dom.Trust))}
+	t := &agent.Transport{Base: rec, Source: src, Tokens: tokens, Responses: httpsig.NewVerifier(w.WITs)}
 	hc, err := dialogmcp.NewHTTPClient(dialogmcp.ClientConfig{Transport: t, Dialog: dc, Delegator: w.Delegator})
 	adaptertest.MustOK(tb, err)
 	client := mcp.NewClient(&mcp.Implementation{Name: "planner", Version: "v1"}, nil)

@@ -1,8 +1,6 @@
 package adaptertest
 
 import (
-	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -11,13 +9,9 @@ import (
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
-	"github.com/dialogtrust/dialogtrust/oauth"
-	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/testbed"
-	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
@@ -30,15 +24,16 @@ func MustOK(tb testing.TB, err error) {
 	}
 }
 
-// World is one trust domain, a.example, run in-process: a WIT issuer key (testkit), a
-// TTS on loopback that issues Txn-Tokens for self-signed subject tokens, the
-// delegating agent (Planner) and its delegate (Hotel).
+// World is one trust domain, a.example, run in-process by testbed.StartDomain: its
+// WIT issuer and its TTS on loopback, which issues Txn-Tokens for self-signed subject
+// tokens, the delegating agent (Planner) and its delegate (Hotel).
 type World struct {
-	Dom            *testkit.Domain
-	TTSURL         string
+	// Dom is the domain; Dom.Workload is another workload of it.
+	Dom *testbed.Domain
+	// WITs validates the domain's WITs through its issuer's JWKS.
+	WITs           *wit.Validator
 	TTSKeys        keys.KeySet
-	Planner, Hotel *testkit.Workload
-	PlannerSource  wit.Source
+	Planner, Hotel testbed.Workload
 	Tokens         agent.TxnTokenSource // the planner's Txn-Tokens
 	PlannerKey     *keys.PrivateKey     // signs the planner's offers
 	HotelKey       *keys.PrivateKey     // signs the hotel's statuses
@@ -49,38 +44,17 @@ type World struct {
 	HandoffReceiver *handoff.Receiver
 }
 
-// NewWorld starts the world; the hotel is wimse://a.example<hotelPath>. The TTS stops
-// when tb's test ends.
+// NewWorld starts the world; the hotel is wimse://a.example<hotelPath>. Its servers
+// stop when tb's test ends.
 func NewWorld(tb testing.TB, hotelPath string) *World {
 	tb.Helper()
-	w := &World{Dom: testkit.NewDomain(tb, "a.example", keys.ES256, testkit.NewClock(time.Now()))}
-	w.Planner = w.Dom.Workload(tb, "/agent/planner", keys.ES256)
-	w.Hotel = w.Dom.Workload(tb, hotelPath, keys.ES256)
-	w.PlannerSource = &wit.Credential{WIT: w.Planner.WIT, Key: w.Planner.Key, Expiry: time.Now().Add(time.Hour)}
-
-	ttsSrv := httptest.NewUnstartedServer(nil)
-	w.TTSURL = "http://" + ttsSrv.Listener.Addr().String()
-	ttsKey, err := keys.Generate(keys.ES256)
+	ctx := tb.Context()
+	dom, err := testbed.StartDomain(ctx, "a.example")
 	MustOK(tb, err)
-	replay := store.NewMemory()
-	ts, err := tts.New(tts.Config{
-		Issuer: w.TTSURL, TrustDomains: []string{"a.example"}, Keys: keys.NewRing(ttsKey, nil),
-		Authenticators:  oauth.WIMSEAuthenticators(wit.NewValidator(w.Dom.Trust), replay, w.TTSURL+tts.PathToken),
-		SubjectHandlers: []tts.SubjectTokenHandler{tts.NewSelfSignedHandler([]string{w.TTSURL}, tts.SelfSignedOptions{})},
-		Replay:          replay,
-		Policy:          tts.Policy{Rules: []tts.Rule{{Workload: "wimse://a.example/", SubjectScopes: []string{"trip.book"}}}},
-	})
-	MustOK(tb, err)
-	ttsSrv.Config.Handler = ts.Handler()
-	ttsSrv.Start()
-	tb.Cleanup(ttsSrv.Close)
-	w.TTSKeys, err = keys.NewStaticSet(ttsKey.Public())
-	MustOK(tb, err)
-	client := &txntoken.Client{TokenEndpoint: w.TTSURL + tts.PathToken, WITSource: w.PlannerSource, Proof: proof.WPT}
-	w.Tokens = agent.NewTTSSource(client, "a.example", "trip.book", func(ctx context.Context) (string, string, error) {
-		tok, err := txntoken.NewSelfSignedToken(w.Planner.Key, w.Planner.ID, "alice@a.example", w.TTSURL, "trip.book", time.Minute, time.Now())
-		return tok, tts.TokenTypeSelfSigned, err
-	}, nil)
+	tb.Cleanup(dom.Close)
+	w := &World{Dom: dom, WITs: testbed.WITs(ctx, dom), TTSKeys: dom.TTSKeys(ctx)}
+	w.Planner, w.Hotel = dom.Workload("/agent/planner"), dom.Workload(hotelPath)
+	w.Tokens = dom.TxnTokens(w.Planner, "alice@a.example", testbed.Scope)
 
 	h, err := testbed.NewHandoffs(w.Planner.ID, w.Hotel.ID)
 	MustOK(tb, err)
@@ -97,7 +71,7 @@ func NewWorld(tb testing.TB, hotelPath string) *World {
 func (w *World) Receiver(tb testing.TB, url string, host dialog.Host) *dialog.Receiver {
 	tb.Helper()
 	rc, err := dialog.NewReceiver(
-		dialog.WithHTTPSignatures(httpsig.NewVerifier(wit.NewValidator(w.Dom.Trust), httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
+		dialog.WithHTTPSignatures(httpsig.NewVerifier(w.WITs, httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithTxnTokens(txntoken.NewVerifier(w.TTSKeys, "a.example")),
 		dialog.WithHandoffsIn(w.HandoffReceiver, host),
 	)

@@ -7,6 +7,8 @@
 // cache (tts), jose's header cache (jose) and the Txn-Token cache of agent.TTSSource
 // (agent).
 //
+// Everything is in bound_test.go.
+//
 // Each test floods a structure with unique entries and checks the bound holds. A
 // replay store must also refuse (fail closed, errcode.StoreUnavailable, kind
 // Incomplete) when it is full of live entries, never forget a live entry to make room,

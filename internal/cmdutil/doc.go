@@ -4,5 +4,9 @@
 // they share (configuration loading, -check-config, logging, serving) is the service
 // runner, internal/service. Only cmd/ imports it.
 //
+// Read config.go first (the keys, tls and bundle sections), then store.go (the store
+// section and OpenStore), keyring.go (shared signing keys) and service.go (the glue on
+// the server).
+//
 // It implements no spec section.
 package cmdutil

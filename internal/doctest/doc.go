@@ -7,4 +7,7 @@
 // must be documented; README's first code block must be the one command a newcomer runs
 // first (CI runs it verbatim); and no shell snippet may write a private key into the
 // working tree.
+//
+// Read links_test.go first (links and headings), then idents_test.go (Go names the docs
+// cite), paths_test.go (file paths) and codes_test.go (error codes).
 package doctest

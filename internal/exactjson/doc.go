@@ -1,5 +1,7 @@
 // Package exactjson makes JSON member names match struct fields exactly.
 //
+// Everything is in exactjson.go.
+//
 // encoding/json matches an object member to a struct field case-insensitively when no
 // name matches exactly: it reads {"AUD": ...} as the claim aud. JWT claim names are
 // case-sensitive (RFC 7519 section 4), and so are the members of every JSON document

@@ -1,6 +1,8 @@
 // Package graceful stops an HTTP/1.1 server without failing requests that were already
 // sent to it.
 //
+// Everything is in graceful.go.
+//
 // http.Server.Shutdown closes the listener and every idle connection at once. A
 // kept-alive connection counts as idle from the moment its last response is written
 // until the server has read the first bytes of the next request, so on a busy server a

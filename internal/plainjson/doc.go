@@ -4,6 +4,9 @@
 // and tts hold the two equal). It exists so that the Txn-Token credential (package
 // txntoken) and the service minting it (package tts) share one copy.
 //
+// Read plainjson.go first (Decode and the writers), then scan.go (the scanners other
+// packages walk JSON with).
+//
 // It is also the one home of the project's hand-written JSON scanning: ScanObject
 // (the plain objects of WPT claims and token-request context, checked against
 // encoding/json by FuzzScanObject), ScanNestedObject (the same form with nested plain

@@ -3,5 +3,7 @@
 // followed across services), else a fresh random one. The identifier is echoed in the
 // response's X-Request-Id. It is never a credential and never derived from one.
 //
+// Everything is in reqid.go.
+//
 // It implements no spec section.
 package reqid

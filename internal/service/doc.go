@@ -4,6 +4,10 @@
 // and its Build) and hands it to Main; Build turns the configuration into a Server with
 // the binary's handler.
 //
+// Read run.go first (Program, Main: what a binary hands the runner), then config.go
+// (Spec, Load: files, environment and flags), server.go (Server, the listeners) and
+// ops.go (health, readiness, metrics, JWKS).
+//
 // What the runner does, in order:
 //
 //   - configuration (config.go): -check-config is taken off the command line first

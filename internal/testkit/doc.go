@@ -4,5 +4,7 @@
 // benchmark loop). Tests only; nothing here is a fake of a credential: every token is
 // really signed and really verified.
 //
+// Read testkit.go first (Domain, Workload, Clock), then rsa.go and http.go.
+//
 // It implements no spec section.
 package testkit

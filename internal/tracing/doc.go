@@ -4,6 +4,8 @@
 // collector. It is off unless an OTLP endpoint is configured: Start then returns a nil
 // *Tracer, whose methods do nothing, so a service wires it unconditionally.
 //
+// Everything is in tracing.go (Start, Tracer).
+//
 // What a span carries is what otelhttp records for a server request (method, path, status,
 // server and peer addresses, user agent; never headers, bodies or the query) plus
 // dialogtrust.request_id, the id the service's log line for the request carries, so a

@@ -4,5 +4,7 @@
 // the one place of the token endpoint layer that imports Prometheus (packages oauth and
 // chaining do not); the TTS registers it on its registry (tts.Config.Registry).
 //
+// Everything is in metrics.go.
+//
 // It implements no spec section.
 package oauthmetrics

@@ -6,6 +6,10 @@
 // and a handoff delegate's (iss, hop) records survive its restarts (handoff context
 // section 5.2).
 //
+// Read replay.go first (Replay, its options and loss detection), then records.go
+// (Records); batch.go and heldconn.go are how claims share round trips, conn.go and
+// sentinel.go how the client is made, keyring.go the shared signing keys.
+//
 // Replay (NewReplay) makes a claim one Lua script: SET key value PX ttl NX behind a
 // check of the claim's epoch key; claims from concurrent requests share one pipeline
 // per node (one round trip, a write and a read for all of them), on a single node over

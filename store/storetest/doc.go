@@ -2,6 +2,8 @@
 // pass, for the tests of those backends: RunReplay and RunRecords run it against a
 // constructor, and the Must and Want helpers check single outcomes the same way.
 //
+// Read replay.go first (RunReplay), then records.go (RunRecords).
+//
 // The contract is the fail-closed rule of package store: a claim succeeds exactly once
 // per key and time to live (a replay is a failed errcode.Replayed), invalid input is a
 // failed errcode.InvalidRequest that claims or stores nothing, and a store that cannot

@@ -2,6 +2,8 @@
 // validate them with go-spiffe's experimental WIT-SVID packages
 // (github.com/spiffe/go-spiffe/v2/exp/svid/witsvid and exp/bundle/witbundle).
 //
+// Read svid.go first (SVIDSource), then bundle.go (JWKSSource).
+//
 // A WIT of the issuer whose sub is a spiffe:// identifier is a WIT-SVID: typ wit+jwt, kid,
 // sub, exp, cnf.jwk with alg, no aud (draft-ietf-wimse-workload-creds-02 section 5.1;
 // wimse.md 2.1-2.5). SVIDSource is a witsvid.Source that obtains them from the issuer

@@ -2,4 +2,6 @@
 // process, through the same run function its main calls, and stops it as SIGTERM
 // would (by cancelling the context); Build builds a command for the tests that need
 // it as a real process. Tests only.
+//
+// Read servicetest.go first (Run, Start), then build.go.
 package servicetest
