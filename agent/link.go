@@ -161,7 +161,7 @@ func (l *Linker) Link(ctx context.Context, c LinkConfig) (*Linked, error) {
 	peer := *l.Transport
 	peer.Tokens = nil
 	peer.ResponseSigners = signers
-	peer.Source = pinned{c: cred, now: now}
+	peer.Source = cred.Expiring(now)
 	peer.Base = boundaryGuard{base: l.Transport.Base, txnToken: c.TxnToken, dlg: d1}
 	// The caller's context may carry D1's provenance or Txn-Token source (WithProvenance,
 	// WithTxnTokenSource); neither goes to domain B.
@@ -196,19 +196,6 @@ func (c LinkConfig) signers() (*Signers, error) {
 		return nil, errcode.New(errcode.InvalidRequest, "the signers of a linked dialog are of its peer trust domain %s, not %s", c.PeerTrustDomain, c.Signers.TrustDomain())
 	}
 	return c.Signers, nil
-}
-
-// pinned is a wit.Source that gives one credential.
-type pinned struct {
-	c   *wit.Credential
-	now func() time.Time
-}
-
-func (p pinned) Credential(context.Context) (*wit.Credential, error) {
-	if !p.now().Before(p.c.Expiry) {
-		return nil, errcode.New(errcode.Expired, "the credential of the linked dialog has expired")
-	}
-	return p.c, nil
 }
 
 // dialogOf peeks at tctx.dlg of a Txn-Token without verifying it: only to make sure

@@ -42,12 +42,8 @@ func newSignerWorld(t *testing.T) *signerWorld {
 	return &signerWorld{a: a, b: b, wits: wit.NewValidator(trust, wit.WithClock(clock.Now))}
 }
 
-type staticSource struct{ c *wit.Credential }
-
-func (s staticSource) Credential(context.Context) (*wit.Credential, error) { return s.c, nil }
-
 func credOf(w *testkit.Workload) wit.Source {
-	return staticSource{&wit.Credential{WIT: w.WIT, Key: w.Key, Expiry: time.Now().Add(time.Hour)}}
+	return &wit.Credential{WIT: w.WIT, Key: w.Key, Expiry: time.Now().Add(time.Hour)}
 }
 
 // responder is a server that verifies the request and signs its response with

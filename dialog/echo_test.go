@@ -1,7 +1,6 @@
 package dialog_test
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -18,10 +17,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
-type fixedSource struct{ cred wit.Credential }
-
-func (s fixedSource) Credential(context.Context) (*wit.Credential, error) { return &s.cred, nil }
-
 // A WIT whose header names a 4.5 KB kid is refused with that kid cut in the problem
 // detail (errcode.Cut), not echoed whole.
 func TestDialogBindingSec12_LongKidIsCutInTheProblemDetail(t *testing.T) {
@@ -34,7 +29,7 @@ func TestDialogBindingSec12_LongKidIsCutInTheProblemDetail(t *testing.T) {
 	enc := base64.RawURLEncoding
 	witRaw := enc.EncodeToString(hdr) + "." + enc.EncodeToString(pl) + "." + enc.EncodeToString(make([]byte, 64))
 
-	tr := &agent.Transport{Source: fixedSource{wit.Credential{WIT: witRaw, Key: f.a2.Key, Expiry: now.Add(time.Hour)}}, Proof: proof.HTTPSig,
+	tr := &agent.Transport{Source: &wit.Credential{WIT: witRaw, Key: f.a2.Key, Expiry: now.Add(time.Hour)}, Proof: proof.HTTPSig,
 		Responses: httpsig.NewVerifier(f.d.Validator(), httpsig.WithClock(f.clock.Now))}
 	res, err := (&http.Client{Transport: tr}).Do(post(t, f.toolSrv.URL+"/invoke"))
 	if err != nil {

@@ -40,13 +40,7 @@ type figure3 struct {
 }
 
 func (f *figure3) source(w *testkit.Workload) wit.Source {
-	return staticSource{w}
-}
-
-type staticSource struct{ w *testkit.Workload }
-
-func (s staticSource) Credential(context.Context) (*wit.Credential, error) {
-	return &wit.Credential{WIT: s.w.WIT, Key: s.w.Key, Expiry: time.Now().Add(time.Hour)}, nil
+	return &wit.Credential{WIT: w.WIT, Key: w.Key, Expiry: time.Now().Add(time.Hour)}
 }
 
 // txnToken mints a real Txn-Token signed by the domain's TTS key.

@@ -43,9 +43,10 @@ type RegistryOption func(*Registry)
 // WithDialogTTL sets how long a dialog is kept (default 24h).
 func WithDialogTTL(d time.Duration) RegistryOption { return func(r *Registry) { r.ttl = d } }
 
-// WithClock injects the Registry's clock (creation times in records, dialog expiry).
-// The Registry is the one type of this package that keeps time; the provenance
-// verifier takes its clock from its WIT validator.
+// WithClock sets the clock of NewRegistry (default time.Now): creation times in
+// records, dialog expiry. Time is an input: tests move it instead of sleeping. A nil
+// clock keeps the default. The Registry is the one type of this package that keeps
+// time; the provenance verifier takes its clock from its WIT validator.
 func WithClock(now func() time.Time) RegistryOption {
 	return func(r *Registry) { r.now = now }
 }
@@ -68,6 +69,9 @@ func NewRegistry(records store.Records, opts ...RegistryOption) *Registry {
 	r := &Registry{records: records, ttl: DefaultDialogTTL, now: time.Now, prefix: "dialog:", perSender: DefaultMaxDialogsPerSender}
 	for _, o := range opts {
 		o(r)
+	}
+	if r.now == nil {
+		r.now = time.Now
 	}
 	return r
 }

@@ -110,13 +110,10 @@ type Flag struct {
 // ReceiverOption configures NewReceiver.
 type ReceiverOption func(*Receiver)
 
-// WithClock injects the clock (tests move it; they never sleep).
+// WithClock sets the clock of NewReceiver (default time.Now). Time is an input: tests
+// move it instead of sleeping. A nil clock keeps the default.
 func WithClock(now func() time.Time) ReceiverOption {
-	return func(r *Receiver) {
-		if now != nil {
-			r.now = now
-		}
-	}
+	return func(r *Receiver) { r.now = now }
 }
 
 // WithSkew sets the allowed clock skew (default 60 s).
@@ -222,6 +219,9 @@ func NewReceiver(self string, trust Trust, records store.Records, opts ...Receiv
 		quiet: map[Reason]bool{}}
 	for _, o := range opts {
 		o(r)
+	}
+	if r.now == nil {
+		r.now = time.Now
 	}
 	if _, volatile := records.(*store.MemoryRecords); volatile && !r.lostAtSet {
 		// Memory records start empty: whatever an earlier run of this process saw is

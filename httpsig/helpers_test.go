@@ -78,7 +78,7 @@ func (f *fixture) partyTTL(alg, sub string, ttl time.Duration) party {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	iss := wit.NewIssuer("https://issuer.example", func() *keys.PrivateKey { return f.issuerKey }, wit.IssuerClock(f.clock))
+	iss := wit.NewIssuer("https://issuer.example", func() *keys.PrivateKey { return f.issuerKey }, wit.WithClock(f.clock))
 	w, _, err := iss.Issue(identifier.MustParse(sub), k.Public(), ttl)
 	if err != nil {
 		f.t.Fatal(err)

@@ -78,25 +78,16 @@ type signerOption func(*Signer)
 
 func (o signerOption) applySigner(s *Signer) { o(s) }
 
-// ClockOption sets the time source of NewSigner (created) or of NewVerifier: one option
-// serves both, as store.WithClock serves both memory stores.
+// ClockOption is the clock WithClock sets; it serves NewSigner (created) and
+// NewVerifier, so that a test hands the same clock to both.
 type ClockOption func() time.Time
 
-func (now ClockOption) applySigner(s *Signer) {
-	if now != nil {
-		s.now = now
-	}
-}
+func (now ClockOption) applySigner(s *Signer)     { s.now = now }
+func (now ClockOption) applyVerifier(v *Verifier) { v.now = now }
 
-func (now ClockOption) applyVerifier(v *Verifier) {
-	if now != nil {
-		v.now = now
-	}
-}
-
-// WithClock injects the clock of NewSigner or NewVerifier (default: time.Now for
-// signing, the WIT validator's for verifying). Time is an input so that tests move it
-// instead of sleeping. A nil clock keeps the default.
+// WithClock sets the clock of NewSigner or NewVerifier (default time.Now for signing,
+// the WIT validator's for verifying). Time is an input: tests move it instead of
+// sleeping. A nil clock keeps the default.
 func WithClock(now func() time.Time) ClockOption { return ClockOption(now) }
 
 var (
@@ -124,6 +115,9 @@ func NewSigner(key *keys.PrivateKey, wit string, opts ...SignerOption) *Signer {
 	s := &Signer{key: key, wit: wit, label: DefaultLabel, ttl: DefaultTTL, now: time.Now, nonce: randomNonce}
 	for _, o := range opts {
 		o.applySigner(s)
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	return s
 }

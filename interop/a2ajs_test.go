@@ -107,11 +107,6 @@ func (p *a2aParties) offer(t *testing.T, dlg string) *handoff.Handoff {
 	return h
 }
 
-// plannerSource is the planner's WIT and key, for agent.Transport.
-type plannerSource struct{ c *wit.Credential }
-
-func (s plannerSource) Credential(context.Context) (*wit.Credential, error) { return s.c, nil }
-
 // Section 6 (A2A 1.0), Go to JS: our A2A 1.0 request (agent.NewA2ARequest with
 // hostproto.A2A10: method SendMessage, a 1.0 Message, the extension listed in
 // A2A-Extensions) is accepted by the SDK's JSON-RPC server, whose executor finds the
@@ -134,7 +129,7 @@ func TestA2AJS_ServerReadsOurA2A10Offer(t *testing.T) {
 	// The planner's WIMSE proof rides along (the SDK ignores it), as it would to any
 	// A2A 1.0 delegate.
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &agent.Transport{
-		Source: plannerSource{&wit.Credential{WIT: p.planner.WIT, Key: p.planner.Key, Expiry: time.Now().Add(time.Hour)}},
+		Source: &wit.Credential{WIT: p.planner.WIT, Key: p.planner.Key, Expiry: time.Now().Add(time.Hour)},
 		Proof:  proof.WPT,
 	}}
 	res, err := hc.Do(req)
@@ -238,7 +233,7 @@ func TestA2AJS_ClientReadsOurA2A10Reply(t *testing.T) {
 			r.Out.URL.Scheme, r.Out.URL.Host, r.Out.URL.Path, r.Out.Host = target.Scheme, target.Host, target.Path, ""
 		},
 		Transport: &agent.Transport{
-			Source: plannerSource{&wit.Credential{WIT: p.planner.WIT, Key: p.planner.Key, Expiry: time.Now().Add(time.Hour)}},
+			Source: &wit.Credential{WIT: p.planner.WIT, Key: p.planner.Key, Expiry: time.Now().Add(time.Hour)},
 			Proof:  proof.WPT,
 		},
 	})

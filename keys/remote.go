@@ -41,7 +41,9 @@ func WithMinRefresh(d time.Duration) RemoteOption {
 	return func(r *RemoteSet, _ *[]jwk.RegisterOption) { r.minRefresh = d }
 }
 
-// WithClock injects the clock that rate-limits forced refreshes of a RemoteSet.
+// WithClock sets the clock of NewRemoteSet (default time.Now), which rate-limits forced
+// refreshes. Time is an input: tests move it instead of sleeping. A nil clock keeps the
+// default.
 func WithClock(now func() time.Time) RemoteOption {
 	return func(r *RemoteSet, _ *[]jwk.RegisterOption) { r.now = now }
 }
@@ -69,6 +71,9 @@ func NewRemoteSet(ctx context.Context, url string, opts ...RemoteOption) (*Remot
 	var reg []jwk.RegisterOption
 	for _, o := range opts {
 		o(r, &reg)
+	}
+	if r.now == nil {
+		r.now = time.Now
 	}
 	// Background refresh no more often than every 15 minutes unless the server's cache
 	// headers ask for less; unknown kids force refreshes below.

@@ -42,10 +42,6 @@ func processCPU(tb testing.TB) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-type fixedSource struct{ c *wit.Credential }
-
-func (s fixedSource) Credential(context.Context) (*wit.Credential, error) { return s.c, nil }
-
 // stubTTS answers every Txn-Token request with one token minted beforehand for
 // dialog dlg, so that neither side of the benchmark pays for a TTS: both ask it once,
 // through the same client, and then use agent.TTSSource's cached token.
@@ -148,7 +144,7 @@ func newBenchWorld(b *testing.B, method proof.Method, alg string) *benchWorld {
 	d := testkit.NewDomain(b, td, alg, testkit.NewClock(time.Now()))
 	a1 := d.Workload(b, "/agent/a1", alg)
 	t1 := d.Workload(b, "/tool/t1", alg)
-	a1src := fixedSource{&wit.Credential{WIT: a1.WIT, Key: a1.Key, Expiry: time.Now().Add(time.Hour)}}
+	a1src := &wit.Credential{WIT: a1.WIT, Key: a1.Key, Expiry: time.Now().Add(time.Hour)}
 	t1cred := &wit.Credential{WIT: t1.WIT, Key: t1.Key, Expiry: time.Now().Add(time.Hour)}
 
 	ttsKey, err := keys.Generate(alg)

@@ -229,7 +229,7 @@ func (b *boundaryLink) serve(ctx context.Context, w http.ResponseWriter, out *ht
 	<-l.sem
 	out.Header.Set("Authorization", "Bearer "+at)
 	peer := *b.transport
-	peer.Source = pinnedCredential{c: cred, now: b.now}
+	peer.Source = cred.Expiring(b.now) // the one credential the link's access token is bound to (cnf.jkt)
 	peer.Base = linkGuard{base: b.transport.Base, d1: dc.DLG(), d2: d2.DLG(), txnToken: txn}
 	a := &agent.Agent{Self: b.self, Client: &http.Client{Transport: &peer, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
@@ -356,19 +356,6 @@ func writeLinked(w http.ResponseWriter, res *http.Response, d1, d2 *dialog.Conte
 	note(res, body) // a refusal of the peer's is marked and logged as the upstream's
 	writeResponse(w, res, body)
 	return nil
-}
-
-// pinnedCredential is the one credential a link's access token is bound to (cnf.jkt).
-type pinnedCredential struct {
-	c   *wit.Credential
-	now func() time.Time
-}
-
-func (p pinnedCredential) Credential(context.Context) (*wit.Credential, error) {
-	if !p.now().Before(p.c.Expiry) {
-		return nil, errcode.New(errcode.Expired, "the credential of the linked dialog has expired")
-	}
-	return p.c, nil
 }
 
 // linkGuard refuses a request in a linked dialog that would carry a Txn-Token or

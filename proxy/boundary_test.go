@@ -126,7 +126,7 @@ func newChainDomain(t *testing.T, name string, rec *recorder) *chainDomain {
 func (d *chainDomain) workload(t *testing.T, path string) (identifier.ID, wit.Source) {
 	id := identifier.MustParse("wimse://" + d.name + path)
 	c := &witissuer.Client{Endpoint: d.witURL + witissuer.PathWIT, Audience: d.witURL, Subject: id.String()}
-	return id, c.Source(wit.SourceAlg(keys.ES256))
+	return id, c.Source(wit.WithKeyAlgorithm(keys.ES256))
 }
 
 func witsOf(ctx context.Context, ds ...*chainDomain) *wit.Validator {

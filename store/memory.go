@@ -30,24 +30,15 @@ type MemoryOption interface{ applyMemory(*Memory) }
 // MemoryRecordsOption configures NewMemoryRecords.
 type MemoryRecordsOption interface{ applyRecords(*MemoryRecords) }
 
-// ClockOption sets the time source of either memory store: one option serves both, so
-// a test hands the same clock to its replay store and its records.
+// ClockOption is the clock WithClock sets; it serves NewMemory and NewMemoryRecords, so
+// that a test hands the same clock to its replay store and its records.
 type ClockOption func() time.Time
 
-func (now ClockOption) applyMemory(m *Memory) {
-	if now != nil {
-		m.now = now
-	}
-}
+func (now ClockOption) applyMemory(m *Memory)         { m.now = now }
+func (now ClockOption) applyRecords(m *MemoryRecords) { m.now = now }
 
-func (now ClockOption) applyRecords(m *MemoryRecords) {
-	if now != nil {
-		m.now = now
-	}
-}
-
-// WithClock sets the time source of NewMemory or NewMemoryRecords. Time is an input so
-// that tests move it instead of sleeping. A nil clock keeps time.Now.
+// WithClock sets the clock of NewMemory or NewMemoryRecords (default time.Now). Time is
+// an input: tests move it instead of sleeping. A nil clock keeps the default.
 func WithClock(now func() time.Time) ClockOption { return ClockOption(now) }
 
 var (
@@ -107,6 +98,9 @@ func NewMemory(opts ...MemoryOption) *Memory {
 	m := &Memory{now: time.Now, max: DefaultMaxEntries, seed: maphash.MakeSeed()}
 	for _, o := range opts {
 		o.applyMemory(m)
+	}
+	if m.now == nil {
+		m.now = time.Now
 	}
 	m.base = m.now()
 	for i := range m.shards {

@@ -83,6 +83,9 @@ func NewMemoryRecords(opts ...MemoryRecordsOption) *MemoryRecords {
 	for _, o := range opts {
 		o.applyRecords(m)
 	}
+	if m.now == nil {
+		m.now = time.Now
+	}
 	m.base = m.now()
 	return m
 }

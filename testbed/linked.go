@@ -69,14 +69,6 @@ func (c *LinkedClient) Linked() *agent.Linked {
 	return c.linked
 }
 
-// Pinned is a wit.Source of the one credential c: the one a linked dialog's access
-// token is bound to (agent.Linked.Credential).
-func Pinned(c *wit.Credential) wit.Source { return pinned{c} }
-
-type pinned struct{ c *wit.Credential }
-
-func (p pinned) Credential(context.Context) (*wit.Credential, error) { return p.c, nil }
-
 // LinkAcceptor is the peer's side of a linked dialog for workload w of this domain:
 // agent.LinkAcceptor's checks (Figure 5 step 3) and exchange at this domain's TTS (step
 // 4), then the check that the Txn-Token it got is this domain's and records the linked
@@ -144,7 +136,7 @@ func (w *World) Link(initiator Workload, txnA string, wits *wit.Validator, inDia
 		Linker: &agent.Linker{Self: initiator.ID, Transport: signing(initiator.Source), Now: w.A.cfg.now},
 		Config: agent.LinkConfig{TxnToken: txnA, GrantEndpoint: w.A.TokenEndpoint(), PeerIssuer: w.B.TTSURL, PeerTokenEndpoint: w.B.TokenEndpoint(), PeerTrustDomain: w.B.Name, Scope: Scope},
 		Transport: func(l *agent.Linked) (http.RoundTripper, error) {
-			t := signing(Pinned(l.Credential))
+			t := signing(l.Credential)
 			t.ResponseSigners = l.Signers // the peer's answers in the linked dialog
 			return inDialog(l, t)
 		},

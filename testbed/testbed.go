@@ -209,7 +209,7 @@ func (d *Domain) Workload(path string) Workload { return d.WorkloadAlg(path, key
 func (d *Domain) WorkloadAlg(path, alg string) Workload {
 	id := identifier.MustParse("wimse://" + d.Name + path)
 	c := &witissuer.Client{Endpoint: d.WITURL + witissuer.PathWIT, Audience: d.WITURL, Subject: id.String(), Now: d.cfg.now}
-	return Workload{ID: id, Source: c.Source(wit.SourceClock(d.cfg.now), wit.SourceAlg(alg))}
+	return Workload{ID: id, Source: c.Source(wit.WithClock(d.cfg.now), wit.WithKeyAlgorithm(alg))}
 }
 
 // WITs validates the WITs of ds through their issuers' JWKS, on the domains' clock

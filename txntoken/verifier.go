@@ -37,7 +37,8 @@ type VerifierOption func(*Verifier)
 // WithIssuer also requires iss to equal iss (the TTS's issuer identifier).
 func WithIssuer(iss string) VerifierOption { return func(v *Verifier) { v.issuer = iss } }
 
-// WithClock injects the clock.
+// WithClock sets the clock of NewVerifier (default time.Now). Time is an input: tests
+// move it instead of sleeping. A nil clock keeps the default.
 func WithClock(now func() time.Time) VerifierOption {
 	return func(v *Verifier) { v.now = now }
 }
@@ -74,6 +75,9 @@ func NewVerifier(ks keys.KeySet, trustDomain string, opts ...VerifierOption) *Ve
 	v := &Verifier{keys: ks, trustDomains: []string{trustDomain}, now: time.Now, skew: DefaultSkew, maxLifetime: DefaultMaxLifetime, maxSize: DefaultMaxTokenSize}
 	for _, o := range opts {
 		o(v)
+	}
+	if v.now == nil {
+		v.now = time.Now
 	}
 	return v
 }

@@ -14,5 +14,7 @@
 //
 // A validated WIT authenticates nobody by itself: the caller is authenticated only when a
 // proof of possession (package wpt or httpsig) made with the cnf key verifies (WIT-4).
-// Source (source.go) keeps a workload's WIT fresh with a new key each time (WIT-3).
+// Source (source.go) keeps a workload's WIT fresh with a new key each time (WIT-3); a
+// fixed Credential is its own Source. The options of the validator, the issuer and the
+// source are in options.go; read wit.go first.
 package wit

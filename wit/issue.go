@@ -22,23 +22,14 @@ type Issuer struct {
 	maxLifetime time.Duration
 }
 
-// IssuerOption configures an Issuer.
-type IssuerOption func(*Issuer)
-
-// IssuerClock injects the clock.
-func IssuerClock(now func() time.Time) IssuerOption { return func(i *Issuer) { i.now = now } }
-
-// IssuerMaxLifetime caps the lifetime of issued WITs (default 24h). A longer request is
-// refused, never trimmed silently.
-func IssuerMaxLifetime(d time.Duration) IssuerOption {
-	return func(i *Issuer) { i.maxLifetime = d }
-}
-
 // NewIssuer returns an issuer named iss (may be "") that signs with key().
 func NewIssuer(iss string, key KeyFunc, opts ...IssuerOption) *Issuer {
 	i := &Issuer{iss: iss, key: key, now: time.Now, maxLifetime: DefaultMaxLifetime}
 	for _, o := range opts {
-		o(i)
+		o.applyIssuer(i)
+	}
+	if i.now == nil {
+		i.now = time.Now
 	}
 	return i
 }

@@ -26,6 +26,33 @@ type Source interface {
 	Credential(ctx context.Context) (*Credential, error)
 }
 
+var _ Source = (*Credential)(nil)
+
+// Credential makes a credential its own Source, as go-spiffe's x509svid.SVID is an
+// x509svid.Source: a workload that holds one credential for as long as it runs (a WIT
+// and key read from files, a test's workload) hands the credential itself wherever a
+// Source is asked for. It gives c every time: it has no clock, so it neither refreshes
+// nor refuses c once expired (the peer's validator does). Where the holder must stop
+// sending c at its Expiry, use c.Expiring.
+func (c *Credential) Credential(context.Context) (*Credential, error) { return c, nil }
+
+// Expiring returns c as a Source that gives c until its Expiry by now and refuses it
+// with expired from then on: the credential a linked dialog's access token is bound to
+// (cnf.jkt) is never replaced, and never sent expired.
+func (c *Credential) Expiring(now func() time.Time) Source { return expiring{c, now} }
+
+type expiring struct {
+	c   *Credential
+	now func() time.Time
+}
+
+func (e expiring) Credential(context.Context) (*Credential, error) {
+	if !e.now().Before(e.c.Expiry) {
+		return nil, errcode.New(errcode.Expired, "the credential has expired")
+	}
+	return e.c, nil
+}
+
 // FetchFunc obtains a WIT for the public half of key (for example from a WIT issuer)
 // and returns it with its expiry.
 type FetchFunc func(ctx context.Context, key *keys.PrivateKey) (token string, expiry time.Time, err error)
@@ -37,40 +64,6 @@ const (
 	DefaultRetryInterval   = 5 * time.Second
 	DefaultFetchTimeout    = 30 * time.Second
 )
-
-// SourceOption configures NewRefreshingSource.
-type SourceOption func(*RefreshingSource)
-
-// SourceAlg sets the algorithm of the keys the source generates (default ES256).
-func SourceAlg(alg string) SourceOption { return func(s *RefreshingSource) { s.alg = alg } }
-
-// SourceClock injects the clock.
-func SourceClock(now func() time.Time) SourceOption {
-	return func(s *RefreshingSource) {
-		if now != nil {
-			s.now = now
-		}
-	}
-}
-
-// SourceRefreshAt sets when a credential is refreshed: after fraction of its lifetime
-// (default 0.8) or margin before its expiry (default 30s), whichever comes first.
-func SourceRefreshAt(fraction float64, margin time.Duration) SourceOption {
-	return func(s *RefreshingSource) { s.fraction, s.margin = fraction, margin }
-}
-
-// SourceRetryInterval bounds how often a failing refresh is retried while the current
-// credential is still valid (default 5s), so that an unreachable issuer is not hit on
-// every call.
-func SourceRetryInterval(d time.Duration) SourceOption {
-	return func(s *RefreshingSource) { s.retry = d }
-}
-
-// SourceFetchTimeout bounds one fetch (default 30s). The fetch does not stop when the
-// caller that started it gives up, since other callers may be waiting for it.
-func SourceFetchTimeout(d time.Duration) SourceOption {
-	return func(s *RefreshingSource) { s.fetchTimeout = d }
-}
 
 // RefreshingSource is the Source that keeps one credential and replaces it before it
 // expires. Every fetch uses a key generated for it (WIT-3). Concurrent callers that find
@@ -108,7 +101,10 @@ func NewRefreshingSource(fetch FetchFunc, opts ...SourceOption) *RefreshingSourc
 		retry: DefaultRetryInterval, fetchTimeout: DefaultFetchTimeout,
 	}
 	for _, o := range opts {
-		o(s)
+		o.applySource(s)
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	if s.fraction <= 0 || s.fraction > 1 {
 		s.fraction = DefaultRefreshFraction

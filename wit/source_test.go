@@ -58,7 +58,7 @@ func newFake(t *testing.T, ttl time.Duration) (*fakeIssuer, *testkit.Clock) {
 // every refresh generates a new key, and the credential carries the key its WIT names.
 func TestCreds02Sec9_4_FreshKeyPerRefresh(t *testing.T) {
 	f, clock := newFake(t, 10*time.Minute)
-	src := wit.NewRefreshingSource(f.fetch, wit.SourceClock(clock.Now), wit.SourceAlg(keys.EdDSA))
+	src := wit.NewRefreshingSource(f.fetch, wit.WithClock(clock.Now), wit.WithKeyAlgorithm(keys.EdDSA))
 	v := f.d.Validator()
 	seen := map[string]bool{}
 	for i := 0; i < 3; i++ {
@@ -91,7 +91,7 @@ func TestCreds02Sec9_4_FreshKeyPerRefresh(t *testing.T) {
 // margin before expiry when that comes first.
 func TestCreds02Sec9_4_RefreshBeforeExpiry(t *testing.T) {
 	f, clock := newFake(t, 10*time.Minute)
-	src := wit.NewRefreshingSource(f.fetch, wit.SourceClock(clock.Now))
+	src := wit.NewRefreshingSource(f.fetch, wit.WithClock(clock.Now))
 	first, err := src.Credential(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestCreds02Sec9_4_RefreshBeforeExpiry(t *testing.T) {
 
 	// A margin larger than 20% of the lifetime moves the refresh point earlier.
 	f2, clock2 := newFake(t, 10*time.Minute)
-	src2 := wit.NewRefreshingSource(f2.fetch, wit.SourceClock(clock2.Now), wit.SourceRefreshAt(0.8, 5*time.Minute))
+	src2 := wit.NewRefreshingSource(f2.fetch, wit.WithClock(clock2.Now), wit.WithRefreshAt(0.8, 5*time.Minute))
 	c1, _ := src2.Credential(context.Background())
 	clock2.Advance(5 * time.Minute)
 	if c2, _ := src2.Credential(context.Background()); c2 == c1 {
@@ -120,7 +120,7 @@ func TestCreds02Sec9_4_RefreshBeforeExpiry(t *testing.T) {
 func TestSourceConcurrentCallersShareOneFetch(t *testing.T) {
 	f, clock := newFake(t, 10*time.Minute)
 	f.gate = make(chan struct{})
-	src := wit.NewRefreshingSource(f.fetch, wit.SourceClock(clock.Now))
+	src := wit.NewRefreshingSource(f.fetch, wit.WithClock(clock.Now))
 	const n = 32
 	var wg sync.WaitGroup
 	got := make([]*wit.Credential, n)
@@ -150,7 +150,7 @@ func TestSourceConcurrentCallersShareOneFetch(t *testing.T) {
 // retried only after the retry interval); once it has expired, the error comes through.
 func TestSourceFailingRefreshKeepsValidCredential(t *testing.T) {
 	f, clock := newFake(t, 10*time.Minute)
-	src := wit.NewRefreshingSource(f.fetch, wit.SourceClock(clock.Now), wit.SourceRetryInterval(time.Minute))
+	src := wit.NewRefreshingSource(f.fetch, wit.WithClock(clock.Now), wit.WithRetryInterval(time.Minute))
 	first, err := src.Credential(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestCreds02Sec9_4_NeverReturnsExpired(t *testing.T) {
 	fetch := func(context.Context, *keys.PrivateKey) (string, time.Time, error) {
 		return "x.y.z", clock.Now(), nil
 	}
-	src := wit.NewRefreshingSource(fetch, wit.SourceClock(clock.Now))
+	src := wit.NewRefreshingSource(fetch, wit.WithClock(clock.Now))
 	c, err := src.Credential(context.Background())
 	if c != nil || errcode.CodeOf(err) != errcode.Expired {
 		t.Fatalf("got %v, %v", c, err)
@@ -207,7 +207,7 @@ func TestCreds02Sec9_4_NeverReturnsExpired(t *testing.T) {
 func TestSourceCallerCancel(t *testing.T) {
 	f, clock := newFake(t, 10*time.Minute)
 	f.gate = make(chan struct{})
-	src := wit.NewRefreshingSource(f.fetch, wit.SourceClock(clock.Now))
+	src := wit.NewRefreshingSource(f.fetch, wit.WithClock(clock.Now))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := src.Credential(ctx); errcode.CodeOf(err) != errcode.IssuerUnavailable || errcode.KindOf(err) != errcode.Incomplete {
@@ -225,4 +225,37 @@ func TestSourceCallerCancel(t *testing.T) {
 	if f.calls.Load() != 1 {
 		t.Fatalf("%d fetches, want 1", f.calls.Load())
 	}
+}
+
+// Issue 23 point 6: a fixed credential is its own Source (as go-spiffe's x509svid.SVID
+// is an x509svid.Source): it gives itself, the same value every time.
+func TestIssue23_6_CredentialIsItsOwnSource(t *testing.T) {
+	k, _ := keys.Generate(keys.ES256)
+	c := &wit.Credential{WIT: "w", Key: k, Expiry: testkit.Epoch}
+	var src wit.Source = c
+	for range 2 {
+		got, err := src.Credential(t.Context())
+		if err != nil || got != c {
+			t.Fatalf("got %p, %v; want the credential itself %p", got, err, c)
+		}
+	}
+}
+
+// Issue 23 point 6 and the Source contract (never an expired credential): the
+// credential a linked dialog pins gives itself before its Expiry by the injected clock
+// and is refused with expired from its Expiry on.
+func TestIssue23_6_ExpiringRefusesFromExpiry(t *testing.T) {
+	clock := testkit.NewClock(testkit.Epoch)
+	k, _ := keys.Generate(keys.ES256)
+	c := &wit.Credential{WIT: "w", Key: k, Expiry: testkit.Epoch.Add(time.Minute)}
+	src := c.Expiring(clock.Now)
+	if got, err := src.Credential(t.Context()); err != nil || got != c {
+		t.Fatalf("before expiry: %p, %v; want %p", got, err, c)
+	}
+	clock.Advance(time.Minute)
+	got, err := src.Credential(t.Context())
+	if got != nil {
+		t.Fatal("an expired credential was handed out")
+	}
+	wantCode(t, err, errcode.Expired)
 }

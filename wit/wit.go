@@ -82,49 +82,6 @@ type TrustResolver interface {
 	ForTrustDomain(td string) (keys.KeySet, error)
 }
 
-// ValidatorOption configures a Validator.
-type ValidatorOption func(*Validator)
-
-// WithClock injects the clock.
-func WithClock(now func() time.Time) ValidatorOption { return func(v *Validator) { v.now = now } }
-
-// WithSkew sets the allowed clock skew (default 30s; the conformance runner uses 0).
-func WithSkew(d time.Duration) ValidatorOption { return func(v *Validator) { v.skew = d } }
-
-// WithMaxLifetime caps how far in the future exp may be (default 24h).
-func WithMaxLifetime(d time.Duration) ValidatorOption {
-	return func(v *Validator) { v.maxLifetime = d }
-}
-
-// WithIssuers requires iss to be one of these (wimse.md 2.5 step 8, creds §9.1).
-func WithIssuers(iss ...string) ValidatorOption {
-	return func(v *Validator) { v.issuers = append(v.issuers, iss...) }
-}
-
-// WithAlgorithms restricts the issuer's signing algorithms (default: all supported).
-func WithAlgorithms(algs ...string) ValidatorOption {
-	return func(v *Validator) { v.algs = append(v.algs, algs...) }
-}
-
-// WithConfirmationAlgorithms restricts cnf.jwk.alg (default: all supported).
-func WithConfirmationAlgorithms(algs ...string) ValidatorOption {
-	return func(v *Validator) { v.cnfAlgs = append(v.cnfAlgs, algs...) }
-}
-
-// WithCache keeps up to maxEntries validated WITs, each for at most maxAge (and never
-// past its exp), so that a WIT seen again skips its signature verification. Time rules
-// are still applied on every use. maxEntries <= 0 disables the cache (the default).
-func WithCache(maxEntries int, maxAge time.Duration) ValidatorOption {
-	return func(v *Validator) {
-		if maxEntries > 0 {
-			v.cache = newCache(maxEntries, maxAge)
-		}
-	}
-}
-
-// WithMaxSize bounds the token size (default 8 KiB).
-func WithMaxSize(n int) ValidatorOption { return func(v *Validator) { v.maxSize = n } }
-
 // Validator validates WITs against trust configuration.
 type Validator struct {
 	trust       TrustResolver
@@ -142,7 +99,10 @@ type Validator struct {
 func NewValidator(trust TrustResolver, opts ...ValidatorOption) *Validator {
 	v := &Validator{trust: trust, now: time.Now, skew: DefaultSkew, maxLifetime: DefaultMaxLifetime, maxSize: 8 << 10}
 	for _, o := range opts {
-		o(v)
+		o.applyValidator(v)
+	}
+	if v.now == nil {
+		v.now = time.Now
 	}
 	return v
 }

@@ -335,7 +335,7 @@ func TestCreds02Sec9_4_ClientSourceAgainstIssuer(t *testing.T) {
 	}
 	cl.Now = h.clock.Now
 	cl.TTL = 10 * time.Minute
-	src := cl.Source(wit.SourceClock(h.clock.Now))
+	src := cl.Source(wit.WithClock(h.clock.Now))
 	v := h.validator(ctx)
 	c1, err := src.Credential(ctx)
 	if err != nil {

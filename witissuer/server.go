@@ -277,7 +277,7 @@ func (s *Server) issue(w http.ResponseWriter, r *http.Request, methods []Authent
 	// if a rotation activates another one meanwhile.
 	key := s.cfg.Keys.Ring().Active()
 	tok, claims, err := wit.NewIssuer(s.cfg.Issuer, func() *keys.PrivateKey { return key },
-		wit.IssuerClock(func() time.Time { return now }), wit.IssuerMaxLifetime(pol.MaxLifetime)).Issue(sub, req.Key, ttl)
+		wit.WithClock(func() time.Time { return now }), wit.WithMaxLifetime(pol.MaxLifetime)).Issue(sub, req.Key, ttl)
 	if err != nil {
 		return method, nil, err
 	}

@@ -76,25 +76,16 @@ type mintOption func(*minter)
 
 func (o mintOption) applyMint(m *minter) { o(m) }
 
-// ClockOption sets the time source of New (exp) or of NewVerifier: one option serves
-// both, as store.WithClock serves both memory stores.
+// ClockOption is the clock WithClock sets; it serves New (exp) and NewVerifier, so that
+// a test hands the same clock to both.
 type ClockOption func() time.Time
 
-func (now ClockOption) applyMint(m *minter) {
-	if now != nil {
-		m.now = now
-	}
-}
+func (now ClockOption) applyMint(m *minter)       { m.now = now }
+func (now ClockOption) applyVerifier(v *Verifier) { v.now = now }
 
-func (now ClockOption) applyVerifier(v *Verifier) {
-	if now != nil {
-		v.now = now
-	}
-}
-
-// WithClock injects the clock of New or NewVerifier (default: time.Now for minting,
-// the WIT validator's for verifying). Time is an input so that tests move it instead
-// of sleeping. A nil clock keeps the default.
+// WithClock sets the clock of New or NewVerifier (default time.Now for minting, the
+// WIT validator's for verifying). Time is an input: tests move it instead of sleeping.
+// A nil clock keeps the default.
 func WithClock(now func() time.Time) ClockOption { return ClockOption(now) }
 
 var (
@@ -120,6 +111,9 @@ func New(key *keys.PrivateKey, witRaw, audience string, b Bound, opts ...MintOpt
 	m := minter{ttl: DefaultTTL, now: time.Now}
 	for _, o := range opts {
 		o.applyMint(&m)
+	}
+	if m.now == nil {
+		m.now = time.Now
 	}
 	if audience == "" {
 		return "", errcode.New(errcode.InvalidRequest, "audience is required")
@@ -207,6 +201,9 @@ func NewVerifier(wits *wit.Validator, opts ...Option) *Verifier {
 	v := &Verifier{wits: wits, now: wits.Now, skew: wits.Skew(), maxLifetime: DefaultMaxLifetime, maxSize: DefaultMaxSize, maxBody: httpsig.DefaultMaxBodySize}
 	for _, o := range opts {
 		o.applyVerifier(v)
+	}
+	if v.now == nil {
+		v.now = wits.Now
 	}
 	return v
 }

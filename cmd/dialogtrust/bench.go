@@ -312,11 +312,6 @@ func (r *benchReport) write(w io.Writer, asJSON bool) error {
 	return nil
 }
 
-// staticSource is a wit.Source for a WIT and key read from files.
-type staticSource struct{ c *wit.Credential }
-
-func (s staticSource) Credential(context.Context) (*wit.Credential, error) { return s.c, nil }
-
 // loadCredential reads --wit and --key: the WIT (value, @file or -, or a plain file
 // name) and its private key.
 func loadCredential(witArg, keyFile string, stdin io.Reader) (*wit.Credential, error) {

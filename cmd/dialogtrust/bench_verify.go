@@ -416,7 +416,7 @@ func (r *verifyRun) op() (loadtest.Op, error) {
 		if err != nil {
 			return nil, err
 		}
-		src := staticSource{cred}
+		src := cred // a credential read from files is its own wit.Source
 		tr := &agent.Transport{Base: r.hc.Transport, Source: src, Proof: r.proof, Responses: responses}
 		if r.ttsMD != nil {
 			tr.Tokens = r.txnTokens(cred, id, src)

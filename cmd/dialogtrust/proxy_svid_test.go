@@ -219,7 +219,7 @@ func TestWorkloadAPIWITRefreshAcrossRotation(t *testing.T) {
 
 	svids := openSVIDSource(t.Context(), api.Addr, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	defer svids.Close()
-	src, err := workloadAPIWITSource(ProxyWorkloadConfig{WITIssuer: iss.url, ServerID: svidIssuerID}, svids, wit.SourceClock(clock.Now))
+	src, err := workloadAPIWITSource(ProxyWorkloadConfig{WITIssuer: iss.url, ServerID: svidIssuerID}, svids, wit.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func NewDomain(tb testing.TB, td, alg string, clock *Clock) *Domain {
 		tb.Fatal(err)
 	}
 	trust := keys.NewTrust().AddTrustDomain(td, set)
-	iss := wit.NewIssuer("https://"+td+"/wit-issuer", func() *keys.PrivateKey { return k }, wit.IssuerClock(clock.Now))
+	iss := wit.NewIssuer("https://"+td+"/wit-issuer", func() *keys.PrivateKey { return k }, wit.WithClock(clock.Now))
 	return &Domain{Name: td, Key: k, Issuer: iss, Trust: trust, Clock: clock}
 }
 

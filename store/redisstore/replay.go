@@ -131,15 +131,12 @@ func WithLossQuarantine(d time.Duration) Option {
 	}
 }
 
-// WithClock sets the clock the quarantine is measured with (default time.Now).
-// Brokers compare a quarantine's end with their own clocks, which is why the
-// quarantine should exceed the longest claim by the clock difference between them.
+// WithClock sets the clock of NewReplay (default time.Now), which measures the
+// quarantine. Time is an input: tests move it instead of sleeping. A nil clock keeps
+// the default. Brokers compare a quarantine's end with their own clocks, which is why
+// the quarantine should exceed the longest claim by the clock difference between them.
 func WithClock(now func() time.Time) Option {
-	return func(r *Replay) {
-		if now != nil {
-			r.now = now
-		}
-	}
+	return func(r *Replay) { r.now = now }
 }
 
 // NewReplay returns a Replay backed by client. The store does not close the client.
@@ -148,6 +145,9 @@ func NewReplay(client redis.UniversalClient, opts ...Option) *Replay {
 		now: time.Now, newValue: rand.Text}
 	for _, o := range opts {
 		o(r)
+	}
+	if r.now == nil {
+		r.now = time.Now
 	}
 	_, r.cluster = client.(*redis.ClusterClient)
 	if single, ok := client.(*redis.Client); ok && r.acks == 0 {

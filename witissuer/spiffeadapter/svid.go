@@ -41,7 +41,7 @@ func NewSVIDSource(c *witissuer.Client, bundles witbundle.Source, opts ...wit.So
 	return &SVIDSource{
 		client:  *c,
 		bundles: bundles,
-		opts:    append(append([]wit.SourceOption(nil), opts...), wit.SourceAlg("ES256")),
+		opts:    append(append([]wit.SourceOption(nil), opts...), wit.WithKeyAlgorithm("ES256")),
 		sources: map[spiffeid.ID]*wit.RefreshingSource{},
 	}
 }

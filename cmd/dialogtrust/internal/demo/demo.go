@@ -513,7 +513,7 @@ func newWorkload(d Domain, md *witissuer.Metadata, path, alg string, hc *http.Cl
 		return workload{}, fmt.Errorf("trust domain %q: %w", d.Name, err)
 	}
 	c := &witissuer.Client{Endpoint: md.WITEndpoint, Audience: md.Issuer, Subject: id.String(), HTTPClient: hc}
-	return workload{id: id, src: c.Source(wit.SourceAlg(alg))}, nil
+	return workload{id: id, src: c.Source(wit.WithKeyAlgorithm(alg))}, nil
 }
 
 type b1Event struct {
@@ -615,13 +615,9 @@ func transport(wl workload, tokens agent.TxnTokenSource, v *wit.Validator, hc *h
 // bound to.
 func pinnedTransport(wl workload, c *wit.Credential, v *wit.Validator, hc *http.Client) *agent.Transport {
 	t := transport(wl, nil, v, hc)
-	t.Source = fixed{c}
+	t.Source = c
 	return t
 }
-
-type fixed struct{ c *wit.Credential }
-
-func (f fixed) Credential(context.Context) (*wit.Credential, error) { return f.c, nil }
 
 func selfSigned(d Domain, wl workload) agent.SubjectFunc {
 	return func(ctx context.Context) (string, string, error) {
