@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/internal/service"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/proxy"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/witissuer"
@@ -48,12 +48,12 @@ func startDevPair(ctx context.Context, witURL, ttsURL string, done chan<- devRes
 	ep := proxyProgram
 	ep.Config.Default = devEgressConfig(p, witURL, ttsURL)
 	go func() {
-		done <- devResult{"--proxies", service.Run(ctx, ep, []string{"-listen", p.egressOps}, nil, stderr, stderr, nil)}
+		done <- devResult{"--proxies", kit.Run(ctx, ep, []string{"-listen", p.egressOps}, nil, stderr, stderr, nil)}
 	}()
 	ip := proxyProgram
 	ip.Config.Default = devIngressConfig(p, witURL, ttsURL)
 	go func() {
-		done <- devResult{"--proxies", service.Run(ctx, ip, []string{"-listen", p.ingressOps}, nil, stderr, stderr, nil)}
+		done <- devResult{"--proxies", kit.Run(ctx, ip, []string{"-listen", p.ingressOps}, nil, stderr, stderr, nil)}
 	}()
 	return p, 3, nil
 }

@@ -22,11 +22,11 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/chaining"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -47,11 +47,11 @@ import (
 type ProxyConfig struct {
 	// Base: listen (the operational routes /healthz, /readyz, /metrics), issuer
 	// (unused), trust_domains, log, tracing, skew, shutdown_timeout.
-	service.Base `yaml:",inline"`
-	Workload     ProxyWorkloadConfig `yaml:"workload"`
-	WITs         []ProxyJWKSConfig   `yaml:"wits"`
-	Egress       *EgressConfig       `yaml:"egress"`
-	Ingress      *IngressConfig      `yaml:"ingress"`
+	kit.Base `yaml:",inline"`
+	Workload ProxyWorkloadConfig `yaml:"workload"`
+	WITs     []ProxyJWKSConfig   `yaml:"wits"`
+	Egress   *EgressConfig       `yaml:"egress"`
+	Ingress  *IngressConfig      `yaml:"ingress"`
 	// Handoff is the workload's handoff key and trust (handoff-context sections 3,
 	// 3.4): needed by an egress route with a delegate and by an ingress with
 	// handoff_hosts.
@@ -209,9 +209,9 @@ func (inlineSecret) UnmarshalYAML(func(any) error) error {
 }
 
 // secret reads the client secret from its file or environment variable
-// (cmdutil.ReadSecret).
+// (kit.ReadSecret).
 func (pc PeerClientConfig) secret() (string, error) {
-	return cmdutil.ReadSecret("peer_client.secret", pc.SecretFile, pc.SecretEnv)
+	return kit.ReadSecret("peer_client.secret", pc.SecretFile, pc.SecretEnv)
 }
 
 // IngressConfig: the listener for remote callers, the application behind it and the
@@ -245,8 +245,8 @@ type IngressConfig struct {
 	// StreamUnsigned (with SignResponses) passes an event stream to a request that did
 	// not ask for a signed response unsigned, as it comes (dialog.WithStreamingUnsigned);
 	// off, every response is signed and a stream reaches the caller when it ends.
-	StreamUnsigned bool                `yaml:"stream_unsigned"`
-	Store          cmdutil.StoreConfig `yaml:"store"`
+	StreamUnsigned bool            `yaml:"stream_unsigned"`
+	Store          kit.StoreConfig `yaml:"store"`
 	// HandoffHosts are the host protocols whose handoffs the ingress checks and
 	// answers (mcp, a2a03, a2a10); none: handoffs are not read.
 	HandoffHosts []string `yaml:"handoff_hosts"`
@@ -312,9 +312,9 @@ const proxyDefaultListen = "127.0.0.1:9480"
 // proxySpec reads the configuration like the services do: the file named by -config
 // or DIALOGTRUST_PROXY_CONFIG (the embedded default has neither side and is refused),
 // then the environment, then the flags.
-var proxySpec = service.Spec[ProxyConfig]{
+var proxySpec = kit.Spec[ProxyConfig]{
 	Name: "proxy", EnvPrefix: ProxyEnvPrefix, Default: []byte("trust_domains: []\n"),
-	Env: append([]service.EnvVar[ProxyConfig]{
+	Env: append([]kit.EnvVar[ProxyConfig]{
 		{Name: "LISTEN", Member: "listen"},
 		{Name: "TRUST_DOMAINS", Member: "trust_domains"},
 		{Name: "LOG_LEVEL", Member: "log.level"},
@@ -341,25 +341,25 @@ var proxySpec = service.Spec[ProxyConfig]{
 			c.Ingress.Upstream = v
 			return nil
 		}},
-	}, cmdutil.RedisEnv("INGRESS_", func(c *ProxyConfig) (*cmdutil.StoreConfig, error) {
+	}, kit.RedisEnv("INGRESS_", func(c *ProxyConfig) (*kit.StoreConfig, error) {
 		if c.Ingress == nil {
 			return nil, fmt.Errorf("the configuration has no ingress section")
 		}
 		return &c.Ingress.Store, nil
 	})...),
-	Flags: []service.Flag{
+	Flags: []kit.Flag{
 		{Name: "listen", Member: "listen", Usage: "operational listener host:port (/healthz, /readyz, /metrics)"},
 		{Name: "log-level", Member: "log.level", Usage: "debug, info, warn or error"},
 	},
 }
 
-var proxyProgram = service.Program[ProxyConfig]{Name: "proxy", Config: proxySpec, Check: checkProxy, Build: buildProxy, Warnings: proxyWarnings}
+var proxyProgram = kit.Program[ProxyConfig]{Name: "proxy", Config: proxySpec, Check: checkProxy, Build: buildProxy, Warnings: proxyWarnings}
 
 // proxyRun is "dialogtrust proxy": the service runner until SIGTERM or SIGINT.
 func proxyRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return service.Run(ctx, proxyProgram, args, os.Environ(), stdout, stderr, nil)
+	return kit.Run(ctx, proxyProgram, args, os.Environ(), stdout, stderr, nil)
 }
 
 // checkProxy applies the defaults and checks what needs nothing opened.
@@ -482,7 +482,7 @@ func checkProxy(cfg *ProxyConfig) error {
 		if in.Listen == "" {
 			return fmt.Errorf("ingress.listen: required")
 		}
-		if strings.HasPrefix(in.Listen, service.UnixScheme) {
+		if strings.HasPrefix(in.Listen, kit.UnixScheme) {
 			return fmt.Errorf("ingress.listen %q: the ingress faces remote callers on TCP (with tls); a Unix socket is for the egress and the application", in.Listen)
 		}
 		if (in.TLS.CertFile == "") != (in.TLS.KeyFile == "") {
@@ -661,29 +661,29 @@ func checkLoopbackListen(what, addr string) error {
 	if addr == "" {
 		return fmt.Errorf("%s: required", what)
 	}
-	if _, unix, err := service.UnixPath(addr); unix {
+	if _, unix, err := kit.UnixPath(addr); unix {
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		return nil
 	}
-	if !service.IsLoopback(addr, "localhost") {
+	if !kit.IsLoopback(addr, "localhost") {
 		return fmt.Errorf("%s %q: the egress signs as the workload for whoever reaches it, so it must listen on loopback", what, addr)
 	}
 	return nil
 }
 
 // egressSocketMode reads egress.socket_mode: octal permission bits, only with a Unix
-// socket listener; default service.DefaultSocketMode.
+// socket listener; default kit.DefaultSocketMode.
 func egressSocketMode(e *EgressConfig) (fs.FileMode, error) {
-	if _, unix, _ := service.UnixPath(e.Listen); !unix {
+	if _, unix, _ := kit.UnixPath(e.Listen); !unix {
 		if e.SocketMode != "" {
 			return 0, fmt.Errorf("egress.socket_mode: only with a Unix socket listener (listen: unix:///path)")
 		}
 		return 0, nil
 	}
 	if e.SocketMode == "" {
-		return service.DefaultSocketMode, nil
+		return kit.DefaultSocketMode, nil
 	}
 	// Four octal digits in quotes: YAML reads an unquoted 0660 as the number 432, which
 	// must not pass for mode 0432.
@@ -705,11 +705,11 @@ func parseProof(s string) (proof.Method, error) {
 }
 
 // buildProxy opens the listeners and builds both sides.
-func buildProxy(ctx context.Context, cfg *ProxyConfig, logger *slog.Logger) (_ *service.Server, err error) {
+func buildProxy(ctx context.Context, cfg *ProxyConfig, logger *slog.Logger) (_ *kit.Server, err error) {
 	if err := checkProxy(cfg); err != nil {
 		return nil, err
 	}
-	s := &service.Server{ShutdownTimeout: cfg.ShutdownTimeout}
+	s := &kit.Server{ShutdownTimeout: cfg.ShutdownTimeout}
 	defer s.CloseOnError(&err)
 	if err := s.Listen(cfg.Listen); err != nil {
 		return nil, err
@@ -762,9 +762,9 @@ func buildProxy(ctx context.Context, cfg *ProxyConfig, logger *slog.Logger) (_ *
 			return nil, err
 		}
 		var u string
-		if path, unix, _ := service.UnixPath(e.Listen); unix {
+		if path, unix, _ := kit.UnixPath(e.Listen); unix {
 			mode, _ := egressSocketMode(e)
-			ln, err := service.ListenUnix(path, mode)
+			ln, err := kit.ListenUnix(path, mode)
 			if err != nil {
 				return nil, fmt.Errorf("egress.listen: %w", err)
 			}
@@ -789,7 +789,7 @@ func buildProxy(ctx context.Context, cfg *ProxyConfig, logger *slog.Logger) (_ *
 				return nil, fmt.Errorf("ingress.tls: %w", err)
 			}
 			tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
-		} else if !service.IsLoopback(in.Listen, "localhost") {
+		} else if !kit.IsLoopback(in.Listen, "localhost") {
 			logger.Warn("ingress without TLS: Txn-Tokens and WITs travel in clear text (ingress.tls)")
 		}
 		u, err := s.HandleMore(in.Listen, tlsCfg, counted(h, requests, "ingress"), logger)
@@ -933,9 +933,9 @@ func buildEgress(cfg *ProxyConfig, self identifier.ID, src wit.Source, wits *wit
 	return proxy.NewEgress(ec)
 }
 
-func buildIngress(ctx context.Context, cfg *ProxyConfig, s *service.Server, src wit.Source, wits *wit.Validator, retry time.Duration, logger *slog.Logger) (http.Handler, store.Replay, []service.ReadyCheck, error) {
+func buildIngress(ctx context.Context, cfg *ProxyConfig, s *kit.Server, src wit.Source, wits *wit.Validator, retry time.Duration, logger *slog.Logger) (http.Handler, store.Replay, []service.ReadyCheck, error) {
 	in := cfg.Ingress
-	replay, storeReady, closeStore, err := cmdutil.OpenStore(in.Store, logger)
+	replay, storeReady, closeStore, err := kit.OpenStore(in.Store, logger)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -1085,11 +1085,11 @@ func loadHandoff(h *ProxyHandoffConfig) (*keys.PrivateKey, handoff.Trust, error)
 
 // openRecords opens the dialog records of a stateful ingress in the replay store's
 // backend.
-func openRecords(sc cmdutil.StoreConfig) (store.Records, func(), error) {
+func openRecords(sc kit.StoreConfig) (store.Records, func(), error) {
 	if sc.Type != "redis" {
 		return store.NewMemoryRecords(), func() {}, nil
 	}
-	client, err := cmdutil.RedisClient(sc.Redis)
+	client, err := kit.RedisClient(sc.Redis)
 	if err != nil {
 		return nil, nil, err
 	}

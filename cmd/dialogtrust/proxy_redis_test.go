@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dialogtrust/dialogtrust/internal/service"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 )
 
 // The ingress store's Redis credentials and TLS come from the environment
@@ -44,7 +44,7 @@ func TestProxyIngressRedisEnv(t *testing.T) {
 	if err := os.WriteFile(both, []byte(strings.Replace(yaml, "password_file:", "password_env: P, password_file:", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err = service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", both}, nil, io.Discard, io.Discard, nil)
+	err = kit.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", both}, nil, io.Discard, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), "password_file and password_env") {
 		t.Fatalf("two password sources: %v", err)
 	}

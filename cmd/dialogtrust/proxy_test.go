@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
@@ -127,7 +128,7 @@ func startProxy(t *testing.T, yaml string) map[string]string {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- service.Run(ctx, proxyProgram, []string{"-config", file}, nil, stdout, stderr, func(u string) { ready <- u })
+		done <- kit.Run(ctx, proxyProgram, []string{"-config", file}, nil, stdout, stderr, func(u string) { ready <- u })
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -188,7 +189,7 @@ func checkProxyConfig(t *testing.T, yaml string) (stdout string, err error) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	err = service.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &out, io.Discard, nil)
+	err = kit.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &out, io.Discard, nil)
 	return out.String(), err
 }
 

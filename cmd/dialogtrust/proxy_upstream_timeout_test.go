@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proxy"
 )
@@ -66,10 +66,10 @@ func TestProxyUpstreamTimeoutDefaults(t *testing.T) {
 	} {
 		e, in := upstreamTimeoutYAML(c.egress, c.route, c.ingress)
 		var ec, ic ProxyConfig
-		if err := service.ParseYAML([]byte(e), &ec); err != nil {
+		if err := kit.ParseYAML([]byte(e), &ec); err != nil {
 			t.Fatal(err)
 		}
-		if err := service.ParseYAML([]byte(in), &ic); err != nil {
+		if err := kit.ParseYAML([]byte(in), &ic); err != nil {
 			t.Fatal(err)
 		}
 		if err := checkProxy(&ec); err != nil {

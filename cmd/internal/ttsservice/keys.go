@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/keys"
 )
 
@@ -14,7 +14,7 @@ const keysFileName = "tts-keys.json"
 // openKeys returns the signing keys (keys.OpenRotator): a fixed key from a file (no
 // rotation), rotated keys kept in a data directory, or, in a development configuration
 // only, a generated key that dies with the process.
-func openKeys(kc cmdutil.KeysConfig, development bool, retain time.Duration, now func() time.Time) (*keys.Rotator, string, error) {
+func openKeys(kc kit.KeysConfig, development bool, retain time.Duration, now func() time.Time) (*keys.Rotator, string, error) {
 	src := keys.KeySource{SigningKeyFile: kc.SigningKeyFile, DataDir: kc.DataDir, StateFile: keysFileName}
 	rc := keys.RotationConfig{Alg: kc.Alg, Period: kc.RotationPeriod, PublishDelay: kc.PublishDelay, Retain: retain, Now: now}
 	if kc.SigningKeyFile != "" {

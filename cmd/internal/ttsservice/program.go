@@ -11,8 +11,8 @@ import (
 	"github.com/spiffe/go-spiffe/v2/bundle/x509bundle"
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -23,7 +23,7 @@ import (
 
 // Program is the TTS for the service runner (internal/service): it reads the
 // configuration, checks it, and builds the server; the runner serves and stops it.
-var Program = service.Program[Config]{Name: "tts", Config: configSpec, Check: validate, Build: build}
+var Program = kit.Program[Config]{Name: "tts", Config: configSpec, Check: validate, Build: build}
 
 // Defaults for options the configuration leaves out.
 const (
@@ -63,7 +63,7 @@ func validate(cfg *Config) error {
 	if err := cfg.TLS.Check(); err != nil {
 		return err
 	}
-	if cfg.Development && !service.IsLoopback(cfg.Listen, "localhost") {
+	if cfg.Development && !kit.IsLoopback(cfg.Listen, "localhost") {
 		return fmt.Errorf("development: listen must be a loopback address")
 	}
 	if !cfg.Development && cfg.Keys.SigningKeyFile == "" && cfg.Keys.DataDir == "" && cfg.Keys.Shared == nil {
@@ -72,7 +72,7 @@ func validate(cfg *Config) error {
 	if err := cfg.Store.Check(); err != nil {
 		return err
 	}
-	step := cmdutil.RotationStepInterval
+	step := kit.RotationStepInterval
 	if cfg.Keys.StepInterval > 0 {
 		step = cfg.Keys.StepInterval
 	}
@@ -98,11 +98,11 @@ func validate(cfg *Config) error {
 
 // build turns the configuration into a listener and a server; key rotation runs until
 // ctx ends.
-func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Server, err error) {
+func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *kit.Server, err error) {
 	if err := validate(cfg); err != nil {
 		return nil, err
 	}
-	s := &service.Server{ShutdownTimeout: cfg.ShutdownTimeout}
+	s := &kit.Server{ShutdownTimeout: cfg.ShutdownTimeout}
 	defer s.CloseOnError(&err)
 	if err := listen(s, cfg, logger); err != nil {
 		return nil, err
@@ -112,18 +112,18 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 		issuer = s.URL()
 	}
 
-	replay, readyChecks, err := cmdutil.OpenStoreOn(s, cfg.Store, logger)
+	replay, readyChecks, err := kit.OpenStoreOn(s, cfg.Store, logger)
 	if err != nil {
 		return nil, err
 	}
-	step := cmdutil.RotationStepInterval
+	step := kit.RotationStepInterval
 	if cfg.Keys.StepInterval > 0 {
 		step = cfg.Keys.StepInterval
 	}
 	var rot *keys.Rotator
 	var keysFrom string
 	if cfg.Keys.Shared != nil {
-		rot, keysFrom, err = cmdutil.OpenSharedKeys(ctx, s, cfg.Keys.KeysConfig, cfg.Store, "tts", step, tts.MaxLifetime+cfg.Skew, time.Now)
+		rot, keysFrom, err = kit.OpenSharedKeys(ctx, s, cfg.Keys.KeysConfig, cfg.Store, "tts", step, tts.MaxLifetime+cfg.Skew, time.Now)
 	} else {
 		rot, keysFrom, err = openKeys(cfg.Keys.KeysConfig, cfg.Development, tts.MaxLifetime+cfg.Skew, time.Now)
 	}
@@ -132,9 +132,9 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 	}
 	rot.Ring().SetMaxAge(cfg.Keys.JWKSMaxAge)
 	if cfg.Keys.Shared != nil {
-		readyChecks = append(readyChecks, cmdutil.SharedKeysReady(rot, time.Now))
+		readyChecks = append(readyChecks, kit.SharedKeysReady(rot, time.Now))
 	}
-	cmdutil.RotateKeys(ctx, rot, step, logger)
+	kit.RotateKeys(ctx, rot, step, logger)
 
 	handler, err := buildHandler(ctx, cfg, logger, issuer, rot.Ring(), replay, readyChecks)
 	if err != nil {
@@ -148,7 +148,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 		"kid", rot.Ring().Active().KID(), "store", cfg.Store.Type, "tls", s.TLS()}
 	s.Listening = fmt.Sprintf("(issuer %s, trust domains %v)", issuer, cfg.TrustDomains)
 	if cfg.Development {
-		s.Development = &service.Development{
+		s.Development = &kit.Development{
 			Warning: "DEVELOPMENT MODE: generated or file keys, " + cfg.Store.Type + " replay store, and trust in WITs from " +
 				witSources(cfg) + ". A development wit-issuer authenticates nobody, so neither does this TTS. Never run this configuration in production.",
 			Banner: []string{"tts: DEVELOPMENT MODE. Tokens are only as trustworthy as the development wit-issuer (which authenticates nobody).",
@@ -159,7 +159,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 }
 
 // listen opens the listener, with TLS when the configuration has a certificate.
-func listen(s *service.Server, cfg *Config, logger *slog.Logger) error {
+func listen(s *kit.Server, cfg *Config, logger *slog.Logger) error {
 	if !cfg.Development && cfg.TLS.CertFile == "" {
 		logger.Warn("no TLS: the token endpoint carries subject tokens and proofs in clear text (oauth.md 1.9 item 2)")
 	}

@@ -3,7 +3,7 @@ package witissuerservice
 import (
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/keys"
 )
 
@@ -17,7 +17,7 @@ const KeyringFile = "keyring.json"
 //   - data_dir: keyring.json, generated at first start (mode 0600 in a 0700 directory),
 //     reloaded on restart, rewritten on every rotation step;
 //   - neither: a key generated in memory, lost at exit (the development default).
-func openKeys(kc cmdutil.KeysConfig, retain time.Duration, now func() time.Time) (*keys.Rotator, string, error) {
+func openKeys(kc kit.KeysConfig, retain time.Duration, now func() time.Time) (*keys.Rotator, string, error) {
 	rc := keys.RotationConfig{Alg: kc.Alg, PublishDelay: kc.PublishDelay, Retain: retain, Period: kc.RotationPeriod, Now: now}
 	r, origin, err := keys.OpenRotator(keys.KeySource{SigningKeyFile: kc.SigningKeyFile, DataDir: kc.DataDir, StateFile: KeyringFile}, rc)
 	from := map[keys.KeyOrigin]string{

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spiffe/go-spiffe/v2/workloadapi"
 
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -23,7 +23,7 @@ import (
 
 // Program is the WIT issuer for the service runner (internal/service): it reads the
 // configuration, checks it, and builds the server; the runner serves and stops it.
-var Program = service.Program[Config]{
+var Program = kit.Program[Config]{
 	Name: "wit-issuer", Config: configSpec, Build: build,
 	Check: func(cfg *Config) error { _, err := validate(cfg); return err },
 }
@@ -92,7 +92,7 @@ func validate(cfg *Config) (used map[string]bool, err error) {
 		}
 		// Checked before listening: an unauthenticated issuer must not even bind to a
 		// reachable address by mistake.
-		if !service.IsLoopback(cfg.Listen) && !cfg.Auth.Dev.AllowNonLoopback {
+		if !kit.IsLoopback(cfg.Listen) && !cfg.Auth.Dev.AllowNonLoopback {
 			return nil, fmt.Errorf("the dev method authenticates nobody: listen must be a loopback address unless auth.dev.allow_non_loopback is true")
 		}
 	}
@@ -107,26 +107,26 @@ func validate(cfg *Config) (used map[string]bool, err error) {
 
 // build turns the configuration into a listener and a server; background loops (bundle
 // and certificate reloads, key rotation) run until ctx ends.
-func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Server, err error) {
+func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *kit.Server, err error) {
 	used, err := validate(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &service.Server{ShutdownTimeout: cfg.ShutdownTimeout}
+	s := &kit.Server{ShutdownTimeout: cfg.ShutdownTimeout}
 	defer s.CloseOnError(&err)
 	if err := listen(ctx, s, cfg, logger); err != nil {
 		return nil, err
 	}
 	issuer := firstNonEmpty(cfg.Issuer, s.URL())
 
-	replay, ready, err := cmdutil.OpenStoreOn(s, cfg.Store, logger)
+	replay, ready, err := kit.OpenStoreOn(s, cfg.Store, logger)
 	if err != nil {
 		return nil, err
 	}
 	var rot *keys.Rotator
 	var keysFrom string
 	if cfg.Keys.Shared != nil {
-		rot, keysFrom, err = cmdutil.OpenSharedKeys(ctx, s, cfg.Keys, cfg.Store, "wit-issuer", cfg.Keys.RotationStep(), cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
+		rot, keysFrom, err = kit.OpenSharedKeys(ctx, s, cfg.Keys, cfg.Store, "wit-issuer", cfg.Keys.RotationStep(), cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
 	} else {
 		rot, keysFrom, err = openKeys(cfg.Keys, cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
 	}
@@ -135,9 +135,9 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 	}
 	rot.Ring().SetMaxAge(cfg.Keys.JWKSMaxAge)
 	if cfg.Keys.Shared != nil {
-		ready = append(ready, cmdutil.SharedKeysReady(rot, time.Now))
+		ready = append(ready, kit.SharedKeysReady(rot, time.Now))
 	}
-	cmdutil.RotateKeys(ctx, rot, cfg.Keys.RotationStep(), logger)
+	kit.RotateKeys(ctx, rot, cfg.Keys.RotationStep(), logger)
 
 	methods, err := buildMethods(ctx, cfg, issuer, replay, used, logger)
 	if err != nil {
@@ -182,7 +182,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 		"kid", rot.Ring().Active().KID(), "store", cfg.Store.Type, "tls", s.TLS()}
 	s.Listening = "(issuer " + issuer + ")"
 	if used[witissuer.MethodDev] {
-		s.Development = &service.Development{
+		s.Development = &kit.Development{
 			Warning: "DEVELOPMENT MODE: the dev method authenticates NOBODY. Any process that can reach " + s.URL() +
 				" can obtain a WIT for any listed identifier. Never run this configuration in production.",
 			Banner: []string{"wit-issuer: DEVELOPMENT MODE. Workloads are NOT authenticated.",
@@ -194,7 +194,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 
 // listen opens the listener, with TLS when the configuration has a certificate: from
 // the SPIFFE Workload API, or from files reloaded when they change.
-func listen(ctx context.Context, s *service.Server, cfg *Config, logger *slog.Logger) error {
+func listen(ctx context.Context, s *kit.Server, cfg *Config, logger *slog.Logger) error {
 	if err := s.Listen(cfg.Listen); err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func buildMethods(ctx context.Context, cfg *Config, issuer string, replay store.
 			if err != nil {
 				return nil, fmt.Errorf("auth.x509svid: %w", err)
 			}
-			go bundles.Watch(ctx, service.Ticker(ctx, cfg.ReloadInterval), func(changed bool, err error) {
+			go bundles.Watch(ctx, kit.Ticker(ctx, cfg.ReloadInterval), func(changed bool, err error) {
 				if err != nil {
 					logger.Error("trust bundle reload failed; the previous bundles stay in service", "error", err.Error())
 				} else if changed {
@@ -319,7 +319,7 @@ func buildDev(dc *DevConfig) (*witissuer.Dev, error) {
 			return nil, fmt.Errorf("auth.dev.workloads_file: %w", err)
 		}
 		var f DevWorkloadsFile
-		if err := service.ParseYAML(b, &f); err != nil {
+		if err := kit.ParseYAML(b, &f); err != nil {
 			return nil, fmt.Errorf("auth.dev.workloads_file %s: %w", dc.WorkloadsFile, err)
 		}
 		ids = append(ids, f.Workloads...)
@@ -338,7 +338,7 @@ func buildDev(dc *DevConfig) (*witissuer.Dev, error) {
 
 // watch calls f every d until ctx ends.
 func watch(ctx context.Context, d time.Duration, f func()) {
-	tick := service.Ticker(ctx, d)
+	tick := kit.Ticker(ctx, d)
 	for {
 		select {
 		case <-ctx.Done():

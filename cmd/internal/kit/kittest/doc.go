@@ -2,4 +2,4 @@
 // process, through the same run function its main calls, and stops it as SIGTERM
 // would (by cancelling the context); Build builds a command for the tests that need
 // it as a real process. Tests only.
-package servicetest
+package kittest

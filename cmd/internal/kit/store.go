@@ -1,4 +1,4 @@
-package cmdutil
+package kit
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
 )
@@ -333,7 +332,7 @@ func LossLogger(logger *slog.Logger, now func() time.Time) func(redisstore.LossE
 // REDIS_SENTINEL_SENTINEL_PASSWORD_ENV. A password source replaces the other one a file
 // may name (at most one is allowed); a TLS variable switches TLS on. An empty value is
 // an error: unset the variable to keep the file's member.
-func RedisEnv[C any](namePrefix string, storeOf func(*C) (*StoreConfig, error)) []service.EnvVar[C] {
+func RedisEnv[C any](namePrefix string, storeOf func(*C) (*StoreConfig, error)) []EnvVar[C] {
 	set := func(apply func(r *RedisConfig, v string)) func(*C, string) error {
 		return func(cfg *C, v string) error {
 			if v == "" {
@@ -374,9 +373,9 @@ func RedisEnv[C any](namePrefix string, storeOf func(*C) (*StoreConfig, error)) 
 			r.Sentinel.SentinelPasswordFile, r.Sentinel.SentinelPasswordEnv = "", v
 		}},
 	}
-	out := make([]service.EnvVar[C], len(vars))
+	out := make([]EnvVar[C], len(vars))
 	for i, v := range vars {
-		out[i] = service.EnvVar[C]{Name: namePrefix + v.name, Set: set(v.apply)}
+		out[i] = EnvVar[C]{Name: namePrefix + v.name, Set: set(v.apply)}
 	}
 	return out
 }

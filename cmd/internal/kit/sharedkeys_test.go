@@ -1,4 +1,4 @@
-package cmdutil
+package kit
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
@@ -71,13 +70,13 @@ func TestCheckSharedRefuses(t *testing.T) {
 func TestOpenSharedKeysRefusesShortSecret(t *testing.T) {
 	sc := StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{"127.0.0.1:1"}}}
 	kc := KeysConfig{Shared: &SharedKeysConfig{SecretFile: writeSecret(t, testSecret[:31])}}
-	_, _, err := OpenSharedKeys(context.Background(), &service.Server{}, kc, sc, "tts", RotationStepInterval, time.Hour, nil)
+	_, _, err := OpenSharedKeys(context.Background(), &Server{}, kc, sc, "tts", RotationStepInterval, time.Hour, nil)
 	if err == nil || !strings.Contains(err.Error(), "at least 32") {
 		t.Fatalf("31-byte secret: %v", err)
 	}
 	t.Setenv("DIALOGTRUST_TEST_KEYRING_SECRET", "")
 	kc = KeysConfig{Shared: &SharedKeysConfig{SecretEnv: "DIALOGTRUST_TEST_KEYRING_SECRET"}}
-	if _, _, err := OpenSharedKeys(context.Background(), &service.Server{}, kc, sc, "tts", RotationStepInterval, time.Hour, nil); err == nil || !strings.Contains(err.Error(), "not set") {
+	if _, _, err := OpenSharedKeys(context.Background(), &Server{}, kc, sc, "tts", RotationStepInterval, time.Hour, nil); err == nil || !strings.Contains(err.Error(), "not set") {
 		t.Fatalf("unset secret_env: %v", err)
 	}
 }
@@ -97,7 +96,7 @@ func TestOpenSharedKeysRedis(t *testing.T) {
 	sc := StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{addr}, Prefix: "dialogtrust-test:" + hex.EncodeToString(b) + ":"}}
 	kc := KeysConfig{Shared: &SharedKeysConfig{SecretFile: writeSecret(t, testSecret)}}
 	ctx := context.Background()
-	s := &service.Server{}
+	s := &Server{}
 	defer s.Close()
 	t.Cleanup(func() {
 		c := redisstore.NewClient([]string{addr}, false)

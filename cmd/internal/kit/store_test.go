@@ -1,4 +1,4 @@
-package cmdutil
+package kit
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
 )
 
@@ -95,7 +94,7 @@ func TestOpenStoreSentinelMisconfigured(t *testing.T) {
 // The Sentinel form as an operator writes it (docs/operator.md).
 func TestStoreConfigSentinelYAML(t *testing.T) {
 	var sc StoreConfig
-	err := service.ParseYAML([]byte(`type: redis
+	err := ParseYAML([]byte(`type: redis
 redis:
   sentinel:
     master_name: dialogtrust
@@ -124,7 +123,7 @@ redis:
 func TestStoreConfigEmptyTLS(t *testing.T) {
 	for body, want := range map[string]bool{"type: redis\nredis: {addrs: [\"r:6379\"], tls: {}}\n": true, "type: redis\nredis: {addrs: [\"r:6379\"]}\n": false} {
 		var sc StoreConfig
-		if err := service.ParseYAML([]byte(body), &sc); err != nil || (sc.Redis.TLS != nil) != want {
+		if err := ParseYAML([]byte(body), &sc); err != nil || (sc.Redis.TLS != nil) != want {
 			t.Errorf("%q: %v, TLS %+v, want on=%v", body, err, sc.Redis.TLS, want)
 		}
 	}
@@ -140,7 +139,7 @@ func TestStoreConfigRefusesInlinePassword(t *testing.T) {
 		"type: redis\nredis: {sentinel: {master_name: m, addrs: [\"s:26379\"], sentinel_password: hunter2}}\n",
 	} {
 		var sc StoreConfig
-		err := service.ParseYAML([]byte(body), &sc)
+		err := ParseYAML([]byte(body), &sc)
 		if err == nil || !strings.Contains(err.Error(), "password_file") || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%q: %v, want a refusal naming password_file without the password", body, err)
 		}

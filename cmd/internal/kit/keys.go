@@ -1,4 +1,4 @@
-package cmdutil
+package kit
 
 import (
 	"context"
@@ -17,7 +17,7 @@ const RotationStepInterval = 30 * time.Second
 // OpenStoreOn opens the configured replay store (OpenStore) for s, which closes it.
 // The store's readiness check (Redis answers PING), when it has one, is the one check
 // returned: the first of the service's ready checks.
-func OpenStoreOn(s *service.Server, sc StoreConfig, logger *slog.Logger) (store.Replay, []service.ReadyCheck, error) {
+func OpenStoreOn(s *Server, sc StoreConfig, logger *slog.Logger) (store.Replay, []service.ReadyCheck, error) {
 	replay, ready, closeStore, err := OpenStore(sc, logger)
 	if err != nil {
 		return nil, nil, err
@@ -33,7 +33,7 @@ func OpenStoreOn(s *service.Server, sc StoreConfig, logger *slog.Logger) (store.
 // RotateKeys runs rot's rotation step every step until ctx ends; a failed step is
 // logged, and the next one tries again.
 func RotateKeys(ctx context.Context, rot *keys.Rotator, step time.Duration, logger *slog.Logger) {
-	go rot.Run(ctx, service.Ticker(ctx, step), func(err error) {
+	go rot.Run(ctx, Ticker(ctx, step), func(err error) {
 		logger.Error("key rotation step failed", "error", err.Error())
 	})
 }

@@ -1,4 +1,4 @@
-package cmdutil
+package kit
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func (kc KeysConfig) CheckShared(sc StoreConfig, step time.Duration) error {
 // keys section keysOf returns. Either one switches keys.shared on with that secret
 // source and drops the other source a file may name (the section takes exactly one);
 // an empty value is an error.
-func SharedKeysEnv[C any](keysOf func(*C) *KeysConfig) []service.EnvVar[C] {
+func SharedKeysEnv[C any](keysOf func(*C) *KeysConfig) []EnvVar[C] {
 	set := func(field func(*SharedKeysConfig) *string) func(*C, string) error {
 		return func(cfg *C, v string) error {
 			if v == "" {
@@ -60,7 +60,7 @@ func SharedKeysEnv[C any](keysOf func(*C) *KeysConfig) []service.EnvVar[C] {
 			return nil
 		}
 	}
-	return []service.EnvVar[C]{
+	return []EnvVar[C]{
 		{Name: "KEYS_SHARED_SECRET_FILE", Set: set(func(sh *SharedKeysConfig) *string { return &sh.SecretFile })},
 		{Name: "KEYS_SHARED_SECRET_ENV", Set: set(func(sh *SharedKeysConfig) *string { return &sh.SecretEnv })},
 	}
@@ -85,7 +85,7 @@ func (sh SharedKeysConfig) secret() ([]byte, error) {
 // by "keyring:" (redisstore.DefaultKeyRingPrefix without one), encrypted under the
 // configured secret (at least redisstore.MinKeyRingSecret bytes). s closes the client.
 // The returned words say where the keys live, for the start log line.
-func OpenSharedKeys(ctx context.Context, s *service.Server, kc KeysConfig, sc StoreConfig, name string, step, retain time.Duration, now func() time.Time) (*keys.Rotator, string, error) {
+func OpenSharedKeys(ctx context.Context, s *Server, kc KeysConfig, sc StoreConfig, name string, step, retain time.Duration, now func() time.Time) (*keys.Rotator, string, error) {
 	if err := kc.CheckShared(sc, step); err != nil {
 		return nil, "", err
 	}

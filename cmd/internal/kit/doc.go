@@ -5,4 +5,4 @@
 // runner, internal/service. Only cmd/ imports it.
 //
 // It implements no spec section.
-package cmdutil
+package kit
