@@ -193,14 +193,14 @@ func claimWith(t *testing.T, r RedisConfig) (claim, ready error) {
 	t.Helper()
 	r.Prefix = "dialogtrust-tls-test:"
 	r.Timeout = 2 * time.Second
-	replay, ping, closeFn, err := OpenStore(StoreConfig{Type: "redis", Redis: r}, nil)
+	st, err := OpenStore(StoreConfig{Type: "redis", Redis: r}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeFn()
+	defer st.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return replay.Claim(ctx, rand.Text(), time.Minute), ping(ctx)
+	return st.Replay.Claim(ctx, rand.Text(), time.Minute), st.Ready(ctx)
 }
 
 // refusedClosed fails the test unless both errors are store_unavailable, could not be

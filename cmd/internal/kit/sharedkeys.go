@@ -81,12 +81,13 @@ func (sh SharedKeysConfig) secret() ([]byte, error) {
 }
 
 // OpenSharedKeys opens the Rotator of keys.shared (CheckShared first): the ring name
-// (the service's, e.g. "tts") in the store's Redis, under the store's prefix followed
-// by "keyring:" (redisstore.DefaultKeyRingPrefix without one), encrypted under the
-// configured secret (at least redisstore.MinKeyRingSecret bytes). s closes the client.
-// The returned words say where the keys live, for the start log line.
-func OpenSharedKeys(ctx context.Context, s *Server, kc KeysConfig, sc StoreConfig, name string, step, retain time.Duration, now func() time.Time) (*keys.Rotator, string, error) {
-	if err := kc.CheckShared(sc, step); err != nil {
+// (the service's, e.g. "tts") in the store's Redis, through the store's one client,
+// under the store's prefix followed by "keyring:" (redisstore.DefaultKeyRingPrefix
+// without one), encrypted under the configured secret (at least
+// redisstore.MinKeyRingSecret bytes). The returned words say where the keys live, for
+// the start log line.
+func OpenSharedKeys(ctx context.Context, kc KeysConfig, st *Store, name string, step, retain time.Duration, now func() time.Time) (*keys.Rotator, string, error) {
+	if err := kc.CheckShared(st.sc, step); err != nil {
 		return nil, "", err
 	}
 	secret, err := kc.Shared.secret()
@@ -94,22 +95,16 @@ func OpenSharedKeys(ctx context.Context, s *Server, kc KeysConfig, sc StoreConfi
 		return nil, "", err
 	}
 	var opts []redisstore.Option
-	if sc.Redis.Prefix != "" {
-		opts = append(opts, redisstore.WithPrefix(sc.Redis.Prefix+"keyring:"))
+	if st.sc.Redis.Prefix != "" {
+		opts = append(opts, redisstore.WithPrefix(st.sc.Redis.Prefix+"keyring:"))
 	}
-	if sc.Redis.Timeout > 0 {
-		opts = append(opts, redisstore.WithTimeout(sc.Redis.Timeout))
+	if st.sc.Redis.Timeout > 0 {
+		opts = append(opts, redisstore.WithTimeout(st.sc.Redis.Timeout))
 	}
-	client, err := RedisClient(sc.Redis)
+	ring, err := redisstore.NewKeyRing(st.client, name, secret, opts...)
 	if err != nil {
 		return nil, "", err
 	}
-	ring, err := redisstore.NewKeyRing(client, name, secret, opts...)
-	if err != nil {
-		_ = client.Close()
-		return nil, "", err
-	}
-	s.OnClose(func() { _ = client.Close() })
 	rc := keys.RotationConfig{Alg: kc.Alg, Period: kc.RotationPeriod, PublishDelay: kc.PublishDelay, Retain: retain, Now: now}
 	rot, err := keys.NewSharedRotator(ctx, ring, rc)
 	if err != nil {

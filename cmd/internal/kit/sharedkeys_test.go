@@ -70,13 +70,18 @@ func TestCheckSharedRefuses(t *testing.T) {
 func TestOpenSharedKeysRefusesShortSecret(t *testing.T) {
 	sc := StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{"127.0.0.1:1"}}}
 	kc := KeysConfig{Shared: &SharedKeysConfig{SecretFile: writeSecret(t, testSecret[:31])}}
-	_, _, err := OpenSharedKeys(context.Background(), &Server{}, kc, sc, "tts", RotationStepInterval, time.Hour, nil)
+	st, err := OpenStore(sc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, _, err = OpenSharedKeys(context.Background(), kc, st, "tts", RotationStepInterval, time.Hour, nil)
 	if err == nil || !strings.Contains(err.Error(), "at least 32") {
 		t.Fatalf("31-byte secret: %v", err)
 	}
 	t.Setenv("DIALOGTRUST_TEST_KEYRING_SECRET", "")
 	kc = KeysConfig{Shared: &SharedKeysConfig{SecretEnv: "DIALOGTRUST_TEST_KEYRING_SECRET"}}
-	if _, _, err := OpenSharedKeys(context.Background(), &Server{}, kc, sc, "tts", RotationStepInterval, time.Hour, nil); err == nil || !strings.Contains(err.Error(), "not set") {
+	if _, _, err := OpenSharedKeys(context.Background(), kc, st, "tts", RotationStepInterval, time.Hour, nil); err == nil || !strings.Contains(err.Error(), "not set") {
 		t.Fatalf("unset secret_env: %v", err)
 	}
 }
@@ -96,18 +101,21 @@ func TestOpenSharedKeysRedis(t *testing.T) {
 	sc := StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{addr}, Prefix: "dialogtrust-test:" + hex.EncodeToString(b) + ":"}}
 	kc := KeysConfig{Shared: &SharedKeysConfig{SecretFile: writeSecret(t, testSecret)}}
 	ctx := context.Background()
-	s := &Server{}
-	defer s.Close()
+	st, err := OpenStore(sc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
 	t.Cleanup(func() {
 		c := redisstore.NewClient([]string{addr}, false)
 		defer c.Close()
 		_ = c.Del(context.Background(), sc.Redis.Prefix+"keyring:tts").Err()
 	})
-	r1, from, err := OpenSharedKeys(ctx, s, kc, sc, "tts", RotationStepInterval, time.Hour, nil)
+	r1, from, err := OpenSharedKeys(ctx, kc, st, "tts", RotationStepInterval, time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, _, err := OpenSharedKeys(ctx, s, kc, sc, "tts", RotationStepInterval, time.Hour, nil)
+	r2, _, err := OpenSharedKeys(ctx, kc, st, "tts", RotationStepInterval, time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +124,7 @@ func TestOpenSharedKeysRedis(t *testing.T) {
 	}
 	t.Setenv("DIALOGTRUST_TEST_KEYRING_SECRET", strings.Repeat("y", 32))
 	other := KeysConfig{Shared: &SharedKeysConfig{SecretEnv: "DIALOGTRUST_TEST_KEYRING_SECRET"}}
-	if _, _, err := OpenSharedKeys(ctx, s, other, sc, "tts", RotationStepInterval, time.Hour, nil); err == nil || !strings.Contains(err.Error(), "secret") {
+	if _, _, err := OpenSharedKeys(ctx, other, st, "tts", RotationStepInterval, time.Hour, nil); err == nil || !strings.Contains(err.Error(), "secret") {
 		t.Fatalf("another secret: %v", err)
 	}
 }

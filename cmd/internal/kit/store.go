@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
 )
@@ -154,25 +155,32 @@ func (sc StoreConfig) Check() error {
 	return nil
 }
 
-// OpenStore opens the configured replay store. ready, when not nil, is the readiness
-// check (Redis answers PING); closeFn releases the client. A data loss the Redis store
-// sees is logged on logger (LossLogger).
-func OpenStore(sc StoreConfig, logger *slog.Logger) (replay store.Replay, ready func(context.Context) error, closeFn func(), err error) {
+// Store is an opened store section: the replay store of single-use values and, on
+// Redis, the one client that every other user of the section shares (Records, the
+// shared key ring of keys.shared): one connection pool per section, however many
+// kinds of state live in it.
+type Store struct {
+	// Replay is the replay store.
+	Replay store.Replay
+	// Ready is the readiness check (Redis answers PING); nil for the memory store.
+	Ready  service.ReadyCheck
+	sc     StoreConfig
+	client redis.UniversalClient // nil for the memory store
+}
+
+// OpenStore opens the configured store section: its replay store, and on Redis its one
+// client. A data loss the Redis store sees is logged on logger (LossLogger). Close
+// releases the client.
+func OpenStore(sc StoreConfig, logger *slog.Logger) (*Store, error) {
 	switch sc.Type {
 	case "memory":
-		return store.NewMemory(), nil, func() {}, nil
+		return &Store{Replay: store.NewMemory(), sc: sc}, nil
 	case "redis":
 		client, err := RedisClient(sc.Redis)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
-		var opts []redisstore.Option
-		if sc.Redis.Prefix != "" {
-			opts = append(opts, redisstore.WithPrefix(sc.Redis.Prefix))
-		}
-		if sc.Redis.Timeout > 0 {
-			opts = append(opts, redisstore.WithTimeout(sc.Redis.Timeout))
-		}
+		opts := sc.Redis.options()
 		if sc.Redis.LossQuarantine > 0 {
 			opts = append(opts, redisstore.WithLossQuarantine(sc.Redis.LossQuarantine))
 		}
@@ -190,9 +198,58 @@ func OpenStore(sc StoreConfig, logger *slog.Logger) (replay store.Replay, ready 
 			}
 			return nil
 		}
-		return redisstore.NewReplay(client, opts...), ping, func() { _ = client.Close() }, nil
+		return &Store{Replay: redisstore.NewReplay(client, opts...), Ready: ping, sc: sc, client: client}, nil
 	}
-	return nil, nil, nil, fmt.Errorf("store.type %q: memory or redis", sc.Type)
+	return nil, fmt.Errorf("store.type %q: memory or redis", sc.Type)
+}
+
+// OpenStoreOn is OpenStore for s, which closes the store when it stops.
+func OpenStoreOn(s *Server, sc StoreConfig, logger *slog.Logger) (*Store, error) {
+	st, err := OpenStore(sc, logger)
+	if err != nil {
+		return nil, err
+	}
+	s.OnClose(st.Close)
+	return st, nil
+}
+
+// ReadyChecks is the store's readiness check as the first of a service's checks, or
+// none for the memory store.
+func (st *Store) ReadyChecks() []service.ReadyCheck {
+	if st.Ready == nil {
+		return nil
+	}
+	return []service.ReadyCheck{st.Ready}
+}
+
+// Records are dialog or handoff records in the section's backend: on Redis through its
+// one client, under its prefix; in memory a set of their own (each bounded apart, as
+// store.NewMemoryRecords is).
+func (st *Store) Records() store.Records {
+	if st.client == nil {
+		return store.NewMemoryRecords()
+	}
+	return redisstore.NewRecords(st.client, st.sc.Redis.options()...)
+}
+
+// Close releases the Redis client; the memory store holds nothing to release.
+func (st *Store) Close() {
+	if st.client != nil {
+		_ = st.client.Close()
+	}
+}
+
+// options are the redisstore options every user of the section has: its prefix and
+// timeout.
+func (r RedisConfig) options() []redisstore.Option {
+	var opts []redisstore.Option
+	if r.Prefix != "" {
+		opts = append(opts, redisstore.WithPrefix(r.Prefix))
+	}
+	if r.Timeout > 0 {
+		opts = append(opts, redisstore.WithTimeout(r.Timeout))
+	}
+	return opts
 }
 
 // RedisClient is the client of the section: through the sentinels when it has a

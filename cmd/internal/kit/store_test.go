@@ -80,12 +80,12 @@ func TestStoreConfigCheck(t *testing.T) {
 // A Sentinel section that Check would refuse still opens a store that refuses every
 // claim (fails closed) and says why, for a caller that skips Check.
 func TestOpenStoreSentinelMisconfigured(t *testing.T) {
-	replay, _, closeFn, err := OpenStore(StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: SentinelConfig{Addrs: []string{"127.0.0.1:1"}}}}, nil)
+	st, err := OpenStore(StoreConfig{Type: "redis", Redis: RedisConfig{Sentinel: SentinelConfig{Addrs: []string{"127.0.0.1:1"}}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeFn()
-	err = replay.Claim(context.Background(), "k", time.Minute)
+	defer st.Close()
+	err = st.Replay.Claim(context.Background(), "k", time.Minute)
 	if errcode.CodeOf(err) != errcode.StoreUnavailable || !strings.Contains(err.Error(), "master name") {
 		t.Fatalf("claim: %v", err)
 	}
@@ -178,7 +178,7 @@ func TestRedisClientPasswordSources(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want an error containing %q", tc.r, err, tc.want)
 		}
-		if _, _, _, err := OpenStore(StoreConfig{Type: "redis", Redis: tc.r}, nil); err == nil {
+		if _, err := OpenStore(StoreConfig{Type: "redis", Redis: tc.r}, nil); err == nil {
 			t.Errorf("%+v: OpenStore opened", tc.r)
 		}
 	}

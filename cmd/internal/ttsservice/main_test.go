@@ -148,11 +148,11 @@ func TestKeysAndTLSSections(t *testing.T) {
 // Keys in a data directory survive a restart: the same kid signs after it.
 func TestDataDirKeys(t *testing.T) {
 	dir := t.TempDir()
-	r1, _, err := openKeys(kit.KeysConfig{DataDir: dir}, false, time.Hour, time.Now)
+	r1, _, err := kit.OpenLocalKeys(kit.KeysConfig{DataDir: dir}, keysSpec(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, _, err := openKeys(kit.KeysConfig{DataDir: dir}, false, time.Hour, time.Now)
+	r2, _, err := kit.OpenLocalKeys(kit.KeysConfig{DataDir: dir}, keysSpec(time.Hour))
 	if err != nil || r2.Ring().Active().KID() != r1.Ring().Active().KID() {
 		t.Fatalf("%v: kid changed across a restart", err)
 	}

@@ -13,6 +13,11 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 )
 
+// openKeys is the issuer's keys section without keys.shared, as kit.OpenKeys opens it.
+func openKeys(kc kit.KeysConfig, retain time.Duration, now func() time.Time) (*keys.Rotator, string, error) {
+	return kit.OpenLocalKeys(kc, keysSpec(retain, now))
+}
+
 // data_dir: the key is generated at first start into a 0600 file in a 0700 directory,
 // reloaded on restart, and every rotation step is saved, so a restart keeps publishing
 // the keys whose WITs are still valid.

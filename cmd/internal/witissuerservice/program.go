@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spiffe/go-spiffe/v2/spiffetls/tlsconfig"
 	"github.com/spiffe/go-spiffe/v2/workloadapi"
 
 	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
@@ -30,6 +31,9 @@ var Program = kit.Program[Config]{
 
 // Defaults for options the configuration leaves out.
 const (
+	// workloadAPIWait bounds how long the issuer waits at start for the Workload API's
+	// first X.509-SVID: without it there is nothing to serve TLS with.
+	workloadAPIWait = 30 * time.Second
 	defaultListen         = "127.0.0.1:8080"
 	defaultReloadInterval = 10 * time.Second
 	// maxHeaderBytes is tighter than the services' default: no request to the issuer
@@ -119,25 +123,17 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *kit.Server
 	}
 	issuer := firstNonEmpty(cfg.Issuer, s.URL())
 
-	replay, ready, err := kit.OpenStoreOn(s, cfg.Store, logger)
+	st, err := kit.OpenStoreOn(s, cfg.Store, logger)
 	if err != nil {
 		return nil, err
 	}
-	var rot *keys.Rotator
-	var keysFrom string
-	if cfg.Keys.Shared != nil {
-		rot, keysFrom, err = kit.OpenSharedKeys(ctx, s, cfg.Keys, cfg.Store, "wit-issuer", cfg.Keys.RotationStep(), cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
-	} else {
-		rot, keysFrom, err = openKeys(cfg.Keys, cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
-	}
+	replay := st.Replay
+	ks, err := kit.OpenKeys(ctx, cfg.Keys, st, keysSpec(cfg.Policy.MaxLifetime+cfg.Skew, time.Now), logger)
 	if err != nil {
 		return nil, err
 	}
-	rot.Ring().SetMaxAge(cfg.Keys.JWKSMaxAge)
-	if cfg.Keys.Shared != nil {
-		ready = append(ready, kit.SharedKeysReady(rot, time.Now))
-	}
-	kit.RotateKeys(ctx, rot, cfg.Keys.RotationStep(), logger)
+	rot, keysFrom := ks.Rotator, ks.From
+	ready := append(st.ReadyChecks(), ks.Ready...)
 
 	methods, err := buildMethods(ctx, cfg, issuer, replay, used, logger)
 	if err != nil {
@@ -200,12 +196,14 @@ func listen(ctx context.Context, s *kit.Server, cfg *Config, logger *slog.Logger
 	}
 	switch {
 	case cfg.TLS.WorkloadAPISocket != "":
-		getCert, closeSource, err := openWorkloadAPI(ctx, cfg.TLS.WorkloadAPISocket, logger)
-		if err != nil {
-			return err
+		// Without an SVID there is nothing to serve TLS with: wait for the first one.
+		svids := kit.OpenWorkloadAPI(ctx, cfg.TLS.WorkloadAPISocket, "serving SVID", logger)
+		if err := svids.Wait(ctx, workloadAPIWait); err != nil {
+			svids.Close()
+			return fmt.Errorf("tls.workload_api_socket %s: %w", cfg.TLS.WorkloadAPISocket, err)
 		}
-		s.OnClose(closeSource)
-		s.UseTLS(witissuer.ServerTLSConfig(getCert))
+		s.OnClose(svids.Close)
+		s.UseTLS(witissuer.ServerTLSConfig(tlsconfig.GetCertificate(svids)))
 	case cfg.TLS.CertFile != "":
 		fc, err := witissuer.LoadFileCertificate(cfg.TLS.CertFile, cfg.TLS.KeyFile)
 		if err != nil {

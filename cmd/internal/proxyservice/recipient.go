@@ -1,4 +1,4 @@
-package main
+package proxyservice
 
 import (
 	"fmt"
@@ -50,7 +50,7 @@ func checkRouteSigners(r RouteConfig, workloadID string) error {
 // must be one of the values that ingress accepts (ingress.audiences), and a route
 // without one names each request's target URI. Only an ingress in the same file can be
 // compared; for every other, the warning says what it must accept.
-func proxyWarnings(cfg *ProxyConfig) []string {
+func proxyWarnings(cfg *Config) []string {
 	e := cfg.Egress
 	if e == nil {
 		return nil

@@ -1,4 +1,4 @@
-package main
+package proxyservice
 
 import (
 	"io"
@@ -65,7 +65,7 @@ func TestProxyUpstreamTimeoutDefaults(t *testing.T) {
 		{name: "route", egress: "2m", route: "45s", wantEgress: 2 * time.Minute, wantRoute: 45 * time.Second, wantIngress: proxy.DefaultUpstreamTimeout},
 	} {
 		e, in := upstreamTimeoutYAML(c.egress, c.route, c.ingress)
-		var ec, ic ProxyConfig
+		var ec, ic Config
 		if err := kit.ParseYAML([]byte(e), &ec); err != nil {
 			t.Fatal(err)
 		}

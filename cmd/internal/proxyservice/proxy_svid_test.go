@@ -1,4 +1,4 @@
-package main
+package proxyservice
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/spiffe/go-spiffe/v2/bundle/x509bundle"
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
@@ -217,7 +218,7 @@ func TestWorkloadAPIWITRefreshAcrossRotation(t *testing.T) {
 	first := ca.Issue(t, svidAgentID, real.Add(-time.Minute), real.Add(24*time.Hour))
 	api.Push(first, ca.Cert.Raw)
 
-	svids := openSVIDSource(t.Context(), api.Addr, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	svids := kit.OpenWorkloadAPI(t.Context(), api.Addr, "X.509-SVID", slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	defer svids.Close()
 	src, err := workloadAPIWITSource(ProxyWorkloadConfig{WITIssuer: iss.url, ServerID: svidIssuerID}, svids, wit.SourceClock(clock.Now))
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package proxyservice
 
 import (
 	"io"
@@ -20,10 +20,10 @@ func TestProxyIngressRedisEnv(t *testing.T) {
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := proxySpec.Load([]string{"-config", file}, []string{
-		ProxyEnvPrefix + "INGRESS_REDIS_USERNAME=t1",
-		ProxyEnvPrefix + "INGRESS_REDIS_PASSWORD_ENV=REDIS_PASSWORD",
-		ProxyEnvPrefix + "INGRESS_REDIS_TLS_CA_FILE=/etc/redis-ca/ca.crt",
+	cfg, _, err := configSpec.Load([]string{"-config", file}, []string{
+		EnvPrefix + "INGRESS_REDIS_USERNAME=t1",
+		EnvPrefix + "INGRESS_REDIS_PASSWORD_ENV=REDIS_PASSWORD",
+		EnvPrefix + "INGRESS_REDIS_TLS_CA_FILE=/etc/redis-ca/ca.crt",
 	}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestProxyIngressRedisEnv(t *testing.T) {
 	if err := os.WriteFile(egress, []byte(egressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3/invoke")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := proxySpec.Load([]string{"-config", egress}, []string{ProxyEnvPrefix + "INGRESS_REDIS_USERNAME=t1"}, io.Discard); err == nil ||
+	if _, _, err := configSpec.Load([]string{"-config", egress}, []string{EnvPrefix + "INGRESS_REDIS_USERNAME=t1"}, io.Discard); err == nil ||
 		!strings.Contains(err.Error(), "no ingress section") {
 		t.Fatalf("without an ingress section: %v", err)
 	}
@@ -44,7 +44,7 @@ func TestProxyIngressRedisEnv(t *testing.T) {
 	if err := os.WriteFile(both, []byte(strings.Replace(yaml, "password_file:", "password_env: P, password_file:", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err = kit.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", both}, nil, io.Discard, io.Discard, nil)
+	err = kit.Run(t.Context(), Program, []string{"-check-config", "-config", both}, nil, io.Discard, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), "password_file and password_env") {
 		t.Fatalf("two password sources: %v", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package proxyservice
 
 import (
 	"context"
@@ -128,7 +128,7 @@ func startProxy(t *testing.T, yaml string) map[string]string {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- kit.Run(ctx, proxyProgram, []string{"-config", file}, nil, stdout, stderr, func(u string) { ready <- u })
+		done <- kit.Run(ctx, Program, []string{"-config", file}, nil, stdout, stderr, func(u string) { ready <- u })
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -189,7 +189,7 @@ func checkProxyConfig(t *testing.T, yaml string) (stdout string, err error) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	err = kit.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &out, io.Discard, nil)
+	err = kit.Run(t.Context(), Program, []string{"-check-config", "-config", file}, nil, &out, io.Discard, nil)
 	return out.String(), err
 }
 
@@ -320,7 +320,7 @@ func TestProxyPythonHTTPXToStarlette(t *testing.T) {
 		t.Fatal(err)
 	}
 	ln.Close()
-	tool := exec.Command(py, filepath.Join("testdata", "proxy", "tool.py"))
+	tool := exec.Command(py, filepath.Join("testdata", "tool.py"))
 	tool.ExtraFiles = []*os.File{f}
 	toolErr := &testkit.SyncBuffer{}
 	tool.Stdout, tool.Stderr = toolErr, toolErr
@@ -339,7 +339,7 @@ func TestProxyPythonHTTPXToStarlette(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	client := exec.CommandContext(ctx, py, filepath.Join("testdata", "proxy", "client.py"), out["egress"])
+	client := exec.CommandContext(ctx, py, filepath.Join("testdata", "client.py"), out["egress"])
 	got, err := client.Output()
 	if err != nil {
 		var stderr []byte
@@ -471,7 +471,7 @@ func TestProxyIngressSharedRedis(t *testing.T) {
 
 // The configuration example of docs/proxy.md passes -check-config.
 func TestProxyDocExample(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "proxy.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "proxy.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

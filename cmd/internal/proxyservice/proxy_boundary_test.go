@@ -1,4 +1,4 @@
-package main
+package proxyservice
 
 import (
 	"encoding/json"
@@ -184,7 +184,7 @@ func TestProxyCheckConfigBoundary(t *testing.T) {
 
 // The trust boundary examples of docs/proxy.md pass -check-config.
 func TestProxyDocBoundaryExamples(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "proxy.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "proxy.md"))
 	mustNil(t, err)
 	_, rest, ok := strings.Cut(string(doc), "## Trust boundaries")
 	if !ok {

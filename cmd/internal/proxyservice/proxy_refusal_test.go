@@ -1,4 +1,4 @@
-package main
+package proxyservice
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func startProxyLogged(t *testing.T, yaml string) (map[string]string, *testkit.Sy
 	stdout, stderr := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
 	ready, done := make(chan string, 1), make(chan error, 1)
 	go func() {
-		done <- kit.Run(ctx, proxyProgram, []string{"-config", file}, nil, stdout, stderr, func(u string) { ready <- u })
+		done <- kit.Run(ctx, Program, []string{"-config", file}, nil, stdout, stderr, func(u string) { ready <- u })
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -74,7 +74,7 @@ func checkConfigLog(t *testing.T, yaml string) string {
 		t.Fatal(err)
 	}
 	var out, log strings.Builder
-	if err := kit.Run(t.Context(), proxyProgram, []string{"-check-config", "-config", file}, nil, &out, &log, nil); err != nil || out.String() != "proxy: configuration ok\n" {
+	if err := kit.Run(t.Context(), Program, []string{"-check-config", "-config", file}, nil, &out, &log, nil); err != nil || out.String() != "proxy: configuration ok\n" {
 		t.Fatalf("-check-config: %v %q", err, out.String())
 	}
 	return log.String()
