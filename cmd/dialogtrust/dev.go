@@ -39,7 +39,7 @@ const (
 
 // devRun: dialogtrust dev. One process runs a development trust domain on loopback:
 // the WIT issuer and the TTS, each built by its command's own program (cmd/internal/witissuerservice,
-// cmd/internal/ttsservice) and run by the one service runner (internal/service), with
+// cmd/internal/ttsservice) and run by the one service runner (cmd/internal/kit), with
 // their embedded development configurations, in-memory state and generated keys; and,
 // for identity chaining (dialog-binding section 11, oauth.md 2), a second TTS for the
 // peer domain peer.local, by the same program, with a WIT issuer of its own for

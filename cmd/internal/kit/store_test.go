@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
 )
 
@@ -181,5 +184,31 @@ func TestRedisClientPasswordSources(t *testing.T) {
 		if _, err := OpenStore(StoreConfig{Type: "redis", Redis: tc.r}, nil); err == nil {
 			t.Errorf("%+v: OpenStore opened", tc.r)
 		}
+	}
+}
+
+// Issue 23 point 1: one store section is one Redis client. The records the section
+// opens (a stateful ingress's dialog records, its handoff records) go through the
+// replay store's client: once the store is closed, they fail with that client closed,
+// where a client of their own would still be dialling.
+func TestStoreRecordsShareTheClient(t *testing.T) {
+	st, err := OpenStore(StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{"127.0.0.1:1"}, Prefix: "p:"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialogs, handoffs := st.Records(), st.Records()
+	st.Close()
+	for name, r := range map[string]store.Records{"dialog records": dialogs, "handoff records": handoffs} {
+		_, err := r.Get(context.Background(), "k")
+		if err == nil || !strings.Contains(err.Error(), redis.ErrClosed.Error()) {
+			t.Errorf("%s after the store closed: %v, want the shared client closed", name, err)
+		}
+	}
+	mem, err := OpenStore(StoreConfig{Type: "memory"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := mem.Records(), mem.Records(); a == b {
+		t.Error("the memory store's records are one set: each user's are bounded apart")
 	}
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
-// Program is the TTS for the service runner (internal/service): it reads the
+// Program is the TTS for the service runner (cmd/internal/kit): it reads the
 // configuration, checks it, and builds the server; the runner serves and stops it.
 var Program = kit.Program[Config]{Name: "tts", Config: configSpec, Check: validate, Build: build}
 

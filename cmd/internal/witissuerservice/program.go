@@ -22,7 +22,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
 
-// Program is the WIT issuer for the service runner (internal/service): it reads the
+// Program is the WIT issuer for the service runner (cmd/internal/kit): it reads the
 // configuration, checks it, and builds the server; the runner serves and stops it.
 var Program = kit.Program[Config]{
 	Name: "wit-issuer", Config: configSpec, Build: build,
@@ -33,7 +33,7 @@ var Program = kit.Program[Config]{
 const (
 	// workloadAPIWait bounds how long the issuer waits at start for the Workload API's
 	// first X.509-SVID: without it there is nothing to serve TLS with.
-	workloadAPIWait = 30 * time.Second
+	workloadAPIWait       = 30 * time.Second
 	defaultListen         = "127.0.0.1:8080"
 	defaultReloadInterval = 10 * time.Second
 	// maxHeaderBytes is tighter than the services' default: no request to the issuer
