@@ -111,7 +111,7 @@ type sharedRing struct {
 // SharedSince returns when a shared Rotator last read the shared state successfully
 // (by its clock), and false for a Rotator that is not shared. A replica that has not
 // read it for long may not publish a key that the others sign with: the services take
-// it out of readiness (internal/cmdutil.SharedKeysReady).
+// it out of readiness (cmd/internal/kit.SharedKeysReady).
 func (r *Rotator) SharedSince() (time.Time, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -16,10 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/cmd/dialogtrust/internal/loadtest"
 	"github.com/dialogtrust/dialogtrust/dialog"
@@ -47,7 +43,7 @@ type receiverOptions struct {
 	audience    string      // this endpoint's URL: wimse-aud / WPT aud
 	ttsKeys     keys.KeySet // nil: Txn-Tokens are not accepted
 	stateful    bool
-	registry    prometheus.Registerer
+	verified    func() // counts a verified request (bench receiver's metrics); nil: not counted
 }
 
 func newReceiverHandler(o receiverOptions) (http.Handler, error) {
@@ -68,14 +64,10 @@ func newReceiverHandler(o receiverOptions) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	var verified prometheus.Counter = prometheus.NewCounter(prometheus.CounterOpts{Name: "dialogtrust_bench_receiver_verified_total", Help: "Requests the receiver verified."})
-	if o.registry != nil {
-		if err := o.registry.Register(verified); err != nil {
-			return nil, err
-		}
-	}
 	return rc.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		verified.Inc()
+		if o.verified != nil {
+			o.verified()
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"ok":true}`)
 	})), nil
@@ -135,16 +127,15 @@ func benchReceiver(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	url := "http://" + ln.Addr().String() + *path
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	h, err := newReceiverHandler(receiverOptions{trust: trust, trustDomain: *td, audience: url, ttsKeys: ttsKeys, stateful: *stateful, registry: reg})
+	metrics := loadtest.NewReceiverMetrics()
+	h, err := newReceiverHandler(receiverOptions{trust: trust, trustDomain: *td, audience: url, ttsKeys: ttsKeys, stateful: *stateful, verified: metrics.Verified})
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST "+*path, h)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", metrics.Handler())
 	srv := httpserver.New(mux)
 	fmt.Fprintf(stdout, "bench receiver on %s (pid %d, metrics on http://%s/metrics)\n", url, os.Getpid(), ln.Addr())
 	return serveUntilDone(ctx, srv, ln)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/cmd/internal/ttsservice"
 	"github.com/dialogtrust/dialogtrust/cmd/internal/witissuerservice"
 	"github.com/dialogtrust/dialogtrust/internal/service"
@@ -38,7 +39,7 @@ const (
 
 // devRun: dialogtrust dev. One process runs a development trust domain on loopback:
 // the WIT issuer and the TTS, each built by its command's own program (cmd/internal/witissuerservice,
-// cmd/internal/ttsservice) and run by the one service runner (internal/service), with
+// cmd/internal/ttsservice) and run by the one service runner (cmd/internal/kit), with
 // their embedded development configurations, in-memory state and generated keys; and,
 // for identity chaining (dialog-binding section 11, oauth.md 2), a second TTS for the
 // peer domain peer.local, by the same program, with a WIT issuer of its own for
@@ -69,7 +70,7 @@ func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	defer cancel()
 	// Under `go run` the parent is the go command: if it is killed without a signal
 	// reaching this process, the services must not outlive it.
-	go stopWhenOrphaned(ctx, cancel, os.Getppid(), os.Getppid, service.Ticker(ctx, time.Second))
+	go stopWhenOrphaned(ctx, cancel, os.Getppid(), os.Getppid, kit.Ticker(ctx, time.Second))
 	return runDev(ctx, devOptions{witAddr: *witAddr, ttsAddr: *ttsAddr, peerAddr: *peerAddr, peerWITAddr: *peerWITAddr, proxies: *proxies, command: devCommand(), started: time.Now()}, stdout, stderr)
 }
 
@@ -99,7 +100,7 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 			return usageError{flags[i] + ": " + err.Error()}
 		}
 		// The services authenticate nobody: they are not to be reachable from elsewhere.
-		if !service.IsLoopback(addr) {
+		if !kit.IsLoopback(addr) {
 			return usageError{flags[i] + ": " + addr + " is not a loopback IP address (the development services authenticate nobody)"}
 		}
 	}
@@ -121,7 +122,7 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	// go to stderr: stdout is what this command prints.
 	wp := witissuerservice.Program
 	go func() {
-		done <- devResult{"--wit-addr", service.Run(ctx, wp, []string{"-listen", witAddr}, nil, stderr, stderr, nil)}
+		done <- devResult{"--wit-addr", kit.Run(ctx, wp, []string{"-listen", witAddr}, nil, stderr, stderr, nil)}
 	}()
 	// Both TTSs are the tts program with another embedded configuration, as with
 	// --config: dev.local's is cmd/tts's default with identity chaining added, the
@@ -130,12 +131,12 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	tp.Config.Default = devChainingConfig(tp.Config.Default, peerURL)
 	ttsEnv := []string{ttsservice.EnvPrefix + "WIT_JWKS_URL=" + witURL + witissuer.PathJWKS}
 	go func() {
-		done <- devResult{"--tts-addr", service.Run(ctx, tp, []string{"-listen", ttsAddr}, ttsEnv, stderr, stderr, nil)}
+		done <- devResult{"--tts-addr", kit.Run(ctx, tp, []string{"-listen", ttsAddr}, ttsEnv, stderr, stderr, nil)}
 	}()
 	pp := ttsservice.Program
 	pp.Config.Default = devPeerConfig(peerAddr, witURL, ttsURL, peerWITURL)
 	go func() {
-		done <- devResult{"--peer-addr", service.Run(ctx, pp, []string{"-listen", peerAddr}, nil, stderr, stderr, nil)}
+		done <- devResult{"--peer-addr", kit.Run(ctx, pp, []string{"-listen", peerAddr}, nil, stderr, stderr, nil)}
 	}()
 	// The peer domain's workloads get their WITs from its own issuer, the wit-issuer
 	// program with peer.local in place of dev.local: a dialog and the identities in it
@@ -143,7 +144,7 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	pwp := witissuerservice.Program
 	pwp.Config.Default = devPeerWITConfig(peerWITAddr)
 	go func() {
-		done <- devResult{"--peer-wit-addr", service.Run(ctx, pwp, []string{"-listen", peerWITAddr}, nil, stderr, stderr, nil)}
+		done <- devResult{"--peer-wit-addr", kit.Run(ctx, pwp, []string{"-listen", peerWITAddr}, nil, stderr, stderr, nil)}
 	}()
 	running := 4
 	// stopAll stops the services, then removes the run's directory, and returns the

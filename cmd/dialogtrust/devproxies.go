@@ -11,7 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/internal/service"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/proxyservice"
 	"github.com/dialogtrust/dialogtrust/proxy"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/witissuer"
@@ -45,15 +46,15 @@ func startDevPair(ctx context.Context, witURL, ttsURL string, done chan<- devRes
 	}
 	p := &devPair{egress: addrs[0], ingress: addrs[1], egressOps: addrs[2], ingressOps: addrs[3], echo: echoL.Addr().String()}
 	go func() { done <- devResult{"--proxies", serveDevEcho(ctx, echoL)} }()
-	ep := proxyProgram
+	ep := proxyservice.Program
 	ep.Config.Default = devEgressConfig(p, witURL, ttsURL)
 	go func() {
-		done <- devResult{"--proxies", service.Run(ctx, ep, []string{"-listen", p.egressOps}, nil, stderr, stderr, nil)}
+		done <- devResult{"--proxies", kit.Run(ctx, ep, []string{"-listen", p.egressOps}, nil, stderr, stderr, nil)}
 	}()
-	ip := proxyProgram
+	ip := proxyservice.Program
 	ip.Config.Default = devIngressConfig(p, witURL, ttsURL)
 	go func() {
-		done <- devResult{"--proxies", service.Run(ctx, ip, []string{"-listen", p.ingressOps}, nil, stderr, stderr, nil)}
+		done <- devResult{"--proxies", kit.Run(ctx, ip, []string{"-listen", p.ingressOps}, nil, stderr, stderr, nil)}
 	}()
 	return p, 3, nil
 }

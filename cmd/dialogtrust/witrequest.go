@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/witissuer"
@@ -163,14 +160,6 @@ func witKeyPath(keyOut string) (string, error) {
 // the SVID over mTLS; with --bundle it requires the issuer's certificate to chain to
 // the bundle (and to name --server-id, when given).
 func witRequestTransport(svid, svidKey, bundle, serverID string, useSVID bool) (*http.Transport, error) {
-	var cert *tls.Certificate
-	if useSVID {
-		c, err := tls.LoadX509KeyPair(svid, svidKey)
-		if err != nil {
-			return nil, errcode.Wrap(errcode.InvalidKey, err, "loading the SVID")
-		}
-		cert = &c
-	}
 	var sid identifier.ID
 	if serverID != "" {
 		var err error
@@ -178,20 +167,13 @@ func witRequestTransport(svid, svidKey, bundle, serverID string, useSVID bool) (
 			return nil, err
 		}
 	}
-	transport := &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext, TLSHandshakeTimeout: 10 * time.Second}
-	if bundle != "" || cert != nil {
-		var roots []*x509.Certificate
-		if bundle != "" {
-			var err error
-			if roots, err = witissuer.LoadPEMCertificates(bundle); err != nil {
-				return nil, errcode.Wrap(errcode.InvalidRequest, err, "--bundle")
-			}
-		}
-		transport.TLSClientConfig = witissuer.ClientTLSConfig(cert, roots, sid)
-	} else if !sid.IsZero() {
+	if bundle == "" && !useSVID && !sid.IsZero() {
 		return nil, usageError{"--server-id needs --bundle"}
 	}
-	return transport, nil
+	if !useSVID {
+		svid, svidKey = "", ""
+	}
+	return kit.WITIssuerTransport(svid, svidKey, bundle, sid)
 }
 
 // writePrivateJWK writes key with mode 0600, also when the file exists already

@@ -103,3 +103,28 @@ func TestLayerImports(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandsAreFlagsAndCommands (issue 23 point 1): the commands' package main holds
+// flags and commands only; the service wiring (router, metrics, Redis) is the programs'
+// under cmd/internal (kit, ttsservice, witissuerservice, proxyservice), so package main
+// of cmd/dialogtrust, cmd/tts and cmd/wit-issuer imports no chi, Prometheus or Redis
+// client.
+func TestCommandsAreFlagsAndCommands(t *testing.T) {
+	wiring := []string{"github.com/go-chi/", "github.com/prometheus/", "github.com/redis/go-redis/"}
+	pkgs := list(t, "./cmd/dialogtrust", "./cmd/tts", "./cmd/wit-issuer")
+	if len(pkgs) != 3 {
+		t.Fatalf("go list found %d of the 3 commands", len(pkgs))
+	}
+	for _, p := range pkgs {
+		if len(p.Imports) == 0 {
+			t.Fatalf("%s: go list reports no imports", p.ImportPath)
+		}
+		for _, imp := range p.Imports {
+			for _, w := range wiring {
+				if strings.HasPrefix(imp, w) {
+					t.Errorf("%s (package main) imports %s: wiring belongs to the programs under cmd/internal", p.ImportPath, imp)
+				}
+			}
+		}
+	}
+}

@@ -299,7 +299,7 @@ func identDocFiles(t *testing.T) []string {
 // that embed or stand for another module's type.
 func TestDocumentedGoNamesExist(t *testing.T) {
 	idx := indexRepository(t)
-	for _, want := range []string{"tts", "txntoken", "oauth", "agent", "dialog", "cmdutil"} {
+	for _, want := range []string{"tts", "txntoken", "oauth", "agent", "dialog", "kit"} {
 		if len(idx[want]) == 0 {
 			t.Fatalf("package %s not found: the index of the repository is broken", want)
 		}

@@ -16,8 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/store/redisstore"
 )
 
 // sentinelMaster is the name the sentinels of TestRedisSentinelFailover know the
@@ -26,8 +26,9 @@ const sentinelMaster = "dialogtrust"
 
 // A Redis Sentinel failover under load. A primary, one replica and three sentinels
 // (quorum 2, down-after-milliseconds 1000) run on loopback. The store is opened as the
-// services open it (cmdutil.OpenStore, store.redis.sentinel) with replica_acks 1, and
-// serves a closed-loop load of claims of fresh values. The primary is then SIGKILLed;
+// services open it for store.redis.sentinel (cmd/internal/kit.OpenStore, built here from
+// package redisstore as it builds it: cmd/internal is not importable from here) with
+// replica_acks 1, and serves a closed-loop load of claims of fresh values. The primary is then SIGKILLed;
 // the sentinels promote the replica; once the new primary accepts writes (a second
 // store on the same sentinels without replica_acks claims again), the old primary's port
 // gets a new, empty redis-server that is made a replica of the new primary, so that
@@ -78,15 +79,16 @@ func TestRedisSentinelFailover(t *testing.T) {
 	})
 
 	open := func(prefix string, acks int) store.Replay {
-		replay, _, closeFn, err := cmdutil.OpenStore(cmdutil.StoreConfig{Type: "redis", Redis: cmdutil.RedisConfig{
-			Sentinel: cmdutil.SentinelConfig{MasterName: sentinelMaster, Addrs: sentinelAddrs},
-			Prefix:   prefix, Timeout: time.Second, ReplicaAcks: acks, ReplicaAckTimeout: 300 * time.Millisecond,
-		}}, nil)
-		if err != nil {
-			t.Fatal(err)
+		// What the services' store section (cmd/internal/kit.OpenStore) opens for
+		// store.redis.sentinel with prefix, timeout 1s, replica_acks and
+		// replica_ack_timeout 300ms.
+		client := redisstore.NewFailoverClient(redisstore.Sentinel{MasterName: sentinelMaster, Addrs: sentinelAddrs})
+		t.Cleanup(func() { _ = client.Close() })
+		opts := []redisstore.Option{redisstore.WithPrefix(prefix), redisstore.WithTimeout(time.Second)}
+		if acks > 0 {
+			opts = append(opts, redisstore.WithReplicaAcks(acks, 300*time.Millisecond))
 		}
-		t.Cleanup(closeFn)
-		return replay
+		return redisstore.NewReplay(client, opts...)
 	}
 	acked := open("sentinel-acks:", 1)
 	plain := open("sentinel-plain:", 0)

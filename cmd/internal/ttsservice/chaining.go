@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/chaining"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store"
@@ -184,24 +185,18 @@ func prepareChaining(ctx context.Context, cfg *Config, issuer, endpoint string, 
 // peerKeys: exactly one of jwks_url (lazy), jwks_file, metadata (lazy discovery); with
 // an rsa section, the set is opened to RSA keys as the section says.
 func peerKeys(ctx context.Context, retry time.Duration, p *ChainPeerConfig) (keys.KeySet, tts.ReadyCheck, error) {
-	what := "chaining.peers[" + p.Issuer + "]"
-	var rsa *keys.RSAPolicy
+	src := kit.JWKSSource{URL: p.JWKSURL, File: p.JWKSFile}
 	if p.RSA != nil {
 		r := rsaPolicy(p.RSA)
-		rsa = &r
+		src.RSA = &r
 	}
+	what := "chaining.peers[" + p.Issuer + "]"
 	if p.Metadata {
-		if p.JWKSURL != "" || p.JWKSFile != "" {
-			return nil, nil, fmt.Errorf("%s: metadata, jwks_url and jwks_file exclude each other", what)
-		}
-		var opts []keys.RemoteOption
-		if rsa != nil {
-			opts = append(opts, keys.WithRSA(*rsa))
-		}
-		d := chaining.NewDiscoveredKeys(ctx, p.Issuer, nil, retry, nil, opts...)
-		return d, d.Ready, nil
+		// Discovered keys are not a configured JWKS URL: their fetches are not counted.
+		src.MetadataIssuer = p.Issuer
+		return kit.OpenJWKS(ctx, what, src, retry)
 	}
-	return keySourceRSA(ctx, retry, what, p.JWKSURL, p.JWKSFile, rsa)
+	return keySource(ctx, retry, what, src)
 }
 
 // rsaPolicy is the key policy of an rsa section (subject-token issuers, chaining peers).

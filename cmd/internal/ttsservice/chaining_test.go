@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/chaining"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit/kittest"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/service/servicetest"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -145,7 +145,7 @@ chaining:
 
 // discoverTwoDomains: AS A offers identity-chaining grants, AS B redeems them (and
 // offers none itself).
-func discoverTwoDomains(t *testing.T, ctx context.Context, procA, procB *servicetest.Process) (mdA, mdB *oauth.Metadata) {
+func discoverTwoDomains(t *testing.T, ctx context.Context, procA, procB *kittest.Process) (mdA, mdB *oauth.Metadata) {
 	mdA, err := oauth.Discover(ctx, nil, procA.URL)
 	if err != nil {
 		t.Fatal(err)

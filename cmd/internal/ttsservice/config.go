@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
-	"github.com/dialogtrust/dialogtrust/internal/service"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 )
 
 // Config is the YAML configuration file. Every member is documented in docs/operator.md
@@ -16,10 +15,10 @@ type Config struct {
 	// allowed, the listener must be loopback, and the start says so loudly.
 	Development bool `yaml:"development"`
 	// Base: listen, issuer, trust_domains, log, tracing, skew, shutdown_timeout.
-	service.Base  `yaml:",inline"`
+	kit.Base      `yaml:",inline"`
 	TLS           TLSConfig           `yaml:"tls"`
 	Keys          KeysConfig          `yaml:"keys"`
-	Store         cmdutil.StoreConfig `yaml:"store"`
+	Store         kit.StoreConfig     `yaml:"store"`
 	WITs          []WITTrustConfig    `yaml:"wits"`
 	WITIssuers    []string            `yaml:"wit_issuers"`
 	Auth          AuthConfig          `yaml:"auth"`
@@ -35,12 +34,12 @@ type Config struct {
 
 // TLSConfig: the serving certificate. Without it the TTS speaks plain HTTP, which only
 // a development configuration should do (oauth.md 1.9 item 2).
-type TLSConfig = cmdutil.CertFiles
+type TLSConfig = kit.CertFiles
 
 // KeysConfig: where the signing key comes from and how it rotates (step_interval among
 // the shared members, as at the wit-issuer).
 type KeysConfig struct {
-	cmdutil.KeysConfig `yaml:",inline"`
+	kit.KeysConfig `yaml:",inline"`
 }
 
 // WITTrustConfig: the keys of one trust domain's WIT issuer, by JWKS URL (fetched
@@ -53,9 +52,9 @@ type WITTrustConfig struct {
 
 // AuthConfig: the client authentication methods, in the order they are tried.
 type AuthConfig struct {
-	Methods     []string               `yaml:"methods"`
-	X509Bundles []cmdutil.BundleConfig `yaml:"x509_bundles"`
-	Clients     []ClientConfig         `yaml:"clients"`
+	Methods     []string           `yaml:"methods"`
+	X509Bundles []kit.BundleConfig `yaml:"x509_bundles"`
+	Clients     []ClientConfig     `yaml:"clients"`
 }
 
 // ClientConfig: a workload registered for private_key_jwt, with its keys.
@@ -203,12 +202,12 @@ const EnvPrefix = "DIALOGTRUST_TTS_"
 //go:embed default.yaml
 var defaultYAML []byte
 
-// configSpec is how the configuration is read (service.Load): the embedded default,
+// configSpec is how the configuration is read (kit.Load): the embedded default,
 // or the file named by --config or DIALOGTRUST_TTS_CONFIG; then the environment
 // overrides of this table (an unknown name is an error, like an unknown YAML member);
 // then the flags. Each later layer wins.
-var configSpec = service.ServiceSpec("tts", EnvPrefix, defaultYAML,
-	append([]service.EnvVar[Config]{
+var configSpec = kit.ServiceSpec("tts", EnvPrefix, defaultYAML,
+	append([]kit.EnvVar[Config]{
 		{Name: "LIFETIME", Member: "policy.lifetime"},
 		// The development default's one WIT issuer, elsewhere.
 		{Name: "WIT_JWKS_URL", Set: func(cfg *Config, v string) error {
@@ -218,8 +217,8 @@ var configSpec = service.ServiceSpec("tts", EnvPrefix, defaultYAML,
 			cfg.WITs[0].JWKSURL, cfg.WITs[0].JWKSFile = v, ""
 			return nil
 		}},
-	}, append(cmdutil.SharedKeysEnv(func(cfg *Config) *cmdutil.KeysConfig { return &cfg.Keys.KeysConfig }),
-		cmdutil.RedisEnv("", func(cfg *Config) (*cmdutil.StoreConfig, error) { return &cfg.Store, nil })...)...),
-	service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (iss of Txn-Tokens; default http(s)://<listen>)"},
-	service.Flag{Name: "trust-domains", Member: "trust_domains", Usage: "comma-separated trust domains served"},
-	service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the signing keys (rotated)"})
+	}, append(kit.SharedKeysEnv(func(cfg *Config) *kit.KeysConfig { return &cfg.Keys.KeysConfig }),
+		kit.RedisEnv("", func(cfg *Config) (*kit.StoreConfig, error) { return &cfg.Store, nil })...)...),
+	kit.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (iss of Txn-Tokens; default http(s)://<listen>)"},
+	kit.Flag{Name: "trust-domains", Member: "trust_domains", Usage: "comma-separated trust domains served"},
+	kit.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the signing keys (rotated)"})

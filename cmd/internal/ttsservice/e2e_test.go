@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit/kittest"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/service/servicetest"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
@@ -26,7 +26,7 @@ import (
 // base URL; the process is stopped (by its PID) when the test ends.
 func startWITIssuer(t *testing.T, listen string) string {
 	t.Helper()
-	bin := servicetest.Build(t, "github.com/dialogtrust/dialogtrust/cmd/wit-issuer")
+	bin := kittest.Build(t, "github.com/dialogtrust/dialogtrust/cmd/wit-issuer")
 	cmd := exec.Command(bin, "--listen", listen)
 	cmd.Env = append(os.Environ(), "DIALOGTRUST_WIT_ISSUER_CONFIG=")
 	stdout, _ := cmd.StdoutPipe()

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
-	"github.com/dialogtrust/dialogtrust/internal/service/servicetest"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit/kittest"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -21,9 +21,9 @@ import (
 
 // start runs a tts in this process through Program.Run, as main runs it; it must stop
 // without an error.
-func start(t *testing.T, args, env []string) *servicetest.Process {
+func start(t *testing.T, args, env []string) *kittest.Process {
 	t.Helper()
-	p := servicetest.Start(t, "tts", 10*time.Second, Program.Run, args, env)
+	p := kittest.Start(t, "tts", 10*time.Second, Program.Run, args, env)
 	t.Cleanup(func() {
 		if err := p.Stop(); err != nil {
 			t.Errorf("run: %v", err)
@@ -148,11 +148,11 @@ func TestKeysAndTLSSections(t *testing.T) {
 // Keys in a data directory survive a restart: the same kid signs after it.
 func TestDataDirKeys(t *testing.T) {
 	dir := t.TempDir()
-	r1, _, err := openKeys(cmdutil.KeysConfig{DataDir: dir}, false, time.Hour, time.Now)
+	r1, _, err := kit.OpenLocalKeys(kit.KeysConfig{DataDir: dir}, keysSpec(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, _, err := openKeys(cmdutil.KeysConfig{DataDir: dir}, false, time.Hour, time.Now)
+	r2, _, err := kit.OpenLocalKeys(kit.KeysConfig{DataDir: dir}, keysSpec(time.Hour))
 	if err != nil || r2.Ring().Active().KID() != r1.Ring().Active().KID() {
 		t.Fatalf("%v: kid changed across a restart", err)
 	}

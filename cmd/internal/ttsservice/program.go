@@ -11,8 +11,8 @@ import (
 	"github.com/spiffe/go-spiffe/v2/bundle/x509bundle"
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -21,9 +21,9 @@ import (
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
-// Program is the TTS for the service runner (internal/service): it reads the
+// Program is the TTS for the service runner (cmd/internal/kit): it reads the
 // configuration, checks it, and builds the server; the runner serves and stops it.
-var Program = service.Program[Config]{Name: "tts", Config: configSpec, Check: validate, Build: build}
+var Program = kit.Program[Config]{Name: "tts", Config: configSpec, Check: validate, Build: build}
 
 // Defaults for options the configuration leaves out.
 const (
@@ -63,7 +63,7 @@ func validate(cfg *Config) error {
 	if err := cfg.TLS.Check(); err != nil {
 		return err
 	}
-	if cfg.Development && !service.IsLoopback(cfg.Listen, "localhost") {
+	if cfg.Development && !kit.IsLoopback(cfg.Listen, "localhost") {
 		return fmt.Errorf("development: listen must be a loopback address")
 	}
 	if !cfg.Development && cfg.Keys.SigningKeyFile == "" && cfg.Keys.DataDir == "" && cfg.Keys.Shared == nil {
@@ -72,11 +72,7 @@ func validate(cfg *Config) error {
 	if err := cfg.Store.Check(); err != nil {
 		return err
 	}
-	step := cmdutil.RotationStepInterval
-	if cfg.Keys.StepInterval > 0 {
-		step = cfg.Keys.StepInterval
-	}
-	if err := cfg.Keys.CheckShared(cfg.Store, step); err != nil {
+	if err := cfg.Keys.CheckShared(cfg.Store, cfg.Keys.RotationStep()); err != nil {
 		return err
 	}
 	if err := checkChaining(cfg); err != nil {
@@ -98,11 +94,11 @@ func validate(cfg *Config) error {
 
 // build turns the configuration into a listener and a server; key rotation runs until
 // ctx ends.
-func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Server, err error) {
+func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *kit.Server, err error) {
 	if err := validate(cfg); err != nil {
 		return nil, err
 	}
-	s := &service.Server{ShutdownTimeout: cfg.ShutdownTimeout}
+	s := &kit.Server{ShutdownTimeout: cfg.ShutdownTimeout}
 	defer s.CloseOnError(&err)
 	if err := listen(s, cfg, logger); err != nil {
 		return nil, err
@@ -112,29 +108,17 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 		issuer = s.URL()
 	}
 
-	replay, readyChecks, err := cmdutil.OpenStoreOn(s, cfg.Store, logger)
+	st, err := kit.OpenStoreOn(s, cfg.Store, logger)
 	if err != nil {
 		return nil, err
 	}
-	step := cmdutil.RotationStepInterval
-	if cfg.Keys.StepInterval > 0 {
-		step = cfg.Keys.StepInterval
-	}
-	var rot *keys.Rotator
-	var keysFrom string
-	if cfg.Keys.Shared != nil {
-		rot, keysFrom, err = cmdutil.OpenSharedKeys(ctx, s, cfg.Keys.KeysConfig, cfg.Store, "tts", step, tts.MaxLifetime+cfg.Skew, time.Now)
-	} else {
-		rot, keysFrom, err = openKeys(cfg.Keys.KeysConfig, cfg.Development, tts.MaxLifetime+cfg.Skew, time.Now)
-	}
+	replay := st.Replay
+	ks, err := kit.OpenKeys(ctx, cfg.Keys.KeysConfig, st, keysSpec(tts.MaxLifetime+cfg.Skew), logger)
 	if err != nil {
 		return nil, err
 	}
-	rot.Ring().SetMaxAge(cfg.Keys.JWKSMaxAge)
-	if cfg.Keys.Shared != nil {
-		readyChecks = append(readyChecks, cmdutil.SharedKeysReady(rot, time.Now))
-	}
-	cmdutil.RotateKeys(ctx, rot, step, logger)
+	rot, keysFrom := ks.Rotator, ks.From
+	readyChecks := append(st.ReadyChecks(), ks.Ready...)
 
 	handler, err := buildHandler(ctx, cfg, logger, issuer, rot.Ring(), replay, readyChecks)
 	if err != nil {
@@ -148,7 +132,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 		"kid", rot.Ring().Active().KID(), "store", cfg.Store.Type, "tls", s.TLS()}
 	s.Listening = fmt.Sprintf("(issuer %s, trust domains %v)", issuer, cfg.TrustDomains)
 	if cfg.Development {
-		s.Development = &service.Development{
+		s.Development = &kit.Development{
 			Warning: "DEVELOPMENT MODE: generated or file keys, " + cfg.Store.Type + " replay store, and trust in WITs from " +
 				witSources(cfg) + ". A development wit-issuer authenticates nobody, so neither does this TTS. Never run this configuration in production.",
 			Banner: []string{"tts: DEVELOPMENT MODE. Tokens are only as trustworthy as the development wit-issuer (which authenticates nobody).",
@@ -159,7 +143,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 }
 
 // listen opens the listener, with TLS when the configuration has a certificate.
-func listen(s *service.Server, cfg *Config, logger *slog.Logger) error {
+func listen(s *kit.Server, cfg *Config, logger *slog.Logger) error {
 	if !cfg.Development && cfg.TLS.CertFile == "" {
 		logger.Warn("no TLS: the token endpoint carries subject tokens and proofs in clear text (oauth.md 1.9 item 2)")
 	}
@@ -185,7 +169,7 @@ func listen(s *service.Server, cfg *Config, logger *slog.Logger) error {
 func buildHandler(ctx context.Context, cfg *Config, logger *slog.Logger, issuer string, ring *keys.Ring, replay store.Replay, readyChecks []tts.ReadyCheck) (http.Handler, error) {
 	trust := keys.NewTrust()
 	for _, w := range cfg.WITs {
-		ks, ready, err := keySource(ctx, cfg.JWKSRetry, "wits["+w.TrustDomain+"]", w.JWKSURL, w.JWKSFile)
+		ks, ready, err := keySource(ctx, cfg.JWKSRetry, "wits["+w.TrustDomain+"]", kit.JWKSSource{URL: w.JWKSURL, File: w.JWKSFile})
 		if err != nil {
 			return nil, err
 		}
@@ -241,40 +225,13 @@ func buildHandler(ctx context.Context, cfg *Config, logger *slog.Logger, issuer 
 	return s.Handler(), nil
 }
 
-// keySource is a JWKS URL (lazy: the TTS may start before the issuer it trusts, and
-// until the keys arrive every check is "could not be completed") or a JWKS file.
-func keySource(ctx context.Context, retry time.Duration, what, url, file string) (keys.KeySet, tts.ReadyCheck, error) {
-	return keySourceRSA(ctx, retry, what, url, file, nil)
-}
-
-// keySourceRSA is keySource for a set that may hold RSA keys (rsa non-nil): the keys of
-// a subject-token issuer configured with an rsa section.
-func keySourceRSA(ctx context.Context, retry time.Duration, what, url, file string, rsa *keys.RSAPolicy) (keys.KeySet, tts.ReadyCheck, error) {
-	// validate checked the policy (and keys checks it again on every parse).
-	switch {
-	case url != "" && file != "":
-		return nil, nil, fmt.Errorf("%s: jwks_url and jwks_file exclude each other", what)
-	case url != "":
-		opts := []keys.RemoteOption{jwksRefreshHook()}
-		if rsa != nil {
-			opts = append(opts, keys.WithRSA(*rsa))
-		}
-		l := keys.NewLazyRemoteSet(ctx, url, retry, nil, opts...)
-		return l, l.Ready, nil
-	case file != "":
-		var set *keys.StaticSet
-		var err error
-		if rsa != nil {
-			set, err = keys.LoadJWKSFileWithRSA(file, *rsa)
-		} else {
-			set, err = keys.LoadJWKSFile(file)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", what, err)
-		}
-		return set, nil, nil
-	}
-	return nil, nil, fmt.Errorf("%s: a jwks_url or jwks_file is required", what)
+// keySource opens a JWKS URL (lazy: the TTS may start before the issuer it trusts, and
+// until the keys arrive every check is "could not be completed"; its fetches counted in
+// jwksRefreshes) or a JWKS file (kit.OpenJWKS); rsa, when set, opens the set to RSA keys
+// (a subject-token issuer or chaining peer configured with an rsa section).
+func keySource(ctx context.Context, retry time.Duration, what string, src kit.JWKSSource) (keys.KeySet, tts.ReadyCheck, error) {
+	src.Remote = []keys.RemoteOption{jwksRefreshHook()}
+	return kit.OpenJWKS(ctx, what, src, retry)
 }
 
 func buildAuth(ctx context.Context, cfg *Config, wits *wit.Validator, replay store.Replay, issuer, tokenEndpoint string) ([]oauth.Authenticator, error) {
@@ -320,7 +277,7 @@ func buildAuth(ctx context.Context, cfg *Config, wits *wit.Validator, replay sto
 				if err != nil {
 					return nil, fmt.Errorf("auth.clients %q: %w", c.ID, err)
 				}
-				ks, _, err := keySource(ctx, cfg.JWKSRetry, "auth.clients["+c.ID+"]", c.JWKSURL, c.JWKSFile)
+				ks, _, err := keySource(ctx, cfg.JWKSRetry, "auth.clients["+c.ID+"]", kit.JWKSSource{URL: c.JWKSURL, File: c.JWKSFile})
 				if err != nil {
 					return nil, err
 				}
@@ -362,7 +319,7 @@ func buildSubjectHandlers(ctx context.Context, cfg *Config, issuer, tokenEndpoin
 		if is.RSA != nil {
 			rsa = &keys.RSAPolicy{DefaultAlg: is.RSA.DefaultAlg}
 		}
-		ks, r, err := keySourceRSA(ctx, cfg.JWKSRetry, "subject_tokens.jwt_issuers["+is.Issuer+"]", is.JWKSURL, is.JWKSFile, rsa)
+		ks, r, err := keySource(ctx, cfg.JWKSRetry, "subject_tokens.jwt_issuers["+is.Issuer+"]", kit.JWKSSource{URL: is.JWKSURL, File: is.JWKSFile, RSA: rsa})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -4,30 +4,29 @@ import (
 	_ "embed"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
-	"github.com/dialogtrust/dialogtrust/internal/service"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 )
 
 // Config is the YAML configuration file. Every member is documented in docs/operator.md
 // ("WIT issuer configuration").
 type Config struct {
 	// Base: listen, issuer, trust_domains, log, tracing, skew, shutdown_timeout.
-	service.Base   `yaml:",inline"`
-	PublicURL      string              `yaml:"public_url"`
-	TLS            TLSConfig           `yaml:"tls"`
-	Keys           cmdutil.KeysConfig  `yaml:"keys"`
-	Store          cmdutil.StoreConfig `yaml:"store"`
-	Policy         PolicyConfig        `yaml:"policy"`
-	Auth           AuthConfig          `yaml:"auth"`
-	Routes         []RouteConfig       `yaml:"routes"`
-	ProofWindow    time.Duration       `yaml:"proof_window"`
-	ReloadInterval time.Duration       `yaml:"reload_interval"`
+	kit.Base       `yaml:",inline"`
+	PublicURL      string          `yaml:"public_url"`
+	TLS            TLSConfig       `yaml:"tls"`
+	Keys           kit.KeysConfig  `yaml:"keys"`
+	Store          kit.StoreConfig `yaml:"store"`
+	Policy         PolicyConfig    `yaml:"policy"`
+	Auth           AuthConfig      `yaml:"auth"`
+	Routes         []RouteConfig   `yaml:"routes"`
+	ProofWindow    time.Duration   `yaml:"proof_window"`
+	ReloadInterval time.Duration   `yaml:"reload_interval"`
 }
 
 // TLSConfig: the serving certificate. Without it the issuer speaks plain HTTP, which
 // only the development default should do.
 type TLSConfig struct {
-	cmdutil.CertFiles `yaml:",inline"`
+	kit.CertFiles `yaml:",inline"`
 	// WorkloadAPISocket takes the serving X.509-SVID from the SPIFFE Workload API at this
 	// address (unix:///run/spire/sockets/agent.sock), kept current as SPIRE rotates it;
 	// it excludes CertFile and KeyFile.
@@ -57,7 +56,7 @@ type AuthConfig struct {
 
 // X509SVIDConfig: the trust bundles client SVIDs are verified against.
 type X509SVIDConfig struct {
-	Bundles []cmdutil.BundleConfig `yaml:"bundles"`
+	Bundles []kit.BundleConfig `yaml:"bundles"`
 }
 
 // AssertionConfig: registered workloads and their keys.
@@ -101,17 +100,17 @@ const EnvPrefix = "DIALOGTRUST_WIT_ISSUER_"
 //go:embed default.yaml
 var defaultYAML []byte
 
-// configSpec is how the configuration is read (service.Load): the embedded default,
+// configSpec is how the configuration is read (kit.Load): the embedded default,
 // or the file named by --config or DIALOGTRUST_WIT_ISSUER_CONFIG; then the environment
 // overrides of this table (an unknown name is an error, like an unknown YAML member);
 // then the flags. Each later layer wins.
-var configSpec = service.ServiceSpec("wit-issuer", EnvPrefix, defaultYAML,
-	append([]service.EnvVar[Config]{
+var configSpec = kit.ServiceSpec("wit-issuer", EnvPrefix, defaultYAML,
+	append([]kit.EnvVar[Config]{
 		{Name: "PUBLIC_URL", Member: "public_url"},
 		{Name: "MAX_LIFETIME", Member: "policy.max_lifetime"},
 		{Name: "DEFAULT_LIFETIME", Member: "policy.default_lifetime"},
-	}, append(cmdutil.SharedKeysEnv(func(cfg *Config) *cmdutil.KeysConfig { return &cfg.Keys }),
-		cmdutil.RedisEnv("", func(cfg *Config) (*cmdutil.StoreConfig, error) { return &cfg.Store, nil })...)...),
-	service.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (aud of requests, iss of WITs)"},
-	service.Flag{Name: "public-url", Member: "public_url", Usage: "base URL of the issuer for the metadata document"},
-	service.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the generated signing keys"})
+	}, append(kit.SharedKeysEnv(func(cfg *Config) *kit.KeysConfig { return &cfg.Keys }),
+		kit.RedisEnv("", func(cfg *Config) (*kit.StoreConfig, error) { return &cfg.Store, nil })...)...),
+	kit.Flag{Name: "issuer", Member: "issuer", Usage: "issuer identifier (aud of requests, iss of WITs)"},
+	kit.Flag{Name: "public-url", Member: "public_url", Usage: "base URL of the issuer for the metadata document"},
+	kit.Flag{Name: "data-dir", Member: "keys.data_dir", Usage: "directory for the generated signing keys"})

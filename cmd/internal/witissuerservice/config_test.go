@@ -173,7 +173,7 @@ func TestConfigSharedKeysEnv(t *testing.T) {
 }
 
 // The store.redis credentials and TLS come from the environment too
-// (cmdutil.RedisEnv): a password source replaces the file's, a TLS variable switches
+// (kit.RedisEnv): a password source replaces the file's, a TLS variable switches
 // TLS on, and -check-config's checks then see both password sources of a file that
 // names two.
 func TestConfigRedisEnv(t *testing.T) {

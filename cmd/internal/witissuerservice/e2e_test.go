@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit/kittest"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/service/servicetest"
 	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wic"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -43,9 +43,9 @@ func dialogtrust(t *testing.T, bin string, args ...string) (string, string, int)
 }
 
 // start runs a wit-issuer in this process through Program.Run, as main runs it.
-func start(t *testing.T, args []string, env []string) *servicetest.Process {
+func start(t *testing.T, args []string, env []string) *kittest.Process {
 	t.Helper()
-	return servicetest.Start(t, "wit-issuer", 30*time.Second, Program.Run, args, env)
+	return kittest.Start(t, "wit-issuer", 30*time.Second, Program.Run, args, env)
 }
 
 // Acceptance: the embedded default (no configuration; here only the port is chosen so
@@ -53,7 +53,7 @@ func start(t *testing.T, args []string, env []string) *servicetest.Process {
 // mode; `dialogtrust wit request` gets a WIT from it, `dialogtrust wit verify` accepts
 // it through the JWKS URL the issuer serves; the issuer shuts down gracefully.
 func TestAcceptanceDefaultIssuerWithCLI(t *testing.T) {
-	bin := servicetest.Build(t, "github.com/dialogtrust/dialogtrust/cmd/dialogtrust")
+	bin := kittest.Build(t, "github.com/dialogtrust/dialogtrust/cmd/dialogtrust")
 	s := start(t, []string{"--listen", "127.0.0.1:0"}, nil)
 	if !strings.HasPrefix(s.URL, "http://127.0.0.1:") {
 		t.Fatalf("url %s", s.URL)
@@ -125,7 +125,7 @@ func pemFile(t *testing.T, dir, name, typ string, der []byte) string {
 // directory, maps spiffe:// to wimse:// by a rule; a workload runs `dialogtrust wit
 // request` with its SVID files.
 func TestSPIRESetupEndToEnd(t *testing.T) {
-	bin := servicetest.Build(t, "github.com/dialogtrust/dialogtrust/cmd/dialogtrust")
+	bin := kittest.Build(t, "github.com/dialogtrust/dialogtrust/cmd/dialogtrust")
 	dir := t.TempDir()
 	now := time.Now()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

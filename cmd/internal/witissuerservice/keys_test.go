@@ -8,10 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 )
+
+// openKeys is the issuer's keys section without keys.shared, as kit.OpenKeys opens it.
+func openKeys(kc kit.KeysConfig, retain time.Duration, now func() time.Time) (*keys.Rotator, string, error) {
+	return kit.OpenLocalKeys(kc, keysSpec(retain, now))
+}
 
 // data_dir: the key is generated at first start into a 0600 file in a 0700 directory,
 // reloaded on restart, and every rotation step is saved, so a restart keeps publishing
@@ -19,7 +24,7 @@ import (
 func TestDataDirKeysPersist(t *testing.T) {
 	clock := testkit.NewClock(testkit.Epoch)
 	dir := filepath.Join(t.TempDir(), "data")
-	kc := cmdutil.KeysConfig{Alg: keys.EdDSA, DataDir: dir, PublishDelay: time.Minute}
+	kc := kit.KeysConfig{Alg: keys.EdDSA, DataDir: dir, PublishDelay: time.Minute}
 	r1, from, err := openKeys(kc, time.Hour, clock.Now)
 	if err != nil || from != "generated" {
 		t.Fatalf("%v %s", err, from)
@@ -73,20 +78,20 @@ func TestSigningKeyFileAndConflicts(t *testing.T) {
 	k, _ := keys.Generate(keys.ES256)
 	b, _ := json.Marshal(k)
 	f := writeFile(t, "signing.jwk", string(b))
-	r, from, err := openKeys(cmdutil.KeysConfig{SigningKeyFile: f}, time.Hour, nil)
+	r, from, err := openKeys(kit.KeysConfig{SigningKeyFile: f}, time.Hour, nil)
 	if err != nil || from != "file" || r.Ring().Active().KID() != k.KID() {
 		t.Fatalf("%v %s", err, from)
 	}
-	if _, _, err := openKeys(cmdutil.KeysConfig{SigningKeyFile: f, DataDir: t.TempDir()}, time.Hour, nil); err == nil {
+	if _, _, err := openKeys(kit.KeysConfig{SigningKeyFile: f, DataDir: t.TempDir()}, time.Hour, nil); err == nil {
 		t.Fatal("signing_key_file with data_dir accepted")
 	}
-	if _, _, err := openKeys(cmdutil.KeysConfig{SigningKeyFile: f, RotationPeriod: time.Hour}, time.Hour, nil); err == nil {
+	if _, _, err := openKeys(kit.KeysConfig{SigningKeyFile: f, RotationPeriod: time.Hour}, time.Hour, nil); err == nil {
 		t.Fatal("rotation of a signing_key_file accepted")
 	}
-	if _, _, err := openKeys(cmdutil.KeysConfig{SigningKeyFile: writeFile(t, "pub.jwk", `{"kty":"EC"}`)}, time.Hour, nil); err == nil {
+	if _, _, err := openKeys(kit.KeysConfig{SigningKeyFile: writeFile(t, "pub.jwk", `{"kty":"EC"}`)}, time.Hour, nil); err == nil {
 		t.Fatal("a broken key file accepted")
 	}
-	r, from, err = openKeys(cmdutil.KeysConfig{}, time.Hour, nil)
+	r, from, err = openKeys(kit.KeysConfig{}, time.Hour, nil)
 	if err != nil || from != "memory" || r.Ring().Active().Alg() != keys.ES256 {
 		t.Fatalf("%v %s", err, from)
 	}

@@ -10,10 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spiffe/go-spiffe/v2/spiffetls/tlsconfig"
 	"github.com/spiffe/go-spiffe/v2/workloadapi"
 
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/cmdutil"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -21,15 +22,18 @@ import (
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
 
-// Program is the WIT issuer for the service runner (internal/service): it reads the
+// Program is the WIT issuer for the service runner (cmd/internal/kit): it reads the
 // configuration, checks it, and builds the server; the runner serves and stops it.
-var Program = service.Program[Config]{
+var Program = kit.Program[Config]{
 	Name: "wit-issuer", Config: configSpec, Build: build,
 	Check: func(cfg *Config) error { _, err := validate(cfg); return err },
 }
 
 // Defaults for options the configuration leaves out.
 const (
+	// workloadAPIWait bounds how long the issuer waits at start for the Workload API's
+	// first X.509-SVID: without it there is nothing to serve TLS with.
+	workloadAPIWait       = 30 * time.Second
 	defaultListen         = "127.0.0.1:8080"
 	defaultReloadInterval = 10 * time.Second
 	// maxHeaderBytes is tighter than the services' default: no request to the issuer
@@ -92,7 +96,7 @@ func validate(cfg *Config) (used map[string]bool, err error) {
 		}
 		// Checked before listening: an unauthenticated issuer must not even bind to a
 		// reachable address by mistake.
-		if !service.IsLoopback(cfg.Listen) && !cfg.Auth.Dev.AllowNonLoopback {
+		if !kit.IsLoopback(cfg.Listen) && !cfg.Auth.Dev.AllowNonLoopback {
 			return nil, fmt.Errorf("the dev method authenticates nobody: listen must be a loopback address unless auth.dev.allow_non_loopback is true")
 		}
 	}
@@ -107,37 +111,29 @@ func validate(cfg *Config) (used map[string]bool, err error) {
 
 // build turns the configuration into a listener and a server; background loops (bundle
 // and certificate reloads, key rotation) run until ctx ends.
-func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Server, err error) {
+func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *kit.Server, err error) {
 	used, err := validate(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &service.Server{ShutdownTimeout: cfg.ShutdownTimeout}
+	s := &kit.Server{ShutdownTimeout: cfg.ShutdownTimeout}
 	defer s.CloseOnError(&err)
 	if err := listen(ctx, s, cfg, logger); err != nil {
 		return nil, err
 	}
 	issuer := firstNonEmpty(cfg.Issuer, s.URL())
 
-	replay, ready, err := cmdutil.OpenStoreOn(s, cfg.Store, logger)
+	st, err := kit.OpenStoreOn(s, cfg.Store, logger)
 	if err != nil {
 		return nil, err
 	}
-	var rot *keys.Rotator
-	var keysFrom string
-	if cfg.Keys.Shared != nil {
-		rot, keysFrom, err = cmdutil.OpenSharedKeys(ctx, s, cfg.Keys, cfg.Store, "wit-issuer", cfg.Keys.RotationStep(), cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
-	} else {
-		rot, keysFrom, err = openKeys(cfg.Keys, cfg.Policy.MaxLifetime+cfg.Skew, time.Now)
-	}
+	replay := st.Replay
+	ks, err := kit.OpenKeys(ctx, cfg.Keys, st, keysSpec(cfg.Policy.MaxLifetime+cfg.Skew, time.Now), logger)
 	if err != nil {
 		return nil, err
 	}
-	rot.Ring().SetMaxAge(cfg.Keys.JWKSMaxAge)
-	if cfg.Keys.Shared != nil {
-		ready = append(ready, cmdutil.SharedKeysReady(rot, time.Now))
-	}
-	cmdutil.RotateKeys(ctx, rot, cfg.Keys.RotationStep(), logger)
+	rot, keysFrom := ks.Rotator, ks.From
+	ready := append(st.ReadyChecks(), ks.Ready...)
 
 	methods, err := buildMethods(ctx, cfg, issuer, replay, used, logger)
 	if err != nil {
@@ -182,7 +178,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 		"kid", rot.Ring().Active().KID(), "store", cfg.Store.Type, "tls", s.TLS()}
 	s.Listening = "(issuer " + issuer + ")"
 	if used[witissuer.MethodDev] {
-		s.Development = &service.Development{
+		s.Development = &kit.Development{
 			Warning: "DEVELOPMENT MODE: the dev method authenticates NOBODY. Any process that can reach " + s.URL() +
 				" can obtain a WIT for any listed identifier. Never run this configuration in production.",
 			Banner: []string{"wit-issuer: DEVELOPMENT MODE. Workloads are NOT authenticated.",
@@ -194,18 +190,20 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *service.Se
 
 // listen opens the listener, with TLS when the configuration has a certificate: from
 // the SPIFFE Workload API, or from files reloaded when they change.
-func listen(ctx context.Context, s *service.Server, cfg *Config, logger *slog.Logger) error {
+func listen(ctx context.Context, s *kit.Server, cfg *Config, logger *slog.Logger) error {
 	if err := s.Listen(cfg.Listen); err != nil {
 		return err
 	}
 	switch {
 	case cfg.TLS.WorkloadAPISocket != "":
-		getCert, closeSource, err := openWorkloadAPI(ctx, cfg.TLS.WorkloadAPISocket, logger)
-		if err != nil {
-			return err
+		// Without an SVID there is nothing to serve TLS with: wait for the first one.
+		svids := kit.OpenWorkloadAPI(ctx, cfg.TLS.WorkloadAPISocket, "serving SVID", logger)
+		if err := svids.Wait(ctx, workloadAPIWait); err != nil {
+			svids.Close()
+			return fmt.Errorf("tls.workload_api_socket %s: %w", cfg.TLS.WorkloadAPISocket, err)
 		}
-		s.OnClose(closeSource)
-		s.UseTLS(witissuer.ServerTLSConfig(getCert))
+		s.OnClose(svids.Close)
+		s.UseTLS(witissuer.ServerTLSConfig(tlsconfig.GetCertificate(svids)))
 	case cfg.TLS.CertFile != "":
 		fc, err := witissuer.LoadFileCertificate(cfg.TLS.CertFile, cfg.TLS.KeyFile)
 		if err != nil {
@@ -249,7 +247,7 @@ func buildMethods(ctx context.Context, cfg *Config, issuer string, replay store.
 			if err != nil {
 				return nil, fmt.Errorf("auth.x509svid: %w", err)
 			}
-			go bundles.Watch(ctx, service.Ticker(ctx, cfg.ReloadInterval), func(changed bool, err error) {
+			go bundles.Watch(ctx, kit.Ticker(ctx, cfg.ReloadInterval), func(changed bool, err error) {
 				if err != nil {
 					logger.Error("trust bundle reload failed; the previous bundles stay in service", "error", err.Error())
 				} else if changed {
@@ -319,7 +317,7 @@ func buildDev(dc *DevConfig) (*witissuer.Dev, error) {
 			return nil, fmt.Errorf("auth.dev.workloads_file: %w", err)
 		}
 		var f DevWorkloadsFile
-		if err := service.ParseYAML(b, &f); err != nil {
+		if err := kit.ParseYAML(b, &f); err != nil {
 			return nil, fmt.Errorf("auth.dev.workloads_file %s: %w", dc.WorkloadsFile, err)
 		}
 		ids = append(ids, f.Workloads...)
@@ -338,7 +336,7 @@ func buildDev(dc *DevConfig) (*witissuer.Dev, error) {
 
 // watch calls f every d until ctx ends.
 func watch(ctx context.Context, d time.Duration, f func()) {
-	tick := service.Ticker(ctx, d)
+	tick := kit.Ticker(ctx, d)
 	for {
 		select {
 		case <-ctx.Done():

@@ -10,6 +10,7 @@
 // process_resident_memory_bytes from a Prometheus /metrics page (the Go client's
 // process collector exposes both on Linux), and VmRSS/VmHWM from /proc/PID/status when
 // the server runs on this machine. The loops are bounded in time and stop by themselves.
+// ReceiverMetrics is the other side of that: the /metrics of "bench receiver".
 //
 // It is the measuring half of `dialogtrust bench` (tts, verify) and lives under
 // cmd/dialogtrust for that reason: nothing else may import it. It implements no spec.
