@@ -43,32 +43,39 @@ func ParseJWTBearerRequest(body []byte) (*JWTBearerRequest, error) {
 	return bearerRequest(tr)
 }
 
-// bearerRequest checks a parsed request as a jwt-bearer request: syntax and bounds
-// only: grant_type (unsupported_grant_type), one assertion, scope syntax, one resource.
-// Every rejection is an *errcode.Error (invalid_request, unsupported_grant_type).
+// bearerRequest checks a parsed request as a jwt-bearer request (checkBearerRequest)
+// and returns its parameters.
 func bearerRequest(tr *oauth.TokenRequest) (*JWTBearerRequest, error) {
-	if err := tr.CheckBounds(bearerSizes, maxParam); err != nil {
+	if err := checkBearerRequest(tr); err != nil {
 		return nil, err
+	}
+	return &JWTBearerRequest{Assertion: tr.Assertion, Resource: tr.Resource, ClientID: tr.ClientID, Scope: tr.Scope}, nil
+}
+
+// checkBearerRequest checks a parsed request as a jwt-bearer request: syntax and
+// bounds only: grant_type (unsupported_grant_type), one assertion, scope syntax, one
+// resource. Every rejection is an *errcode.Error (invalid_request,
+// unsupported_grant_type).
+func checkBearerRequest(tr *oauth.TokenRequest) error {
+	if err := tr.CheckBounds(bearerSizes, maxParam); err != nil {
+		return err
 	}
 	switch gt := tr.GrantType; {
 	case gt == "":
-		return nil, invalid("grant_type is required")
+		return invalid("grant_type is required")
 	case gt != GrantTypeJWTBearer:
-		return nil, errcode.New(errcode.UnsupportedGrantType, "grant_type must be %s", GrantTypeJWTBearer)
+		return errcode.New(errcode.UnsupportedGrantType, "grant_type must be %s", GrantTypeJWTBearer)
 	}
-	r := &JWTBearerRequest{Assertion: tr.Assertion, Resource: tr.Resource, ClientID: tr.ClientID, Scope: tr.Scope}
-	if r.Assertion == "" {
-		return nil, invalid("assertion is required: one JWT authorization grant")
+	if tr.Assertion == "" {
+		return invalid("assertion is required: one JWT authorization grant")
 	}
-	if strings.Count(r.Assertion, ".") != 2 {
-		return nil, invalid("assertion is not one compact JWS")
+	if strings.Count(tr.Assertion, ".") != 2 {
+		return invalid("assertion is not one compact JWS")
 	}
 	if tr.Has("resource") {
-		if err := checkResource(r.Resource); err != nil {
-			return nil, err
-		}
+		return checkResource(tr.Resource)
 	}
-	return r, nil
+	return nil
 }
 
 // GrantRequest is a parsed token exchange request for a JWT authorization grant
@@ -102,42 +109,48 @@ func ParseGrantRequest(body []byte) (*GrantRequest, error) {
 	return grantRequest(tr)
 }
 
-// grantRequest checks a parsed request as a grant request: bounds and the REQUIRED
-// parameters; what they mean is decided by the GrantIssuer. One audience or resource,
-// each at most once: a grant names one AS.
+// grantRequest checks a parsed request as a grant request (checkGrantRequest) and
+// returns its parameters.
 func grantRequest(tr *oauth.TokenRequest) (*GrantRequest, error) {
-	if err := tr.CheckBounds(grantSizes, maxParam); err != nil {
+	if err := checkGrantRequest(tr); err != nil {
 		return nil, err
+	}
+	return &GrantRequest{RequestedTokenType: tr.RequestedTokenType, SubjectToken: tr.SubjectToken,
+		SubjectTokenType: tr.SubjectTokenType, Audience: tr.Audience, Resource: tr.Resource, Scope: tr.Scope}, nil
+}
+
+// checkGrantRequest checks a parsed request as a grant request: bounds and the
+// REQUIRED parameters; what they mean is decided by the GrantIssuer. One audience or
+// resource, each at most once: a grant names one AS.
+func checkGrantRequest(tr *oauth.TokenRequest) error {
+	if err := tr.CheckBounds(grantSizes, maxParam); err != nil {
+		return err
 	}
 	switch gt := tr.GrantType; {
 	case gt == "":
-		return nil, invalid("grant_type is required")
+		return invalid("grant_type is required")
 	case gt != oauth.GrantTypeTokenExchange:
-		return nil, errcode.New(errcode.UnsupportedGrantType, "grant_type must be %s", oauth.GrantTypeTokenExchange)
+		return errcode.New(errcode.UnsupportedGrantType, "grant_type must be %s", oauth.GrantTypeTokenExchange)
 	}
 	for _, p := range grantRefused {
 		if tr.Has(p) {
-			return nil, invalid("%s is not accepted: a JWT authorization grant carries no actor", p)
+			return invalid("%s is not accepted: a JWT authorization grant carries no actor", p)
 		}
 	}
-	r := &GrantRequest{RequestedTokenType: tr.RequestedTokenType, SubjectToken: tr.SubjectToken,
-		SubjectTokenType: tr.SubjectTokenType, Audience: tr.Audience, Resource: tr.Resource, Scope: tr.Scope}
 	switch {
-	case r.RequestedTokenType != "" && r.RequestedTokenType != TokenTypeJWT:
-		return nil, errcode.New(errcode.UnsupportedTokenType, "requested_token_type must be %s (a JWT authorization grant)", TokenTypeJWT)
-	case r.SubjectToken == "":
-		return nil, invalid("subject_token is required")
-	case r.SubjectTokenType == "":
-		return nil, invalid("subject_token_type is required")
-	case r.Audience == "" && r.Resource == "":
-		return nil, invalid("audience or resource is required: the peer authorization server")
+	case tr.RequestedTokenType != "" && tr.RequestedTokenType != TokenTypeJWT:
+		return errcode.New(errcode.UnsupportedTokenType, "requested_token_type must be %s (a JWT authorization grant)", TokenTypeJWT)
+	case tr.SubjectToken == "":
+		return invalid("subject_token is required")
+	case tr.SubjectTokenType == "":
+		return invalid("subject_token_type is required")
+	case tr.Audience == "" && tr.Resource == "":
+		return invalid("audience or resource is required: the peer authorization server")
 	}
 	if tr.Has("resource") {
-		if err := checkResource(r.Resource); err != nil {
-			return nil, err
-		}
+		return checkResource(tr.Resource)
 	}
-	return r, nil
+	return nil
 }
 
 // checkResource: RFC 8707 section 2: an absolute URI without a fragment.
