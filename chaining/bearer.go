@@ -232,11 +232,11 @@ func (b *JWTBearer) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.alone.
 // Check implements oauth.Handler: step 1 of redeem, before the client is
 // authenticated.
 func (b *JWTBearer) Check(tr *oauth.TokenRequest, rec *oauth.Record) error {
-	if err := checkBearerRequest(tr); err != nil {
-		return at(stageRequest, err)
+	err := checkBearerRequest(tr)
+	if err == nil {
+		rec.SubjectSHA256 = tokenhash.Of(tr.Assertion)
 	}
-	rec.SubjectSHA256 = tokenhash.Of(tr.Assertion)
-	return nil
+	return at(stageRequest, err)
 }
 
 // ClientAuth implements oauth.Handler: step 2 of redeem, the configured WIT methods.
@@ -262,11 +262,7 @@ func (b *JWTBearer) Done(ctx context.Context, r *http.Request, rec *oauth.Record
 		grantJTI = bl.grantJTI
 	}
 	if rec.Err != nil {
-		level := slog.LevelInfo
-		if errcode.KindOf(rec.Err) == errcode.Incomplete || rec.Code == errcode.Internal {
-			level = slog.LevelError
-		}
-		b.cfg.Logger.Log(ctx, level, "chaining access token refused", "error", rec.Error, "code", string(rec.Code),
+		b.cfg.Logger.Log(ctx, rec.RefusalLevel(), "chaining access token refused", "error", rec.Error, "code", string(rec.Code),
 			"kind", errcode.KindOf(rec.Err).String(), "peer", rec.Peer, "method", rec.Method, "requester", rec.Requester,
 			"grant_sha256", rec.SubjectSHA256, "grant_jti", grantJTI, "remote", r.RemoteAddr, "detail", rec.Err.Error())
 		return

@@ -34,22 +34,27 @@ type JWTBearerRequest struct {
 var bearerSizes = map[string]int{"assertion": MaxAssertion, "client_assertion": MaxAssertion, "scope": oauth.MaxScopeSize}
 
 // ParseJWTBearerRequest parses a jwt-bearer token request body: oauth.ParseTokenRequest,
-// then the checks of bearerRequest.
+// then the checks of checkBearerRequest.
 func ParseJWTBearerRequest(body []byte) (*JWTBearerRequest, error) {
-	tr, err := oauth.ParseTokenRequest(body)
+	tr, err := parseChecked(body, checkBearerRequest)
 	if err != nil {
 		return nil, err
 	}
-	return bearerRequest(tr)
+	return &JWTBearerRequest{Assertion: tr.Assertion, Resource: tr.Resource, ClientID: tr.ClientID, Scope: tr.Scope}, nil
 }
 
-// bearerRequest checks a parsed request as a jwt-bearer request (checkBearerRequest)
-// and returns its parameters.
-func bearerRequest(tr *oauth.TokenRequest) (*JWTBearerRequest, error) {
-	if err := checkBearerRequest(tr); err != nil {
+// parseChecked parses a token request body (oauth.ParseTokenRequest) and applies a
+// grant's checks to it: what the GrantIssuer's and the JWTBearer's Check apply at the
+// token endpoint.
+func parseChecked(body []byte, check func(*oauth.TokenRequest) error) (*oauth.TokenRequest, error) {
+	tr, err := oauth.ParseTokenRequest(body)
+	if err == nil {
+		err = check(tr)
+	}
+	if err != nil {
 		return nil, err
 	}
-	return &JWTBearerRequest{Assertion: tr.Assertion, Resource: tr.Resource, ClientID: tr.ClientID, Scope: tr.Scope}, nil
+	return tr, nil
 }
 
 // checkBearerRequest checks a parsed request as a jwt-bearer request: syntax and
@@ -100,19 +105,10 @@ var grantSizes = map[string]int{"subject_token": MaxSubjectToken, "client_assert
 var grantRefused = []string{"actor_token", "actor_token_type"}
 
 // ParseGrantRequest parses a token exchange request for a JWT authorization grant:
-// oauth.ParseTokenRequest, then the checks of grantRequest.
+// oauth.ParseTokenRequest, then the checks of checkGrantRequest.
 func ParseGrantRequest(body []byte) (*GrantRequest, error) {
-	tr, err := oauth.ParseTokenRequest(body)
+	tr, err := parseChecked(body, checkGrantRequest)
 	if err != nil {
-		return nil, err
-	}
-	return grantRequest(tr)
-}
-
-// grantRequest checks a parsed request as a grant request (checkGrantRequest) and
-// returns its parameters.
-func grantRequest(tr *oauth.TokenRequest) (*GrantRequest, error) {
-	if err := checkGrantRequest(tr); err != nil {
 		return nil, err
 	}
 	return &GrantRequest{RequestedTokenType: tr.RequestedTokenType, SubjectToken: tr.SubjectToken,
