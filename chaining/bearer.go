@@ -262,7 +262,7 @@ func (b *JWTBearer) Done(ctx context.Context, r *http.Request, rec *oauth.Record
 		grantJTI = bl.grantJTI
 	}
 	if rec.Err != nil {
-		b.cfg.Logger.Log(ctx, rec.RefusalLevel(), "chaining access token refused", "error", rec.Error, "code", string(rec.Code),
+		b.cfg.Logger.Log(ctx, errcode.LogLevel(rec.Err), "chaining access token refused", "error", rec.Error, "code", string(rec.Code),
 			"kind", errcode.KindOf(rec.Err).String(), "peer", rec.Peer, "method", rec.Method, "requester", rec.Requester,
 			"grant_sha256", rec.SubjectSHA256, "grant_jti", grantJTI, "remote", r.RemoteAddr, "detail", rec.Err.Error())
 		return

@@ -253,7 +253,7 @@ func (g *GrantIssuer) Handle(ctx context.Context, _ *http.Request, tr *oauth.Tok
 // Done implements oauth.Handler: the log line (the endpoint's Observer counts it).
 func (g *GrantIssuer) Done(ctx context.Context, r *http.Request, rec *oauth.Record) {
 	if rec.Err != nil {
-		g.cfg.Logger.Log(ctx, rec.RefusalLevel(), "chaining grant refused", "error", rec.Error, "code", string(rec.Code),
+		g.cfg.Logger.Log(ctx, errcode.LogLevel(rec.Err), "chaining grant refused", "error", rec.Error, "code", string(rec.Code),
 			"kind", errcode.KindOf(rec.Err).String(), "peer", rec.Peer, "method", rec.Method, "requester", rec.Requester,
 			"subject_token_sha256", rec.SubjectSHA256, "remote", r.RemoteAddr, "detail", rec.Err.Error())
 		return

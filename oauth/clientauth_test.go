@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -145,22 +144,3 @@ func TestEndpointRequiresClientAuth(t *testing.T) {
 type nilAuthGrant struct{ fakeGrant }
 
 func (*nilAuthGrant) ClientAuth() *ClientAuth { return nil }
-
-// A refusal's log line is an error only when the check could not be completed or the
-// failure is ours; the caller's mistakes, which anyone can make at will, are info.
-func TestRecordRefusalLevel(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want slog.Level
-	}{
-		{At(StageClient, errcode.New(errcode.InvalidSignature, "x")), slog.LevelInfo},
-		{errcode.New(errcode.InvalidRequest, "x"), slog.LevelInfo},
-		{At(StageClient, errcode.Unavailable(errcode.KeysUnavailable, nil, "x")), slog.LevelError},
-		{errcode.New(errcode.Internal, "x"), slog.LevelError},
-	} {
-		rec := &Record{Err: tc.err, Code: errcode.CodeOf(tc.err)}
-		if got := rec.RefusalLevel(); got != tc.want {
-			t.Fatalf("%v: %v, want %v", tc.err, got, tc.want)
-		}
-	}
-}

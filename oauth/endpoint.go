@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"mime"
 	"net/http"
 	"sync/atomic"
@@ -82,16 +81,6 @@ type Record struct {
 	// that the Txn-Token response costs no allocation of its own.
 	Token  TokenResponse
 	Detail any
-}
-
-// RefusalLevel is the level of a refusal's log line: error for a check that could not
-// be completed or a failure that is ours, info for the caller's mistakes (which the
-// caller is told, and which an attacker can make at will).
-func (rec *Record) RefusalLevel() slog.Level {
-	if errcode.KindOf(rec.Err) == errcode.Incomplete || rec.Code == errcode.Internal {
-		return slog.LevelError
-	}
-	return slog.LevelInfo
 }
 
 // Observer is told every outcome of the endpoint (issued when Err is nil, refused

@@ -152,7 +152,7 @@ func (g txnGrant) Done(ctx context.Context, r *http.Request, rec *oauth.Record) 
 		dialog = rec.Request.Dialog()
 	}
 	if rec.Err != nil {
-		s.log.Log(ctx, rec.RefusalLevel(), "txn token refused", "request_id", rec.RequestID, "dlg", dialog, "error", rec.Error, "code", string(rec.Code),
+		s.log.Log(ctx, errcode.LogLevel(rec.Err), "txn token refused", "request_id", rec.RequestID, "dlg", dialog, "error", rec.Error, "code", string(rec.Code),
 			"kind", errcode.KindOf(rec.Err).String(), "grant", grant, "subject_token_type", rec.SubjectTokenType,
 			"subject_token_sha256", subjectHash(rec), "method", rec.Method, "requester", rec.Requester,
 			"remote", r.RemoteAddr, "detail", rec.Err.Error())
