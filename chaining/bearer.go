@@ -113,6 +113,7 @@ type JWTBearerConfig struct {
 type JWTBearer struct {
 	cfg   JWTBearerConfig
 	peers map[string]*BearerPeer
+	auth  oauth.ClientAuth
 	alone *oauth.Endpoint // ServeHTTP
 }
 
@@ -151,7 +152,7 @@ func NewJWTBearer(cfg JWTBearerConfig) (*JWTBearer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	b := &JWTBearer{cfg: cfg, peers: map[string]*BearerPeer{}}
+	b := &JWTBearer{cfg: cfg, peers: map[string]*BearerPeer{}, auth: oauth.ClientAuth{Authenticators: cfg.Authenticators, Missing: noWIT}}
 	for _, p := range cfg.Peers {
 		switch {
 		case p.Issuer == "" || p.Keys == nil:
@@ -228,11 +229,26 @@ func (b *JWTBearer) Name() string { return HandlerNameAccessTokens }
 // ServeHTTP serves POST to the token endpoint with this handler alone.
 func (b *JWTBearer) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.alone.ServeHTTP(w, r) }
 
+// Check implements oauth.Handler: step 1 of redeem, before the client is
+// authenticated.
+func (b *JWTBearer) Check(tr *oauth.TokenRequest, rec *oauth.Record) error {
+	err := checkBearerRequest(tr)
+	if err == nil {
+		rec.SubjectSHA256 = tokenhash.Of(tr.Assertion)
+	}
+	return at(stageRequest, err)
+}
+
+// ClientAuth implements oauth.Handler: step 2 of redeem, the configured WIT methods.
+// RFC 7523 section 3.1 lets a jwt-bearer request go without client authentication;
+// this AS never does, since the access token is bound to the client's WIT key.
+func (b *JWTBearer) ClientAuth() *oauth.ClientAuth { return &b.auth }
+
 // Handle implements oauth.Handler.
-func (b *JWTBearer) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, rec *oauth.Record) (oauth.Response, error) {
+func (b *JWTBearer) Handle(ctx context.Context, _ *http.Request, tr *oauth.TokenRequest, client *oauth.Client, rec *oauth.Record) (oauth.Response, error) {
 	bl := &bearerLog{}
 	rec.Detail = bl
-	resp, claims, kid, err := b.redeem(ctx, r, tr, rec, bl)
+	resp, claims, kid, err := b.redeem(ctx, tr, client, rec, bl)
 	if err != nil {
 		return nil, err
 	}
@@ -246,11 +262,7 @@ func (b *JWTBearer) Done(ctx context.Context, r *http.Request, rec *oauth.Record
 		grantJTI = bl.grantJTI
 	}
 	if rec.Err != nil {
-		level := slog.LevelInfo
-		if errcode.KindOf(rec.Err) == errcode.Incomplete || rec.Code == errcode.Internal {
-			level = slog.LevelError
-		}
-		b.cfg.Logger.Log(ctx, level, "chaining access token refused", "error", rec.Error, "code", string(rec.Code),
+		b.cfg.Logger.Log(ctx, errcode.LogLevel(rec.Err), "chaining access token refused", "error", rec.Error, "code", string(rec.Code),
 			"kind", errcode.KindOf(rec.Err).String(), "peer", rec.Peer, "method", rec.Method, "requester", rec.Requester,
 			"grant_sha256", rec.SubjectSHA256, "grant_jti", grantJTI, "remote", r.RemoteAddr, "detail", rec.Err.Error())
 		return
@@ -265,8 +277,9 @@ func (b *JWTBearer) Done(ctx context.Context, r *http.Request, rec *oauth.Record
 // redeem runs a jwt-bearer request through its steps, first failure wins, the replay
 // store last so that nothing unauthenticated or invalid is ever written to it:
 //
-//  1. form, bounds, grant_type, one assertion (invalid_request);
-//  2. client authentication with a WIT and a proof (invalid_client);
+//  1. form, bounds, grant_type, one assertion (invalid_request): Check;
+//  2. client authentication with a WIT and a proof (invalid_client): the endpoint, as
+//     ClientAuth says, and boundClient;
 //  3. resource, if any, is an audience this AS issues for (invalid_target);
 //  4. the grant (oauth.md 4.2, everything invalid_grant): iss a configured peer; typ
 //     one of the peer's (or none, where the peer allows untyped grants); alg allowed
@@ -282,25 +295,19 @@ func (b *JWTBearer) Done(ctx context.Context, r *http.Request, rec *oauth.Record
 //  8. the grant's jti claimed once until exp plus skew (replayed: invalid_grant; a store
 //     that does not answer: temporarily_unavailable);
 //  9. the RFC 9068 access token, bound to the client's WIT key (cnf.jkt).
-func (b *JWTBearer) redeem(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, rec *oauth.Record, bl *bearerLog) (*AccessTokenResponse, *AccessTokenClaims, string, error) {
-	br, err := bearerRequest(tr)
-	if err != nil {
-		return nil, nil, "", at(stageRequest, err)
-	}
-	rec.SubjectSHA256 = tokenhash.Of(br.Assertion)
-	req, err := authenticate(ctx, r, tr, b.cfg.Authenticators, rec)
-	if err != nil {
+func (b *JWTBearer) redeem(ctx context.Context, tr *oauth.TokenRequest, req *oauth.Client, rec *oauth.Record, bl *bearerLog) (*AccessTokenResponse, *AccessTokenClaims, string, error) {
+	if err := boundClient(tr, req); err != nil {
 		return nil, nil, "", err
 	}
 	aud := b.cfg.Audiences[0]
-	if br.Resource != "" {
-		if !slices.Contains(b.cfg.Audiences, br.Resource) {
-			return nil, nil, "", at(stageRequest, errcode.New(errcode.AudienceNotServed, "resource %q is not served by this authorization server", errcode.Cut(br.Resource)))
+	if tr.Resource != "" {
+		if !slices.Contains(b.cfg.Audiences, tr.Resource) {
+			return nil, nil, "", at(stageRequest, errcode.New(errcode.AudienceNotServed, "resource %q is not served by this authorization server", errcode.Cut(tr.Resource)))
 		}
-		aud = br.Resource
+		aud = tr.Resource
 	}
 	now := b.cfg.Now()
-	peer, g, err := b.verifyGrant(ctx, br.Assertion, now)
+	peer, g, err := b.verifyGrant(ctx, tr.Assertion, now)
 	if peer != nil {
 		rec.Peer = peer.Issuer
 	}
@@ -320,7 +327,7 @@ func (b *JWTBearer) redeem(ctx context.Context, r *http.Request, tr *oauth.Token
 	if len(peer.Clients) > 0 && !matchWorkload(peer.Clients, req.ID) {
 		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not present grants of %s", req.ID, peer.Issuer))
 	}
-	scope, err := bearerScope(br.Scope, g.Scope, peer.Scopes)
+	scope, err := bearerScope(tr.Scope, g.Scope, peer.Scopes)
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
 	}

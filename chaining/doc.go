@@ -39,9 +39,12 @@
 // refused actor_token for AS A). AmendMetadata (and MetadataFunc) add the jwt-bearer
 // grant type, the issued token types and
 // identity_chaining_requested_token_types_supported to the TTS's RFC 8414 metadata.
-// Both handlers authenticate the requesting workload with the WIT methods of package
-// oauth (oauth.WIMSEAuthenticators: a WIT with a WIMSE HTTP signature or a WPT) and
-// require a WIT, because the grant and the access token are bound to its key. Their
+// Each checks its parameters (Check) before the endpoint authenticates the requesting
+// workload, once, with the methods the handler's ClientAuth lists (the WIT methods of
+// package oauth, oauth.WIMSEAuthenticators: a WIT with a WIMSE HTTP signature or a
+// WPT); Handle then requires a WIT and a matching client_id (boundClient), because the
+// grant and the access token are bound to its key: neither handler serves a client
+// without authentication, although RFC 7523 section 3.1 would allow it at AS B. Their
 // outcomes are counted by the endpoint's oauth.Observer (oauthmetrics); this package
 // does not import Prometheus.
 //

@@ -87,6 +87,7 @@ type GrantIssuerConfig struct {
 type GrantIssuer struct {
 	cfg   GrantIssuerConfig
 	peers []GrantPeer
+	auth  oauth.ClientAuth
 	alone *oauth.Endpoint // ServeHTTP
 }
 
@@ -119,7 +120,7 @@ func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	g := &GrantIssuer{cfg: cfg}
+	g := &GrantIssuer{cfg: cfg, auth: oauth.ClientAuth{Authenticators: cfg.Authenticators, Missing: noWIT}}
 	names := map[string]string{}
 	for _, p := range cfg.Peers {
 		if p.Issuer == "" {
@@ -225,9 +226,24 @@ func (g *GrantIssuer) Name() string { return HandlerNameGrants }
 // ServeHTTP serves POST to the token endpoint with this handler alone.
 func (g *GrantIssuer) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.alone.ServeHTTP(w, r) }
 
+// Check implements oauth.Handler: step 1 of issue, before the client is authenticated.
+func (g *GrantIssuer) Check(tr *oauth.TokenRequest, rec *oauth.Record) error {
+	if err := checkGrantRequest(tr); err != nil {
+		return at(stageRequest, err)
+	}
+	rec.SubjectSHA256 = tokenhash.Of(tr.SubjectToken)
+	if tr.SubjectTokenType != oauth.TokenTypeTxnToken {
+		return at(stageRequest, errcode.New(errcode.UnsupportedTokenType, "subject_token_type must be %s: a grant is issued on a Txn-Token of this domain", oauth.TokenTypeTxnToken))
+	}
+	return nil
+}
+
+// ClientAuth implements oauth.Handler: step 2 of issue, the configured WIT methods.
+func (g *GrantIssuer) ClientAuth() *oauth.ClientAuth { return &g.auth }
+
 // Handle implements oauth.Handler.
-func (g *GrantIssuer) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, rec *oauth.Record) (oauth.Response, error) {
-	resp, claims, kid, err := g.issue(ctx, r, tr, rec)
+func (g *GrantIssuer) Handle(ctx context.Context, _ *http.Request, tr *oauth.TokenRequest, client *oauth.Client, rec *oauth.Record) (oauth.Response, error) {
+	resp, claims, kid, err := g.issue(ctx, tr, client, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -237,11 +253,7 @@ func (g *GrantIssuer) Handle(ctx context.Context, r *http.Request, tr *oauth.Tok
 // Done implements oauth.Handler: the log line (the endpoint's Observer counts it).
 func (g *GrantIssuer) Done(ctx context.Context, r *http.Request, rec *oauth.Record) {
 	if rec.Err != nil {
-		level := slog.LevelInfo
-		if errcode.KindOf(rec.Err) == errcode.Incomplete || rec.Code == errcode.Internal {
-			level = slog.LevelError
-		}
-		g.cfg.Logger.Log(ctx, level, "chaining grant refused", "error", rec.Error, "code", string(rec.Code),
+		g.cfg.Logger.Log(ctx, errcode.LogLevel(rec.Err), "chaining grant refused", "error", rec.Error, "code", string(rec.Code),
 			"kind", errcode.KindOf(rec.Err).String(), "peer", rec.Peer, "method", rec.Method, "requester", rec.Requester,
 			"subject_token_sha256", rec.SubjectSHA256, "remote", r.RemoteAddr, "detail", rec.Err.Error())
 		return
@@ -253,11 +265,13 @@ func (g *GrantIssuer) Done(ctx context.Context, r *http.Request, rec *oauth.Reco
 		slog.Int64("exp", int64(*res.claims.Exp)), slog.String("remote", r.RemoteAddr))
 }
 
-// issue runs a grant request through its steps, cheap and stateless checks first:
+// issue runs a grant request through its steps, cheap and stateless checks first
+// (steps 1 and 2 are Check's and the endpoint's):
 //
 //  1. form, bounds, grant type, requested and subject token types, REQUIRED
 //     parameters;
-//  2. client authentication: a WIT and a proof (its key is what requested_cnf binds);
+//  2. client authentication: a WIT and a proof (its key is what requested_cnf binds;
+//     boundClient);
 //  3. the peer named by audience or resource (invalid_target), and whether the
 //     workload may ask for it (unauthorized_client);
 //  4. the subject Txn-Token: this TTS's, for a trust domain it serves, not expired;
@@ -265,20 +279,11 @@ func (g *GrantIssuer) Done(ctx context.Context, r *http.Request, rec *oauth.Reco
 //     movement across domains);
 //  5. scope: never broader than the Txn-Token's, nor than the peer's allowed scopes;
 //  6. subject transcription, claims, signature.
-func (g *GrantIssuer) issue(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, rec *oauth.Record) (*GrantResponse, *GrantClaims, string, error) {
-	gr, err := grantRequest(tr)
-	if err != nil {
-		return nil, nil, "", at(stageRequest, err)
-	}
-	rec.SubjectSHA256 = tokenhash.Of(gr.SubjectToken)
-	if gr.SubjectTokenType != oauth.TokenTypeTxnToken {
-		return nil, nil, "", at(stageRequest, errcode.New(errcode.UnsupportedTokenType, "subject_token_type must be %s: a grant is issued on a Txn-Token of this domain", oauth.TokenTypeTxnToken))
-	}
-	req, err := authenticate(ctx, r, tr, g.cfg.Authenticators, rec)
-	if err != nil {
+func (g *GrantIssuer) issue(ctx context.Context, tr *oauth.TokenRequest, req *oauth.Client, rec *oauth.Record) (*GrantResponse, *GrantClaims, string, error) {
+	if err := boundClient(tr, req); err != nil {
 		return nil, nil, "", err
 	}
-	peer, err := g.peer(gr.Audience, gr.Resource)
+	peer, err := g.peer(tr.Audience, tr.Resource)
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
 	}
@@ -286,14 +291,14 @@ func (g *GrantIssuer) issue(ctx context.Context, r *http.Request, tr *oauth.Toke
 	if len(peer.Workloads) > 0 && !matchWorkload(peer.Workloads, req.ID) {
 		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not request grants for %s", req.ID, peer.Issuer))
 	}
-	txn, err := g.cfg.TxnTokens.Verify(ctx, gr.SubjectToken)
+	txn, err := g.cfg.TxnTokens.Verify(ctx, tr.SubjectToken)
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
 	}
 	if len(txn.Aud) != 1 || txn.Aud[0] != req.ID.TrustDomain() {
 		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s is not a workload of the Txn-Token's trust domain", req.ID))
 	}
-	scope, err := grantScope(gr.Scope, txn.ScopeList(), peer.Scopes)
+	scope, err := grantScope(tr.Scope, txn.ScopeList(), peer.Scopes)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -354,27 +359,20 @@ func grantScope(requested, subject, allowed []string) ([]string, error) {
 	return requested, nil
 }
 
-// authenticate runs the first authenticator whose credential is present (tts
-// semantics: a present but bad credential is a rejection, never a fall-through) and
-// requires a WIT, whose key the grant or the access token is bound to.
-func authenticate(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, auths []oauth.Authenticator, rec *oauth.Record) (*oauth.Client, error) {
-	auth := oauth.FirstPresent(auths, r, tr)
-	if auth == nil {
-		return nil, at(stageClient, errcode.New(errcode.Unauthenticated, "no client authentication this AS accepts: a WIT with an HTTP signature or a WPT"))
-	}
-	rec.Method = auth.Name()
-	req, err := auth.Authenticate(ctx, r, tr)
-	if err != nil {
-		return nil, at(stageClient, err)
-	}
-	rec.Requester = req.ID.String()
+// noWIT is the rejection of a request that carries no WIT method's credential.
+const noWIT = "no client authentication this AS accepts: a WIT with an HTTP signature or a WPT"
+
+// boundClient: identity chaining binds the grant and the access token to the client's
+// WIT key, so a client authenticated without a WIT is refused, and a client_id, when
+// sent, must name the authenticated workload (both invalid_client).
+func boundClient(tr *oauth.TokenRequest, req *oauth.Client) error {
 	if req.WIT == nil || req.WIT.Key == nil {
-		return nil, at(stageClient, errcode.New(errcode.Unauthenticated, "identity chaining requires a WIT: the grant and the access token are bound to its key"))
+		return at(stageClient, errcode.New(errcode.Unauthenticated, "identity chaining requires a WIT: the grant and the access token are bound to its key"))
 	}
-	if id := tr.ClientID; id != "" && id != req.ID.String() {
-		return nil, at(stageClient, errcode.New(errcode.InvalidClaim, "client_id is not the authenticated workload"))
+	if id := tr.ClientID; id != "" && id != req.IDString() {
+		return at(stageClient, errcode.New(errcode.InvalidClaim, "client_id is not the authenticated workload"))
 	}
-	return req, nil
+	return nil
 }
 
 // checkPatterns: identifiers, or prefixes ending in "/" that name a whole trust

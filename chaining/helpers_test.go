@@ -260,10 +260,21 @@ func wantRefusal(t testing.TB, err error, oauth string, code errcode.Code) {
 // rawPost sends form to the side's token endpoint with an HTTP signature by w.
 func rawPost(t testing.TB, e *env, s *side, w *testkit.Workload, form url.Values) (int, http.Header, map[string]any) {
 	t.Helper()
+	var sign func(*http.Request)
+	if w != nil {
+		sign = func(req *http.Request) { signRequest(t, e, req, w, s.endpoint()) }
+	}
+	return postAs(t, s, form, sign)
+}
+
+// postAs sends form to the side's token endpoint with the credential cred sets (none
+// when nil) and returns status, headers and the JSON body.
+func postAs(t testing.TB, s *side, form url.Values, cred func(*http.Request)) (int, http.Header, map[string]any) {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, s.endpoint(), strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if w != nil {
-		signRequest(t, e, req, w, s.endpoint())
+	if cred != nil {
+		cred(req)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -34,41 +34,53 @@ type JWTBearerRequest struct {
 var bearerSizes = map[string]int{"assertion": MaxAssertion, "client_assertion": MaxAssertion, "scope": oauth.MaxScopeSize}
 
 // ParseJWTBearerRequest parses a jwt-bearer token request body: oauth.ParseTokenRequest,
-// then the checks of bearerRequest.
+// then the checks of checkBearerRequest.
 func ParseJWTBearerRequest(body []byte) (*JWTBearerRequest, error) {
-	tr, err := oauth.ParseTokenRequest(body)
+	tr, err := parseChecked(body, checkBearerRequest)
 	if err != nil {
 		return nil, err
 	}
-	return bearerRequest(tr)
+	return &JWTBearerRequest{Assertion: tr.Assertion, Resource: tr.Resource, ClientID: tr.ClientID, Scope: tr.Scope}, nil
 }
 
-// bearerRequest checks a parsed request as a jwt-bearer request: syntax and bounds
-// only: grant_type (unsupported_grant_type), one assertion, scope syntax, one resource.
-// Every rejection is an *errcode.Error (invalid_request, unsupported_grant_type).
-func bearerRequest(tr *oauth.TokenRequest) (*JWTBearerRequest, error) {
-	if err := tr.CheckBounds(bearerSizes, maxParam); err != nil {
+// parseChecked parses a token request body (oauth.ParseTokenRequest) and applies a
+// grant's checks to it: what the GrantIssuer's and the JWTBearer's Check apply at the
+// token endpoint.
+func parseChecked(body []byte, check func(*oauth.TokenRequest) error) (*oauth.TokenRequest, error) {
+	tr, err := oauth.ParseTokenRequest(body)
+	if err == nil {
+		err = check(tr)
+	}
+	if err != nil {
 		return nil, err
+	}
+	return tr, nil
+}
+
+// checkBearerRequest checks a parsed request as a jwt-bearer request: syntax and
+// bounds only: grant_type (unsupported_grant_type), one assertion, scope syntax, one
+// resource. Every rejection is an *errcode.Error (invalid_request,
+// unsupported_grant_type).
+func checkBearerRequest(tr *oauth.TokenRequest) error {
+	if err := tr.CheckBounds(bearerSizes, maxParam); err != nil {
+		return err
 	}
 	switch gt := tr.GrantType; {
 	case gt == "":
-		return nil, invalid("grant_type is required")
+		return invalid("grant_type is required")
 	case gt != GrantTypeJWTBearer:
-		return nil, errcode.New(errcode.UnsupportedGrantType, "grant_type must be %s", GrantTypeJWTBearer)
+		return errcode.New(errcode.UnsupportedGrantType, "grant_type must be %s", GrantTypeJWTBearer)
 	}
-	r := &JWTBearerRequest{Assertion: tr.Assertion, Resource: tr.Resource, ClientID: tr.ClientID, Scope: tr.Scope}
-	if r.Assertion == "" {
-		return nil, invalid("assertion is required: one JWT authorization grant")
+	if tr.Assertion == "" {
+		return invalid("assertion is required: one JWT authorization grant")
 	}
-	if strings.Count(r.Assertion, ".") != 2 {
-		return nil, invalid("assertion is not one compact JWS")
+	if strings.Count(tr.Assertion, ".") != 2 {
+		return invalid("assertion is not one compact JWS")
 	}
 	if tr.Has("resource") {
-		if err := checkResource(r.Resource); err != nil {
-			return nil, err
-		}
+		return checkResource(tr.Resource)
 	}
-	return r, nil
+	return nil
 }
 
 // GrantRequest is a parsed token exchange request for a JWT authorization grant
@@ -93,51 +105,48 @@ var grantSizes = map[string]int{"subject_token": MaxSubjectToken, "client_assert
 var grantRefused = []string{"actor_token", "actor_token_type"}
 
 // ParseGrantRequest parses a token exchange request for a JWT authorization grant:
-// oauth.ParseTokenRequest, then the checks of grantRequest.
+// oauth.ParseTokenRequest, then the checks of checkGrantRequest.
 func ParseGrantRequest(body []byte) (*GrantRequest, error) {
-	tr, err := oauth.ParseTokenRequest(body)
+	tr, err := parseChecked(body, checkGrantRequest)
 	if err != nil {
 		return nil, err
 	}
-	return grantRequest(tr)
+	return &GrantRequest{RequestedTokenType: tr.RequestedTokenType, SubjectToken: tr.SubjectToken,
+		SubjectTokenType: tr.SubjectTokenType, Audience: tr.Audience, Resource: tr.Resource, Scope: tr.Scope}, nil
 }
 
-// grantRequest checks a parsed request as a grant request: bounds and the REQUIRED
-// parameters; what they mean is decided by the GrantIssuer. One audience or resource,
-// each at most once: a grant names one AS.
-func grantRequest(tr *oauth.TokenRequest) (*GrantRequest, error) {
+// checkGrantRequest checks a parsed request as a grant request: bounds and the
+// REQUIRED parameters; what they mean is decided by the GrantIssuer. One audience or
+// resource, each at most once: a grant names one AS.
+func checkGrantRequest(tr *oauth.TokenRequest) error {
 	if err := tr.CheckBounds(grantSizes, maxParam); err != nil {
-		return nil, err
+		return err
 	}
 	switch gt := tr.GrantType; {
 	case gt == "":
-		return nil, invalid("grant_type is required")
+		return invalid("grant_type is required")
 	case gt != oauth.GrantTypeTokenExchange:
-		return nil, errcode.New(errcode.UnsupportedGrantType, "grant_type must be %s", oauth.GrantTypeTokenExchange)
+		return errcode.New(errcode.UnsupportedGrantType, "grant_type must be %s", oauth.GrantTypeTokenExchange)
 	}
 	for _, p := range grantRefused {
 		if tr.Has(p) {
-			return nil, invalid("%s is not accepted: a JWT authorization grant carries no actor", p)
+			return invalid("%s is not accepted: a JWT authorization grant carries no actor", p)
 		}
 	}
-	r := &GrantRequest{RequestedTokenType: tr.RequestedTokenType, SubjectToken: tr.SubjectToken,
-		SubjectTokenType: tr.SubjectTokenType, Audience: tr.Audience, Resource: tr.Resource, Scope: tr.Scope}
 	switch {
-	case r.RequestedTokenType != "" && r.RequestedTokenType != TokenTypeJWT:
-		return nil, errcode.New(errcode.UnsupportedTokenType, "requested_token_type must be %s (a JWT authorization grant)", TokenTypeJWT)
-	case r.SubjectToken == "":
-		return nil, invalid("subject_token is required")
-	case r.SubjectTokenType == "":
-		return nil, invalid("subject_token_type is required")
-	case r.Audience == "" && r.Resource == "":
-		return nil, invalid("audience or resource is required: the peer authorization server")
+	case tr.RequestedTokenType != "" && tr.RequestedTokenType != TokenTypeJWT:
+		return errcode.New(errcode.UnsupportedTokenType, "requested_token_type must be %s (a JWT authorization grant)", TokenTypeJWT)
+	case tr.SubjectToken == "":
+		return invalid("subject_token is required")
+	case tr.SubjectTokenType == "":
+		return invalid("subject_token_type is required")
+	case tr.Audience == "" && tr.Resource == "":
+		return invalid("audience or resource is required: the peer authorization server")
 	}
 	if tr.Has("resource") {
-		if err := checkResource(r.Resource); err != nil {
-			return nil, err
-		}
+		return checkResource(tr.Resource)
 	}
-	return r, nil
+	return nil
 }
 
 // checkResource: RFC 8707 section 2: an absolute URI without a fragment.

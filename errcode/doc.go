@@ -11,5 +11,7 @@
 // An Error also says which of two things happened (dialog-binding section 12): a check
 // Failed (the credential or message is bad) or a check could not be completed
 // (Incomplete: a store or key source was unreachable). Both are rejections; callers must
-// never treat Incomplete as success.
+// never treat Incomplete as success. The two are logged apart too: LogLevel makes a
+// refusal the caller caused an info line and one that could not be completed (or is
+// ours) an error line.
 package errcode

@@ -18,23 +18,29 @@
 //   - The Endpoint (RFC 6749 section 3.2): an http.Handler that reads the body once,
 //     parses it once and dispatches to the first Handler whose Match accepts the
 //     request (grant_type, requested_token_type, audience, resource), else to its
-//     fallback; it writes the handler's Response (RFC 6749 section 5.1, RFC 8693
-//     section 2.2.1, no-store) or the error document, and tells an Observer every
-//     outcome (oauthmetrics counts them for Prometheus; this package does not import
-//     it).
+//     fallback. It runs the handler's steps in one order: Check (the grant's own
+//     parameter rules, cheap and stateless, so a malformed request reaches no
+//     signature verification and no replay store), then client authentication, once,
+//     as the handler's ClientAuth says (RFC 6749 section 3.2.1; no grant here may skip
+//     it: NewEndpoint refuses a handler without it), then Handle with the
+//     authenticated Client. It writes the handler's Response (RFC 6749 section 5.1,
+//     RFC 8693 section 2.2.1, no-store) or the error document, and tells an Observer
+//     every outcome (oauthmetrics counts them for Prometheus; this package does not
+//     import it). Read endpoint.go first, then clientauth.go.
 //   - Errors (RFC 6749 section 5.2, RFC 8693 section 2.2.2, RFC 7523 section 3.1,
 //     oauth.md 1.11): ErrorFor is the one mapping from a rejection (its errcode and
 //     the Stage it failed at) to the OAuth error and HTTP status; WriteError writes the
 //     document with dialogtrust's stable code and kind, a sanitized description of at
 //     most 512 octets, WWW-Authenticate on a 401 and Retry-After on a 503.
-//   - Client authentication (RFC 6749 section 2.3, oauth.md 1.9): Authenticator, chosen
-//     by method name (ByName: wit_httpsig, wit_wpt, tls_client_auth, private_key_jwt),
-//     the first whose credential is present deciding (FirstPresent): a WIT with a WIMSE
+//   - Client authentication (RFC 6749 section 2.3, oauth.md 1.9): a grant's ClientAuth
+//     lists its Authenticators, chosen by method name (ByName: wit_httpsig, wit_wpt,
+//     tls_client_auth, private_key_jwt), the first whose credential is present
+//     deciding and a present but bad one final (FirstPresent): a WIT with a WIMSE
 //     HTTP signature or a WPT, TLS client authentication with a workload certificate
 //     (RFC 8705), and private_key_jwt (RFC 7521 section 4.2, RFC 7523 sections 2.2
 //     and 3; PrivateKeyJWT verifies, NewClientAssertion mints), which the WIT issuer
 //     uses too. A Txn-Token is never a credential (txn_token_not_credential, oauth.md
-//     1.9 item 4; the TTS's handler says so).
+//     1.9 item 4; the TTS's ClientAuth.Refused says so).
 //   - The RFC 8414 section 3 metadata document (Metadata, ServeMetadata; oauth.md 5.2),
 //     the token response (TokenResponse, written without reflection) and the error
 //     response (ErrorResponse).

@@ -17,19 +17,32 @@ import (
 )
 
 // Handler serves one grant at the token endpoint (in the style of fosite: one handler
-// per grant behind one endpoint). The Endpoint reads and parses the body once and
-// hands the request to the first handler that matches it.
+// per grant behind one endpoint, which authenticates the client once). The Endpoint
+// reads and parses the body once, hands the request to the first handler that matches
+// it, and runs it through the handler's steps in a fixed order: Check, then client
+// authentication as the handler's ClientAuth says, then Handle, then Done.
 type Handler interface {
 	// Name labels the handler's outcomes (Record.Handler; metrics and logs).
 	Name() string
 	// Match reports whether the handler serves tr. It looks at grant_type,
 	// requested_token_type, audience and resource only.
 	Match(tr *TokenRequest) bool
-	// Handle serves one parsed token request: the grant's own parameter checks, client
-	// authentication, the grant itself. r.Body is a fresh reader over the body (for
-	// Content-Digest). It records what its log line and metrics need in rec. Every
-	// error is an *errcode.Error, marked with its Stage (At).
-	Handle(ctx context.Context, r *http.Request, tr *TokenRequest, rec *Record) (Response, error)
+	// Check applies the grant's own parameter rules to the parsed request (bounds,
+	// REQUIRED parameters, grant and token types). It runs before the client is
+	// authenticated: these checks are cheap and stateless, so a malformed request is
+	// refused before any signature is verified or a replay store written. It may
+	// record what the log line says of the request in rec. Every error is an
+	// *errcode.Error, marked with its Stage (At).
+	Check(tr *TokenRequest, rec *Record) error
+	// ClientAuth is how the grant's clients authenticate; the endpoint runs it after
+	// Check and before Handle. It is the same for every request (NewEndpoint checks
+	// that every handler has one).
+	ClientAuth() *ClientAuth
+	// Handle serves one checked token request of an authenticated client: the grant
+	// itself, its policy last before its side effects. r.Body is a fresh reader over
+	// the body (for Content-Digest). It records what its log line and metrics need in
+	// rec. Every error is an *errcode.Error, marked with its Stage (At).
+	Handle(ctx context.Context, r *http.Request, tr *TokenRequest, client *Client, rec *Record) (Response, error)
 	// Done is told the outcome, once it is mapped and before it is written: the
 	// handler's log line.
 	Done(ctx context.Context, r *http.Request, rec *Record)
@@ -91,9 +104,10 @@ type EndpointConfig struct {
 }
 
 // Endpoint is the token endpoint (RFC 6749 section 3.2): an http.Handler for POST that
-// reads the bounded form body once, parses it once (ParseTokenRequest's rules) and
-// dispatches to the grant handler that matches, then writes the handler's response or
-// the RFC 6749 section 5.2 error document (ErrorFor).
+// reads the bounded form body once, parses it once (ParseTokenRequest's rules),
+// dispatches to the grant handler that matches, authenticates the client once as that
+// handler says (after its Check, before its Handle), then writes the handler's response
+// or the RFC 6749 section 5.2 error document (ErrorFor).
 type Endpoint struct {
 	cfg EndpointConfig
 }
@@ -103,9 +117,12 @@ func NewEndpoint(cfg EndpointConfig) (*Endpoint, error) {
 	if cfg.Fallback == nil {
 		return nil, fmt.Errorf("oauth: a token endpoint needs a fallback handler")
 	}
-	for _, h := range cfg.Handlers {
+	for _, h := range append([]Handler{cfg.Fallback}, cfg.Handlers...) {
 		if h == nil {
 			return nil, fmt.Errorf("oauth: a nil grant handler")
+		}
+		if a := h.ClientAuth(); a == nil || len(a.Authenticators) == 0 {
+			return nil, fmt.Errorf("oauth: grant handler %s has no client authentication", h.Name())
 		}
 	}
 	if cfg.MaxBodySize <= 0 || cfg.MaxBodySize > DefaultMaxBodySize {
@@ -146,7 +163,14 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.Handler, rec.Request = h.Name(), tr
 	var resp Response
 	if err == nil {
-		resp, err = h.Handle(ctx, r, tr, rec)
+		err = h.Check(tr, rec)
+	}
+	var client *Client
+	if err == nil {
+		client, err = h.ClientAuth().authenticate(ctx, r, tr, rec)
+	}
+	if err == nil {
+		resp, err = h.Handle(ctx, r, tr, client, rec)
 	}
 	if err != nil {
 		if errcode.CodeOf(err) == errcode.Unmapped {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/identifier"
 )
 
 // The one mapping gives every grant's rejections their RFC 6749, RFC 8693 and RFC 7523
@@ -47,20 +48,58 @@ func TestErrorFor(t *testing.T) {
 // fakeGrant serves one grant type and records what it was given.
 type fakeGrant struct {
 	name, grantType string
-	fail            error
+	check, fail     error
+	auth            *ClientAuth
+	client          *Client
+	steps           []string
 	served, done    int
 }
 
-func (f *fakeGrant) Name() string                                 { return f.name }
-func (f *fakeGrant) Match(tr *TokenRequest) bool                  { return tr.GrantType == f.grantType }
+func (f *fakeGrant) Name() string                { return f.name }
+func (f *fakeGrant) Match(tr *TokenRequest) bool { return tr.GrantType == f.grantType }
+func (f *fakeGrant) Check(*TokenRequest, *Record) error {
+	f.steps = append(f.steps, "check")
+	return f.check
+}
+func (f *fakeGrant) ClientAuth() *ClientAuth {
+	if f.auth == nil {
+		f.auth = &ClientAuth{Authenticators: []Authenticator{&fakeAuth{}}, Missing: "no fake credential"}
+	}
+	return f.auth
+}
 func (f *fakeGrant) Done(context.Context, *http.Request, *Record) { f.done++ }
-func (f *fakeGrant) Handle(_ context.Context, r *http.Request, tr *TokenRequest, rec *Record) (Response, error) {
+func (f *fakeGrant) Handle(_ context.Context, r *http.Request, tr *TokenRequest, c *Client, rec *Record) (Response, error) {
 	f.served++
-	rec.Method = "m"
+	f.client = c
+	f.steps = append(f.steps, "handle")
 	if f.fail != nil {
 		return nil, f.fail
 	}
 	return &TokenResponse{AccessToken: f.name, TokenType: "N_A", ExpiresIn: 1}, nil
+}
+
+// fakeAuth is a client authentication method: the X-Fake field, whose value "good"
+// authenticates wimse://example.org/fake and anything else is refused.
+type fakeAuth struct {
+	grant *fakeGrant // when set, told each authentication as a step
+	tried int
+}
+
+const fakeClient = "wimse://example.org/fake"
+
+func (*fakeAuth) Name() string { return "m" }
+func (*fakeAuth) Present(r *http.Request, _ *TokenRequest) bool {
+	return len(r.Header.Values("X-Fake")) > 0
+}
+func (a *fakeAuth) Authenticate(_ context.Context, r *http.Request, _ *TokenRequest) (*Client, error) {
+	a.tried++
+	if a.grant != nil {
+		a.grant.steps = append(a.grant.steps, "authenticate")
+	}
+	if r.Header.Get("X-Fake") != "good" {
+		return nil, errcode.New(errcode.InvalidSignature, "a bad fake credential")
+	}
+	return &Client{ID: identifier.MustParse(fakeClient), Method: "m"}, nil
 }
 
 type records []*Record
@@ -81,6 +120,7 @@ func TestEndpointRouting(t *testing.T) {
 	post := func(body, ct string) (int, map[string]any) {
 		req := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(body))
 		req.Header.Set("Content-Type", ct)
+		req.Header.Set("X-Fake", "good")
 		rec := httptest.NewRecorder()
 		ep.ServeHTTP(rec, req)
 		if cc := rec.Header().Get("Cache-Control"); cc != "no-store" {

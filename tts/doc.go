@@ -14,7 +14,8 @@
 // subject_token and subject_token_type, request_context and request_details as plain
 // JSON text. The token endpoint (oauth.Endpoint) reads and parses the body once; a
 // request for a Txn-Token, and every request no other grant handler serves, runs
-// through these steps, first failure wins (txnGrant.Handle):
+// through these steps, first failure wins (txnGrant's Check, the endpoint's client
+// authentication as txnGrant's ClientAuth says, then txnGrant.Handle):
 //
 //  1. Content-Type, body bound, form syntax: a parameter given twice, actor_token and
 //     resource are refused; then the REQUIRED parameters, grant_type

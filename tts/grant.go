@@ -29,51 +29,50 @@ func (txnGrant) Match(tr *oauth.TokenRequest) bool {
 	return tr.GrantType == GrantTypeTokenExchange && (tr.RequestedTokenType == TokenTypeTxnToken || tr.RequestedTokenType == TokenTypeTxnToken08)
 }
 
-// Handle implements oauth.Handler. It runs one token request through its steps, in an
-// order chosen so that cheap, stateless checks come before any signature verification,
-// and the replay store is touched only by an authenticator whose signature verified:
+// Check implements oauth.Handler: step 1 of Handle, before the client is
+// authenticated (step 2, the endpoint's, as ClientAuth says).
+func (txnGrant) Check(tr *oauth.TokenRequest, rec *oauth.Record) error {
+	if err := checkTxnRequest(tr); err != nil {
+		return at(stageRequest, err)
+	}
+	rec.Grant, rec.SubjectTokenType = metricGrant(tr.GrantType, tr.SubjectTokenType), tr.SubjectTokenType
+	if err := checkRequired(tr); err != nil {
+		return at(stageRequest, err)
+	}
+	return nil
+}
+
+// ClientAuth implements oauth.Handler: the configured methods (oauth.md 1.9), a
+// Txn-Token offered as a credential named as such (item 4).
+func (g txnGrant) ClientAuth() *oauth.ClientAuth { return &g.s.auth }
+
+// txnTokenRefused names a Txn-Token offered as a credential (oauth.md 1.9 item 4). It
+// can never pass an authenticator (each requires its own typ), so the endpoint asks
+// only when authentication did not succeed, and it costs nothing on the path that
+// issues.
+func txnTokenRefused(r *http.Request, tr *oauth.TokenRequest, present bool) error {
+	if !presentedTxnToken(r, tr, present) {
+		return nil
+	}
+	return errcode.New(errcode.TxnTokenNotCredential, "a Txn-Token never authenticates a workload; authenticate with a WIT and a proof, mTLS or private_key_jwt")
+}
+
+// Handle implements oauth.Handler. With the endpoint it runs one token request through
+// its steps, in an order chosen so that cheap, stateless checks come before any
+// signature verification, and the replay store is touched only by an authenticator
+// whose signature verified:
 //
 //  1. form, sizes (the endpoint), the parameters a TTS refuses, request_context and
 //     request_details, REQUIRED parameters, grant and requested token types (oauth.md
-//     1.3);
-//  2. no Txn-Token as a credential; client authentication (1.9);
+//     1.3): Check;
+//  2. no Txn-Token as a credential; client authentication (1.9): the endpoint, as
+//     ClientAuth says;
 //  3. policy: the workload, the audience (1.5 step 1, 1.11 invalid_target);
 //  4. the subject token type and the subject token (1.4, 1.5 steps 2-3);
 //  5. scope, context, lifetime; replacement rules (1.5 steps 4-10, 1.8);
 //  6. claims and signature (1.7).
-func (g txnGrant) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, rec *oauth.Record) (oauth.Response, error) {
+func (g txnGrant) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, req *oauth.Client, rec *oauth.Record) (oauth.Response, error) {
 	s := g.s
-	if err := checkTxnRequest(tr); err != nil {
-		return nil, at(stageRequest, err)
-	}
-	rec.Grant, rec.SubjectTokenType = metricGrant(tr.GrantType, tr.SubjectTokenType), tr.SubjectTokenType
-	if err := checkRequired(tr); err != nil {
-		return nil, at(stageRequest, err)
-	}
-
-	auth := oauth.FirstPresent(s.cfg.Authenticators, r, tr)
-	// A Txn-Token offered as a credential is named as such (oauth.md 1.9 item 4). It can
-	// never pass an authenticator (each requires its own typ), so the check only runs
-	// when authentication did not succeed, and costs nothing on the path that issues.
-	txnAsCredential := func() error {
-		return at(stageClient, errcode.New(errcode.TxnTokenNotCredential, "a Txn-Token never authenticates a workload; authenticate with a WIT and a proof, mTLS or private_key_jwt"))
-	}
-	if auth == nil {
-		if presentedTxnToken(r, tr, false) {
-			return nil, txnAsCredential()
-		}
-		return nil, at(stageClient, errcode.New(errcode.Unauthenticated, "no client authentication this TTS accepts"))
-	}
-	rec.Method = auth.Name()
-	req, err := auth.Authenticate(ctx, r, tr)
-	if err != nil {
-		if presentedTxnToken(r, tr, true) {
-			return nil, txnAsCredential()
-		}
-		return nil, at(stageClient, err)
-	}
-	rec.Requester = req.IDString()
-
 	rule, err := s.cfg.Policy.rule(rec.Requester)
 	if err != nil {
 		return nil, at(stagePolicy, err)
@@ -153,11 +152,7 @@ func (g txnGrant) Done(ctx context.Context, r *http.Request, rec *oauth.Record) 
 		dialog = rec.Request.Dialog()
 	}
 	if rec.Err != nil {
-		level := slog.LevelInfo
-		if errcode.KindOf(rec.Err) == errcode.Incomplete || rec.Code == errcode.Internal {
-			level = slog.LevelError
-		}
-		s.log.Log(ctx, level, "txn token refused", "request_id", rec.RequestID, "dlg", dialog, "error", rec.Error, "code", string(rec.Code),
+		s.log.Log(ctx, errcode.LogLevel(rec.Err), "txn token refused", "request_id", rec.RequestID, "dlg", dialog, "error", rec.Error, "code", string(rec.Code),
 			"kind", errcode.KindOf(rec.Err).String(), "grant", grant, "subject_token_type", rec.SubjectTokenType,
 			"subject_token_sha256", subjectHash(rec), "method", rec.Method, "requester", rec.Requester,
 			"remote", r.RemoteAddr, "detail", rec.Err.Error())

@@ -96,6 +96,7 @@ type Server struct {
 	log      *slog.Logger
 	router   chi.Router
 	proofAud []string
+	auth     oauth.ClientAuth // of txnGrant
 	endpoint *oauth.Endpoint
 }
 
@@ -139,6 +140,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.replace = &txnTokenHandler{v: txnTokenVerifier(&cfg)}
 	s.proofAud = []string{cfg.TokenEndpoint}
+	s.auth = oauth.ClientAuth{Authenticators: cfg.Authenticators, Missing: "no client authentication this TTS accepts", Refused: txnTokenRefused}
 	observer, err := newMetrics(cfg.Registry, s.cacheLen)
 	if err != nil {
 		return nil, err

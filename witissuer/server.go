@@ -309,11 +309,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, rid, method stri
 		code = errcode.Internal
 	}
 	s.metrics.refused.WithLabelValues(string(code)).Inc()
-	level := slog.LevelInfo
-	if errcode.KindOf(err) == errcode.Incomplete || code == errcode.Internal {
-		level = slog.LevelError
-	}
-	s.log.Log(r.Context(), level, "wit refused", "request_id", rid, "code", string(code), "kind", errcode.KindOf(err).String(),
+	s.log.Log(r.Context(), errcode.LogLevel(err), "wit refused", "request_id", rid, "code", string(code), "kind", errcode.KindOf(err).String(),
 		"method", method, "remote", r.RemoteAddr, "error", err.Error())
 	problem.Write(w, err)
 }
