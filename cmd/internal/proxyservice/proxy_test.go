@@ -403,13 +403,7 @@ func TestProxyPythonHTTPXToStarlette(t *testing.T) {
 // established is known at the second. Needs DIALOGTRUST_TEST_REDIS (fails without it
 // under CI=true).
 func TestProxyIngressSharedRedis(t *testing.T) {
-	addr := strings.TrimSpace(os.Getenv("DIALOGTRUST_TEST_REDIS"))
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("DIALOGTRUST_TEST_REDIS is not set and CI=true: the Redis tests must run")
-		}
-		t.Skip("DIALOGTRUST_TEST_REDIS not set")
-	}
+	addr := testkit.RedisAddr(t)
 	witURL, ttsURL := proxyDomain(t)
 	seen := make(chan http.Header, 4)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
