@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
 	"github.com/dialogtrust/dialogtrust/wpt"
@@ -21,13 +21,7 @@ import (
 // instance is a replay at the other. Needs a real redis-server (DIALOGTRUST_TEST_REDIS);
 // in CI (CI=true) its absence is a failure, not a skip.
 func TestTT1_9_ReplayedWPTAcrossInstancesRedis(t *testing.T) {
-	addr := os.Getenv("DIALOGTRUST_TEST_REDIS")
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("DIALOGTRUST_TEST_REDIS is not set and CI=true: the Redis tests must run in CI (use .ci/run)")
-		}
-		t.Skip("DIALOGTRUST_TEST_REDIS is not set; skipping the test against a real redis-server")
-	}
+	addr := testkit.RedisAddr(t)
 	client := redisstore.NewClient([]string{addr}, false)
 	defer client.Close()
 	prefix := "dialogtrust-test:tts:" + rand.Text() + ":"

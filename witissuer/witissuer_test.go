@@ -13,6 +13,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
@@ -340,24 +341,10 @@ func mustDev(t *testing.T) *witissuer.Dev {
 	return d
 }
 
-// The tests that need a real Redis read DIALOGTRUST_TEST_REDIS and fail instead of
-// skipping when CI=true (README, "Run the tests").
-func redisAddr(t *testing.T) string {
-	t.Helper()
-	addr := strings.TrimSpace(os.Getenv("DIALOGTRUST_TEST_REDIS"))
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("DIALOGTRUST_TEST_REDIS is not set and CI=true: the Redis tests must run")
-		}
-		t.Skip("DIALOGTRUST_TEST_REDIS not set")
-	}
-	return addr
-}
-
 // Two issuers sharing one Redis see each other's claims: a proof accepted by one is a
 // replay at the other. /readyz pings Redis.
 func TestWITIssuerRedisReplayShared(t *testing.T) {
-	addr := redisAddr(t)
+	addr := testkit.RedisAddr(t)
 	client := redisstore.NewClient([]string{addr}, false)
 	t.Cleanup(func() { _ = client.Close() })
 	prefix := "dialogtrust:test:witissuer:" + time.Now().Format(time.RFC3339Nano) + ":"

@@ -3,14 +3,9 @@ package kit
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -20,89 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit/kittest"
 	"github.com/dialogtrust/dialogtrust/errcode"
 )
 
 // These tests start redis-server processes of their own (TLS and passwords cannot be
 // switched on in the shared DIALOGTRUST_TEST_REDIS server): they skip without
 // redis-server, or with one built without TLS, except under CI=true, where they fail.
-
-// testCA is a certificate authority of a test, with the files it wrote.
-type testCA struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	certPEM string // file
-}
-
-func newTestCA(t *testing.T, dir, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := &testCA{cert: cert, key: key, certPEM: filepath.Join(dir, name+".crt")}
-	writePEM(t, ca.certPEM, "CERTIFICATE", der)
-	return ca
-}
-
-// issue writes name.crt and name.key, a leaf certificate for serverAuth (with the DNS
-// name redis.test and the IP 127.0.0.1) or clientAuth.
-func (ca *testCA) issue(t *testing.T, dir, name string, usage x509.ExtKeyUsage) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-	}
-	if usage == x509.ExtKeyUsageServerAuth {
-		tmpl.DNSNames = []string{"redis.test"}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "PRIVATE KEY", pkcs8)
-	return certFile, keyFile
-}
-
-func writePEM(t *testing.T, file, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // redisServerBin is the redis-server to start, or the test skips (fails under CI).
 func redisServerBin(t *testing.T) string {
@@ -121,12 +40,12 @@ func redisServerBin(t *testing.T) string {
 // with the server certificate of ca and extra arguments (passwords, ACL users, client
 // authentication); it is killed when the test ends. It returns host:port once the
 // server says it accepts connections.
-func startTLSRedis(t *testing.T, ca *testCA, certFile, keyFile string, extra ...string) string {
+func startTLSRedis(t *testing.T, ca *kittest.CA, certFile, keyFile string, extra ...string) string {
 	t.Helper()
 	port := freeTestPort(t)
 	args := append([]string{"--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", t.TempDir(),
-		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", ca.certPEM,
+		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", ca.CertFile,
 		"--loglevel", "notice"}, extra...)
 	runRedis(t, args, "Ready to accept connections")
 	return "127.0.0.1:" + strconv.Itoa(port)
@@ -219,9 +138,9 @@ func refusedClosed(t *testing.T, what string, claim, ready error, secret string)
 
 func TestRedisPasswordAndTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca := newTestCA(t, dir, "ca")
-	other := newTestCA(t, dir, "other-ca")
-	srvCert, srvKey := ca.issue(t, dir, "server", x509.ExtKeyUsageServerAuth)
+	ca := kittest.NewCA(t, dir, "ca")
+	other := kittest.NewCA(t, dir, "other-ca")
+	srvCert, srvKey := ca.Issue(t, dir, "server", x509.ExtKeyUsageServerAuth)
 	const password = "s3cret-app-password"
 	addr := startTLSRedis(t, ca, srvCert, srvKey, "--tls-auth-clients", "no",
 		"--user", "default", "off",
@@ -232,7 +151,7 @@ func TestRedisPasswordAndTLS(t *testing.T) {
 	}
 	t.Setenv("TEST_REDIS_PASSWORD", password)
 	t.Setenv("TEST_REDIS_WRONG_PASSWORD", "not-"+password)
-	good := RedisConfig{Addrs: []string{addr}, Username: "app", PasswordFile: passwordFile, TLS: &RedisTLSConfig{CAFile: ca.certPEM}}
+	good := RedisConfig{Addrs: []string{addr}, Username: "app", PasswordFile: passwordFile, TLS: &RedisTLSConfig{CAFile: ca.CertFile}}
 
 	t.Run("right password and CA", func(t *testing.T) {
 		if claim, ready := claimWith(t, good); claim != nil || ready != nil {
@@ -244,7 +163,7 @@ func TestRedisPasswordAndTLS(t *testing.T) {
 			t.Fatalf("password_env: claim %v, readiness %v", claim, ready)
 		}
 		named := good
-		named.TLS = &RedisTLSConfig{CAFile: ca.certPEM, ServerName: "redis.test"}
+		named.TLS = &RedisTLSConfig{CAFile: ca.CertFile, ServerName: kittest.ServerDNSName}
 		if claim, ready := claimWith(t, named); claim != nil || ready != nil {
 			t.Fatalf("server_name redis.test: claim %v, readiness %v", claim, ready)
 		}
@@ -263,13 +182,13 @@ func TestRedisPasswordAndTLS(t *testing.T) {
 	})
 	t.Run("wrong CA", func(t *testing.T) {
 		r := good
-		r.TLS = &RedisTLSConfig{CAFile: other.certPEM}
+		r.TLS = &RedisTLSConfig{CAFile: other.CertFile}
 		claim, ready := claimWith(t, r)
 		refusedClosed(t, "wrong CA", claim, ready, password)
 	})
 	t.Run("wrong server name", func(t *testing.T) {
 		r := good
-		r.TLS = &RedisTLSConfig{CAFile: ca.certPEM, ServerName: "elsewhere.test"}
+		r.TLS = &RedisTLSConfig{CAFile: ca.CertFile, ServerName: "elsewhere.test"}
 		claim, ready := claimWith(t, r)
 		refusedClosed(t, "server_name elsewhere.test", claim, ready, password)
 	})
@@ -283,25 +202,25 @@ func TestRedisPasswordAndTLS(t *testing.T) {
 
 func TestRedisMutualTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca := newTestCA(t, dir, "ca")
-	other := newTestCA(t, dir, "other-ca")
-	srvCert, srvKey := ca.issue(t, dir, "server", x509.ExtKeyUsageServerAuth)
-	cliCert, cliKey := ca.issue(t, dir, "client", x509.ExtKeyUsageClientAuth)
-	strangerCert, strangerKey := other.issue(t, dir, "stranger", x509.ExtKeyUsageClientAuth)
+	ca := kittest.NewCA(t, dir, "ca")
+	other := kittest.NewCA(t, dir, "other-ca")
+	srvCert, srvKey := ca.Issue(t, dir, "server", x509.ExtKeyUsageServerAuth)
+	cliCert, cliKey := ca.Issue(t, dir, "client", x509.ExtKeyUsageClientAuth)
+	strangerCert, strangerKey := other.Issue(t, dir, "stranger", x509.ExtKeyUsageClientAuth)
 	const password = "requirepass-password"
 	addr := startTLSRedis(t, ca, srvCert, srvKey, "--tls-auth-clients", "yes", "--requirepass", password)
 	t.Setenv("TEST_REDIS_PASSWORD", password)
 	base := RedisConfig{Addrs: []string{addr}, PasswordEnv: "TEST_REDIS_PASSWORD"}
 
 	r := base
-	r.TLS = &RedisTLSConfig{CAFile: ca.certPEM, CertFile: cliCert, KeyFile: cliKey}
+	r.TLS = &RedisTLSConfig{CAFile: ca.CertFile, CertFile: cliCert, KeyFile: cliKey}
 	if claim, ready := claimWith(t, r); claim != nil || ready != nil {
 		t.Fatalf("with the client certificate: claim %v, readiness %v", claim, ready)
 	}
-	r.TLS = &RedisTLSConfig{CAFile: ca.certPEM}
+	r.TLS = &RedisTLSConfig{CAFile: ca.CertFile}
 	claim, ready := claimWith(t, r)
 	refusedClosed(t, "without a client certificate", claim, ready, password)
-	r.TLS = &RedisTLSConfig{CAFile: ca.certPEM, CertFile: strangerCert, KeyFile: strangerKey}
+	r.TLS = &RedisTLSConfig{CAFile: ca.CertFile, CertFile: strangerCert, KeyFile: strangerKey}
 	claim, ready = claimWith(t, r)
 	refusedClosed(t, "with a client certificate of another CA", claim, ready, password)
 }
@@ -310,15 +229,15 @@ func TestRedisMutualTLS(t *testing.T) {
 // password (sentinel_password_env, password_file); a wrong one of either fails closed.
 func TestRedisSentinelTLSAndPasswords(t *testing.T) {
 	dir := t.TempDir()
-	ca := newTestCA(t, dir, "ca")
-	srvCert, srvKey := ca.issue(t, dir, "server", x509.ExtKeyUsageServerAuth)
+	ca := kittest.NewCA(t, dir, "ca")
+	srvCert, srvKey := ca.Issue(t, dir, "server", x509.ExtKeyUsageServerAuth)
 	const primaryPassword, sentinelPassword = "primary-password", "sentinel-password"
 	primary := startTLSRedis(t, ca, srvCert, srvKey, "--tls-auth-clients", "no", "--requirepass", primaryPassword)
 	_, primaryPort, _ := net.SplitHostPort(primary)
 	port := freeTestPort(t)
 	conf := filepath.Join(dir, "sentinel.conf")
 	text := "port 0\ntls-port " + strconv.Itoa(port) + "\nbind 127.0.0.1\ndaemonize no\ndir " + dir + "\nloglevel notice\n" +
-		"tls-cert-file " + srvCert + "\ntls-key-file " + srvKey + "\ntls-ca-cert-file " + ca.certPEM + "\n" +
+		"tls-cert-file " + srvCert + "\ntls-key-file " + srvKey + "\ntls-ca-cert-file " + ca.CertFile + "\n" +
 		"tls-auth-clients no\ntls-replication yes\nrequirepass " + sentinelPassword + "\n" +
 		"sentinel monitor m 127.0.0.1 " + primaryPort + " 1\nsentinel auth-pass m " + primaryPassword + "\n"
 	// The sentinel rewrites its configuration file: it must be writable.
@@ -339,7 +258,7 @@ func TestRedisSentinelTLSAndPasswords(t *testing.T) {
 	good := RedisConfig{
 		Sentinel:     SentinelConfig{MasterName: "m", Addrs: []string{"127.0.0.1:" + strconv.Itoa(port)}, SentinelPasswordEnv: "TEST_SENTINEL_PASSWORD"},
 		PasswordFile: passwordFile,
-		TLS:          &RedisTLSConfig{CAFile: ca.certPEM},
+		TLS:          &RedisTLSConfig{CAFile: ca.CertFile},
 	}
 	if claim, ready := claimWith(t, good); claim != nil || ready != nil {
 		t.Fatalf("claim %v, readiness %v", claim, ready)

@@ -89,13 +89,7 @@ func TestOpenSharedKeysRefusesShortSecret(t *testing.T) {
 // Two replicas configured alike sign with one key; one with another secret does not
 // start.
 func TestOpenSharedKeysRedis(t *testing.T) {
-	addr := os.Getenv("DIALOGTRUST_TEST_REDIS")
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("DIALOGTRUST_TEST_REDIS is not set and CI=true: the Redis tests must run")
-		}
-		t.Skip("DIALOGTRUST_TEST_REDIS not set")
-	}
+	addr := testkit.RedisAddr(t)
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	sc := StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{addr}, Prefix: "dialogtrust-test:" + hex.EncodeToString(b) + ":"}}

@@ -52,7 +52,7 @@ type RedisConfig struct {
 	PasswordFile string `yaml:"password_file"`
 	PasswordEnv  string `yaml:"password_env"`
 	// Password only refuses an inline password with a message saying what to use.
-	Password inlinePassword `yaml:"password"`
+	Password InlineSecret[redisPassword] `yaml:"password"`
 	// TLS, when present (even empty: the system's roots), makes every connection TLS.
 	TLS *RedisTLSConfig `yaml:"tls"`
 }
@@ -81,17 +81,28 @@ type SentinelConfig struct {
 	SentinelPasswordFile string   `yaml:"sentinel_password_file"`
 	SentinelPasswordEnv  string   `yaml:"sentinel_password_env"`
 	// Password and SentinelPassword only refuse inline passwords.
-	Password         inlinePassword `yaml:"password"`
-	SentinelPassword inlinePassword `yaml:"sentinel_password"`
+	Password         InlineSecret[primaryPassword]  `yaml:"password"`
+	SentinelPassword InlineSecret[sentinelPassword] `yaml:"sentinel_password"`
 }
 
-// inlinePassword is a member that no file may give: a password written into the YAML
-// ends up in ConfigMaps, repositories and backups. Decoding it is an error that names
-// the members to use instead.
-type inlinePassword struct{}
+// The secret members of store.redis and store.redis.sentinel (InlineSecret): the
+// primary's password is store.redis's, also when the sentinels find the primary.
+type (
+	redisPassword    struct{}
+	primaryPassword  struct{}
+	sentinelPassword struct{}
+)
 
-func (inlinePassword) UnmarshalYAML(func(any) error) error {
-	return fmt.Errorf("a password is never written in the configuration: name a file (password_file, sentinel_password_file) or an environment variable (password_env, sentinel_password_env) holding it")
+func (redisPassword) SecretMember() (string, string, string) {
+	return "store.redis.password", "password_file", "password_env"
+}
+
+func (primaryPassword) SecretMember() (string, string, string) {
+	return "store.redis.sentinel.password", "store.redis.password_file", "store.redis.password_env"
+}
+
+func (sentinelPassword) SecretMember() (string, string, string) {
+	return "store.redis.sentinel.sentinel_password", "sentinel_password_file", "sentinel_password_env"
 }
 
 // set reports whether any member is given: the section then chooses Sentinel.

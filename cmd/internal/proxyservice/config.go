@@ -164,15 +164,14 @@ type PeerClientConfig struct {
 	SecretFile string `yaml:"secret_file"`
 	SecretEnv  string `yaml:"secret_env"`
 	// Secret only refuses an inline secret with a message saying what to use.
-	Secret inlineSecret `yaml:"secret"`
+	Secret kit.InlineSecret[peerClientSecret] `yaml:"secret"`
 }
 
-// inlineSecret is a member that no file may give: a secret written into the YAML ends
-// up in ConfigMaps, repositories and backups.
-type inlineSecret struct{}
+// peerClientSecret is the secret member of peer_client (kit.InlineSecret).
+type peerClientSecret struct{}
 
-func (inlineSecret) UnmarshalYAML(func(any) error) error {
-	return fmt.Errorf("a client secret is never written in the configuration: name a file (secret_file) or an environment variable (secret_env) holding it")
+func (peerClientSecret) SecretMember() (string, string, string) {
+	return "peer_client.secret", "secret_file", "secret_env"
 }
 
 // secret reads the client secret from its file or environment variable

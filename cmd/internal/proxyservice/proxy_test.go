@@ -2,16 +2,10 @@ package proxyservice
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit/kittest"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
@@ -403,13 +398,7 @@ func TestProxyPythonHTTPXToStarlette(t *testing.T) {
 // established is known at the second. Needs DIALOGTRUST_TEST_REDIS (fails without it
 // under CI=true).
 func TestProxyIngressSharedRedis(t *testing.T) {
-	addr := strings.TrimSpace(os.Getenv("DIALOGTRUST_TEST_REDIS"))
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("DIALOGTRUST_TEST_REDIS is not set and CI=true: the Redis tests must run")
-		}
-		t.Skip("DIALOGTRUST_TEST_REDIS not set")
-	}
+	addr := testkit.RedisAddr(t)
 	witURL, ttsURL := proxyDomain(t)
 	seen := make(chan http.Header, 4)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -485,36 +474,6 @@ func TestProxyDocExample(t *testing.T) {
 	}
 }
 
-// selfSignedCert writes a certificate for 127.0.0.1 and its key as PEM files.
-func selfSignedCert(t *testing.T) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ingress"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
-}
-
 // The ingress serves TLS with its certificate, and the egress verifies it with the
 // roots of ca_file (and refuses the upstream without them).
 func TestProxyCommandTLS(t *testing.T) {
@@ -523,12 +482,14 @@ func TestProxyCommandTLS(t *testing.T) {
 		io.WriteString(w, r.Header.Get(proxy.VerifiedSenderField))
 	}))
 	defer app.Close()
-	cert, key := selfSignedCert(t)
+	dir := t.TempDir()
+	ca := kittest.NewCA(t, dir, "ca")
+	cert, key := ca.Issue(t, dir, "ingress", x509.ExtKeyUsageServerAuth)
 	in := startProxy(t, ingressYAML(witURL, ttsURL, app.URL)+"  tls: {cert_file: "+cert+", key_file: "+key+"}\n")
 	if !strings.HasPrefix(in["ingress"], "https://127.0.0.1:") {
 		t.Fatalf("ingress at %s", in["ingress"])
 	}
-	withRoots := strings.Replace(egressYAML(witURL, ttsURL, in["ingress"]), "  listen: 127.0.0.1:0\n  tts:", "  listen: 127.0.0.1:0\n  ca_file: "+cert+"\n  tts:", 1)
+	withRoots := strings.Replace(egressYAML(witURL, ttsURL, in["ingress"]), "  listen: 127.0.0.1:0\n  tts:", "  listen: 127.0.0.1:0\n  ca_file: "+ca.CertFile+"\n  tts:", 1)
 	for name, c := range map[string]struct {
 		yaml   string
 		status int

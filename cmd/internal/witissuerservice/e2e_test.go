@@ -21,6 +21,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/cmd/internal/kit/kittest"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wic"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -224,13 +225,7 @@ routes: [{path: /v1/wit, methods: [x509svid]}]
 // store.type redis: /readyz pings Redis, and says 503 when it does not answer. The Redis
 // tests read DIALOGTRUST_TEST_REDIS and fail instead of skipping when CI=true.
 func TestRedisStoreReadiness(t *testing.T) {
-	addr := strings.TrimSpace(os.Getenv("DIALOGTRUST_TEST_REDIS"))
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("DIALOGTRUST_TEST_REDIS is not set and CI=true: the Redis tests must run")
-		}
-		t.Skip("DIALOGTRUST_TEST_REDIS not set")
-	}
+	addr := testkit.RedisAddr(t)
 	prefix := "dialogtrust:test:wit-issuer:" + time.Now().Format(time.RFC3339Nano) + ":"
 	readyz := func(env ...string) int {
 		s := start(t, []string{"--listen", "127.0.0.1:0"}, append(env, "DIALOGTRUST_WIT_ISSUER_REDIS_PREFIX="+prefix))

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
@@ -16,13 +17,7 @@ import (
 // Two wit-issuer processes configured with keys.shared on one Redis serve one JWKS
 // and sign with one key; a keys.shared without a Redis store does not start.
 func TestSharedKeysTwoReplicas(t *testing.T) {
-	addr := strings.TrimSpace(os.Getenv("DIALOGTRUST_TEST_REDIS"))
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("DIALOGTRUST_TEST_REDIS is not set and CI=true: the Redis tests must run")
-		}
-		t.Skip("DIALOGTRUST_TEST_REDIS not set")
-	}
+	addr := testkit.RedisAddr(t)
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret")
 	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {

@@ -56,43 +56,30 @@ func run(ctx context.Context, w io.Writer) error {
 	p := testbed.NewSteps(w)
 	fmt.Fprintln(w, "A2A across two trust domains: a planner in a.example hands work to an agent in b.example (a2a-go, loopback)")
 
-	p.Step("trust domains a.example and b.example: a WIT issuer and a TTS (AS A, AS B) each")
-	world, err := testbed.Start(ctx)
+	// The world, the planner in a.example, the hotel agent in b.example, both sides
+	// trusting both WIT issuers, and their handoff keys.
+	trip, err := testbed.StartTrip(ctx, p, "/agent/hotel")
 	if err != nil {
 		return err
 	}
-	defer world.Close()
-	a, b := world.A, world.B
-	planner, hotel := a.Workload("/agent/planner"), b.Workload("/agent/hotel")
-	witsAB := testbed.WITs(ctx, a, b) // both sides trust both WIT issuers
-	p.Info("a.example: WIT issuer %s   TTS/AS A %s", a.WITURL, a.TTSURL)
-	p.Info("b.example: WIT issuer %s   TTS/AS B %s", b.WITURL, b.TTSURL)
-
-	// Handoff keys: the AgentIds are the workload identifiers.
-	handoffs, err := testbed.NewHandoffs(planner.ID, hotel.ID)
-	if err != nil {
-		return err
-	}
-	delegator := handoffs.Delegator
+	defer trip.Close()
+	planner, hotel, witsAB, delegator := trip.Planner, trip.Hotel, trip.WITs, trip.Handoffs.Delegator
 
 	p.Step("the hotel agent (b.example) serves A2A over a2a-go behind its dialog receiver")
-	base, workErr, stop, err := serveHotel(ctx, p, b, hotel, witsAB, handoffs)
+	base, workErr, stop, err := serveHotel(ctx, p, trip.B, hotel, witsAB, trip.Handoffs)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	p.Info("agent card %s%s", base, cardPath)
 
-	p.Step("the planner (a.example) is in dialog D1, with a Txn-Token of TTS A recording it")
-	d1 := agent.NewDialogID()
-	txnA, err := a.TxnToken(ctx, planner, "alice@"+a.Name, testbed.Scope, d1)
+	txnA, err := trip.DialogD1(ctx, p)
 	if err != nil {
 		return err
 	}
-	p.OK("TTS A issued the Txn-Token for D1 = %s", d1)
 
 	p.Step("the planner links dialog D2 to the hotel: fetching its agent card is D2's first request")
-	lc := world.Link(planner, txnA, witsAB, func(l *agent.Linked, t *agent.Transport) (http.RoundTripper, error) {
+	lc := trip.Link(planner, txnA, witsAB, func(l *agent.Linked, t *agent.Transport) (http.RoundTripper, error) {
 		hc, err := dialoga2a.NewHTTPClient(dialoga2a.ClientConfig{Transport: t, Dialog: l.Dialog, Delegator: delegator})
 		if err != nil {
 			return nil, err
@@ -105,9 +92,7 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	linked := lc.Linked()
-	p.OK("AS A issued a grant for AS B with D1's Txn-Token; AS B redeemed it for an access token of b.example")
-	p.OK("the hotel established D2 with the planner as initiator; its signed response echoes D2")
-	p.Info("D2 = %s (D1 and its Txn-Token stayed in a.example)", linked.Dialog.DLG())
+	testbed.ReportLinked(p, linked)
 	// The extension is listed on every call by the interceptor; the transport is the
 	// linked dialog's, every request with the access token.
 	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2aclient.WithInterceptors(dialoga2a.NewInterceptor(delegator)))
@@ -192,21 +177,12 @@ func serveHotel(ctx context.Context, p *testbed.Steps, b *testbed.Domain, hotel 
 				header["Authorization"] = vals
 			}
 		}
-		tok, txn, err := acceptor.Accept(ctx, v, header)
-		if err == nil {
-			err = testbed.CheckGrantIsDigestOf(v, tok)
-		}
-		if err != nil {
+		if err := acceptor.AcceptOffer(ctx, p, v, header); err != nil {
 			mu.Lock()
 			failed = err
 			mu.Unlock()
 			return nil, err // the executor ends the task with the signed "failed" status
 		}
-		p.OK("hotel: the WIT of %s verified with a.example's issuer keys, and its HTTP signature", v.Sender)
-		p.OK("hotel: the signature covers Dialog-Context D2 (initiator: the sender) and the access token")
-		p.OK("hotel: the access token is AS B's, for b.example, issued to the planner and bound to its WIT key")
-		p.OK("hotel: the offer (signed by the planner, for D2) names as grant the SHA-256 of that access token")
-		p.OK("hotel: TTS B exchanged the access token for a Txn-Token of b.example recording D2 (sub %q)", txn.Sub)
 		return a2a.NewMessageForTask(a2a.MessageRoleAgent, reqCtx, a2a.TextPart{Text: "booked in Lisbon"}), nil
 	}
 	card := &a2a.AgentCard{Name: "hotel", Description: "books hotels", URL: endpoint, PreferredTransport: a2a.TransportProtocolJSONRPC,

@@ -51,43 +51,30 @@ func run(ctx context.Context, w io.Writer) error {
 	p := testbed.NewSteps(w)
 	fmt.Fprintln(w, "MCP across two trust domains: a planner in a.example calls a tool in b.example (go-sdk, loopback)")
 
-	p.Step("trust domains a.example and b.example: a WIT issuer and a TTS (AS A, AS B) each")
-	world, err := testbed.Start(ctx)
+	// The world, the planner in a.example, the hotel in b.example, both sides trusting
+	// both WIT issuers, and their handoff keys.
+	trip, err := testbed.StartTrip(ctx, p, "/tool/hotel")
 	if err != nil {
 		return err
 	}
-	defer world.Close()
-	a, b := world.A, world.B
-	planner, hotel := a.Workload("/agent/planner"), b.Workload("/tool/hotel")
-	witsAB := testbed.WITs(ctx, a, b) // both sides trust both WIT issuers
-	p.Info("a.example: WIT issuer %s   TTS/AS A %s", a.WITURL, a.TTSURL)
-	p.Info("b.example: WIT issuer %s   TTS/AS B %s", b.WITURL, b.TTSURL)
-
-	// Handoff keys: the AgentIds are the workload identifiers.
-	handoffs, err := testbed.NewHandoffs(planner.ID, hotel.ID)
-	if err != nil {
-		return err
-	}
-	delegator := handoffs.Delegator
+	defer trip.Close()
+	planner, hotel, witsAB, delegator := trip.Planner, trip.Hotel, trip.WITs, trip.Handoffs.Delegator
 
 	p.Step("the hotel (b.example) serves the book_hotel tool over go-sdk behind its dialog receiver")
-	url, toolErr, stop, err := serveHotel(ctx, p, b, hotel, witsAB, handoffs)
+	url, toolErr, stop, err := serveHotel(ctx, p, trip.B, hotel, witsAB, trip.Handoffs)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	p.Info("MCP endpoint %s", url)
 
-	p.Step("the planner (a.example) is in dialog D1, with a Txn-Token of TTS A recording it")
-	d1 := agent.NewDialogID()
-	txnA, err := a.TxnToken(ctx, planner, "alice@"+a.Name, testbed.Scope, d1)
+	txnA, err := trip.DialogD1(ctx, p)
 	if err != nil {
 		return err
 	}
-	p.OK("TTS A issued the Txn-Token for D1 = %s", d1)
 
 	p.Step("the planner links dialog D2 to the hotel: go-sdk's initialize is D2's first request")
-	lc := world.Link(planner, txnA, witsAB, func(l *agent.Linked, t *agent.Transport) (http.RoundTripper, error) {
+	lc := trip.Link(planner, txnA, witsAB, func(l *agent.Linked, t *agent.Transport) (http.RoundTripper, error) {
 		hc, err := dialogmcp.NewHTTPClient(dialogmcp.ClientConfig{Transport: t, Dialog: l.Dialog, Delegator: delegator})
 		if err != nil {
 			return nil, err
@@ -101,9 +88,7 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	defer cs.Close()
 	linked := lc.Linked()
-	p.OK("AS A issued a grant for AS B with D1's Txn-Token; AS B redeemed it for an access token of b.example")
-	p.OK("the hotel established D2 with the planner as initiator; its signed response echoes D2")
-	p.Info("D2 = %s (D1 and its Txn-Token stayed in a.example)", linked.Dialog.DLG())
+	testbed.ReportLinked(p, linked)
 
 	p.Step("the planner calls book_hotel in D2 with a handoff offer whose grant is SHA-256(access token)")
 	grant := bindGrant([]byte(linked.AccessToken))
@@ -165,19 +150,7 @@ func serveHotel(ctx context.Context, p *testbed.Steps, b *testbed.Domain, hotel 
 	var mu sync.Mutex
 	var refused error
 	book := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		v := dialogmcp.Verified(req)
-		tok, txn, err := acceptor.Accept(ctx, v, req.Extra.Header)
-		if err == nil {
-			err = testbed.CheckGrantIsDigestOf(v, tok)
-		}
-		if err == nil {
-			p.OK("hotel: the WIT of %s verified with a.example's issuer keys, and its HTTP signature", v.Sender)
-			p.OK("hotel: the signature covers Dialog-Context D2 (initiator: the sender) and the access token")
-			p.OK("hotel: the access token is AS B's, for b.example, issued to the planner and bound to its WIT key")
-			p.OK("hotel: the offer (signed by the planner, for D2) names as grant the SHA-256 of that access token")
-			p.OK("hotel: TTS B exchanged the access token for a Txn-Token of b.example recording D2 (sub %q)", txn.Sub)
-		}
-		if err != nil {
+		if err := acceptor.AcceptOffer(ctx, p, dialogmcp.Verified(req), req.Extra.Header); err != nil {
 			mu.Lock()
 			refused = err
 			mu.Unlock()
