@@ -39,7 +39,7 @@ func (w *world) client(tb testing.TB, url string, dc *dialog.Context, rec *adapt
 func (w *world) clientAs(tb testing.TB, src wit.Source, tokens agent.TxnTokenSource, url string, dc *dialog.Context, rec *adaptertest.Recorder) *a2aclient.Client {
 	tb.Helper()
 	t := &agent.Transport{Base: rec, Source: src, Tokens: tokens, Responses: httpsig.NewVerifier(w.WITs)}
-	opts, err := dialoga2a.ClientOptions(dialoga2a.ClientConfig{Transport: t, Dialog: dc, Delegator: w.Delegator})
+	opts, err := dialoga2a.ClientOptions(agent.HostClientConfig{Transport: t, Dialog: dc, Delegator: w.Delegator})
 	adaptertest.MustOK(tb, err)
 	c, err := a2aclient.NewFromEndpoints(context.Background(), []a2a.AgentInterface{{URL: url, Transport: a2a.TransportProtocolJSONRPC}}, opts...)
 	adaptertest.MustOK(tb, err)

@@ -35,7 +35,7 @@ func (w *world) session(tb testing.TB, url string, dc *dialog.Context, rec *adap
 func (w *world) sessionAs(tb testing.TB, src wit.Source, tokens agent.TxnTokenSource, url string, dc *dialog.Context, rec *adaptertest.Recorder) (*mcp.ClientSession, error) {
 	tb.Helper()
 	t := &agent.Transport{Base: rec, Source: src, Tokens: tokens, Responses: httpsig.NewVerifier(w.WITs)}
-	hc, err := dialogmcp.NewHTTPClient(dialogmcp.ClientConfig{Transport: t, Dialog: dc, Delegator: w.Delegator})
+	hc, err := dialogmcp.NewHTTPClient(agent.HostClientConfig{Transport: t, Dialog: dc, Delegator: w.Delegator})
 	adaptertest.MustOK(tb, err)
 	client := mcp.NewClient(&mcp.Implementation{Name: "planner", Version: "v1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: -1}, nil)

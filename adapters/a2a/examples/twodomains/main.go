@@ -80,7 +80,7 @@ func run(ctx context.Context, w io.Writer) error {
 
 	p.Step("the planner links dialog D2 to the hotel: fetching its agent card is D2's first request")
 	lc := trip.Link(planner, txnA, witsAB, func(l *agent.Linked, t *agent.Transport) (http.RoundTripper, error) {
-		hc, err := dialoga2a.NewHTTPClient(dialoga2a.ClientConfig{Transport: t, Dialog: l.Dialog, Delegator: delegator})
+		hc, err := dialoga2a.NewHTTPClient(agent.HostClientConfig{Transport: t, Dialog: l.Dialog, Delegator: delegator})
 		if err != nil {
 			return nil, err
 		}

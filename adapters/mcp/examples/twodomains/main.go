@@ -75,7 +75,7 @@ func run(ctx context.Context, w io.Writer) error {
 
 	p.Step("the planner links dialog D2 to the hotel: go-sdk's initialize is D2's first request")
 	lc := trip.Link(planner, txnA, witsAB, func(l *agent.Linked, t *agent.Transport) (http.RoundTripper, error) {
-		hc, err := dialogmcp.NewHTTPClient(dialogmcp.ClientConfig{Transport: t, Dialog: l.Dialog, Delegator: delegator})
+		hc, err := dialogmcp.NewHTTPClient(agent.HostClientConfig{Transport: t, Dialog: l.Dialog, Delegator: delegator})
 		if err != nil {
 			return nil, err
 		}
