@@ -5,7 +5,9 @@
 // (Transport, the RoundTripper that attaches the WIT, the Txn-Token and the proof) and
 // tokens.go (where Txn-Tokens come from, TTSSource). link.go is the trust boundary
 // (Linker, LinkAcceptor), handoff.go the handoff offers in a dialog, signers.go says
-// whose signed responses a Transport believes, refusal.go marks an unsigned refusal.
+// whose signed responses a Transport believes, refusal.go marks an unsigned refusal,
+// hostclient.go is what the host-protocol SDK adapters' clients share
+// (HostClientConfig, OfferedHops: the hops of offered calls, for their cancel).
 //
 // Transport is an http.RoundTripper that, for every request, attaches the agent's WIT
 // (from a wit.Source), the Dialog-Context of the dialog the request belongs to, the

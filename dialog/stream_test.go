@@ -16,6 +16,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
 )
@@ -51,21 +52,6 @@ func streamContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), streamWait)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-func readEvent(t *testing.T, br *bufio.Reader) string {
-	t.Helper()
-	var b strings.Builder
-	for {
-		line, err := br.ReadString('\n')
-		b.WriteString(line)
-		if err != nil {
-			t.Fatalf("the stream ended after %q: %v", b.String(), err)
-		}
-		if line == "\n" {
-			return b.String()
-		}
-	}
 }
 
 // http-signature-07 section 3.5: signing is RECOMMENDED, and a client that did not ask
@@ -104,7 +90,7 @@ func TestWIMSESig3_5_UnaskedEventStreamPassesUnsignedAsWritten(t *testing.T) {
 		t.Fatalf("Dialog-Context %q, want %q", res.Header.Get(dialog.HeaderName), dc.Value())
 	}
 	br := bufio.NewReader(res.Body)
-	if got := readEvent(t, br); got != event1 {
+	if got := testkit.ReadEvent(t, br); got != event1 {
 		t.Fatalf("event 1: %q", got)
 	}
 	close(read1)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/proxy"
 )
@@ -84,7 +85,7 @@ func TestWIMSESig3_5_SigningIngressStreamsAnUnaskedEventStream(t *testing.T) {
 	if dc, err := dialog.FromHeader(res.Header); err != nil || dc == nil || !dc.Initiator().Equal(p.a1) {
 		t.Fatalf("no Dialog-Context of a1 in %v (%v)", res.Header, err)
 	}
-	if got := readEvent(t, br); got != mcpProgress {
+	if got := testkit.ReadEvent(t, br); got != mcpProgress {
 		t.Fatalf("event 1: %q", got)
 	}
 	close(read1)

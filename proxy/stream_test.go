@@ -19,6 +19,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpserver"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/proxy"
 )
@@ -65,22 +66,6 @@ func open(t *testing.T, c *http.Client, method, url, body string, h http.Header)
 	mustOK(t, err)
 	t.Cleanup(func() { res.Body.Close() })
 	return res, bufio.NewReader(res.Body), cancel
-}
-
-// readEvent reads one block of an LF event stream, its blank line included.
-func readEvent(t *testing.T, br *bufio.Reader) string {
-	t.Helper()
-	var b strings.Builder
-	for {
-		line, err := br.ReadString('\n')
-		b.WriteString(line)
-		if err != nil {
-			t.Fatalf("the stream ended after %q: %v", b.String(), err)
-		}
-		if line == "\n" {
-			return b.String()
-		}
-	}
 }
 
 // flush sends what the application wrote so far.
@@ -130,7 +115,7 @@ func TestStreamEventsReachTheAgentBeforeTheStreamEnds(t *testing.T) {
 			if err != nil || dc == nil || !dc.Initiator().Equal(p.a1) {
 				t.Fatalf("no Dialog-Context of a1 in %v (%v)", res.Header, err)
 			}
-			if got := readEvent(t, br); got != mcpProgress {
+			if got := testkit.ReadEvent(t, br); got != mcpProgress {
 				t.Fatalf("event 1: %q", got)
 			}
 			close(read1)
@@ -203,11 +188,11 @@ func TestStreamMCPSessionGETStream(t *testing.T) {
 	if res.StatusCode != 200 || res.Header.Get(dialog.HeaderName) != dc.Value() {
 		t.Fatalf("GET: %d %v", res.StatusCode, res.Header)
 	}
-	if got := readEvent(t, br); got != listChanged {
+	if got := testkit.ReadEvent(t, br); got != listChanged {
 		t.Fatalf("notification 1: %q", got)
 	}
 	close(read1)
-	if got := readEvent(t, br); got != logMessage {
+	if got := testkit.ReadEvent(t, br); got != logMessage {
 		t.Fatalf("notification 2: %q", got)
 	}
 	if r := p.app.last(); r.Method != "GET" || r.Header.Get(proxy.VerifiedDialogField) != dc.DLG() || r.Header.Get(proxy.VerifiedEstablishedField) != "false" {
@@ -231,7 +216,7 @@ func TestStreamAgentGoingAwayCancelsTheApplication(t *testing.T) {
 				gone <- r.Context().Err()
 			}, nil)
 			_, br, cancel := open(t, agentClient(t), "POST", p.egress.URL+"/t1", toolsCall, merge(eventStreamFields(), start()))
-			if got := readEvent(t, br); got != mcpProgress {
+			if got := testkit.ReadEvent(t, br); got != mcpProgress {
 				t.Fatalf("event 1: %q", got)
 			}
 			cancel()
@@ -366,7 +351,7 @@ func TestStreamIdleBound(t *testing.T) {
 				}
 			})
 			_, br, _ := open(t, agentClient(t), "POST", p.egress.URL+"/t1", toolsCall, merge(eventStreamFields(), start()))
-			if got := readEvent(t, br); got != mcpProgress {
+			if got := testkit.ReadEvent(t, br); got != mcpProgress {
 				t.Fatalf("event 1: %q", got)
 			}
 			if rest, err := io.ReadAll(br); !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -481,7 +466,7 @@ func TestStreamLiftsTheServerDeadlines(t *testing.T) {
 	t.Cleanup(srv.Close)
 	sent := time.Now()
 	_, br, _ := open(t, agentClient(t), "POST", srv.URL+"/t1", toolsCall, merge(eventStreamFields(), start()))
-	if got := readEvent(t, br); got != mcpProgress {
+	if got := testkit.ReadEvent(t, br); got != mcpProgress {
 		t.Fatalf("event 1: %q", got)
 	}
 	conn := waitFor(t, (<-chan *deadlineConn)(ln.conns), "the agent's connection")
@@ -518,11 +503,11 @@ func TestStreamOverHTTP2(t *testing.T) {
 			gone <- r.Context().Err()
 		}, func(o *pairOptions) { o.ingressTLS = true })
 		_, br, cancel := open(t, agentClient(t), "POST", p.egress.URL+"/t1", toolsCall, merge(eventStreamFields(), start()))
-		if got := readEvent(t, br); got != mcpProgress {
+		if got := testkit.ReadEvent(t, br); got != mcpProgress {
 			t.Fatalf("event 1: %q", got)
 		}
 		close(read1)
-		if got := readEvent(t, br); got != mcpSSEReply {
+		if got := testkit.ReadEvent(t, br); got != mcpSSEReply {
 			t.Fatalf("event 2: %q", got)
 		}
 		p.mu.Lock()
@@ -548,7 +533,7 @@ func TestStreamOverHTTP2(t *testing.T) {
 			o.ingress = func(c *proxy.IngressConfig) { c.StreamIdleTimeout, c.Log = 50*time.Millisecond, newJSONLogger(logs) }
 		})
 		_, br, _ := open(t, agentClient(t), "POST", p.egress.URL+"/t1", toolsCall, merge(eventStreamFields(), start()))
-		if got := readEvent(t, br); got != mcpProgress {
+		if got := testkit.ReadEvent(t, br); got != mcpProgress {
 			t.Fatalf("event 1: %q", got)
 		}
 		if rest, err := io.ReadAll(br); !errors.Is(err, io.ErrUnexpectedEOF) {

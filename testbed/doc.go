@@ -27,7 +27,8 @@
 // agent.Linker, and the peer's LinkAcceptor, agent.LinkAcceptor plus the verification
 // of the Txn-Token its TTS issues for the linked dialog. What differs per protocol (the
 // SDK's client and server, where the handoff travels) stays in the adapters. Trip
-// (trip.go) is the cast and the steps their two-domain examples share.
+// (trip.go) is the cast and the steps their two-domain examples share; tripsteps.go
+// their frame (Main, RunTrip) and the hotel's receivers, link and offer.
 //
 // Everything here is for development: the WIT issuers authenticate nobody (witissuer.NewDev),
 // keys are generated at start and state is in memory. Nothing of it is to be reachable

@@ -89,6 +89,9 @@ func (d *Domain) LinkAcceptor(ctx context.Context, w Workload) *LinkAcceptor {
 type LinkAcceptor struct {
 	acceptor agent.LinkAcceptor
 	txns     *txntoken.Verifier
+
+	mu      sync.Mutex
+	refused error // the last refusal of AcceptOffer
 }
 
 // Accept checks a request in a linked dialog that the domain's dialog.Receiver

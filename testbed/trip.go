@@ -64,13 +64,16 @@ func ReportLinked(p *Steps, l *agent.Linked) {
 
 // AcceptOffer is the hotel's check of a call carrying an offer in the linked dialog,
 // before its work: Accept, then CheckGrantIsDigestOf the access token that came with
-// it; it prints what was verified.
+// it; it prints what was verified, or keeps the refusal for Refused.
 func (a *LinkAcceptor) AcceptOffer(ctx context.Context, p *Steps, v *dialog.Verified, h http.Header) error {
 	tok, txn, err := a.Accept(ctx, v, h)
 	if err == nil {
 		err = CheckGrantIsDigestOf(v, tok)
 	}
 	if err != nil {
+		a.mu.Lock()
+		a.refused = err
+		a.mu.Unlock()
 		return err
 	}
 	p.OK("hotel: the WIT of %s verified with a.example's issuer keys, and its HTTP signature", v.Sender)
@@ -79,4 +82,12 @@ func (a *LinkAcceptor) AcceptOffer(ctx context.Context, p *Steps, v *dialog.Veri
 	p.OK("hotel: the offer (signed by the planner, for D2) names as grant the SHA-256 of that access token")
 	p.OK("hotel: TTS B exchanged the access token for a Txn-Token of b.example recording D2 (sub %q)", txn.Sub)
 	return nil
+}
+
+// Refused is the last error AcceptOffer refused a call with; nil when none. The
+// planner's side reports it when the hotel's status says the work failed.
+func (a *LinkAcceptor) Refused() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.refused
 }

@@ -3,40 +3,22 @@ package dialoga2a
 import (
 	"context"
 	"net/http"
-	"sync"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 
 	"github.com/dialogtrust/dialogtrust/agent"
-	"github.com/dialogtrust/dialogtrust/dialog"
-	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/hostproto"
 )
 
-// ClientConfig is the HTTP side and the handoff side of one A2A client.
-type ClientConfig struct {
-	// Transport proves every request (required).
-	Transport *agent.Transport
-	// Dialog is the dialog the client's requests belong to; nil for none. Each
-	// request's Dialog-Context is its Value, octet for octet.
-	Dialog *dialog.Context
-	// Delegator, when set, adds its "canceled" status to the metadata of a tasks/cancel
-	// for a task that one of its offers opened (section 6), unless the caller placed
-	// one itself.
-	Delegator *handoff.Delegator
-}
-
-// maxRemembered bounds the tasks with an offer the interceptor remembers for their cancel.
-const maxRemembered = 4096
-
 // ClientOptions returns the a2aclient factory options that make an a2a-go client
 // speak in the dialog: the JSON-RPC transport over an *http.Client built on
 // agent.Transport (every request proved, Dialog-Context and Txn-Token attached, signed
-// responses verified) and the Interceptor. Pass them to a2aclient.NewFromCard or
+// responses verified) and the Interceptor, which, with c.Delegator, adds its "canceled"
+// status to the metadata of a tasks/cancel for a task one of its offers opened. Pass them to a2aclient.NewFromCard or
 // NewFromEndpoints.
-func ClientOptions(c ClientConfig) ([]a2aclient.FactoryOption, error) {
+func ClientOptions(c agent.HostClientConfig) ([]a2aclient.FactoryOption, error) {
 	hc, err := NewHTTPClient(c)
 	if err != nil {
 		return nil, err
@@ -49,20 +31,20 @@ func ClientOptions(c ClientConfig) ([]a2aclient.FactoryOption, error) {
 
 // NewHTTPClient returns the *http.Client for a2aclient.WithJSONRPCTransport: every
 // request goes through c.Transport, in c.Dialog.
-func NewHTTPClient(c ClientConfig) (*http.Client, error) {
-	if c.Transport == nil {
-		return nil, errcode.New(errcode.InvalidRequest, "an A2A client needs an agent.Transport")
+func NewHTTPClient(c agent.HostClientConfig) (*http.Client, error) {
+	if err := c.Check("A2A"); err != nil {
+		return nil, err
 	}
 	return &http.Client{Transport: &roundTripper{cfg: c}}, nil
 }
 
-type roundTripper struct{ cfg ClientConfig }
+type roundTripper struct{ cfg agent.HostClientConfig }
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rt.cfg.Dialog == nil {
 		return rt.cfg.Transport.RoundTrip(req)
 	}
-	return rt.cfg.Transport.RoundTrip(req.WithContext(agent.WithDialog(req.Context(), rt.cfg.Dialog)))
+	return rt.cfg.Transport.RoundTrip(req.WithContext(rt.cfg.InDialog(req.Context())))
 }
 
 // Interceptor is an a2aclient.CallInterceptor for handoffs (section 6). It lists the
@@ -73,14 +55,12 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 // metadata of the tasks/cancel params (the caller's *a2a.TaskIDParams is changed).
 type Interceptor struct {
 	delegator *handoff.Delegator
-	mu        sync.Mutex
-	hops      map[a2a.TaskID]string
-	order     []a2a.TaskID
+	hops      agent.OfferedHops[a2a.TaskID] // tasks an offer opened
 }
 
 // NewInterceptor returns the interceptor; d may be nil (no cancel statuses added).
 func NewInterceptor(d *handoff.Delegator) *Interceptor {
-	return &Interceptor{delegator: d, hops: map[a2a.TaskID]string{}}
+	return &Interceptor{delegator: d}
 }
 
 var _ a2aclient.CallInterceptor = (*Interceptor)(nil)
@@ -110,14 +90,14 @@ func (ic *Interceptor) Before(ctx context.Context, req *a2aclient.Request) (cont
 			return ctx, nil
 		}
 		if p.Message.TaskID != "" {
-			ic.remember(p.Message.TaskID, o.Hop)
+			ic.hops.Remember(p.Message.TaskID, o.Hop)
 		}
 		return context.WithValue(ctx, hopKey{}, o.Hop), nil
 	case *a2a.TaskIDParams:
 		if p == nil || req.Method != "CancelTask" {
 			return ctx, nil
 		}
-		hop := ic.take(p.ID)
+		hop := ic.hops.Take(p.ID)
 		if hop == "" {
 			return ctx, nil
 		}
@@ -153,38 +133,17 @@ func (ic *Interceptor) After(ctx context.Context, resp *a2aclient.Response) erro
 	switch e := ev.(type) {
 	case *a2a.Task:
 		if e.Status.State.Terminal() {
-			ic.take(id)
+			ic.hops.Take(id)
 			return nil
 		}
 	case *a2a.TaskStatusUpdateEvent:
 		if e.Final || e.Status.State.Terminal() {
-			ic.take(id)
+			ic.hops.Take(id)
 			return nil
 		}
 	}
-	ic.remember(id, hop)
+	ic.hops.Remember(id, hop)
 	return nil
-}
-
-func (ic *Interceptor) remember(id a2a.TaskID, hop string) {
-	ic.mu.Lock()
-	defer ic.mu.Unlock()
-	if _, ok := ic.hops[id]; !ok {
-		ic.order = append(ic.order, id)
-	}
-	ic.hops[id] = hop
-	for len(ic.order) > maxRemembered {
-		delete(ic.hops, ic.order[0])
-		ic.order = ic.order[1:]
-	}
-}
-
-func (ic *Interceptor) take(id a2a.TaskID) string {
-	ic.mu.Lock()
-	defer ic.mu.Unlock()
-	hop := ic.hops[id]
-	delete(ic.hops, id)
-	return hop
 }
 
 func appendOnce(vals []string, v string) []string {

@@ -7,19 +7,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
 
 	dialoga2a "github.com/dialogtrust/dialogtrust/adapters/a2a"
-	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/internal/adaptertest"
-	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // serveHotel serves the hotel agent over a2a-go's real JSON-RPC handler behind the
@@ -32,7 +29,7 @@ func (w *world) serveHotel(t *testing.T, work dialoga2a.Work) (string, *adaptert
 		return work(ctx, rc)
 	})
 	url := adaptertest.Serve(t, s, "/a2a", func(url string) http.Handler {
-		return dialoga2a.Handler(w.receiver(t, url), a2asrv.NewHandler(exec))
+		return dialoga2a.Handler(w.Receiver(t, url), a2asrv.NewHandler(exec))
 	})
 	return url, s
 }
@@ -45,8 +42,7 @@ func booked(_ context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) 
 // carries (section 5.7), and returns the message and the context to send it with.
 func (w *world) offerMessage(t *testing.T, dc *dialog.Context) (*a2a.Message, *handoff.Handoff, context.Context) {
 	t.Helper()
-	h, ctx, err := agent.OfferInDialog(context.Background(), w.Delegator, w.Tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.Hotel.ID.String()}})
-	adaptertest.MustOK(t, err)
+	h, ctx := w.Offer(t, dc)
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "book a hotel in Lisbon"})
 	m.ContextID = dc.DLG()
 	adaptertest.MustOK(t, dialoga2a.PutOffer(m, h))
@@ -87,17 +83,7 @@ func TestA2ASec6_OfferAcceptedAndCompleted(t *testing.T) {
 	if hs, ok := dialoga2a.HopState(task.Status.State); !ok || hs != u.Status.State {
 		t.Fatalf("Table 1: task state %s is hop state %s, the status says %s", task.Status.State, hs, u.Status.State)
 	}
-	requests, calls := s.Snapshot()
-	if len(calls) != 1 {
-		t.Fatalf("%d executions", len(calls))
-	}
-	v := calls[0]
-	if v == nil || !v.Sender.Equal(w.Planner.ID) || v.Context == nil || v.Context.DLG() != dc.DLG() || v.Txn == nil || v.Txn.Dialog() != dc.DLG() {
-		t.Fatalf("the executor saw %+v", v)
-	}
-	if v.Handoff == nil || v.Handoff.Outcome != handoff.OutcomeAccepted || !v.Handoff.Offer.Signed.Equal(h.Offer) {
-		t.Fatalf("the executor saw the decision %+v", v.Handoff)
-	}
+	requests := w.WantOfferTaken(t, s, dc, h)
 	if !slices.Contains(requested, handoff.A2AExtensionURI) {
 		t.Fatalf("a2a-go's CallContext lists the extensions %q", requested)
 	}
@@ -105,9 +91,6 @@ func TestA2ASec6_OfferAcceptedAndCompleted(t *testing.T) {
 		t.Fatalf("%d HTTP requests seen", len(requests))
 	}
 	for i, hd := range requests {
-		if hd.Get("Signature-Input") == "" || hd.Get(dialog.HeaderName) != dc.Value() || hd.Get(txntoken.HeaderName) == "" {
-			t.Fatalf("A2A request %d was not proved in the dialog: %v", i, hd)
-		}
 		for _, name := range []string{hostproto.A2AExtensionsHeader, hostproto.A2A03ExtensionsHeader} {
 			if !slices.Contains(hd.Values(name), handoff.A2AExtensionURI) {
 				t.Fatalf("A2A request %d does not list the extension in %s: %v", i, name, hd)
@@ -136,10 +119,7 @@ func TestA2ASec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 	if err != nil || st1 == nil {
 		t.Fatalf("first status: %v", err)
 	}
-	o, err := handoff.DecodeOffer(h.Offer)
-	adaptertest.MustOK(t, err)
-	again, err := w.Delegator.Retransmit(o.Hop)
-	adaptertest.MustOK(t, err)
+	again := w.Retransmission(t, h)
 	m2 := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "book a hotel in Lisbon"})
 	m2.ContextID = dc.DLG()
 	adaptertest.MustOK(t, dialoga2a.PutOffer(m2, again))
@@ -155,9 +135,7 @@ func TestA2ASec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 	if !st2.Equal(*st1) {
 		t.Fatal("the retransmission got other octets than the last status")
 	}
-	if n := s.Count(); n != 1 {
-		t.Fatalf("the executor ran %d times", n)
-	}
+	s.WantRuns(t, 1)
 
 	other := w.Dom.Workload("/agent/other")
 	rec := &adaptertest.Recorder{}
@@ -170,9 +148,7 @@ func TestA2ASec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 		t.Fatalf("the retransmission from another workload was answered: %s", jsonOf(res))
 	}
 	wantSDKRefusal(t, err, rec, errcode.HandoffRetransmission)
-	if n := s.Count(); n != 1 {
-		t.Fatalf("the executor ran %d times", n)
-	}
+	s.WantRuns(t, 1)
 }
 
 // Section 6: the delegator cancels the task an offer opened; tasks/cancel carries its
@@ -180,17 +156,9 @@ func TestA2ASec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 // checks and records it, and a2a-go's cancel ends the context the work runs on.
 func TestA2ASec6_CancelStopsTheWork(t *testing.T) {
 	w := newWorld(t)
-	started, stopped := make(chan struct{}), make(chan error, 1)
+	work := adaptertest.NewBlocking()
 	url, _ := w.serveHotel(t, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
-		close(started)
-		select {
-		case <-ctx.Done():
-			stopped <- ctx.Err()
-			return nil, ctx.Err()
-		case <-time.After(30 * time.Second):
-			stopped <- nil
-			return nil, nil
-		}
+		return nil, work.Run(ctx)
 	})
 	dc := adaptertest.NewDialog(t, w.Planner.ID)
 	c := w.client(t, url, dc, &adaptertest.Recorder{})
@@ -207,7 +175,7 @@ func TestA2ASec6_CancelStopsTheWork(t *testing.T) {
 	} else if u, err := w.Delegator.HandleStatus(context.Background(), *st); err != nil || u.Status.State != handoff.StateAccepted {
 		t.Fatalf("accepted status: %v %+v", err, u)
 	}
-	<-started
+	<-work.Started
 	params := &a2a.TaskIDParams{ID: task.ID}
 	canceled, err := c.CancelTask(ctx, params)
 	adaptertest.MustOK(t, err)
@@ -217,14 +185,7 @@ func TestA2ASec6_CancelStopsTheWork(t *testing.T) {
 	if st, err := handoff.StatusInMeta(params.Metadata, handoff.A2AExtensionURI); err != nil || st == nil {
 		t.Fatalf("tasks/cancel went without the canceled status (%v)", err)
 	}
-	select {
-	case err := <-stopped:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("the work was not canceled: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the cancel never reached the work")
-	}
+	work.WantCanceled(t)
 	w.WantCanceledAtBothEnds(t, h)
 }
 
@@ -243,9 +204,7 @@ func TestA2ASec5_1_WrongContextIDRefused(t *testing.T) {
 		t.Fatalf("a message with another contextId was answered: %s", jsonOf(res))
 	}
 	wantSDKRefusal(t, err, rec, errcode.HandoffPolicy)
-	if n := s.Count(); n != 0 {
-		t.Fatalf("the executor ran %d times", n)
-	}
+	s.WantRuns(t, 0)
 }
 
 // Section 6: a handoff where an A2A 0.3 receiver does not read one (here under the MCP
@@ -257,8 +216,7 @@ func TestA2ASec6_UnplacedHandoffRefused(t *testing.T) {
 	dc := adaptertest.NewDialog(t, w.Planner.ID)
 	rec := &adaptertest.Recorder{}
 	c := w.client(t, url, dc, rec)
-	h, ctx, err := agent.OfferInDialog(context.Background(), w.Delegator, w.Tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.Hotel.ID.String()}})
-	adaptertest.MustOK(t, err)
+	h, ctx := w.Offer(t, dc)
 	v, err := h.MetaValue()
 	adaptertest.MustOK(t, err)
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "book"})
@@ -268,9 +226,7 @@ func TestA2ASec6_UnplacedHandoffRefused(t *testing.T) {
 		t.Fatalf("a message with an unplaced handoff was answered: %s", jsonOf(res))
 	}
 	wantSDKRefusal(t, err, rec, errcode.HandoffUnplaced)
-	if n := s.Count(); n != 0 {
-		t.Fatalf("the executor ran %d times", n)
-	}
+	s.WantRuns(t, 0)
 }
 
 // Dialog-binding section 7 over a2a-go: a Dialog-Context changed after the request was
@@ -286,15 +242,7 @@ func TestA2ASec7_TamperedDialogContextRefused(t *testing.T) {
 	if res, err := c.SendMessage(context.Background(), &a2a.MessageSendParams{Message: m}); err == nil {
 		t.Fatalf("a message with a tampered Dialog-Context was answered: %s", jsonOf(res))
 	}
-	if got := rec.Last(); got == "" {
-		t.Fatal("no refusal with a code")
-	}
-	if requests, _ := s.Snapshot(); len(requests) == 0 {
-		t.Fatal("the request never reached the server")
-	}
-	if n := s.Count(); n != 0 {
-		t.Fatalf("the executor ran %d times", n)
-	}
+	adaptertest.WantRefusedBeforeWork(t, rec, s)
 }
 
 // Table 1 in a2a-go's task states: every sendable hop state has a task state, read
@@ -422,9 +370,7 @@ func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
 		t.Fatalf("the work stopped: %v", err)
 	default:
 	}
-	if n := s.Count(); n != 1 {
-		t.Fatalf("the executor ran %d times", n)
-	}
+	s.WantRuns(t, 1)
 	got, err := c.GetTask(ctx, &a2a.TaskQueryParams{ID: task.ID})
 	adaptertest.MustOK(t, err)
 	if got.Status.State != a2a.TaskStateWorking {
@@ -477,7 +423,5 @@ func wantSDKRefusal(t *testing.T, err error, rec *adaptertest.Recorder, code err
 	if !errors.Is(err, a2a.ErrInvalidParams) || !strings.Contains(err.Error(), string(code)+": ") {
 		t.Fatalf("the SDK error %v does not name %s as invalid params", err, code)
 	}
-	if got := rec.Last(); got != "" {
-		t.Fatalf("an HTTP error status came back (%q)", got)
-	}
+	rec.WantNoHTTPError(t)
 }

@@ -61,7 +61,7 @@ func Example() {
 
 	// The planner delegates the booking to the hotel in dialog dc.
 	dc, _ := dialog.New(agent.NewDialogID(), planner.ID)
-	opts, _ := dialoga2a.ClientOptions(dialoga2a.ClientConfig{Dialog: dc, Delegator: handoffs.Delegator, Transport: &agent.Transport{
+	opts, _ := dialoga2a.ClientOptions(agent.HostClientConfig{Dialog: dc, Delegator: handoffs.Delegator, Transport: &agent.Transport{
 		Source: planner.Source, Responses: httpsig.NewVerifier(wits),
 	}})
 	client, err := a2aclient.NewFromEndpoints(ctx, []a2a.AgentInterface{{URL: url, Transport: a2a.TransportProtocolJSONRPC}}, opts...)

@@ -13,20 +13,17 @@ import (
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/hostproto"
-	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/internal/adaptertest"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
 // world is the adapters' one trust domain (adaptertest.World), the hotel being the
-// delegate agent, with the A2A client of the planner.
+// delegate agent reading handoffs in A2A 0.3 messages, with the A2A client of the
+// planner.
 type world struct{ *adaptertest.World }
 
-func newWorld(tb testing.TB) *world { return &world{adaptertest.NewWorld(tb, "/agent/hotel")} }
-
-// receiver is the hotel's dialog receiver: handoffs in A2A 0.3 messages.
-func (w *world) receiver(tb testing.TB, url string) *dialog.Receiver {
-	return w.Receiver(tb, url, hostproto.A2A03)
+func newWorld(tb testing.TB) *world {
+	return &world{adaptertest.NewWorld(tb, "/agent/hotel", hostproto.A2A03)}
 }
 
 // client connects the planner to the hotel's A2A server in dialog dc, over a2a-go's
@@ -38,8 +35,7 @@ func (w *world) client(tb testing.TB, url string, dc *dialog.Context, rec *adapt
 // clientAs connects the workload src to the hotel's A2A server in dialog dc.
 func (w *world) clientAs(tb testing.TB, src wit.Source, tokens agent.TxnTokenSource, url string, dc *dialog.Context, rec *adaptertest.Recorder) *a2aclient.Client {
 	tb.Helper()
-	t := &agent.Transport{Base: rec, Source: src, Tokens: tokens, Responses: httpsig.NewVerifier(w.WITs)}
-	opts, err := dialoga2a.ClientOptions(dialoga2a.ClientConfig{Transport: t, Dialog: dc, Delegator: w.Delegator})
+	opts, err := dialoga2a.ClientOptions(w.ClientAs(src, tokens, dc, rec))
 	adaptertest.MustOK(tb, err)
 	c, err := a2aclient.NewFromEndpoints(context.Background(), []a2a.AgentInterface{{URL: url, Transport: a2a.TransportProtocolJSONRPC}}, opts...)
 	adaptertest.MustOK(tb, err)

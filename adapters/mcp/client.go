@@ -10,54 +10,34 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dialogtrust/dialogtrust/agent"
-	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/hostproto"
 )
 
-// ClientConfig is the HTTP side of one MCP client session.
-type ClientConfig struct {
-	// Transport proves every request (required).
-	Transport *agent.Transport
-	// Dialog is the dialog the session's requests belong to; nil for none. Each
-	// request's Dialog-Context is its Value, octet for octet.
-	Dialog *dialog.Context
-	// Delegator, when set, adds its "canceled" status to the notifications/cancelled
-	// go-sdk sends for a tool call that carried one of its offers (section 6).
-	Delegator *handoff.Delegator
-}
-
 // maxCallBody bounds a request body the client reads to find an offer or a cancel.
 const maxCallBody = 8 << 20
 
-// maxRemembered bounds the calls with an offer the client remembers for their cancel.
-const maxRemembered = 4096
-
 // NewHTTPClient returns the *http.Client to set as
-// mcp.StreamableClientTransport.HTTPClient.
-func NewHTTPClient(c ClientConfig) (*http.Client, error) {
-	if c.Transport == nil {
-		return nil, errcode.New(errcode.InvalidRequest, "an MCP client needs an agent.Transport")
+// mcp.StreamableClientTransport.HTTPClient: every request of the session goes through
+// c.Transport, in c.Dialog. With c.Delegator, the notifications/cancelled go-sdk sends
+// for a tool call that carried one of its offers gets its "canceled" status.
+func NewHTTPClient(c agent.HostClientConfig) (*http.Client, error) {
+	if err := c.Check("MCP"); err != nil {
+		return nil, err
 	}
-	return &http.Client{Transport: &roundTripper{cfg: c, hops: map[callKey]string{}}}, nil
+	return &http.Client{Transport: &roundTripper{cfg: c}}, nil
 }
 
 type callKey struct{ session, id string }
 
 type roundTripper struct {
-	cfg   ClientConfig
-	mu    sync.Mutex
-	hops  map[callKey]string // tool calls that carried an offer, by session and JSON-RPC id
-	order []callKey
+	cfg  agent.HostClientConfig
+	hops agent.OfferedHops[callKey] // tool calls that carried an offer, by session and JSON-RPC id
 }
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
-	if rt.cfg.Dialog != nil {
-		ctx = agent.WithDialog(ctx, rt.cfg.Dialog)
-	}
-	out := req.Clone(ctx)
+	out := req.Clone(rt.cfg.InDialog(req.Context()))
 	var key callKey
 	if rt.cfg.Delegator != nil && req.Method == http.MethodPost && req.Body != nil && req.Body != http.NoBody {
 		body, err := io.ReadAll(io.LimitReader(req.Body, maxCallBody+1))
@@ -81,7 +61,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// The call's result arrived in full: no cancel can follow it. A body that ends
 	// otherwise (the call's context ended) keeps the hop for the cancel go-sdk sends.
-	res.Body = &forgetAtEOF{ReadCloser: res.Body, forget: func() { rt.forget(key) }}
+	res.Body = &forgetAtEOF{ReadCloser: res.Body, forget: func() { rt.hops.Take(key) }}
 	return res, nil
 }
 
@@ -107,7 +87,7 @@ func (rt *roundTripper) inspect(req *http.Request, body []byte) ([]byte, callKey
 			return body, callKey{}, nil
 		}
 		key := callKey{session, string(id)}
-		rt.remember(key, o.Hop)
+		rt.hops.Remember(key, o.Hop)
 		return body, key, nil
 	case method == hostproto.MCP.CancelMethod():
 		var p struct {
@@ -117,7 +97,7 @@ func (rt *roundTripper) inspect(req *http.Request, body []byte) ([]byte, callKey
 			return body, callKey{}, nil
 		}
 		key := callKey{session, string(p.RequestID)}
-		hop := rt.take(key)
+		hop := rt.hops.Take(key)
 		if hop == "" {
 			return body, callKey{}, nil
 		}
@@ -142,33 +122,6 @@ func (rt *roundTripper) inspect(req *http.Request, body []byte) ([]byte, callKey
 		return b, callKey{}, nil
 	}
 	return body, callKey{}, nil
-}
-
-func (rt *roundTripper) remember(k callKey, hop string) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if _, ok := rt.hops[k]; !ok {
-		rt.order = append(rt.order, k)
-	}
-	rt.hops[k] = hop
-	for len(rt.order) > maxRemembered {
-		delete(rt.hops, rt.order[0])
-		rt.order = rt.order[1:]
-	}
-}
-
-func (rt *roundTripper) take(k callKey) string {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	hop := rt.hops[k]
-	delete(rt.hops, k)
-	return hop
-}
-
-func (rt *roundTripper) forget(k callKey) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	delete(rt.hops, k)
 }
 
 // forgetAtEOF runs forget once the body has been read to its end.

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,7 +20,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/internal/adaptertest"
 	"github.com/dialogtrust/dialogtrust/problem"
-	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
@@ -37,7 +35,7 @@ func (w *world) serveHotel(t *testing.T, work mcp.ToolHandler) (string, *adapter
 			return work(ctx, req)
 		}))
 	url := adaptertest.Serve(t, s, "/mcp", func(url string) http.Handler {
-		return dialogmcp.Handler(w.receiver(t, url), func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{JSONResponse: true})
+		return dialogmcp.Handler(w.Receiver(t, url), func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{JSONResponse: true})
 	})
 	return url, s
 }
@@ -50,8 +48,7 @@ func booked(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) 
 // (section 5.7), and returns the call params and the context to call with.
 func (w *world) offerCall(t *testing.T, dc *dialog.Context) (*mcp.CallToolParams, *handoff.Handoff, context.Context) {
 	t.Helper()
-	h, ctx, err := agent.OfferInDialog(context.Background(), w.Delegator, w.Tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.Hotel.ID.String()}})
-	adaptertest.MustOK(t, err)
+	h, ctx := w.Offer(t, dc)
 	p := &mcp.CallToolParams{Name: "book_hotel", Arguments: map[string]any{"city": "Lisbon"}}
 	adaptertest.MustOK(t, dialogmcp.PutOffer(p, h))
 	return p, h, ctx
@@ -77,22 +74,7 @@ func TestMCPSec6_OfferAcceptedAndCompleted(t *testing.T) {
 		t.Fatalf("no status in the result (%v): %+v", err, res.Meta)
 	}
 	w.WantCompleted(t, *st)
-	requests, calls := s.Snapshot()
-	if len(calls) != 1 {
-		t.Fatalf("%d tool calls", len(calls))
-	}
-	v := calls[0]
-	if v == nil || !v.Sender.Equal(w.Planner.ID) || v.Context == nil || v.Context.DLG() != dc.DLG() || v.Txn == nil || v.Txn.Dialog() != dc.DLG() {
-		t.Fatalf("the tool saw %+v", v)
-	}
-	if v.Handoff == nil || v.Handoff.Outcome != handoff.OutcomeAccepted || !v.Handoff.Offer.Signed.Equal(h.Offer) {
-		t.Fatalf("the tool saw the decision %+v", v.Handoff)
-	}
-	for i, hd := range requests {
-		if hd.Get("Signature-Input") == "" || hd.Get(dialog.HeaderName) != dc.Value() || hd.Get(txntoken.HeaderName) == "" {
-			t.Fatalf("MCP HTTP request %d (%s) was not proved in the dialog: %v", i, hd.Get("Mcp-Method"), hd)
-		}
-	}
+	requests := w.WantOfferTaken(t, s, dc, h)
 	if len(requests) < 3 { // initialize, notifications/initialized, tools/call
 		t.Fatalf("only %d HTTP requests seen", len(requests))
 	}
@@ -113,10 +95,7 @@ func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 	if err != nil || st1 == nil {
 		t.Fatalf("first status: %v", err)
 	}
-	o, err := handoff.DecodeOffer(h.Offer)
-	adaptertest.MustOK(t, err)
-	again, err := w.Delegator.Retransmit(o.Hop)
-	adaptertest.MustOK(t, err)
+	again := w.Retransmission(t, h)
 	p2 := &mcp.CallToolParams{Name: "book_hotel", Arguments: map[string]any{"city": "Lisbon"}}
 	adaptertest.MustOK(t, dialogmcp.PutOffer(p2, again))
 	second, err := cs.CallTool(ctx, p2)
@@ -128,9 +107,7 @@ func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 	if !st2.Equal(*st1) {
 		t.Fatal("the retransmission got other octets than the last status")
 	}
-	if n := s.Count(); n != 1 {
-		t.Fatalf("the tool ran %d times", n)
-	}
+	s.WantRuns(t, 1)
 
 	// The same offer from another workload: the last status is resent only to the
 	// authenticated offer.iss (section 8.4), and the tool does not run.
@@ -146,9 +123,7 @@ func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 		t.Fatalf("the retransmission from another workload was answered: %+v", res)
 	}
 	wantSDKRefusal(t, err, rec, errcode.HandoffRetransmission)
-	if n := s.Count(); n != 1 {
-		t.Fatalf("the tool ran %d times", n)
-	}
+	s.WantRuns(t, 1)
 }
 
 // Section 6: a cancel of a tool call over go-sdk (the call's context ends) carries the
@@ -156,17 +131,12 @@ func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 // and the cancel reaches the tool, which stops.
 func TestMCPSec6_CancelStopsTheWork(t *testing.T) {
 	w := newWorld(t)
-	started, stopped := make(chan struct{}), make(chan error, 1)
+	work := adaptertest.NewBlocking()
 	url, _ := w.serveHotel(t, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		close(started)
-		select {
-		case <-ctx.Done():
-			stopped <- ctx.Err()
-			return nil, ctx.Err()
-		case <-time.After(30 * time.Second):
-			stopped <- nil
-			return &mcp.CallToolResult{}, nil
+		if err := work.Run(ctx); err != nil {
+			return nil, err
 		}
+		return &mcp.CallToolResult{}, nil
 	})
 	dc := adaptertest.NewDialog(t, w.Planner.ID)
 	cs, err := w.session(t, url, dc, &adaptertest.Recorder{})
@@ -178,19 +148,12 @@ func TestMCPSec6_CancelStopsTheWork(t *testing.T) {
 		_, err := cs.CallTool(ctx, p)
 		done <- err
 	}()
-	<-started
+	<-work.Started
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("CallTool: %v", err)
 	}
-	select {
-	case err := <-stopped:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("the tool was not canceled: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the cancel never reached the tool")
-	}
+	work.WantCanceled(t)
 	w.WantCanceledAtBothEnds(t, h)
 }
 
@@ -203,8 +166,7 @@ func TestMCPSec6_UnplacedHandoffRefused(t *testing.T) {
 	rec := &adaptertest.Recorder{}
 	cs, err := w.session(t, url, dc, rec)
 	adaptertest.MustOK(t, err)
-	h, ctx, err := agent.OfferInDialog(context.Background(), w.Delegator, w.Tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.Hotel.ID.String()}})
-	adaptertest.MustOK(t, err)
+	h, ctx := w.Offer(t, dc)
 	v, err := h.MetaValue()
 	adaptertest.MustOK(t, err)
 	p := &mcp.CallToolParams{Name: "book_hotel", Meta: mcp.Meta{handoff.A2AExtensionURI: v}}
@@ -213,9 +175,7 @@ func TestMCPSec6_UnplacedHandoffRefused(t *testing.T) {
 		t.Fatal("a call with an unplaced handoff succeeded")
 	}
 	wantSDKRefusal(t, err, rec, errcode.HandoffUnplaced)
-	if n := s.Count(); n != 0 {
-		t.Fatalf("the tool ran %d times", n)
-	}
+	s.WantRuns(t, 0)
 }
 
 // Dialog-binding section 7 over go-sdk: a Dialog-Context changed after the request was
@@ -229,15 +189,7 @@ func TestMCPSec7_TamperedDialogContextRefused(t *testing.T) {
 	if _, err := w.session(t, url, dc, rec); err == nil {
 		t.Fatal("a session was made with a tampered Dialog-Context")
 	}
-	if got := rec.Last(); got == "" {
-		t.Fatal("no refusal with a code")
-	}
-	if requests, _ := s.Snapshot(); len(requests) == 0 {
-		t.Fatal("the request never reached the server")
-	}
-	if n := s.Count(); n != 0 {
-		t.Fatalf("the tool ran %d times", n)
-	}
+	adaptertest.WantRefusedBeforeWork(t, rec, s)
 }
 
 // An MCP session belongs to the workload that opened it: another workload of the same
@@ -267,15 +219,11 @@ func TestMCPSessionOwnedByItsWorkload(t *testing.T) {
 	if code, got := call(other.Source); code != http.StatusForbidden || got != string(errcode.SessionOwnerMismatch) {
 		t.Fatalf("another workload in the session: %d %q", code, got)
 	}
-	if n := s.Count(); n != 0 {
-		t.Fatalf("the tool ran %d times", n)
-	}
+	s.WantRuns(t, 0)
 	if code, _ := call(w.Planner.Source); code != http.StatusOK {
 		t.Fatalf("the owner's own request: %d", code)
 	}
-	if n := s.Count(); n != 1 {
-		t.Fatalf("the tool ran %d times for the owner", n)
-	}
+	s.WantRuns(t, 1) // the owner's
 }
 
 // wantSDKRefusal checks that go-sdk surfaces a refusal at the handoff step as the call's
@@ -294,7 +242,5 @@ func wantSDKRefusal(t *testing.T, err error, rec *adaptertest.Recorder, code err
 	if !strings.HasPrefix(we.Message, string(code)+": ") {
 		t.Fatalf("message %q does not name %s", we.Message, code)
 	}
-	if got := rec.Last(); got != "" {
-		t.Fatalf("an HTTP error status came back (%q)", got)
-	}
+	rec.WantNoHTTPError(t)
 }

@@ -62,7 +62,7 @@ func Example() {
 
 	// The planner delegates the booking to the hotel in dialog dc.
 	dc, _ := dialog.New(agent.NewDialogID(), planner.ID)
-	hc, _ := dialogmcp.NewHTTPClient(dialogmcp.ClientConfig{Dialog: dc, Delegator: handoffs.Delegator, Transport: &agent.Transport{
+	hc, _ := dialogmcp.NewHTTPClient(agent.HostClientConfig{Dialog: dc, Delegator: handoffs.Delegator, Transport: &agent.Transport{
 		Source: planner.Source, Responses: httpsig.NewVerifier(wits),
 	}})
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "planner", Version: "v1"}, nil).Connect(ctx,

@@ -2,12 +2,15 @@ package adaptertest
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // Serve starts h on loopback with path appended to its URL, recording every request
@@ -62,5 +65,98 @@ func SwapsDialog(other *dialog.Context) func(*http.Request) {
 		if r.Header.Get(dialog.HeaderName) != "" {
 			r.Header.Set(dialog.HeaderName, other.Value())
 		}
+	}
+}
+
+// WantOfferTaken requires the work to have run once, seeing what the receiver verified
+// of the planner's request in dc with the accepted offer in h, and every HTTP request
+// s saw to be proved in dc (signed, with its Dialog-Context and a Txn-Token). It
+// returns those requests' header fields for the protocol's own checks.
+func (w *World) WantOfferTaken(t *testing.T, s *Seen, dc *dialog.Context, h *handoff.Handoff) []http.Header {
+	t.Helper()
+	requests, calls := s.Snapshot()
+	if len(calls) != 1 {
+		t.Fatalf("the work ran %d times", len(calls))
+	}
+	v := calls[0]
+	if v == nil || !v.Sender.Equal(w.Planner.ID) || v.Context == nil || v.Context.DLG() != dc.DLG() || v.Txn == nil || v.Txn.Dialog() != dc.DLG() {
+		t.Fatalf("the work saw %+v", v)
+	}
+	if v.Handoff == nil || v.Handoff.Outcome != handoff.OutcomeAccepted || !v.Handoff.Offer.Signed.Equal(h.Offer) {
+		t.Fatalf("the work saw the decision %+v", v.Handoff)
+	}
+	for i, hd := range requests {
+		if hd.Get("Signature-Input") == "" || hd.Get(dialog.HeaderName) != dc.Value() || hd.Get(txntoken.HeaderName) == "" {
+			t.Fatalf("HTTP request %d was not proved in the dialog: %v", i, hd)
+		}
+	}
+	return requests
+}
+
+// WantRuns requires the work to have run n times.
+func (s *Seen) WantRuns(t *testing.T, n int) {
+	t.Helper()
+	if got := s.Count(); got != n {
+		t.Fatalf("the work ran %d times, want %d", got, n)
+	}
+}
+
+// WantRefusedBeforeWork requires a request to have reached the server and been refused
+// there with a problem code (rec), before the work ran.
+func WantRefusedBeforeWork(t *testing.T, rec *Recorder, s *Seen) {
+	t.Helper()
+	if got := rec.Last(); got == "" {
+		t.Fatal("no refusal with a code")
+	}
+	if requests, _ := s.Snapshot(); len(requests) == 0 {
+		t.Fatal("the request never reached the server")
+	}
+	s.WantRuns(t, 0)
+}
+
+// WantNoHTTPError requires no HTTP error status to have come back: a refusal at the
+// handoff step is the call's JSON-RPC error, not a 4xx.
+func (r *Recorder) WantNoHTTPError(t *testing.T) {
+	t.Helper()
+	if got := r.Last(); got != "" {
+		t.Fatalf("an HTTP error status came back (%q)", got)
+	}
+}
+
+// Blocking is work that runs until its context ends (or 30 seconds pass), for the
+// tests of a cancel.
+type Blocking struct {
+	Started chan struct{} // closed when the work starts
+	Stopped chan error    // the context's error when it ended, nil at the timeout
+}
+
+// NewBlocking is work not yet started.
+func NewBlocking() *Blocking {
+	return &Blocking{Started: make(chan struct{}), Stopped: make(chan error, 1)}
+}
+
+// Run is the work: it returns ctx's error once ctx ends.
+func (b *Blocking) Run(ctx context.Context) error {
+	close(b.Started)
+	select {
+	case <-ctx.Done():
+		b.Stopped <- ctx.Err()
+		return ctx.Err()
+	case <-time.After(30 * time.Second):
+		b.Stopped <- nil
+		return nil
+	}
+}
+
+// WantCanceled requires the work to have stopped because its context was canceled.
+func (b *Blocking) WantCanceled(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-b.Stopped:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the work was not canceled: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the cancel never reached the work")
 	}
 }

@@ -6,9 +6,10 @@
 // its dialog receiver for one host protocol. What differs per SDK (its client and
 // server) stays in the adapter's tests.
 //
-// Read world.go first (World, NewWorld: the trust domain and the receivers), then
-// checks.go and example.go (what every adapter's test asserts) and record.go (Recorder,
-// what went over the wire).
+// Read world.go first (World, NewWorld: the trust domain, the receivers, the clients'
+// configuration, the planner's offers), then checks.go and example.go (what every
+// adapter's test asserts, Blocking work for the cancels) and record.go (Recorder, what
+// went over the wire).
 //
 // It is test support, like testkit: nothing outside tests imports it. It implements
 // no spec section.

@@ -1,6 +1,7 @@
 package adaptertest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -43,17 +44,19 @@ type World struct {
 	Records        *store.MemoryRecords
 	// HandoffReceiver is the hotel's: it requires a grant in every offer.
 	HandoffReceiver *handoff.Receiver
+	// Host is the protocol the hotel's dialog receiver reads handoffs in.
+	Host hostproto.Host
 }
 
-// NewWorld starts the world; the hotel is wimse://a.example<hotelPath>. Its servers
-// stop when tb's test ends.
-func NewWorld(tb testing.TB, hotelPath string) *World {
+// NewWorld starts the world; the hotel is wimse://a.example<hotelPath>, and reads
+// handoffs in the requests of host. Its servers stop when tb's test ends.
+func NewWorld(tb testing.TB, hotelPath string, host hostproto.Host) *World {
 	tb.Helper()
 	ctx := tb.Context()
 	dom, err := testbed.StartDomain(ctx, "a.example")
 	MustOK(tb, err)
 	tb.Cleanup(dom.Close)
-	w := &World{Dom: dom, WITs: testbed.WITs(ctx, dom), TTSKeys: dom.TTSKeys(ctx)}
+	w := &World{Dom: dom, WITs: testbed.WITs(ctx, dom), TTSKeys: dom.TTSKeys(ctx), Host: host}
 	w.Planner, w.Hotel = dom.Workload("/agent/planner"), dom.Workload(hotelPath)
 	w.Tokens = dom.TxnTokens(w.Planner, "alice@a.example", testbed.Scope)
 
@@ -68,13 +71,13 @@ func NewWorld(tb testing.TB, hotelPath string) *World {
 }
 
 // Receiver is the hotel's dialog receiver at url: HTTP signatures, Txn-Tokens of
-// a.example, handoffs in the requests of host.
-func (w *World) Receiver(tb testing.TB, url string, host hostproto.Host) *dialog.Receiver {
+// a.example, handoffs in the requests of w.Host.
+func (w *World) Receiver(tb testing.TB, url string) *dialog.Receiver {
 	tb.Helper()
 	rc, err := dialog.NewReceiver(
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(w.WITs, httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithTxnTokens(txntoken.NewVerifier(w.TTSKeys, "a.example")),
-		dialog.WithHandoffsIn(w.HandoffReceiver, host),
+		dialog.WithHandoffsIn(w.HandoffReceiver, w.Host),
 	)
 	MustOK(tb, err)
 	return rc
@@ -86,4 +89,31 @@ func NewDialog(tb testing.TB, initiator identifier.ID) *dialog.Context {
 	dc, err := dialog.New(agent.NewDialogID(), initiator)
 	MustOK(tb, err)
 	return dc
+}
+
+// ClientAs is the configuration of an SDK client of the workload src in dialog dc,
+// with the Txn-Tokens of tokens (nil for none), over rec: every request proved, signed
+// responses verified with the domain's WITs, cancels with the planner's delegator.
+func (w *World) ClientAs(src wit.Source, tokens agent.TxnTokenSource, dc *dialog.Context, rec *Recorder) agent.HostClientConfig {
+	t := &agent.Transport{Base: rec, Source: src, Tokens: tokens, Responses: httpsig.NewVerifier(w.WITs)}
+	return agent.HostClientConfig{Transport: t, Dialog: dc, Delegator: w.Delegator}
+}
+
+// Offer signs the planner's offer to the hotel in dc, bound to the Txn-Token the
+// request will carry (section 5.7); the context sends exactly that token.
+func (w *World) Offer(tb testing.TB, dc *dialog.Context) (*handoff.Handoff, context.Context) {
+	tb.Helper()
+	h, ctx, err := agent.OfferInDialog(context.Background(), w.Delegator, w.Tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: w.Hotel.ID.String()}})
+	MustOK(tb, err)
+	return h, ctx
+}
+
+// Retransmission is the delegator's same offer again for the hop of h (section 5.3).
+func (w *World) Retransmission(tb testing.TB, h *handoff.Handoff) *handoff.Handoff {
+	tb.Helper()
+	o, err := handoff.DecodeOffer(h.Offer)
+	MustOK(tb, err)
+	again, err := w.Delegator.Retransmit(o.Hop)
+	MustOK(tb, err)
+	return again
 }

@@ -13,13 +13,9 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"sync"
-	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
@@ -27,23 +23,13 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv"
 
 	dialoga2a "github.com/dialogtrust/dialogtrust/adapters/a2a"
-	"github.com/dialogtrust/dialogtrust/agent"
-	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/hostproto"
-	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/testbed"
-	"github.com/dialogtrust/dialogtrust/wit"
 )
 
-func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
-		testbed.WriteError(os.Stderr, "twodomains", err)
-		os.Exit(1)
-	}
-}
+func main() { testbed.Main("twodomains", run) }
 
 // bindGrant makes the offer's grant from the access token (handoff-context section
 // 5.7); the test replaces it to see a grant that names another credential refused.
@@ -51,22 +37,15 @@ var bindGrant = handoff.BindGrant
 
 // run is the whole example; it writes each step to w and returns the first failure.
 func run(ctx context.Context, w io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	p := testbed.NewSteps(w)
-	fmt.Fprintln(w, "A2A across two trust domains: a planner in a.example hands work to an agent in b.example (a2a-go, loopback)")
+	return testbed.RunTrip(ctx, w, "A2A across two trust domains: a planner in a.example hands work to an agent in b.example (a2a-go, loopback)", "/agent/hotel", steps)
+}
 
-	// The world, the planner in a.example, the hotel agent in b.example, both sides
-	// trusting both WIT issuers, and their handoff keys.
-	trip, err := testbed.StartTrip(ctx, p, "/agent/hotel")
-	if err != nil {
-		return err
-	}
-	defer trip.Close()
-	planner, hotel, witsAB, delegator := trip.Planner, trip.Hotel, trip.WITs, trip.Handoffs.Delegator
-
+// steps are the example's steps in the world of trip: the planner in a.example, the
+// hotel agent in b.example, both sides trusting both WIT issuers, and their handoff
+// keys.
+func steps(ctx context.Context, p *testbed.Steps, trip *testbed.Trip) error {
 	p.Step("the hotel agent (b.example) serves A2A over a2a-go behind its dialog receiver")
-	base, workErr, stop, err := serveHotel(ctx, p, trip.B, hotel, witsAB, trip.Handoffs)
+	base, workErr, stop, err := serveHotel(ctx, p, trip)
 	if err != nil {
 		return err
 	}
@@ -79,13 +58,7 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 
 	p.Step("the planner links dialog D2 to the hotel: fetching its agent card is D2's first request")
-	lc := trip.Link(planner, txnA, witsAB, func(l *agent.Linked, t *agent.Transport) (http.RoundTripper, error) {
-		hc, err := dialoga2a.NewHTTPClient(dialoga2a.ClientConfig{Transport: t, Dialog: l.Dialog, Delegator: delegator})
-		if err != nil {
-			return nil, err
-		}
-		return hc.Transport, nil
-	})
+	lc := trip.LinkThrough(txnA, dialoga2a.NewHTTPClient)
 	hc := &http.Client{Transport: lc}
 	card, err := agentcard.NewResolver(hc).Resolve(ctx, base)
 	if err != nil {
@@ -95,15 +68,15 @@ func run(ctx context.Context, w io.Writer) error {
 	testbed.ReportLinked(p, linked)
 	// The extension is listed on every call by the interceptor; the transport is the
 	// linked dialog's, every request with the access token.
+	delegator := trip.Handoffs.Delegator
 	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2aclient.WithInterceptors(dialoga2a.NewInterceptor(delegator)))
 	if err != nil {
 		return err
 	}
 
 	p.Step("the planner sends a message in D2 with a handoff offer whose grant is SHA-256(access token)")
-	grant := bindGrant([]byte(linked.AccessToken))
 	task := "book a hotel in Lisbon"
-	h, err := delegator.Offer(ctx, handoff.OfferRequest{Offer: handoff.Offer{Aud: hotel.ID.String(), Dialog: linked.Dialog.DLG(), Task: &task, Grant: &grant}})
+	h, err := trip.OfferLinked(ctx, linked, task, bindGrant)
 	if err != nil {
 		return err
 	}
@@ -136,39 +109,28 @@ func run(ctx context.Context, w io.Writer) error {
 			p.Info("the agent's answer: %s", tp.Text)
 		}
 	}
-	fmt.Fprintln(w, "done: every step passed")
 	return nil
 }
 
 // cardPath is where an A2A 0.3 agent publishes its card.
 const cardPath = "/.well-known/agent-card.json"
 
-// serveHotel starts the hotel's A2A server in domain B: a stateful dialog receiver (it
-// creates D2) in front of both the agent card and a2a-go's JSON-RPC handler, that
-// verifies the planner's WIT with domain A's issuer keys and its HTTP signature, reads
-// handoffs in A2A 0.3 messages only and requires their grant, and signs its responses;
-// the work checks the access token of the linked dialog before booking. workErr
-// returns the error the work failed with, if any.
-func serveHotel(ctx context.Context, p *testbed.Steps, b *testbed.Domain, hotel testbed.Workload, witsAB *wit.Validator, handoffs *testbed.Handoffs) (base string, workErr func() error, stop func(), err error) {
+// serveHotel starts the hotel's A2A server in domain B: the hotel's receivers
+// (testbed.Trip.HotelReceivers: the dialog receiver creates D2, verifies the planner's
+// WIT with domain A's issuer keys and its HTTP signature, reads handoffs in A2A 0.3
+// messages only and requires their grant, and signs its responses) in front of both
+// the agent card and a2a-go's JSON-RPC handler; the work checks the access token of
+// the linked dialog before booking. workErr returns the error the work failed with, if
+// any.
+func serveHotel(ctx context.Context, p *testbed.Steps, trip *testbed.Trip) (base string, workErr func() error, stop func(), err error) {
 	srv := httptest.NewUnstartedServer(nil)
 	base = "http://" + srv.Listener.Addr().String()
 	endpoint := base + "/a2a"
-	// The handoff key was made just now, with these records: no offer predates them
-	// (section 8.4 does not apply).
-	hr := handoff.NewReceiver(hotel.ID.String(), handoffs.Trust, store.NewMemoryRecords(), handoff.WithStatusKey(handoffs.DelegateKey),
-		handoff.WithGrantRequired(), handoff.WithRecordsLostAt(time.Time{}))
-	rc, err := dialog.NewReceiver(
-		dialog.WithHTTPSignatures(httpsig.NewVerifier(witsAB, httpsig.WithAudiences(endpoint, base+cardPath), httpsig.WithReplay(store.NewMemory()))),
-		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())),
-		testbed.SignsResponses(hotel),
-		dialog.WithHandoffsIn(hr, hostproto.A2A03),
-	)
+	hr, rc, err := trip.HotelReceivers(hostproto.A2A03, endpoint, base+cardPath)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	acceptor := b.LinkAcceptor(ctx, hotel)
-	var mu sync.Mutex
-	var failed error
+	acceptor := trip.B.LinkAcceptor(ctx, trip.Hotel)
 	book := func(ctx context.Context, reqCtx *a2asrv.RequestContext) (*a2a.Message, error) {
 		v := dialoga2a.Verified(ctx)
 		header := http.Header{}
@@ -178,9 +140,6 @@ func serveHotel(ctx context.Context, p *testbed.Steps, b *testbed.Domain, hotel 
 			}
 		}
 		if err := acceptor.AcceptOffer(ctx, p, v, header); err != nil {
-			mu.Lock()
-			failed = err
-			mu.Unlock()
 			return nil, err // the executor ends the task with the signed "failed" status
 		}
 		return a2a.NewMessageForTask(a2a.MessageRoleAgent, reqCtx, a2a.TextPart{Text: "booked in Lisbon"}), nil
@@ -194,5 +153,5 @@ func serveHotel(ctx context.Context, p *testbed.Steps, b *testbed.Domain, hotel 
 	mux.Handle("/a2a", dialoga2a.Handler(rc, a2asrv.NewHandler(dialoga2a.NewExecutor(hr, book))))
 	srv.Config.Handler = mux
 	srv.Start()
-	return base, func() error { mu.Lock(); defer mu.Unlock(); return failed }, srv.Close, nil
+	return base, acceptor.Refused, srv.Close, nil
 }
