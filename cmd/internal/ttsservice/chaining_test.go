@@ -236,6 +236,8 @@ policy:
 		{"chaining: {}\n", "as_a, as_b or both"},
 		{"chaining:\n  as_a: {peers: [{issuer: https://b}]}\n", "not in chaining.peers"},
 		{"chaining:\n  peers: [{issuer: https://b}]\n  as_a: {peers: [{issuer: https://b}]}\n  as_b: {peers: [{issuer: https://b, scopes: [x]}]}\n", "exactly one of jwks_url, jwks_file, metadata"},
+		{"chaining:\n  peers: [{issuer: https://b, jwks_url: https://b/jwks, jwks_file: /x}]\n  as_b: {peers: [{issuer: https://b, scopes: [x]}]}\n", "exactly one of jwks_url, jwks_file, metadata"},
+		{"chaining:\n  peers: [{issuer: https://b, metadata: true, jwks_file: /x}]\n  as_b: {peers: [{issuer: https://b, scopes: [x]}]}\n", "exactly one of jwks_url, jwks_file, metadata"},
 		{"chaining:\n  peers: [{issuer: https://a, metadata: true}]\n  as_b: {peers: [{issuer: https://a}]}\n", "scopes: at least one"},
 		{"chaining:\n  peers: [{issuer: https://a, metadata: true}, {issuer: https://c}]\n  as_b: {peers: [{issuer: https://a, scopes: [x]}]}\n", "used by neither"},
 		{"chaining:\n  peers: [{issuer: https://b}]\n  as_a: {grant_lifetime: 10m, peers: [{issuer: https://b}]}\n", "grant_lifetime"},
