@@ -14,7 +14,7 @@ import (
 // (DIALOGTRUST_PROXY_INGRESS_REDIS_*), as at the services; without an ingress section
 // they are an error, and -check-config refuses two password sources.
 func TestProxyIngressRedisEnv(t *testing.T) {
-	yaml := ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3") +
+	yaml := checkedIngressYAML +
 		"  store: {type: redis, redis: {addrs: [\"127.0.0.1:6379\"], password_file: /run/secrets/redis/password}}\n"
 	file := filepath.Join(t.TempDir(), "p.yaml")
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
@@ -33,7 +33,7 @@ func TestProxyIngressRedisEnv(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 	egress := filepath.Join(t.TempDir(), "e.yaml")
-	if err := os.WriteFile(egress, []byte(egressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3/invoke")), 0o600); err != nil {
+	if err := os.WriteFile(egress, []byte(checkedEgressYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := configSpec.Load([]string{"-config", egress}, []string{EnvPrefix + "INGRESS_REDIS_USERNAME=t1"}, io.Discard); err == nil ||
