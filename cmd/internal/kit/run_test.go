@@ -51,7 +51,7 @@ func TestRunCheckConfig(t *testing.T) {
 	if err := Run(t.Context(), testProgram(&built, &closed), []string{"-check-config"}, nil, &out, io.Discard, nil); err != nil || out.String() != "svc: configuration ok\n" || built != 0 {
 		t.Fatalf("%v %q built %d", err, out.String(), built)
 	}
-	err := Run(t.Context(), testProgram(&built, &closed), []string{"--check-config", "--config", writeTemp(t, "listen: ''\n")}, nil, &out, io.Discard, nil)
+	err := Run(t.Context(), testProgram(&built, &closed), []string{"--check-config", "--config", testkit.WriteTemp(t, "c.yaml", "listen: ''\n")}, nil, &out, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), "listen: required") || built != 0 {
 		t.Fatalf("%v built %d", err, built)
 	}

@@ -133,10 +133,7 @@ var listeningRE = regexp.MustCompile(`proxy listening on (\S+) \((.*)\)`)
 // log (stderr).
 func startProxyLogged(t *testing.T, yaml string) (map[string]string, *testkit.SyncBuffer) {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "proxy.yaml")
-	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := testkit.WriteTemp(t, "proxy.yaml", yaml)
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
 	ready, done := make(chan string, 1), make(chan error, 1)
@@ -209,10 +206,7 @@ func mustBookThrough(t *testing.T, c *http.Client, url string) *dialog.Context {
 // checkProxyConfig runs "dialogtrust proxy -check-config" on yaml.
 func checkProxyConfig(t *testing.T, yaml string) (stdout string, err error) {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "p.yaml")
-	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := testkit.WriteTemp(t, "p.yaml", yaml)
 	var out strings.Builder
 	err = kit.Run(t.Context(), Program, []string{"-check-config", "-config", file}, nil, &out, io.Discard, nil)
 	return out.String(), err

@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"math/big"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -25,11 +23,7 @@ func rsaJWKSFile(t *testing.T, bits int) string {
 	enc := base64.RawURLEncoding.EncodeToString
 	doc, _ := json.Marshal(map[string]any{"keys": []map[string]any{{"kty": "RSA", "kid": "idp-1", "use": "sig",
 		"n": enc(k.N.Bytes()), "e": enc(big.NewInt(int64(k.E)).Bytes())}}})
-	f := filepath.Join(t.TempDir(), "peer.jwks")
-	if err := os.WriteFile(f, doc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return testkit.WriteTemp(t, "peer.jwks", string(doc))
 }
 
 // chaining.peers[].rsa opens an AS B peer's keys to RSA (RS256, PS256 grants), as
@@ -51,7 +45,7 @@ policy:
 			"  as_b: {peers: [{issuer: https://idp.example, scopes: [x]" + asbPart + "}]}\n"
 	}
 	check := func(yaml string) error {
-		return Program.Run(context.Background(), []string{"--config", writeConfig(t, yaml), "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
+		return Program.Run(context.Background(), []string{"--config", testkit.WriteTemp(t, "tts.yaml", yaml), "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
 	}
 	for _, tc := range []struct{ rsaPart, asbPart, want string }{
 		{"", ", allow_untyped: true", "allow_untyped needs audiences"},
@@ -66,7 +60,7 @@ policy:
 	}
 
 	prepare := func(yaml string) (*chainingSetup, error) {
-		cfg, _, err := configSpec.Load([]string{"--config", writeConfig(t, yaml)}, nil, &testkit.SyncBuffer{})
+		cfg, _, err := configSpec.Load([]string{"--config", testkit.WriteTemp(t, "tts.yaml", yaml)}, nil, &testkit.SyncBuffer{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,8 +2,6 @@ package ttsservice
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -33,11 +31,7 @@ func newWITDomain(t *testing.T, td string) *witDomain {
 	k, _ := keys.Generate(keys.ES256)
 	set, _ := keys.NewStaticSet(k.Public())
 	b, _ := set.MarshalJSON()
-	f := filepath.Join(t.TempDir(), td+".jwks.json")
-	if err := os.WriteFile(f, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &witDomain{td: td, key: k, file: f}
+	return &witDomain{td: td, key: k, file: testkit.WriteTemp(t, td+".jwks.json", string(b))}
 }
 
 // workload returns an identifier, a key and a WIT for it.
@@ -51,14 +45,6 @@ func (d *witDomain) workload(t *testing.T, path string) (identifier.ID, *keys.Pr
 	return id, k, w
 }
 
-func writeConfig(t *testing.T, yaml string) string {
-	f := filepath.Join(t.TempDir(), "tts.yaml")
-	if err := os.WriteFile(f, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
 // Identity chaining configured in two tts processes (run, as main runs them): AS A in
 // the TTS of a.example issues a grant for the TTS of b.example, whose AS B finds AS A's
 // keys through its RFC 8414 metadata, redeems the grant, and whose TTS accepts the
@@ -69,8 +55,8 @@ func TestChainingTwoDomains(t *testing.T) {
 	addrA, addrB := freeLoopback(t), freeLoopback(t)
 	urlA, urlB := "http://"+addrA, "http://"+addrB
 	cfgA, cfgB := twoDomainConfigs(da, db, addrA, addrB)
-	procB := start(t, []string{"--config", writeConfig(t, cfgB)}, nil)
-	procA := start(t, []string{"--config", writeConfig(t, cfgA)}, nil)
+	procB := start(t, []string{"--config", testkit.WriteTemp(t, "tts.yaml", cfgB)}, nil)
+	procA := start(t, []string{"--config", testkit.WriteTemp(t, "tts.yaml", cfgA)}, nil)
 	mdA, mdB := discoverTwoDomains(t, ctx, procA, procB)
 
 	a2, a2Key, a2WIT := da.workload(t, "/agent/a2")
@@ -245,7 +231,7 @@ policy:
 		{"chaining:\n  peers: [{issuer: https://b}]\n  as_a: {peers: [{issuer: https://b}]}\nauth:\n  methods: [private_key_jwt]\n", "wit_httpsig or wit_wpt"},
 		{"chaining:\n  peers: [{issuer: https://b, jwks: x}]\n  as_a: {peers: [{issuer: https://b}]}\n", "unknown field"},
 	} {
-		f := writeConfig(t, base+tc.chaining)
+		f := testkit.WriteTemp(t, "tts.yaml", base+tc.chaining)
 		err := Program.Run(context.Background(), []string{"--config", f, "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: got %v, want %q", tc.chaining, err, tc.want)
@@ -253,7 +239,7 @@ policy:
 	}
 	ok := base + "chaining:\n  peers: [{issuer: https://a, jwks_file: /x}, {issuer: https://c}]\n  as_a: {peers: [{issuer: https://c}]}\n  as_b: {peers: [{issuer: https://a, scopes: [x]}]}\n"
 	out := &testkit.SyncBuffer{}
-	if err := Program.Run(context.Background(), []string{"--config", writeConfig(t, ok), "--check-config"}, nil, out, &testkit.SyncBuffer{}, nil); err != nil {
+	if err := Program.Run(context.Background(), []string{"--config", testkit.WriteTemp(t, "tts.yaml", ok), "--check-config"}, nil, out, &testkit.SyncBuffer{}, nil); err != nil {
 		t.Fatal(err)
 	}
 }
