@@ -1,7 +1,6 @@
 package ttsservice
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
@@ -31,31 +30,19 @@ func rsaJWKSFile(t *testing.T, bits int) string {
 // allow_untyped needs audiences. --check-config refuses what cannot work, and a key
 // below 2048 bits is refused when the keys are read.
 func TestChainingRSAPeerConfig(t *testing.T) {
-	base := `development: true
-listen: 127.0.0.1:0
-trust_domains: [b.example]
-wits:
-  - {trust_domain: b.example, jwks_file: /nonexistent}
-policy:
-  rules:
-    - workload: "wimse://b.example/"
-`
 	conf := func(jwks, rsaPart, asbPart string) string {
-		return base + "chaining:\n  peers: [{issuer: https://idp.example, jwks_file: " + jwks + rsaPart + "}]\n" +
+		return chainingBaseYAML + "chaining:\n  peers: [{issuer: https://idp.example, jwks_file: " + jwks + rsaPart + "}]\n" +
 			"  as_b: {peers: [{issuer: https://idp.example, scopes: [x]" + asbPart + "}]}\n"
-	}
-	check := func(yaml string) error {
-		return Program.Run(context.Background(), []string{"--config", testkit.WriteTemp(t, "tts.yaml", yaml), "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
 	}
 	for _, tc := range []struct{ rsaPart, asbPart, want string }{
 		{"", ", allow_untyped: true", "allow_untyped needs audiences"},
 		{", rsa: {default_alg: RS512}", "", "chaining.peers[https://idp.example].rsa"},
 	} {
-		if err := check(conf("/x", tc.rsaPart, tc.asbPart)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := checkConfig(t, conf("/x", tc.rsaPart, tc.asbPart)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%q %q: got %v, want %q", tc.rsaPart, tc.asbPart, err, tc.want)
 		}
 	}
-	if err := check(conf("/x", ", rsa: {default_alg: PS256}", ", allow_untyped: true, audiences: [https://as.b.example]")); err != nil {
+	if err := checkConfig(t, conf("/x", ", rsa: {default_alg: PS256}", ", allow_untyped: true, audiences: [https://as.b.example]")); err != nil {
 		t.Fatal(err)
 	}
 

@@ -206,10 +206,9 @@ func checkChainingLogs(t *testing.T, logs, txn, grant, accessToken string) {
 	}
 }
 
-// The chaining section is strict and checked before anything opens (also by
-// --check-config).
-func TestChainingConfigErrors(t *testing.T) {
-	base := `development: true
+// chainingBaseYAML starts the chaining configurations the checks read: b.example's
+// TTS in development, trusting its WIT issuer by a file that is never opened.
+const chainingBaseYAML = `development: true
 listen: 127.0.0.1:0
 trust_domains: [b.example]
 wits:
@@ -218,6 +217,16 @@ policy:
   rules:
     - workload: "wimse://b.example/"
 `
+
+// checkConfig runs tts --check-config on yaml.
+func checkConfig(t *testing.T, yaml string) error {
+	t.Helper()
+	return Program.Run(context.Background(), []string{"--config", testkit.WriteTemp(t, "tts.yaml", yaml), "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
+}
+
+// The chaining section is strict and checked before anything opens (also by
+// --check-config).
+func TestChainingConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ chaining, want string }{
 		{"chaining: {}\n", "as_a, as_b or both"},
 		{"chaining:\n  as_a: {peers: [{issuer: https://b}]}\n", "not in chaining.peers"},
@@ -231,15 +240,12 @@ policy:
 		{"chaining:\n  peers: [{issuer: https://b}]\n  as_a: {peers: [{issuer: https://b}]}\nauth:\n  methods: [private_key_jwt]\n", "wit_httpsig or wit_wpt"},
 		{"chaining:\n  peers: [{issuer: https://b, jwks: x}]\n  as_a: {peers: [{issuer: https://b}]}\n", "unknown field"},
 	} {
-		f := testkit.WriteTemp(t, "tts.yaml", base+tc.chaining)
-		err := Program.Run(context.Background(), []string{"--config", f, "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := checkConfig(t, chainingBaseYAML+tc.chaining); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: got %v, want %q", tc.chaining, err, tc.want)
 		}
 	}
-	ok := base + "chaining:\n  peers: [{issuer: https://a, jwks_file: /x}, {issuer: https://c}]\n  as_a: {peers: [{issuer: https://c}]}\n  as_b: {peers: [{issuer: https://a, scopes: [x]}]}\n"
-	out := &testkit.SyncBuffer{}
-	if err := Program.Run(context.Background(), []string{"--config", testkit.WriteTemp(t, "tts.yaml", ok), "--check-config"}, nil, out, &testkit.SyncBuffer{}, nil); err != nil {
+	ok := chainingBaseYAML + "chaining:\n  peers: [{issuer: https://a, jwks_file: /x}, {issuer: https://c}]\n  as_a: {peers: [{issuer: https://c}]}\n  as_b: {peers: [{issuer: https://a, scopes: [x]}]}\n"
+	if err := checkConfig(t, ok); err != nil {
 		t.Fatal(err)
 	}
 }
