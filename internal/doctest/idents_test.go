@@ -40,13 +40,10 @@ func skipDir(name string) bool {
 		name == "testdata" || name == "node_modules" || name == "vendor"
 }
 
-// indexRepository parses every non-test Go file of the repository (the root module and
-// the nested ones: deploy, interop, the SDK adapters) with go/parser and records the
-// exported declarations of each package except main.
-func indexRepository(t *testing.T) goIndex {
+// walkFiles calls fn with the path of every file of the repository outside the
+// directories skipDir names; an error of the walk or of fn fails the test.
+func walkFiles(t *testing.T, fn func(path string) error) {
 	t.Helper()
-	fset := token.NewFileSet()
-	idx := goIndex{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -57,6 +54,21 @@ func indexRepository(t *testing.T) goIndex {
 			}
 			return nil
 		}
+		return fn(path)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// indexRepository parses every non-test Go file of the repository (the root module and
+// the nested ones: deploy, interop, the SDK adapters) with go/parser and records the
+// exported declarations of each package except main.
+func indexRepository(t *testing.T) goIndex {
+	t.Helper()
+	fset := token.NewFileSet()
+	idx := goIndex{}
+	walkFiles(t, func(path string) error {
 		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
@@ -69,9 +81,6 @@ func indexRepository(t *testing.T) goIndex {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return idx
 }
 
@@ -273,21 +282,12 @@ func (idx goIndex) qualifiedNames(text string) [][]string {
 func identDocFiles(t *testing.T) []string {
 	t.Helper()
 	files := docFiles(t)
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != root && skipDir(d.Name()) {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() && d.Name() == "README.md" && path != filepath.Join(root, "README.md") {
+	walkFiles(t, func(path string) error {
+		if filepath.Base(path) == "README.md" && path != filepath.Join(root, "README.md") {
 			files = append(files, path)
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return files
 }
 

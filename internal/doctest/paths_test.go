@@ -3,7 +3,6 @@ package doctest
 import (
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -62,16 +61,7 @@ func TestDocumentedPathsExist(t *testing.T) {
 		}
 	}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != root && skipDir(d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	walkFiles(t, func(path string) error {
 		if !strings.HasSuffix(path, ".go") {
 			return nil
 		}
@@ -95,9 +85,6 @@ func TestDocumentedPathsExist(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if checked < 20 {
 		t.Fatalf("checked only %d paths: the scan missed them", checked)
 	}

@@ -10,7 +10,19 @@ import (
 // fails the test.
 func Get(t testing.TB, url string) (int, []byte) {
 	t.Helper()
-	res, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, b := Do(t, http.DefaultClient, req)
+	return res.StatusCode, b
+}
+
+// Do sends req with c and returns the response with its body read and closed; a
+// failed request or body read fails the test.
+func Do(t testing.TB, c *http.Client, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	res, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,5 +31,5 @@ func Get(t testing.TB, url string) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.StatusCode, b
+	return res, b
 }

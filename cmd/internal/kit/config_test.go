@@ -2,6 +2,7 @@ package kit
 
 import (
 	"errors"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"io"
 	"os"
 	"path/filepath"
@@ -124,21 +125,13 @@ func TestLoadLayers(t *testing.T) {
 		"bad tracing":      {env: []string{"T_TRACING_SAMPLE_RATIO=x"}, want: "T_TRACING_SAMPLE_RATIO: "},
 		"unknown flag":     {args: []string{"--nope"}, want: "flag provided but not defined"},
 		"stray argument":   {args: []string{"x"}, want: `unexpected argument "x"`},
-		"strict YAML":      {env: []string{"T_CONFIG=" + writeTemp(t, "listn: x\n")}, want: "unknown field"},
+		"strict YAML":      {env: []string{"T_CONFIG=" + testkit.WriteTemp(t, "c.yaml", "listn: x\n")}, want: "unknown field"},
 		"missing file":     {args: []string{"--config", filepath.Join(dir, "none.yaml")}, want: "none.yaml"},
 	} {
 		if _, _, err := Load(testSpec(), c.args, c.env, io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
 		}
 	}
-}
-
-func writeTemp(t *testing.T, content string) string {
-	p := filepath.Join(t.TempDir(), "c.yaml")
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // A binding to a member that does not exist, or of a type the loader cannot set, fails

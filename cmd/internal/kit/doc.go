@@ -16,7 +16,8 @@
 //   - keys (keys.go, sharedkeys.go): OpenKeys opens the signing keys with their Rotator
 //     (a file, a data directory, memory, or the shared ring in the store's Redis), their
 //     readiness check and the rotation loop at KeysConfig.RotationStep();
-//   - a JWKS (jwks.go): OpenJWKS, of a jwks_url, a jwks_file or an issuer's metadata;
+//   - a JWKS (jwks.go): JWKS, the jwks_url / jwks_file pair every section that trusts
+//     an issuer embeds, and OpenJWKS, of that pair or an issuer's metadata;
 //   - the SPIFFE Workload API (workloadapi.go): OpenWorkloadAPI, the X.509-SVID source
 //     kept current, with go-spiffe's log on the service's;
 //   - a WIT issuer's client transport from files (witclient.go).

@@ -11,12 +11,27 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 )
 
+// JWKS is the jwks_url / jwks_file pair of every configuration section that trusts an
+// issuer's public keys (the TTS's wits, auth.clients, subject_tokens.jwt_issuers and
+// chaining.peers; the proxy's wits, ingress.txn_tokens and
+// ingress.boundary.access_tokens). A section embeds it inline (`yaml:",inline"`), so
+// the keys stand in the section itself.
+type JWKS struct {
+	URL  string `yaml:"jwks_url"`
+	File string `yaml:"jwks_file"`
+}
+
+// One reports whether exactly one of jwks_url, jwks_file is set, as every section
+// requires: none names no keys, both leave open which keys are meant.
+func (j JWKS) One() bool {
+	return (j.URL == "") != (j.File == "")
+}
+
 // JWKSSource is where a configuration section takes an issuer's public keys from:
 // exactly one of a JWKS URL (jwks_url), a JWKS file (jwks_file), or the issuer's
 // authorization server metadata (metadata: true, chaining peers only).
 type JWKSSource struct {
-	URL  string
-	File string
+	JWKS
 	// MetadataIssuer, when set, discovers the JWKS from this issuer's metadata
 	// (chaining.NewDiscoveredKeys).
 	MetadataIssuer string

@@ -51,7 +51,7 @@ func TestRunCheckConfig(t *testing.T) {
 	if err := Run(t.Context(), testProgram(&built, &closed), []string{"-check-config"}, nil, &out, io.Discard, nil); err != nil || out.String() != "svc: configuration ok\n" || built != 0 {
 		t.Fatalf("%v %q built %d", err, out.String(), built)
 	}
-	err := Run(t.Context(), testProgram(&built, &closed), []string{"--check-config", "--config", writeTemp(t, "listen: ''\n")}, nil, &out, io.Discard, nil)
+	err := Run(t.Context(), testProgram(&built, &closed), []string{"--check-config", "--config", testkit.WriteTemp(t, "c.yaml", "listen: ''\n")}, nil, &out, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), "listen: required") || built != 0 {
 		t.Fatalf("%v built %d", err, built)
 	}
@@ -70,31 +70,9 @@ func TestRunServesAndStops(t *testing.T) {
 	var built int
 	var closed bool
 	stdout, stderr := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
-	ctx, cancel := context.WithCancel(t.Context())
-	urls := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, testProgram(&built, &closed), nil, nil, stdout, stderr, func(u string) { urls <- u })
-	}()
-	var url string
-	select {
-	case url = <-urls:
-	case err := <-done:
-		t.Fatal(err)
-	}
-	res, err := http.Get(url + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if string(b) != "hello" {
-		t.Fatalf("%q", b)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	url, stop := startRun(t, testProgram(&built, &closed), stdout, stderr)
+	wantBody(t, http.DefaultClient, url+"/", "hello")
+	stop()
 	if !closed {
 		t.Fatal("what Build opened was not closed")
 	}
@@ -146,8 +124,50 @@ func TestBanner(t *testing.T) {
 	}
 }
 
-// A further listener serves beside the main one and stops with it.
-func TestHandleMore(t *testing.T) {
+// startRun runs p until stop is called: it returns the main listener's URL once the
+// runner announces it, and stop ends the run and fails the test unless it ended
+// without an error.
+func startRun(t *testing.T, p Program[testConfig], stdout, stderr io.Writer) (url string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, p, nil, nil, stdout, stderr, func(u string) { urls <- u }) }()
+	select {
+	case url = <-urls:
+	case err := <-done:
+		cancel()
+		t.Fatal(err)
+	}
+	return url, func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// wantBody GETs url with c and fails unless the body is want.
+func wantBody(t *testing.T, c *http.Client, url, want string) {
+	t.Helper()
+	res, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if string(b) != want {
+		t.Fatalf("%q", b)
+	}
+}
+
+// moreHandler answers "more" on a further listener.
+var moreHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "more") })
+
+// withMore is testProgram whose Build, after the main listener, opens a further one
+// with open; the further listener's URL comes on the channel.
+func withMore(open func(s *Server, logger *slog.Logger) (string, error)) (Program[testConfig], <-chan string) {
 	var built int
 	var closed bool
 	p := testProgram(&built, &closed)
@@ -158,7 +178,7 @@ func TestHandleMore(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		u, err := s.HandleMore("127.0.0.1:0", nil, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "more") }), logger)
+		u, err := open(s, logger)
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -166,29 +186,18 @@ func TestHandleMore(t *testing.T) {
 		more <- u
 		return s, nil
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	urls := make(chan string, 1)
-	go func() { done <- Run(ctx, p, nil, nil, io.Discard, io.Discard, func(u string) { urls <- u }) }()
-	select {
-	case <-urls:
-	case err := <-done:
-		t.Fatal(err)
-	}
+	return p, more
+}
+
+// A further listener serves beside the main one and stops with it.
+func TestHandleMore(t *testing.T) {
+	p, more := withMore(func(s *Server, logger *slog.Logger) (string, error) {
+		return s.HandleMore("127.0.0.1:0", nil, moreHandler, logger)
+	})
+	_, stop := startRun(t, p, io.Discard, io.Discard)
 	u := <-more
-	res, err := http.Get(u + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if string(b) != "more" {
-		t.Fatalf("%q", b)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	wantBody(t, http.DefaultClient, u+"/", "more")
+	stop()
 	if _, err := http.Get(u + "/"); err == nil {
 		t.Fatal("the further listener still answers after the stop")
 	}

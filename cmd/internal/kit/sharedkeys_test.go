@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,11 +17,7 @@ const testSecret = "0123456789abcdef0123456789abcdef"
 
 func writeSecret(t *testing.T, secret string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(p, []byte(secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testkit.WriteTemp(t, "secret", secret+"\n")
 }
 
 func TestCheckSharedRefuses(t *testing.T) {

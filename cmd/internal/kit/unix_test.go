@@ -24,34 +24,15 @@ func unixClient(path string) *http.Client {
 // A further listener on a Unix socket serves through the runner, with the socket's
 // mode set, and the socket is gone after the graceful stop.
 func TestHandleMoreOnUnixSocket(t *testing.T) {
-	var built int
-	var closed bool
-	p := testProgram(&built, &closed)
 	sock := filepath.Join(t.TempDir(), "more.sock")
-	more := make(chan string, 1)
-	build := p.Build
-	p.Build = func(ctx context.Context, c *testConfig, logger *slog.Logger) (*Server, error) {
-		s, err := build(ctx, c, logger)
-		if err != nil {
-			return nil, err
-		}
+	p, more := withMore(func(s *Server, logger *slog.Logger) (string, error) {
 		ln, err := ListenUnix(sock, 0o600)
 		if err != nil {
-			s.Close()
-			return nil, err
+			return "", err
 		}
-		more <- s.HandleMoreOn(ln, nil, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "more") }), logger)
-		return s, nil
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	urls := make(chan string, 1)
-	go func() { done <- Run(ctx, p, nil, nil, io.Discard, io.Discard, func(u string) { urls <- u }) }()
-	select {
-	case <-urls:
-	case err := <-done:
-		t.Fatal(err)
-	}
+		return s.HandleMoreOn(ln, nil, moreHandler, logger), nil
+	})
+	_, stop := startRun(t, p, io.Discard, io.Discard)
 	if u := <-more; u != "unix://"+sock {
 		t.Fatalf("URL %q", u)
 	}
@@ -59,19 +40,8 @@ func TestHandleMoreOnUnixSocket(t *testing.T) {
 	if err != nil || fi.Mode()&fs.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket %v %v", fi, err)
 	}
-	res, err := unixClient(sock).Get("http://svc/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if string(b) != "more" {
-		t.Fatalf("%q", b)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	wantBody(t, unixClient(sock), "http://svc/", "more")
+	stop()
 	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
 		t.Fatalf("the socket is still there after the stop: %v", err)
 	}

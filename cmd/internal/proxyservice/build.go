@@ -53,7 +53,7 @@ func buildProxy(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *kit.S
 	}
 	trust := keys.NewTrust()
 	for _, t := range cfg.WITs {
-		ks, ready, err := kit.OpenJWKS(ctx, "wits["+t.TrustDomain+"]", kit.JWKSSource{URL: t.JWKSURL, File: t.JWKSFile}, retry)
+		ks, ready, err := kit.OpenJWKS(ctx, "wits["+t.TrustDomain+"]", kit.JWKSSource{JWKS: t.JWKS}, retry)
 		if err != nil {
 			return nil, err
 		}
@@ -285,7 +285,7 @@ func buildIngress(ctx context.Context, cfg *Config, s *kit.Server, src wit.Sourc
 	var txnVerifier *txntoken.Verifier
 	txnAud := cfg.TrustDomains[0]
 	if t := in.TxnTokens; t != nil {
-		ks, ready, err := kit.OpenJWKS(ctx, "ingress.txn_tokens", kit.JWKSSource{URL: t.JWKSURL, File: t.JWKSFile}, retry)
+		ks, ready, err := kit.OpenJWKS(ctx, "ingress.txn_tokens", kit.JWKSSource{JWKS: t.JWKS}, retry)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -301,7 +301,7 @@ func buildIngress(ctx context.Context, cfg *Config, s *kit.Server, src wit.Sourc
 	var boundary *proxy.BoundaryIngress
 	if b := in.Boundary; b != nil {
 		a := b.AccessTokens
-		ks, ready, err := kit.OpenJWKS(ctx, "ingress.boundary.access_tokens", kit.JWKSSource{URL: a.JWKSURL, File: a.JWKSFile}, retry)
+		ks, ready, err := kit.OpenJWKS(ctx, "ingress.boundary.access_tokens", kit.JWKSSource{JWKS: a.JWKS}, retry)
 		if err != nil {
 			return nil, nil, nil, err
 		}

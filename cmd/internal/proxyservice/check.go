@@ -58,7 +58,7 @@ func checkProxy(cfg *Config) error {
 		return fmt.Errorf("wits: the WIT trust of at least one trust domain is required")
 	}
 	for _, t := range cfg.WITs {
-		if t.TrustDomain == "" || (t.JWKSURL == "") == (t.JWKSFile == "") {
+		if t.TrustDomain == "" || !t.JWKS.One() {
 			return fmt.Errorf("wits[%s]: a trust_domain and one of jwks_url, jwks_file", t.TrustDomain)
 		}
 	}
@@ -161,7 +161,7 @@ func checkProxy(cfg *Config) error {
 		if in.RequireSignatureForBody && len(in.Proofs) > 0 && !slices.Contains(in.Proofs, "httpsig") {
 			return fmt.Errorf("ingress.require_signature_for_body needs httpsig in ingress.proofs: no request with a body could be accepted")
 		}
-		if t := in.TxnTokens; t != nil && (t.JWKSURL == "") == (t.JWKSFile == "") {
+		if t := in.TxnTokens; t != nil && !t.JWKS.One() {
 			return fmt.Errorf("ingress.txn_tokens: one of jwks_url, jwks_file")
 		}
 		if in.RequireTxnToken && in.TxnTokens == nil {
@@ -290,7 +290,7 @@ func checkIngressBoundary(in *IngressConfig) error {
 	}
 	a := b.AccessTokens
 	switch {
-	case a.Issuer == "" || (a.JWKSURL == "") == (a.JWKSFile == ""):
+	case a.Issuer == "" || !a.JWKS.One():
 		return fmt.Errorf("access_tokens: an issuer and one of jwks_url, jwks_file")
 	case b.TTSTokenEndpoint == "":
 		return fmt.Errorf("tts_token_endpoint: required (step 4: the Txn-Token of the linked dialog)")

@@ -59,8 +59,7 @@ type ProxyHandoffConfig struct {
 // ProxyJWKSConfig: one trust domain's WIT issuer keys, by JWKS URL or file.
 type ProxyJWKSConfig struct {
 	TrustDomain string `yaml:"trust_domain"`
-	JWKSURL     string `yaml:"jwks_url"`
-	JWKSFile    string `yaml:"jwks_file"`
+	kit.JWKS    `yaml:",inline"`
 }
 
 // EgressConfig: the listener for the local agent and its routes.
@@ -252,8 +251,7 @@ type IngressBoundaryConfig struct {
 // ProxyAccessTokenConfig: the RFC 9068 access tokens of one AS.
 type ProxyAccessTokenConfig struct {
 	Issuer   string `yaml:"issuer"`
-	JWKSURL  string `yaml:"jwks_url"`
-	JWKSFile string `yaml:"jwks_file"`
+	kit.JWKS `yaml:",inline"`
 	Audience string `yaml:"audience"`
 }
 
@@ -265,8 +263,7 @@ type ProxyTLSConfig struct {
 
 // ProxyTxnTrustConfig: the keys Txn-Tokens are verified with.
 type ProxyTxnTrustConfig struct {
-	JWKSURL  string `yaml:"jwks_url"`
-	JWKSFile string `yaml:"jwks_file"`
+	kit.JWKS `yaml:",inline"`
 	Audience string `yaml:"audience"`
 }
 

@@ -9,15 +9,15 @@ import (
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/problem"
-	"github.com/dialogtrust/dialogtrust/proxy"
 )
 
 // Issue 22 point 4: the configuration keys bind_request (egress routes, proof wpt only)
 // and require_signature_for_body (ingress, needs httpsig among the proofs).
 func TestProxyCheckConfigIssue22_4(t *testing.T) {
-	egress := egressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3/invoke")
-	ingress := ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3")
+	egress := checkedEgressYAML
+	ingress := checkedIngressYAML
 	for name, c := range map[string]struct{ yaml, want string }{
 		"bind_request, wpt":          {strings.Replace(egress, "require_signed_response: true", "proof: wpt, bind_request: true", 1), ""},
 		"bind_request, httpsig":      {strings.Replace(egress, "require_signed_response: true", "bind_request: true", 1), "bind_request is for proof wpt"},
@@ -54,18 +54,7 @@ func TestProxyCommandsIssue22_4(t *testing.T) {
 
 	do := func(method, path, body string) (int, errcode.Code) {
 		t.Helper()
-		var rd io.Reader
-		if body != "" {
-			rd = strings.NewReader(body)
-		}
-		req, _ := http.NewRequest(method, out["egress"]+path, rd)
-		req.Header.Set(proxy.StartDialogField, "?1")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
+		res, b := testkit.Do(t, http.DefaultClient, startDialogRequest(method, out["egress"]+path, body))
 		mu.Lock()
 		defer mu.Unlock()
 		return res.StatusCode, errcode.CodeOf(problem.Read(res.StatusCode, b))

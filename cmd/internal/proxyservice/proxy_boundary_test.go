@@ -15,6 +15,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/proxy"
 	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/txntoken"
@@ -30,46 +31,34 @@ func mustNil(t *testing.T, err error) {
 // boundaryEgressYAML is agent a2's proxy in a.example: one route crossing the trust
 // boundary to b1's ingress in b.example.
 func boundaryEgressYAML(a, b *testbed.Domain, ingressURL string) string {
-	return fmt.Sprintf(`listen: 127.0.0.1:0
-trust_domains: [a.example]
-workload: {id: wimse://a.example/agent/a2, wit_issuer: %[1]s, auth: development}
-wits:
-  - {trust_domain: a.example, jwks_url: %[1]s/.well-known/jwks.json}
-  - {trust_domain: b.example, jwks_url: %[3]s/.well-known/jwks.json}
-egress:
+	return headYAML("a.example", "wimse://a.example/agent/a2", a.WITURL, "a.example", a.WITURL, "b.example", b.WITURL) + fmt.Sprintf(`egress:
   listen: 127.0.0.1:0
-  tts: {token_endpoint: %[2]s/token, issuer: %[2]s, self_signed_subject: alice@a.example}
+  tts: {token_endpoint: %[1]s/token, issuer: %[1]s, self_signed_subject: alice@a.example}
   routes:
     - prefix: /b1
-      upstream: %[5]s/hotel
+      upstream: %[3]s/hotel
       audience: a.example
       scope: trip.book
       recipient: "https://b1.b.example/"
       require_signed_response: true
-      boundary: {peer_issuer: %[4]s, peer_token_endpoint: %[4]s/token, peer_trust_domain: b.example}
-`, a.WITURL, a.TTSURL, b.WITURL, b.TTSURL, ingressURL)
+      boundary: {peer_issuer: %[2]s, peer_token_endpoint: %[2]s/token, peer_trust_domain: b.example}
+`, a.TTSURL, b.TTSURL, ingressURL)
 }
 
 // boundaryIngressYAML is b1's boundary-facing ingress in b.example.
 func boundaryIngressYAML(a, b *testbed.Domain, appURL string) string {
-	return fmt.Sprintf(`listen: 127.0.0.1:0
-trust_domains: [b.example]
-workload: {id: wimse://b.example/agent/b1, wit_issuer: %[3]s, auth: development}
-wits:
-  - {trust_domain: a.example, jwks_url: %[1]s/.well-known/jwks.json}
-  - {trust_domain: b.example, jwks_url: %[3]s/.well-known/jwks.json}
-ingress:
+	return headYAML("b.example", "wimse://b.example/agent/b1", b.WITURL, "a.example", a.WITURL, "b.example", b.WITURL) + fmt.Sprintf(`ingress:
   listen: 127.0.0.1:0
-  upstream: %[5]s
+  upstream: %[2]s
   audiences: ["https://b1.b.example/"]
   proofs: [httpsig]
   stateful: true
   sign_responses: true
-  txn_tokens: {jwks_url: %[4]s/.well-known/jwks.json}
+  txn_tokens: {jwks_url: %[1]s/.well-known/jwks.json}
   boundary:
-    access_tokens: {issuer: %[4]s, jwks_url: %[4]s/.well-known/jwks.json}
-    tts_token_endpoint: %[4]s/token
-`, a.WITURL, a.TTSURL, b.WITURL, b.TTSURL, appURL)
+    access_tokens: {issuer: %[1]s, jwks_url: %[1]s/.well-known/jwks.json}
+    tts_token_endpoint: %[1]s/token
+`, b.TTSURL, appURL)
 }
 
 // Section 11 through two proxy commands: a2's egress (a.example) on a route crossing
@@ -103,10 +92,7 @@ func TestProxyCommandBoundary(t *testing.T) {
 	call := func(body string) (*http.Response, string) {
 		req, _ := http.NewRequest("POST", out["egress"]+"/b1", strings.NewReader(body))
 		req.Header.Set(dialog.HeaderName, d1.Value())
-		res, err := http.DefaultClient.Do(req)
-		mustNil(t, err)
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
+		res, b := testkit.Do(t, http.DefaultClient, req)
 		return res, string(b)
 	}
 	res, body := call(`{"city":"Lisbon"}`)

@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/problem"
-	"github.com/dialogtrust/dialogtrust/proxy"
 )
 
 // Issue 22 point 6: egress.allowed_hosts and egress.allowed_origins are checked by
 // -check-config (docs/proxy.md, "Who may use the egress").
 func TestIssue22Point6ProxyCheckConfig(t *testing.T) {
-	good := egressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3/invoke")
+	good := checkedEgressYAML
 	with := func(listen, lines string) string {
 		return strings.Replace(good, "  listen: 127.0.0.1:0\n  tts", "  listen: "+listen+"\n"+lines+"  tts", 1)
 	}
@@ -42,23 +42,12 @@ func TestIssue22Point6ProxyCheckConfig(t *testing.T) {
 // callEgress POSTs to url with Host host asking for a new dialog, with the fields of h.
 func callEgress(t *testing.T, url, host string, h http.Header) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest("POST", url, strings.NewReader(`{"task":"book"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	req := startDialogRequest("POST", url, `{"task":"book"}`)
 	req.Host = host
-	req.Header = h.Clone()
-	if req.Header == nil {
-		req.Header = http.Header{}
+	for k, v := range h {
+		req.Header[k] = v
 	}
-	req.Header.Set(proxy.StartDialogField, "?1")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res, b
+	return testkit.Do(t, http.DefaultClient, req)
 }
 
 // dialogtrust proxy with the default rule and with allowed_hosts and allowed_origins:
@@ -75,8 +64,8 @@ func TestIssue22Point6ProxyCommand(t *testing.T) {
 	in := startProxy(t, ingressYAML(witURL, ttsURL, app.URL))
 	egress := egressYAML(witURL, ttsURL, in["ingress"]+"/invoke")
 	byDefault := startProxy(t, egress)["egress"]
-	listed := startProxy(t, strings.Replace(egress, "  listen: 127.0.0.1:0\n  tts",
-		"  listen: 127.0.0.1:0\n  allowed_hosts: [a1-egress.internal]\n  allowed_origins: [\"http://localhost:3000\"]\n  tts", 1))["egress"]
+	listed := startProxy(t, egressWith(egress,
+		"  allowed_hosts: [a1-egress.internal]\n  allowed_origins: [\"http://localhost:3000\"]\n"))["egress"]
 
 	refused := func(what, url, host string, h http.Header, status int, code errcode.Code) {
 		t.Helper()

@@ -1,9 +1,8 @@
 package proxyservice
 
 import (
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,12 +13,9 @@ import (
 // (DIALOGTRUST_PROXY_INGRESS_REDIS_*), as at the services; without an ingress section
 // they are an error, and -check-config refuses two password sources.
 func TestProxyIngressRedisEnv(t *testing.T) {
-	yaml := ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3") +
+	yaml := checkedIngressYAML +
 		"  store: {type: redis, redis: {addrs: [\"127.0.0.1:6379\"], password_file: /run/secrets/redis/password}}\n"
-	file := filepath.Join(t.TempDir(), "p.yaml")
-	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := testkit.WriteTemp(t, "p.yaml", yaml)
 	cfg, _, err := configSpec.Load([]string{"-config", file}, []string{
 		EnvPrefix + "INGRESS_REDIS_USERNAME=t1",
 		EnvPrefix + "INGRESS_REDIS_PASSWORD_ENV=REDIS_PASSWORD",
@@ -32,18 +28,12 @@ func TestProxyIngressRedisEnv(t *testing.T) {
 	if r.Username != "t1" || r.PasswordEnv != "REDIS_PASSWORD" || r.PasswordFile != "" || r.TLS == nil || r.TLS.CAFile != "/etc/redis-ca/ca.crt" {
 		t.Fatalf("%+v", r)
 	}
-	egress := filepath.Join(t.TempDir(), "e.yaml")
-	if err := os.WriteFile(egress, []byte(egressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3/invoke")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	egress := testkit.WriteTemp(t, "e.yaml", checkedEgressYAML)
 	if _, _, err := configSpec.Load([]string{"-config", egress}, []string{EnvPrefix + "INGRESS_REDIS_USERNAME=t1"}, io.Discard); err == nil ||
 		!strings.Contains(err.Error(), "no ingress section") {
 		t.Fatalf("without an ingress section: %v", err)
 	}
-	both := filepath.Join(t.TempDir(), "both.yaml")
-	if err := os.WriteFile(both, []byte(strings.Replace(yaml, "password_file:", "password_env: P, password_file:", 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	both := testkit.WriteTemp(t, "both.yaml", strings.Replace(yaml, "password_file:", "password_env: P, password_file:", 1))
 	err = kit.Run(t.Context(), Program, []string{"-check-config", "-config", both}, nil, io.Discard, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), "password_file and password_env") {
 		t.Fatalf("two password sources: %v", err)

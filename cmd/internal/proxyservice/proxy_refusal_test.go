@@ -1,10 +1,8 @@
 package proxyservice
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,43 +14,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/proxy"
 )
-
-// startProxyLogged is startProxy with the command's log (stderr) kept for the test.
-func startProxyLogged(t *testing.T, yaml string) (map[string]string, *testkit.SyncBuffer) {
-	t.Helper()
-	file := filepath.Join(t.TempDir(), "proxy.yaml")
-	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
-	ready, done := make(chan string, 1), make(chan error, 1)
-	go func() {
-		done <- kit.Run(ctx, Program, []string{"-config", file}, nil, stdout, stderr, func(u string) { ready <- u })
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("proxy stopped with %v\n%s", err, stderr.String())
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		done <- nil
-		t.Fatalf("proxy: %v\n%s", err, stderr.String())
-	}
-	m := listeningRE.FindStringSubmatch(stdout.String())
-	if m == nil {
-		t.Fatalf("no listening line: %q", stdout.String())
-	}
-	urls := map[string]string{"ops": m[1]}
-	for _, part := range strings.Split(m[2], ", ") {
-		name, u, _ := strings.Cut(part, " ")
-		urls[name] = u
-	}
-	return urls, stderr
-}
 
 // logLines are the JSON log lines of buf with msg.
 func logLines(buf *testkit.SyncBuffer, msg string) []map[string]any {
@@ -119,12 +80,7 @@ func TestIssue22Point5_ProxyCommandsRefusalsReadable(t *testing.T) {
 		for k, v := range c.header {
 			req.Header[k] = v
 		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
+		res, body := testkit.Do(t, http.DefaultClient, req)
 		var doc map[string]any
 		_ = json.Unmarshal(body, &doc)
 		if res.StatusCode != c.status || doc["code"] != c.code || doc["refused_by"] != "upstream" || res.Header.Get(proxy.RefusedByField) != "upstream" {

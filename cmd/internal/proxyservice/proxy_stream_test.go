@@ -50,7 +50,7 @@ func proxyCommandsStream(t *testing.T, ingressSigning string) {
 	defer app.Close()
 	in := startProxy(t, strings.Replace(ingressYAML(witURL, ttsURL, app.URL), "  sign_responses: true\n", ingressSigning+"  stream_idle_timeout: 1m\n", 1))
 	eg := strings.Replace(egressYAML(witURL, ttsURL, in["ingress"]), ", require_signed_response: true}", "}", 1)
-	out := startProxy(t, strings.Replace(eg, "egress:\n  listen: 127.0.0.1:0\n", "egress:\n  listen: 127.0.0.1:0\n  stream_idle_timeout: 1m\n", 1))
+	out := startProxy(t, egressWith(eg, "  stream_idle_timeout: 1m\n"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -84,10 +84,10 @@ func proxyCommandsStream(t *testing.T, ingressSigning string) {
 }
 
 func TestProxyCheckConfigStreamIdleTimeout(t *testing.T) {
-	egress := egressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3/invoke")
-	ingress := ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3")
+	egress := checkedEgressYAML
+	ingress := checkedIngressYAML
 	withEgress := func(v string) string {
-		return strings.Replace(egress, "egress:\n  listen: 127.0.0.1:0\n", "egress:\n  listen: 127.0.0.1:0\n  stream_idle_timeout: "+v+"\n", 1)
+		return egressWith(egress, "  stream_idle_timeout: "+v+"\n")
 	}
 	for name, c := range map[string]struct{ yaml, want string }{
 		"egress":           {withEgress("90s"), ""},

@@ -173,12 +173,9 @@ egress:
 	api.Push(svid, ca.Cert.Raw)
 	waitFor(t, "/readyz to answer 200 after the SVID arrived", func() bool { st, _ := readyz(); return st == http.StatusOK })
 
-	res, err := http.Post(urls["egress"]+"/up/x", "text/plain", strings.NewReader("hi"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	req, _ := http.NewRequest("POST", urls["egress"]+"/up/x", strings.NewReader("hi"))
+	req.Header.Set("Content-Type", "text/plain")
+	res, b := testkit.Do(t, http.DefaultClient, req)
 	if res.StatusCode != 200 || string(b) != "done" {
 		t.Fatalf("through the egress: %d %s", res.StatusCode, b)
 	}

@@ -78,50 +78,65 @@ func proxyDomain(t *testing.T) (witURL, ttsURL string) {
 	return witURL, ttsURL
 }
 
+// headYAML is how each test proxy's configuration starts: the ops listener on
+// loopback, the trust domain it serves, its workload (development auth at the WIT
+// issuer witIssuer), and the WIT issuers it trusts, as pairs of trust domain and
+// issuer URL (their keys by jwks_url).
+func headYAML(trustDomain, workload, witIssuer string, wits ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "listen: 127.0.0.1:0\ntrust_domains: [%s]\nworkload: {id: %s, wit_issuer: %s, auth: development}\nwits:\n", trustDomain, workload, witIssuer)
+	for i := 0; i+1 < len(wits); i += 2 {
+		fmt.Fprintf(&b, "  - {trust_domain: %s, jwks_url: %s/.well-known/jwks.json}\n", wits[i], wits[i+1])
+	}
+	return b.String()
+}
+
 // egressYAML is agent a1's proxy: egress only, one route to t1's ingress.
 func egressYAML(witURL, ttsURL, ingressURL string) string {
-	return fmt.Sprintf(`listen: 127.0.0.1:0
-trust_domains: [a.example]
-workload: {id: wimse://a.example/agent/a1, wit_issuer: %[1]s, auth: development}
-wits: [{trust_domain: a.example, jwks_url: %[1]s/.well-known/jwks.json}]
-egress:
+	return headYAML("a.example", "wimse://a.example/agent/a1", witURL, "a.example", witURL) + fmt.Sprintf(`egress:
   listen: 127.0.0.1:0
-  tts: {token_endpoint: %[2]s/token, issuer: %[2]s, self_signed_subject: alice@a.example}
+  tts: {token_endpoint: %[1]s/token, issuer: %[1]s, self_signed_subject: alice@a.example}
   routes:
-    - {prefix: /t1, upstream: %[3]s, audience: a.example, scope: trip.book, recipient: "https://t1.a.example/", require_signed_response: true}
-`, witURL, ttsURL, ingressURL)
+    - {prefix: /t1, upstream: %[2]s, audience: a.example, scope: trip.book, recipient: "https://t1.a.example/", require_signed_response: true}
+`, ttsURL, ingressURL)
 }
 
 // ingressYAML is tool t1's proxy: ingress only, stateless, signing its responses.
 func ingressYAML(witURL, ttsURL, appURL string) string {
-	return fmt.Sprintf(`listen: 127.0.0.1:0
-trust_domains: [a.example]
-workload: {id: wimse://a.example/tool/t1, wit_issuer: %[1]s, auth: development}
-wits: [{trust_domain: a.example, jwks_url: %[1]s/.well-known/jwks.json}]
-ingress:
+	return headYAML("a.example", "wimse://a.example/tool/t1", witURL, "a.example", witURL) + fmt.Sprintf(`ingress:
   listen: 127.0.0.1:0
-  upstream: %[3]s
+  upstream: %[2]s
   audiences: ["https://t1.a.example/"]
-  txn_tokens: {jwks_url: %[2]s/.well-known/jwks.json}
+  txn_tokens: {jwks_url: %[1]s/.well-known/jwks.json}
   require_txn_token: true
   sign_responses: true
-`, witURL, ttsURL, appURL)
+`, ttsURL, appURL)
+}
+
+// checkedEgressYAML and checkedIngressYAML are egressYAML and ingressYAML for
+// -check-config alone: nothing listens at their addresses.
+var (
+	checkedEgressYAML  = egressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3/invoke")
+	checkedIngressYAML = ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3")
+)
+
+// egressWith adds lines ("  key: value\n" each) to the egress section of yaml, after
+// its listen member.
+func egressWith(yaml, lines string) string {
+	return strings.Replace(yaml, "egress:\n  listen: 127.0.0.1:0\n", "egress:\n  listen: 127.0.0.1:0\n"+lines, 1)
 }
 
 var listeningRE = regexp.MustCompile(`proxy listening on (\S+) \((.*)\)`)
 
-// startProxy runs "dialogtrust proxy -config" in process until the test ends and
-// returns the URLs of its listeners by name (ops, egress, ingress).
-func startProxy(t *testing.T, yaml string) map[string]string {
+// startProxyLogged runs "dialogtrust proxy -config" in process until the test ends and
+// returns the URLs of its listeners by name (ops, egress, ingress) and the command's
+// log (stderr).
+func startProxyLogged(t *testing.T, yaml string) (map[string]string, *testkit.SyncBuffer) {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "proxy.yaml")
-	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := testkit.WriteTemp(t, "proxy.yaml", yaml)
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
+	ready, done := make(chan string, 1), make(chan error, 1)
 	go func() {
 		done <- kit.Run(ctx, Program, []string{"-config", file}, nil, stdout, stderr, func(u string) { ready <- u })
 	}()
@@ -146,22 +161,34 @@ func startProxy(t *testing.T, yaml string) map[string]string {
 		name, u, _ := strings.Cut(part, " ")
 		urls[name] = u
 	}
+	return urls, stderr
+}
+
+// startProxy runs "dialogtrust proxy -config" in process until the test ends and
+// returns the URLs of its listeners by name (ops, egress, ingress).
+func startProxy(t *testing.T, yaml string) map[string]string {
+	t.Helper()
+	urls, _ := startProxyLogged(t, yaml)
 	return urls
+}
+
+// startDialogRequest is a request to url asking the egress to start a dialog, with
+// body (none when empty).
+func startDialogRequest(method, url, body string) *http.Request {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	req.Header.Set(proxy.StartDialogField, "?1")
+	return req
 }
 
 // postStartDialog POSTs body to url through c asking the egress to start a dialog,
 // and returns the response with its body read.
 func postStartDialog(t *testing.T, c *http.Client, url, body string) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-	req.Header.Set(proxy.StartDialogField, "?1")
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	return res, b
+	return testkit.Do(t, c, startDialogRequest("POST", url, body))
 }
 
 // mustBookThrough starts a dialog with a task through the egress at url, which the
@@ -179,10 +206,7 @@ func mustBookThrough(t *testing.T, c *http.Client, url string) *dialog.Context {
 // checkProxyConfig runs "dialogtrust proxy -check-config" on yaml.
 func checkProxyConfig(t *testing.T, yaml string) (stdout string, err error) {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "p.yaml")
-	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := testkit.WriteTemp(t, "p.yaml", yaml)
 	var out strings.Builder
 	err = kit.Run(t.Context(), Program, []string{"-check-config", "-config", file}, nil, &out, io.Discard, nil)
 	return out.String(), err
@@ -222,14 +246,9 @@ func TestProxyCommandPair(t *testing.T) {
 	}
 	for _, u := range []string{out["ops"], in["ops"]} {
 		for _, p := range []string{service.PathHealthz, service.PathReadyz, service.PathMetrics} {
-			res, err := http.Get(u + p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			if res.StatusCode != 200 {
-				t.Errorf("%s%s: %d %s", u, p, res.StatusCode, b)
+			status, b := testkit.Get(t, u+p)
+			if status != 200 {
+				t.Errorf("%s%s: %d %s", u, p, status, b)
 			}
 			if p == service.PathMetrics && u == in["ops"] && !strings.Contains(string(b), `dialogtrust_proxy_requests_total{side="ingress",status="200"} 1`) {
 				t.Errorf("ingress metrics lack the request:\n%s", b)
@@ -240,7 +259,7 @@ func TestProxyCommandPair(t *testing.T) {
 
 // -check-config opens nothing and refuses what the proxy could not run safely.
 func TestProxyCheckConfig(t *testing.T) {
-	good := egressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3/invoke")
+	good := checkedEgressYAML
 	const handoffSection = "handoff: {key_file: a1.jwk, trust_file: trust.json}\n"
 	delegating := func(host string) string {
 		return strings.Replace(good, "require_signed_response: true}", "require_signed_response: true, delegate: wimse://a.example/tool/t1, "+host+"}", 1)
@@ -249,7 +268,7 @@ func TestProxyCheckConfig(t *testing.T) {
 		yaml, want string
 	}{
 		"good egress":       {good, ""},
-		"good ingress":      {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3"), ""},
+		"good ingress":      {checkedIngressYAML, ""},
 		"neither side":      {"trust_domains: [a.example]\nworkload: {id: wimse://a.example/a}\nwits: [{trust_domain: a.example, jwks_file: x}]\n", "egress section, an ingress section"},
 		"public egress":     {strings.Replace(good, "  listen: 127.0.0.1:0", "  listen: 0.0.0.0:9481", 1), "must listen on loopback"},
 		"egress on socket":  {strings.Replace(good, "  listen: 127.0.0.1:0", "  listen: unix:///run/a1/egress.sock\n  socket_mode: \"0600\"", 1), ""},
@@ -259,8 +278,8 @@ func TestProxyCheckConfig(t *testing.T) {
 		"mode without sock": {strings.Replace(good, "  listen: 127.0.0.1:0", "  listen: 127.0.0.1:0\n  socket_mode: \"0660\"", 1), "only with a Unix socket"},
 		"egress to socket":  {strings.Replace(good, "upstream: http://127.0.0.1:3/invoke", "upstream: unix:///run/t1.sock", 1), "absolute http(s) URL"},
 		"app on socket":     {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "unix:///run/app/app.sock") + "  upstream_path: /mcp\n", ""},
-		"app path, no sock": {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3") + "  upstream_path: /mcp\n", "only for a Unix socket upstream"},
-		"ingress on socket": {strings.Replace(ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3"), "  listen: 127.0.0.1:0\n  upstream", "  listen: unix:///run/in.sock\n  upstream", 1), "faces remote callers on TCP"},
+		"app path, no sock": {checkedIngressYAML + "  upstream_path: /mcp\n", "only for a Unix socket upstream"},
+		"ingress on socket": {strings.Replace(checkedIngressYAML, "  listen: 127.0.0.1:0\n  upstream", "  listen: unix:///run/in.sock\n  upstream", 1), "faces remote callers on TCP"},
 		"plain HTTP remote": {strings.Replace(good, "upstream: http://127.0.0.1:3/invoke", "upstream: http://t1.example/invoke", 1), "plain HTTP only to loopback"},
 		"unknown member":    {good + "egres: {}\n", "egres"},
 		"bad proof":         {strings.Replace(good, "require_signed_response: true", "proof: magic", 1), "httpsig or wpt"},
@@ -274,9 +293,9 @@ func TestProxyCheckConfig(t *testing.T) {
 		"named signers":     {strings.Replace(good, "require_signed_response: true", "require_signed_response: true, response_signers: [wimse://a.example/tool/t1, wimse://a.example/tool/]", 1), ""},
 		"foreign signers":   {strings.Replace(good, "require_signed_response: true", "require_signed_response: true, response_signers: [wimse://b.example/tool/]", 1), "come from a.example"},
 		"bad signer":        {strings.Replace(good, "require_signed_response: true", "require_signed_response: true, response_signers: [wimse://a.example/tool//]", 1), "response_signers"},
-		"handoff hosts":     {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3") + "  handoff_hosts: [mcp, a2a10]\n" + handoffSection, ""},
-		"hosts, no keys":    {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3") + "  handoff_hosts: [mcp]\n", "needs the handoff section"},
-		"bad handoff host":  {ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3") + "  handoff_hosts: [a2a]\n" + handoffSection, "mcp, a2a03 or a2a10"},
+		"handoff hosts":     {checkedIngressYAML + "  handoff_hosts: [mcp, a2a10]\n" + handoffSection, ""},
+		"hosts, no keys":    {checkedIngressYAML + "  handoff_hosts: [mcp]\n", "needs the handoff section"},
+		"bad handoff host":  {checkedIngressYAML + "  handoff_hosts: [a2a]\n" + handoffSection, "mcp, a2a03 or a2a10"},
 	} {
 		expectCheckConfig(t, name, c.yaml, c.want)
 	}
@@ -443,12 +462,7 @@ func TestProxyIngressSharedRedis(t *testing.T) {
 	}
 	replay, _ := http.NewRequest(captured.Method, in2["ingress"]+captured.URL.RequestURI(), strings.NewReader(string(capturedBody)))
 	replay.Header = captured.Header.Clone()
-	res, err := http.DefaultClient.Do(replay)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ = io.ReadAll(res.Body)
-	res.Body.Close()
+	res, b = testkit.Do(t, http.DefaultClient, replay)
 	var doc struct {
 		Code string `json:"code"`
 	}
@@ -489,7 +503,7 @@ func TestProxyCommandTLS(t *testing.T) {
 	if !strings.HasPrefix(in["ingress"], "https://127.0.0.1:") {
 		t.Fatalf("ingress at %s", in["ingress"])
 	}
-	withRoots := strings.Replace(egressYAML(witURL, ttsURL, in["ingress"]), "  listen: 127.0.0.1:0\n  tts:", "  listen: 127.0.0.1:0\n  ca_file: "+ca.CertFile+"\n  tts:", 1)
+	withRoots := egressWith(egressYAML(witURL, ttsURL, in["ingress"]), "  ca_file: "+ca.CertFile+"\n")
 	for name, c := range map[string]struct {
 		yaml   string
 		status int
@@ -554,13 +568,7 @@ func TestProxyCommandHandoff(t *testing.T) {
 		} else {
 			req.Header.Set(dialog.HeaderName, dc)
 		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		return res, body
+		return testkit.Do(t, http.DefaultClient, req)
 	}
 	res, body := send("")
 	// The ingress keeps its handoff records in memory: offers issued in the second it

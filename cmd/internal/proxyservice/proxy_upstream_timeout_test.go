@@ -10,6 +10,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proxy"
 )
@@ -18,14 +19,14 @@ import (
 // as its egress section's (or its route's, with route set) or its ingress section's
 // upstream_timeout member ("" none).
 func upstreamTimeoutYAML(egress, route, ingress string) (string, string) {
-	e := egressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3/invoke")
+	e := checkedEgressYAML
 	if egress != "" {
-		e = strings.Replace(e, "egress:\n  listen: 127.0.0.1:0\n", "egress:\n  listen: 127.0.0.1:0\n  upstream_timeout: "+egress+"\n", 1)
+		e = egressWith(e, "  upstream_timeout: "+egress+"\n")
 	}
 	if route != "" {
 		e = strings.Replace(e, ", require_signed_response: true}", ", require_signed_response: true, upstream_timeout: "+route+"}", 1)
 	}
-	in := ingressYAML("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3")
+	in := checkedIngressYAML
 	if ingress != "" {
 		in += "  upstream_timeout: " + ingress + "\n"
 	}
@@ -120,15 +121,9 @@ func TestProxyCommandsUpstreamTimeout(t *testing.T) {
 				egYAML = strings.Replace(egYAML, ", require_signed_response: true}", ", require_signed_response: true, upstream_timeout: "+egressWait+"}", 1)
 			}
 			out := startProxy(t, egYAML)
-			req, _ := http.NewRequest("POST", out["egress"]+"/t1", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"book","arguments":{}}}`))
-			req.Header.Set(proxy.StartDialogField, "?1")
+			req := startDialogRequest("POST", out["egress"]+"/t1", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"book","arguments":{}}}`)
 			req.Header.Set("Content-Type", "application/json")
-			res, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			body, _ := io.ReadAll(res.Body)
+			res, body := testkit.Do(t, &http.Client{Transport: &http.Transport{}}, req)
 			if res.StatusCode != http.StatusServiceUnavailable || errcode.CodeOf(problem.Read(res.StatusCode, body)) != errcode.UpstreamUnavailable ||
 				!strings.Contains(string(body), "within 150ms") {
 				t.Fatalf("%d %s", res.StatusCode, body)

@@ -101,13 +101,8 @@ func checkChaining(cfg *Config) error {
 			if err != nil {
 				return err
 			}
-			n := 0
-			for _, set := range []bool{p.JWKSURL != "", p.JWKSFile != "", p.Metadata} {
-				if set {
-					n++
-				}
-			}
-			if n != 1 {
+			// Exactly one of jwks_url, jwks_file, metadata: metadata alone, or one of the pair.
+			if p.Metadata && p.JWKS != (kit.JWKS{}) || !p.Metadata && !p.JWKS.One() {
 				return fmt.Errorf("chaining.peers[%s]: as_b redeems its grants, so exactly one of jwks_url, jwks_file, metadata is required", p.Issuer)
 			}
 			if len(bp.Scopes) == 0 {
@@ -185,7 +180,7 @@ func prepareChaining(ctx context.Context, cfg *Config, issuer, endpoint string, 
 // peerKeys: exactly one of jwks_url (lazy), jwks_file, metadata (lazy discovery); with
 // an rsa section, the set is opened to RSA keys as the section says.
 func peerKeys(ctx context.Context, retry time.Duration, p *ChainPeerConfig) (keys.KeySet, tts.ReadyCheck, error) {
-	src := kit.JWKSSource{URL: p.JWKSURL, File: p.JWKSFile}
+	src := kit.JWKSSource{JWKS: p.JWKS}
 	if p.RSA != nil {
 		r := rsaPolicy(p.RSA)
 		src.RSA = &r

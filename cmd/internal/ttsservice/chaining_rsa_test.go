@@ -1,15 +1,12 @@
 package ttsservice
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"math/big"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -25,11 +22,7 @@ func rsaJWKSFile(t *testing.T, bits int) string {
 	enc := base64.RawURLEncoding.EncodeToString
 	doc, _ := json.Marshal(map[string]any{"keys": []map[string]any{{"kty": "RSA", "kid": "idp-1", "use": "sig",
 		"n": enc(k.N.Bytes()), "e": enc(big.NewInt(int64(k.E)).Bytes())}}})
-	f := filepath.Join(t.TempDir(), "peer.jwks")
-	if err := os.WriteFile(f, doc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return testkit.WriteTemp(t, "peer.jwks", string(doc))
 }
 
 // chaining.peers[].rsa opens an AS B peer's keys to RSA (RS256, PS256 grants), as
@@ -37,36 +30,24 @@ func rsaJWKSFile(t *testing.T, bits int) string {
 // allow_untyped needs audiences. --check-config refuses what cannot work, and a key
 // below 2048 bits is refused when the keys are read.
 func TestChainingRSAPeerConfig(t *testing.T) {
-	base := `development: true
-listen: 127.0.0.1:0
-trust_domains: [b.example]
-wits:
-  - {trust_domain: b.example, jwks_file: /nonexistent}
-policy:
-  rules:
-    - workload: "wimse://b.example/"
-`
 	conf := func(jwks, rsaPart, asbPart string) string {
-		return base + "chaining:\n  peers: [{issuer: https://idp.example, jwks_file: " + jwks + rsaPart + "}]\n" +
+		return chainingBaseYAML + "chaining:\n  peers: [{issuer: https://idp.example, jwks_file: " + jwks + rsaPart + "}]\n" +
 			"  as_b: {peers: [{issuer: https://idp.example, scopes: [x]" + asbPart + "}]}\n"
-	}
-	check := func(yaml string) error {
-		return Program.Run(context.Background(), []string{"--config", writeConfig(t, yaml), "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
 	}
 	for _, tc := range []struct{ rsaPart, asbPart, want string }{
 		{"", ", allow_untyped: true", "allow_untyped needs audiences"},
 		{", rsa: {default_alg: RS512}", "", "chaining.peers[https://idp.example].rsa"},
 	} {
-		if err := check(conf("/x", tc.rsaPart, tc.asbPart)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := checkConfig(t, conf("/x", tc.rsaPart, tc.asbPart)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%q %q: got %v, want %q", tc.rsaPart, tc.asbPart, err, tc.want)
 		}
 	}
-	if err := check(conf("/x", ", rsa: {default_alg: PS256}", ", allow_untyped: true, audiences: [https://as.b.example]")); err != nil {
+	if err := checkConfig(t, conf("/x", ", rsa: {default_alg: PS256}", ", allow_untyped: true, audiences: [https://as.b.example]")); err != nil {
 		t.Fatal(err)
 	}
 
 	prepare := func(yaml string) (*chainingSetup, error) {
-		cfg, _, err := configSpec.Load([]string{"--config", writeConfig(t, yaml)}, nil, &testkit.SyncBuffer{})
+		cfg, _, err := configSpec.Load([]string{"--config", testkit.WriteTemp(t, "tts.yaml", yaml)}, nil, &testkit.SyncBuffer{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,8 +2,6 @@ package ttsservice
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -33,11 +31,7 @@ func newWITDomain(t *testing.T, td string) *witDomain {
 	k, _ := keys.Generate(keys.ES256)
 	set, _ := keys.NewStaticSet(k.Public())
 	b, _ := set.MarshalJSON()
-	f := filepath.Join(t.TempDir(), td+".jwks.json")
-	if err := os.WriteFile(f, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &witDomain{td: td, key: k, file: f}
+	return &witDomain{td: td, key: k, file: testkit.WriteTemp(t, td+".jwks.json", string(b))}
 }
 
 // workload returns an identifier, a key and a WIT for it.
@@ -51,14 +45,6 @@ func (d *witDomain) workload(t *testing.T, path string) (identifier.ID, *keys.Pr
 	return id, k, w
 }
 
-func writeConfig(t *testing.T, yaml string) string {
-	f := filepath.Join(t.TempDir(), "tts.yaml")
-	if err := os.WriteFile(f, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
 // Identity chaining configured in two tts processes (run, as main runs them): AS A in
 // the TTS of a.example issues a grant for the TTS of b.example, whose AS B finds AS A's
 // keys through its RFC 8414 metadata, redeems the grant, and whose TTS accepts the
@@ -69,8 +55,8 @@ func TestChainingTwoDomains(t *testing.T) {
 	addrA, addrB := freeLoopback(t), freeLoopback(t)
 	urlA, urlB := "http://"+addrA, "http://"+addrB
 	cfgA, cfgB := twoDomainConfigs(da, db, addrA, addrB)
-	procB := start(t, []string{"--config", writeConfig(t, cfgB)}, nil)
-	procA := start(t, []string{"--config", writeConfig(t, cfgA)}, nil)
+	procB := start(t, []string{"--config", testkit.WriteTemp(t, "tts.yaml", cfgB)}, nil)
+	procA := start(t, []string{"--config", testkit.WriteTemp(t, "tts.yaml", cfgA)}, nil)
 	mdA, mdB := discoverTwoDomains(t, ctx, procA, procB)
 
 	a2, a2Key, a2WIT := da.workload(t, "/agent/a2")
@@ -220,10 +206,9 @@ func checkChainingLogs(t *testing.T, logs, txn, grant, accessToken string) {
 	}
 }
 
-// The chaining section is strict and checked before anything opens (also by
-// --check-config).
-func TestChainingConfigErrors(t *testing.T) {
-	base := `development: true
+// chainingBaseYAML starts the chaining configurations the checks read: b.example's
+// TTS in development, trusting its WIT issuer by a file that is never opened.
+const chainingBaseYAML = `development: true
 listen: 127.0.0.1:0
 trust_domains: [b.example]
 wits:
@@ -232,10 +217,22 @@ policy:
   rules:
     - workload: "wimse://b.example/"
 `
+
+// checkConfig runs tts --check-config on yaml.
+func checkConfig(t *testing.T, yaml string) error {
+	t.Helper()
+	return Program.Run(context.Background(), []string{"--config", testkit.WriteTemp(t, "tts.yaml", yaml), "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
+}
+
+// The chaining section is strict and checked before anything opens (also by
+// --check-config).
+func TestChainingConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ chaining, want string }{
 		{"chaining: {}\n", "as_a, as_b or both"},
 		{"chaining:\n  as_a: {peers: [{issuer: https://b}]}\n", "not in chaining.peers"},
 		{"chaining:\n  peers: [{issuer: https://b}]\n  as_a: {peers: [{issuer: https://b}]}\n  as_b: {peers: [{issuer: https://b, scopes: [x]}]}\n", "exactly one of jwks_url, jwks_file, metadata"},
+		{"chaining:\n  peers: [{issuer: https://b, jwks_url: https://b/jwks, jwks_file: /x}]\n  as_b: {peers: [{issuer: https://b, scopes: [x]}]}\n", "exactly one of jwks_url, jwks_file, metadata"},
+		{"chaining:\n  peers: [{issuer: https://b, metadata: true, jwks_file: /x}]\n  as_b: {peers: [{issuer: https://b, scopes: [x]}]}\n", "exactly one of jwks_url, jwks_file, metadata"},
 		{"chaining:\n  peers: [{issuer: https://a, metadata: true}]\n  as_b: {peers: [{issuer: https://a}]}\n", "scopes: at least one"},
 		{"chaining:\n  peers: [{issuer: https://a, metadata: true}, {issuer: https://c}]\n  as_b: {peers: [{issuer: https://a, scopes: [x]}]}\n", "used by neither"},
 		{"chaining:\n  peers: [{issuer: https://b}]\n  as_a: {grant_lifetime: 10m, peers: [{issuer: https://b}]}\n", "grant_lifetime"},
@@ -243,15 +240,12 @@ policy:
 		{"chaining:\n  peers: [{issuer: https://b}]\n  as_a: {peers: [{issuer: https://b}]}\nauth:\n  methods: [private_key_jwt]\n", "wit_httpsig or wit_wpt"},
 		{"chaining:\n  peers: [{issuer: https://b, jwks: x}]\n  as_a: {peers: [{issuer: https://b}]}\n", "unknown field"},
 	} {
-		f := writeConfig(t, base+tc.chaining)
-		err := Program.Run(context.Background(), []string{"--config", f, "--check-config"}, nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, nil)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := checkConfig(t, chainingBaseYAML+tc.chaining); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: got %v, want %q", tc.chaining, err, tc.want)
 		}
 	}
-	ok := base + "chaining:\n  peers: [{issuer: https://a, jwks_file: /x}, {issuer: https://c}]\n  as_a: {peers: [{issuer: https://c}]}\n  as_b: {peers: [{issuer: https://a, scopes: [x]}]}\n"
-	out := &testkit.SyncBuffer{}
-	if err := Program.Run(context.Background(), []string{"--config", writeConfig(t, ok), "--check-config"}, nil, out, &testkit.SyncBuffer{}, nil); err != nil {
+	ok := chainingBaseYAML + "chaining:\n  peers: [{issuer: https://a, jwks_file: /x}, {issuer: https://c}]\n  as_a: {peers: [{issuer: https://c}]}\n  as_b: {peers: [{issuer: https://a, scopes: [x]}]}\n"
+	if err := checkConfig(t, ok); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -46,8 +46,7 @@ type KeysConfig struct {
 // lazily, cached, refreshed on an unknown kid) or file.
 type WITTrustConfig struct {
 	TrustDomain string `yaml:"trust_domain"`
-	JWKSURL     string `yaml:"jwks_url"`
-	JWKSFile    string `yaml:"jwks_file"`
+	kit.JWKS    `yaml:",inline"`
 }
 
 // AuthConfig: the client authentication methods, in the order they are tried.
@@ -60,8 +59,7 @@ type AuthConfig struct {
 // ClientConfig: a workload registered for private_key_jwt, with its keys.
 type ClientConfig struct {
 	ID       string `yaml:"id"`
-	JWKSFile string `yaml:"jwks_file"`
-	JWKSURL  string `yaml:"jwks_url"`
+	kit.JWKS `yaml:",inline"`
 }
 
 // SubjectTokensConfig: the subject token types accepted.
@@ -79,9 +77,8 @@ type PrefixedConfig struct {
 
 // JWTIssuerConfig: an issuer of JWT access tokens or ID tokens.
 type JWTIssuerConfig struct {
-	Issuer        string   `yaml:"issuer"`
-	JWKSURL       string   `yaml:"jwks_url"`
-	JWKSFile      string   `yaml:"jwks_file"`
+	Issuer        string `yaml:"issuer"`
+	kit.JWKS      `yaml:",inline"`
 	Types         []string `yaml:"types"`
 	Typ           string   `yaml:"typ"`
 	Audiences     []string `yaml:"audiences"`
@@ -139,8 +136,7 @@ type ChainPeerConfig struct {
 	Issuer        string   `yaml:"issuer"`
 	TokenEndpoint string   `yaml:"token_endpoint"`
 	Audiences     []string `yaml:"audiences"`
-	JWKSURL       string   `yaml:"jwks_url"`
-	JWKSFile      string   `yaml:"jwks_file"`
+	kit.JWKS      `yaml:",inline"`
 	// Metadata: find jwks_uri in the peer's RFC 8414 metadata at its issuer.
 	Metadata bool     `yaml:"metadata"`
 	Typs     []string `yaml:"typs"`
@@ -214,7 +210,7 @@ var configSpec = kit.ServiceSpec("tts", EnvPrefix, defaultYAML,
 			if len(cfg.WITs) != 1 {
 				return fmt.Errorf("needs exactly one wits entry, the configuration has %d", len(cfg.WITs))
 			}
-			cfg.WITs[0].JWKSURL, cfg.WITs[0].JWKSFile = v, ""
+			cfg.WITs[0].JWKS = kit.JWKS{URL: v}
 			return nil
 		}},
 	}, append(kit.SharedKeysEnv(func(cfg *Config) *kit.KeysConfig { return &cfg.Keys.KeysConfig }),

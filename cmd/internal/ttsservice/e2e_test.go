@@ -3,9 +3,9 @@ package ttsservice
 import (
 	"bufio"
 	"context"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,15 +62,11 @@ func startWITIssuer(t *testing.T, listen string) string {
 func TestEndToEndWITIssuerAndTTS(t *testing.T) {
 	ctx := context.Background()
 	witAddr := freeLoopback(t)
-	dir := t.TempDir()
-	cfgFile := filepath.Join(dir, "tts.yaml")
 	// The embedded default, with a free port for the wit-issuer and no retry delay so
 	// that the test does not wait for the lazy JWKS fetch to be tried again.
 	cfgYAML := strings.Replace(string(defaultYAML), "http://127.0.0.1:8080/", "http://"+witAddr+"/", 1)
 	cfgYAML = strings.Replace(cfgYAML, "jwks_retry: 1s", "jwks_retry: 1ns", 1)
-	if err := os.WriteFile(cfgFile, []byte(cfgYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgFile := testkit.WriteTemp(t, "tts.yaml", cfgYAML)
 	ttsProc := start(t, []string{"--config", cfgFile, "--listen", "127.0.0.1:0"}, nil)
 	md, err := oauth.Discover(ctx, nil, ttsProc.URL)
 	if err != nil {

@@ -40,7 +40,7 @@ func witSources(cfg *Config) string {
 		if i > 0 {
 			s += ", "
 		}
-		s += w.TrustDomain + " (" + w.JWKSURL + w.JWKSFile + ")"
+		s += w.TrustDomain + " (" + w.URL + w.File + ")"
 	}
 	return s
 }
@@ -169,7 +169,7 @@ func listen(s *kit.Server, cfg *Config, logger *slog.Logger) error {
 func buildHandler(ctx context.Context, cfg *Config, logger *slog.Logger, issuer string, ring *keys.Ring, replay store.Replay, readyChecks []tts.ReadyCheck) (http.Handler, error) {
 	trust := keys.NewTrust()
 	for _, w := range cfg.WITs {
-		ks, ready, err := keySource(ctx, cfg.JWKSRetry, "wits["+w.TrustDomain+"]", kit.JWKSSource{URL: w.JWKSURL, File: w.JWKSFile})
+		ks, ready, err := keySource(ctx, cfg.JWKSRetry, "wits["+w.TrustDomain+"]", kit.JWKSSource{JWKS: w.JWKS})
 		if err != nil {
 			return nil, err
 		}
@@ -277,7 +277,7 @@ func buildAuth(ctx context.Context, cfg *Config, wits *wit.Validator, replay sto
 				if err != nil {
 					return nil, fmt.Errorf("auth.clients %q: %w", c.ID, err)
 				}
-				ks, _, err := keySource(ctx, cfg.JWKSRetry, "auth.clients["+c.ID+"]", kit.JWKSSource{URL: c.JWKSURL, File: c.JWKSFile})
+				ks, _, err := keySource(ctx, cfg.JWKSRetry, "auth.clients["+c.ID+"]", kit.JWKSSource{JWKS: c.JWKS})
 				if err != nil {
 					return nil, err
 				}
@@ -319,7 +319,7 @@ func buildSubjectHandlers(ctx context.Context, cfg *Config, issuer, tokenEndpoin
 		if is.RSA != nil {
 			rsa = &keys.RSAPolicy{DefaultAlg: is.RSA.DefaultAlg}
 		}
-		ks, r, err := keySource(ctx, cfg.JWKSRetry, "subject_tokens.jwt_issuers["+is.Issuer+"]", kit.JWKSSource{URL: is.JWKSURL, File: is.JWKSFile, RSA: rsa})
+		ks, r, err := keySource(ctx, cfg.JWKSRetry, "subject_tokens.jwt_issuers["+is.Issuer+"]", kit.JWKSSource{JWKS: is.JWKS, RSA: rsa})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"io"
 	"math/big"
 	"os"
@@ -29,11 +30,7 @@ func TestJWTIssuerRSAConfig(t *testing.T) {
 	}
 	conf := func(rsaLine string) string {
 		y := strings.Replace(string(defaultYAML), "subject_tokens:\n", "subject_tokens:\n  jwt_issuers:\n    - {issuer: https://login.idp.example, jwks_file: "+jwksFile+rsaLine+"}\n", 1)
-		f := filepath.Join(dir, "tts.yaml")
-		if err := os.WriteFile(f, []byte(y), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return f
+		return testkit.WriteTemp(t, "tts.yaml", y)
 	}
 	load := func(f string) (*Config, error) {
 		cfg, _, err := configSpec.Load([]string{"--config", f}, nil, io.Discard)

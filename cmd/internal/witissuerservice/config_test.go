@@ -2,24 +2,14 @@ package witissuerservice
 
 import (
 	"encoding/json"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/keys"
 )
-
-func writeFile(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // The embedded default is development mode on loopback with an in-memory store.
 func TestEmbeddedDefault(t *testing.T) {
@@ -80,7 +70,7 @@ shutdown_timeout: 5s
 // The configuration file is strict YAML: every documented member parses, and an unknown
 // member anywhere (a typo) is an error instead of being silently ignored.
 func TestConfigStrictYAML(t *testing.T) {
-	cfg, _, err := configSpec.Load([]string{"--config", writeFile(t, "c.yaml", fullConfig)}, nil, io.Discard)
+	cfg, _, err := configSpec.Load([]string{"--config", testkit.WriteTemp(t, "c.yaml", fullConfig)}, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +93,7 @@ func TestConfigStrictYAML(t *testing.T) {
 		"bad duration":   "policy:\n  max_lifetime: soon\n",
 		"duplicate key":  "listen: a\nlisten: b\n",
 	} {
-		if _, _, err := configSpec.Load([]string{"--config", writeFile(t, "bad.yaml", bad)}, nil, io.Discard); err == nil {
+		if _, _, err := configSpec.Load([]string{"--config", testkit.WriteTemp(t, "bad.yaml", bad)}, nil, io.Discard); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -112,7 +102,7 @@ func TestConfigStrictYAML(t *testing.T) {
 // Precedence: flags over environment over the file over the embedded default. An
 // unknown DIALOGTRUST_WIT_ISSUER_* variable is an error.
 func TestConfigEnvAndFlagPrecedence(t *testing.T) {
-	file := writeFile(t, "c.yaml", "listen: 127.0.0.1:1001\ntrust_domains: [a.example]\nroutes: [{path: /v1/wit, methods: [dev]}]\nauth: {dev: {prefixes: ['wimse://a.example/']}}\n")
+	file := testkit.WriteTemp(t, "c.yaml", "listen: 127.0.0.1:1001\ntrust_domains: [a.example]\nroutes: [{path: /v1/wit, methods: [dev]}]\nauth: {dev: {prefixes: ['wimse://a.example/']}}\n")
 	env := []string{"DIALOGTRUST_WIT_ISSUER_CONFIG=" + file}
 	cfg, src, err := configSpec.Load(nil, env, io.Discard)
 	if err != nil || cfg.Listen != "127.0.0.1:1001" || src.File != file || src.Embedded {
@@ -130,7 +120,7 @@ func TestConfigEnvAndFlagPrecedence(t *testing.T) {
 		t.Fatalf("flag: %v %+v", err, cfg)
 	}
 	// --config beats the environment's file.
-	other := writeFile(t, "o.yaml", "listen: 127.0.0.1:1004\n")
+	other := testkit.WriteTemp(t, "o.yaml", "listen: 127.0.0.1:1004\n")
 	cfg, _, err = configSpec.Load([]string{"--config", other}, []string{"DIALOGTRUST_WIT_ISSUER_CONFIG=" + file}, io.Discard)
 	if err != nil || cfg.Listen != "127.0.0.1:1004" {
 		t.Fatalf("--config: %v %+v", err, cfg)
@@ -150,7 +140,7 @@ func TestConfigEnvAndFlagPrecedence(t *testing.T) {
 // with that secret source, replacing the file's; keys.step_interval and
 // keys.jwks_max_age parse.
 func TestConfigSharedKeysEnv(t *testing.T) {
-	file := writeFile(t, "c.yaml", "keys: {shared: {secret_env: FROM_FILE}, step_interval: 5s, jwks_max_age: 1m}\n")
+	file := testkit.WriteTemp(t, "c.yaml", "keys: {shared: {secret_env: FROM_FILE}, step_interval: 5s, jwks_max_age: 1m}\n")
 	cfg, _, err := configSpec.Load([]string{"--config", file}, nil, io.Discard)
 	if err != nil || cfg.Keys.Shared == nil || cfg.Keys.Shared.SecretEnv != "FROM_FILE" || cfg.Keys.StepInterval != 5*time.Second ||
 		cfg.Keys.RotationStep() != 5*time.Second || cfg.Keys.JWKSMaxAge != time.Minute {
@@ -177,7 +167,7 @@ func TestConfigSharedKeysEnv(t *testing.T) {
 // TLS on, and -check-config's checks then see both password sources of a file that
 // names two.
 func TestConfigRedisEnv(t *testing.T) {
-	file := writeFile(t, "c.yaml", "store: {type: redis, redis: {addrs: [\"r:6379\"], password_env: FROM_FILE}}\n")
+	file := testkit.WriteTemp(t, "c.yaml", "store: {type: redis, redis: {addrs: [\"r:6379\"], password_env: FROM_FILE}}\n")
 	cfg, _, err := configSpec.Load([]string{"--config", file}, []string{
 		EnvPrefix + "REDIS_USERNAME=dialogtrust",
 		EnvPrefix + "REDIS_PASSWORD_FILE=/run/secrets/redis/password",
@@ -193,7 +183,7 @@ func TestConfigRedisEnv(t *testing.T) {
 	if err != nil || cfg.Store.Check() == nil || !strings.Contains(cfg.Store.Check().Error(), "cert_file and key_file") {
 		t.Fatalf("half a client certificate from the environment: %v %v", err, cfg.Store.Check())
 	}
-	both := writeFile(t, "both.yaml", "store: {type: redis, redis: {addrs: [\"r:6379\"], password_env: P, password_file: /p}}\n")
+	both := testkit.WriteTemp(t, "both.yaml", "store: {type: redis, redis: {addrs: [\"r:6379\"], password_env: P, password_file: /p}}\n")
 	if cfg, _, err := configSpec.Load([]string{"--config", both}, nil, io.Discard); err != nil || cfg.Store.Check() == nil {
 		t.Fatalf("both password sources: %v, check %v", err, cfg.Store.Check())
 	}
@@ -213,7 +203,7 @@ func TestConfigRedisEnv(t *testing.T) {
 			t.Errorf("%s accepted", env)
 		}
 	}
-	inline := writeFile(t, "inline.yaml", "store: {type: redis, redis: {addrs: [\"r:6379\"], password: hunter2}}\n")
+	inline := testkit.WriteTemp(t, "inline.yaml", "store: {type: redis, redis: {addrs: [\"r:6379\"], password: hunter2}}\n")
 	if _, _, err := configSpec.Load([]string{"--config", inline}, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "password_file") {
 		t.Fatalf("inline password: %v", err)
 	}

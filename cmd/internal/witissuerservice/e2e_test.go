@@ -161,10 +161,7 @@ auth:
     bundles: [{trust_domain: example.org, file: ` + bundle + `}]
 routes: [{path: /v1/wit, methods: [x509svid]}]
 `
-	cfgFile := filepath.Join(dir, "wit-issuer.yaml")
-	if err := os.WriteFile(cfgFile, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgFile := testkit.WriteTemp(t, "wit-issuer.yaml", conf)
 	s := start(t, []string{"--config", cfgFile}, nil)
 	if !strings.HasPrefix(s.URL, "https://127.0.0.1:") || strings.Contains(s.Stderr.String(), "DEVELOPMENT") {
 		t.Fatalf("url %s, logs %s", s.URL, s.Stderr.String())

@@ -77,7 +77,7 @@ func TestDataDirKeysPersist(t *testing.T) {
 func TestSigningKeyFileAndConflicts(t *testing.T) {
 	k, _ := keys.Generate(keys.ES256)
 	b, _ := json.Marshal(k)
-	f := writeFile(t, "signing.jwk", string(b))
+	f := testkit.WriteTemp(t, "signing.jwk", string(b))
 	r, from, err := openKeys(kit.KeysConfig{SigningKeyFile: f}, time.Hour, nil)
 	if err != nil || from != "file" || r.Ring().Active().KID() != k.KID() {
 		t.Fatalf("%v %s", err, from)
@@ -88,7 +88,7 @@ func TestSigningKeyFileAndConflicts(t *testing.T) {
 	if _, _, err := openKeys(kit.KeysConfig{SigningKeyFile: f, RotationPeriod: time.Hour}, time.Hour, nil); err == nil {
 		t.Fatal("rotation of a signing_key_file accepted")
 	}
-	if _, _, err := openKeys(kit.KeysConfig{SigningKeyFile: writeFile(t, "pub.jwk", `{"kty":"EC"}`)}, time.Hour, nil); err == nil {
+	if _, _, err := openKeys(kit.KeysConfig{SigningKeyFile: testkit.WriteTemp(t, "pub.jwk", `{"kty":"EC"}`)}, time.Hour, nil); err == nil {
 		t.Fatal("a broken key file accepted")
 	}
 	r, from, err = openKeys(kit.KeysConfig{}, time.Hour, nil)

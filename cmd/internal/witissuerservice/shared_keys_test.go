@@ -3,8 +3,6 @@ package witissuerservice
 import (
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,19 +16,12 @@ import (
 // and sign with one key; a keys.shared without a Redis store does not start.
 func TestSharedKeysTwoReplicas(t *testing.T) {
 	addr := testkit.RedisAddr(t)
-	dir := t.TempDir()
-	secret := filepath.Join(dir, "secret")
-	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := testkit.WriteTemp(t, "secret", "0123456789abcdef0123456789abcdef\n")
 	prefix := "dialogtrust:test:wit-issuer-shared:" + time.Now().Format(time.RFC3339Nano) + ":"
-	conf := filepath.Join(dir, "c.yaml")
 	body := "trust_domains: [example.org]\nkeys: {shared: {secret_file: " + secret + "}}\n" +
 		"store: {type: redis, redis: {addrs: [\"" + addr + "\"], prefix: \"" + prefix + "\"}}\n" +
 		"auth: {dev: {prefixes: [\"wimse://example.org/\"]}}\nroutes: [{path: /v1/wit, methods: [dev]}]\n"
-	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	conf := testkit.WriteTemp(t, "c.yaml", body)
 	jwks := func(url string) []string {
 		res, err := http.Get(url + witissuer.PathJWKS)
 		if err != nil {
@@ -68,10 +59,7 @@ func TestSharedKeysTwoReplicas(t *testing.T) {
 		t.Fatalf("readyz of a replica that reads the shared ring: %d", res.StatusCode)
 	}
 
-	bad := filepath.Join(dir, "bad.yaml")
-	if err := os.WriteFile(bad, []byte(strings.Replace(body, "type: redis", "type: memory", 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bad := testkit.WriteTemp(t, "bad.yaml", strings.Replace(body, "type: redis", "type: memory", 1))
 	cfg, _, err := configSpec.Load([]string{"--config", bad}, nil, io.Discard)
 	if err == nil {
 		_, err = validate(cfg)

@@ -2,8 +2,8 @@ package witissuerservice
 
 import (
 	"crypto/x509"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,10 +43,7 @@ auth:
     bundles: [{trust_domain: example.org, file: ` + pemFile(t, dir, "bundle.pem", "CERTIFICATE", caDER) + `}]
 routes: [{path: /v1/wit, methods: [x509svid]}]
 `
-	cfgFile := filepath.Join(dir, "wit-issuer.yaml")
-	if err := os.WriteFile(cfgFile, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgFile := testkit.WriteTemp(t, "wit-issuer.yaml", conf)
 	s := start(t, []string{"--config", cfgFile}, nil)
 	if !strings.HasPrefix(s.URL, "https://") {
 		t.Fatalf("url %s", s.URL)
@@ -90,11 +87,8 @@ func TestWorkloadAPIConfigRefused(t *testing.T) {
 		{`{workload_api_socket: "/run/agent.sock"}`, "workload_api_socket"},
 	} {
 		dir := t.TempDir()
-		cfgFile := filepath.Join(dir, "c.yaml")
 		conf := "trust_domains: [example.org]\nkeys: {data_dir: " + dir + "}\ntls: " + tc.tls + "\nauth: {dev: {prefixes: [\"wimse://example.org/\"]}}\nroutes: [{path: /v1/wit, methods: [dev]}]\n"
-		if err := os.WriteFile(cfgFile, []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		cfgFile := testkit.WriteTemp(t, "c.yaml", conf)
 		cfg, _, err := configSpec.Load([]string{"--config", cfgFile}, nil, discard{})
 		if err == nil {
 			_, err = validate(cfg)
