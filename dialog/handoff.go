@@ -10,7 +10,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/problem"
 )
 
@@ -83,7 +83,7 @@ func contextIDOf(host Host, method string, params json.RawMessage) string {
 			ContextID string `json:"contextId"`
 		} `json:"message"`
 	}
-	_ = exactjson.Unmarshal(params, &p)
+	_ = netjson.DecodeObject(params, &p)
 	return p.Message.ContextID
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 )
 
 // Host is a host protocol, in one version, that carries handoffs in JSON-RPC 2.0
@@ -95,7 +95,7 @@ func envelope(body []byte) (env struct {
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
 }, ok bool) {
-	if len(bytes.TrimSpace(body)) == 0 || exactjson.Unmarshal(body, &env) != nil || env.Method == "" {
+	if len(bytes.TrimSpace(body)) == 0 || netjson.DecodeObject(body, &env) != nil || env.Method == "" {
 		return env, false
 	}
 	return env, true
@@ -160,13 +160,13 @@ func (p *placed) read(method string, params json.RawMessage) (int, error) {
 		var m struct {
 			Message json.RawMessage `json:"message"`
 		}
-		if err := exactjson.Unmarshal(params, &m); err != nil || len(m.Message) == 0 {
+		if err := netjson.DecodeObject(params, &m); err != nil || len(m.Message) == 0 {
 			return 0, errcode.New(errcode.InvalidRequest, "A2A params without a message")
 		}
 		var c struct {
 			ContextID string `json:"contextId"`
 		}
-		_ = exactjson.Unmarshal(m.Message, &c)
+		_ = netjson.DecodeObject(m.Message, &c)
 		p.dialog = c.ContextID
 		p.handoff, err = handoff.A2AMessageHandoff(m.Message)
 		return count(p.handoff != nil), err

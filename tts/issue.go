@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -271,7 +272,7 @@ func jsonEqual(a, b any) bool {
 func canonicalJSON(v any) ([]byte, error) {
 	if raw, ok := v.(json.RawMessage); ok {
 		var d any
-		if err := decodeJSON(raw, &d); err != nil {
+		if err := netjson.DecodeKeepingNumbers(raw, &d); err != nil {
 			return nil, err
 		}
 		v = d

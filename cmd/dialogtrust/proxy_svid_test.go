@@ -22,6 +22,7 @@ import (
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/internal/testkit/fakeworkloadapi"
@@ -197,7 +198,7 @@ func svidWITSubject(t *testing.T, tok string) string {
 		t.Fatalf("WIT %q: %v", tok, err)
 	}
 	var c wit.Claims
-	if err := jose.DecodeClaims(p.Payload, &c); err != nil {
+	if err := netjson.DecodeClaims(p.Payload, &c); err != nil {
 		t.Fatal(err)
 	}
 	return c.Sub

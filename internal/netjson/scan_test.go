@@ -1,4 +1,4 @@
-package plainjson
+package netjson
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// What ScanObject accepts is a JSON object whose members encoding/json reads as
+// What scanObject accepts is a JSON object whose members encoding/json reads as
 // the spans it reports: each name decodes to its octets, each value is the member's JSON
 // text, and a string value decodes to the octets between its quotes.
 func FuzzScanObject(f *testing.F) {
@@ -21,7 +21,7 @@ func FuzzScanObject(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		type member struct{ name, value string }
 		var got []member
-		ok := ScanObject(s, func(n, v Span) bool {
+		ok := scanObject(s, func(n, v Span) bool {
 			got = append(got, member{s[n.Start:n.End], s[v.Start:v.End]})
 			return true
 		})
@@ -109,7 +109,7 @@ func TestDeeperThan(t *testing.T) {
 	}
 }
 
-// ScanNestedObject with depth 0 is ScanObject; with more, what it accepts is a JSON
+// scanNestedObject with depth 0 is scanObject; with more, what it accepts is a JSON
 // object nested no deeper than asked, whose members encoding/json reads as the spans
 // it reports (a nested object's span being its whole text).
 func FuzzScanNestedObject(f *testing.F) {
@@ -127,18 +127,18 @@ func FuzzScanNestedObject(f *testing.F) {
 		}
 		type member struct{ name, value string }
 		var got []member
-		ok := ScanNestedObject(s, depth, func(n, v Span) bool {
+		ok := scanNestedObject(s, depth, func(n, v Span) bool {
 			got = append(got, member{s[n.Start:n.End], s[v.Start:v.End]})
 			return true
 		})
 		if depth == 0 {
 			var flat []member
-			flatOK := ScanObject(s, func(n, v Span) bool {
+			flatOK := scanObject(s, func(n, v Span) bool {
 				flat = append(flat, member{s[n.Start:n.End], s[v.Start:v.End]})
 				return true
 			})
 			if ok != flatOK || (ok && len(flat) != len(got)) {
-				t.Fatalf("%q: depth 0 gives %v %+v, ScanObject %v %+v", s, ok, got, flatOK, flat)
+				t.Fatalf("%q: depth 0 gives %v %+v, scanObject %v %+v", s, ok, got, flatOK, flat)
 			}
 		}
 		if !ok {

@@ -1,4 +1,4 @@
-package exactjson
+package netjson
 
 import (
 	"encoding"
@@ -20,18 +20,12 @@ func (e *NameError) Error() string {
 	return "member \"" + e.Name + "\" is not \"" + e.Field + "\": JSON member names are case-sensitive"
 }
 
-// Unmarshal is json.Unmarshal followed by CheckNames.
-func Unmarshal(data []byte, v any) error {
-	if err := json.Unmarshal(data, v); err != nil {
-		return err
-	}
-	return CheckNames(data, v)
-}
-
-// CheckNames checks the member names of the JSON value data against the type of v
-// (what data was, or will be, decoded into). data must be valid JSON; text that is not
-// is reported as an error.
-func CheckNames(data []byte, v any) error {
+// checkNames checks the member names of the JSON value data against the type of v
+// (what data was, or will be, decoded into): a name that equals a field's only under
+// case folding is a NameError, a name an object gives twice where it decodes into
+// something is a DuplicateError. data must be valid JSON; text that is not is reported
+// as an error.
+func checkNames(data []byte, v any) error {
 	t := reflect.TypeOf(v)
 	if t == nil {
 		return nil
@@ -163,7 +157,7 @@ type scanner struct {
 
 type syntaxError struct{}
 
-func (syntaxError) Error() string { return "exactjson: not valid JSON" }
+func (syntaxError) Error() string { return "netjson: not valid JSON" }
 
 func (s *scanner) space() {
 	for s.i < len(s.b) {
@@ -267,6 +261,7 @@ func (s *scanner) object(t reflect.Type, depth int) error {
 	// every member of a map.
 	var seenFields uint64
 	var seen map[string]struct{}
+	var mapNames memberNames
 	for {
 		s.space()
 		raw, escaped, err := s.str()
@@ -317,21 +312,11 @@ func (s *scanner) object(t reflect.Type, depth int) error {
 			}
 		}
 		if fs == nil && t != nil && t.Kind() == reflect.Map {
-			name := string(raw)
-			if escaped {
-				var dec string
-				if json.Unmarshal(quoted(raw), &dec) != nil {
-					return syntaxError{}
-				}
-				name = dec
+			if dup, err := mapNames.add(raw, escaped); err != nil {
+				return err
+			} else if dup != "" {
+				return duplicate(dup)
 			}
-			if seen == nil {
-				seen = make(map[string]struct{})
-			}
-			if _, dup := seen[name]; dup {
-				return duplicate(name)
-			}
-			seen[name] = struct{}{}
 		}
 		if err := s.value(next, depth+1); err != nil {
 			return err
@@ -374,6 +359,48 @@ func (s *scanner) seenField(index int, raw []byte, escaped bool, decoded string,
 	}
 	(*overflow)[name] = struct{}{}
 	return false
+}
+
+// memberNames tracks the names of one object's members (a map's entries) for the
+// duplicate check: the first few as raw octets in place, without allocating (a token
+// request's context and a JOSE header are small maps), then, or as soon as a name has
+// an escape, in a map of decoded names.
+type memberNames struct {
+	raw  [8][]byte
+	n    int
+	seen map[string]struct{}
+}
+
+// add records a name (raw octets between the quotes; escaped: they hold an escape) and
+// returns it, decoded, when the object named it before.
+func (m *memberNames) add(raw []byte, escaped bool) (string, error) {
+	if m.seen == nil && !escaped && m.n < len(m.raw) {
+		for _, r := range m.raw[:m.n] {
+			if string(r) == string(raw) {
+				return string(raw), nil
+			}
+		}
+		m.raw[m.n] = raw
+		m.n++
+		return "", nil
+	}
+	if m.seen == nil {
+		m.seen = make(map[string]struct{}, 2*len(m.raw))
+		for _, r := range m.raw[:m.n] {
+			m.seen[string(r)] = struct{}{}
+		}
+	}
+	name := string(raw)
+	if escaped {
+		if json.Unmarshal(quoted(raw), &name) != nil {
+			return "", syntaxError{}
+		}
+	}
+	if _, dup := m.seen[name]; dup {
+		return name, nil
+	}
+	m.seen[name] = struct{}{}
+	return "", nil
 }
 
 // DuplicateError reports a member that an object names twice.

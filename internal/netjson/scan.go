@@ -1,9 +1,11 @@
-package plainjson
+package netjson
 
-// This file holds the project's hand-written JSON scanning, so that there is one copy
-// of it (package exactjson has its own validating walk, driven by Go types).
+// This file holds the hand-written scanning of JSON text: the plain form the fast path
+// of DecodeClaims and DecodeMembers reads (scanObject, scanNested), and the walkers of
+// already validated JSON package handoff splits objects with. (names.go has the
+// validating walk driven by Go types, plain.go the fast path's decoding.)
 
-// ScanObject recognizes the plainest form of a JSON object, the form this project
+// scanObject recognizes the plainest form of a JSON object, the form this project
 // writes its own claims and context in, so that a hot path can skip the reflection of
 // encoding/json for it:
 //
@@ -27,7 +29,7 @@ package plainjson
 //
 // Duplicate names are reported as they appear; callers that must refuse or merge them
 // handle that, or return false from yield and let encoding/json decide.
-func ScanObject[T ~string | ~[]byte](b T, yield func(name, value Span) bool) bool {
+func scanObject[T ~string | ~[]byte](b T, yield func(name, value Span) bool) bool {
 	n := len(b)
 	if n < 2 || b[0] != '{' || b[n-1] != '}' {
 		return false
@@ -188,12 +190,12 @@ func DeeperThan(s string, max int) bool {
 	return false
 }
 
-// ScanNestedObject is ScanObject where a member's value may also be an object of the
-// same plain form, nested at most depth levels below b (depth 0 is ScanObject exactly).
+// scanNestedObject is scanObject where a member's value may also be an object of the
+// same plain form, nested at most depth levels below b (depth 0 is scanObject exactly).
 // It yields the outermost object's members only, a nested object as one value (its
 // whole text), so that a caller can take it as a json.RawMessage or scan it in turn.
 // (A WIT's claims carry cnf.jwk, two objects deep, and are otherwise plain.)
-func ScanNestedObject[T ~string | ~[]byte](b T, depth int, yield func(name, value Span) bool) bool {
+func scanNestedObject[T ~string | ~[]byte](b T, depth int, yield func(name, value Span) bool) bool {
 	end, ok := scanNested(b, 0, depth, yield)
 	return ok && end == len(b)
 }

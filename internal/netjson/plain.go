@@ -1,0 +1,393 @@
+package netjson
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
+)
+
+// This file is the fast path of DecodeClaims, the one every token kind shares: a claims
+// set in the plain form the project's issuers write (no white space, plain strings,
+// non-negative integers, nested plain objects; see scanObject) is read in one scan,
+// straight into the Go value, without encoding/json's reflection and without the
+// separate name check. Anything else (white space, escapes, arrays, null, a member the
+// plan does not know, a repeated member, a value of another form) makes it give up, and
+// the caller decodes the text through the reference path, DecodeObject, which also gives
+// every error. What the fast path accepts it decodes exactly as the reference does:
+// FuzzFastPathMatchesReference holds the two equal for every token kind's claims.
+//
+// Which members it can read is worked out once per Go type (a plan): a string, a
+// json.RawMessage, a nested struct (or a pointer to one of these), and a type that
+// decodes itself but says, by PlainForm, what its UnmarshalJSON makes of a plain value
+// (jose.NumericDate, jose.Audience). The values pointer fields point to are held in one
+// allocation per object, as a hand-written decoder would hold them.
+
+// PlainForm is what a type with its own UnmarshalJSON promises about plain values, so
+// that the fast path may read them directly.
+type PlainForm uint8
+
+const (
+	// PlainInteger: the type is an int64, and its UnmarshalJSON stores a
+	// non-negative integer of at most 15 digits (exact in a float64) as that integer.
+	PlainInteger PlainForm = iota + 1
+	// PlainStringOrList: the type is a slice of strings, and its UnmarshalJSON stores a
+	// single string as a list of that one string.
+	PlainStringOrList
+)
+
+// PlainFormer is implemented (on the value) by a type that decodes itself and lets the
+// fast path of DecodeClaims read its plain values; see PlainForm.
+type PlainFormer interface{ PlainJSONForm() PlainForm }
+
+// maxPlanDepth bounds the nesting of structs a plan follows; maxRawDepth the nesting
+// of plain objects a json.RawMessage member may hold (a WIT's cnf.jwk is one flat
+// object). Deeper text is left to the reference path.
+const (
+	maxPlanDepth = 3
+	maxRawDepth  = 3
+)
+
+type plainKind uint8
+
+const (
+	plainString       plainKind = iota // a string field: a plain string
+	plainRaw                           // json.RawMessage: any plain value, as its text
+	plainInteger                       // PlainInteger
+	plainStringOrList                  // PlainStringOrList
+	plainStruct                        // a struct: a plain object, by its own plan
+)
+
+// plan says how the fast path fills one struct type.
+type plan struct {
+	members []member     // at most 64 (the seen set is a bit set)
+	held    reflect.Type // a struct of the values pointer members point to; nil if none
+}
+
+type member struct {
+	name  string
+	index []int // the field, as reflect.Value.FieldByIndex takes it
+	kind  plainKind
+	ptr   bool  // the field is a pointer to the value (held)
+	slot  int   // held's field for a pointer member or a one-string list
+	sub   *plan // plainStruct
+}
+
+var (
+	planCache       sync.Map // reflect.Type -> *plan (nil: no fast path for it)
+	rawMessageType  = reflect.TypeFor[json.RawMessage]()
+	plainFormerType = reflect.TypeFor[PlainFormer]()
+)
+
+func planOf(t reflect.Type) *plan {
+	if p, ok := planCache.Load(t); ok {
+		return p.(*plan)
+	}
+	p := buildPlan(t, 0)
+	planCache.Store(t, p)
+	return p
+}
+
+// candidate is a struct field the plan may read, under its JSON name.
+type candidate struct {
+	name  string
+	index []int
+	typ   reflect.Type
+	tag   string // the tag's options
+}
+
+// buildPlan returns t's plan, or nil when no member of t can be read directly.
+// Ambiguous names (two fields, at any depth, under one name) and fields behind an
+// embedded pointer are left out: encoding/json's rules for them are not worth copying.
+func buildPlan(t reflect.Type, depth int) *plan {
+	if t.Kind() != reflect.Struct || depth > maxPlanDepth {
+		return nil
+	}
+	var cands []candidate
+	count := map[string]int{}
+	if !collectCandidates(t, nil, &cands, count, 0) {
+		return nil
+	}
+	p := &plan{}
+	var held []reflect.StructField
+	for _, c := range cands {
+		if count[c.name] != 1 || len(p.members) == 64 || hasOption(c.tag, "string") {
+			continue
+		}
+		m := member{name: c.name, index: c.index}
+		et := c.typ
+		if et.Kind() == reflect.Pointer && et.Name() == "" {
+			// encoding/json gives a pointer field a new value and decodes into that
+			// (by the value's own UnmarshalJSON, if it has one).
+			m.ptr, et = true, et.Elem()
+		}
+		switch {
+		case et.Kind() == reflect.Pointer:
+			continue
+		case et.Implements(plainFormerType) && reflect.PointerTo(et).Implements(unmarshalerType):
+			switch reflect.Zero(et).Interface().(PlainFormer).PlainJSONForm() {
+			case PlainInteger:
+				if et.Kind() != reflect.Int64 { // 15 digits fit no smaller kind
+					continue
+				}
+				m.kind = plainInteger
+			case PlainStringOrList:
+				if et.Kind() != reflect.Slice || et.Elem().Kind() != reflect.String || m.ptr {
+					continue
+				}
+				m.kind = plainStringOrList
+			default:
+				continue
+			}
+		case et == rawMessageType:
+			if m.ptr {
+				continue
+			}
+			m.kind = plainRaw
+		case custom(et):
+			continue
+		case et.Kind() == reflect.String:
+			m.kind = plainString
+		case et.Kind() == reflect.Struct:
+			if m.sub = buildPlan(et, depth+1); m.sub == nil {
+				continue
+			}
+			m.kind = plainStruct
+		default:
+			continue
+		}
+		switch {
+		case m.ptr:
+			m.slot = len(held)
+			held = append(held, reflect.StructField{Name: "F" + itoa(len(held)), Type: et})
+		case m.kind == plainStringOrList:
+			m.slot = len(held)
+			held = append(held, reflect.StructField{Name: "F" + itoa(len(held)), Type: reflect.ArrayOf(1, et.Elem())})
+		}
+		p.members = append(p.members, m)
+	}
+	if len(p.members) == 0 {
+		return nil
+	}
+	if len(held) > 0 {
+		p.held = reflect.StructOf(held)
+	}
+	return p
+}
+
+// collectCandidates lists t's fields as encoding/json names them, promoted fields of
+// embedded structs included; false when t embeds a struct through a pointer.
+func collectCandidates(t reflect.Type, prefix []int, cands *[]candidate, count map[string]int, depth int) bool {
+	if depth > 8 {
+		return false
+	}
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag := sf.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		index := append(append([]int(nil), prefix...), i)
+		if sf.Anonymous && name == "" {
+			ft := sf.Type
+			if ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct {
+				return false
+			}
+			if ft.Kind() == reflect.Struct {
+				if !collectCandidates(ft, index, cands, count, depth+1) {
+					return false
+				}
+				continue
+			}
+		}
+		if !sf.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		count[name]++
+		*cands = append(*cands, candidate{name: name, index: index, typ: sf.Type, tag: opts})
+	}
+	return true
+}
+
+func hasOption(opts, want string) bool {
+	for opts != "" {
+		var o string
+		o, opts, _ = strings.Cut(opts, ",")
+		if o == want {
+			return true
+		}
+	}
+	return false
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// decodePlain is the fast path: it decodes data into *v (a zero struct) when data is a
+// plain object every member of which v's plan reads, and reports whether it did. When
+// it did not, *v is zero again.
+func decodePlain(data []byte, v any) bool {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return false
+	}
+	e := rv.Elem()
+	if e.Kind() != reflect.Struct || !e.IsZero() {
+		return false
+	}
+	p := planOf(e.Type())
+	if p == nil {
+		return false
+	}
+	// One copy of the text; the decoded strings are substrings of it.
+	text := string(data)
+	if end, ok := p.decode(text, 0, e); ok && end == len(text) {
+		return true
+	}
+	e.SetZero()
+	return false
+}
+
+// decode reads the plain object at text[i] into the struct v and returns the index
+// after it; false when the text is not one this plan reads.
+func (p *plan) decode(text string, i int, v reflect.Value) (int, bool) {
+	n := len(text)
+	if i >= n || text[i] != '{' {
+		return 0, false
+	}
+	i++
+	if i < n && text[i] == '}' {
+		return i + 1, true
+	}
+	var seen uint64
+	var held reflect.Value
+	for {
+		end, ok := plainStringEnd(text, i)
+		if !ok || end >= n || text[end] != ':' {
+			return 0, false
+		}
+		m := p.find(text[i+1 : end-1])
+		if m < 0 || seen&(1<<m) != 0 {
+			return 0, false
+		}
+		seen |= 1 << m
+		mb := &p.members[m]
+		i = end + 1
+		if i >= n {
+			return 0, false
+		}
+		f := v.FieldByIndex(mb.index)
+		dst := f
+		if mb.ptr || mb.kind == plainStringOrList {
+			if !held.IsValid() {
+				held = reflect.New(p.held).Elem()
+			}
+			dst = held.Field(mb.slot)
+		}
+		switch c := text[i]; mb.kind {
+		case plainString:
+			if c != '"' {
+				return 0, false
+			}
+			if end, ok = plainStringEnd(text, i); !ok {
+				return 0, false
+			}
+			dst.SetString(text[i+1 : end-1])
+		case plainStringOrList:
+			if c != '"' {
+				return 0, false
+			}
+			if end, ok = plainStringEnd(text, i); !ok {
+				return 0, false
+			}
+			setOne(f, dst, text[i+1:end-1])
+		case plainInteger:
+			var x int64
+			if end, x, ok = plainInt(text, i); !ok {
+				return 0, false
+			}
+			dst.SetInt(x)
+		case plainRaw:
+			switch {
+			case c == '"':
+				end, ok = plainStringEnd(text, i)
+			case c == '{':
+				end, ok = scanNested(text, i, maxRawDepth, nil)
+			default:
+				end, _, ok = plainInt(text, i)
+			}
+			if !ok {
+				return 0, false
+			}
+			dst.SetBytes([]byte(text[i:end]))
+		case plainStruct:
+			if end, ok = mb.sub.decode(text, i, dst); !ok {
+				return 0, false
+			}
+		}
+		if mb.ptr {
+			f.Set(dst.Addr())
+		}
+		if end >= n {
+			return 0, false
+		}
+		switch text[end] {
+		case ',':
+			i = end + 1
+		case '}':
+			return end + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+// setOne makes the field f (addressable, of a slice-of-string kind) the list of the one
+// string s, held in slot (addressable, a [1]string-kind array of f's element type). It
+// writes through unsafe pointers because reflect.Value.Slice allocates a slice header
+// per call; the plan checked both kinds, and a slice of any string kind has the layout
+// of a []string.
+func setOne(f, slot reflect.Value, s string) {
+	arr := (*[1]string)(slot.Addr().UnsafePointer())
+	arr[0] = s
+	*(*[]string)(f.Addr().UnsafePointer()) = arr[:]
+}
+
+// find returns the index of the member named name, or -1.
+func (p *plan) find(name string) int {
+	for i := range p.members {
+		if p.members[i].name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// plainInt reads the non-negative integer at text[i] (digits, no leading zero) of at
+// most 15 digits and returns the index after it. (Longer ones are left to the reference
+// path, as are fractions and exponents.)
+func plainInt(text string, i int) (int, int64, bool) {
+	if i >= len(text) || text[i] < '0' || text[i] > '9' {
+		return 0, 0, false
+	}
+	if text[i] == '0' {
+		return i + 1, 0, true
+	}
+	var x int64
+	j := i
+	for ; j < len(text) && text[j] >= '0' && text[j] <= '9'; j++ {
+		if j-i == 15 {
+			return 0, 0, false
+		}
+		x = x*10 + int64(text[j]-'0')
+	}
+	return j, x, true
+}
