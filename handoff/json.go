@@ -99,7 +99,7 @@ func jsonString(raw []byte) (string, error) {
 		return string(in), nil
 	}
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if err := netjson.DecodeObject(raw, &s); err != nil {
 		return "", invalid("bad JSON string")
 	}
 	return s, nil
@@ -125,10 +125,8 @@ func jsonUint(raw []byte) (int64, error) {
 
 // jsonAny decodes a value this package does not interpret, keeping numbers exact.
 func jsonAny(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
+	if err := netjson.DecodeKeepingNumbers(raw, &v); err != nil {
 		return nil, invalid("bad JSON value")
 	}
 	return v, nil
@@ -251,7 +249,7 @@ func jsonRefs(raw []byte) ([]ContextRef, error) {
 		return nil, invalid("refs is not an array")
 	}
 	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
+	if err := netjson.DecodeObject(raw, &items); err != nil {
 		return nil, invalid("refs is not an array")
 	}
 	if len(items) == 0 {

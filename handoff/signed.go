@@ -15,6 +15,7 @@ import (
 	"github.com/veraison/go-cose"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/tokenhash"
@@ -563,7 +564,7 @@ func ParseHandoffJSON(b []byte, maxSize int) (*Handoff, error) {
 
 func jsonChain(raw []byte) ([]Signed, error) {
 	var items []string
-	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
+	if len(raw) == 0 || raw[0] != '[' || netjson.DecodeObject(raw, &items) != nil {
 		return nil, invalid("chain is not an array of text")
 	}
 	if len(items) == 0 {
