@@ -39,13 +39,9 @@ type Audience []string
 // UnmarshalJSON accepts a string or an array of strings.
 func (a *Audience) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
-	if s, ok := plainJSONString(b); ok {
-		*a = Audience{s}
-		return nil
-	}
 	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
+		s, err := netjson.DecodeString(b)
+		if err != nil {
 			return errcode.New(errcode.InvalidClaim, "aud is not a string")
 		}
 		*a = Audience{s}
@@ -57,25 +53,6 @@ func (a *Audience) UnmarshalJSON(b []byte) error {
 	}
 	*a = ss
 	return nil
-}
-
-// plainJSONString returns the value of a JSON string literal that needs no decoding:
-// printable ASCII between its quotes, no escape. encoding/json would decode it to the
-// same octets; anything else (escapes, control or non-ASCII octets, which it might
-// replace with U+FFFD) is left to encoding/json. b is a value encoding/json has already
-// scanned as valid JSON (an UnmarshalJSON argument), or anything else: a text that is
-// not one whole plain string literal is refused here.
-func plainJSONString(b []byte) (string, bool) {
-	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
-		return "", false
-	}
-	in := b[1 : len(b)-1]
-	for _, c := range in {
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return "", false
-		}
-	}
-	return string(in), true
 }
 
 // PlainJSONForm tells package netjson's fast path that UnmarshalJSON stores a plain

@@ -306,7 +306,7 @@ func (r *TokenRequest) DecodeContext() error {
 		}
 	}
 	if d, ok := r.RequestDetails[dialogMember]; ok {
-		if !decodeDialog(d, &r.dialog) || !ValidDialog(r.dialog) {
+		if r.dialog, err = netjson.DecodeString(d); err != nil || !ValidDialog(r.dialog) {
 			return invalid("request_details.dlg must be a string of 1 to %d characters of [A-Za-z0-9._~:-] (a Dialog-Context dlg)", MaxDialogLength)
 		}
 	}
@@ -417,27 +417,6 @@ func CheckDepth(s string, max int) error {
 		return errcode.New(errcode.InvalidRequest, "JSON nested deeper than %d", max)
 	}
 	return nil
-}
-
-// decodeDialog decodes the JSON string d into *dst. A dialog identifier is printable
-// ASCII (ValidDialog), so the common case is a string literal without escapes, which
-// decodes to the octets between its quotes; anything else is left to encoding/json.
-func decodeDialog(d json.RawMessage, dst *string) bool {
-	if len(d) >= 2 && d[0] == '"' && d[len(d)-1] == '"' {
-		in := d[1 : len(d)-1]
-		plain := true
-		for _, c := range in {
-			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-				plain = false
-				break
-			}
-		}
-		if plain {
-			*dst = string(in)
-			return true
-		}
-	}
-	return json.Unmarshal(d, dst) == nil
 }
 
 // ValidDialog: a dialog identifier is opaque to the TTS (dialog-binding section 4), but

@@ -49,18 +49,6 @@ func TestEscapedURNs(t *testing.T) {
 	}
 }
 
-// decodeDialog reads a dialog identifier as encoding/json does.
-func TestDecodeDialog(t *testing.T) {
-	for _, in := range []string{`"abc"`, `"a\"b"`, `"\u0041"`, `"é"`, "\"\xff\"", `"a b"`, `""`, `5`, `null`, `"<&>"`, `"a\/b"`} {
-		var got, want string
-		ok := decodeDialog(json.RawMessage(in), &got)
-		wantOK := json.Unmarshal([]byte(in), &want) == nil
-		if ok != wantOK || got != want {
-			t.Fatalf("%s: %q %v, encoding/json %q %v", in, got, ok, want, wantOK)
-		}
-	}
-}
-
 // The token response is encoding/json's document for TokenResponse, octet for octet,
 // whether the token is written from its string or escaped.
 func TestTokenResponseJSON(t *testing.T) {

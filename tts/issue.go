@@ -120,8 +120,7 @@ func (s *Server) replacement(tr *oauth.TokenRequest, req *oauth.Client, rule *Ru
 			continue
 		}
 		current := map[string]string{"sub": in.Sub, "txn": in.Txn, "aud": in.Aud[0]}[name]
-		var str string
-		if json.Unmarshal(v, &str) != nil || str != current {
+		if str, err := netjson.DecodeString(v); err != nil || str != current {
 			return nil, at(stageSubject, errcode.New(errcode.ImmutableClaimChanged, "a replacement never changes %s", name))
 		}
 	}

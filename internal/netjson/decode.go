@@ -188,3 +188,27 @@ func duplicateIn(dec *json.Decoder) (string, error) {
 	_, err = dec.Token() // the closing delimiter
 	return "", err
 }
+
+// DecodeString decodes a JSON string value (a member's text, such as a dialog
+// identifier or an aud) as json.Unmarshal into a string does, null included; directly
+// when it is plain (printable ASCII between its quotes, no escape, which decodes to
+// exactly those octets), through encoding/json otherwise (escapes, and control or
+// non-ASCII octets, which it may replace with U+FFFD).
+func DecodeString(raw []byte) (string, error) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		in := raw[1 : len(raw)-1]
+		plain := true
+		for _, c := range in {
+			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return string(in), nil
+		}
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}

@@ -23,3 +23,19 @@ func TestDecodeKeepingNumbers(t *testing.T) {
 		t.Fatalf("truncated value: %v", err)
 	}
 }
+
+// DecodeString reads a JSON string value as encoding/json does, on its plain path and
+// off it. (Moved from package oauth, whose dialog identifiers it reads.)
+func FuzzDecodeString(f *testing.F) {
+	for _, in := range []string{`"abc"`, `"a\"b"`, `"\u0041"`, `"é"`, "\"\xff\"", `"a b"`, `""`, `5`, `null`, `"<&>"`, `"a\/b"`, `"`, `"a"x`, ` "a"`} {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, err := DecodeString(in)
+		var want string
+		wantErr := json.Unmarshal(in, &want)
+		if (err == nil) != (wantErr == nil) || got != want {
+			t.Fatalf("%q: %q %v, encoding/json %q %v", in, got, err, want, wantErr)
+		}
+	})
+}
