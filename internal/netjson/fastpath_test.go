@@ -156,6 +156,8 @@ func FuzzFastPathAllKinds(f *testing.F) {
 		`{"n":99999999999}`, `{"np":0}`, `{"u":"x"}`, `{"q":"\"1\""}`, `{"M":{}}`, `{"named":"x"}`, `{"r":"s"}`, `{"r":5}`,
 		`{"in":{"deeper":{"deeper":{"deeper":{"x":"d"}}}}}`, `{"r":{"a":{"b":{"c":{"d":{}}}}}}`, `{"x":"a","in":{"x":"b"}}`,
 		`{"a":"x","a":"y"}`, `{"inp":{},"inp":{}}`, `{"t":1}`,
+		`{"unknown":"x","s":"a"}`, `{"zz":{"a":{"b":1}},"s":"a"}`, `{"zz":[1],"s":"a"}`, `{"S":"a"}`, `{"m":{}}`,
+		`{"x1":1,"x1":2,"s":"a"}`, `{"in":{"y":"z","x":"a"}}`, `{"in":{"X":"a"}}`, `{"zz":null}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -202,6 +204,27 @@ func TestIssuedClaimsTakeTheFastPath(t *testing.T) {
 	var g chaining.GrantClaims
 	if payload := payloadOf(t, raw); !netjson.DecodePlain(payload, &g) || !reflect.DeepEqual(&g, issued) {
 		t.Fatalf("an issued grant payload %s decodes directly to %+v, issued %+v", payload, g, *issued)
+	}
+
+	// An access token of AS B, read whole and as the TTS reads a subject token (its
+	// registered claims and scope: the other members are passed over, as the reference
+	// path ignores them).
+	at := &chaining.AccessTokenClaims{Iss: "https://as-b.example", Sub: "alice@a.example", Aud: jose.Audience{"https://tool.b.example"},
+		ClientID: "wimse://a.example/agent/a", Scope: "read", Iat: &iat, Exp: &exp, Jti: "YmFy", Cnf: &chaining.Confirmation{JKT: "abc"}}
+	raw, err = jose.SignClaims("at+jwt", key, true, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a chaining.AccessTokenClaims
+	if payload := payloadOf(t, raw); !netjson.DecodePlain(payload, &a) || !reflect.DeepEqual(&a, at) {
+		t.Fatalf("an access token payload %s decodes directly to %+v, issued %+v", payload, a, *at)
+	}
+	var sub struct {
+		jose.RegisteredClaims
+		Scope *string `json:"scope"`
+	}
+	if payload := payloadOf(t, raw); !netjson.DecodePlain(payload, &sub) || *sub.Scope != "read" || sub.Sub != at.Sub {
+		t.Fatalf("an access token payload %s as a subject token: %+v", payload, sub)
 	}
 }
 

@@ -11,11 +11,13 @@ import (
 // set in the plain form the project's issuers write (no white space, plain strings,
 // non-negative integers, nested plain objects; see scanObject) is read in one scan,
 // straight into the Go value, without encoding/json's reflection and without the
-// separate name check. Anything else (white space, escapes, arrays, null, a member the
-// plan does not know, a repeated member, a value of another form) makes it give up, and
+// separate name check; a member no field has is passed over, as the reference ignores
+// it. Anything else (white space, escapes, arrays, null, a field the plan does not read,
+// a repeated member, a value of another form) makes it give up, and
 // the caller decodes the text through the reference path, DecodeObject, which also gives
 // every error. What the fast path accepts it decodes exactly as the reference does:
-// FuzzFastPathMatchesReference holds the two equal for every token kind's claims.
+// FuzzFastPathWIT, FuzzFastPathWPT, FuzzFastPathGrant and FuzzFastPathAllKinds hold the
+// two equal; TestIssuedClaimsTakeTheFastPath that every issuer's claims take it.
 //
 // Which members it can read is worked out once per Go type (a plan): a string, a
 // json.RawMessage, a nested struct (or a pointer to one of these), and a type that
@@ -28,11 +30,11 @@ import (
 type PlainForm uint8
 
 const (
-	// PlainInteger: the type is an int64, and its UnmarshalJSON stores a
+	// PlainInteger: the type is of kind int64, and its UnmarshalJSON stores a
 	// non-negative integer of at most 15 digits (exact in a float64) as that integer.
 	PlainInteger PlainForm = iota + 1
-	// PlainStringOrList: the type is a slice of strings, and its UnmarshalJSON stores a
-	// single string as a list of that one string.
+	// PlainStringOrList: the type is of kind slice of strings, and its UnmarshalJSON
+	// stores a single string as a list of that one string.
 	PlainStringOrList
 )
 
@@ -62,6 +64,7 @@ const (
 type plan struct {
 	members []member     // at most 64 (the seen set is a bit set)
 	held    reflect.Type // a struct of the values pointer members point to; nil if none
+	fields  *fields      // every field, as the name check sees them (names.go)
 }
 
 type member struct {
@@ -108,7 +111,7 @@ func buildPlan(t reflect.Type, depth int) *plan {
 	if !collectCandidates(t, nil, &cands, count, 0) {
 		return nil
 	}
-	p := &plan{}
+	p := &plan{fields: fieldsOf(t)}
 	var held []reflect.StructField
 	for _, c := range cands {
 		if count[c.name] != 1 || len(p.members) == 64 || hasOption(c.tag, "string") {
@@ -259,31 +262,18 @@ func decodePlain(data []byte, v any) bool {
 // decode reads the plain object at text[i] into the struct v and returns the index
 // after it; false when the text is not one this plan reads.
 func (p *plan) decode(text string, i int, v reflect.Value) (int, bool) {
-	n := len(text)
-	if i >= n || text[i] != '{' {
-		return 0, false
-	}
-	i++
-	if i < n && text[i] == '}' {
-		return i + 1, true
-	}
 	var seen uint64
 	var held reflect.Value
-	for {
-		end, ok := plainStringEnd(text, i)
-		if !ok || end >= n || text[end] != ':' {
-			return 0, false
+	return walkObject(text, i, func(name Span, at int) (int, bool) {
+		m := p.find(text[name.Start:name.End])
+		if m < 0 {
+			return p.skip(text, name, at)
 		}
-		m := p.find(text[i+1 : end-1])
-		if m < 0 || seen&(1<<m) != 0 {
+		if seen&(1<<m) != 0 {
 			return 0, false
 		}
 		seen |= 1 << m
 		mb := &p.members[m]
-		i = end + 1
-		if i >= n {
-			return 0, false
-		}
 		f := v.FieldByIndex(mb.index)
 		dst := f
 		if mb.ptr || mb.kind == plainStringOrList {
@@ -292,62 +282,44 @@ func (p *plan) decode(text string, i int, v reflect.Value) (int, bool) {
 			}
 			dst = held.Field(mb.slot)
 		}
-		switch c := text[i]; mb.kind {
-		case plainString:
-			if c != '"' {
+		var end int
+		var ok bool
+		switch mb.kind {
+		case plainString, plainStringOrList:
+			if end, ok = plainStringEnd(text, at); !ok {
 				return 0, false
 			}
-			if end, ok = plainStringEnd(text, i); !ok {
-				return 0, false
+			if s := text[at+1 : end-1]; mb.kind == plainString {
+				dst.SetString(s)
+			} else {
+				setOne(f, dst, s)
 			}
-			dst.SetString(text[i+1 : end-1])
-		case plainStringOrList:
-			if c != '"' {
-				return 0, false
-			}
-			if end, ok = plainStringEnd(text, i); !ok {
-				return 0, false
-			}
-			setOne(f, dst, text[i+1:end-1])
 		case plainInteger:
-			var x int64
-			if end, x, ok = plainInt(text, i); !ok {
+			// At most 15 digits: below 2^53, read exactly through a float too. Longer
+			// ones are left to the reference path.
+			if end, ok = plainValueEnd(text, at, 0); !ok || text[at] == '"' || end-at > 15 {
 				return 0, false
+			}
+			var x int64
+			for _, c := range []byte(text[at:end]) {
+				x = x*10 + int64(c-'0')
 			}
 			dst.SetInt(x)
 		case plainRaw:
-			switch {
-			case c == '"':
-				end, ok = plainStringEnd(text, i)
-			case c == '{':
-				end, ok = scanNested(text, i, maxRawDepth, nil)
-			default:
-				end, _, ok = plainInt(text, i)
-			}
-			if !ok {
+			if end, ok = plainValueEnd(text, at, maxRawDepth+1); !ok {
 				return 0, false
 			}
-			dst.SetBytes([]byte(text[i:end]))
+			dst.SetBytes([]byte(text[at:end]))
 		case plainStruct:
-			if end, ok = mb.sub.decode(text, i, dst); !ok {
+			if end, ok = mb.sub.decode(text, at, dst); !ok {
 				return 0, false
 			}
 		}
 		if mb.ptr {
 			f.Set(dst.Addr())
 		}
-		if end >= n {
-			return 0, false
-		}
-		switch text[end] {
-		case ',':
-			i = end + 1
-		case '}':
-			return end + 1, true
-		default:
-			return 0, false
-		}
-	}
+		return end, true
+	})
 }
 
 // setOne makes the field f (addressable, of a slice-of-string kind) the list of the one
@@ -361,6 +333,23 @@ func setOne(f, slot reflect.Value, s string) {
 	*(*[]string)(f.Addr().UnsafePointer()) = arr[:]
 }
 
+// skip passes over a member the plan does not read: one the reference path ignores
+// too (no field has its name, in any case), when its value is plain. A member of a
+// field the plan does not read, or one whose name equals a field's only under case
+// folding (a NameError there), makes the fast path give up.
+func (p *plan) skip(text string, name Span, at int) (int, bool) {
+	n := text[name.Start:name.End]
+	if _, known := p.fields.byName[n]; known {
+		return 0, false
+	}
+	for _, f := range p.fields.names {
+		if strings.EqualFold(f, n) {
+			return 0, false
+		}
+	}
+	return plainValueEnd(text, at, maxRawDepth+1)
+}
+
 // find returns the index of the member named name, or -1.
 func (p *plan) find(name string) int {
 	for i := range p.members {
@@ -369,25 +358,4 @@ func (p *plan) find(name string) int {
 		}
 	}
 	return -1
-}
-
-// plainInt reads the non-negative integer at text[i] (digits, no leading zero) of at
-// most 15 digits and returns the index after it. (Longer ones are left to the reference
-// path, as are fractions and exponents.)
-func plainInt(text string, i int) (int, int64, bool) {
-	if i >= len(text) || text[i] < '0' || text[i] > '9' {
-		return 0, 0, false
-	}
-	if text[i] == '0' {
-		return i + 1, 0, true
-	}
-	var x int64
-	j := i
-	for ; j < len(text) && text[j] >= '0' && text[j] <= '9'; j++ {
-		if j-i == 15 {
-			return 0, 0, false
-		}
-		x = x*10 + int64(text[j]-'0')
-	}
-	return j, x, true
 }
