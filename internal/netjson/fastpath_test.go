@@ -139,6 +139,12 @@ type kinds struct {
 	M     map[string]string
 	Named string
 	inner
+	*viaPointer
+}
+
+// viaPointer's fields are promoted through a pointer: known, never read directly.
+type viaPointer struct {
+	PE string `json:"pe"`
 }
 
 type inner struct {
@@ -157,7 +163,7 @@ func FuzzFastPathAllKinds(f *testing.F) {
 		`{"in":{"deeper":{"deeper":{"deeper":{"x":"d"}}}}}`, `{"r":{"a":{"b":{"c":{"d":{}}}}}}`, `{"x":"a","in":{"x":"b"}}`,
 		`{"a":"x","a":"y"}`, `{"inp":{},"inp":{}}`, `{"t":1}`,
 		`{"unknown":"x","s":"a"}`, `{"zz":{"a":{"b":1}},"s":"a"}`, `{"zz":[1],"s":"a"}`, `{"S":"a"}`, `{"m":{}}`,
-		`{"x1":1,"x1":2,"s":"a"}`, `{"in":{"y":"z","x":"a"}}`, `{"in":{"X":"a"}}`, `{"zz":null}`,
+		`{"x1":1,"x1":2,"s":"a"}`, `{"in":{"y":"z","x":"a"}}`, `{"in":{"X":"a"}}`, `{"zz":null}`, `{"pe":"x"}`, `{"s":"a","pe":"x"}`, `{"PE":"x"}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -62,6 +62,7 @@ func custom(t reflect.Type) bool {
 type fields struct {
 	byName map[string]field
 	names  []string
+	all    []structField // every field collect found, in declaration order
 }
 
 // field is one struct field: its type as value expects it (see resolve) and its
@@ -72,18 +73,35 @@ type field struct {
 	index int
 }
 
+// structField is a field as collect finds it, with what the fast path's plan needs.
+type structField struct {
+	name       string
+	typ        reflect.Type // as declared
+	index      []int        // as reflect.Value.FieldByIndex takes it
+	opts       string       // the tag's options
+	viaPointer bool         // promoted through an embedded pointer
+	ambiguous  bool         // another field has the same name
+}
+
 var fieldCache sync.Map // reflect.Type -> *fields
 
 func fieldsOf(t reflect.Type) *fields {
 	if f, ok := fieldCache.Load(t); ok {
 		return f.(*fields)
 	}
-	byType := map[string]reflect.Type{}
-	collect(t, byType, 0)
-	f := &fields{byName: make(map[string]field, len(byType))}
-	for n, ft := range byType {
-		f.byName[n] = field{typ: resolve(ft), index: len(f.names)}
-		f.names = append(f.names, n)
+	f := &fields{byName: map[string]field{}}
+	collect(t, nil, false, &f.all, 0)
+	count := map[string]int{}
+	for _, sf := range f.all {
+		count[sf.name]++
+	}
+	for i := range f.all {
+		sf := &f.all[i]
+		sf.ambiguous = count[sf.name] > 1
+		if _, dup := f.byName[sf.name]; !dup { // the first one found
+			f.byName[sf.name] = field{typ: resolve(sf.typ), index: len(f.names)}
+			f.names = append(f.names, sf.name)
+		}
 	}
 	fieldCache.Store(t, f)
 	return f
@@ -116,7 +134,9 @@ func resolve(t reflect.Type) reflect.Type {
 	return r
 }
 
-func collect(t reflect.Type, byName map[string]reflect.Type, depth int) {
+// collect appends t's fields to out as encoding/json names them, entering embedded
+// structs (through pointers too) without a name of their own.
+func collect(t reflect.Type, prefix []int, viaPointer bool, out *[]structField, depth int) {
 	if depth > 8 {
 		return
 	}
@@ -126,15 +146,16 @@ func collect(t reflect.Type, byName map[string]reflect.Type, depth int) {
 		if tag == "-" {
 			continue
 		}
-		name, _, _ := strings.Cut(tag, ",")
+		name, opts, _ := strings.Cut(tag, ",")
 		ft := sf.Type
+		index := append(append([]int(nil), prefix...), i)
 		if sf.Anonymous && name == "" {
-			et := ft
+			et, ptr := ft, false
 			if et.Kind() == reflect.Pointer {
-				et = et.Elem()
+				et, ptr = et.Elem(), true
 			}
 			if et.Kind() == reflect.Struct {
-				collect(et, byName, depth+1)
+				collect(et, index, viaPointer || ptr, out, depth+1)
 				continue
 			}
 		}
@@ -144,9 +165,7 @@ func collect(t reflect.Type, byName map[string]reflect.Type, depth int) {
 		if name == "" {
 			name = sf.Name
 		}
-		if _, dup := byName[name]; !dup {
-			byName[name] = ft
-		}
+		*out = append(*out, structField{name: name, typ: ft, index: index, opts: opts, viaPointer: viaPointer})
 	}
 }
 

@@ -91,30 +91,18 @@ func planOf(t reflect.Type) *plan {
 	return p
 }
 
-// candidate is a struct field the plan may read, under its JSON name.
-type candidate struct {
-	name  string
-	index []int
-	typ   reflect.Type
-	tag   string // the tag's options
-}
-
-// buildPlan returns t's plan, or nil when no member of t can be read directly.
-// Ambiguous names (two fields, at any depth, under one name) and fields behind an
-// embedded pointer are left out: encoding/json's rules for them are not worth copying.
+// buildPlan returns t's plan, or nil when no member of t can be read directly. It
+// reads the fields as the name check collects them (fieldsOf); ambiguous names (two
+// fields, at any depth, under one name) and fields promoted through an embedded pointer
+// are left out: encoding/json's rules for them are not worth copying.
 func buildPlan(t reflect.Type, depth int) *plan {
 	if t.Kind() != reflect.Struct || depth > maxPlanDepth {
 		return nil
 	}
-	var cands []candidate
-	count := map[string]int{}
-	if !collectCandidates(t, nil, &cands, count, 0) {
-		return nil
-	}
 	p := &plan{fields: fieldsOf(t)}
 	var held []reflect.StructField
-	for _, c := range cands {
-		if count[c.name] != 1 || len(p.members) == 64 || hasOption(c.tag, "string") {
+	for _, c := range p.fields.all {
+		if c.ambiguous || c.viaPointer || len(p.members) == 64 || hasOption(c.opts, "string") {
 			continue
 		}
 		m := member{name: c.name, index: c.index}
@@ -176,44 +164,6 @@ func buildPlan(t reflect.Type, depth int) *plan {
 		p.held = reflect.StructOf(held)
 	}
 	return p
-}
-
-// collectCandidates lists t's fields as encoding/json names them, promoted fields of
-// embedded structs included; false when t embeds a struct through a pointer.
-func collectCandidates(t reflect.Type, prefix []int, cands *[]candidate, count map[string]int, depth int) bool {
-	if depth > 8 {
-		return false
-	}
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		tag := sf.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		index := append(append([]int(nil), prefix...), i)
-		if sf.Anonymous && name == "" {
-			ft := sf.Type
-			if ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct {
-				return false
-			}
-			if ft.Kind() == reflect.Struct {
-				if !collectCandidates(ft, index, cands, count, depth+1) {
-					return false
-				}
-				continue
-			}
-		}
-		if !sf.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = sf.Name
-		}
-		count[name]++
-		*cands = append(*cands, candidate{name: name, index: index, typ: sf.Type, tag: opts})
-	}
-	return true
 }
 
 func hasOption(opts, want string) bool {

@@ -19,39 +19,15 @@ func FuzzScanObject(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		type member struct{ name, value string }
-		var got []member
+		var got []scanned
 		ok := scanObject(s, func(n, v Span) bool {
-			got = append(got, member{s[n.Start:n.End], s[v.Start:v.End]})
+			got = append(got, scanned{s[n.Start:n.End], s[v.Start:v.End]})
 			return true
 		})
 		if !ok {
 			return
 		}
-		if !json.Valid([]byte(s)) {
-			t.Fatalf("%q: accepted but not valid JSON", s)
-		}
-		dec := json.NewDecoder(bytes.NewReader([]byte(s)))
-		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-			t.Fatalf("%q: not an object", s)
-		}
-		i := 0
-		for ; dec.More(); i++ {
-			tok, err := dec.Token()
-			if err != nil || i >= len(got) || tok != got[i].name {
-				t.Fatalf("%q: member %d name %v (%v), scanned %+v", s, i, tok, err, got)
-			}
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil || string(raw) != got[i].value {
-				t.Fatalf("%q: member %d value %s (%v), scanned %+v", s, i, raw, err, got)
-			}
-			if raw[0] == '"' {
-				var str string
-				if err := json.Unmarshal(raw, &str); err != nil || str != got[i].value[1:len(got[i].value)-1] {
-					t.Fatalf("%q: string %s decodes to %q", s, raw, str)
-				}
-			}
-		}
+		readAsEncodingJSONDoes(t, s, got)
 	})
 }
 
@@ -125,16 +101,15 @@ func FuzzScanNestedObject(f *testing.F) {
 		if depth < 0 {
 			depth = -depth
 		}
-		type member struct{ name, value string }
-		var got []member
+		var got []scanned
 		ok := scanNestedObject(s, depth, func(n, v Span) bool {
-			got = append(got, member{s[n.Start:n.End], s[v.Start:v.End]})
+			got = append(got, scanned{s[n.Start:n.End], s[v.Start:v.End]})
 			return true
 		})
 		if depth == 0 {
-			var flat []member
+			var flat []scanned
 			flatOK := scanObject(s, func(n, v Span) bool {
-				flat = append(flat, member{s[n.Start:n.End], s[v.Start:v.End]})
+				flat = append(flat, scanned{s[n.Start:n.End], s[v.Start:v.End]})
 				return true
 			})
 			if ok != flatOK || (ok && len(flat) != len(got)) {
@@ -144,35 +119,46 @@ func FuzzScanNestedObject(f *testing.F) {
 		if !ok {
 			return
 		}
-		if !json.Valid([]byte(s)) {
-			t.Fatalf("%q: accepted but not valid JSON", s)
-		}
 		if DeeperThan(s, depth+1) {
 			t.Fatalf("%q: accepted nested deeper than %d", s, depth)
 		}
-		dec := json.NewDecoder(bytes.NewReader([]byte(s)))
-		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-			t.Fatalf("%q: not an object", s)
-		}
-		i := 0
-		for ; dec.More(); i++ {
-			tok, err := dec.Token()
-			if err != nil || i >= len(got) || tok != got[i].name {
-				t.Fatalf("%q: member %d name %v (%v), scanned %+v", s, i, tok, err, got)
-			}
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil || string(raw) != got[i].value {
-				t.Fatalf("%q: member %d value %s (%v), scanned %+v", s, i, raw, err, got)
-			}
-			if raw[0] == '"' {
-				var str string
-				if err := json.Unmarshal(raw, &str); err != nil || str != got[i].value[1:len(got[i].value)-1] {
-					t.Fatalf("%q: string %s decodes to %q", s, raw, str)
-				}
-			}
-		}
-		if i != len(got) {
-			t.Fatalf("%q: scanned %d members, encoding/json reads %d", s, len(got), i)
-		}
+		readAsEncodingJSONDoes(t, s, got)
 	})
+}
+
+type scanned struct{ name, value string }
+
+// readAsEncodingJSONDoes fails unless s, which a plain scanner accepted with the
+// members got, is a valid JSON object whose members encoding/json reads as those spans:
+// each name decodes to its octets, each value is the member's JSON text, and a string
+// value decodes to the octets between its quotes.
+func readAsEncodingJSONDoes(t *testing.T, s string, got []scanned) {
+	t.Helper()
+	if !json.Valid([]byte(s)) {
+		t.Fatalf("%q: accepted but not valid JSON", s)
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("%q: not an object", s)
+	}
+	i := 0
+	for ; dec.More(); i++ {
+		tok, err := dec.Token()
+		if err != nil || i >= len(got) || tok != got[i].name {
+			t.Fatalf("%q: member %d name %v (%v), scanned %+v", s, i, tok, err, got)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil || string(raw) != got[i].value {
+			t.Fatalf("%q: member %d value %s (%v), scanned %+v", s, i, raw, err, got)
+		}
+		if raw[0] == '"' {
+			var str string
+			if err := json.Unmarshal(raw, &str); err != nil || str != got[i].value[1:len(got[i].value)-1] {
+				t.Fatalf("%q: string %s decodes to %q", s, raw, str)
+			}
+		}
+	}
+	if i != len(got) {
+		t.Fatalf("%q: scanned %d members, encoding/json reads %d", s, len(got), i)
+	}
 }
