@@ -217,18 +217,8 @@ func (s *scanner) value(t reflect.Type, depth int) error {
 			if err := s.value(elem, depth+1); err != nil {
 				return err
 			}
-			s.space()
-			if s.i >= len(s.b) {
-				return syntaxError{}
-			}
-			switch s.b[s.i] {
-			case ',':
-				s.i++
-			case ']':
-				s.i++
-				return nil
-			default:
-				return syntaxError{}
+			if more, err := s.separator(']'); !more {
+				return err
 			}
 		}
 	case '"':
@@ -244,6 +234,24 @@ func (s *scanner) value(t reflect.Type, depth int) error {
 		}
 		return nil
 	}
+}
+
+// separator moves past what follows a member or an element: a comma (more follow) or
+// the closing octet of the object or array (none follow); anything else is an error.
+func (s *scanner) separator(closing byte) (more bool, err error) {
+	s.space()
+	if s.i >= len(s.b) {
+		return false, syntaxError{}
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return true, nil
+	case closing:
+		s.i++
+		return false, nil
+	}
+	return false, syntaxError{}
 }
 
 // endsScalar reports the octets that end a number, true, false or null: a separator
@@ -340,18 +348,8 @@ func (s *scanner) object(t reflect.Type, depth int) error {
 		if err := s.value(next, depth+1); err != nil {
 			return err
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return syntaxError{}
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return syntaxError{}
+		if more, err := s.separator('}'); !more {
+			return err
 		}
 	}
 }
