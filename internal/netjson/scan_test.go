@@ -7,6 +7,43 @@ import (
 	"testing"
 )
 
+type scanned struct{ name, value string }
+
+// readAsEncodingJSONDoes fails unless s, which a plain scanner accepted with the
+// members got, is a valid JSON object whose members encoding/json reads as those spans:
+// each name decodes to its octets, each value is the member's JSON text, and a string
+// value decodes to the octets between its quotes.
+func readAsEncodingJSONDoes(t *testing.T, s string, got []scanned) {
+	t.Helper()
+	if !json.Valid([]byte(s)) {
+		t.Fatalf("%q: accepted but not valid JSON", s)
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("%q: not an object", s)
+	}
+	i := 0
+	for ; dec.More(); i++ {
+		tok, err := dec.Token()
+		if err != nil || i >= len(got) || tok != got[i].name {
+			t.Fatalf("%q: member %d name %v (%v), scanned %+v", s, i, tok, err, got)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil || string(raw) != got[i].value {
+			t.Fatalf("%q: member %d value %s (%v), scanned %+v", s, i, raw, err, got)
+		}
+		if raw[0] == '"' {
+			var str string
+			if err := json.Unmarshal(raw, &str); err != nil || str != got[i].value[1:len(got[i].value)-1] {
+				t.Fatalf("%q: string %s decodes to %q", s, raw, str)
+			}
+		}
+	}
+	if i != len(got) {
+		t.Fatalf("%q: scanned %d members, encoding/json reads %d", s, len(got), i)
+	}
+}
+
 // What scanObject accepts is a JSON object whose members encoding/json reads as
 // the spans it reports: each name decodes to its octets, each value is the member's JSON
 // text, and a string value decodes to the octets between its quotes.
@@ -124,41 +161,4 @@ func FuzzScanNestedObject(f *testing.F) {
 		}
 		readAsEncodingJSONDoes(t, s, got)
 	})
-}
-
-type scanned struct{ name, value string }
-
-// readAsEncodingJSONDoes fails unless s, which a plain scanner accepted with the
-// members got, is a valid JSON object whose members encoding/json reads as those spans:
-// each name decodes to its octets, each value is the member's JSON text, and a string
-// value decodes to the octets between its quotes.
-func readAsEncodingJSONDoes(t *testing.T, s string, got []scanned) {
-	t.Helper()
-	if !json.Valid([]byte(s)) {
-		t.Fatalf("%q: accepted but not valid JSON", s)
-	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		t.Fatalf("%q: not an object", s)
-	}
-	i := 0
-	for ; dec.More(); i++ {
-		tok, err := dec.Token()
-		if err != nil || i >= len(got) || tok != got[i].name {
-			t.Fatalf("%q: member %d name %v (%v), scanned %+v", s, i, tok, err, got)
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil || string(raw) != got[i].value {
-			t.Fatalf("%q: member %d value %s (%v), scanned %+v", s, i, raw, err, got)
-		}
-		if raw[0] == '"' {
-			var str string
-			if err := json.Unmarshal(raw, &str); err != nil || str != got[i].value[1:len(got[i].value)-1] {
-				t.Fatalf("%q: string %s decodes to %q", s, raw, str)
-			}
-		}
-	}
-	if i != len(got) {
-		t.Fatalf("%q: scanned %d members, encoding/json reads %d", s, len(got), i)
-	}
 }
