@@ -10,7 +10,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/hostproto"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 )
 
 // OfferInDialog signs a handoff of work to a delegate in dialog dc, within a trust
@@ -109,12 +109,12 @@ func NewA2ARequest(ctx context.Context, host hostproto.Host, url string, id any,
 // handoff.Delegator.HandleStatus.
 func HandoffStatus(body []byte) (*handoff.Signed, error) {
 	var env map[string]json.RawMessage
-	if err := exactjson.Unmarshal(body, &env); err != nil || env == nil {
+	if err := netjson.DecodeObject(body, &env); err != nil || env == nil {
 		return nil, errcode.New(errcode.InvalidEncoding, "the reply is not a JSON object")
 	}
 	if v, ok := env[dialog.HandoffStatusMember]; ok {
 		var text string
-		if err := exactjson.Unmarshal(v, &text); err != nil {
+		if err := netjson.DecodeObject(v, &text); err != nil {
 			return nil, errcode.New(errcode.InvalidEncoding, "%s is not a signed handoff in text form", dialog.HandoffStatusMember)
 		}
 		s, err := handoff.ParseSignedText(text)

@@ -12,7 +12,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
@@ -210,7 +210,7 @@ func dialogOf(txn string) string {
 			Dlg string `json:"dlg"`
 		} `json:"tctx"`
 	}
-	if exactjson.Unmarshal(t.Payload, &c) != nil {
+	if netjson.DecodeObject(t.Payload, &c) != nil {
 		return ""
 	}
 	return c.Tctx.Dlg

@@ -8,7 +8,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/problem"
 )
@@ -62,7 +62,7 @@ func ownSigners(rawWIT string) (*Signers, error) {
 	var c struct {
 		Sub string `json:"sub"`
 	}
-	if err := exactjson.Unmarshal(t.Payload, &c); err != nil {
+	if err := netjson.DecodeObject(t.Payload, &c); err != nil {
 		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "the agent's WIT")
 	}
 	id, err := identifier.Parse(c.Sub)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -362,7 +363,7 @@ func (b *JWTBearer) verifyGrant(ctx context.Context, raw string, now time.Time) 
 		return nil, nil, err
 	}
 	var g GrantClaims
-	if err := decodeGrantClaims(t.Payload, &g); err != nil {
+	if err := netjson.DecodeClaims(t.Payload, &g); err != nil {
 		return nil, nil, err
 	}
 	if g.Iss == "" {

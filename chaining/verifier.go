@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -37,7 +38,7 @@ func (v *AccessTokenVerifier) Verify(ctx context.Context, raw string) (*AccessTo
 		return nil, err
 	}
 	var c AccessTokenClaims
-	if err := jose.DecodeClaims(t.Payload, &c); err != nil {
+	if err := netjson.DecodeClaims(t.Payload, &c); err != nil {
 		return nil, err
 	}
 	now, skew, maxLife := time.Now(), v.Skew, v.MaxLifetime

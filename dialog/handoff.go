@@ -11,7 +11,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/hostproto"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/problem"
 )
 
@@ -184,7 +184,7 @@ func (h *handoffReply) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 		text, _ := json.Marshal(h.status.Text())
 		d, _ := json.Marshal(problem.From(h.err))
 		var m map[string]json.RawMessage
-		_ = exactjson.Unmarshal(d, &m)
+		_ = netjson.DecodeObject(d, &m)
 		m[HandoffStatusMember] = text
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.Header().Set("Cache-Control", "no-store")

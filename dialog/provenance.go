@@ -3,13 +3,12 @@ package dialog
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dunglas/httpsfv"
 )
@@ -98,9 +97,7 @@ func ParseProvenance(value string) (*Provenance, error) {
 			return nil, errcode.New(errcode.InvalidProvenance, "record %d is not a byte sequence", i)
 		}
 		var r HopRecord
-		dec := json.NewDecoder(strings.NewReader(string(b)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil || exactjson.CheckNames(b[:dec.InputOffset()], &r) != nil || r.WIT == "" || r.Base == "" || len(r.Sig) == 0 {
+		if _, err := netjson.DecodeOnlyKnown(b, &r); err != nil || r.WIT == "" || r.Base == "" || len(r.Sig) == 0 {
 			return nil, errcode.New(errcode.InvalidProvenance, "record %d is not a provenance record", i)
 		}
 		p.records = append(p.records, r)

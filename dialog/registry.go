@@ -9,7 +9,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/store"
 )
 
@@ -311,7 +311,7 @@ func (r *Registry) Lookup(ctx context.Context, dlg string) (*Record, error) {
 
 func decodeRecord(b []byte) (*Record, error) {
 	var rec Record
-	if err := exactjson.Unmarshal(b, &rec); err != nil {
+	if err := netjson.DecodeObject(b, &rec); err != nil {
 		return nil, errcode.Unavailable(errcode.StoreUnavailable, err, "dialog record is unreadable")
 	}
 	return &rec, nil

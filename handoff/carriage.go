@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 )
 
 // Carriage (section 6). The element travels inside the host protocol's own JSON
@@ -21,7 +22,7 @@ import (
 
 func objectOf(b []byte, what string) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+	if err := netjson.DecodeObject(b, &m); err != nil || m == nil {
 		return nil, errcode.New(errcode.InvalidEncoding, "%s is not a JSON object", what)
 	}
 	return m, nil
@@ -101,7 +102,7 @@ func parseStatusValue(v json.RawMessage) (*Signed, error) {
 		return nil, nil
 	}
 	var t string
-	if err := json.Unmarshal(v, &t); err != nil {
+	if err := netjson.DecodeObject(v, &t); err != nil {
 		return nil, errcode.New(errcode.InvalidEncoding, "status is not a signed handoff in text form")
 	}
 	s, err := ParseSignedText(t)
@@ -132,7 +133,7 @@ func addExtension(msg []byte) ([]byte, error) {
 	}
 	var exts []string
 	if raw, ok := m["extensions"]; ok && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &exts); err != nil {
+		if err := netjson.DecodeObject(raw, &exts); err != nil {
 			return nil, errcode.New(errcode.InvalidEncoding, "extensions is not an array of text")
 		}
 	}
@@ -154,7 +155,7 @@ func A2AMessageHandoff(msg []byte) (*Handoff, error) {
 	m, _ := objectOf(msg, "message")
 	var exts []string
 	if raw, ok := m["extensions"]; ok {
-		_ = json.Unmarshal(raw, &exts)
+		_ = netjson.DecodeObject(raw, &exts)
 	}
 	if !slices.Contains(exts, A2AExtensionURI) {
 		return nil, errcode.New(errcode.InvalidEncoding, "metadata carries a handoff but extensions does not list %s", A2AExtensionURI)
@@ -220,7 +221,7 @@ func validA2AMessage(msg []byte) error {
 		Role      *string            `json:"role"`
 		Parts     *[]json.RawMessage `json:"parts"`
 	}
-	if err := json.Unmarshal(msg, &m); err != nil || m.MessageID == nil || *m.MessageID == "" || m.Role == nil || *m.Role == "" || m.Parts == nil {
+	if err := netjson.DecodeObject(msg, &m); err != nil || m.MessageID == nil || *m.MessageID == "" || m.Role == nil || *m.Role == "" || m.Parts == nil {
 		return errcode.New(errcode.InvalidEncoding, "the task's status message is not an A2A Message (messageId, role and parts)")
 	}
 	return nil
@@ -237,7 +238,7 @@ func a2aStatusMessage(task []byte, s Signed) ([]byte, error) {
 			State string `json:"state"`
 		} `json:"status"`
 	}
-	if err := json.Unmarshal(task, &t); err != nil {
+	if err := netjson.DecodeObject(task, &t); err != nil {
 		return nil, errcode.New(errcode.InvalidEncoding, "the task is not an A2A Task")
 	}
 	e, err := parseElement(s, "status", 0)

@@ -6,6 +6,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 )
 
 // Handoff is what the host protocol carries (section 2.1): the signed offer and the
@@ -66,7 +67,7 @@ func ParseHandoffJSON(b []byte, maxSize int) (*Handoff, error) {
 
 func jsonChain(raw []byte) ([]Signed, error) {
 	var items []string
-	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
+	if len(raw) == 0 || raw[0] != '[' || netjson.DecodeObject(raw, &items) != nil {
 		return nil, invalid("chain is not an array of text")
 	}
 	if len(items) == 0 {

@@ -13,11 +13,11 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/internal/plainjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 )
 
 // JSON decoding is done by hand over encoding/json's validator: json.Valid first, then a
-// walk over the members of each object with internal/plainjson's scanners. This finds
+// walk over the members of each object with internal/netjson.s scanners. This finds
 // duplicate member names (which encoding/json would silently resolve "last wins", a
 // classic parser-differential hole),
 // keeps the raw text of the members this package does not understand, and decodes the
@@ -34,7 +34,7 @@ type member struct {
 // objectMembers splits a JSON object (already known to be valid JSON) into members and
 // refuses a repeated name.
 func objectMembers(b []byte) ([]member, error) {
-	i := plainjson.SkipSpace(b, 0)
+	i := netjson.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, invalid("not a JSON object")
 	}
@@ -42,19 +42,19 @@ func objectMembers(b []byte) ([]member, error) {
 	// member at least), so that a two-member Digest does not allocate room for sixteen.
 	ms := make([]member, 0, min(bytes.Count(b, []byte{':'}), 16))
 	var seen map[string]struct{}
-	i = plainjson.SkipSpace(b, i+1)
+	i = netjson.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return ms, nil
 	}
 	for i < len(b) {
-		end := plainjson.StringEnd(b, i)
+		end := netjson.StringEnd(b, i)
 		name, err := jsonString(b[i:end])
 		if err != nil {
 			return nil, err
 		}
-		i = plainjson.SkipSpace(b, end)
-		i = plainjson.SkipSpace(b, i+1) // ':'
-		vend := plainjson.ValueEnd(b, i)
+		i = netjson.SkipSpace(b, end)
+		i = netjson.SkipSpace(b, i+1) // ':'
+		vend := netjson.ValueEnd(b, i)
 		// A linear scan for the dozen members of an element; a set once an object is
 		// larger, so that a Handoff of a megabyte of members costs linear time.
 		if seen != nil {
@@ -77,11 +77,11 @@ func objectMembers(b []byte) ([]member, error) {
 			}
 		}
 		ms = append(ms, member{name: name, val: b[i:vend]})
-		i = plainjson.SkipSpace(b, vend)
+		i = netjson.SkipSpace(b, vend)
 		if i < len(b) && b[i] == '}' {
 			return ms, nil
 		}
-		i = plainjson.SkipSpace(b, i+1) // ','
+		i = netjson.SkipSpace(b, i+1) // ','
 	}
 	return nil, invalid("truncated JSON object")
 }
@@ -99,7 +99,7 @@ func jsonString(raw []byte) (string, error) {
 		return string(in), nil
 	}
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if err := netjson.DecodeObject(raw, &s); err != nil {
 		return "", invalid("bad JSON string")
 	}
 	return s, nil
@@ -125,10 +125,8 @@ func jsonUint(raw []byte) (int64, error) {
 
 // jsonAny decodes a value this package does not interpret, keeping numbers exact.
 func jsonAny(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
+	if err := netjson.DecodeKeepingNumbers(raw, &v); err != nil {
 		return nil, invalid("bad JSON value")
 	}
 	return v, nil
@@ -251,7 +249,7 @@ func jsonRefs(raw []byte) ([]ContextRef, error) {
 		return nil, invalid("refs is not an array")
 	}
 	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
+	if err := netjson.DecodeObject(raw, &items); err != nil {
 		return nil, invalid("refs is not an array")
 	}
 	if len(items) == 0 {

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/keys"
 )
 
@@ -148,7 +148,7 @@ func parseJWKS(b []byte) ([]*keys.PublicKey, error) {
 	var doc struct {
 		Keys []json.RawMessage `json:"keys"`
 	}
-	if err := exactjson.Unmarshal(b, &doc); err != nil || doc.Keys == nil {
+	if err := netjson.DecodeObject(b, &doc); err != nil || doc.Keys == nil {
 		return nil, errcode.New(errcode.InvalidKey, "not a JWK Set")
 	}
 	if len(doc.Keys) > 64 {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 )
 
 // SameID reports whether two JSON-RPC ids are the same id: a response carries
@@ -188,7 +188,7 @@ func idNumber(n []byte) (decimalValue, bool) {
 // forbids null, and JSON-RPC keeps null for an id that could not be read).
 func ValidID(id json.RawMessage) bool {
 	var v any
-	if len(id) == 0 || exactjson.Unmarshal(id, &v) != nil {
+	if len(id) == 0 || netjson.DecodeObject(id, &v) != nil {
 		return false
 	}
 	switch v.(type) {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/problem"
 )
 
@@ -118,7 +118,7 @@ func ResultStatus(result json.RawMessage) (*handoff.Signed, error) {
 		Message json.RawMessage `json:"message"`
 		Task    json.RawMessage `json:"task"`
 	}
-	if exactjson.Unmarshal(result, &wrapped) == nil {
+	if netjson.DecodeObject(result, &wrapped) == nil {
 		if len(wrapped.Message) > 0 && string(wrapped.Message) != "null" {
 			return handoff.A2AMessageStatus(wrapped.Message)
 		}

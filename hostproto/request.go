@@ -10,7 +10,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 )
 
 // Request is the envelope of a JSON-RPC 2.0 request (or notification): its members as
@@ -24,7 +24,7 @@ type Request struct {
 // ParseRequest reads the JSON-RPC request members of body; ok is false when body is
 // not one (not a JSON object, no method, or a member named in another case or twice).
 func ParseRequest(body []byte) (req Request, ok bool) {
-	if len(bytes.TrimSpace(body)) == 0 || exactjson.Unmarshal(body, &req) != nil || req.Method == "" {
+	if len(bytes.TrimSpace(body)) == 0 || netjson.DecodeObject(body, &req) != nil || req.Method == "" {
 		return req, false
 	}
 	return req, true
@@ -101,13 +101,13 @@ func (p *Carried) read(method string, params json.RawMessage) (int, error) {
 		var m struct {
 			Message json.RawMessage `json:"message"`
 		}
-		if err := exactjson.Unmarshal(params, &m); err != nil || len(m.Message) == 0 {
+		if err := netjson.DecodeObject(params, &m); err != nil || len(m.Message) == 0 {
 			return 0, errcode.New(errcode.InvalidRequest, "A2A params without a message")
 		}
 		var c struct {
 			ContextID string `json:"contextId"`
 		}
-		_ = exactjson.Unmarshal(m.Message, &c)
+		_ = netjson.DecodeObject(m.Message, &c)
 		p.Dialog = c.ContextID
 		p.Handoff, err = handoff.A2AMessageHandoff(m.Message)
 		return count(p.Handoff != nil), err
@@ -133,7 +133,7 @@ func ContextID(method string, params json.RawMessage) string {
 			ContextID string `json:"contextId"`
 		} `json:"message"`
 	}
-	_ = exactjson.Unmarshal(params, &p)
+	_ = netjson.DecodeObject(params, &p)
 	return p.Message.ContextID
 }
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 )
 
 // NumericDate is an RFC 7519 NumericDate. Fractions are truncated.
@@ -25,20 +25,10 @@ func (d *NumericDate) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ParsePlainNumericDate reads the digits of a number that a plain JSON scan accepted
-// (internal/plainjson: digits only, no sign, no leading zero) as UnmarshalJSON does,
-// without its conversion through a float where the value is small enough to need
-// none. It is the one such reader of the decoders' fast paths (wit, wpt, chaining).
-func ParsePlainNumericDate(digits string) (NumericDate, bool) {
-	if len(digits) <= 15 {
-		// At most 15 digits: below 2^53, so the integer UnmarshalJSON would read
-		// through a float exactly.
-		n, err := strconv.ParseInt(digits, 10, 64)
-		return NumericDate(n), err == nil
-	}
-	var d NumericDate
-	return d, d.UnmarshalJSON([]byte(digits)) == nil
-}
+// PlainJSONForm tells package netjson's fast path that UnmarshalJSON stores a plain
+// integer (digits only, at most 15 of them: below 2^53, exact through the float) as that
+// integer, so that it may read one without the float.
+func (NumericDate) PlainJSONForm() netjson.PlainForm { return netjson.PlainInteger }
 
 // Time converts to time.Time.
 func (d NumericDate) Time() time.Time { return time.Unix(int64(d), 0) }
@@ -49,13 +39,9 @@ type Audience []string
 // UnmarshalJSON accepts a string or an array of strings.
 func (a *Audience) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
-	if s, ok := plainJSONString(b); ok {
-		*a = Audience{s}
-		return nil
-	}
 	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
+		s, err := netjson.DecodeString(b)
+		if err != nil {
 			return errcode.New(errcode.InvalidClaim, "aud is not a string")
 		}
 		*a = Audience{s}
@@ -69,24 +55,9 @@ func (a *Audience) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// plainJSONString returns the value of a JSON string literal that needs no decoding:
-// printable ASCII between its quotes, no escape. encoding/json would decode it to the
-// same octets; anything else (escapes, control or non-ASCII octets, which it might
-// replace with U+FFFD) is left to encoding/json. b is a value encoding/json has already
-// scanned as valid JSON (an UnmarshalJSON argument), or anything else: a text that is
-// not one whole plain string literal is refused here.
-func plainJSONString(b []byte) (string, bool) {
-	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
-		return "", false
-	}
-	in := b[1 : len(b)-1]
-	for _, c := range in {
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return "", false
-		}
-	}
-	return string(in), true
-}
+// PlainJSONForm tells package netjson's fast path that UnmarshalJSON stores a plain
+// string (printable ASCII, no escape) as a one-element list.
+func (Audience) PlainJSONForm() netjson.PlainForm { return netjson.PlainStringOrList }
 
 // MarshalJSON writes a single audience as a string (as most peers expect).
 func (a Audience) MarshalJSON() ([]byte, error) {
@@ -110,7 +81,7 @@ func (a Audience) Contains(s string) bool {
 // subject token the TTS reads have in common: iss, sub, aud and the three times.
 // Embedded (not named) in a claims type, they are written in this order, at the place
 // of the embedding, exactly as if the fields were the type's own, and decoded the same
-// way (package exactjson matches promoted fields like direct ones).
+// way (package netjson matches promoted fields like direct ones).
 //
 // jti (section 4.1.7) is not among them: a type whose reader checks it declares it
 // itself, next to the embedding. A reader that does not check jti (the TTS's subject
@@ -157,20 +128,6 @@ func CheckTimes(r TimeRules, exp, nbf, iat *NumericDate) error {
 	}
 	if exp != nil && r.MaxLifetime > 0 && exp.Time().Sub(now) > r.MaxLifetime+r.Skew {
 		return errcode.New(errcode.LifetimeTooLong, "expires %s from now, limit %s", exp.Time().Sub(now), r.MaxLifetime)
-	}
-	return nil
-}
-
-// DecodeClaims unmarshals an authenticated payload into v, mapping errors to codes.
-// A claim whose UnmarshalJSON returned an *errcode.Error keeps its code. Claim names
-// match exactly (RFC 7519 section 4): a name that equals a claim of v only under case
-// folding ("AUD") is invalid_encoding, never read as the claim (package exactjson).
-func DecodeClaims(payload []byte, v any) error {
-	if err := exactjson.Unmarshal(payload, v); err != nil {
-		if c := errcode.CodeOf(err); c != errcode.Unmapped {
-			return err
-		}
-		return errcode.Wrap(errcode.InvalidEncoding, err, "claims are not the expected JSON")
 	}
 	return nil
 }

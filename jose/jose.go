@@ -1,16 +1,17 @@
 package jose
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/keys"
 )
 
@@ -222,15 +223,16 @@ func (c *headerCache) parse(h string) (*parsedHeader, error) {
 }
 
 func decodeHeader(hb []byte, t *Token) error {
-	if mayHaveDuplicates(hb) {
-		if err := checkNoDuplicateMembers(hb); err != nil {
-			return err
-		}
-	}
 	var h struct {
 		Alg, Typ, Kid *string
 	}
-	if err := json.Unmarshal(hb, &t.header); err != nil || t.header == nil {
+	// A member named twice is refused (RFC 7515 section 5.2 allows rejecting; accepting
+	// "last wins" invites confusion between parsers).
+	if err := netjson.DecodeObject(hb, &t.header); err != nil || t.header == nil {
+		var dup *netjson.DuplicateError
+		if errors.As(err, &dup) {
+			return errcode.New(errcode.InvalidEncoding, "header member %q appears twice", dup.Name)
+		}
 		return errcode.New(errcode.InvalidEncoding, "header is not a JSON object")
 	}
 	for name, dst := range map[string]**string{"alg": &h.Alg, "typ": &h.Typ, "kid": &h.Kid} {
@@ -239,7 +241,7 @@ func decodeHeader(hb []byte, t *Token) error {
 			continue
 		}
 		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
+		if err := netjson.DecodeObject(v, &s); err != nil {
 			return errcode.New(errcode.InvalidEncoding, "header %q is not a string", name)
 		}
 		*dst = &s
@@ -252,58 +254,6 @@ func decodeHeader(hb []byte, t *Token) error {
 	}
 	if h.Kid != nil {
 		t.Kid = *h.Kid
-	}
-	return nil
-}
-
-// interpreted are the header members whose meaning a duplicate could change.
-var interpreted = [][]byte{[]byte(`"alg"`), []byte(`"typ"`), []byte(`"kid"`), []byte(`"crit"`), []byte(`"jku"`), []byte(`"x5u"`), []byte(`"jwk"`), []byte(`"x5c"`)}
-
-// mayHaveDuplicates is a cheap screen run on every header: only when a member name we
-// interpret appears twice in the text, or an escape could hide a name, does the exact
-// token-by-token check run. Headers are small, but this is on every verification.
-func mayHaveDuplicates(hb []byte) bool {
-	if bytes.IndexByte(hb, '\\') >= 0 {
-		return true
-	}
-	for _, name := range interpreted {
-		if bytes.Count(hb, name) > 1 {
-			return true
-		}
-	}
-	return false
-}
-
-// checkNoDuplicateMembers rejects a JSON object with a repeated top-level member name
-// (RFC 7515 section 5.2 allows rejecting; accepting "last wins" invites confusion
-// between parsers).
-func checkNoDuplicateMembers(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return errcode.New(errcode.InvalidEncoding, "header is not a JSON object")
-	}
-	seen := make(map[string]struct{}, 4)
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return errcode.New(errcode.InvalidEncoding, "header is not valid JSON")
-		}
-		name, _ := k.(string)
-		if _, dup := seen[name]; dup {
-			return errcode.New(errcode.InvalidEncoding, "header member %q appears twice", errcode.Cut(name))
-		}
-		seen[name] = struct{}{}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return errcode.New(errcode.InvalidEncoding, "header is not valid JSON")
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return errcode.New(errcode.InvalidEncoding, "header is not valid JSON")
-	}
-	if dec.More() {
-		return errcode.New(errcode.InvalidEncoding, "trailing data after header")
 	}
 	return nil
 }

@@ -226,7 +226,10 @@ func TestMalformedAndBounded(t *testing.T) {
 		"header array":     {b64.EncodeToString([]byte("[]")) + "." + parts[1] + "." + parts[2], errcode.InvalidEncoding},
 		"duplicate member": {b64.EncodeToString([]byte(`{"typ":"wit+jwt","alg":"ES256","typ":"jwt"}`)) + "." + parts[1] + "." + parts[2], errcode.InvalidEncoding},
 		"typ not string":   {b64.EncodeToString([]byte(`{"typ":1,"alg":"ES256"}`)) + "." + parts[1] + "." + parts[2], errcode.InvalidEncoding},
-		"too long":         {good + strings.Repeat("A", jose.DefaultMaxTokenSize), errcode.TokenTooLong},
+		// RFC 7515 section 5.2: any member named twice, escaped spellings included.
+		"duplicate escaped": {b64.EncodeToString([]byte(`{"typ":"wit+jwt","alg":"ES256","\u0061lg":"EdDSA"}`)) + "." + parts[1] + "." + parts[2], errcode.InvalidEncoding},
+		"duplicate unread":  {b64.EncodeToString([]byte(`{"typ":"wit+jwt","alg":"ES256","x5t":"a","x5t":"b"}`)) + "." + parts[1] + "." + parts[2], errcode.InvalidEncoding},
+		"too long":          {good + strings.Repeat("A", jose.DefaultMaxTokenSize), errcode.TokenTooLong},
 	}
 	for name, c := range cases {
 		_, err := jose.Verify(context.Background(), c.tok, jose.Options{Typ: "wit+jwt"}, set(t, k.Public()))

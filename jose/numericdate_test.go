@@ -1,18 +1,31 @@
 package jose
 
-import "testing"
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
 
-// The fast paths' reader of plain digits agrees with UnmarshalJSON, the reader of
-// every other path (RFC 7519 section 2, NumericDate), on both sides of 15 digits and
-// of 2^53.
-func TestRFC7519Sec2_ParsePlainNumericDateAgreesWithUnmarshalJSON(t *testing.T) {
-	for _, digits := range []string{"0", "1", "1764633600", "999999999999999", "1000000000000000",
-		"9007199254740992", "9007199254740993", "99999999999999999999"} {
-		var want NumericDate
-		wantOK := want.UnmarshalJSON([]byte(digits)) == nil
-		got, ok := ParsePlainNumericDate(digits)
-		if ok != wantOK || (ok && got != want) {
-			t.Errorf("%s: got %d, %v; UnmarshalJSON %d, %v", digits, got, ok, want, wantOK)
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
+)
+
+// The fast path of netjson.DecodeClaims reads plain NumericDates (PlainJSONForm) as
+// UnmarshalJSON, the reader of every other path, does (RFC 7519 section 2, NumericDate),
+// on both sides of 15 digits and of 2^53; and plain Audiences likewise.
+func TestRFC7519Sec2_PlainFormsAgreeWithUnmarshalJSON(t *testing.T) {
+	type claims struct {
+		Exp *NumericDate `json:"exp"`
+		Iat NumericDate  `json:"iat"`
+		Aud Audience     `json:"aud"`
+	}
+	for _, in := range []string{`0`, `1`, `1764633600`, `999999999999999`, `1000000000000000`,
+		`9007199254740992`, `9007199254740993`, `99999999999999999999`} {
+		for _, payload := range []string{`{"exp":` + in + `,"iat":` + in + `}`, `{"aud":"a.example","exp":` + in + `}`} {
+			var got, want claims
+			err := netjson.DecodeClaims([]byte(payload), &got)
+			wantErr := json.Unmarshal([]byte(payload), &want)
+			if (err == nil) != (wantErr == nil) || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: got %+v, %v; encoding/json %+v, %v", payload, got, err, want, wantErr)
+			}
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 )
 
 // jwkMembers are the members of a public ES256 or Ed25519 JWK.
@@ -35,7 +35,7 @@ type jwkMembers struct {
 // TestConfirmationJWKAgreesWithJWX keeps this parser and jwx in step.
 func ParseConfirmationJWK(b []byte) (*PublicKey, error) {
 	var m jwkMembers
-	if err := exactjson.Unmarshal(b, &m); err != nil {
+	if err := netjson.DecodeObject(b, &m); err != nil {
 		return nil, errcode.Wrap(errcode.InvalidKey, err, "JWK is not a JSON object")
 	}
 	switch {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -99,7 +99,7 @@ func (c *TokenClient) Token(ctx context.Context, form url.Values) (*TokenRespons
 		return nil, errcode.New(errcode.InvalidEncoding, "the token response exceeds %d bytes", MaxResponseSize)
 	}
 	var tr TokenResponse
-	if err := exactjson.Unmarshal(b, &tr); err != nil {
+	if err := netjson.DecodeObject(b, &tr); err != nil {
 		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "the token response is not JSON")
 	}
 	return &tr, nil
@@ -144,7 +144,7 @@ func (c *TokenClient) prove(ctx context.Context, req *http.Request) error {
 // detail.
 func ReadError(status int, body []byte) error {
 	var d ErrorResponse
-	if err := exactjson.Unmarshal(body, &d); err != nil || d.Error == "" {
+	if err := netjson.DecodeObject(body, &d); err != nil || d.Error == "" {
 		if status == http.StatusServiceUnavailable {
 			return errcode.Unavailable(errcode.TokenRefused, nil, "HTTP %d without an error document", status)
 		}

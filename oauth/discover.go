@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 )
 
 // discoveryWellKnown is the RFC 8414 section 3 well-known URI suffix.
@@ -49,7 +49,7 @@ func Discover(ctx context.Context, hc *http.Client, issuer string) (*Metadata, e
 		return nil, errcode.Unavailable(errcode.ASUnavailable, err, "metadata: HTTP %d", res.StatusCode)
 	}
 	var md Metadata
-	if err := exactjson.Unmarshal(b, &md); err != nil {
+	if err := netjson.DecodeObject(b, &md); err != nil {
 		return nil, errcode.Wrap(errcode.InvalidEncoding, err, "metadata")
 	}
 	if md.Issuer != strings.TrimSuffix(issuer, "/") && md.Issuer != issuer {

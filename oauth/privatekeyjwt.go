@@ -10,6 +10,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
@@ -158,7 +159,7 @@ func (p *PrivateKeyJWT) Verify(ctx context.Context, assertionType, assertion, cl
 		return identifier.ID{}, nil, err
 	}
 	var c AssertionClaims
-	if err := jose.DecodeClaims(t.Payload, &c); err != nil {
+	if err := netjson.DecodeClaims(t.Payload, &c); err != nil {
 		return identifier.ID{}, nil, err
 	}
 	if c.Iss == "" {

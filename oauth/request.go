@@ -2,14 +2,14 @@ package oauth
 
 import (
 	"encoding/json"
-	"io"
+	"errors"
 	"net/url"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/internal/plainjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 )
 
 // Bounds of a token request. A token request is small: a subject token or an assertion
@@ -306,7 +306,7 @@ func (r *TokenRequest) DecodeContext() error {
 		}
 	}
 	if d, ok := r.RequestDetails[dialogMember]; ok {
-		if !decodeDialog(d, &r.dialog) || !ValidDialog(r.dialog) {
+		if r.dialog, err = netjson.DecodeString(d); err != nil || !ValidDialog(r.dialog) {
 			return invalid("request_details.dlg must be a string of 1 to %d characters of [A-Za-z0-9._~:-] (a Dialog-Context dlg)", MaxDialogLength)
 		}
 	}
@@ -389,20 +389,15 @@ func contextParam(raw, name string) (map[string]json.RawMessage, error) {
 	if err := CheckDepth(raw, MaxContextDepth); err != nil {
 		return nil, invalid("%s: %v", name, err)
 	}
-	m, ok := plainContext(raw)
-	if !ok {
-		// encoding/json keeps the last of a repeated member, another reader of the same
-		// text may keep the first: a repetition at any depth is refused, not resolved.
-		if dup, err := DuplicateMember(raw); err != nil {
-			return nil, invalid("%s must be a JSON object", name)
-		} else if dup != "" {
-			return nil, invalid("%s names member %q twice in one object", name, errcode.Cut(dup))
+	// encoding/json keeps the last of a repeated member, another reader of the same text
+	// may keep the first: a repetition at any depth is refused, not resolved.
+	m, err := netjson.DecodeMembers(raw)
+	if err != nil {
+		var dup *netjson.DuplicateError
+		if errors.As(err, &dup) {
+			return nil, invalid("%s names member %q twice in one object", name, dup.Name)
 		}
-		var decoded map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(raw), &decoded); err != nil || decoded == nil {
-			return nil, invalid("%s must be a JSON object", name)
-		}
-		m = decoded
+		return nil, invalid("%s must be a JSON object", name)
 	}
 	if len(m) > MaxContextMembers {
 		return nil, invalid("%s has more than %d members", name, MaxContextMembers)
@@ -415,112 +410,13 @@ func contextParam(raw, name string) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-// plainContext decodes a context object in the plain form of plainjson.ScanObject
-// (members with plain names and plain string or integer values, each name once) to
-// what json.Unmarshal into a map[string]json.RawMessage gives: each value's JSON text.
-// Anything else, a repeated name included, is left to encoding/json (ok false).
-// FuzzPlainContext compares the two.
-func plainContext(raw string) (map[string]json.RawMessage, bool) {
-	var (
-		m    map[string]json.RawMessage
-		text []byte // the values' text, copied once; each value is a capped slice of it
-	)
-	ok := plainjson.ScanObject(raw, func(ns, vs plainjson.Span) bool {
-		if m == nil {
-			m, text = make(map[string]json.RawMessage), []byte(raw)
-		}
-		name := raw[ns.Start:ns.End]
-		if _, dup := m[name]; dup {
-			return false
-		}
-		m[name] = json.RawMessage(text[vs.Start:vs.End:vs.End])
-		return true
-	})
-	if ok && m == nil {
-		m = map[string]json.RawMessage{} // {}
-	}
-	return m, ok
-}
-
 // CheckDepth refuses JSON nested deeper than max, before it is decoded. Brackets inside
 // strings are skipped.
 func CheckDepth(s string, max int) error {
-	if plainjson.DeeperThan(s, max) {
+	if netjson.DeeperThan(s, max) {
 		return errcode.New(errcode.InvalidRequest, "JSON nested deeper than %d", max)
 	}
 	return nil
-}
-
-// DuplicateMember returns the first member name that an object of the JSON text s, at
-// any depth, names twice (after unescaping: "dlg" and "\u0064lg" are one name), or ""
-// when there is none; an error when s is not one JSON value. Run CheckDepth first: the
-// walk recurses once per level of nesting.
-func DuplicateMember(s string) (string, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	name, err := duplicateIn(dec)
-	if err != nil || name != "" {
-		return name, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return "", errcode.New(errcode.InvalidEncoding, "trailing data after the JSON value")
-	}
-	return "", nil
-}
-
-func duplicateIn(dec *json.Decoder) (string, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return "", err
-	}
-	switch tok {
-	case json.Delim('{'):
-		seen := map[string]struct{}{}
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
-				return "", err
-			}
-			name, _ := k.(string)
-			if _, dup := seen[name]; dup {
-				return name, nil
-			}
-			seen[name] = struct{}{}
-			if name, err := duplicateIn(dec); err != nil || name != "" {
-				return name, err
-			}
-		}
-	case json.Delim('['):
-		for dec.More() {
-			if name, err := duplicateIn(dec); err != nil || name != "" {
-				return name, err
-			}
-		}
-	default:
-		return "", nil
-	}
-	_, err = dec.Token() // the closing delimiter
-	return "", err
-}
-
-// decodeDialog decodes the JSON string d into *dst. A dialog identifier is printable
-// ASCII (ValidDialog), so the common case is a string literal without escapes, which
-// decodes to the octets between its quotes; anything else is left to encoding/json.
-func decodeDialog(d json.RawMessage, dst *string) bool {
-	if len(d) >= 2 && d[0] == '"' && d[len(d)-1] == '"' {
-		in := d[1 : len(d)-1]
-		plain := true
-		for _, c := range in {
-			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-				plain = false
-				break
-			}
-		}
-		if plain {
-			*dst = string(in)
-			return true
-		}
-	}
-	return json.Unmarshal(d, dst) == nil
 }
 
 // ValidDialog: a dialog identifier is opaque to the TTS (dialog-binding section 4), but

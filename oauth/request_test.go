@@ -10,29 +10,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 )
 
-// The direct decoding of plain context objects gives what encoding/json gives.
-func FuzzPlainContext(f *testing.F) {
-	for _, s := range []string{
-		`{}`, `{"dlg":"7f3c9a2e-5b1d-4e8a-9c6f-0d2b8e4a1f37"}`, `{"a":1,"b":"c"}`, `{"a":"b","a":"c"}`, `{"a":{"b":1}}`,
-		`{"a":"\u0041"}`, `{"":1}`, `{"a":01}`, `{"a":"b"} `,
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := plainContext(s)
-		if !ok {
-			return
-		}
-		var want map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(s), &want); err != nil || want == nil {
-			t.Fatalf("%q: plain path accepted what encoding/json refuses: %v", s, err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("%q:\nplain %q\n json %q", s, got, want)
-		}
-	})
-}
-
 func TestParseScope(t *testing.T) {
 	many := "s0 s1 s2 s3 s4 s5 s6 s7 s8 s9 s10 s11 s12 s13 s14 s15 s16 s3 s17"
 	for in, want := range map[string][]string{
@@ -69,18 +46,6 @@ func TestEscapedURNs(t *testing.T) {
 	}
 	if len(escapedURNs) < 10 {
 		t.Fatal("table too small")
-	}
-}
-
-// decodeDialog reads a dialog identifier as encoding/json does.
-func TestDecodeDialog(t *testing.T) {
-	for _, in := range []string{`"abc"`, `"a\"b"`, `"\u0041"`, `"é"`, "\"\xff\"", `"a b"`, `""`, `5`, `null`, `"<&>"`, `"a\/b"`} {
-		var got, want string
-		ok := decodeDialog(json.RawMessage(in), &got)
-		wantOK := json.Unmarshal([]byte(in), &want) == nil
-		if ok != wantOK || got != want {
-			t.Fatalf("%s: %q %v, encoding/json %q %v", in, got, ok, want, wantOK)
-		}
 	}
 }
 
@@ -145,20 +110,6 @@ func TestDecodeContextDialogGrammar(t *testing.T) {
 		r, _ := ParseTokenRequest([]byte(url.Values{"request_details": {`{"dlg":"` + good + `"}`}}.Encode()))
 		if err := r.DecodeContext(); err != nil || r.Dialog() != good {
 			t.Fatalf("dlg %s: %v %q", good, err, r.Dialog())
-		}
-	}
-}
-
-func TestDuplicateMember(t *testing.T) {
-	for s, want := range map[string]string{`{}`: "", `[]`: "", `1`: "", `{"a":1,"a":2}`: "a", `{"a":{"b":[{"c":1,"c":1}]}}`: "c", `[{"x":1},{"x":1}]`: ""} {
-		got, err := DuplicateMember(s)
-		if err != nil || got != want {
-			t.Fatalf("%s: %q %v, want %q", s, got, err, want)
-		}
-	}
-	for _, bad := range []string{``, `{`, `{"a":1}x`, `{"a":}`} {
-		if _, err := DuplicateMember(bad); err == nil {
-			t.Fatalf("%q: no error", bad)
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 )
 
 // TypeBase prefixes the code to form the problem "type" URI.
@@ -108,13 +108,13 @@ func WriteDetails(w http.ResponseWriter, d Details) {
 // carries the document's type, code, kind and detail.
 func Read(status int, body []byte) error {
 	var d Details
-	if err := exactjson.Unmarshal(body, &d); err != nil || d.Code == "" {
+	if err := netjson.DecodeObject(body, &d); err != nil || d.Code == "" {
 		var rpc struct {
 			Error *struct {
 				Data *Details `json:"data"`
 			} `json:"error"`
 		}
-		if exactjson.Unmarshal(body, &rpc) != nil || rpc.Error == nil || rpc.Error.Data == nil || rpc.Error.Data.Code == "" {
+		if netjson.DecodeObject(body, &rpc) != nil || rpc.Error == nil || rpc.Error.Data == nil || rpc.Error.Data.Code == "" {
 			return errcode.New(errcode.Unmapped, "HTTP %d without a problem document", status)
 		}
 		d = *rpc.Error.Data

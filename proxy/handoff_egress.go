@@ -15,7 +15,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/keys"
 )
 
@@ -136,7 +136,7 @@ func (rh *routeHandoff) makeOffer(ctx context.Context, dc *dialog.Context, task 
 // (message/stream, SendStreamingMessage), whose event stream the egress reads whole.
 func placeOffer(host hostproto.Host, body []byte, dlg string, h *handoff.Handoff) ([]byte, error) {
 	var env map[string]json.RawMessage
-	if err := exactjson.Unmarshal(body, &env); err != nil || env == nil {
+	if err := netjson.DecodeObject(body, &env); err != nil || env == nil {
 		return nil, errcode.New(errcode.InvalidRequest, "a handoff offer rides in a JSON-RPC request: the body is not a JSON object")
 	}
 	var method string
@@ -152,7 +152,7 @@ func placeOffer(host hostproto.Host, body []byte, dlg string, h *handoff.Handoff
 	}
 	params := env["params"]
 	var p map[string]json.RawMessage
-	if err := exactjson.Unmarshal(params, &p); err != nil || p == nil {
+	if err := netjson.DecodeObject(params, &p); err != nil || p == nil {
 		return nil, errcode.New(errcode.InvalidRequest, "the %s request's params are not an object", method)
 	}
 	var err error
@@ -166,7 +166,7 @@ func placeOffer(host hostproto.Host, body []byte, dlg string, h *handoff.Handoff
 	} else {
 		msg := p["message"]
 		var m map[string]json.RawMessage
-		if err := exactjson.Unmarshal(msg, &m); err != nil || m == nil {
+		if err := netjson.DecodeObject(msg, &m); err != nil || m == nil {
 			return nil, errcode.New(errcode.InvalidRequest, "the %s request carries no message object", method)
 		}
 		if raw, ok := m["contextId"]; ok {
@@ -416,7 +416,7 @@ func (e *Egress) cancelFor(ctx context.Context, rt *egressRoute, hop string, dc 
 // 0.3 tasks/cancel or an A2A 1.0 CancelTask.
 func placeCancel(host hostproto.Host, body, offerID []byte, st *handoff.Signed) ([]byte, error) {
 	var env map[string]json.RawMessage
-	if err := exactjson.Unmarshal(body, &env); err != nil || env == nil {
+	if err := netjson.DecodeObject(body, &env); err != nil || env == nil {
 		return nil, errcode.New(errcode.InvalidRequest, "a handoff cancel rides in a JSON-RPC message: the body is not a JSON object")
 	}
 	var method string
@@ -429,7 +429,7 @@ func placeCancel(host hostproto.Host, body, offerID []byte, st *handoff.Signed) 
 	}
 	params := env["params"]
 	var p map[string]json.RawMessage
-	if err := exactjson.Unmarshal(params, &p); err != nil || p == nil {
+	if err := netjson.DecodeObject(params, &p); err != nil || p == nil {
 		return nil, errcode.New(errcode.InvalidRequest, "the %s params are not an object", method)
 	}
 	var (

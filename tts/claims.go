@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"unsafe"
 
-	"github.com/dialogtrust/dialogtrust/internal/plainjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/oauth"
 )
 
@@ -60,10 +60,6 @@ func cloneJSONObject(m map[string]any) map[string]any {
 		return nil
 	}
 	var out map[string]any
-	_ = decodeJSON(b, &out)
+	_ = netjson.DecodeKeepingNumbers(b, &out)
 	return out
 }
-
-// decodeJSON decodes one JSON value with numbers kept as json.Number, so that members
-// of tctx and rctx survive a replacement octet for octet, and refuses trailing data.
-func decodeJSON(b []byte, v any) error { return plainjson.Decode(b, v) }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -119,8 +120,7 @@ func (s *Server) replacement(tr *oauth.TokenRequest, req *oauth.Client, rule *Ru
 			continue
 		}
 		current := map[string]string{"sub": in.Sub, "txn": in.Txn, "aud": in.Aud[0]}[name]
-		var str string
-		if json.Unmarshal(v, &str) != nil || str != current {
+		if str, err := netjson.DecodeString(v); err != nil || str != current {
 			return nil, at(stageSubject, errcode.New(errcode.ImmutableClaimChanged, "a replacement never changes %s", name))
 		}
 	}
@@ -271,7 +271,7 @@ func jsonEqual(a, b any) bool {
 func canonicalJSON(v any) ([]byte, error) {
 	if raw, ok := v.(json.RawMessage); ok {
 		var d any
-		if err := decodeJSON(raw, &d); err != nil {
+		if err := netjson.DecodeKeepingNumbers(raw, &d); err != nil {
 			return nil, err
 		}
 		v = d

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -274,7 +275,7 @@ func (h *JWTHandler) Validate(ctx context.Context, token string, _ *oauth.Client
 	// The issuer's configuration (its typ and keys) is chosen by iss, so the claims are
 	// decoded first; nothing in them counts until the signature verified.
 	var c jwtClaims
-	if err := jose.DecodeClaims(t.Payload, &c); err != nil {
+	if err := netjson.DecodeClaims(t.Payload, &c); err != nil {
 		return nil, err
 	}
 	is, ok := h.issuers[c.Iss]
@@ -404,7 +405,7 @@ func (h *SelfSignedHandler) Validate(_ context.Context, token string, req *oauth
 		return nil, err
 	}
 	var c SelfSignedClaims
-	if err := jose.DecodeClaims(t.Payload, &c); err != nil {
+	if err := netjson.DecodeClaims(t.Payload, &c); err != nil {
 		return nil, err
 	}
 	// iss must be the authenticated workload (oauth.md 1.4 and Q7): a workload cannot
@@ -490,11 +491,11 @@ func (h *UnsignedJSONHandler) Validate(_ context.Context, token string, _ *oauth
 	}
 	// A repeated member (sub twice, at any depth) is refused, not resolved: encoding/json
 	// keeps the last, the requester's own reader may keep the first.
-	if dup, err := oauth.DuplicateMember(token); err == nil && dup != "" {
+	if dup, err := netjson.FirstDuplicate(token); err == nil && dup != "" {
 		return nil, errcode.New(errcode.InvalidEncoding, "unsigned_json subject token names member %q twice in one object", errcode.Cut(dup))
 	}
 	var m map[string]any
-	if err := decodeJSON([]byte(token), &m); err != nil || m == nil {
+	if err := netjson.DecodeKeepingNumbers([]byte(token), &m); err != nil || m == nil {
 		return nil, errcode.New(errcode.InvalidEncoding, "unsigned_json subject token is not a JSON object")
 	}
 	sub, _ := m["sub"].(string)

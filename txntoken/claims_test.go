@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/dialogtrust/dialogtrust/internal/plainjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 )
 
@@ -47,7 +47,7 @@ func FuzzClaimsMarshal(f *testing.F) {
 			return
 		}
 		var decoded map[string]any
-		if plainjson.Decode([]byte(ctx), &decoded) != nil {
+		if netjson.DecodeKeepingNumbers([]byte(ctx), &decoded) != nil {
 			return
 		}
 		tctx := map[string]any{}

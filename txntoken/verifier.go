@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
-	"github.com/dialogtrust/dialogtrust/internal/plainjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 )
@@ -93,13 +92,9 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Claims, error) {
 		return nil, err
 	}
 	var c Claims
-	// Claim names match exactly (RFC 7519 section 4): encoding/json alone would read
-	// "AUD" as aud.
-	err = plainjson.Decode(t.Payload, &c)
-	if err == nil {
-		err = exactjson.CheckNames(t.Payload, &c)
-	}
-	if err != nil {
+	// Claim names match exactly and are named once (RFC 7519 section 4): encoding/json
+	// alone would read "AUD" as aud.
+	if err := netjson.DecodeKeepingNumbers(t.Payload, &c); err != nil {
 		if code := errcode.CodeOf(err); code != errcode.Unmapped {
 			return nil, err
 		}

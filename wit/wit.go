@@ -9,6 +9,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/tokenhash"
@@ -165,7 +166,7 @@ func (v *Validator) validate(ctx context.Context, raw string) (*WIT, error) {
 	// used for anything (identifier-03 section 7.1). Nothing in them is trusted until
 	// the signature verifies.
 	w := &WIT{Raw: t.Raw}
-	if err := decodeClaims(t.Payload, &w.Claims); err != nil {
+	if err := netjson.DecodeClaims(t.Payload, &w.Claims); err != nil {
 		return nil, err
 	}
 	if w.Claims.Sub == "" {

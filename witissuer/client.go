@@ -12,7 +12,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -134,7 +134,7 @@ func (c *Client) Request(ctx context.Context, key *keys.PrivateKey) (*Response, 
 		return nil, problem.Read(res.StatusCode, rb)
 	}
 	var out Response
-	if err := exactjson.Unmarshal(rb, &out); err != nil || out.WIT == "" {
+	if err := netjson.DecodeObject(rb, &out); err != nil || out.WIT == "" {
 		return nil, errcode.Unavailable(errcode.IssuerUnavailable, err, "issuer's answer is not a WIT response")
 	}
 	if err := checkIssued(out.WIT, out.ExpiresAt, key); err != nil {
@@ -152,7 +152,7 @@ func checkIssued(tok string, expiresAt int64, key *keys.PrivateKey) error {
 		return err
 	}
 	var c wit.Claims
-	if err := jose.DecodeClaims(t.Payload, &c); err != nil {
+	if err := netjson.DecodeClaims(t.Payload, &c); err != nil {
 		return err
 	}
 	got, err := wit.ConfirmationKey(c.Cnf, nil)
@@ -217,7 +217,7 @@ func getJSON(ctx context.Context, hc *http.Client, u string, v any) error {
 	if res.StatusCode != http.StatusOK {
 		return problem.Read(res.StatusCode, b)
 	}
-	if err := exactjson.Unmarshal(b, v); err != nil {
+	if err := netjson.DecodeObject(b, v); err != nil {
 		return errcode.Unavailable(errcode.IssuerUnavailable, err, "%s is not the expected JSON", u)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -63,7 +64,7 @@ func checkProof(body *RequestBody, rules proofRules) (*Request, error) {
 		return nil, errcode.New(errcode.ForbiddenHeader, "header \"kid\" is refused: the request is verified with its own cnf.jwk")
 	}
 	req := &Request{Body: body}
-	if err := jose.DecodeClaims(t.Payload, &req.Claims); err != nil {
+	if err := netjson.DecodeClaims(t.Payload, &req.Claims); err != nil {
 		return nil, err
 	}
 	key, err := wit.ConfirmationKey(req.Claims.Cnf, nil)

@@ -3,12 +3,11 @@ package witissuer
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/json"
 	"strconv"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/internal/exactjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -98,17 +97,12 @@ func ParseBody(b []byte) (*RequestBody, error) {
 	if len(b) > DefaultMaxBodySize {
 		return nil, errcode.New(errcode.BodyTooLarge, "body of %d octets, limit %d", len(b), DefaultMaxBodySize)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var body RequestBody
-	if err := dec.Decode(&body); err != nil {
+	n, err := netjson.DecodeOnlyKnown(b, &body)
+	if err != nil {
 		return nil, errcode.Wrap(errcode.InvalidRequest, err, "body is not the expected JSON object")
 	}
-	// DisallowUnknownFields lets {"REQUEST": ...} through as "request": names are exact.
-	if err := exactjson.CheckNames(b[:dec.InputOffset()], &body); err != nil {
-		return nil, errcode.Wrap(errcode.InvalidRequest, err, "body is not the expected JSON object")
-	}
-	if len(bytes.TrimSpace(b[dec.InputOffset():])) != 0 {
+	if len(bytes.TrimSpace(b[n:])) != 0 {
 		return nil, errcode.New(errcode.InvalidRequest, "trailing data after the JSON body")
 	}
 	if body.Request == "" {

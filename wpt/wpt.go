@@ -10,7 +10,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/internal/plainjson"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
@@ -276,7 +276,7 @@ func (v *Verifier) verifyProof(c *Claims, proof string, key *keys.PublicKey, wth
 	if err := t.VerifyWith(key, true); err != nil {
 		return err
 	}
-	if err := decodeClaims(t.Payload, c); err != nil {
+	if err := netjson.DecodeClaims(t.Payload, c); err != nil {
 		return err
 	}
 	if err := jose.CheckTimes(jose.TimeRules{Now: v.now(), Skew: v.skew, RequireExp: true, MaxLifetime: v.maxLifetime}, c.Exp, nil, nil); err != nil {
@@ -307,94 +307,6 @@ func (v *Verifier) verifyProof(c *Claims, proof string, key *keys.PublicKey, wth
 		return err
 	}
 	return nil
-}
-
-// decodeClaims decodes an authenticated payload into the zero Claims *c: directly when
-// it is in the plain form New writes (plainjson.ScanObject: each known claim once, string
-// claims as plain strings, exp as an integer), else with encoding/json through
-// jose.DecodeClaims. The two agree on every plain payload (FuzzDecodeClaims).
-func decodeClaims(payload []byte, c *Claims) error {
-	if decodePlainClaims(payload, c) {
-		return nil
-	}
-	*c = Claims{}
-	return jose.DecodeClaims(payload, c)
-}
-
-// decodePlainClaims is the direct path of decodeClaims; false leaves *c to be reset.
-// Anything it does not know, or knows in another form (a repeated claim, an array aud,
-// oth, a member outside Claims), is left to encoding/json.
-func decodePlainClaims(payload []byte, c *Claims) bool {
-	// One copy of the payload; the claim strings are substrings of it. aud and exp are
-	// held in one allocation.
-	text := string(payload)
-	var seen [7]bool // aud exp jti wth ath tth dth
-	var held *struct {
-		aud [1]string
-		exp jose.NumericDate
-	}
-	hold := func() {
-		if held == nil {
-			held = &struct {
-				aud [1]string
-				exp jose.NumericDate
-			}{}
-		}
-	}
-	return plainjson.ScanObject(text, func(ns, vs plainjson.Span) bool {
-		name, value := text[ns.Start:ns.End], text[vs.Start:vs.End]
-		var i int
-		var dst *string
-		switch name {
-		case "aud":
-			i = 0
-		case "exp":
-			i = 1
-		case "jti":
-			i, dst = 2, &c.Jti
-		case "wth":
-			i, dst = 3, &c.Wth
-		case "ath":
-			i, dst = 4, &c.Ath
-		case "tth":
-			i, dst = 5, &c.Tth
-		case "dth":
-			i, dst = 6, &c.Dth
-		default:
-			return false
-		}
-		if seen[i] {
-			return false
-		}
-		seen[i] = true
-		isString := value[0] == '"'
-		switch {
-		case i == 0:
-			if !isString {
-				return false
-			}
-			hold()
-			held.aud[0] = value[1 : len(value)-1]
-			c.Aud = held.aud[:]
-		case i == 1:
-			if isString {
-				return false
-			}
-			d, ok := jose.ParsePlainNumericDate(value)
-			if !ok {
-				return false
-			}
-			hold()
-			held.exp = d
-			c.Exp = &held.exp
-		default:
-			if !isString {
-				return false
-			}
-			*dst = value[1 : len(value)-1]
-		}
-		return true
-	})
 }
 
 // checkBinding: the claim is present exactly when the field is, and matches its hash.

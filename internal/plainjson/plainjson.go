@@ -1,33 +1,9 @@
 package plainjson
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"slices"
 )
-
-// Decode decodes one JSON value with numbers kept as json.Number, so that members of
-// tctx and rctx survive a replacement octet for octet (a float64 would round large
-// integers), and refuses trailing data (ErrTrailing).
-func Decode(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return ErrTrailing
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return ErrTrailing
-	}
-	return nil
-}
-
-// ErrTrailing is Decode's error for data after the JSON value.
-var ErrTrailing = errors.New("trailing data after the JSON value")
 
 // AppendObject appends m as encoding/json writes a map[string]any: members sorted by
 // name (octet order), each value as json.Marshal writes it. The values a token request

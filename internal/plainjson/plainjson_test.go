@@ -2,7 +2,6 @@ package plainjson
 
 import (
 	"encoding/json"
-	"errors"
 	"testing"
 )
 
@@ -38,23 +37,5 @@ func TestAppendObjectMatchesMarshal(t *testing.T) {
 	}
 	if _, err := AppendObject(nil, map[string]any{"bad": json.RawMessage(`{`)}); err == nil {
 		t.Fatal("invalid JSON text written")
-	}
-}
-
-// Decode keeps numbers as json.Number and refuses anything after the value.
-func TestDecode(t *testing.T) {
-	var m map[string]any
-	if err := Decode([]byte(` {"n":12345678901234567890} `), &m); err != nil || m["n"] != json.Number("12345678901234567890") {
-		t.Fatalf("%v %v", m, err)
-	}
-	for _, in := range []string{`{} {}`, `{}x`, `{}]`, `"a""b"`} {
-		var v any
-		if err := Decode([]byte(in), &v); !errors.Is(err, ErrTrailing) {
-			t.Fatalf("%q: %v, want ErrTrailing", in, err)
-		}
-	}
-	var v any
-	if err := Decode([]byte(`{"a":`), &v); err == nil || errors.Is(err, ErrTrailing) {
-		t.Fatalf("truncated value: %v", err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/internal/testkit/fakeworkloadapi"
@@ -195,7 +196,7 @@ func svidWITSubject(t *testing.T, tok string) string {
 		t.Fatalf("WIT %q: %v", tok, err)
 	}
 	var c wit.Claims
-	if err := jose.DecodeClaims(p.Payload, &c); err != nil {
+	if err := netjson.DecodeClaims(p.Payload, &c); err != nil {
 		t.Fatal(err)
 	}
 	return c.Sub

@@ -1,4 +1,4 @@
-package exactjson
+package netjson
 
 import (
 	"encoding/json"
@@ -45,7 +45,7 @@ func TestCaseFoldedNamesAreRefused(t *testing.T) {
 		{` { "aud" : "a" , "cnf" : { "dlg" : "d" } } `, ""}, // white space
 	} {
 		var v outer
-		err := Unmarshal([]byte(tc.in), &v)
+		err := DecodeObject([]byte(tc.in), &v)
 		var ne *NameError
 		switch {
 		case tc.want == "" && err != nil:
@@ -76,7 +76,7 @@ func TestRFC7519Sec4_DuplicateNamesAreRefused(t *testing.T) {
 		{`{"raw":{"x":1,"x":2},"any":{"y":1,"y":2}}`, ""}, // raw and interface values are not entered
 	} {
 		var v outer
-		err := Unmarshal([]byte(tc.in), &v)
+		err := DecodeObject([]byte(tc.in), &v)
 		var de *DuplicateError
 		switch {
 		case tc.want == "" && err != nil:

@@ -1,4 +1,4 @@
-package plainjson
+package netjson
 
 import (
 	"bytes"
@@ -7,7 +7,44 @@ import (
 	"testing"
 )
 
-// What ScanObject accepts is a JSON object whose members encoding/json reads as
+type scanned struct{ name, value string }
+
+// readAsEncodingJSONDoes fails unless s, which a plain scanner accepted with the
+// members got, is a valid JSON object whose members encoding/json reads as those spans:
+// each name decodes to its octets, each value is the member's JSON text, and a string
+// value decodes to the octets between its quotes.
+func readAsEncodingJSONDoes(t *testing.T, s string, got []scanned) {
+	t.Helper()
+	if !json.Valid([]byte(s)) {
+		t.Fatalf("%q: accepted but not valid JSON", s)
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("%q: not an object", s)
+	}
+	i := 0
+	for ; dec.More(); i++ {
+		tok, err := dec.Token()
+		if err != nil || i >= len(got) || tok != got[i].name {
+			t.Fatalf("%q: member %d name %v (%v), scanned %+v", s, i, tok, err, got)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil || string(raw) != got[i].value {
+			t.Fatalf("%q: member %d value %s (%v), scanned %+v", s, i, raw, err, got)
+		}
+		if raw[0] == '"' {
+			var str string
+			if err := json.Unmarshal(raw, &str); err != nil || str != got[i].value[1:len(got[i].value)-1] {
+				t.Fatalf("%q: string %s decodes to %q", s, raw, str)
+			}
+		}
+	}
+	if i != len(got) {
+		t.Fatalf("%q: scanned %d members, encoding/json reads %d", s, len(got), i)
+	}
+}
+
+// What scanObject accepts is a JSON object whose members encoding/json reads as
 // the spans it reports: each name decodes to its octets, each value is the member's JSON
 // text, and a string value decodes to the octets between its quotes.
 func FuzzScanObject(f *testing.F) {
@@ -19,39 +56,15 @@ func FuzzScanObject(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		type member struct{ name, value string }
-		var got []member
-		ok := ScanObject(s, func(n, v Span) bool {
-			got = append(got, member{s[n.Start:n.End], s[v.Start:v.End]})
+		var got []scanned
+		ok := scanObject(s, func(n, v Span) bool {
+			got = append(got, scanned{s[n.Start:n.End], s[v.Start:v.End]})
 			return true
 		})
 		if !ok {
 			return
 		}
-		if !json.Valid([]byte(s)) {
-			t.Fatalf("%q: accepted but not valid JSON", s)
-		}
-		dec := json.NewDecoder(bytes.NewReader([]byte(s)))
-		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-			t.Fatalf("%q: not an object", s)
-		}
-		i := 0
-		for ; dec.More(); i++ {
-			tok, err := dec.Token()
-			if err != nil || i >= len(got) || tok != got[i].name {
-				t.Fatalf("%q: member %d name %v (%v), scanned %+v", s, i, tok, err, got)
-			}
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil || string(raw) != got[i].value {
-				t.Fatalf("%q: member %d value %s (%v), scanned %+v", s, i, raw, err, got)
-			}
-			if raw[0] == '"' {
-				var str string
-				if err := json.Unmarshal(raw, &str); err != nil || str != got[i].value[1:len(got[i].value)-1] {
-					t.Fatalf("%q: string %s decodes to %q", s, raw, str)
-				}
-			}
-		}
+		readAsEncodingJSONDoes(t, s, got)
 	})
 }
 
@@ -109,7 +122,7 @@ func TestDeeperThan(t *testing.T) {
 	}
 }
 
-// ScanNestedObject with depth 0 is ScanObject; with more, what it accepts is a JSON
+// scanNestedObject with depth 0 is scanObject; with more, what it accepts is a JSON
 // object nested no deeper than asked, whose members encoding/json reads as the spans
 // it reports (a nested object's span being its whole text).
 func FuzzScanNestedObject(f *testing.F) {
@@ -125,54 +138,27 @@ func FuzzScanNestedObject(f *testing.F) {
 		if depth < 0 {
 			depth = -depth
 		}
-		type member struct{ name, value string }
-		var got []member
-		ok := ScanNestedObject(s, depth, func(n, v Span) bool {
-			got = append(got, member{s[n.Start:n.End], s[v.Start:v.End]})
+		var got []scanned
+		ok := scanNestedObject(s, depth, func(n, v Span) bool {
+			got = append(got, scanned{s[n.Start:n.End], s[v.Start:v.End]})
 			return true
 		})
 		if depth == 0 {
-			var flat []member
-			flatOK := ScanObject(s, func(n, v Span) bool {
-				flat = append(flat, member{s[n.Start:n.End], s[v.Start:v.End]})
+			var flat []scanned
+			flatOK := scanObject(s, func(n, v Span) bool {
+				flat = append(flat, scanned{s[n.Start:n.End], s[v.Start:v.End]})
 				return true
 			})
 			if ok != flatOK || (ok && len(flat) != len(got)) {
-				t.Fatalf("%q: depth 0 gives %v %+v, ScanObject %v %+v", s, ok, got, flatOK, flat)
+				t.Fatalf("%q: depth 0 gives %v %+v, scanObject %v %+v", s, ok, got, flatOK, flat)
 			}
 		}
 		if !ok {
 			return
 		}
-		if !json.Valid([]byte(s)) {
-			t.Fatalf("%q: accepted but not valid JSON", s)
-		}
 		if DeeperThan(s, depth+1) {
 			t.Fatalf("%q: accepted nested deeper than %d", s, depth)
 		}
-		dec := json.NewDecoder(bytes.NewReader([]byte(s)))
-		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-			t.Fatalf("%q: not an object", s)
-		}
-		i := 0
-		for ; dec.More(); i++ {
-			tok, err := dec.Token()
-			if err != nil || i >= len(got) || tok != got[i].name {
-				t.Fatalf("%q: member %d name %v (%v), scanned %+v", s, i, tok, err, got)
-			}
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil || string(raw) != got[i].value {
-				t.Fatalf("%q: member %d value %s (%v), scanned %+v", s, i, raw, err, got)
-			}
-			if raw[0] == '"' {
-				var str string
-				if err := json.Unmarshal(raw, &str); err != nil || str != got[i].value[1:len(got[i].value)-1] {
-					t.Fatalf("%q: string %s decodes to %q", s, raw, str)
-				}
-			}
-		}
-		if i != len(got) {
-			t.Fatalf("%q: scanned %d members, encoding/json reads %d", s, len(got), i)
-		}
+		readAsEncodingJSONDoes(t, s, got)
 	})
 }

@@ -1,9 +1,11 @@
-package plainjson
+package netjson
 
-// This file holds the project's hand-written JSON scanning, so that there is one copy
-// of it (package exactjson has its own validating walk, driven by Go types).
+// This file holds the hand-written scanning of JSON text: the plain form the fast path
+// of DecodeClaims and DecodeMembers reads (scanObject, scanNested), and the walkers of
+// already validated JSON package handoff splits objects with. (names.go has the
+// validating walk driven by Go types, plain.go the fast path's decoding.)
 
-// ScanObject recognizes the plainest form of a JSON object, the form this project
+// scanObject recognizes the plainest form of a JSON object, the form this project
 // writes its own claims and context in, so that a hot path can skip the reflection of
 // encoding/json for it:
 //
@@ -27,58 +29,8 @@ package plainjson
 //
 // Duplicate names are reported as they appear; callers that must refuse or merge them
 // handle that, or return false from yield and let encoding/json decide.
-func ScanObject[T ~string | ~[]byte](b T, yield func(name, value Span) bool) bool {
-	n := len(b)
-	if n < 2 || b[0] != '{' || b[n-1] != '}' {
-		return false
-	}
-	i := 1
-	if n == 2 {
-		return true
-	}
-	for {
-		// name
-		end, ok := plainStringEnd(b, i)
-		if !ok || end >= n || b[end] != ':' {
-			return false
-		}
-		name := Span{i + 1, end - 1}
-		i = end + 1
-		// value
-		if i >= n {
-			return false
-		}
-		switch c := b[i]; {
-		case c == '"':
-			end, ok = plainStringEnd(b, i)
-			if !ok {
-				return false
-			}
-		case c == '0':
-			end = i + 1
-		case c >= '1' && c <= '9':
-			end = i + 1
-			for end < n && b[end] >= '0' && b[end] <= '9' {
-				end++
-			}
-		default:
-			return false
-		}
-		if end >= n {
-			return false
-		}
-		if !yield(name, Span{i, end}) {
-			return false
-		}
-		switch b[end] {
-		case ',':
-			i = end + 1
-		case '}':
-			return end == n-1
-		default:
-			return false
-		}
-	}
+func scanObject[T ~string | ~[]byte](b T, yield func(name, value Span) bool) bool {
+	return scanNestedObject(b, 0, yield)
 }
 
 // Span is the octets Start to End (exclusive) of a scanned text.
@@ -188,12 +140,12 @@ func DeeperThan(s string, max int) bool {
 	return false
 }
 
-// ScanNestedObject is ScanObject where a member's value may also be an object of the
-// same plain form, nested at most depth levels below b (depth 0 is ScanObject exactly).
+// scanNestedObject is scanObject where a member's value may also be an object of the
+// same plain form, nested at most depth levels below b (depth 0 is scanObject exactly).
 // It yields the outermost object's members only, a nested object as one value (its
 // whole text), so that a caller can take it as a json.RawMessage or scan it in turn.
 // (A WIT's claims carry cnf.jwk, two objects deep, and are otherwise plain.)
-func ScanNestedObject[T ~string | ~[]byte](b T, depth int, yield func(name, value Span) bool) bool {
+func scanNestedObject[T ~string | ~[]byte](b T, depth int, yield func(name, value Span) bool) bool {
 	end, ok := scanNested(b, 0, depth, yield)
 	return ok && end == len(b)
 }
@@ -201,6 +153,21 @@ func ScanNestedObject[T ~string | ~[]byte](b T, depth int, yield func(name, valu
 // scanNested scans the plain object at b[i] (objects nested at most depth deeper) and
 // returns the index after it; yield, when not nil, gets its members.
 func scanNested[T ~string | ~[]byte](b T, i, depth int, yield func(name, value Span) bool) (int, bool) {
+	return walkObject(b, i, func(name Span, at int) (int, bool) {
+		end, ok := plainValueEnd(b, at, depth)
+		if !ok || (yield != nil && !yield(name, Span{at, end})) {
+			return 0, false
+		}
+		return end, true
+	})
+}
+
+// walkObject walks the plain object at b[i] (no white space, plain names): for each
+// member it calls member with the span of its name (without the quotes) and the index
+// where its value starts, and member returns the index after the value, or false to
+// stop. It returns the index after the object. The plain scanners and the fast path of
+// DecodeClaims share it.
+func walkObject[T ~string | ~[]byte](b T, i int, member func(name Span, at int) (int, bool)) (int, bool) {
 	n := len(b)
 	if i >= n || b[i] != '{' {
 		return 0, false
@@ -214,34 +181,7 @@ func scanNested[T ~string | ~[]byte](b T, i, depth int, yield func(name, value S
 		if !ok || end >= n || b[end] != ':' {
 			return 0, false
 		}
-		name := Span{i + 1, end - 1}
-		i = end + 1
-		if i >= n {
-			return 0, false
-		}
-		switch c := b[i]; {
-		case c == '"':
-			if end, ok = plainStringEnd(b, i); !ok {
-				return 0, false
-			}
-		case c == '0':
-			end = i + 1
-		case c >= '1' && c <= '9':
-			end = i + 1
-			for end < n && b[end] >= '0' && b[end] <= '9' {
-				end++
-			}
-		case c == '{' && depth > 0:
-			if end, ok = scanNested(b, i, depth-1, nil); !ok {
-				return 0, false
-			}
-		default:
-			return 0, false
-		}
-		if end >= n {
-			return 0, false
-		}
-		if yield != nil && !yield(name, Span{i, end}) {
+		if end, ok = member(Span{i + 1, end - 1}, end+1); !ok || end >= n {
 			return 0, false
 		}
 		switch b[end] {
@@ -253,4 +193,28 @@ func scanNested[T ~string | ~[]byte](b T, i, depth int, yield func(name, value S
 			return 0, false
 		}
 	}
+}
+
+// plainValueEnd returns the index after the plain value at b[i]: a plain string, a
+// non-negative integer (digits, no leading zero), or, when depth > 0, a plain object
+// nested at most depth-1 deeper.
+func plainValueEnd[T ~string | ~[]byte](b T, i, depth int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return plainStringEnd(b, i)
+	case c == '0':
+		return i + 1, true
+	case c >= '1' && c <= '9':
+		end := i + 1
+		for end < len(b) && b[end] >= '0' && b[end] <= '9' {
+			end++
+		}
+		return end, true
+	case c == '{' && depth > 0:
+		return scanNested(b, i, depth-1, nil)
+	}
+	return 0, false
 }

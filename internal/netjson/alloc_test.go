@@ -1,4 +1,4 @@
-package exactjson
+package netjson
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// benchNum decodes itself, as jose.NumericDate does (exactjson does not enter it).
+// benchNum decodes itself, as jose.NumericDate does (the name check does not enter it, and it declares no PlainForm).
 type benchNum int64
 
 func (n *benchNum) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, (*int64)(n)) }
@@ -29,16 +29,16 @@ type benchClaims struct {
 
 const benchPayload = `{"iss":"https://issuer.example","sub":"wimse://example.org/agent/a","iat":1764600000,"exp":1764603600,"jti":"0123456789abcdef","cnf":{"jwk":{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}}}`
 
-// CheckNames runs on every token a service reads: it should not allocate for a
+// checkNames runs on every token a service reads: it should not allocate for a
 // token of the plain shape the project writes.
 func TestCheckNamesDoesNotAllocate(t *testing.T) {
 	var c benchClaims
 	data := []byte(benchPayload)
-	if err := CheckNames(data, &c); err != nil {
+	if err := checkNames(data, &c); err != nil {
 		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = CheckNames(data, &c) }); n != 0 {
-		t.Errorf("CheckNames allocates %v times per run, want 0", n)
+	if n := testing.AllocsPerRun(100, func() { _ = checkNames(data, &c) }); n != 0 {
+		t.Errorf("checkNames allocates %v times per run, want 0", n)
 	}
 }
 
@@ -47,7 +47,7 @@ func BenchmarkCheckNames(b *testing.B) {
 	data := []byte(benchPayload)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := CheckNames(data, &c); err != nil {
+		if err := checkNames(data, &c); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -70,7 +70,7 @@ func TestDuplicateBeyondSixtyFourFields(t *testing.T) {
 		all = append(all, fmt.Sprintf(`"f%d":"x"`, i))
 	}
 	whole := "{" + strings.Join(all, ",") + "}"
-	if err := Unmarshal([]byte(whole), v); err != nil {
+	if err := DecodeObject([]byte(whole), v); err != nil {
 		t.Fatalf("70 distinct members: %v", err)
 	}
 	for _, in := range []string{
@@ -79,12 +79,12 @@ func TestDuplicateBeyondSixtyFourFields(t *testing.T) {
 		`{"f0":"b","\u0066\u0030":"c"}`,
 	} {
 		var de *DuplicateError
-		if err := Unmarshal([]byte(in), v); !errors.As(err, &de) {
+		if err := DecodeObject([]byte(in), v); !errors.As(err, &de) {
 			t.Errorf("%s: %v, want a DuplicateError", in, err)
 		}
 	}
 	var ne *NameError
-	if err := Unmarshal([]byte(`{"F69":"x"}`), v); !errors.As(err, &ne) || ne.Field != "f69" {
+	if err := DecodeObject([]byte(`{"F69":"x"}`), v); !errors.As(err, &ne) || ne.Field != "f69" {
 		t.Errorf(`{"F69":"x"}: %v, want a NameError for f69`, err)
 	}
 }

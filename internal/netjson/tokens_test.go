@@ -1,4 +1,4 @@
-package exactjson_test
+package netjson_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -114,8 +115,8 @@ func TestRFC7519Sec4_ClaimNamesAreCaseSensitive(t *testing.T) {
 			t.Fatalf("params.MESSAGE was read as params.message: %v", err)
 		}
 	})
-	// Txn-Tokens are decoded by txntoken's own reflection-free path, which checks the
-	// names with CheckNames: TestRFC7519Sec4_TxnTokenClaimNamesAreCaseSensitive there.
+	// Txn-Tokens are decoded with DecodeKeepingNumbers, which checks the names the same
+	// way: TestRFC7519Sec4_TxnTokenClaimNamesAreCaseSensitive there.
 }
 
 func decodeInto[T any](_ *testing.T, claims map[string]any) error {
@@ -124,7 +125,7 @@ func decodeInto[T any](_ *testing.T, claims map[string]any) error {
 		return err
 	}
 	var v T
-	return jose.DecodeClaims(b, &v)
+	return netjson.DecodeClaims(b, &v)
 }
 
 func mustJSON(t *testing.T, v any) []byte {

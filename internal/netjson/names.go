@@ -1,4 +1,4 @@
-package exactjson
+package netjson
 
 import (
 	"encoding"
@@ -20,18 +20,12 @@ func (e *NameError) Error() string {
 	return "member \"" + e.Name + "\" is not \"" + e.Field + "\": JSON member names are case-sensitive"
 }
 
-// Unmarshal is json.Unmarshal followed by CheckNames.
-func Unmarshal(data []byte, v any) error {
-	if err := json.Unmarshal(data, v); err != nil {
-		return err
-	}
-	return CheckNames(data, v)
-}
-
-// CheckNames checks the member names of the JSON value data against the type of v
-// (what data was, or will be, decoded into). data must be valid JSON; text that is not
-// is reported as an error.
-func CheckNames(data []byte, v any) error {
+// checkNames checks the member names of the JSON value data against the type of v
+// (what data was, or will be, decoded into): a name that equals a field's only under
+// case folding is a NameError, a name an object gives twice where it decodes into
+// something is a DuplicateError. data must be valid JSON; text that is not is reported
+// as an error.
+func checkNames(data []byte, v any) error {
 	t := reflect.TypeOf(v)
 	if t == nil {
 		return nil
@@ -68,6 +62,7 @@ func custom(t reflect.Type) bool {
 type fields struct {
 	byName map[string]field
 	names  []string
+	all    []structField // every field collect found, in declaration order
 }
 
 // field is one struct field: its type as value expects it (see resolve) and its
@@ -78,18 +73,35 @@ type field struct {
 	index int
 }
 
+// structField is a field as collect finds it, with what the fast path's plan needs.
+type structField struct {
+	name       string
+	typ        reflect.Type // as declared
+	index      []int        // as reflect.Value.FieldByIndex takes it
+	opts       string       // the tag's options
+	viaPointer bool         // promoted through an embedded pointer
+	ambiguous  bool         // another field has the same name
+}
+
 var fieldCache sync.Map // reflect.Type -> *fields
 
 func fieldsOf(t reflect.Type) *fields {
 	if f, ok := fieldCache.Load(t); ok {
 		return f.(*fields)
 	}
-	byType := map[string]reflect.Type{}
-	collect(t, byType, 0)
-	f := &fields{byName: make(map[string]field, len(byType))}
-	for n, ft := range byType {
-		f.byName[n] = field{typ: resolve(ft), index: len(f.names)}
-		f.names = append(f.names, n)
+	f := &fields{byName: map[string]field{}}
+	collect(t, nil, false, &f.all, 0)
+	count := map[string]int{}
+	for _, sf := range f.all {
+		count[sf.name]++
+	}
+	for i := range f.all {
+		sf := &f.all[i]
+		sf.ambiguous = count[sf.name] > 1
+		if _, dup := f.byName[sf.name]; !dup { // the first one found
+			f.byName[sf.name] = field{typ: resolve(sf.typ), index: len(f.names)}
+			f.names = append(f.names, sf.name)
+		}
 	}
 	fieldCache.Store(t, f)
 	return f
@@ -122,7 +134,9 @@ func resolve(t reflect.Type) reflect.Type {
 	return r
 }
 
-func collect(t reflect.Type, byName map[string]reflect.Type, depth int) {
+// collect appends t's fields to out as encoding/json names them, entering embedded
+// structs (through pointers too) without a name of their own.
+func collect(t reflect.Type, prefix []int, viaPointer bool, out *[]structField, depth int) {
 	if depth > 8 {
 		return
 	}
@@ -132,15 +146,16 @@ func collect(t reflect.Type, byName map[string]reflect.Type, depth int) {
 		if tag == "-" {
 			continue
 		}
-		name, _, _ := strings.Cut(tag, ",")
+		name, opts, _ := strings.Cut(tag, ",")
 		ft := sf.Type
+		index := append(append([]int(nil), prefix...), i)
 		if sf.Anonymous && name == "" {
-			et := ft
+			et, ptr := ft, false
 			if et.Kind() == reflect.Pointer {
-				et = et.Elem()
+				et, ptr = et.Elem(), true
 			}
 			if et.Kind() == reflect.Struct {
-				collect(et, byName, depth+1)
+				collect(et, index, viaPointer || ptr, out, depth+1)
 				continue
 			}
 		}
@@ -150,9 +165,7 @@ func collect(t reflect.Type, byName map[string]reflect.Type, depth int) {
 		if name == "" {
 			name = sf.Name
 		}
-		if _, dup := byName[name]; !dup {
-			byName[name] = ft
-		}
+		*out = append(*out, structField{name: name, typ: ft, index: index, opts: opts, viaPointer: viaPointer})
 	}
 }
 
@@ -163,7 +176,7 @@ type scanner struct {
 
 type syntaxError struct{}
 
-func (syntaxError) Error() string { return "exactjson: not valid JSON" }
+func (syntaxError) Error() string { return "netjson: not valid JSON" }
 
 func (s *scanner) space() {
 	for s.i < len(s.b) {
@@ -204,18 +217,8 @@ func (s *scanner) value(t reflect.Type, depth int) error {
 			if err := s.value(elem, depth+1); err != nil {
 				return err
 			}
-			s.space()
-			if s.i >= len(s.b) {
-				return syntaxError{}
-			}
-			switch s.b[s.i] {
-			case ',':
-				s.i++
-			case ']':
-				s.i++
-				return nil
-			default:
-				return syntaxError{}
+			if more, err := s.separator(']'); !more {
+				return err
 			}
 		}
 	case '"':
@@ -231,6 +234,24 @@ func (s *scanner) value(t reflect.Type, depth int) error {
 		}
 		return nil
 	}
+}
+
+// separator moves past what follows a member or an element: a comma (more follow) or
+// the closing octet of the object or array (none follow); anything else is an error.
+func (s *scanner) separator(closing byte) (more bool, err error) {
+	s.space()
+	if s.i >= len(s.b) {
+		return false, syntaxError{}
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return true, nil
+	case closing:
+		s.i++
+		return false, nil
+	}
+	return false, syntaxError{}
 }
 
 // endsScalar reports the octets that end a number, true, false or null: a separator
@@ -267,6 +288,7 @@ func (s *scanner) object(t reflect.Type, depth int) error {
 	// every member of a map.
 	var seenFields uint64
 	var seen map[string]struct{}
+	var mapNames memberNames
 	for {
 		s.space()
 		raw, escaped, err := s.str()
@@ -317,37 +339,17 @@ func (s *scanner) object(t reflect.Type, depth int) error {
 			}
 		}
 		if fs == nil && t != nil && t.Kind() == reflect.Map {
-			name := string(raw)
-			if escaped {
-				var dec string
-				if json.Unmarshal(quoted(raw), &dec) != nil {
-					return syntaxError{}
-				}
-				name = dec
+			if dup, err := mapNames.add(raw, escaped); err != nil {
+				return err
+			} else if dup != "" {
+				return duplicate(dup)
 			}
-			if seen == nil {
-				seen = make(map[string]struct{})
-			}
-			if _, dup := seen[name]; dup {
-				return duplicate(name)
-			}
-			seen[name] = struct{}{}
 		}
 		if err := s.value(next, depth+1); err != nil {
 			return err
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return syntaxError{}
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return syntaxError{}
+		if more, err := s.separator('}'); !more {
+			return err
 		}
 	}
 }
@@ -374,6 +376,48 @@ func (s *scanner) seenField(index int, raw []byte, escaped bool, decoded string,
 	}
 	(*overflow)[name] = struct{}{}
 	return false
+}
+
+// memberNames tracks the names of one object's members (a map's entries) for the
+// duplicate check: the first few as raw octets in place, without allocating (a token
+// request's context and a JOSE header are small maps), then, or as soon as a name has
+// an escape, in a map of decoded names.
+type memberNames struct {
+	raw  [8][]byte
+	n    int
+	seen map[string]struct{}
+}
+
+// add records a name (raw octets between the quotes; escaped: they hold an escape) and
+// returns it, decoded, when the object named it before.
+func (m *memberNames) add(raw []byte, escaped bool) (string, error) {
+	if m.seen == nil && !escaped && m.n < len(m.raw) {
+		for _, r := range m.raw[:m.n] {
+			if string(r) == string(raw) {
+				return string(raw), nil
+			}
+		}
+		m.raw[m.n] = raw
+		m.n++
+		return "", nil
+	}
+	if m.seen == nil {
+		m.seen = make(map[string]struct{}, 2*len(m.raw))
+		for _, r := range m.raw[:m.n] {
+			m.seen[string(r)] = struct{}{}
+		}
+	}
+	name := string(raw)
+	if escaped {
+		if json.Unmarshal(quoted(raw), &name) != nil {
+			return "", syntaxError{}
+		}
+	}
+	if _, dup := m.seen[name]; dup {
+		return name, nil
+	}
+	m.seen[name] = struct{}{}
+	return "", nil
 }
 
 // DuplicateError reports a member that an object names twice.
