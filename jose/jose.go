@@ -142,8 +142,16 @@ func Parse(raw string, maxSize int) (*Token, error) {
 	}
 	h, rest, ok1 := strings.Cut(raw, ".")
 	p, s, ok2 := strings.Cut(rest, ".")
-	if !ok1 || !ok2 || strings.IndexByte(s, '.') >= 0 || h == "" || s == "" {
+	if !ok1 || !ok2 || strings.IndexByte(s, '.') >= 0 {
 		return nil, errcode.New(errcode.MalformedToken, "not a compact JWS of three parts")
+	}
+	// Three parts but one empty: say which, rather than that the parts are not three
+	// (an empty signature is what an unsecured JWS, alg "none", looks like).
+	if h == "" {
+		return nil, errcode.New(errcode.MalformedToken, "compact JWS with an empty header")
+	}
+	if s == "" {
+		return nil, errcode.New(errcode.MalformedToken, "compact JWS with an empty signature (unsigned)")
 	}
 	enc := base64.RawURLEncoding.Strict()
 	hdr, err := headers.parse(h)

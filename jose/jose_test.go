@@ -316,3 +316,22 @@ func TestRFC9864Sec2_AllowListAdmitsBothNamesOfEd25519(t *testing.T) {
 	_, err := jose.Verify(ctx, tok, jose.Options{Typ: "wit+jwt", Algs: []string{keys.ES256}}, set(t, ed.Public()))
 	wantCode(t, err, errcode.UnsupportedAlg)
 }
+
+// Issue 24 point 4: a compact JWS of three parts with one of them empty is reported as
+// such, not as a token that lacks parts: an empty signature (an unsigned token) says so.
+func TestIssue24EmptyPartNamed(t *testing.T) {
+	k := mustKey(t, keys.ES256)
+	good, _ := jose.Sign("wit+jwt", k, true, []byte("{}"))
+	parts := strings.Split(good, ".")
+	for tok, want := range map[string]string{
+		parts[0] + "." + parts[1] + ".": "compact JWS with an empty signature (unsigned)",
+		"." + parts[1] + "." + parts[2]: "compact JWS with an empty header",
+		parts[0] + "." + parts[1]:       "not a compact JWS of three parts",
+		good + ".x":                     "not a compact JWS of three parts",
+	} {
+		_, err := jose.Parse(tok, 0)
+		if errcode.CodeOf(err) != errcode.MalformedToken || !strings.Contains(err.Error(), want) {
+			t.Errorf("%.20q...: %v, want %q", tok, err, want)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -94,7 +93,7 @@ const (
 	subjectIDToken     = "id_token"
 )
 
-// benchTTSHelp follows the flags in "bench tts -h".
+// benchTTSHelp follows the flags in "bench tts --help".
 const benchTTSHelp = `
 Subject tokens: by default each worker sends a self_signed token (--subject), re-minted
 every 4 minutes (--fresh-subject: one per request). --subject-type access_token or
@@ -136,11 +135,6 @@ func parseBenchTTS(args []string, stderr io.Writer) (*ttsArgs, error) {
 	fs.StringVar(&a.subjectToken, "subject-token", "", "with access_token or id_token, instead of --subject-key: one subject JWT (file, @file, value or -) sent with every request")
 	fs.StringVar(&a.serverStore, "server-store", "", "the TTS's replay store (memory, redis, ...), recorded in the report; the command does not choose it")
 	a.bench = addBenchFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage of bench tts:")
-		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), benchTTSHelp)
-	}
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}

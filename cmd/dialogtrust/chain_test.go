@@ -30,7 +30,7 @@ func TestChainUsageErrors(t *testing.T) {
 		{[]string{"chain grant", "--tts", as, "--wit", e.wit, "--key", e.workload, "--txn-token", "T"}, "usage error: --audience is required"},
 		{[]string{"chain grant", "--tts", "ftp://127.0.0.1:1", "--wit", e.wit, "--key", e.workload, "--txn-token", "T", "--audience", as}, `usage error: --tts: "ftp://127.0.0.1:1" is not an absolute http(s) URL`},
 		{grant("--proof", "bogus"), `usage error: --proof: "bogus" is not a proof method`},
-		{grant("--nope"), "usage error: flag provided but not defined: -nope"},
+		{grant("--nope"), "usage error: flag provided but not defined: --nope"},
 		{grant("extra"), "usage error: unexpected argument extra"},
 		{[]string{"chain grant", "--tts", as, "--wit", e.wit, "--key", missing, "--txn-token", "T", "--audience", as}, "usage error: --key: "},
 		{[]string{"chain grant", "--tts", as, "--wit", "@" + missing, "--key", e.workload, "--txn-token", "T", "--audience", as}, "usage error: --wit: "},

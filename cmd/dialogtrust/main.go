@@ -20,31 +20,31 @@ type command struct {
 }
 
 var commands = []command{
-	{"dev", "[--wit-addr 127.0.0.1:0] [--tts-addr 127.0.0.1:0] [--peer-addr 127.0.0.1:0] [--peer-wit-addr 127.0.0.1:0] [--proxies] (a development WIT issuer, TTS and peer domain's TTS and WIT issuer for identity chaining on loopback until Ctrl-C, with --proxies a proxy pair too; prints the next commands)", devRun},
-	{"key generate", "--alg ES256|EdDSA|Ed25519 [--out FILE]", keyGenerate},
+	{"dev", "[--wit-addr 127.0.0.1:0] [--tts-addr 127.0.0.1:0] [--peer-addr 127.0.0.1:0] [--peer-wit-addr 127.0.0.1:0] [--proxies]", devRun},
+	{"key generate", "--alg ES256|EdDSA|Ed25519 [--out FILE [--force]]", keyGenerate},
 	{"key public", "[--in FILE]", keyPublic},
 	{"wit issue", "--issuer-key FILE --iss URI --sub ID --cnf-key FILE [--ttl 1h]", witIssue},
-	{"wit verify", "--trust JWKS_FILE|URL [--iss URI] [--now UNIX] [TOKEN|-]", witVerify},
-	{"wit request", "--issuer URL [--svid CERT --svid-key KEY --bundle PEM [--server-id ID] | --assertion-key FILE --workload ID | --workload ID] [--sub ID] [--alg ES256] [--ttl D] [--key-out FILE]", witRequest},
+	{"wit verify", "--trust JWKS_FILE|URL [--iss URI] [--now UNIX] [--skew 30s] [TOKEN|-]", witVerify},
+	{"wit request", "--issuer URL [--svid CERT --svid-key KEY --bundle PEM [--server-id ID] | --assertion-key FILE --workload ID | --workload ID] [--sub ID] [--alg ES256] [--ttl D] [--key-out FILE] [--timeout 30s]", witRequest},
 	{"wpt new", "--key FILE --wit WIT --aud URL [--txn-token T] [--dialog-context V] [--ttl 60s]", wptNew},
-	{"wpt verify", "--trust JWKS_FILE --wit WIT --aud URL [--txn-token T] [--dialog-context V] [--now UNIX] PROOF", wptVerify},
-	{"httpsig sign", "--key FILE --wit WIT --aud URL [--sign-response] < raw HTTP/1.1 request", httpsigSign},
-	{"httpsig verify", "--trust JWKS_FILE --aud URL [--now UNIX] < raw HTTP/1.1 request", httpsigVerify},
+	{"wpt verify", "--trust JWKS_FILE --wit WIT --aud URL [--txn-token T] [--dialog-context V] [--now UNIX] [--skew 30s] PROOF", wptVerify},
+	{"httpsig sign", "--key FILE --wit WIT --aud URL [--sign-response] [--ttl 60s] < raw HTTP/1.1 request", httpsigSign},
+	{"httpsig verify", "--trust JWKS_FILE --aud URL [--now UNIX] [--skew 30s] [--max-age D] < raw HTTP/1.1 request", httpsigVerify},
 	{"handoff offer", "--key FILE [--form jws|cose] [--prev-handoff FILE [--no-chain]] [--ttl 120s] [--now UNIX] [OFFER_JSON|@FILE|-]", handoffOffer},
-	{"handoff verify", "--trust FILE --self AGENTID [--dialog D] [--now UNIX] [--require-full-chain] [--trusted-origin ID]... [--allow-reentry ID]... [--max-chain 16] [--credential C] [HANDOFF|-]", handoffVerify},
+	{"handoff verify", "--trust FILE --self AGENTID [--dialog D] [--now UNIX] [--require-full-chain] [--trusted-origin ID]... [--allow-reentry ID]... [--max-chain 16] [--credential C] [--max-lifetime 5m] [--skew 1m] [HANDOFF|-]", handoffVerify},
 	{"handoff status verify", "--trust FILE --offer HANDOFF [--self AGENTID] [STATUS|-]", handoffStatusVerify},
 	{"handoff status", "--key FILE --offer HANDOFF --state STATE [--reason R] [--detail D] [--ref FILE]... [--now UNIX]", handoffStatus},
 	{"handoff digest", "[--raw] [SIGNED|HANDOFF|@FILE|-]", handoffDigest},
-	{"txn request", "--tts URL --wit WIT --key FILE (--subject-token T --subject-token-type URI | --self-signed SUB) --scope S --audience TD [--dialog D] [--details JSON] [--context JSON] [--proof wpt|httpsig]", txnRequest},
-	{"txn verify", "--jwks URL|FILE --audience TD [--dialog D] [--dialog-context V] [--iss URI] [--now UNIX] TOKEN", txnVerify},
-	{"chain grant", "--tts URL --wit WIT --key FILE --txn-token T --audience PEER_AS_ISSUER [--scope S] [--proof httpsig|wpt]", chainGrant},
-	{"chain redeem", "--token-endpoint URL --wit WIT --key FILE --grant G [--scope S] [--proof httpsig|wpt]", chainRedeem},
-	{"conformance", "[--dir DIR] (default: the wimsey vectors built in)", conformanceRun},
-	{"demo", "[--local ENVFILE | --local-env] (runs dialog-binding Figure 5 in process, or against the services of deploy/local/up.sh, and prints every check)", demoRun},
-	{"proxy", "-config FILE [-check-config] (egress and ingress proxies for agents in any language; docs/proxy.md)", proxyRun},
-	{"bench verify", "[--url URL (--wit-issuer URL | --wit WIT --key FILE)] [--wit-issuer URL [--trust JWKS]] [--tts URL] [--proof httpsig|wpt] [--alg ES256|EdDSA] [--stateful] [--concurrency 16] [--duration 10s] [--rate R] [--server-pid PID] [--json]", benchVerify},
+	{"txn request", "--tts URL --wit WIT --key FILE (--subject-token T --subject-token-type URI | --self-signed SUB) --scope S --audience TD [--dialog D] [--details JSON] [--context JSON] [--proof wpt|httpsig] [--timeout 30s]", txnRequest},
+	{"txn verify", "--jwks URL|FILE --audience TD [--dialog D] [--dialog-context V] [--iss URI] [--now UNIX] [--skew 30s] TOKEN", txnVerify},
+	{"chain grant", "--tts URL --wit WIT --key FILE --txn-token T --audience PEER_AS_ISSUER [--scope S] [--proof httpsig|wpt] [--timeout 30s]", chainGrant},
+	{"chain redeem", "--token-endpoint URL --wit WIT --key FILE --grant G [--scope S] [--proof httpsig|wpt] [--timeout 30s]", chainRedeem},
+	{"conformance", "[--dir DIR]", conformanceRun},
+	{"demo", "[--local ENVFILE | --local-env]", demoRun},
+	{"proxy", "--config FILE [--check-config] [--listen 127.0.0.1:9480] [--log-level LEVEL]", proxyRun},
+	{"bench verify", "[--url URL (--wit-issuer URL | --wit WIT --key FILE)] [--wit-issuer URL [--trust JWKS]] [--tts URL] [--proof httpsig|wpt] [--alg ES256|EdDSA] [--stateful] [--concurrency 16] [--duration 10s] [--rate R] [--server-pid PID] [--json] [...]", benchVerify},
 	{"bench receiver", "--trust JWKS_URL|FILE [--listen 127.0.0.1:8090] [--path /invoke] [--trust-domain dev.local] [--tts-jwks URL|FILE] [--stateful] [--for D]", benchReceiver},
-	{"bench tts", "--url URL (--wit-issuer URL [--workloads N] [--alg ES256|EdDSA] | --wit WIT --key FILE) [--proof wpt|httpsig] [--concurrency 16] [--duration 10s] [--warmup 2s] [--fresh-subject] [--server-pid PID] [--metrics URL] [--json]", benchTTS},
+	{"bench tts", "--url URL (--wit-issuer URL [--workloads N] [--alg ES256|EdDSA] | --wit WIT --key FILE) [--proof wpt|httpsig] [--concurrency 16] [--duration 10s] [--warmup 2s] [--fresh-subject] [--server-pid PID] [--metrics URL] [--json] [...]", benchTTS},
 }
 
 // silentFailure ends the command with status 1 after it has said why on stdout.
@@ -62,34 +62,65 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	for _, c := range commands {
-		words := strings.Fields(c.name)
-		// "key generate" is two words on a shell command line and one in tests.
-		if len(args) >= 1 && args[0] == c.name {
-			return report(c.run(args[1:], stdin, stdout, stderr), c, args[1:], stderr)
-		}
-		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
-			return report(c.run(args[len(words):], stdin, stdout, stderr), c, args[len(words):], stderr)
-		}
+	if len(args) == 0 {
+		printOverview(stderr)
+		return 2
 	}
-	fmt.Fprintln(stderr, "usage: dialogtrust <command> [flags]")
-	for _, c := range commands {
-		fmt.Fprintf(stderr, "  dialogtrust %s %s\n", c.name, c.usage)
+	if args[0] == "help" || isHelpFlag(args[0]) {
+		return help(args[1:], stdout, stderr)
 	}
-	return 2
+	c, group, n := lookup(args)
+	switch {
+	case c != nil:
+		return report(c.run(args[n:], stdin, stdout, stderr), *c, args[n:], stdout, stderr)
+	case group != "" && len(args) == 1:
+		// "dialogtrust wit": a command of the group is missing.
+		fmt.Fprintf(stderr, "usage error: dialogtrust %s needs a command\n\n", group)
+		printGroupHelp(stderr, group)
+		return 2
+	case group != "" && isHelpFlag(args[1]):
+		printGroupHelp(stdout, group)
+		return 0
+	}
+	return unknownCommand(stderr, args)
+}
+
+// help is "dialogtrust help [COMMAND]": the overview, a group's help or a command's, on
+// stdout.
+func help(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printOverview(stdout)
+		return 0
+	}
+	c, group, n := lookup(args)
+	switch {
+	case c != nil && n == len(args):
+		printCommandHelp(stdout, *c, flagsOf(*c))
+		return 0
+	case group != "" && len(args) == 1:
+		printGroupHelp(stdout, group)
+		return 0
+	}
+	return unknownCommand(stderr, args)
 }
 
 // report prints err and returns the exit status. It is the one place where errors reach
 // the user: a code only for a rejection (an *errcode.Error), never the internal
 // "unmapped"; a file that a flag or argument names and that cannot be opened is a usage
 // error naming that flag.
-func report(err error, c command, args []string, stderr io.Writer) int {
+func report(err error, c command, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	var hr helpRequest
+	if errors.As(err, &hr) {
+		printCommandHelp(stdout, c, hr.fs)
+		return 0
+	}
 	var ce *errcode.Error
+	errors.As(err, &ce)
 	var pe *fs.PathError
-	if !errors.As(err, &ce) && errors.As(err, &pe) {
+	if errors.As(err, &pe) {
 		bools, _ := boolFlags.Load(c.name)
 		b, _ := bools.(map[string]bool)
 		if where := namedBy(args, b, pe.Path); where != "" {
@@ -97,11 +128,10 @@ func report(err error, c command, args []string, stderr io.Writer) int {
 		}
 	}
 	var ue usageError
-	if errors.As(err, &ue) || errors.Is(err, flag.ErrHelp) {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "usage error:", err)
-		}
+	if errors.As(err, &ue) {
+		fmt.Fprintln(stderr, "usage error:", err)
 		fmt.Fprintf(stderr, "usage: dialogtrust %s %s\n", c.name, c.usage)
+		fmt.Fprintf(stderr, "Run \"dialogtrust help %s\" for its flags and an example.\n", c.name)
 		return 2
 	}
 	var sf silentFailure
@@ -158,6 +188,7 @@ var boolFlags sync.Map // command name -> map[string]bool
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {} // the help is report's, on stdout (help.go)
 	return fs
 }
 
@@ -169,14 +200,24 @@ func parse(fs *flag.FlagSet, args []string) error {
 		}
 	})
 	boolFlags.Store(fs.Name(), bools)
-	if err := fs.Parse(args); err != nil {
+	// Package flag would print its own message too; report says it once, as a usage
+	// error. The output stays stderr for what the command prints later (bench progress).
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return helpRequest{fs}
 		}
-		return usageError{err.Error()}
+		return usageError{dashDash.Replace(err.Error())}
 	}
 	return nil
 }
+
+// dashDash spells the flags in package flag's messages as the help and the docs do,
+// with two dashes.
+var dashDash = strings.NewReplacer("defined: -", "defined: --", "flag -", "flag --", "for -", "for --", "argument: -", "argument: --")
 
 func required(vals map[string]string) error {
 	for name, v := range vals {

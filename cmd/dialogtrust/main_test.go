@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,11 +208,13 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"wit request", "--issuer", "not-a-url", "--workload", "wimse://dev.local/a"}, 2, `usage error: --issuer: "not-a-url" is not an absolute http(s) URL`},
 		{[]string{"txn request", "--tts", "ftp://127.0.0.1:1", "--wit", e.wit, "--key", e.workload, "--self-signed", "a", "--scope", "s", "--audience", "d"}, 2, "usage error: --tts: "},
 		{[]string{"txn request", "--tts", "http://127.0.0.1:1", "--wit", e.wit, "--key", e.workload, "--self-signed", "a", "--scope", "s", "--audience", "d", "--proof", "bogus"}, 2, `usage error: --proof: "bogus" is not a proof method`},
-		// A failure with a code keeps it.
-		{[]string{"wit verify", "--trust", missing, e.wit}, 1, "error: keys_unavailable\n"},
-		{[]string{"key generate", "--alg", "RS1"}, 1, "error: unsupported_alg\n"},
+		// Issue 24 point 2: a file named on the command line that cannot be read is a
+		// usage error, also where the reading code gives it an error code
+		// (keys_unavailable); so is an algorithm no key can be made for.
+		{[]string{"wit verify", "--trust", missing, e.wit}, 2, "usage error: --trust: "},
+		{[]string{"key generate", "--alg", "RS1"}, 2, `usage error: --alg: "RS1" is not an algorithm`},
 		// Known before the issuer is asked (nothing listens on port 1).
-		{[]string{"wit request", "--issuer", "http://127.0.0.1:1", "--workload", "wimse://dev.local/a", "--alg", "RS1", "--key-out", filepath.Join(e.dir, "x.jwk")}, 1, "error: unsupported_alg\n"},
+		{[]string{"wit request", "--issuer", "http://127.0.0.1:1", "--workload", "wimse://dev.local/a", "--alg", "RS1", "--key-out", filepath.Join(e.dir, "x.jwk")}, 2, `usage error: --alg: "RS1" is not an algorithm`},
 	} {
 		_, errOut, code := dt(t, "", c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "unmapped") {
@@ -223,21 +226,21 @@ func TestUsageErrors(t *testing.T) {
 // TestReportUncoded: an error without a code is printed as itself, never as "unmapped".
 func TestReportUncoded(t *testing.T) {
 	var errb bytes.Buffer
-	code := report(errors.New("disk full"), command{name: "key generate"}, nil, &errb)
+	code := report(errors.New("disk full"), command{name: "key generate"}, nil, io.Discard, &errb)
 	if code != 1 || errb.String() != "dialogtrust key generate: disk full\n" {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }
 
-// key generate --out writes the private key with mode 0600, also over a file that had a
-// wider mode, and nowhere else.
+// key generate --out --force writes the private key with mode 0600, also over a file
+// that had a wider mode, and nowhere else.
 func TestKeyGenerateOutMode(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "k.jwk")
 	if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mustRun(t, "", "key generate", "--alg", "ES256", "--out", out)
+	mustRun(t, "", "key generate", "--alg", "ES256", "--out", out, "--force")
 	st, err := os.Stat(out)
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("%v %v", st.Mode(), err)

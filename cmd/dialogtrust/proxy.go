@@ -14,6 +14,9 @@ import (
 // proxyRun is "dialogtrust proxy": the proxy's program (cmd/internal/proxyservice), run
 // by the service runner until SIGTERM or SIGINT.
 func proxyRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	if err := checkProxyArgs(args, stderr); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return kit.Run(ctx, proxyservice.Program, args, os.Environ(), stdout, stderr, nil)

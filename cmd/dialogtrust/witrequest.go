@@ -69,7 +69,7 @@ func witRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	}
 	// The key is made before the issuer is asked too: an algorithm this command cannot
 	// generate is known without a round trip.
-	key, err := keys.Generate(*alg)
+	key, err := generateKey("alg", *alg)
 	if err != nil {
 		return err
 	}

@@ -30,14 +30,14 @@ func TestWorkloadFlagsHelpAndUsageErrors(t *testing.T) {
 	}
 	for _, c := range commands {
 		t.Run(c.name, func(t *testing.T) {
-			_, help, code := dt(t, "", c.name, "-h")
+			help, _, code := dt(t, "", c.name, "-h")
 			for _, want := range []string{
-				"  -wit string\n    \tthe WIT (value, @file or -)\n",
-				"  -key string\n    \tthe workload's private JWK file (the WIT's key)\n",
-				"  -proof string\n    \tproof of possession: " + c.choices + ` (default "` + c.proofDefault + `")` + "\n",
-				"  -timeout duration\n    \ttime allowed for the whole exchange (default 30s)\n",
+				"  --wit string\n        the WIT (value, @file or -)\n",
+				"  --key string\n        the workload's private JWK file (the WIT's key)\n",
+				"  --proof string\n        proof of possession: " + c.choices + " (default " + c.proofDefault + ")\n",
+				"  --timeout duration\n        time allowed for the whole exchange (default 30s)\n",
 			} {
-				if code != 2 || !strings.Contains(help, want) {
+				if code != 0 || !strings.Contains(help, want) {
 					t.Errorf("-h: exit %d, %q lacks %q", code, help, want)
 				}
 			}
@@ -53,7 +53,7 @@ func TestWorkloadFlagsHelpAndUsageErrors(t *testing.T) {
 				{"no key file", c.args(e.wit, missing), "usage error: --key: "},
 				{"the key read before the WIT", c.args("@"+missing+".wit", missing), "usage error: --key: "},
 				{"no WIT file", c.args("@"+missing, e.workload), "usage error: --wit: "},
-				{"not a duration", append(c.args(e.wit, e.workload), "--timeout", "soon"), `usage error: invalid value "soon" for flag -timeout`},
+				{"not a duration", append(c.args(e.wit, e.workload), "--timeout", "soon"), `usage error: invalid value "soon" for flag --timeout`},
 			} {
 				out, errOut, code := dt(t, "", u.args...)
 				if code != 2 || out != "" || !strings.Contains(errOut, u.want) || !strings.Contains(errOut, "usage: dialogtrust "+c.name+" ") {

@@ -30,7 +30,7 @@ s="$here/secrets"
 mkdir -p "$s" "$here/workloads"
 
 if fresh "$s/w1.jwk"; then
-  "$dt" key generate --alg ES256 --out "$s/w1.jwk"
+  "$dt" key generate --alg ES256 --out "$s/w1.jwk" --force
 fi
 "$dt" key public --in "$s/w1.jwk" >"$here/workloads/w1.pub.jwk"
 

@@ -30,7 +30,7 @@ for d in a b; do
 
   for k in wit-issuer-signing-key tts-signing-key "${d}1"; do
     if fresh "$s/$k.jwk"; then
-      "$dt" key generate --alg ES256 --out "$s/$k.jwk"
+      "$dt" key generate --alg ES256 --out "$s/$k.jwk" --force
     fi
   done
   "$dt" key public --in "$s/${d}1.jwk" >"$here/$d/workloads/${d}1.pub.jwk"
