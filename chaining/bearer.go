@@ -132,26 +132,14 @@ func NewJWTBearer(cfg JWTBearerConfig) (*JWTBearer, error) {
 	if len(cfg.Peers) == 0 {
 		return nil, fmt.Errorf("chaining: a jwt-bearer AS needs at least one peer")
 	}
-	if cfg.TokenEndpoint == "" {
-		cfg.TokenEndpoint = strings.TrimSuffix(cfg.Issuer, "/") + pathToken
-	}
-	if cfg.Lifetime <= 0 {
-		cfg.Lifetime = DefaultAccessTokenLifetime
-	}
-	if cfg.Lifetime > MaxAccessTokenLifetime {
-		return nil, fmt.Errorf("chaining: access token lifetime %s is over the limit %s", cfg.Lifetime, MaxAccessTokenLifetime)
+	if err := endpointDefaults(cfg.Issuer, &cfg.TokenEndpoint, &cfg.Lifetime, DefaultAccessTokenLifetime, MaxAccessTokenLifetime, "access token", &cfg.Now, &cfg.Logger); err != nil {
+		return nil, err
 	}
 	if cfg.MaxGrantAge <= 0 {
 		cfg.MaxGrantAge = DefaultMaxGrantAge
 	}
 	if cfg.Skew <= 0 {
 		cfg.Skew = oauth.DefaultSkew
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	b := &JWTBearer{cfg: cfg, peers: map[string]*BearerPeer{}, auth: oauth.ClientAuth{Authenticators: cfg.Authenticators, Missing: noWIT}}
 	for _, p := range cfg.Peers {

@@ -94,6 +94,29 @@ type GrantIssuer struct {
 // pathToken is the token endpoint's path on the issuer (the TTS's).
 const pathToken = "/token"
 
+// endpointDefaults fills the settings the grant issuer (AS A) and the jwt-bearer AS
+// (AS B) default alike: the token endpoint on the issuer, the lifetime of what they
+// issue (def when unset, at most limit; what names it in the error), the clock and
+// the logger.
+func endpointDefaults(issuer string, endpoint *string, lifetime *time.Duration, def, limit time.Duration, what string, now *func() time.Time, logger **slog.Logger) error {
+	if *endpoint == "" {
+		*endpoint = strings.TrimSuffix(issuer, "/") + pathToken
+	}
+	if *lifetime <= 0 {
+		*lifetime = def
+	}
+	if *lifetime > limit {
+		return fmt.Errorf("chaining: %s lifetime %s is over the limit %s", what, *lifetime, limit)
+	}
+	if *now == nil {
+		*now = time.Now
+	}
+	if *logger == nil {
+		*logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
 // NewGrantIssuer checks cfg and builds the handler.
 func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
 	if cfg.Issuer == "" || cfg.Keys == nil || cfg.Keys.Active() == nil {
@@ -105,20 +128,8 @@ func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
 	if len(cfg.Peers) == 0 {
 		return nil, fmt.Errorf("chaining: a grant issuer needs at least one peer")
 	}
-	if cfg.TokenEndpoint == "" {
-		cfg.TokenEndpoint = strings.TrimSuffix(cfg.Issuer, "/") + pathToken
-	}
-	if cfg.Lifetime <= 0 {
-		cfg.Lifetime = DefaultGrantLifetime
-	}
-	if cfg.Lifetime > MaxGrantLifetime {
-		return nil, fmt.Errorf("chaining: grant lifetime %s is over the limit %s", cfg.Lifetime, MaxGrantLifetime)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	if err := endpointDefaults(cfg.Issuer, &cfg.TokenEndpoint, &cfg.Lifetime, DefaultGrantLifetime, MaxGrantLifetime, "grant", &cfg.Now, &cfg.Logger); err != nil {
+		return nil, err
 	}
 	g := &GrantIssuer{cfg: cfg, auth: oauth.ClientAuth{Authenticators: cfg.Authenticators, Missing: noWIT}}
 	names := map[string]string{}

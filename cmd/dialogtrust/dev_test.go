@@ -180,18 +180,7 @@ func TestDev(t *testing.T) {
 		t.Fatalf("%s as %s: exit %d: %s", cmds[7], devWorkload, code, e)
 	}
 
-	if err := stop(); err != nil {
-		t.Fatalf("stop: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(cache, "dialogtrust")); !os.IsNotExist(err) {
-		t.Fatalf("left behind under the cache directory: %v", err)
-	}
-	for _, u := range urls {
-		if c, err := net.DialTimeout("tcp", strings.TrimPrefix(u, "http://"), time.Second); err == nil {
-			c.Close()
-			t.Errorf("%s still accepts connections", u)
-		}
-	}
+	checkDevStopped(t, stop, cache, urls)
 }
 
 // TestDevProxies: dev --proxies also runs a1's egress and t1's ingress in front of the
@@ -277,6 +266,13 @@ func TestDevProxies(t *testing.T) {
 		t.Fatalf("written into the working directory: %v", ents)
 	}
 
+	checkDevStopped(t, stop, cache, urls)
+}
+
+// checkDevStopped stops a dev run and checks that it left nothing behind under the
+// cache directory and that none of its servers at urls still accepts connections.
+func checkDevStopped(t *testing.T, stop func() error, cache string, urls []string) {
+	t.Helper()
 	if err := stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}

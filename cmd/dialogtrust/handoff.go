@@ -39,6 +39,24 @@ func parseForm(s string) (handoff.Form, error) {
 	return 0, usageError{"--form is jws or cose"}
 }
 
+// readOffer reads the offer a status answers (--offer: a value, @FILE or -) and
+// decodes its payload; status and status verify both start from it.
+func readOffer(arg string, stdin io.Reader) (*handoff.Handoff, *handoff.Offer, error) {
+	in, err := readValue(arg, stdin)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := readHandoff(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	o, err := handoff.DecodeOffer(h.Offer)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, o, nil
+}
+
 // readHandoff reads a Handoff: its JSON object, or a bare signed offer (a JWS, or
 // base64url of a COSE message) taken as a Handoff without a chain.
 func readHandoff(s string) (*handoff.Handoff, error) {
@@ -269,15 +287,7 @@ func handoffStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	in, err := readValue(*offerArg, stdin)
-	if err != nil {
-		return err
-	}
-	h, err := readHandoff(in)
-	if err != nil {
-		return err
-	}
-	o, err := handoff.DecodeOffer(h.Offer)
+	h, o, err := readOffer(*offerArg, stdin)
 	if err != nil {
 		return err
 	}
@@ -327,15 +337,7 @@ func handoffStatusVerify(args []string, stdin io.Reader, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	in, err := readValue(*offerArg, stdin)
-	if err != nil {
-		return err
-	}
-	h, err := readHandoff(in)
-	if err != nil {
-		return err
-	}
-	o, err := handoff.DecodeOffer(h.Offer)
+	h, o, err := readOffer(*offerArg, stdin)
 	if err != nil {
 		return err
 	}

@@ -71,8 +71,10 @@ func checkIssued(t *testing.T, out, jwksURL, keyFile, wantSub string) {
 	}
 }
 
-// Development mode over plain HTTP, and `wit verify --trust URL` against the served JWKS.
-func TestWITRequestDevModeAndVerifyByURL(t *testing.T) {
+// devIssuer starts a WIT issuer in development mode for wimse://dev.local/ on a
+// loopback HTTP server, closed at the end of the test, and returns its URL.
+func devIssuer(t *testing.T) string {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	url := "http://" + srv.Listener.Addr().String()
 	srv.Config.Handler = issuerFor(t, url, func(store.Replay) []witissuer.Authenticator {
@@ -80,7 +82,13 @@ func TestWITRequestDevModeAndVerifyByURL(t *testing.T) {
 		return []witissuer.Authenticator{d}
 	})
 	srv.Start()
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return url
+}
+
+// Development mode over plain HTTP, and `wit verify --trust URL` against the served JWKS.
+func TestWITRequestDevModeAndVerifyByURL(t *testing.T) {
+	url := devIssuer(t)
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "wit.key.jwk")
 	// An existing, wider file must end up 0600.
@@ -123,14 +131,7 @@ func TestWITRequestDevModeAndVerifyByURL(t *testing.T) {
 // Without --key-out the key goes into the per-user state directory (created 0700), not
 // the working directory, and stderr says where.
 func TestWITRequestDefaultKeyFile(t *testing.T) {
-	srv := httptest.NewUnstartedServer(nil)
-	url := "http://" + srv.Listener.Addr().String()
-	srv.Config.Handler = issuerFor(t, url, func(store.Replay) []witissuer.Authenticator {
-		d, _ := witissuer.NewDev(nil, []string{"wimse://dev.local/"})
-		return []witissuer.Authenticator{d}
-	})
-	srv.Start()
-	defer srv.Close()
+	url := devIssuer(t)
 	state := filepath.Join(t.TempDir(), "state")
 	t.Setenv("XDG_STATE_HOME", state)
 	work := t.TempDir()
