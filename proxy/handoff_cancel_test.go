@@ -103,17 +103,8 @@ func TestHandoffSection4MCPCancel(t *testing.T) {
 		seen.Header.Get(proxy.HandoffCancelField) != "" || seen.Header.Get(proxy.VerifiedHandoffField) != "" {
 		t.Fatalf("the application was told %v", seen.Header)
 	}
-	var req struct {
-		Params json.RawMessage `json:"params"`
-	}
-	mustOK(t, json.Unmarshal([]byte(hp.app.body[1]), &req))
-	st, err := handoff.MCPCancelStatus(req.Params)
-	if err != nil || st == nil {
-		t.Fatalf("no canceled status in %s (%v)", hp.app.body[1], err)
-	}
-	vs, err := handoff.VerifyStatusSignature(context.Background(), hp.trust, *st, 0)
-	mustOK(t, err)
-	if vs.State != handoff.StateCanceled || vs.Hop != hop || vs.Iss != hp.a1.String() || vs.Aud != hp.t1.String() {
+	vs := hp.forwardedCancelStatus(t, hop, handoff.MCPCancelStatus)
+	if vs.Iss != hp.a1.String() || vs.Aud != hp.t1.String() {
 		t.Fatalf("canceled status %+v", vs.Status)
 	}
 	rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), hop)
@@ -185,19 +176,7 @@ func TestHandoffSection4A2ACancelTask(t *testing.T) {
 	if !strings.Contains(ext, handoff.A2AExtensionURI) {
 		t.Fatalf("the cancel does not list the extension: %q", ext)
 	}
-	var req struct {
-		Params json.RawMessage `json:"params"`
-	}
-	mustOK(t, json.Unmarshal([]byte(hp.app.body[1]), &req))
-	st, err := handoff.A2ACancelStatus(req.Params)
-	if err != nil || st == nil {
-		t.Fatalf("no canceled status in %s (%v)", hp.app.body[1], err)
-	}
-	vs, err := handoff.VerifyStatusSignature(context.Background(), hp.trust, *st, 0)
-	mustOK(t, err)
-	if vs.State != handoff.StateCanceled || vs.Hop != hop {
-		t.Fatalf("canceled status %+v", vs.Status)
-	}
+	hp.forwardedCancelStatus(t, hop, handoff.A2ACancelStatus)
 	if rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), hop); err != nil || rec.State != string(handoff.StateCanceled) {
 		t.Fatalf("the delegate's record: %+v (%v)", rec, err)
 	}
@@ -292,4 +271,25 @@ func TestHandoffCancelAfterTheOfferIsForgotten(t *testing.T) {
 	if code := rpcErrorCode(res, b); code != errcode.HandoffOfferMismatch || sent.Load() != 0 || hp.app.hits() != 1 {
 		t.Fatalf("a forgotten hop's cancel: %d %s, sent %d", res.StatusCode, b, sent.Load())
 	}
+}
+
+// forwardedCancelStatus is the canceled status of hop that the delegate's ingress put
+// in the cancel it forwarded (the application's second request), read from the
+// request's params with status and verified.
+func (hp *handoffPair) forwardedCancelStatus(t *testing.T, hop string, status func([]byte) (*handoff.Signed, error)) *handoff.VerifiedStatus {
+	t.Helper()
+	var req struct {
+		Params json.RawMessage `json:"params"`
+	}
+	mustOK(t, json.Unmarshal([]byte(hp.app.body[1]), &req))
+	st, err := status(req.Params)
+	if err != nil || st == nil {
+		t.Fatalf("no canceled status in %s (%v)", hp.app.body[1], err)
+	}
+	vs, err := handoff.VerifyStatusSignature(context.Background(), hp.trust, *st, 0)
+	mustOK(t, err)
+	if vs.State != handoff.StateCanceled || vs.Hop != hop {
+		t.Fatalf("canceled status %+v", vs.Status)
+	}
+	return vs
 }
