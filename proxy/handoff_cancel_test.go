@@ -156,12 +156,7 @@ func TestHandoffSection4A2ACancelTask(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"r1","result":{"task":{"id":"t-1","contextId":"`+dlg+`","status":{"state":"`+state+`"}}}}`)
 	}})
-	res, body := hp.send(t, a2a10Send, nil)
-	hop := res.Header.Get(proxy.HandoffHopField)
-	dc, _ := dialog.FromHeader(res.Header)
-	if res.Header.Get(proxy.HandoffStatusField) != "accepted" || dc == nil {
-		t.Fatalf("offer: %d %s", res.StatusCode, body)
-	}
+	hop, dc := hp.acceptedOffer(t, a2a10Send)
 	res, b := hp.cancel(t, cancelTask, hop, dc.Value())
 	if res.StatusCode != 200 || hp.app.hits() != 2 || !strings.Contains(string(b), "TASK_STATE_CANCELED") {
 		t.Fatalf("cancel: %d %s, application hits %d", res.StatusCode, b, hp.app.hits())
@@ -185,7 +180,7 @@ func TestHandoffSection4A2ACancelTask(t *testing.T) {
 	}
 
 	state = "TASK_STATE_COMPLETED"
-	res, body = hp.send(t, a2a10Send, map[string]string{proxy.StartDialogField: "", dialog.HeaderName: dc.Value()})
+	res, body := hp.send(t, a2a10Send, map[string]string{proxy.StartDialogField: "", dialog.HeaderName: dc.Value()})
 	done := res.Header.Get(proxy.HandoffHopField)
 	if res.Header.Get(proxy.HandoffStatusField) != "completed" || done == "" {
 		t.Fatalf("second offer: %d %s", res.StatusCode, body)
@@ -214,12 +209,7 @@ func TestHandoffSection5_6TamperedCancelRefused(t *testing.T) {
 	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, method: proof.WPT, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 		mcpResult(w, "")
 	}})
-	res, body := hp.send(t, toolsCall, nil)
-	hop := res.Header.Get(proxy.HandoffHopField)
-	dc, _ := dialog.FromHeader(res.Header)
-	if res.Header.Get(proxy.HandoffStatusField) != "accepted" || dc == nil {
-		t.Fatalf("offer: %d %s", res.StatusCode, body)
-	}
+	hop, dc := hp.acceptedOffer(t, toolsCall)
 	tampered := false
 	hp.tamper = func(r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -258,12 +248,7 @@ func TestHandoffCancelAfterTheOfferIsForgotten(t *testing.T) {
 	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, now: clock.Now, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 		mcpResult(w, "")
 	}})
-	res, body := hp.send(t, toolsCall, nil)
-	hop := res.Header.Get(proxy.HandoffHopField)
-	dc, _ := dialog.FromHeader(res.Header)
-	if res.Header.Get(proxy.HandoffStatusField) != "accepted" || dc == nil {
-		t.Fatalf("offer: %d %s", res.StatusCode, body)
-	}
+	hop, dc := hp.acceptedOffer(t, toolsCall)
 	var sent atomic.Int32
 	hp.tamper = func(*http.Request) { sent.Add(1) }
 	clock.Advance(proxy.RememberedOfferTTL)
@@ -292,4 +277,16 @@ func (hp *handoffPair) forwardedCancelStatus(t *testing.T, hop string, status fu
 		t.Fatalf("canceled status %+v", vs.Status)
 	}
 	return vs
+}
+
+// acceptedOffer sends body as a handoff offer that starts a dialog and returns the hop
+// the delegate accepted and the dialog.
+func (hp *handoffPair) acceptedOffer(t *testing.T, body string) (string, *dialog.Context) {
+	t.Helper()
+	res, b := hp.send(t, body, nil)
+	dc, _ := dialog.FromHeader(res.Header)
+	if res.Header.Get(proxy.HandoffStatusField) != "accepted" || dc == nil {
+		t.Fatalf("offer: %d %s", res.StatusCode, b)
+	}
+	return res.Header.Get(proxy.HandoffHopField), dc
 }
