@@ -56,13 +56,7 @@ func rpcErrorCode(res *http.Response, b []byte) errcode.Code {
 // A cancel the egress cannot make (a hop it never offered, another dialog, another
 // request id) is refused before anything is sent.
 func TestHandoffSection4MCPCancel(t *testing.T) {
-	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: func(w http.ResponseWriter, r *http.Request, body []byte) {
-		if bytes.Contains(body, []byte("notifications/cancelled")) {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		mcpResult(w, "")
-	}})
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: mcpCancelApp})
 	var sent atomic.Int32
 	hp.tamper = func(*http.Request) { sent.Add(1) }
 	res, body := hp.send(t, toolsCall, nil)
@@ -117,13 +111,7 @@ func TestHandoffSection4MCPCancel(t *testing.T) {
 // request by its id's value, which the agent's JSON library may write its own way (7.0
 // for 7): the cancel is still the offered hop's.
 func TestHandoffSection4MCPCancelNamesTheRequestIDByValue(t *testing.T) {
-	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: func(w http.ResponseWriter, r *http.Request, body []byte) {
-		if bytes.Contains(body, []byte("notifications/cancelled")) {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		mcpResult(w, "")
-	}})
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: mcpCancelApp})
 	res, body := hp.send(t, toolsCall, nil)
 	hop := res.Header.Get(proxy.HandoffHopField)
 	dc, err := dialog.FromHeader(res.Header)
@@ -289,4 +277,14 @@ func (hp *handoffPair) acceptedOffer(t *testing.T, body string) (string, *dialog
 		t.Fatalf("offer: %d %s", res.StatusCode, b)
 	}
 	return res.Header.Get(proxy.HandoffHopField), dc
+}
+
+// mcpCancelApp is an MCP application that accepts notifications/cancelled and answers
+// every other request with a result.
+func mcpCancelApp(w http.ResponseWriter, _ *http.Request, body []byte) {
+	if bytes.Contains(body, []byte("notifications/cancelled")) {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	mcpResult(w, "")
 }
