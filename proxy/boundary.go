@@ -135,10 +135,8 @@ func newBoundaryLink(cfg EgressConfig, prefix string, rt Route, t *agent.Transpo
 	}
 	hc := b.HTTPClient
 	if hc == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.Proxy = nil // the grant request carries the Txn-Token
+		tr := upstreamTransport() // the grant request carries the Txn-Token; every link's grants and token requests
 		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: cfg.RootCAs}
-		tr.MaxIdleConnsPerHost = MaxIdleConnsPerUpstream // every link's grants and token requests
 		hc = &http.Client{Transport: tr, Timeout: upstreamTimeout, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		}}

@@ -163,24 +163,11 @@ func NewEgress(cfg EgressConfig) (*Egress, error) {
 	if len(cfg.Routes) == 0 {
 		return nil, errcode.New(errcode.InvalidRequest, "egress: at least one route is required")
 	}
-	stream, err := newStreamer(cfg.StreamIdleTimeout, cfg.Log, "egress")
+	stream, defaultWait, err := sideWaits(cfg.StreamIdleTimeout, cfg.UpstreamTimeout, cfg.Log, "egress")
 	if err != nil {
 		return nil, err
 	}
-	defaultWait, err := upstreamWaitOf(cfg.UpstreamTimeout, DefaultUpstreamTimeout, "egress")
-	if err != nil {
-		return nil, err
-	}
-	base := cfg.Base
-	if base == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.Proxy = nil // the egress is the proxy: an environment proxy would see the credentials
-		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: cfg.RootCAs}
-		// No ResponseHeaderTimeout: each request's wait is its route's (upstreamWait),
-		// and covers the body of a response read whole too.
-		tr.MaxIdleConnsPerHost = MaxIdleConnsPerUpstream
-		base = tr
-	}
+	base := egressBase(cfg.Base, cfg.RootCAs)
 	who, err := newCallers(cfg.AllowedHosts, cfg.AllowedOrigins)
 	if err != nil {
 		return nil, err
@@ -607,4 +594,15 @@ func forwardedProvenance(h http.Header, dc *dialog.Context) (*dialog.Provenance,
 		return nil, err
 	}
 	return p, nil
+}
+
+// egressBase is the transport under the egress's routes: the configured one, or
+// upstreamTransport trusting roots. Each request's wait is its route's (upstreamWait).
+func egressBase(given http.RoundTripper, roots *x509.CertPool) http.RoundTripper {
+	if given != nil {
+		return given
+	}
+	tr := upstreamTransport()
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
+	return tr
 }

@@ -56,13 +56,7 @@ func rpcErrorCode(res *http.Response, b []byte) errcode.Code {
 // A cancel the egress cannot make (a hop it never offered, another dialog, another
 // request id) is refused before anything is sent.
 func TestHandoffSection4MCPCancel(t *testing.T) {
-	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: func(w http.ResponseWriter, r *http.Request, body []byte) {
-		if bytes.Contains(body, []byte("notifications/cancelled")) {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		mcpResult(w, "")
-	}})
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: mcpCancelApp})
 	var sent atomic.Int32
 	hp.tamper = func(*http.Request) { sent.Add(1) }
 	res, body := hp.send(t, toolsCall, nil)
@@ -103,17 +97,8 @@ func TestHandoffSection4MCPCancel(t *testing.T) {
 		seen.Header.Get(proxy.HandoffCancelField) != "" || seen.Header.Get(proxy.VerifiedHandoffField) != "" {
 		t.Fatalf("the application was told %v", seen.Header)
 	}
-	var req struct {
-		Params json.RawMessage `json:"params"`
-	}
-	mustOK(t, json.Unmarshal([]byte(hp.app.body[1]), &req))
-	st, err := handoff.MCPCancelStatus(req.Params)
-	if err != nil || st == nil {
-		t.Fatalf("no canceled status in %s (%v)", hp.app.body[1], err)
-	}
-	vs, err := handoff.VerifyStatusSignature(context.Background(), hp.trust, *st, 0)
-	mustOK(t, err)
-	if vs.State != handoff.StateCanceled || vs.Hop != hop || vs.Iss != hp.a1.String() || vs.Aud != hp.t1.String() {
+	vs := hp.forwardedCancelStatus(t, hop, handoff.MCPCancelStatus)
+	if vs.Iss != hp.a1.String() || vs.Aud != hp.t1.String() {
 		t.Fatalf("canceled status %+v", vs.Status)
 	}
 	rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), hop)
@@ -126,13 +111,7 @@ func TestHandoffSection4MCPCancel(t *testing.T) {
 // request by its id's value, which the agent's JSON library may write its own way (7.0
 // for 7): the cancel is still the offered hop's.
 func TestHandoffSection4MCPCancelNamesTheRequestIDByValue(t *testing.T) {
-	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: func(w http.ResponseWriter, r *http.Request, body []byte) {
-		if bytes.Contains(body, []byte("notifications/cancelled")) {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		mcpResult(w, "")
-	}})
+	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, app: mcpCancelApp})
 	res, body := hp.send(t, toolsCall, nil)
 	hop := res.Header.Get(proxy.HandoffHopField)
 	dc, err := dialog.FromHeader(res.Header)
@@ -165,12 +144,7 @@ func TestHandoffSection4A2ACancelTask(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"r1","result":{"task":{"id":"t-1","contextId":"`+dlg+`","status":{"state":"`+state+`"}}}}`)
 	}})
-	res, body := hp.send(t, a2a10Send, nil)
-	hop := res.Header.Get(proxy.HandoffHopField)
-	dc, _ := dialog.FromHeader(res.Header)
-	if res.Header.Get(proxy.HandoffStatusField) != "accepted" || dc == nil {
-		t.Fatalf("offer: %d %s", res.StatusCode, body)
-	}
+	hop, dc := hp.acceptedOffer(t, a2a10Send)
 	res, b := hp.cancel(t, cancelTask, hop, dc.Value())
 	if res.StatusCode != 200 || hp.app.hits() != 2 || !strings.Contains(string(b), "TASK_STATE_CANCELED") {
 		t.Fatalf("cancel: %d %s, application hits %d", res.StatusCode, b, hp.app.hits())
@@ -185,19 +159,7 @@ func TestHandoffSection4A2ACancelTask(t *testing.T) {
 	if !strings.Contains(ext, handoff.A2AExtensionURI) {
 		t.Fatalf("the cancel does not list the extension: %q", ext)
 	}
-	var req struct {
-		Params json.RawMessage `json:"params"`
-	}
-	mustOK(t, json.Unmarshal([]byte(hp.app.body[1]), &req))
-	st, err := handoff.A2ACancelStatus(req.Params)
-	if err != nil || st == nil {
-		t.Fatalf("no canceled status in %s (%v)", hp.app.body[1], err)
-	}
-	vs, err := handoff.VerifyStatusSignature(context.Background(), hp.trust, *st, 0)
-	mustOK(t, err)
-	if vs.State != handoff.StateCanceled || vs.Hop != hop {
-		t.Fatalf("canceled status %+v", vs.Status)
-	}
+	hp.forwardedCancelStatus(t, hop, handoff.A2ACancelStatus)
 	if rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), hop); err != nil || rec.State != string(handoff.StateCanceled) {
 		t.Fatalf("the delegate's record: %+v (%v)", rec, err)
 	}
@@ -206,7 +168,7 @@ func TestHandoffSection4A2ACancelTask(t *testing.T) {
 	}
 
 	state = "TASK_STATE_COMPLETED"
-	res, body = hp.send(t, a2a10Send, map[string]string{proxy.StartDialogField: "", dialog.HeaderName: dc.Value()})
+	res, body := hp.send(t, a2a10Send, map[string]string{proxy.StartDialogField: "", dialog.HeaderName: dc.Value()})
 	done := res.Header.Get(proxy.HandoffHopField)
 	if res.Header.Get(proxy.HandoffStatusField) != "completed" || done == "" {
 		t.Fatalf("second offer: %d %s", res.StatusCode, body)
@@ -235,12 +197,7 @@ func TestHandoffSection5_6TamperedCancelRefused(t *testing.T) {
 	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, method: proof.WPT, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 		mcpResult(w, "")
 	}})
-	res, body := hp.send(t, toolsCall, nil)
-	hop := res.Header.Get(proxy.HandoffHopField)
-	dc, _ := dialog.FromHeader(res.Header)
-	if res.Header.Get(proxy.HandoffStatusField) != "accepted" || dc == nil {
-		t.Fatalf("offer: %d %s", res.StatusCode, body)
-	}
+	hop, dc := hp.acceptedOffer(t, toolsCall)
 	tampered := false
 	hp.tamper = func(r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -279,12 +236,7 @@ func TestHandoffCancelAfterTheOfferIsForgotten(t *testing.T) {
 	hp := newHandoffPair(t, handoffOptions{host: hostproto.MCP, now: clock.Now, app: func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 		mcpResult(w, "")
 	}})
-	res, body := hp.send(t, toolsCall, nil)
-	hop := res.Header.Get(proxy.HandoffHopField)
-	dc, _ := dialog.FromHeader(res.Header)
-	if res.Header.Get(proxy.HandoffStatusField) != "accepted" || dc == nil {
-		t.Fatalf("offer: %d %s", res.StatusCode, body)
-	}
+	hop, dc := hp.acceptedOffer(t, toolsCall)
 	var sent atomic.Int32
 	hp.tamper = func(*http.Request) { sent.Add(1) }
 	clock.Advance(proxy.RememberedOfferTTL)
@@ -292,4 +244,47 @@ func TestHandoffCancelAfterTheOfferIsForgotten(t *testing.T) {
 	if code := rpcErrorCode(res, b); code != errcode.HandoffOfferMismatch || sent.Load() != 0 || hp.app.hits() != 1 {
 		t.Fatalf("a forgotten hop's cancel: %d %s, sent %d", res.StatusCode, b, sent.Load())
 	}
+}
+
+// forwardedCancelStatus is the canceled status of hop that the delegate's ingress put
+// in the cancel it forwarded (the application's second request), read from the
+// request's params with status and verified.
+func (hp *handoffPair) forwardedCancelStatus(t *testing.T, hop string, status func([]byte) (*handoff.Signed, error)) *handoff.VerifiedStatus {
+	t.Helper()
+	var req struct {
+		Params json.RawMessage `json:"params"`
+	}
+	mustOK(t, json.Unmarshal([]byte(hp.app.body[1]), &req))
+	st, err := status(req.Params)
+	if err != nil || st == nil {
+		t.Fatalf("no canceled status in %s (%v)", hp.app.body[1], err)
+	}
+	vs, err := handoff.VerifyStatusSignature(context.Background(), hp.trust, *st, 0)
+	mustOK(t, err)
+	if vs.State != handoff.StateCanceled || vs.Hop != hop {
+		t.Fatalf("canceled status %+v", vs.Status)
+	}
+	return vs
+}
+
+// acceptedOffer sends body as a handoff offer that starts a dialog and returns the hop
+// the delegate accepted and the dialog.
+func (hp *handoffPair) acceptedOffer(t *testing.T, body string) (string, *dialog.Context) {
+	t.Helper()
+	res, b := hp.send(t, body, nil)
+	dc, _ := dialog.FromHeader(res.Header)
+	if res.Header.Get(proxy.HandoffStatusField) != "accepted" || dc == nil {
+		t.Fatalf("offer: %d %s", res.StatusCode, b)
+	}
+	return res.Header.Get(proxy.HandoffHopField), dc
+}
+
+// mcpCancelApp is an MCP application that accepts notifications/cancelled and answers
+// every other request with a result.
+func mcpCancelApp(w http.ResponseWriter, _ *http.Request, body []byte) {
+	if bytes.Contains(body, []byte("notifications/cancelled")) {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	mcpResult(w, "")
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -99,29 +98,13 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 			return nil, err
 		}
 	}
-	stream, err := newStreamer(cfg.StreamIdleTimeout, cfg.Log, "ingress")
-	if err != nil {
-		return nil, err
-	}
-	wait, err := upstreamWaitOf(cfg.UpstreamTimeout, DefaultUpstreamTimeout, "ingress")
+	stream, wait, err := sideWaits(cfg.StreamIdleTimeout, cfg.UpstreamTimeout, cfg.Log, "ingress")
 	if err != nil {
 		return nil, err
 	}
 	tr := cfg.Transport
 	if tr == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.Proxy = nil
-		// No ResponseHeaderTimeout: each request's wait is upstreamWait's.
-		t.MaxIdleConnsPerHost = MaxIdleConnsPerUpstream
-		if socket != "" {
-			// net/http's own client over the socket: every connection, whatever the
-			// URL's host, goes to the application's socket.
-			var d net.Dialer
-			t.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return d.DialContext(ctx, "unix", socket)
-			}
-		}
-		tr = t
+		tr = ingressTransport(socket)
 	}
 	in := &Ingress{upstream: up, transport: tr, boundary: cfg.Boundary, handoffs: cfg.Handoffs, forwardProvenance: cfg.ForwardProvenance, stream: stream, wait: wait}
 	in.handler = cfg.Receiver.Middleware(http.HandlerFunc(in.forward))

@@ -68,14 +68,7 @@ func TestWIMSESig3_5_SigningIngressStreamsAnUnaskedEventStream(t *testing.T) {
 				return
 			}
 			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, mcpProgress)
-			flush(w)
-			select {
-			case <-read1:
-			case <-r.Context().Done():
-				return
-			}
-			_, _ = io.WriteString(w, mcpSSEReply)
+			eventThenEvent(w, r, mcpProgress, read1, mcpSSEReply)
 		}})
 	c := agentClient(t)
 	res, br, _ := open(t, c, "POST", p.egress.URL+"/t1", toolsCall, merge(eventStreamFields(), start()))

@@ -71,6 +71,39 @@ func open(t *testing.T, c *http.Client, method, url, body string, h http.Header)
 // flush sends what the application wrote so far.
 func flush(w http.ResponseWriter) { w.(http.Flusher).Flush() }
 
+// onSide configures one side of the pair, "egress" or "ingress": set gets that side's
+// stream idle timeout, upstream timeout and logger.
+func onSide(side string, set func(streamIdle, upstream *time.Duration, log **slog.Logger)) func(*pairOptions) {
+	return func(o *pairOptions) {
+		egress := o.egress
+		o.egress = func(c *proxy.EgressConfig) {
+			egress(c)
+			if side == "egress" {
+				set(&c.StreamIdleTimeout, &c.UpstreamTimeout, &c.Log)
+			}
+		}
+		o.ingress = func(c *proxy.IngressConfig) {
+			if side == "ingress" {
+				set(&c.StreamIdleTimeout, &c.UpstreamTimeout, &c.Log)
+			}
+		}
+	}
+}
+
+// eventThenEvent is an application's two-event answer: first, flushed, and second once
+// the agent has read the first (read1 closed); nothing more when the request ends first.
+func eventThenEvent(w http.ResponseWriter, r *http.Request, first string, read1 <-chan struct{}, second string) {
+	_, _ = io.WriteString(w, first)
+	flush(w)
+	select {
+	case <-read1:
+	case <-r.Context().Done():
+		return
+	}
+	_, _ = io.WriteString(w, second)
+	flush(w)
+}
+
 // waitFor waits for ch to be closed or to give a value, at most streamWait.
 func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
@@ -98,14 +131,7 @@ func TestStreamEventsReachTheAgentBeforeTheStreamEnds(t *testing.T) {
 			read1 := make(chan struct{})
 			p := newStreamPair(t, method, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 				w.Header().Set("Content-Type", "text/event-stream")
-				_, _ = io.WriteString(w, mcpProgress)
-				flush(w)
-				select {
-				case <-read1:
-				case <-r.Context().Done():
-					return
-				}
-				_, _ = io.WriteString(w, mcpSSEReply)
+				eventThenEvent(w, r, mcpProgress, read1, mcpSSEReply)
 			}, nil)
 			res, br, _ := open(t, agentClient(t), "POST", p.egress.URL+"/t1", toolsCall, merge(eventStreamFields(), start()))
 			if res.StatusCode != 200 || res.ContentLength != -1 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
@@ -161,14 +187,7 @@ func TestStreamMCPSessionGETStream(t *testing.T) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(200)
 			flush(w) // the stream is open before there is anything to send
-			_, _ = io.WriteString(w, listChanged)
-			flush(w)
-			select {
-			case <-read1:
-			case <-r.Context().Done():
-			}
-			_, _ = io.WriteString(w, logMessage)
-			flush(w)
+			eventThenEvent(w, r, listChanged, read1, logMessage)
 			<-r.Context().Done()
 			close(gone)
 		default:
@@ -336,20 +355,9 @@ func TestStreamIdleBound(t *testing.T) {
 				flush(w)
 				<-r.Context().Done()
 				close(gone)
-			}, func(o *pairOptions) {
-				egress := o.egress
-				o.egress = func(c *proxy.EgressConfig) {
-					egress(c)
-					if side == "egress" {
-						c.StreamIdleTimeout, c.Log = 50*time.Millisecond, log
-					}
-				}
-				o.ingress = func(c *proxy.IngressConfig) {
-					if side == "ingress" {
-						c.StreamIdleTimeout, c.Log = 50*time.Millisecond, log
-					}
-				}
-			})
+			}, onSide(side, func(idle, _ *time.Duration, l **slog.Logger) {
+				*idle, *l = 50*time.Millisecond, log
+			}))
 			_, br, _ := open(t, agentClient(t), "POST", p.egress.URL+"/t1", toolsCall, merge(eventStreamFields(), start()))
 			if got := testkit.ReadEvent(t, br); got != mcpProgress {
 				t.Fatalf("event 1: %q", got)
@@ -376,20 +384,9 @@ func TestStreamHeaderTimeoutsStillApply(t *testing.T) {
 			p := newStreamPair(t, proof.HTTPSig, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 				<-r.Context().Done()
 				close(gone)
-			}, func(o *pairOptions) {
-				egress := o.egress
-				o.egress = func(c *proxy.EgressConfig) {
-					egress(c)
-					if side == "egress" {
-						c.UpstreamTimeout = 50 * time.Millisecond
-					}
-				}
-				o.ingress = func(c *proxy.IngressConfig) {
-					if side == "ingress" {
-						c.UpstreamTimeout = 50 * time.Millisecond
-					}
-				}
-			})
+			}, onSide(side, func(_, upstream *time.Duration, _ **slog.Logger) {
+				*upstream = 50 * time.Millisecond
+			}))
 			res, body := send(t, p.egress.URL+"/t1", toolsCall, eventStreamFields(), start())
 			if res.StatusCode != http.StatusServiceUnavailable || codeOf(res.StatusCode, body) != errcode.UpstreamUnavailable {
 				t.Fatalf("%d %s", res.StatusCode, body)
@@ -449,13 +446,7 @@ func TestStreamLiftsTheServerDeadlines(t *testing.T) {
 	read1 := make(chan struct{})
 	p := newStreamPair(t, proof.WPT, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, mcpProgress)
-		flush(w)
-		select {
-		case <-read1:
-		case <-r.Context().Done():
-		}
-		_, _ = io.WriteString(w, mcpSSEReply)
+		eventThenEvent(w, r, mcpProgress, read1, mcpSSEReply)
 	}, nil)
 	srv := httptest.NewUnstartedServer(p.egress.Config.Handler)
 	ln := deadlineListener{Listener: srv.Listener, conns: make(chan *deadlineConn, 4)}
@@ -491,14 +482,7 @@ func TestStreamOverHTTP2(t *testing.T) {
 		read1, gone := make(chan struct{}), make(chan error, 1)
 		p := newStreamPair(t, proof.HTTPSig, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, mcpProgress)
-			flush(w)
-			select {
-			case <-read1:
-			case <-r.Context().Done():
-			}
-			_, _ = io.WriteString(w, mcpSSEReply)
-			flush(w)
+			eventThenEvent(w, r, mcpProgress, read1, mcpSSEReply)
 			<-r.Context().Done()
 			gone <- r.Context().Err()
 		}, func(o *pairOptions) { o.ingressTLS = true })

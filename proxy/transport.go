@@ -1,5 +1,11 @@
 package proxy
 
+import (
+	"context"
+	"net"
+	"net/http"
+)
+
 // MaxIdleConnsPerUpstream is how many idle connections the proxy's own transports keep
 // per upstream host: the egress's and the ingress's default transports, the boundary
 // route's clients of AS A and AS B, and the command's Txn-Token Service clients. net/http
@@ -11,3 +17,29 @@ package proxy
 // on connections per host), only not kept. A transport given in the configuration
 // (EgressConfig.Base, IngressConfig.Transport, BoundaryRoute.HTTPClient) is used as it is.
 const MaxIdleConnsPerUpstream = 64
+
+// upstreamTransport is the transport a side of the proxy reaches its upstreams with
+// when none is configured: net/http's default without an environment proxy (the
+// proxy is the proxy: an environment one would see the credentials), keeping
+// MaxIdleConnsPerUpstream idle connections per host. No ResponseHeaderTimeout: each
+// request's wait is upstreamWait's, and covers the body of a response read whole too.
+func upstreamTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	tr.MaxIdleConnsPerHost = MaxIdleConnsPerUpstream
+	return tr
+}
+
+// ingressTransport is the ingress's default transport: upstreamTransport, and for an
+// application on a Unix socket net/http's own client over the socket: every
+// connection, whatever the URL's host, goes to the application's socket.
+func ingressTransport(socket string) *http.Transport {
+	tr := upstreamTransport()
+	if socket != "" {
+		var d net.Dialer
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", socket)
+		}
+	}
+	return tr
+}

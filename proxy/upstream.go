@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"time"
@@ -48,6 +49,20 @@ const DefaultUpstreamTimeout = 5 * time.Minute
 // answer once the upstream's is in, or once the wait for it ran out: as long as package
 // httpserver's WriteTimeout gives a whole exchange.
 const answerWriteTimeout = 30 * time.Second
+
+// sideWaits reads the two waits of one side of the proxy ("egress" or "ingress"):
+// how long a streamed answer may stay silent, and how long its upstreams may take.
+func sideWaits(streamIdle, upstream time.Duration, log *slog.Logger, side string) (streamer, time.Duration, error) {
+	stream, err := newStreamer(streamIdle, log, side)
+	if err != nil {
+		return streamer{}, 0, err
+	}
+	wait, err := upstreamWaitOf(upstream, DefaultUpstreamTimeout, side)
+	if err != nil {
+		return streamer{}, 0, err
+	}
+	return stream, wait, nil
+}
 
 // upstreamWaitOf is the wait a configuration gives: d, def when d is 0; negative is
 // refused.
