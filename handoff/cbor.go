@@ -6,8 +6,6 @@ import (
 	"strconv"
 
 	"github.com/fxamacker/cbor/v2"
-
-	"github.com/dialogtrust/dialogtrust/errcode"
 )
 
 // CBOR is fxamacker/cbor's. Encoding uses Core Deterministic Encoding (RFC 8949 section
@@ -250,111 +248,18 @@ func cborRequire(m map[string]cbor.RawMessage, names ...string) error {
 
 // ParseOfferCBOR decodes the CBOR form of a HandoffOffer and checks it against the CDDL.
 func ParseOfferCBOR(b []byte) (*Offer, error) {
-	if major(b) != cborMapT {
-		return nil, errcode.New(errcode.InvalidEncoding, "offer is not a CBOR map")
-	}
-	m, err := cborMap(b, "offer")
-	if err != nil {
-		return nil, err
-	}
-	if err := cborHeader(m, "offer"); err != nil {
-		return nil, err
-	}
-	if err := cborRequire(m, "hop", "dialog", "iss", "aud", "iat", "exp"); err != nil {
-		return nil, err
-	}
 	o := &Offer{}
-	for k, v := range m {
-		switch k {
-		case "v", "type":
-		case "hop":
-			o.Hop, err = cborText(v, "hop")
-		case "dialog":
-			o.Dialog, err = cborText(v, "dialog")
-		case "task":
-			var s string
-			s, err = cborText(v, "task")
-			o.Task = &s
-		case "iss":
-			o.Iss, err = cborText(v, "iss")
-		case "aud":
-			o.Aud, err = cborText(v, "aud")
-		case "iat":
-			o.Iat, err = cborUintValue(v, "iat")
-		case "exp":
-			o.Exp, err = cborUintValue(v, "exp")
-		case "obo":
-			o.Obo, err = cborPrincipal(v)
-		case "grant":
-			var d Digest
-			d, err = cborDigest(v)
-			o.Grant = &d
-		case "prev":
-			var d Digest
-			d, err = cborDigest(v)
-			o.Prev = &d
-		case "refs":
-			o.Refs, err = cborRefs(v)
-		default:
-			err = cborExtra(&o.Extra, k, v)
-		}
-		if err != nil {
-			return nil, err
-		}
+	if err := decodeCBOR(b, "offer", offerNeeds, o); err != nil {
+		return nil, err
 	}
 	return o, o.Validate()
 }
 
 // ParseStatusCBOR decodes the CBOR form of a HandoffStatus and checks it against the CDDL.
 func ParseStatusCBOR(b []byte) (*Status, error) {
-	if major(b) != cborMapT {
-		return nil, errcode.New(errcode.InvalidEncoding, "status is not a CBOR map")
-	}
-	m, err := cborMap(b, "status")
-	if err != nil {
-		return nil, err
-	}
-	if err := cborHeader(m, "status"); err != nil {
-		return nil, err
-	}
-	if err := cborRequire(m, "hop", "offer", "iss", "aud", "iat", "state"); err != nil {
-		return nil, err
-	}
 	s := &Status{}
-	for k, v := range m {
-		switch k {
-		case "v", "type":
-		case "hop":
-			s.Hop, err = cborText(v, "hop")
-		case "offer":
-			s.Offer, err = cborDigest(v)
-		case "iss":
-			s.Iss, err = cborText(v, "iss")
-		case "aud":
-			s.Aud, err = cborText(v, "aud")
-		case "iat":
-			s.Iat, err = cborUintValue(v, "iat")
-		case "state":
-			var t string
-			t, err = cborText(v, "state")
-			s.State = State(t)
-		case "reason":
-			var t string
-			t, err = cborText(v, "reason")
-			r := Reason(t)
-			s.Reason = &r
-		case "detail":
-			var t string
-			t, err = cborText(v, "detail")
-			s.Detail = &t
-		case "refs":
-			s.Refs, err = cborRefs(v)
-		default:
-			err = cborExtra(&s.Extra, k, v)
-		}
-		if err != nil {
-			return nil, err
-		}
+	if err := decodeCBOR(b, "status", statusNeeds, s); err != nil {
+		return nil, err
 	}
 	return s, s.Validate()
 }

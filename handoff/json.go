@@ -12,7 +12,6 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
-	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/internal/netjson"
 )
 
@@ -292,125 +291,18 @@ func jsonHeader(ms []member, want string) error {
 
 // ParseOfferJSON decodes the JSON form of a HandoffOffer and checks it against the CDDL.
 func ParseOfferJSON(b []byte) (*Offer, error) {
-	if !json.Valid(b) {
-		return nil, errcode.New(errcode.InvalidEncoding, "offer is not JSON")
-	}
-	ms, err := objectMembers(b)
-	if err != nil {
-		return nil, err
-	}
-	if err := jsonHeader(ms, "offer"); err != nil {
-		return nil, err
-	}
 	o := &Offer{}
-	var have uint
-	for _, m := range ms {
-		switch m.name {
-		case "v", "type":
-		case "hop":
-			o.Hop, err = jsonText(m.val, "hop")
-			have |= 1
-		case "dialog":
-			o.Dialog, err = jsonText(m.val, "dialog")
-			have |= 2
-		case "task":
-			var s string
-			s, err = jsonText(m.val, "task")
-			o.Task = &s
-		case "iss":
-			o.Iss, err = jsonText(m.val, "iss")
-			have |= 4
-		case "aud":
-			o.Aud, err = jsonText(m.val, "aud")
-			have |= 8
-		case "iat":
-			o.Iat, err = jsonUint(m.val)
-			have |= 16
-		case "exp":
-			o.Exp, err = jsonUint(m.val)
-			have |= 32
-		case "obo":
-			o.Obo, err = jsonPrincipal(m.val)
-		case "grant":
-			var d Digest
-			d, err = jsonDigest(m.val)
-			o.Grant = &d
-		case "prev":
-			var d Digest
-			d, err = jsonDigest(m.val)
-			o.Prev = &d
-		case "refs":
-			o.Refs, err = jsonRefs(m.val)
-		default:
-			err = putExtra(&o.Extra, m)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if have != 63 {
-		return nil, invalid("offer needs hop, dialog, iss, aud, iat and exp")
+	if err := decodeJSON(b, "offer", offerNeeds, o); err != nil {
+		return nil, err
 	}
 	return o, o.Validate()
 }
 
 // ParseStatusJSON decodes the JSON form of a HandoffStatus and checks it against the CDDL.
 func ParseStatusJSON(b []byte) (*Status, error) {
-	if !json.Valid(b) {
-		return nil, errcode.New(errcode.InvalidEncoding, "status is not JSON")
-	}
-	ms, err := objectMembers(b)
-	if err != nil {
-		return nil, err
-	}
-	if err := jsonHeader(ms, "status"); err != nil {
-		return nil, err
-	}
 	s := &Status{}
-	var have uint
-	for _, m := range ms {
-		switch m.name {
-		case "v", "type":
-		case "hop":
-			s.Hop, err = jsonText(m.val, "hop")
-			have |= 1
-		case "offer":
-			s.Offer, err = jsonDigest(m.val)
-			have |= 2
-		case "iss":
-			s.Iss, err = jsonText(m.val, "iss")
-			have |= 4
-		case "aud":
-			s.Aud, err = jsonText(m.val, "aud")
-			have |= 8
-		case "iat":
-			s.Iat, err = jsonUint(m.val)
-			have |= 16
-		case "state":
-			var v string
-			v, err = jsonText(m.val, "state")
-			s.State = State(v)
-			have |= 32
-		case "reason":
-			var v string
-			v, err = jsonText(m.val, "reason")
-			r := Reason(v)
-			s.Reason = &r
-		case "detail":
-			var v string
-			v, err = jsonText(m.val, "detail")
-			s.Detail = &v
-		case "refs":
-			s.Refs, err = jsonRefs(m.val)
-		default:
-			err = putExtra(&s.Extra, m)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if have != 63 {
-		return nil, invalid("status needs hop, offer, iss, aud, iat and state")
+	if err := decodeJSON(b, "status", statusNeeds, s); err != nil {
+		return nil, err
 	}
 	return s, s.Validate()
 }
