@@ -53,6 +53,14 @@ func cborMap(b []byte, what string) (map[string]cbor.RawMessage, error) {
 	return m, nil
 }
 
+// cborMapValue decodes a member whose value is a map (a digest, obo, a reference).
+func cborMapValue(raw []byte, what string) (map[string]cbor.RawMessage, error) {
+	if major(raw) != cborMapT {
+		return nil, invalid("%s is not a map", what)
+	}
+	return cborMap(raw, what)
+}
+
 // CBOR major types of the first octet.
 const (
 	cborUint  = 0
@@ -96,10 +104,7 @@ func cborAny(raw []byte) (any, error) {
 }
 
 func cborDigest(raw []byte) (Digest, error) {
-	if major(raw) != cborMapT {
-		return Digest{}, invalid("digest is not a map")
-	}
-	m, err := cborMap(raw, "digest")
+	m, err := cborMapValue(raw, "digest")
 	if err != nil {
 		return Digest{}, err
 	}
@@ -134,10 +139,7 @@ func cborExtra(extra *map[string]any, k string, raw []byte) error {
 }
 
 func cborPrincipal(raw []byte) (*Principal, error) {
-	if major(raw) != cborMapT {
-		return nil, invalid("obo is not a map")
-	}
-	m, err := cborMap(raw, "obo")
+	m, err := cborMapValue(raw, "obo")
 	if err != nil {
 		return nil, err
 	}
@@ -165,10 +167,7 @@ func cborPrincipal(raw []byte) (*Principal, error) {
 }
 
 func cborRef(raw []byte) (ContextRef, error) {
-	if major(raw) != cborMapT {
-		return ContextRef{}, invalid("reference is not a map")
-	}
-	m, err := cborMap(raw, "reference")
+	m, err := cborMapValue(raw, "reference")
 	if err != nil {
 		return ContextRef{}, err
 	}
@@ -248,20 +247,12 @@ func cborRequire(m map[string]cbor.RawMessage, names ...string) error {
 
 // ParseOfferCBOR decodes the CBOR form of a HandoffOffer and checks it against the CDDL.
 func ParseOfferCBOR(b []byte) (*Offer, error) {
-	o := &Offer{}
-	if err := decodeCBOR(b, "offer", offerNeeds, o); err != nil {
-		return nil, err
-	}
-	return o, o.Validate()
+	return parseInto(b, decodeCBOR, "offer", offerNeeds, &Offer{})
 }
 
 // ParseStatusCBOR decodes the CBOR form of a HandoffStatus and checks it against the CDDL.
 func ParseStatusCBOR(b []byte) (*Status, error) {
-	s := &Status{}
-	if err := decodeCBOR(b, "status", statusNeeds, s); err != nil {
-		return nil, err
-	}
-	return s, s.Validate()
+	return parseInto(b, decodeCBOR, "status", statusNeeds, &Status{})
 }
 
 func digestMap(d Digest) map[string]any { return map[string]any{"alg": d.Alg, "val": d.Val} }
@@ -325,17 +316,7 @@ func (o *Offer) MarshalCBOR() ([]byte, error) {
 	if o.Prev != nil {
 		m["prev"] = digestMap(*o.Prev)
 	}
-	if o.Refs != nil {
-		r, err := refsValue(o.Refs)
-		if err != nil {
-			return nil, err
-		}
-		m["refs"] = r
-	}
-	if err := addExtra(m, o.Extra); err != nil {
-		return nil, err
-	}
-	return cborMarshal(m)
+	return cborElement(m, o.Refs, o.Extra)
 }
 
 // MarshalCBOR writes the CBOR form of the status in Core Deterministic Encoding.
@@ -351,17 +332,50 @@ func (s *Status) MarshalCBOR() ([]byte, error) {
 	if s.Detail != nil {
 		m["detail"] = *s.Detail
 	}
-	if s.Refs != nil {
-		r, err := refsValue(s.Refs)
+	return cborElement(m, s.Refs, s.Extra)
+}
+
+// cborElement adds the refs and the extra members that close an offer or a status to
+// m and encodes it.
+func cborElement(m map[string]any, refs []ContextRef, extra map[string]any) ([]byte, error) {
+	if refs != nil {
+		r, err := refsValue(refs)
 		if err != nil {
 			return nil, err
 		}
 		m["refs"] = r
 	}
-	if err := addExtra(m, s.Extra); err != nil {
+	if err := addExtra(m, extra); err != nil {
 		return nil, err
 	}
 	return cborMarshal(m)
+}
+
+// convertArray converts each element of a generic array with conv (toJSONValue,
+// toCBORValue).
+func convertArray(x []any, conv func(any) (any, error)) ([]any, error) {
+	out := make([]any, len(x))
+	for i, e := range x {
+		c, err := conv(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// convertMap converts each value of a generic map with conv.
+func convertMap(x map[string]any, conv func(any) (any, error)) (map[string]any, error) {
+	out := make(map[string]any, len(x))
+	for k, e := range x {
+		c, err := conv(e)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = c
+	}
+	return out, nil
 }
 
 func cborMarshal(v any) ([]byte, error) {
@@ -391,25 +405,9 @@ func toCBORValue(v any) (any, error) {
 		}
 		return f, nil
 	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			c, err := toCBORValue(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
+		return convertArray(x, toCBORValue)
 	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			c, err := toCBORValue(e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = c
-		}
-		return out, nil
+		return convertMap(x, toCBORValue)
 	case map[any]any:
 		out := make(map[any]any, len(x))
 		for k, e := range x {

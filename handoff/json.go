@@ -291,20 +291,12 @@ func jsonHeader(ms []member, want string) error {
 
 // ParseOfferJSON decodes the JSON form of a HandoffOffer and checks it against the CDDL.
 func ParseOfferJSON(b []byte) (*Offer, error) {
-	o := &Offer{}
-	if err := decodeJSON(b, "offer", offerNeeds, o); err != nil {
-		return nil, err
-	}
-	return o, o.Validate()
+	return parseInto(b, decodeJSON, "offer", offerNeeds, &Offer{})
 }
 
 // ParseStatusJSON decodes the JSON form of a HandoffStatus and checks it against the CDDL.
 func ParseStatusJSON(b []byte) (*Status, error) {
-	s := &Status{}
-	if err := decodeJSON(b, "status", statusNeeds, s); err != nil {
-		return nil, err
-	}
-	return s, s.Validate()
+	return parseInto(b, decodeJSON, "status", statusNeeds, &Status{})
 }
 
 // jsonWriter writes JSON in a fixed member order without HTML escaping.
@@ -312,6 +304,8 @@ type jsonWriter struct {
 	buf   bytes.Buffer
 	first []bool
 	err   error
+	// invalid is the validation error of the element begin opened.
+	invalid error
 }
 
 func (w *jsonWriter) open() {
@@ -429,33 +423,57 @@ func (w *jsonWriter) refs(refs []ContextRef) {
 	w.buf.WriteByte(']')
 }
 
-// MarshalJSON writes the JSON form of the offer: members in the order of the CDDL, then
-// the extra members sorted by name, no insignificant whitespace. (The example offer of
-// section 2.3 comes out byte for byte.)
-func (o *Offer) MarshalJSON() ([]byte, error) {
-	if err := o.Validate(); err != nil {
-		return nil, err
-	}
-	w := &jsonWriter{}
+// begin opens an offer or a status: v, type and hop, the members both start with. A
+// failed validation (invalid) is kept as the writer's error, so that end returns it and
+// nothing of what is written after.
+func (w *jsonWriter) begin(invalid error, typ, hop string) {
+	w.invalid = invalid
 	w.open()
 	w.key("v")
 	w.int(Version)
 	w.key("type")
-	w.str("offer")
+	w.str(typ)
 	w.key("hop")
-	w.str(o.Hop)
+	w.str(hop)
+}
+
+// envelope writes iss, aud and iat, which an offer and a status carry in this order.
+func (w *jsonWriter) envelope(iss, aud string, iat int64) {
+	w.key("iss")
+	w.str(iss)
+	w.key("aud")
+	w.str(aud)
+	w.key("iat")
+	w.int(iat)
+}
+
+// end writes the refs and the extra members that close an offer or a status.
+func (w *jsonWriter) end(refs []ContextRef, extra map[string]any) ([]byte, error) {
+	if w.invalid != nil {
+		return nil, w.invalid
+	}
+	if refs != nil {
+		w.key("refs")
+		w.refs(refs)
+	}
+	w.extra(extra)
+	w.close()
+	return w.buf.Bytes(), w.err
+}
+
+// MarshalJSON writes the JSON form of the offer: members in the order of the CDDL, then
+// the extra members sorted by name, no insignificant whitespace. (The example offer of
+// section 2.3 comes out byte for byte.)
+func (o *Offer) MarshalJSON() ([]byte, error) {
+	w := &jsonWriter{}
+	w.begin(o.Validate(), "offer", o.Hop)
 	w.key("dialog")
 	w.str(o.Dialog)
 	if o.Task != nil {
 		w.key("task")
 		w.str(*o.Task)
 	}
-	w.key("iss")
-	w.str(o.Iss)
-	w.key("aud")
-	w.str(o.Aud)
-	w.key("iat")
-	w.int(o.Iat)
+	w.envelope(o.Iss, o.Aud, o.Iat)
 	w.key("exp")
 	w.int(o.Exp)
 	if o.Obo != nil {
@@ -478,36 +496,16 @@ func (o *Offer) MarshalJSON() ([]byte, error) {
 		w.key("prev")
 		w.digest(*o.Prev)
 	}
-	if o.Refs != nil {
-		w.key("refs")
-		w.refs(o.Refs)
-	}
-	w.extra(o.Extra)
-	w.close()
-	return w.buf.Bytes(), w.err
+	return w.end(o.Refs, o.Extra)
 }
 
 // MarshalJSON writes the JSON form of the status (CDDL order, then extras by name).
 func (s *Status) MarshalJSON() ([]byte, error) {
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
 	w := &jsonWriter{}
-	w.open()
-	w.key("v")
-	w.int(Version)
-	w.key("type")
-	w.str("status")
-	w.key("hop")
-	w.str(s.Hop)
+	w.begin(s.Validate(), "status", s.Hop)
 	w.key("offer")
 	w.digest(s.Offer)
-	w.key("iss")
-	w.str(s.Iss)
-	w.key("aud")
-	w.str(s.Aud)
-	w.key("iat")
-	w.int(s.Iat)
+	w.envelope(s.Iss, s.Aud, s.Iat)
 	w.key("state")
 	w.str(string(s.State))
 	if s.Reason != nil {
@@ -518,13 +516,7 @@ func (s *Status) MarshalJSON() ([]byte, error) {
 		w.key("detail")
 		w.str(*s.Detail)
 	}
-	if s.Refs != nil {
-		w.key("refs")
-		w.refs(s.Refs)
-	}
-	w.extra(s.Extra)
-	w.close()
-	return w.buf.Bytes(), w.err
+	return w.end(s.Refs, s.Extra)
 }
 
 // toJSONValue converts a generic value (from JSON or CBOR) into one encoding/json
@@ -548,25 +540,9 @@ func toJSONValue(v any) (any, error) {
 	case []byte:
 		return base64.RawURLEncoding.EncodeToString(x), nil
 	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			c, err := toJSONValue(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
+		return convertArray(x, toJSONValue)
 	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			c, err := toJSONValue(e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = c
-		}
-		return out, nil
+		return convertMap(x, toJSONValue)
 	case map[any]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {

@@ -148,6 +148,18 @@ func (s *Status) member(name string, v value) (bit uint, known bool, err error) 
 	return 0, true, err
 }
 
+// parseInto fills e from b with decode (decodeJSON, decodeCBOR) and validates it.
+func parseInto[E interface {
+	decodable
+	Validate() error
+}](b []byte, decode func([]byte, string, []string, decodable) error, what string, needs []string, e E) (E, error) {
+	if err := decode(b, what, needs, e); err != nil {
+		var none E
+		return none, err
+	}
+	return e, e.Validate()
+}
+
 // decodeJSON fills e from the JSON object b, an element of type what.
 func decodeJSON(b []byte, what string, needs []string, e decodable) error {
 	if !json.Valid(b) {
