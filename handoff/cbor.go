@@ -166,7 +166,7 @@ func cborPrincipal(raw []byte) (*Principal, error) {
 	return p, nil
 }
 
-func cborRef(raw []byte) (ContextRef, error) {
+func cborRef(raw cbor.RawMessage) (ContextRef, error) {
 	m, err := cborMapValue(raw, "reference")
 	if err != nil {
 		return ContextRef{}, err
@@ -210,15 +210,7 @@ func cborRefs(raw []byte) ([]ContextRef, error) {
 	if len(items) == 0 {
 		return nil, invalid("refs is empty")
 	}
-	refs := make([]ContextRef, len(items))
-	for i, it := range items {
-		r, err := cborRef(it)
-		if err != nil {
-			return nil, err
-		}
-		refs[i] = r
-	}
-	return refs, nil
+	return convertEach(items, cborRef)
 }
 
 func cborHeader(m map[string]cbor.RawMessage, want string) error {
@@ -351,23 +343,9 @@ func cborElement(m map[string]any, refs []ContextRef, extra map[string]any) ([]b
 	return cborMarshal(m)
 }
 
-// convertArray converts each element of a generic array with conv (toJSONValue,
-// toCBORValue).
-func convertArray(x []any, conv func(any) (any, error)) ([]any, error) {
-	out := make([]any, len(x))
-	for i, e := range x {
-		c, err := conv(e)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = c
-	}
-	return out, nil
-}
-
 // convertMap converts each value of a generic map with conv.
-func convertMap(x map[string]any, conv func(any) (any, error)) (map[string]any, error) {
-	out := make(map[string]any, len(x))
+func convertMap[K comparable](x map[K]any, conv func(any) (any, error)) (map[K]any, error) {
+	out := make(map[K]any, len(x))
 	for k, e := range x {
 		c, err := conv(e)
 		if err != nil {
@@ -405,19 +383,11 @@ func toCBORValue(v any) (any, error) {
 		}
 		return f, nil
 	case []any:
-		return convertArray(x, toCBORValue)
+		return convertEach(x, toCBORValue)
 	case map[string]any:
 		return convertMap(x, toCBORValue)
 	case map[any]any:
-		out := make(map[any]any, len(x))
-		for k, e := range x {
-			c, err := toCBORValue(e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = c
-		}
-		return out, nil
+		return convertMap(x, toCBORValue)
 	}
 	return v, nil
 }

@@ -206,7 +206,7 @@ func putExtra(extra *map[string]any, m member) error {
 	return nil
 }
 
-func jsonRef(raw []byte) (ContextRef, error) {
+func jsonRef(raw json.RawMessage) (ContextRef, error) {
 	ms, err := objectMembers(raw)
 	if err != nil {
 		return ContextRef{}, invalid("reference is not a map")
@@ -254,15 +254,7 @@ func jsonRefs(raw []byte) ([]ContextRef, error) {
 	if len(items) == 0 {
 		return nil, invalid("refs is empty")
 	}
-	refs := make([]ContextRef, len(items))
-	for i, it := range items {
-		r, err := jsonRef(it)
-		if err != nil {
-			return nil, err
-		}
-		refs[i] = r
-	}
-	return refs, nil
+	return convertEach(items, jsonRef)
 }
 
 // header checks v and type.
@@ -540,7 +532,7 @@ func toJSONValue(v any) (any, error) {
 	case []byte:
 		return base64.RawURLEncoding.EncodeToString(x), nil
 	case []any:
-		return convertArray(x, toJSONValue)
+		return convertEach(x, toJSONValue)
 	case map[string]any:
 		return convertMap(x, toJSONValue)
 	case map[any]any:

@@ -215,3 +215,18 @@ func decodeCBOR(b []byte, what string, needs []string, e decodable) error {
 	}
 	return nil
 }
+
+// convertEach returns conv of every element of xs, or conv's first error: the array
+// step of the decoders (refs, a chain) and of the value conversions (toJSONValue,
+// toCBORValue).
+func convertEach[T, U any](xs []T, conv func(T) (U, error)) ([]U, error) {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		c, err := conv(x)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c
+	}
+	return out, nil
+}
