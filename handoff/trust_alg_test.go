@@ -75,19 +75,7 @@ func jwsWithAlg(t *testing.T, alg, kid string, payload []byte, signer *keys.Priv
 // "alg", as an operator writes one: the key is pinned by its type (OKP Ed25519: EdDSA).
 func trustWithoutAlg(t *testing.T, iss string, k *keys.PrivateKey) *StaticTrust {
 	t.Helper()
-	jwk, err := k.Public().MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	_ = json.Unmarshal(jwk, &m)
-	delete(m, "alg")
-	b, _ := json.Marshal(map[string]any{iss: map[string]any{"keys": []any{m}}})
-	trust, err := ParseTrust(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return trust
+	return trustPinned(t, iss, "", k)
 }
 
 // RFC 9864 section 2 registers "Ed25519", the fully-specified name of EdDSA over
@@ -202,7 +190,8 @@ func coseWithAlg(t *testing.T, alg cose.Algorithm, kid string, payload []byte, s
 	return Signed{Form: COSE, Octets: b}
 }
 
-// trustPinned binds the public half of k to iss in a trust file whose JWK names alg.
+// trustPinned binds the public half of k to iss in a trust file whose JWK names alg,
+// or names none when alg is "".
 func trustPinned(t *testing.T, iss, alg string, k *keys.PrivateKey) *StaticTrust {
 	t.Helper()
 	jwk, err := k.Public().MarshalJSON()
@@ -211,7 +200,11 @@ func trustPinned(t *testing.T, iss, alg string, k *keys.PrivateKey) *StaticTrust
 	}
 	var m map[string]any
 	_ = json.Unmarshal(jwk, &m)
-	m["alg"] = alg
+	if alg == "" {
+		delete(m, "alg")
+	} else {
+		m["alg"] = alg
+	}
 	b, _ := json.Marshal(map[string]any{iss: map[string]any{"keys": []any{m}}})
 	trust, err := ParseTrust(b)
 	if err != nil {
