@@ -194,15 +194,15 @@ func TestRedisClosedPortFailsClosed(t *testing.T) {
 	}
 }
 
-// TestRedisTimeoutFailsClosed points the store at a server that accepts connections
-// and never answers. The claim must fail closed within the store's timeout, not the
-// client's 3s ReadTimeout: this is what ContextTimeoutEnabled in NewClient buys.
-func TestRedisTimeoutFailsClosed(t *testing.T) {
+// silentServer listens on a loopback port, accepts every connection and never
+// answers; it stops when the test ends. It returns its address.
+func silentServer(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		var held []net.Conn
 		defer func() {
@@ -218,12 +218,18 @@ func TestRedisTimeoutFailsClosed(t *testing.T) {
 			held = append(held, c) // read nothing, answer nothing
 		}
 	}()
+	return ln.Addr().String()
+}
 
-	client := NewClient([]string{ln.Addr().String()}, false)
+// TestRedisTimeoutFailsClosed points the store at a server that accepts connections
+// and never answers. The claim must fail closed within the store's timeout, not the
+// client's 3s ReadTimeout: this is what ContextTimeoutEnabled in NewClient buys.
+func TestRedisTimeoutFailsClosed(t *testing.T) {
+	client := NewClient([]string{silentServer(t)}, false)
 	defer client.Close()
 	r := NewReplay(client, WithTimeout(100*time.Millisecond))
 	start := time.Now()
-	err = r.Claim(context.Background(), "jti-silent-server", time.Minute)
+	err := r.Claim(context.Background(), "jti-silent-server", time.Minute)
 	elapsed := time.Since(start)
 	storetest.WantUnavailable(t, err, "claim against a silent server")
 	if !errors.Is(err, context.DeadlineExceeded) {
