@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -164,14 +163,7 @@ func testBatchedClaims(t *testing.T, r *Replay) {
 // A Redis that is gone refuses every claim of a batch: could not be completed, never
 // claimed and never replayed.
 func TestRedisDeadServerRefusesWholeBatch(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	client := NewClient([]string{addr}, false)
-	defer client.Close()
+	client := closedPortClient(t)
 	r := NewReplay(client, WithTimeout(time.Minute))
 	testBatchRefused(t, r, "claim against a closed port")
 }

@@ -25,6 +25,20 @@ func newTestRing(t *testing.T, client redis.UniversalClient, prefix string) *Key
 	return ring
 }
 
+// rotateOnce rotates ring once through a shared rotator, as a service's first start
+// does, so that the ring holds a key; it returns the rotator.
+func rotateOnce(ctx context.Context, t *testing.T, ring *KeyRing) *keys.Rotator {
+	t.Helper()
+	r, err := keys.NewSharedRotator(ctx, ring, keys.RotationConfig{Retain: ringtest.Retain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func TestRedisKeyRingContract(t *testing.T) {
 	addr := testRedisAddr(t)
 	ringtest.RunShared(t, func(t *testing.T) keys.RingBackend {
@@ -59,13 +73,7 @@ func TestRedisClusterKeyRingsOfTwoServices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := keys.NewSharedRotator(ctx, ring, keys.RotationConfig{Retain: ringtest.Retain})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.Rotate(); err != nil {
-			t.Fatal(err)
-		}
+		r := rotateOnce(ctx, t, ring)
 		again, err := NewKeyRing(other, name, testKeyRingSecret, WithPrefix(prefix), WithTimeout(contractTimeout))
 		if err != nil {
 			t.Fatal(err)
@@ -98,13 +106,7 @@ func TestRedisKeyRingEncryptedAtRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := keys.NewSharedRotator(ctx, ring, keys.RotationConfig{Retain: ringtest.Retain})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Rotate(); err != nil {
-		t.Fatal(err)
-	}
+	r := rotateOnce(ctx, t, ring)
 	raw, err := client.HGetAll(ctx, ring.key).Result()
 	if err != nil {
 		t.Fatal(err)

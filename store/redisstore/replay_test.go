@@ -176,15 +176,7 @@ func TestRedisPrefixesAreSeparate(t *testing.T) {
 
 // TestRedisClosedPortFailsClosed needs no server: nothing listens on the port.
 func TestRedisClosedPortFailsClosed(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-
-	client := NewClient([]string{addr}, false)
-	defer client.Close()
+	client := closedPortClient(t)
 	r := NewReplay(client)
 	for i := range 3 { // the client's connection pool must not turn a failure into a success later
 		err := r.Claim(context.Background(), "jti-no-server", time.Minute)
@@ -192,6 +184,21 @@ func TestRedisClosedPortFailsClosed(t *testing.T) {
 		// redialling, the deadline; either way not a replay and not a success.
 		storetest.WantUnavailable(t, err, fmt.Sprintf("claim %d against a closed port", i+1))
 	}
+}
+
+// closedPortClient is a client of a loopback port that nothing listens on any more;
+// it is closed when the test ends.
+func closedPortClient(t *testing.T) redis.UniversalClient {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	client := NewClient([]string{addr}, false)
+	t.Cleanup(func() { client.Close() })
+	return client
 }
 
 // silentServer listens on a loopback port, accepts every connection and never
