@@ -156,26 +156,15 @@ func TestHandoffSec6_MCPCancelIsAStatus(t *testing.T) {
 	c := carriages[2] // MCP
 	h, atA2, dc := newStatusFixture(t, c)
 	tokens := agent.Forwarded(atA2.TxnToken)
-	offer, _, err := agent.OfferInDialog(ctx, h.delegator, tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: h.a3.id.String()}})
-	mustOK(t, err)
-	code, reply := h.sendAs(t, h.a2, tokens, c.body(t, offer), dc)
-	if code != http.StatusOK {
-		t.Fatalf("status %d: %s", code, reply)
-	}
-	v := <-h.a3.seen
-	if v.Handoff == nil || v.Handoff.Outcome != handoff.OutcomeAccepted {
-		t.Fatalf("offer: %+v", v.Handoff)
-	}
-	canceled, err := h.delegator.Cancel(ctx, v.Handoff.Offer.Hop)
-	mustOK(t, err)
+	offer, canceled := h.acceptedThenCanceled(ctx, t, tokens, dc, func(o *handoff.Handoff) []byte { return c.body(t, o) })
 	params, err := handoff.PutMCPCancel([]byte(`{"requestId":7,"reason":"no longer needed"}`), canceled)
 	mustOK(t, err)
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": json.RawMessage(params)})
-	code, reply = h.sendAs(t, h.a2, tokens, body, dc)
+	code, reply := h.sendAs(t, h.a2, tokens, body, dc)
 	if code != http.StatusOK {
 		t.Fatalf("cancel refused: %d %s", code, reply)
 	}
-	v = <-h.a3.seen
+	v := <-h.a3.seen
 	if v.Cancel == nil || v.Cancel.Status.State != handoff.StateCanceled || !v.Cancel.Offer.Equal(offer.Offer.Digest()) {
 		t.Fatalf("the handler did not get the checked cancel: %+v", v.Cancel)
 	}
@@ -191,6 +180,26 @@ func TestHandoffSec6_MCPCancelIsAStatus(t *testing.T) {
 	noHandler(t, h)
 }
 
+// acceptedThenCanceled has A2 send A3 an offer in the request body builds (the
+// carriage under test), checks that A3's handler saw it accepted, and returns the offer
+// and the delegator's "canceled" status of its hop.
+func (h *handoffFixture) acceptedThenCanceled(ctx context.Context, t *testing.T, tokens agent.TxnTokenSource, dc *dialog.Context, body func(*handoff.Handoff) []byte) (*handoff.Handoff, handoff.Signed) {
+	t.Helper()
+	offer, _, err := agent.OfferInDialog(ctx, h.delegator, tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: h.a3.id.String()}})
+	mustOK(t, err)
+	code, reply := h.sendAs(t, h.a2, tokens, body(offer), dc)
+	if code != http.StatusOK {
+		t.Fatalf("status %d: %s", code, reply)
+	}
+	v := <-h.a3.seen
+	if v.Handoff == nil || v.Handoff.Outcome != handoff.OutcomeAccepted {
+		t.Fatalf("offer: %+v", v.Handoff)
+	}
+	canceled, err := h.delegator.Cancel(ctx, v.Handoff.Offer.Hop)
+	mustOK(t, err)
+	return offer, canceled
+}
+
 // Section 6 (with 5.6): a delegator's "canceled" status in the metadata of an A2A
 // cancel (0.3 tasks/cancel, 1.0 CancelTask) is read as a status, checked and recorded,
 // and the cancel reaches the handler.
@@ -203,26 +212,15 @@ func TestHandoffSec6_A2ACancelIsAStatus(t *testing.T) {
 			ctx := context.Background()
 			h, atA2, dc := newStatusFixture(t, carriage{jsonRPC: true})
 			tokens := agent.Forwarded(atA2.TxnToken)
-			offer, _, err := agent.OfferInDialog(ctx, h.delegator, tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: h.a3.id.String()}})
-			mustOK(t, err)
-			code, reply := h.sendAs(t, h.a2, tokens, a2a10Body(t, c.send, offer), dc)
-			if code != http.StatusOK {
-				t.Fatalf("status %d: %s", code, reply)
-			}
-			v := <-h.a3.seen
-			if v.Handoff == nil || v.Handoff.Outcome != handoff.OutcomeAccepted {
-				t.Fatalf("offer: %+v", v.Handoff)
-			}
-			canceled, err := h.delegator.Cancel(ctx, v.Handoff.Offer.Hop)
-			mustOK(t, err)
+			offer, canceled := h.acceptedThenCanceled(ctx, t, tokens, dc, func(o *handoff.Handoff) []byte { return a2a10Body(t, c.send, o) })
 			params, err := handoff.PutA2ACancel([]byte(`{"id":"task-1"}`), canceled)
 			mustOK(t, err)
 			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 8, "method": c.cancel, "params": json.RawMessage(params)})
-			code, reply = h.sendAs(t, h.a2, tokens, body, dc)
+			code, reply := h.sendAs(t, h.a2, tokens, body, dc)
 			if code != http.StatusOK {
 				t.Fatalf("cancel refused: %d %s", code, reply)
 			}
-			v = <-h.a3.seen
+			v := <-h.a3.seen
 			if v.Cancel == nil || v.Cancel.Status.State != handoff.StateCanceled || !v.Cancel.Offer.Equal(offer.Offer.Digest()) {
 				t.Fatalf("the handler did not get the checked cancel: %+v", v.Cancel)
 			}
