@@ -160,20 +160,13 @@ func TestHandoffSec6_MCPCancelIsAStatus(t *testing.T) {
 	params, err := handoff.PutMCPCancel([]byte(`{"requestId":7,"reason":"no longer needed"}`), canceled)
 	mustOK(t, err)
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": json.RawMessage(params)})
-	code, reply := h.sendAs(t, h.a2, tokens, body, dc)
-	if code != http.StatusOK {
-		t.Fatalf("cancel refused: %d %s", code, reply)
-	}
-	v := <-h.a3.seen
-	if v.Cancel == nil || v.Cancel.Status.State != handoff.StateCanceled || !v.Cancel.Offer.Equal(offer.Offer.Digest()) {
-		t.Fatalf("the handler did not get the checked cancel: %+v", v.Cancel)
-	}
+	h.cancelReached(t, tokens, dc, body, offer)
 	// A cancel whose status does not verify is refused, not passed on.
 	forged := handoff.Signed{Form: canceled.Form, Octets: append([]byte(nil), canceled.Octets...)}
 	forged.Octets[len(forged.Octets)-3] ^= 1
 	params, _ = handoff.PutMCPCancel([]byte(`{"requestId":7}`), forged)
 	body, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": json.RawMessage(params)})
-	code, _ = h.sendAs(t, h.a2, tokens, body, dc)
+	code, _ := h.sendAs(t, h.a2, tokens, body, dc)
 	if code == http.StatusOK {
 		t.Fatal("a cancel with a broken signature was passed on")
 	}
@@ -200,6 +193,20 @@ func (h *handoffFixture) acceptedThenCanceled(ctx context.Context, t *testing.T,
 	return offer, canceled
 }
 
+// cancelReached has A2 send the cancel in body and checks that A3's handler got the
+// checked "canceled" status of offer's hop.
+func (h *handoffFixture) cancelReached(t *testing.T, tokens agent.TxnTokenSource, dc *dialog.Context, body []byte, offer *handoff.Handoff) {
+	t.Helper()
+	code, reply := h.sendAs(t, h.a2, tokens, body, dc)
+	if code != http.StatusOK {
+		t.Fatalf("cancel refused: %d %s", code, reply)
+	}
+	v := <-h.a3.seen
+	if v.Cancel == nil || v.Cancel.Status.State != handoff.StateCanceled || !v.Cancel.Offer.Equal(offer.Offer.Digest()) {
+		t.Fatalf("the handler did not get the checked cancel: %+v", v.Cancel)
+	}
+}
+
 // Section 6 (with 5.6): a delegator's "canceled" status in the metadata of an A2A
 // cancel (0.3 tasks/cancel, 1.0 CancelTask) is read as a status, checked and recorded,
 // and the cancel reaches the handler.
@@ -216,14 +223,7 @@ func TestHandoffSec6_A2ACancelIsAStatus(t *testing.T) {
 			params, err := handoff.PutA2ACancel([]byte(`{"id":"task-1"}`), canceled)
 			mustOK(t, err)
 			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 8, "method": c.cancel, "params": json.RawMessage(params)})
-			code, reply := h.sendAs(t, h.a2, tokens, body, dc)
-			if code != http.StatusOK {
-				t.Fatalf("cancel refused: %d %s", code, reply)
-			}
-			v := <-h.a3.seen
-			if v.Cancel == nil || v.Cancel.Status.State != handoff.StateCanceled || !v.Cancel.Offer.Equal(offer.Offer.Digest()) {
-				t.Fatalf("the handler did not get the checked cancel: %+v", v.Cancel)
-			}
+			h.cancelReached(t, tokens, dc, body, offer)
 		})
 	}
 }
