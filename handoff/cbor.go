@@ -144,24 +144,11 @@ func cborPrincipal(raw []byte) (*Principal, error) {
 		return nil, err
 	}
 	p := &Principal{}
-	sub, ok := m["sub"]
-	if !ok {
+	if _, ok := m["sub"]; !ok {
 		return nil, invalid("obo needs sub")
 	}
-	for k, v := range m {
-		switch k {
-		case "sub":
-			p.Sub, err = cborText(sub, "obo.sub")
-		case "iss":
-			var s string
-			s, err = cborText(v, "obo.iss")
-			p.Iss = &s
-		default:
-			err = cborExtra(&p.Extra, k, v)
-		}
-		if err != nil {
-			return nil, err
-		}
+	if err := cborMembersInto(m, p); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -177,27 +164,8 @@ func cborRef(raw cbor.RawMessage) (ContextRef, error) {
 	if !hasKind || !hasDig {
 		return ContextRef{}, invalid("reference needs kind and dig")
 	}
-	for k, v := range m {
-		switch k {
-		case "kind":
-			r.Kind, err = cborText(v, "kind")
-		case "dig":
-			r.Dig, err = cborDigest(v)
-		case "loc":
-			var s string
-			s, err = cborText(v, "loc")
-			r.Loc = &s
-		case "proof":
-			r.Proof, err = cborAny(v)
-			if r.Proof == nil && err == nil {
-				r.Proof = Null{}
-			}
-		default:
-			err = cborExtra(&r.Extra, k, v)
-		}
-		if err != nil {
-			return ContextRef{}, err
-		}
+	if err := cborMembersInto(m, &r); err != nil {
+		return ContextRef{}, err
 	}
 	return r, r.Validate()
 }

@@ -171,24 +171,11 @@ func jsonPrincipal(raw []byte) (*Principal, error) {
 		return nil, invalid("obo is not a map")
 	}
 	p := &Principal{}
-	hasSub := false
-	for _, m := range ms {
-		switch m.name {
-		case "sub":
-			p.Sub, err = jsonText(m.val, "obo.sub")
-			hasSub = true
-		case "iss":
-			var s string
-			s, err = jsonText(m.val, "obo.iss")
-			p.Iss = &s
-		default:
-			err = putExtra(&p.Extra, m)
-		}
-		if err != nil {
-			return nil, err
-		}
+	have, err := jsonMembersInto(ms, p)
+	if err != nil {
+		return nil, err
 	}
-	if !hasSub {
+	if have != 1 {
 		return nil, invalid("obo needs sub")
 	}
 	return p, nil
@@ -212,32 +199,11 @@ func jsonRef(raw json.RawMessage) (ContextRef, error) {
 		return ContextRef{}, invalid("reference is not a map")
 	}
 	var r ContextRef
-	var hasKind, hasDig bool
-	for _, m := range ms {
-		switch m.name {
-		case "kind":
-			r.Kind, err = jsonText(m.val, "kind")
-			hasKind = true
-		case "dig":
-			r.Dig, err = jsonDigest(m.val)
-			hasDig = true
-		case "loc":
-			var s string
-			s, err = jsonText(m.val, "loc")
-			r.Loc = &s
-		case "proof":
-			r.Proof, err = jsonAny(m.val)
-			if r.Proof == nil && err == nil {
-				r.Proof = Null{}
-			}
-		default:
-			err = putExtra(&r.Extra, m)
-		}
-		if err != nil {
-			return ContextRef{}, err
-		}
+	have, err := jsonMembersInto(ms, &r)
+	if err != nil {
+		return ContextRef{}, err
 	}
-	if !hasKind || !hasDig {
+	if have != 3 {
 		return ContextRef{}, invalid("reference needs kind and dig")
 	}
 	return r, r.Validate()

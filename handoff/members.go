@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/fxamacker/cbor/v2"
+
 	"github.com/dialogtrust/dialogtrust/errcode"
 )
 
@@ -38,6 +40,12 @@ func (v value) digest() (Digest, error) {
 	return jsonDigest(v.raw)
 }
 
+// optionalText reads the text of a member the CDDL makes optional.
+func (v value) optionalText(what string) (*string, error) {
+	s, err := v.text(what)
+	return &s, err
+}
+
 // optionalDigest reads a digest held by a member the CDDL makes optional.
 func (v value) optionalDigest() (*Digest, error) {
 	d, err := v.digest()
@@ -51,6 +59,13 @@ func (v value) principal() (*Principal, error) {
 	return jsonPrincipal(v.raw)
 }
 
+func (v value) any() (any, error) {
+	if v.cbor {
+		return cborAny(v.raw)
+	}
+	return jsonAny(v.raw)
+}
+
 func (v value) refs() ([]ContextRef, error) {
 	if v.cbor {
 		return cborRefs(v.raw)
@@ -58,7 +73,8 @@ func (v value) refs() ([]ContextRef, error) {
 	return jsonRefs(v.raw)
 }
 
-// decodable is an offer or a status as its parsers fill it in.
+// decodable is an offer, a status, an obo principal or a context reference as its
+// parsers fill it in.
 type decodable interface {
 	// member decodes the member name; it reports whether the CDDL names it (else it
 	// is an extra) and, for a required one, its bit: the bit of needs[i] is 1<<i.
@@ -108,9 +124,7 @@ func (o *Offer) member(name string, v value) (bit uint, known bool, err error) {
 		o.Exp, err = v.uint("exp")
 		return 32, true, err
 	case "task":
-		var s string
-		s, err = v.text("task")
-		o.Task = &s
+		o.Task, err = v.optionalText("task")
 	case "obo":
 		o.Obo, err = v.principal()
 	case "grant":
@@ -172,16 +186,9 @@ func decodeJSON(b []byte, what string, needs []string, e decodable) error {
 	if err := jsonHeader(ms, what); err != nil {
 		return err
 	}
-	var have uint
-	for _, m := range ms {
-		bit, known, err := e.member(m.name, value{raw: m.val})
-		if err == nil && !known {
-			err = putExtra(e.extras(), m)
-		}
-		if err != nil {
-			return err
-		}
-		have |= bit
+	have, err := jsonMembersInto(ms, e)
+	if err != nil {
+		return err
 	}
 	if have != 1<<len(needs)-1 {
 		return invalid("%s needs %s and %s", what, strings.Join(needs[:len(needs)-1], ", "), needs[len(needs)-1])
@@ -204,6 +211,29 @@ func decodeCBOR(b []byte, what string, needs []string, e decodable) error {
 	if err := cborRequire(m, needs...); err != nil {
 		return err
 	}
+	return cborMembersInto(m, e)
+}
+
+// jsonMembersInto decodes the members ms of a JSON object into e, the ones e does not
+// know as extras; it returns the bits of the required members it saw.
+func jsonMembersInto(ms []member, e decodable) (uint, error) {
+	var have uint
+	for _, m := range ms {
+		bit, known, err := e.member(m.name, value{raw: m.val})
+		if err == nil && !known {
+			err = putExtra(e.extras(), m)
+		}
+		if err != nil {
+			return 0, err
+		}
+		have |= bit
+	}
+	return have, nil
+}
+
+// cborMembersInto decodes the members of a CBOR map into e, the ones e does not know
+// as extras. (The CBOR parsers check the required members before, on the map.)
+func cborMembersInto(m map[string]cbor.RawMessage, e decodable) error {
 	for k, raw := range m {
 		_, known, err := e.member(k, value{raw: raw, cbor: true})
 		if err == nil && !known {
@@ -214,6 +244,46 @@ func decodeCBOR(b []byte, what string, needs []string, e decodable) error {
 		}
 	}
 	return nil
+}
+
+func (p *Principal) extras() *map[string]any { return &p.Extra }
+
+// member decodes a member of an obo principal: sub is required (bit 1).
+func (p *Principal) member(name string, v value) (bit uint, known bool, err error) {
+	switch name {
+	case "sub":
+		p.Sub, err = v.text("obo.sub")
+		return 1, true, err
+	case "iss":
+		p.Iss, err = v.optionalText("obo.iss")
+		return 0, true, err
+	}
+	return 0, false, nil
+}
+
+func (r *ContextRef) extras() *map[string]any { return &r.Extra }
+
+// member decodes a member of a context reference: kind (bit 1) and dig (bit 2) are
+// required; a null proof is kept as Null.
+func (r *ContextRef) member(name string, v value) (bit uint, known bool, err error) {
+	switch name {
+	case "kind":
+		r.Kind, err = v.text("kind")
+		return 1, true, err
+	case "dig":
+		r.Dig, err = v.digest()
+		return 2, true, err
+	case "loc":
+		r.Loc, err = v.optionalText("loc")
+	case "proof":
+		r.Proof, err = v.any()
+		if r.Proof == nil && err == nil {
+			r.Proof = Null{}
+		}
+	default:
+		return 0, false, nil
+	}
+	return 0, true, err
 }
 
 // convertEach returns conv of every element of xs, or conv's first error: the array
