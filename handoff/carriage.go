@@ -112,14 +112,39 @@ func parseStatusValue(v json.RawMessage) (*Signed, error) {
 	return &s, nil
 }
 
-// PutA2AMessage places h in an A2A Message: under the extension URI in metadata, with
-// the URI listed in extensions (section 6).
-func PutA2AMessage(msg []byte, h *Handoff) ([]byte, error) {
+// putHandoff places h under key in the object at path of obj; every carriage of a
+// Handoff writes it this one way.
+func putHandoff(obj []byte, path []string, key string, h *Handoff) ([]byte, error) {
 	v, err := handoffValue(h)
 	if err != nil {
 		return nil, err
 	}
-	out, err := setIn(msg, []string{"metadata"}, A2AExtensionURI, v)
+	return setIn(obj, path, key, v)
+}
+
+// putStatus places the text form of s under key in the object at path of obj.
+func putStatus(obj []byte, path []string, key string, s Signed) ([]byte, error) {
+	v, err := statusValue(s)
+	if err != nil {
+		return nil, err
+	}
+	return setIn(obj, path, key, v)
+}
+
+// statusAt takes the status under key in the object at path of obj: nil when there is
+// none.
+func statusAt(obj []byte, path []string, key string) (*Signed, error) {
+	v, err := getIn(obj, path, key)
+	if err != nil {
+		return nil, err
+	}
+	return parseStatusValue(v)
+}
+
+// PutA2AMessage places h in an A2A Message: under the extension URI in metadata, with
+// the URI listed in extensions (section 6).
+func PutA2AMessage(msg []byte, h *Handoff) ([]byte, error) {
+	out, err := putHandoff(msg, []string{"metadata"}, A2AExtensionURI, h)
 	if err != nil {
 		return nil, err
 	}
@@ -166,11 +191,7 @@ func A2AMessageHandoff(msg []byte) (*Handoff, error) {
 // PutA2AStatus places a status in the metadata of the A2A Message that carries the
 // reply.
 func PutA2AStatus(msg []byte, s Signed) ([]byte, error) {
-	v, err := statusValue(s)
-	if err != nil {
-		return nil, err
-	}
-	out, err := setIn(msg, []string{"metadata"}, A2AExtensionURI, v)
+	out, err := putStatus(msg, []string{"metadata"}, A2AExtensionURI, s)
 	if err != nil {
 		return nil, err
 	}
@@ -179,11 +200,7 @@ func PutA2AStatus(msg []byte, s Signed) ([]byte, error) {
 
 // A2AMessageStatus takes a status out of an A2A Message's metadata.
 func A2AMessageStatus(msg []byte) (*Signed, error) {
-	v, err := getIn(msg, []string{"metadata"}, A2AExtensionURI)
-	if err != nil {
-		return nil, err
-	}
-	return parseStatusValue(v)
+	return statusAt(msg, []string{"metadata"}, A2AExtensionURI)
 }
 
 // PutA2ATaskStatus places a status in the metadata of the status message
@@ -279,39 +296,23 @@ var a2a03TaskStates = map[string]bool{
 
 // A2ATaskStatus takes a status out of a Task's status message.
 func A2ATaskStatus(task []byte) (*Signed, error) {
-	v, err := getIn(task, []string{"status", "message", "metadata"}, A2AExtensionURI)
-	if err != nil {
-		return nil, err
-	}
-	return parseStatusValue(v)
+	return statusAt(task, []string{"status", "message", "metadata"}, A2AExtensionURI)
 }
 
 // PutA2ACancel places the delegator's "canceled" status in the metadata of the params
 // of its CancelTask request.
 func PutA2ACancel(params []byte, s Signed) ([]byte, error) {
-	v, err := statusValue(s)
-	if err != nil {
-		return nil, err
-	}
-	return setIn(params, []string{"metadata"}, A2AExtensionURI, v)
+	return putStatus(params, []string{"metadata"}, A2AExtensionURI, s)
 }
 
 // A2ACancelStatus takes the "canceled" status out of CancelTask params.
 func A2ACancelStatus(params []byte) (*Signed, error) {
-	v, err := getIn(params, []string{"metadata"}, A2AExtensionURI)
-	if err != nil {
-		return nil, err
-	}
-	return parseStatusValue(v)
+	return statusAt(params, []string{"metadata"}, A2AExtensionURI)
 }
 
 // PutMCPRequest places h under MCPMetaKey in the _meta of an MCP request's params.
 func PutMCPRequest(params []byte, h *Handoff) ([]byte, error) {
-	v, err := handoffValue(h)
-	if err != nil {
-		return nil, err
-	}
-	return setIn(params, []string{"_meta"}, MCPMetaKey, v)
+	return putHandoff(params, []string{"_meta"}, MCPMetaKey, h)
 }
 
 // MCPRequestHandoff takes the Handoff out of an MCP request's params.
@@ -325,38 +326,22 @@ func MCPRequestHandoff(params []byte) (*Handoff, error) {
 
 // PutMCPResult places a status under MCPMetaKey in a CallToolResult's _meta.
 func PutMCPResult(result []byte, s Signed) ([]byte, error) {
-	v, err := statusValue(s)
-	if err != nil {
-		return nil, err
-	}
-	return setIn(result, []string{"_meta"}, MCPMetaKey, v)
+	return putStatus(result, []string{"_meta"}, MCPMetaKey, s)
 }
 
 // MCPResultStatus takes a status out of a CallToolResult.
 func MCPResultStatus(result []byte) (*Signed, error) {
-	v, err := getIn(result, []string{"_meta"}, MCPMetaKey)
-	if err != nil {
-		return nil, err
-	}
-	return parseStatusValue(v)
+	return statusAt(result, []string{"_meta"}, MCPMetaKey)
 }
 
 // PutMCPCancel places the delegator's "canceled" status in the _meta of the params of
 // its notifications/cancelled notification. MCP asks the receiver of a cancellation not
 // to reply, so the hop may stay unresolved (section 6).
 func PutMCPCancel(params []byte, s Signed) ([]byte, error) {
-	v, err := statusValue(s)
-	if err != nil {
-		return nil, err
-	}
-	return setIn(params, []string{"_meta"}, MCPMetaKey, v)
+	return putStatus(params, []string{"_meta"}, MCPMetaKey, s)
 }
 
 // MCPCancelStatus takes the "canceled" status out of notifications/cancelled params.
 func MCPCancelStatus(params []byte) (*Signed, error) {
-	v, err := getIn(params, []string{"_meta"}, MCPMetaKey)
-	if err != nil {
-		return nil, err
-	}
-	return parseStatusValue(v)
+	return statusAt(params, []string{"_meta"}, MCPMetaKey)
 }

@@ -6,8 +6,6 @@ import (
 	"strconv"
 
 	"github.com/fxamacker/cbor/v2"
-
-	"github.com/dialogtrust/dialogtrust/errcode"
 )
 
 // CBOR is fxamacker/cbor's. Encoding uses Core Deterministic Encoding (RFC 8949 section
@@ -55,6 +53,14 @@ func cborMap(b []byte, what string) (map[string]cbor.RawMessage, error) {
 	return m, nil
 }
 
+// cborMapValue decodes a member whose value is a map (a digest, obo, a reference).
+func cborMapValue(raw []byte, what string) (map[string]cbor.RawMessage, error) {
+	if major(raw) != cborMapT {
+		return nil, invalid("%s is not a map", what)
+	}
+	return cborMap(raw, what)
+}
+
 // CBOR major types of the first octet.
 const (
 	cborUint  = 0
@@ -98,10 +104,7 @@ func cborAny(raw []byte) (any, error) {
 }
 
 func cborDigest(raw []byte) (Digest, error) {
-	if major(raw) != cborMapT {
-		return Digest{}, invalid("digest is not a map")
-	}
-	m, err := cborMap(raw, "digest")
+	m, err := cborMapValue(raw, "digest")
 	if err != nil {
 		return Digest{}, err
 	}
@@ -136,41 +139,22 @@ func cborExtra(extra *map[string]any, k string, raw []byte) error {
 }
 
 func cborPrincipal(raw []byte) (*Principal, error) {
-	if major(raw) != cborMapT {
-		return nil, invalid("obo is not a map")
-	}
-	m, err := cborMap(raw, "obo")
+	m, err := cborMapValue(raw, "obo")
 	if err != nil {
 		return nil, err
 	}
 	p := &Principal{}
-	sub, ok := m["sub"]
-	if !ok {
+	if _, ok := m["sub"]; !ok {
 		return nil, invalid("obo needs sub")
 	}
-	for k, v := range m {
-		switch k {
-		case "sub":
-			p.Sub, err = cborText(sub, "obo.sub")
-		case "iss":
-			var s string
-			s, err = cborText(v, "obo.iss")
-			p.Iss = &s
-		default:
-			err = cborExtra(&p.Extra, k, v)
-		}
-		if err != nil {
-			return nil, err
-		}
+	if err := cborMembersInto(m, p); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
-func cborRef(raw []byte) (ContextRef, error) {
-	if major(raw) != cborMapT {
-		return ContextRef{}, invalid("reference is not a map")
-	}
-	m, err := cborMap(raw, "reference")
+func cborRef(raw cbor.RawMessage) (ContextRef, error) {
+	m, err := cborMapValue(raw, "reference")
 	if err != nil {
 		return ContextRef{}, err
 	}
@@ -180,27 +164,8 @@ func cborRef(raw []byte) (ContextRef, error) {
 	if !hasKind || !hasDig {
 		return ContextRef{}, invalid("reference needs kind and dig")
 	}
-	for k, v := range m {
-		switch k {
-		case "kind":
-			r.Kind, err = cborText(v, "kind")
-		case "dig":
-			r.Dig, err = cborDigest(v)
-		case "loc":
-			var s string
-			s, err = cborText(v, "loc")
-			r.Loc = &s
-		case "proof":
-			r.Proof, err = cborAny(v)
-			if r.Proof == nil && err == nil {
-				r.Proof = Null{}
-			}
-		default:
-			err = cborExtra(&r.Extra, k, v)
-		}
-		if err != nil {
-			return ContextRef{}, err
-		}
+	if err := cborMembersInto(m, &r); err != nil {
+		return ContextRef{}, err
 	}
 	return r, r.Validate()
 }
@@ -213,15 +178,7 @@ func cborRefs(raw []byte) ([]ContextRef, error) {
 	if len(items) == 0 {
 		return nil, invalid("refs is empty")
 	}
-	refs := make([]ContextRef, len(items))
-	for i, it := range items {
-		r, err := cborRef(it)
-		if err != nil {
-			return nil, err
-		}
-		refs[i] = r
-	}
-	return refs, nil
+	return convertEach(items, cborRef)
 }
 
 func cborHeader(m map[string]cbor.RawMessage, want string) error {
@@ -250,113 +207,12 @@ func cborRequire(m map[string]cbor.RawMessage, names ...string) error {
 
 // ParseOfferCBOR decodes the CBOR form of a HandoffOffer and checks it against the CDDL.
 func ParseOfferCBOR(b []byte) (*Offer, error) {
-	if major(b) != cborMapT {
-		return nil, errcode.New(errcode.InvalidEncoding, "offer is not a CBOR map")
-	}
-	m, err := cborMap(b, "offer")
-	if err != nil {
-		return nil, err
-	}
-	if err := cborHeader(m, "offer"); err != nil {
-		return nil, err
-	}
-	if err := cborRequire(m, "hop", "dialog", "iss", "aud", "iat", "exp"); err != nil {
-		return nil, err
-	}
-	o := &Offer{}
-	for k, v := range m {
-		switch k {
-		case "v", "type":
-		case "hop":
-			o.Hop, err = cborText(v, "hop")
-		case "dialog":
-			o.Dialog, err = cborText(v, "dialog")
-		case "task":
-			var s string
-			s, err = cborText(v, "task")
-			o.Task = &s
-		case "iss":
-			o.Iss, err = cborText(v, "iss")
-		case "aud":
-			o.Aud, err = cborText(v, "aud")
-		case "iat":
-			o.Iat, err = cborUintValue(v, "iat")
-		case "exp":
-			o.Exp, err = cborUintValue(v, "exp")
-		case "obo":
-			o.Obo, err = cborPrincipal(v)
-		case "grant":
-			var d Digest
-			d, err = cborDigest(v)
-			o.Grant = &d
-		case "prev":
-			var d Digest
-			d, err = cborDigest(v)
-			o.Prev = &d
-		case "refs":
-			o.Refs, err = cborRefs(v)
-		default:
-			err = cborExtra(&o.Extra, k, v)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return o, o.Validate()
+	return parseInto(b, decodeCBOR, "offer", offerNeeds, &Offer{})
 }
 
 // ParseStatusCBOR decodes the CBOR form of a HandoffStatus and checks it against the CDDL.
 func ParseStatusCBOR(b []byte) (*Status, error) {
-	if major(b) != cborMapT {
-		return nil, errcode.New(errcode.InvalidEncoding, "status is not a CBOR map")
-	}
-	m, err := cborMap(b, "status")
-	if err != nil {
-		return nil, err
-	}
-	if err := cborHeader(m, "status"); err != nil {
-		return nil, err
-	}
-	if err := cborRequire(m, "hop", "offer", "iss", "aud", "iat", "state"); err != nil {
-		return nil, err
-	}
-	s := &Status{}
-	for k, v := range m {
-		switch k {
-		case "v", "type":
-		case "hop":
-			s.Hop, err = cborText(v, "hop")
-		case "offer":
-			s.Offer, err = cborDigest(v)
-		case "iss":
-			s.Iss, err = cborText(v, "iss")
-		case "aud":
-			s.Aud, err = cborText(v, "aud")
-		case "iat":
-			s.Iat, err = cborUintValue(v, "iat")
-		case "state":
-			var t string
-			t, err = cborText(v, "state")
-			s.State = State(t)
-		case "reason":
-			var t string
-			t, err = cborText(v, "reason")
-			r := Reason(t)
-			s.Reason = &r
-		case "detail":
-			var t string
-			t, err = cborText(v, "detail")
-			s.Detail = &t
-		case "refs":
-			s.Refs, err = cborRefs(v)
-		default:
-			err = cborExtra(&s.Extra, k, v)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return s, s.Validate()
+	return parseInto(b, decodeCBOR, "status", statusNeeds, &Status{})
 }
 
 func digestMap(d Digest) map[string]any { return map[string]any{"alg": d.Alg, "val": d.Val} }
@@ -420,17 +276,7 @@ func (o *Offer) MarshalCBOR() ([]byte, error) {
 	if o.Prev != nil {
 		m["prev"] = digestMap(*o.Prev)
 	}
-	if o.Refs != nil {
-		r, err := refsValue(o.Refs)
-		if err != nil {
-			return nil, err
-		}
-		m["refs"] = r
-	}
-	if err := addExtra(m, o.Extra); err != nil {
-		return nil, err
-	}
-	return cborMarshal(m)
+	return cborElement(m, o.Refs, o.Extra)
 }
 
 // MarshalCBOR writes the CBOR form of the status in Core Deterministic Encoding.
@@ -446,17 +292,36 @@ func (s *Status) MarshalCBOR() ([]byte, error) {
 	if s.Detail != nil {
 		m["detail"] = *s.Detail
 	}
-	if s.Refs != nil {
-		r, err := refsValue(s.Refs)
+	return cborElement(m, s.Refs, s.Extra)
+}
+
+// cborElement adds the refs and the extra members that close an offer or a status to
+// m and encodes it.
+func cborElement(m map[string]any, refs []ContextRef, extra map[string]any) ([]byte, error) {
+	if refs != nil {
+		r, err := refsValue(refs)
 		if err != nil {
 			return nil, err
 		}
 		m["refs"] = r
 	}
-	if err := addExtra(m, s.Extra); err != nil {
+	if err := addExtra(m, extra); err != nil {
 		return nil, err
 	}
 	return cborMarshal(m)
+}
+
+// convertMap converts each value of a generic map with conv.
+func convertMap[K comparable](x map[K]any, conv func(any) (any, error)) (map[K]any, error) {
+	out := make(map[K]any, len(x))
+	for k, e := range x {
+		c, err := conv(e)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = c
+	}
+	return out, nil
 }
 
 func cborMarshal(v any) ([]byte, error) {
@@ -486,35 +351,11 @@ func toCBORValue(v any) (any, error) {
 		}
 		return f, nil
 	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			c, err := toCBORValue(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
+		return convertEach(x, toCBORValue)
 	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			c, err := toCBORValue(e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = c
-		}
-		return out, nil
+		return convertMap(x, toCBORValue)
 	case map[any]any:
-		out := make(map[any]any, len(x))
-		for k, e := range x {
-			c, err := toCBORValue(e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = c
-		}
-		return out, nil
+		return convertMap(x, toCBORValue)
 	}
 	return v, nil
 }

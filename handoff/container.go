@@ -76,15 +76,7 @@ func jsonChain(raw []byte) ([]Signed, error) {
 	if len(items) > maxDecodedChain {
 		return nil, invalid("chain has %d elements", len(items))
 	}
-	out := make([]Signed, len(items))
-	for i, t := range items {
-		s, err := ParseSignedText(t)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = s
-	}
-	return out, nil
+	return convertEach(items, ParseSignedText)
 }
 
 // MarshalJSON writes the JSON form of the Handoff. Its receiver is a value, so that a

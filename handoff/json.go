@@ -12,7 +12,6 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
-	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/internal/netjson"
 )
 
@@ -172,24 +171,11 @@ func jsonPrincipal(raw []byte) (*Principal, error) {
 		return nil, invalid("obo is not a map")
 	}
 	p := &Principal{}
-	hasSub := false
-	for _, m := range ms {
-		switch m.name {
-		case "sub":
-			p.Sub, err = jsonText(m.val, "obo.sub")
-			hasSub = true
-		case "iss":
-			var s string
-			s, err = jsonText(m.val, "obo.iss")
-			p.Iss = &s
-		default:
-			err = putExtra(&p.Extra, m)
-		}
-		if err != nil {
-			return nil, err
-		}
+	have, err := jsonMembersInto(ms, p)
+	if err != nil {
+		return nil, err
 	}
-	if !hasSub {
+	if have != 1 {
 		return nil, invalid("obo needs sub")
 	}
 	return p, nil
@@ -207,38 +193,17 @@ func putExtra(extra *map[string]any, m member) error {
 	return nil
 }
 
-func jsonRef(raw []byte) (ContextRef, error) {
+func jsonRef(raw json.RawMessage) (ContextRef, error) {
 	ms, err := objectMembers(raw)
 	if err != nil {
 		return ContextRef{}, invalid("reference is not a map")
 	}
 	var r ContextRef
-	var hasKind, hasDig bool
-	for _, m := range ms {
-		switch m.name {
-		case "kind":
-			r.Kind, err = jsonText(m.val, "kind")
-			hasKind = true
-		case "dig":
-			r.Dig, err = jsonDigest(m.val)
-			hasDig = true
-		case "loc":
-			var s string
-			s, err = jsonText(m.val, "loc")
-			r.Loc = &s
-		case "proof":
-			r.Proof, err = jsonAny(m.val)
-			if r.Proof == nil && err == nil {
-				r.Proof = Null{}
-			}
-		default:
-			err = putExtra(&r.Extra, m)
-		}
-		if err != nil {
-			return ContextRef{}, err
-		}
+	have, err := jsonMembersInto(ms, &r)
+	if err != nil {
+		return ContextRef{}, err
 	}
-	if !hasKind || !hasDig {
+	if have != 3 {
 		return ContextRef{}, invalid("reference needs kind and dig")
 	}
 	return r, r.Validate()
@@ -255,15 +220,7 @@ func jsonRefs(raw []byte) ([]ContextRef, error) {
 	if len(items) == 0 {
 		return nil, invalid("refs is empty")
 	}
-	refs := make([]ContextRef, len(items))
-	for i, it := range items {
-		r, err := jsonRef(it)
-		if err != nil {
-			return nil, err
-		}
-		refs[i] = r
-	}
-	return refs, nil
+	return convertEach(items, jsonRef)
 }
 
 // header checks v and type.
@@ -292,127 +249,12 @@ func jsonHeader(ms []member, want string) error {
 
 // ParseOfferJSON decodes the JSON form of a HandoffOffer and checks it against the CDDL.
 func ParseOfferJSON(b []byte) (*Offer, error) {
-	if !json.Valid(b) {
-		return nil, errcode.New(errcode.InvalidEncoding, "offer is not JSON")
-	}
-	ms, err := objectMembers(b)
-	if err != nil {
-		return nil, err
-	}
-	if err := jsonHeader(ms, "offer"); err != nil {
-		return nil, err
-	}
-	o := &Offer{}
-	var have uint
-	for _, m := range ms {
-		switch m.name {
-		case "v", "type":
-		case "hop":
-			o.Hop, err = jsonText(m.val, "hop")
-			have |= 1
-		case "dialog":
-			o.Dialog, err = jsonText(m.val, "dialog")
-			have |= 2
-		case "task":
-			var s string
-			s, err = jsonText(m.val, "task")
-			o.Task = &s
-		case "iss":
-			o.Iss, err = jsonText(m.val, "iss")
-			have |= 4
-		case "aud":
-			o.Aud, err = jsonText(m.val, "aud")
-			have |= 8
-		case "iat":
-			o.Iat, err = jsonUint(m.val)
-			have |= 16
-		case "exp":
-			o.Exp, err = jsonUint(m.val)
-			have |= 32
-		case "obo":
-			o.Obo, err = jsonPrincipal(m.val)
-		case "grant":
-			var d Digest
-			d, err = jsonDigest(m.val)
-			o.Grant = &d
-		case "prev":
-			var d Digest
-			d, err = jsonDigest(m.val)
-			o.Prev = &d
-		case "refs":
-			o.Refs, err = jsonRefs(m.val)
-		default:
-			err = putExtra(&o.Extra, m)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if have != 63 {
-		return nil, invalid("offer needs hop, dialog, iss, aud, iat and exp")
-	}
-	return o, o.Validate()
+	return parseInto(b, decodeJSON, "offer", offerNeeds, &Offer{})
 }
 
 // ParseStatusJSON decodes the JSON form of a HandoffStatus and checks it against the CDDL.
 func ParseStatusJSON(b []byte) (*Status, error) {
-	if !json.Valid(b) {
-		return nil, errcode.New(errcode.InvalidEncoding, "status is not JSON")
-	}
-	ms, err := objectMembers(b)
-	if err != nil {
-		return nil, err
-	}
-	if err := jsonHeader(ms, "status"); err != nil {
-		return nil, err
-	}
-	s := &Status{}
-	var have uint
-	for _, m := range ms {
-		switch m.name {
-		case "v", "type":
-		case "hop":
-			s.Hop, err = jsonText(m.val, "hop")
-			have |= 1
-		case "offer":
-			s.Offer, err = jsonDigest(m.val)
-			have |= 2
-		case "iss":
-			s.Iss, err = jsonText(m.val, "iss")
-			have |= 4
-		case "aud":
-			s.Aud, err = jsonText(m.val, "aud")
-			have |= 8
-		case "iat":
-			s.Iat, err = jsonUint(m.val)
-			have |= 16
-		case "state":
-			var v string
-			v, err = jsonText(m.val, "state")
-			s.State = State(v)
-			have |= 32
-		case "reason":
-			var v string
-			v, err = jsonText(m.val, "reason")
-			r := Reason(v)
-			s.Reason = &r
-		case "detail":
-			var v string
-			v, err = jsonText(m.val, "detail")
-			s.Detail = &v
-		case "refs":
-			s.Refs, err = jsonRefs(m.val)
-		default:
-			err = putExtra(&s.Extra, m)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if have != 63 {
-		return nil, invalid("status needs hop, offer, iss, aud, iat and state")
-	}
-	return s, s.Validate()
+	return parseInto(b, decodeJSON, "status", statusNeeds, &Status{})
 }
 
 // jsonWriter writes JSON in a fixed member order without HTML escaping.
@@ -420,6 +262,8 @@ type jsonWriter struct {
 	buf   bytes.Buffer
 	first []bool
 	err   error
+	// invalid is the validation error of the element begin opened.
+	invalid error
 }
 
 func (w *jsonWriter) open() {
@@ -537,33 +381,57 @@ func (w *jsonWriter) refs(refs []ContextRef) {
 	w.buf.WriteByte(']')
 }
 
-// MarshalJSON writes the JSON form of the offer: members in the order of the CDDL, then
-// the extra members sorted by name, no insignificant whitespace. (The example offer of
-// section 2.3 comes out byte for byte.)
-func (o *Offer) MarshalJSON() ([]byte, error) {
-	if err := o.Validate(); err != nil {
-		return nil, err
-	}
-	w := &jsonWriter{}
+// begin opens an offer or a status: v, type and hop, the members both start with. A
+// failed validation (invalid) is kept as the writer's error, so that end returns it and
+// nothing of what is written after.
+func (w *jsonWriter) begin(invalid error, typ, hop string) {
+	w.invalid = invalid
 	w.open()
 	w.key("v")
 	w.int(Version)
 	w.key("type")
-	w.str("offer")
+	w.str(typ)
 	w.key("hop")
-	w.str(o.Hop)
+	w.str(hop)
+}
+
+// envelope writes iss, aud and iat, which an offer and a status carry in this order.
+func (w *jsonWriter) envelope(iss, aud string, iat int64) {
+	w.key("iss")
+	w.str(iss)
+	w.key("aud")
+	w.str(aud)
+	w.key("iat")
+	w.int(iat)
+}
+
+// end writes the refs and the extra members that close an offer or a status.
+func (w *jsonWriter) end(refs []ContextRef, extra map[string]any) ([]byte, error) {
+	if w.invalid != nil {
+		return nil, w.invalid
+	}
+	if refs != nil {
+		w.key("refs")
+		w.refs(refs)
+	}
+	w.extra(extra)
+	w.close()
+	return w.buf.Bytes(), w.err
+}
+
+// MarshalJSON writes the JSON form of the offer: members in the order of the CDDL, then
+// the extra members sorted by name, no insignificant whitespace. (The example offer of
+// section 2.3 comes out byte for byte.)
+func (o *Offer) MarshalJSON() ([]byte, error) {
+	w := &jsonWriter{}
+	w.begin(o.Validate(), "offer", o.Hop)
 	w.key("dialog")
 	w.str(o.Dialog)
 	if o.Task != nil {
 		w.key("task")
 		w.str(*o.Task)
 	}
-	w.key("iss")
-	w.str(o.Iss)
-	w.key("aud")
-	w.str(o.Aud)
-	w.key("iat")
-	w.int(o.Iat)
+	w.envelope(o.Iss, o.Aud, o.Iat)
 	w.key("exp")
 	w.int(o.Exp)
 	if o.Obo != nil {
@@ -586,36 +454,16 @@ func (o *Offer) MarshalJSON() ([]byte, error) {
 		w.key("prev")
 		w.digest(*o.Prev)
 	}
-	if o.Refs != nil {
-		w.key("refs")
-		w.refs(o.Refs)
-	}
-	w.extra(o.Extra)
-	w.close()
-	return w.buf.Bytes(), w.err
+	return w.end(o.Refs, o.Extra)
 }
 
 // MarshalJSON writes the JSON form of the status (CDDL order, then extras by name).
 func (s *Status) MarshalJSON() ([]byte, error) {
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
 	w := &jsonWriter{}
-	w.open()
-	w.key("v")
-	w.int(Version)
-	w.key("type")
-	w.str("status")
-	w.key("hop")
-	w.str(s.Hop)
+	w.begin(s.Validate(), "status", s.Hop)
 	w.key("offer")
 	w.digest(s.Offer)
-	w.key("iss")
-	w.str(s.Iss)
-	w.key("aud")
-	w.str(s.Aud)
-	w.key("iat")
-	w.int(s.Iat)
+	w.envelope(s.Iss, s.Aud, s.Iat)
 	w.key("state")
 	w.str(string(s.State))
 	if s.Reason != nil {
@@ -626,13 +474,7 @@ func (s *Status) MarshalJSON() ([]byte, error) {
 		w.key("detail")
 		w.str(*s.Detail)
 	}
-	if s.Refs != nil {
-		w.key("refs")
-		w.refs(s.Refs)
-	}
-	w.extra(s.Extra)
-	w.close()
-	return w.buf.Bytes(), w.err
+	return w.end(s.Refs, s.Extra)
 }
 
 // toJSONValue converts a generic value (from JSON or CBOR) into one encoding/json
@@ -656,25 +498,9 @@ func toJSONValue(v any) (any, error) {
 	case []byte:
 		return base64.RawURLEncoding.EncodeToString(x), nil
 	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			c, err := toJSONValue(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
+		return convertEach(x, toJSONValue)
 	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			c, err := toJSONValue(e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = c
-		}
-		return out, nil
+		return convertMap(x, toJSONValue)
 	case map[any]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {

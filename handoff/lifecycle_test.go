@@ -552,15 +552,23 @@ func TestSec4_A2ATaskStateMapping(t *testing.T) {
 		StateOffered: "TASK_STATE_SUBMITTED", StateAccepted: "TASK_STATE_WORKING", StateRejected: "TASK_STATE_REJECTED",
 		StateCompleted: "TASK_STATE_COMPLETED", StateFailed: "TASK_STATE_FAILED", StateCanceled: "TASK_STATE_CANCELED",
 	}
+	checkTaskStates(t, want, A2ATaskState, A2ATaskInputRequired, A2ATaskAuthRequired, "TASK_STATE_UNKNOWN")
+}
+
+// checkTaskStates checks Table 1 in one A2A spelling: toTask maps each state of want to
+// its task state and StateForA2ATask maps it back, while none of the task states in
+// unmapped changes the hop's state.
+func checkTaskStates(t *testing.T, want map[State]string, toTask func(State) (string, bool), unmapped ...string) {
+	t.Helper()
 	for s, task := range want {
-		if got, ok := A2ATaskState(s); !ok || got != task {
+		if got, ok := toTask(s); !ok || got != task {
 			t.Errorf("%s -> %q", s, got)
 		}
 		if back, ok := StateForA2ATask(task); !ok || back != s {
 			t.Errorf("%s -> %q", task, back)
 		}
 	}
-	for _, task := range []string{A2ATaskInputRequired, A2ATaskAuthRequired, "TASK_STATE_UNKNOWN"} {
+	for _, task := range unmapped {
 		if _, ok := StateForA2ATask(task); ok {
 			t.Errorf("%s changes the hop's state", task)
 		}

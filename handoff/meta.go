@@ -93,21 +93,9 @@ func nativeNumbers(v any) (any, error) {
 		}
 		return f, nil
 	case map[string]any:
-		for k, e := range t {
-			n, err := nativeNumbers(e)
-			if err != nil {
-				return nil, err
-			}
-			t[k] = n
-		}
+		return convertMap(t, nativeNumbers)
 	case []any:
-		for i, e := range t {
-			n, err := nativeNumbers(e)
-			if err != nil {
-				return nil, err
-			}
-			t[i] = n
-		}
+		return convertEach(t, nativeNumbers)
 	}
 	return v, nil
 }

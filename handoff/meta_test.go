@@ -195,17 +195,5 @@ func TestSec4_A2A03TaskStateMapping(t *testing.T) {
 		StateOffered: "submitted", StateAccepted: "working", StateRejected: "rejected",
 		StateCompleted: "completed", StateFailed: "failed", StateCanceled: "canceled",
 	}
-	for s, task := range want {
-		if got, ok := A2A03TaskState(s); !ok || got != task {
-			t.Errorf("%s -> %q", s, got)
-		}
-		if back, ok := StateForA2ATask(task); !ok || back != s {
-			t.Errorf("%s -> %q", task, back)
-		}
-	}
-	for _, task := range []string{A2A03TaskInputRequired, A2A03TaskAuthRequired, "unknown", "COMPLETED", "Completed"} {
-		if _, ok := StateForA2ATask(task); ok {
-			t.Errorf("%s changes the hop's state", task)
-		}
-	}
+	checkTaskStates(t, want, A2A03TaskState, A2A03TaskInputRequired, A2A03TaskAuthRequired, "unknown", "COMPLETED", "Completed")
 }

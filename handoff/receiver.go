@@ -563,10 +563,9 @@ func (r *Receiver) remembered(ctx context.Context, key string, raw []byte, vo *V
 	next := *rec
 	next.Equivocated = true
 	now := r.now()
-	switch {
-	case rec.State == recReceived && len(rec.Status) == 0:
-		// Neither taken nor answered: reject the first, with reason equivocation.
-		next.State = string(StateRejected)
+	// rejectFirst signs the rejection of the first offer with reason equivocation and
+	// stores it in next; the reply carries it once the record is swapped.
+	rejectFirst := func() {
 		var st Signed
 		if r.key != nil {
 			if st, err = r.sign(Form(rec.Form), o.Hop, rec.digest(), o.Iss, StateRejected, ReasonEquivocation, "", nil); err == nil {
@@ -576,6 +575,12 @@ func (r *Receiver) remembered(ctx context.Context, key string, raw []byte, vo *V
 		if ok, err := r.records.Swap(ctx, key, raw, next.encode(), r.terminalTTL(rec.Exp, now)); err == nil && ok && next.Status != nil {
 			d.Reply = &st
 		}
+	}
+	switch {
+	case rec.State == recReceived && len(rec.Status) == 0:
+		// Neither taken nor answered: reject the first, with reason equivocation.
+		next.State = string(StateRejected)
+		rejectFirst()
 	case State(rec.State) == StateCanceled && rec.Untaken && rec.Outcome == "" && len(rec.Status) == 0:
 		// Canceled by the delegator before the delegate took it, and unanswered: the
 		// delegate has "neither taken the work nor answered the first", so it rejects
@@ -583,15 +588,7 @@ func (r *Receiver) remembered(ctx context.Context, key string, raw []byte, vo *V
 		// The hop keeps "canceled", its first terminal state; the rejection is its
 		// outcome, which resolves the hop for the delegator (section 5.3).
 		next.Outcome = string(StateRejected)
-		var st Signed
-		if r.key != nil {
-			if st, err = r.sign(Form(rec.Form), o.Hop, rec.digest(), o.Iss, StateRejected, ReasonEquivocation, "", nil); err == nil {
-				next.Status = st.Octets
-			}
-		}
-		if ok, err := r.records.Swap(ctx, key, raw, next.encode(), r.terminalTTL(rec.Exp, now)); err == nil && ok && next.Status != nil {
-			d.Reply = &st
-		}
+		rejectFirst()
 	case rec.State == recReplayed, State(rec.State) == StateCanceled && rec.Untaken && rec.Outcome == "":
 		// Answered "replay" after a loss of records (and perhaps canceled since): the
 		// first was answered, so no other status for it, and this process took no

@@ -71,23 +71,42 @@ func jwsWithAlg(t *testing.T, alg, kid string, payload []byte, signer *keys.Priv
 	return Signed{Form: JWS, Octets: []byte(input + "." + enc.EncodeToString(sig))}
 }
 
+// verifyRenamedStatus has sign write the canceled status of the hop of o (its offer
+// was emitted) in sign's form, under the algorithm name sign chose, and verifies it
+// against trust.
+func verifyRenamedStatus(ctx context.Context, t *testing.T, trust *StaticTrust, o *Offer, emitted Signed, sign func(payload []byte) Signed) error {
+	t.Helper()
+	st := &Status{Hop: o.Hop, Offer: emitted.Digest(), Iss: planner, Aud: coder, Iat: o.Iat, State: StateCanceled}
+	marshal := st.MarshalJSON
+	if emitted.Form == COSE {
+		marshal = st.MarshalCBOR
+	}
+	sp, err := marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = VerifyStatusSignature(ctx, trust, sign(sp), 0)
+	return err
+}
+
+// coseOffer makes a world in the COSE form and an offer from planner to coder in it,
+// with the CBOR payload the COSE tests sign under names of their choosing.
+func coseOffer(t *testing.T) (*world, *Offer, []byte) {
+	t.Helper()
+	w := newWorld(t, COSE)
+	o := w.newOffer(planner, coder)
+	payload, err := o.MarshalCBOR()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, o, payload
+}
+
 // trustWithoutAlg binds the public half of k to iss in a trust file whose JWK has no
 // "alg", as an operator writes one: the key is pinned by its type (OKP Ed25519: EdDSA).
 func trustWithoutAlg(t *testing.T, iss string, k *keys.PrivateKey) *StaticTrust {
 	t.Helper()
-	jwk, err := k.Public().MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	_ = json.Unmarshal(jwk, &m)
-	delete(m, "alg")
-	b, _ := json.Marshal(map[string]any{iss: map[string]any{"keys": []any{m}}})
-	trust, err := ParseTrust(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return trust
+	return trustPinned(t, iss, "", k)
 }
 
 // RFC 9864 section 2 registers "Ed25519", the fully-specified name of EdDSA over
@@ -130,12 +149,7 @@ func TestRFC9864Sec2_HandoffSec3_1_Ed25519NameForAnEdDSAKey(t *testing.T) {
 		t.Fatalf("verified %+v", v)
 	}
 	// A status, verified by the same rule.
-	st := &Status{Hop: o.Hop, Offer: emitted.Digest(), Iss: planner, Aud: coder, Iat: o.Iat, State: StateCanceled}
-	sp, err := st.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := VerifyStatusSignature(ctx, trust, jwsWithAlg(t, keys.Ed25519, k.KID(), sp, k), 0); err != nil {
+	if err := verifyRenamedStatus(ctx, t, trust, o, emitted, func(sp []byte) Signed { return jwsWithAlg(t, keys.Ed25519, k.KID(), sp, k) }); err != nil {
 		t.Fatalf("a status signed with alg Ed25519: %v", err)
 	}
 }
@@ -202,7 +216,8 @@ func coseWithAlg(t *testing.T, alg cose.Algorithm, kid string, payload []byte, s
 	return Signed{Form: COSE, Octets: b}
 }
 
-// trustPinned binds the public half of k to iss in a trust file whose JWK names alg.
+// trustPinned binds the public half of k to iss in a trust file whose JWK names alg,
+// or names none when alg is "".
 func trustPinned(t *testing.T, iss, alg string, k *keys.PrivateKey) *StaticTrust {
 	t.Helper()
 	jwk, err := k.Public().MarshalJSON()
@@ -211,7 +226,11 @@ func trustPinned(t *testing.T, iss, alg string, k *keys.PrivateKey) *StaticTrust
 	}
 	var m map[string]any
 	_ = json.Unmarshal(jwk, &m)
-	m["alg"] = alg
+	if alg == "" {
+		delete(m, "alg")
+	} else {
+		m["alg"] = alg
+	}
 	b, _ := json.Marshal(map[string]any{iss: map[string]any{"keys": []any{m}}})
 	trust, err := ParseTrust(b)
 	if err != nil {
@@ -229,12 +248,7 @@ func trustPinned(t *testing.T, iss, alg string, k *keys.PrivateKey) *StaticTrust
 // -8, what SignOffer writes for every Ed25519 key.
 func TestRFC9864Sec2_HandoffSec3_2_COSEEd25519IsEdDSA(t *testing.T) {
 	ctx := context.Background()
-	w := newWorld(t, COSE)
-	o := w.newOffer(planner, coder)
-	payload, err := o.MarshalCBOR()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, o, payload := coseOffer(t)
 	for _, pin := range []string{keys.EdDSA, keys.Ed25519} {
 		k, err := keys.Generate(pin)
 		if err != nil {
@@ -264,12 +278,7 @@ func TestRFC9864Sec2_HandoffSec3_2_COSEEd25519IsEdDSA(t *testing.T) {
 				t.Fatalf("verified %+v", v)
 			}
 		}
-		st := &Status{Hop: o.Hop, Offer: emitted.Digest(), Iss: planner, Aud: coder, Iat: o.Iat, State: StateCanceled}
-		sp, err := st.MarshalCBOR()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := VerifyStatusSignature(ctx, trust, coseWithAlg(t, coseAlgEd25519, k.KID(), sp, k), 0); err != nil {
+		if err := verifyRenamedStatus(ctx, t, trust, o, emitted, func(sp []byte) Signed { return coseWithAlg(t, coseAlgEd25519, k.KID(), sp, k) }); err != nil {
 			t.Fatalf("key pinned %s: a COSE status with alg Ed25519 (-19): %v", pin, err)
 		}
 		// A signature that does not verify is still refused under the other name.
@@ -285,12 +294,7 @@ func TestRFC9864Sec2_HandoffSec3_2_COSEEd25519IsEdDSA(t *testing.T) {
 // is refused whatever the key.
 func TestRFC9864Sec2_HandoffSec3_2_COSEEd25519RefusedForOtherKeys(t *testing.T) {
 	ctx := context.Background()
-	w := newWorld(t, COSE)
-	o := w.newOffer(planner, coder)
-	payload, err := o.MarshalCBOR()
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, _, payload := coseOffer(t)
 	p256 := w.key(planner)
 	ed, _ := keys.Generate(keys.EdDSA)
 	if _, err := VerifyOffer(ctx, w.trust, coseWithAlg(t, coseAlgEd25519, p256.KID(), payload, ed), 0); !hasCause(err, errcode.UnsupportedAlg) {

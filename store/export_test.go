@@ -45,7 +45,7 @@ func CheckInvariants(t *testing.T, m *Memory) {
 			t.Errorf("shard %d: %d heap entries, %d map entries", i, len(sh.heap), len(sh.until))
 		}
 		for j, e := range sh.heap {
-			if at, ok := sh.until[e.key]; !ok || at != e.at {
+			if at, ok := sh.until[e.item]; !ok || at != e.at {
 				t.Errorf("shard %d: heap entry %d not in map with its expiry", i, j)
 			}
 			if j > 0 && sh.heap[(j-1)/2].at > e.at {

@@ -81,15 +81,12 @@ type Memory struct {
 
 type memShard struct {
 	mu    sync.Mutex
-	until map[memKey]int64 // expiry, in nanoseconds after Memory.base
-	heap  []memEntry       // min-heap on at; exactly one entry per key of until
-	_     [64]byte         // keeps neighbouring shards' locks off one cache line
+	until map[memKey]int64   // expiry, in nanoseconds after Memory.base
+	heap  expiryHeap[memKey] // min-heap on at; exactly one entry per key of until
+	_     [64]byte           // keeps neighbouring shards' locks off one cache line
 }
 
-type memEntry struct {
-	at  int64
-	key memKey
-}
+type memEntry = expiring[memKey]
 
 var _ Replay = (*Memory)(nil)
 
@@ -151,7 +148,7 @@ func (m *Memory) Claim(ctx context.Context, key string, ttl time.Duration) error
 		}
 	}
 	sh.until[k] = at
-	sh.push(memEntry{at: at, key: k})
+	sh.heap.push(memEntry{at: at, item: k})
 	sh.mu.Unlock()
 	return nil
 }
@@ -199,7 +196,7 @@ func addSaturating(now int64, ttl time.Duration) int64 {
 func (sh *memShard) evict(now int64) int {
 	n := 0
 	for len(sh.heap) > 0 && sh.heap[0].at <= now {
-		delete(sh.until, sh.pop().key)
+		delete(sh.until, sh.heap.pop().item)
 		n++
 	}
 	if n > 0 && len(sh.heap) == 0 && cap(sh.heap) > 1024 {
@@ -209,42 +206,4 @@ func (sh *memShard) evict(now int64) int {
 		sh.until = make(map[memKey]int64)
 	}
 	return n
-}
-
-func (sh *memShard) push(e memEntry) {
-	h := append(sh.heap, e)
-	i := len(h) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if h[p].at <= h[i].at {
-			break
-		}
-		h[p], h[i] = h[i], h[p]
-		i = p
-	}
-	sh.heap = h
-}
-
-func (sh *memShard) pop() memEntry {
-	h := sh.heap
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for i := 0; ; {
-		l, small := 2*i+1, i
-		if l < len(h) && h[l].at < h[small].at {
-			small = l
-		}
-		if r := l + 1; r < len(h) && h[r].at < h[small].at {
-			small = r
-		}
-		if small == i {
-			break
-		}
-		h[i], h[small] = h[small], h[i]
-		i = small
-	}
-	sh.heap = h
-	return top
 }

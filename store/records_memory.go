@@ -58,7 +58,7 @@ type MemoryRecords struct {
 	mu    sync.Mutex
 	m     map[[32]byte]*memRecord
 	bytes int64
-	heap  []recExpiry // min-heap on at; an entry is stale when the record changed since
+	heap  expiryHeap[recRef] // min-heap on at; an entry is stale when the record changed since
 	gen   uint64
 }
 
@@ -68,8 +68,10 @@ type memRecord struct {
 	gen   uint64
 }
 
-type recExpiry struct {
-	at  int64
+type recExpiry = expiring[recRef]
+
+// recRef names a record as it was when its expiry was pushed.
+type recRef struct {
 	gen uint64
 	key [32]byte
 }
@@ -214,7 +216,7 @@ func (m *MemoryRecords) put(k [32]byte, value []byte, now int64, ttl time.Durati
 	m.m[k] = &memRecord{value: bytes.Clone(value), at: at, gen: m.gen}
 	m.bytes += int64(len(value))
 	if at != math.MaxInt64 {
-		m.push(recExpiry{at: at, gen: m.gen, key: k})
+		m.heap.push(recExpiry{at: at, item: recRef{gen: m.gen, key: k}})
 	}
 	// A swap leaves the old expiry in the heap; rebuild before stale entries outnumber
 	// the records, so that the heap stays proportional to what is held.
@@ -231,7 +233,7 @@ func (m *MemoryRecords) remove(k [32]byte, r *memRecord) {
 // evict drops every record whose expiry is at or before now.
 func (m *MemoryRecords) evict(now int64) {
 	for len(m.heap) > 0 && m.heap[0].at <= now {
-		e := m.pop()
+		e := m.heap.pop().item
 		if r, ok := m.m[e.key]; ok && r.gen == e.gen {
 			m.remove(e.key, r)
 		}
@@ -246,52 +248,11 @@ func (m *MemoryRecords) rebuild() {
 	h := m.heap[:0]
 	for k, r := range m.m {
 		if r.at != math.MaxInt64 {
-			h = append(h, recExpiry{at: r.at, gen: r.gen, key: k})
+			h = append(h, recExpiry{at: r.at, item: recRef{gen: r.gen, key: k}})
 		}
 	}
 	m.heap = h
 	for i := len(h)/2 - 1; i >= 0; i-- {
-		m.down(i)
-	}
-}
-
-func (m *MemoryRecords) push(e recExpiry) {
-	m.heap = append(m.heap, e)
-	h := m.heap
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if h[p].at <= h[i].at {
-			break
-		}
-		h[p], h[i] = h[i], h[p]
-		i = p
-	}
-}
-
-func (m *MemoryRecords) pop() recExpiry {
-	h := m.heap
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	m.heap = h[:last]
-	m.down(0)
-	return top
-}
-
-func (m *MemoryRecords) down(i int) {
-	h := m.heap
-	for {
-		l, small := 2*i+1, i
-		if l < len(h) && h[l].at < h[small].at {
-			small = l
-		}
-		if r := l + 1; r < len(h) && h[r].at < h[small].at {
-			small = r
-		}
-		if small == i {
-			return
-		}
-		h[i], h[small] = h[small], h[i]
-		i = small
+		m.heap.down(i)
 	}
 }

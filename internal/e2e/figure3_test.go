@@ -76,18 +76,27 @@ func (f *figure3) establish(t *testing.T) (*dialog.Verified, *dialog.Context) {
 	return atA2, dc
 }
 
+// a2ContinuesToT1 has A2 (forwarding the Txn-Token it was given, requireSigned as
+// for caller) continue dialog dc to T1 with A1's record atA2 as provenance, and returns
+// A2's caller and that provenance.
+func (f *figure3) a2ContinuesToT1(t *testing.T, atA2 *dialog.Verified, dc *dialog.Context, requireSigned bool) (*agent.Agent, *dialog.Provenance) {
+	t.Helper()
+	prov, err := atA2.Forward()
+	mustOK(t, err)
+	a2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), proof.HTTPSig, requireSigned)
+	res, err := a2.Continue(context.Background(), post(t, f.t1.url), dc, prov)
+	mustOK(t, err)
+	res.Body.Close()
+	return a2, prov
+}
+
 // Figure 3: the tool answers who sent the request (A2, by its proof), what it may do
 // (the Txn-Token from the TTS), and which dialog (D1), checks that they agree, and
 // verifies that A1 initiated D1 from A1's proof carried as provenance.
 func TestDialogBindingFigure3(t *testing.T) {
 	f := newFigure3(t)
 	atA2, dc := f.establish(t)
-	prov, err := atA2.Forward()
-	mustOK(t, err)
-	a2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), proof.HTTPSig, true)
-	res, err := a2.Continue(context.Background(), post(t, f.t1.url), dc, prov)
-	mustOK(t, err)
-	res.Body.Close()
+	_, prov := f.a2ContinuesToT1(t, atA2, dc, true)
 	v := <-f.t1.seen
 	switch {
 	case !v.Sender.Equal(f.a2.id):
@@ -101,7 +110,7 @@ func TestDialogBindingFigure3(t *testing.T) {
 	}
 	// The same hop with a WPT (dth, tth, and the provenance bound through oth).
 	a2wpt := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), proof.WPT, false)
-	res, err = a2wpt.Continue(context.Background(), post(t, f.t1.url), dc, prov)
+	res, err := a2wpt.Continue(context.Background(), post(t, f.t1.url), dc, prov)
 	mustOK(t, err)
 	res.Body.Close()
 	if v := <-f.t1.seen; v.Proof != proof.WPT || v.Context.DLG() != dc.DLG() || !v.InitiatorVerified {
@@ -158,19 +167,14 @@ func (rw rewrite) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestDialogBindingSec13_Origin(t *testing.T) {
 	f := newFigure3(t)
 	atA2, dc := f.establish(t)
-	prov, err := atA2.Forward()
-	mustOK(t, err)
-	a2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), proof.HTTPSig, false)
-	res, err := a2.Continue(context.Background(), post(t, f.t1.url), dc, prov)
-	mustOK(t, err)
-	res.Body.Close()
+	a2, _ := f.a2ContinuesToT1(t, atA2, dc, false)
 	if v := <-f.t1.seen; !v.InitiatorVerified || !v.Chain.Hops[0].Equal(dc.Initiator()) {
 		t.Fatal("origin not verified")
 	}
 	// Build a chain whose origin is A2 for A1's dialog D1: A2 signs a request in D1 to
 	// itself, and the record of that hop is sent to the tool as the origin.
 	a2toA2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), proof.HTTPSig, false)
-	res, err = a2toA2.Continue(context.Background(), post(t, f.a2.url), dc, nil)
+	res, err := a2toA2.Continue(context.Background(), post(t, f.a2.url), dc, nil)
 	mustOK(t, err)
 	res.Body.Close()
 	self := <-f.a2.seen

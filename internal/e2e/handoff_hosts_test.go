@@ -156,9 +156,31 @@ func TestHandoffSec6_MCPCancelIsAStatus(t *testing.T) {
 	c := carriages[2] // MCP
 	h, atA2, dc := newStatusFixture(t, c)
 	tokens := agent.Forwarded(atA2.TxnToken)
+	offer, canceled := h.acceptedThenCanceled(ctx, t, tokens, dc, func(o *handoff.Handoff) []byte { return c.body(t, o) })
+	params, err := handoff.PutMCPCancel([]byte(`{"requestId":7,"reason":"no longer needed"}`), canceled)
+	mustOK(t, err)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": json.RawMessage(params)})
+	h.cancelReached(t, tokens, dc, body, offer)
+	// A cancel whose status does not verify is refused, not passed on.
+	forged := handoff.Signed{Form: canceled.Form, Octets: append([]byte(nil), canceled.Octets...)}
+	forged.Octets[len(forged.Octets)-3] ^= 1
+	params, _ = handoff.PutMCPCancel([]byte(`{"requestId":7}`), forged)
+	body, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": json.RawMessage(params)})
+	code, _ := h.sendAs(t, h.a2, tokens, body, dc)
+	if code == http.StatusOK {
+		t.Fatal("a cancel with a broken signature was passed on")
+	}
+	noHandler(t, h)
+}
+
+// acceptedThenCanceled has A2 send A3 an offer in the request body builds (the
+// carriage under test), checks that A3's handler saw it accepted, and returns the offer
+// and the delegator's "canceled" status of its hop.
+func (h *handoffFixture) acceptedThenCanceled(ctx context.Context, t *testing.T, tokens agent.TxnTokenSource, dc *dialog.Context, body func(*handoff.Handoff) []byte) (*handoff.Handoff, handoff.Signed) {
+	t.Helper()
 	offer, _, err := agent.OfferInDialog(ctx, h.delegator, tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: h.a3.id.String()}})
 	mustOK(t, err)
-	code, reply := h.sendAs(t, h.a2, tokens, c.body(t, offer), dc)
+	code, reply := h.sendAs(t, h.a2, tokens, body(offer), dc)
 	if code != http.StatusOK {
 		t.Fatalf("status %d: %s", code, reply)
 	}
@@ -168,27 +190,21 @@ func TestHandoffSec6_MCPCancelIsAStatus(t *testing.T) {
 	}
 	canceled, err := h.delegator.Cancel(ctx, v.Handoff.Offer.Hop)
 	mustOK(t, err)
-	params, err := handoff.PutMCPCancel([]byte(`{"requestId":7,"reason":"no longer needed"}`), canceled)
-	mustOK(t, err)
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": json.RawMessage(params)})
-	code, reply = h.sendAs(t, h.a2, tokens, body, dc)
+	return offer, canceled
+}
+
+// cancelReached has A2 send the cancel in body and checks that A3's handler got the
+// checked "canceled" status of offer's hop.
+func (h *handoffFixture) cancelReached(t *testing.T, tokens agent.TxnTokenSource, dc *dialog.Context, body []byte, offer *handoff.Handoff) {
+	t.Helper()
+	code, reply := h.sendAs(t, h.a2, tokens, body, dc)
 	if code != http.StatusOK {
 		t.Fatalf("cancel refused: %d %s", code, reply)
 	}
-	v = <-h.a3.seen
+	v := <-h.a3.seen
 	if v.Cancel == nil || v.Cancel.Status.State != handoff.StateCanceled || !v.Cancel.Offer.Equal(offer.Offer.Digest()) {
 		t.Fatalf("the handler did not get the checked cancel: %+v", v.Cancel)
 	}
-	// A cancel whose status does not verify is refused, not passed on.
-	forged := handoff.Signed{Form: canceled.Form, Octets: append([]byte(nil), canceled.Octets...)}
-	forged.Octets[len(forged.Octets)-3] ^= 1
-	params, _ = handoff.PutMCPCancel([]byte(`{"requestId":7}`), forged)
-	body, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": json.RawMessage(params)})
-	code, _ = h.sendAs(t, h.a2, tokens, body, dc)
-	if code == http.StatusOK {
-		t.Fatal("a cancel with a broken signature was passed on")
-	}
-	noHandler(t, h)
 }
 
 // Section 6 (with 5.6): a delegator's "canceled" status in the metadata of an A2A
@@ -203,29 +219,11 @@ func TestHandoffSec6_A2ACancelIsAStatus(t *testing.T) {
 			ctx := context.Background()
 			h, atA2, dc := newStatusFixture(t, carriage{jsonRPC: true})
 			tokens := agent.Forwarded(atA2.TxnToken)
-			offer, _, err := agent.OfferInDialog(ctx, h.delegator, tokens, dc, handoff.OfferRequest{Offer: handoff.Offer{Aud: h.a3.id.String()}})
-			mustOK(t, err)
-			code, reply := h.sendAs(t, h.a2, tokens, a2a10Body(t, c.send, offer), dc)
-			if code != http.StatusOK {
-				t.Fatalf("status %d: %s", code, reply)
-			}
-			v := <-h.a3.seen
-			if v.Handoff == nil || v.Handoff.Outcome != handoff.OutcomeAccepted {
-				t.Fatalf("offer: %+v", v.Handoff)
-			}
-			canceled, err := h.delegator.Cancel(ctx, v.Handoff.Offer.Hop)
-			mustOK(t, err)
+			offer, canceled := h.acceptedThenCanceled(ctx, t, tokens, dc, func(o *handoff.Handoff) []byte { return a2a10Body(t, c.send, o) })
 			params, err := handoff.PutA2ACancel([]byte(`{"id":"task-1"}`), canceled)
 			mustOK(t, err)
 			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 8, "method": c.cancel, "params": json.RawMessage(params)})
-			code, reply = h.sendAs(t, h.a2, tokens, body, dc)
-			if code != http.StatusOK {
-				t.Fatalf("cancel refused: %d %s", code, reply)
-			}
-			v = <-h.a3.seen
-			if v.Cancel == nil || v.Cancel.Status.State != handoff.StateCanceled || !v.Cancel.Offer.Equal(offer.Offer.Digest()) {
-				t.Fatalf("the handler did not get the checked cancel: %+v", v.Cancel)
-			}
+			h.cancelReached(t, tokens, dc, body, offer)
 		})
 	}
 }

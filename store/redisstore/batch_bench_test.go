@@ -50,10 +50,10 @@ func serverCPU(tb testing.TB, client redis.UniversalClient) time.Duration {
 	return total
 }
 
-// BenchmarkRedisClaimConcurrent claims from 8 goroutines per GOMAXPROCS (16 on two
-// cores, the TTS's load in docs/performance.md) and reports this process's CPU per
-// claim, what the TTS pays per token (redis-server's own CPU is not in it).
-func BenchmarkRedisClaimConcurrent(b *testing.B) {
+// warmBenchReplay is a replay store in the Redis of DIALOGTRUST_TEST_REDIS (the
+// benchmark is skipped without one) that has made its first claim, and its client.
+func warmBenchReplay(b *testing.B) (*Replay, redis.UniversalClient) {
+	b.Helper()
 	addr := os.Getenv(testRedisEnv)
 	if addr == "" {
 		b.Skipf("%s is not set", testRedisEnv)
@@ -63,6 +63,14 @@ func BenchmarkRedisClaimConcurrent(b *testing.B) {
 	if err := r.Claim(context.Background(), "warm", time.Second); err != nil {
 		b.Fatal(err)
 	}
+	return r, client
+}
+
+// BenchmarkRedisClaimConcurrent claims from 8 goroutines per GOMAXPROCS (16 on two
+// cores, the TTS's load in docs/performance.md) and reports this process's CPU per
+// claim, what the TTS pays per token (redis-server's own CPU is not in it).
+func BenchmarkRedisClaimConcurrent(b *testing.B) {
+	r, client := warmBenchReplay(b)
 	var id atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(8)
@@ -91,15 +99,7 @@ func BenchmarkRedisClaimConcurrent(b *testing.B) {
 // a server of its own). Run it with -benchtime of a count: -benchtime=6000x is two
 // seconds.
 func BenchmarkRedisClaimPaced(b *testing.B) {
-	addr := os.Getenv(testRedisEnv)
-	if addr == "" {
-		b.Skipf("%s is not set", testRedisEnv)
-	}
-	client, prefix := newTestRedis(b, addr)
-	r := NewReplay(client, WithPrefix(prefix))
-	if err := r.Claim(context.Background(), "warm", time.Second); err != nil {
-		b.Fatal(err)
-	}
+	r, client := warmBenchReplay(b)
 	var batches atomic.Int64
 	r.batchHook = func(int) { batches.Add(1) }
 	server0 := serverCPU(b, client)

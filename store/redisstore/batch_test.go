@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -69,6 +68,20 @@ func (p *batchProbe) largest() int {
 	return m
 }
 
+// claimAllQueued runs claimAll with the pipelines held until every claim is queued, so
+// that the queue leaves in batches as large as it allows; it returns their errors in
+// order and the probe that saw the batches.
+func claimAllQueued(r *Replay, keys []string) ([]error, *batchProbe) {
+	p := probeBatches(r)
+	var errs []error
+	done := make(chan struct{})
+	go func() { errs = claimAll(r, keys); close(done) }()
+	p.waitQueued(len(keys))
+	p.release()
+	<-done
+	return errs, p
+}
+
 // claimAll runs one Claim per key concurrently and returns their errors in order.
 func claimAll(r *Replay, keys []string) []error {
 	errs := make([]error, len(keys))
@@ -106,13 +119,7 @@ func testBatchedClaims(t *testing.T, r *Replay) {
 		keys = append(keys, fmt.Sprintf("distinct-%d", i))
 	}
 	// Wave 1: distinct values, queued behind held pipelines.
-	p := probeBatches(r)
-	var errs []error
-	done := make(chan struct{})
-	go func() { errs = claimAll(r, keys); close(done) }()
-	p.waitQueued(n)
-	p.release()
-	<-done
+	errs, p := claimAllQueued(r, keys)
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("claim of distinct value %s: %v", keys[i], err)
@@ -124,18 +131,13 @@ func testBatchedClaims(t *testing.T, r *Replay) {
 
 	// Wave 2: each new value twice, and every value of wave 1 again.
 	r.batchHook = nil
-	p = probeBatches(r)
 	var wave []string
 	for i := range n {
 		k := fmt.Sprintf("twice-%d", i)
 		wave = append(wave, k, k)
 	}
 	wave = append(wave, keys...)
-	done = make(chan struct{})
-	go func() { errs = claimAll(r, wave); close(done) }()
-	p.waitQueued(len(wave))
-	p.release()
-	<-done
+	errs, p = claimAllQueued(r, wave)
 	for i := 0; i < 2*n; i += 2 {
 		a, b := errs[i], errs[i+1]
 		switch {
@@ -161,14 +163,7 @@ func testBatchedClaims(t *testing.T, r *Replay) {
 // A Redis that is gone refuses every claim of a batch: could not be completed, never
 // claimed and never replayed.
 func TestRedisDeadServerRefusesWholeBatch(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	client := NewClient([]string{addr}, false)
-	defer client.Close()
+	client := closedPortClient(t)
 	r := NewReplay(client, WithTimeout(time.Minute))
 	testBatchRefused(t, r, "claim against a closed port")
 }
@@ -176,27 +171,7 @@ func TestRedisDeadServerRefusesWholeBatch(t *testing.T) {
 // A Redis that accepts and never answers: the batch's deadline refuses every claim of
 // it, within the store's timeout.
 func TestRedisSilentServerRefusesWholeBatch(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
-	client := NewClient([]string{ln.Addr().String()}, false)
+	client := NewClient([]string{silentServer(t)}, false)
 	defer client.Close()
 	// One batch of claims, run as a pipeline would run it: its deadline must end it
 	// and leave every claim of it with an error (which Claim turns into
@@ -236,13 +211,7 @@ func testBatchRefused(t *testing.T, r *Replay, what string) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("refused-%d", i)
 	}
-	p := probeBatches(r)
-	var errs []error
-	done := make(chan struct{})
-	go func() { errs = claimAll(r, keys); close(done) }()
-	p.waitQueued(n)
-	p.release()
-	<-done
+	errs, p := claimAllQueued(r, keys)
 	for i, err := range errs {
 		storetest.WantUnavailable(t, err, fmt.Sprintf("%s %d", what, i))
 		if errcode.KindOf(err) != errcode.Incomplete {

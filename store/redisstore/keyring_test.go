@@ -10,19 +10,40 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/keys/ringtest"
+	"github.com/redis/go-redis/v9"
 )
 
 var testKeyRingSecret = []byte("0123456789abcdef0123456789abcdef")
+
+// newTestRing is the "tts" ring of the tests under prefix in client.
+func newTestRing(t *testing.T, client redis.UniversalClient, prefix string) *KeyRing {
+	t.Helper()
+	ring, err := NewKeyRing(client, "tts", testKeyRingSecret, WithPrefix(prefix), WithTimeout(contractTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ring
+}
+
+// rotateOnce rotates ring once through a shared rotator, as a service's first start
+// does, so that the ring holds a key; it returns the rotator.
+func rotateOnce(ctx context.Context, t *testing.T, ring *KeyRing) *keys.Rotator {
+	t.Helper()
+	r, err := keys.NewSharedRotator(ctx, ring, keys.RotationConfig{Retain: ringtest.Retain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
 
 func TestRedisKeyRingContract(t *testing.T) {
 	addr := testRedisAddr(t)
 	ringtest.RunShared(t, func(t *testing.T) keys.RingBackend {
 		client, prefix := newTestRedis(t, addr)
-		ring, err := NewKeyRing(client, "tts", testKeyRingSecret, WithPrefix(prefix), WithTimeout(contractTimeout))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ring
+		return newTestRing(t, client, prefix)
 	})
 }
 
@@ -34,11 +55,7 @@ func TestRedisClusterKeyRingContract(t *testing.T) {
 	addrs := testRedisClusterAddrs(t)
 	ringtest.RunShared(t, func(t *testing.T) keys.RingBackend {
 		client, prefix := newTestRedisCluster(t, addrs)
-		ring, err := NewKeyRing(client, "tts", testKeyRingSecret, WithPrefix(prefix), WithTimeout(contractTimeout))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ring
+		return newTestRing(t, client, prefix)
 	})
 }
 
@@ -56,13 +73,7 @@ func TestRedisClusterKeyRingsOfTwoServices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := keys.NewSharedRotator(ctx, ring, keys.RotationConfig{Retain: ringtest.Retain})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.Rotate(); err != nil {
-			t.Fatal(err)
-		}
+		r := rotateOnce(ctx, t, ring)
 		again, err := NewKeyRing(other, name, testKeyRingSecret, WithPrefix(prefix), WithTimeout(contractTimeout))
 		if err != nil {
 			t.Fatal(err)
@@ -95,13 +106,7 @@ func TestRedisKeyRingEncryptedAtRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := keys.NewSharedRotator(ctx, ring, keys.RotationConfig{Retain: ringtest.Retain})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Rotate(); err != nil {
-		t.Fatal(err)
-	}
+	r := rotateOnce(ctx, t, ring)
 	raw, err := client.HGetAll(ctx, ring.key).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -140,10 +145,7 @@ func TestRedisKeyRingEncryptedAtRest(t *testing.T) {
 	}
 	// The same secret under another ring name derives another key: a value moved from
 	// one ring to another does not decrypt.
-	moved, err := NewKeyRing(client, "tts", testKeyRingSecret, WithPrefix(prefix), WithTimeout(contractTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
+	moved := newTestRing(t, client, prefix)
 	if err := client.HSet(ctx, moved.key, "v", raw["v"], "s", raw["s"]).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -100,17 +99,10 @@ func TestRedisRecordsRetriedWritesAreTheirOwn(t *testing.T) {
 }
 
 func TestRedisRecordsClosedPortFailsClosed(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	client := NewClient([]string{addr}, false)
-	defer client.Close()
+	client := closedPortClient(t)
 	r := NewRecords(client, WithTimeout(200*time.Millisecond))
 	ctx := context.Background()
-	_, err = r.Create(ctx, "k", []byte("v"), time.Minute)
+	_, err := r.Create(ctx, "k", []byte("v"), time.Minute)
 	storetest.WantUnavailable(t, err, "Create against a closed port")
 	got, err := r.Get(ctx, "k")
 	storetest.WantUnavailable(t, err, "Get against a closed port")

@@ -176,15 +176,7 @@ func TestRedisPrefixesAreSeparate(t *testing.T) {
 
 // TestRedisClosedPortFailsClosed needs no server: nothing listens on the port.
 func TestRedisClosedPortFailsClosed(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-
-	client := NewClient([]string{addr}, false)
-	defer client.Close()
+	client := closedPortClient(t)
 	r := NewReplay(client)
 	for i := range 3 { // the client's connection pool must not turn a failure into a success later
 		err := r.Claim(context.Background(), "jti-no-server", time.Minute)
@@ -194,15 +186,30 @@ func TestRedisClosedPortFailsClosed(t *testing.T) {
 	}
 }
 
-// TestRedisTimeoutFailsClosed points the store at a server that accepts connections
-// and never answers. The claim must fail closed within the store's timeout, not the
-// client's 3s ReadTimeout: this is what ContextTimeoutEnabled in NewClient buys.
-func TestRedisTimeoutFailsClosed(t *testing.T) {
+// closedPortClient is a client of a loopback port that nothing listens on any more;
+// it is closed when the test ends.
+func closedPortClient(t *testing.T) redis.UniversalClient {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	addr := ln.Addr().String()
+	ln.Close()
+	client := NewClient([]string{addr}, false)
+	t.Cleanup(func() { client.Close() })
+	return client
+}
+
+// silentServer listens on a loopback port, accepts every connection and never
+// answers; it stops when the test ends. It returns its address.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		var held []net.Conn
 		defer func() {
@@ -218,12 +225,18 @@ func TestRedisTimeoutFailsClosed(t *testing.T) {
 			held = append(held, c) // read nothing, answer nothing
 		}
 	}()
+	return ln.Addr().String()
+}
 
-	client := NewClient([]string{ln.Addr().String()}, false)
+// TestRedisTimeoutFailsClosed points the store at a server that accepts connections
+// and never answers. The claim must fail closed within the store's timeout, not the
+// client's 3s ReadTimeout: this is what ContextTimeoutEnabled in NewClient buys.
+func TestRedisTimeoutFailsClosed(t *testing.T) {
+	client := NewClient([]string{silentServer(t)}, false)
 	defer client.Close()
 	r := NewReplay(client, WithTimeout(100*time.Millisecond))
 	start := time.Now()
-	err = r.Claim(context.Background(), "jti-silent-server", time.Minute)
+	err := r.Claim(context.Background(), "jti-silent-server", time.Minute)
 	elapsed := time.Since(start)
 	storetest.WantUnavailable(t, err, "claim against a silent server")
 	if !errors.Is(err, context.DeadlineExceeded) {
