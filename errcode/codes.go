@@ -305,3 +305,14 @@ const (
 	// 403.
 	OriginNotAllowed Code = "origin_not_allowed"
 )
+
+// Codes of authorization at receivers, ingresses and the TTS (package authz, issue 25).
+const (
+	// NotAuthorized: a decision point (a CEL allow condition, an AuthZEN policy decision
+	// point) did not allow a verified request. HTTP 403; nothing reaches the application.
+	NotAuthorized Code = "not_authorized"
+	// DecisionUnavailable: the authorization decision could not be made: a condition that
+	// could not be evaluated within its bounds, or a policy decision point that did not
+	// answer (Incomplete, HTTP 503). Fail closed: nothing reaches the application.
+	DecisionUnavailable Code = "decision_unavailable"
+)

@@ -61,7 +61,7 @@ func Status(err error) int {
 		return http.StatusNotFound
 	case errcode.HostNotAllowed:
 		return http.StatusMisdirectedRequest
-	case errcode.OriginNotAllowed:
+	case errcode.OriginNotAllowed, errcode.NotAuthorized:
 		return http.StatusForbidden
 	case errcode.Internal, errcode.Unmapped:
 		return http.StatusInternalServerError
