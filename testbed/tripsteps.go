@@ -12,7 +12,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/hostproto"
-	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/store"
 )
 
@@ -50,17 +49,8 @@ func RunTrip(ctx context.Context, w io.Writer, title, hotelPath string, steps fu
 // verifying the planner's WIT with both domains' issuer keys and its HTTP signature for
 // audiences, reading handoffs in the requests of host only, and signing its responses.
 func (t *Trip) HotelReceivers(host hostproto.Host, audiences ...string) (*handoff.Receiver, *dialog.Receiver, error) {
-	// The handoff key was made just now, with these records: no offer predates them
-	// (section 8.4 does not apply).
-	hr := handoff.NewReceiver(t.Hotel.ID.String(), t.Handoffs.Trust, store.NewMemoryRecords(), handoff.WithStatusKey(t.Handoffs.DelegateKey),
-		handoff.WithGrantRequired(), handoff.WithRecordsLostAt(time.Time{}))
-	rc, err := dialog.NewReceiver(
-		dialog.WithHTTPSignatures(httpsig.NewVerifier(t.WITs, httpsig.WithAudiences(audiences...), httpsig.WithReplay(store.NewMemory()))),
-		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())),
-		SignsResponses(t.Hotel),
-		dialog.WithHandoffsIn(hr, host),
-	)
-	return hr, rc, err
+	return delegateReceivers(t.Hotel, t.Handoffs, t.WITs, host, audiences, []handoff.ReceiverOption{handoff.WithGrantRequired()},
+		dialog.WithRegistry(dialog.NewRegistry(store.NewMemoryRecords())), SignsResponses(t.Hotel))
 }
 
 // LinkThrough is the planner's LinkedClient for D2 whose later requests go through the

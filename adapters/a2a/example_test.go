@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
@@ -16,7 +15,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/testbed"
 )
 
@@ -25,32 +23,23 @@ import (
 // 0.3 messages, the agent's work run by dialoga2a.Executor, and a2a-go's JSON-RPC
 // handler behind the receiver.
 func Example() {
-	// A trust domain with its WIT issuer (testbed): the planner and the hotel are its
-	// workloads; their handoff keys, the planner's delegator.
+	// A trust domain with its WIT issuer (testbed): the planner delegates to the hotel,
+	// both its workloads, with their handoff keys.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, err := testbed.StartDomain(ctx, "a.example")
+	d, err := testbed.StartDelegation(ctx, "a.example", "/agent/hotel")
 	if err != nil {
 		panic(err)
 	}
-	defer a.Close()
-	planner, hotel := a.Workload("/agent/planner"), a.Workload("/agent/hotel")
-	wits := testbed.WITs(ctx, a)
-	handoffs, err := testbed.NewHandoffs(planner.ID, hotel.ID)
-	if err != nil {
-		panic(err)
-	}
+	defer d.Close()
 	srv := httptest.NewUnstartedServer(nil)
 	url := "http://" + srv.Listener.Addr().String() + "/a2a"
 
 	// --- the agent's glue ---
-	// Records in memory are lost at a restart: WithRecordsLostAt says when (section 8.4);
-	// here nothing was ever recorded before.
-	hr := handoff.NewReceiver(hotel.ID.String(), handoffs.Trust, store.NewMemoryRecords(), handoff.WithStatusKey(handoffs.DelegateKey), handoff.WithRecordsLostAt(time.Time{}))
-	rc, err := dialog.NewReceiver(
-		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
-		dialog.WithHandoffsIn(hr, hostproto.A2A03),
-	)
+	// The hotel's handoff receiver and its dialog receiver, which verifies every
+	// request's HTTP signature and reads handoffs in A2A 0.3 requests (built as
+	// testbed.Delegation.Receivers shows).
+	hr, rc, err := d.Receivers(hostproto.A2A03, url)
 	if err != nil {
 		panic(err)
 	}
@@ -60,15 +49,15 @@ func Example() {
 	defer srv.Close()
 
 	// The planner delegates the booking to the hotel in dialog dc.
-	dc, _ := dialog.New(agent.NewDialogID(), planner.ID)
-	opts, _ := dialoga2a.ClientOptions(agent.HostClientConfig{Dialog: dc, Delegator: handoffs.Delegator, Transport: &agent.Transport{
-		Source: planner.Source, Responses: httpsig.NewVerifier(wits),
+	dc, _ := dialog.New(agent.NewDialogID(), d.Planner.ID)
+	opts, _ := dialoga2a.ClientOptions(agent.HostClientConfig{Dialog: dc, Delegator: d.Handoffs.Delegator, Transport: &agent.Transport{
+		Source: d.Planner.Source, Responses: httpsig.NewVerifier(d.WITs),
 	}})
 	client, err := a2aclient.NewFromEndpoints(ctx, []a2a.AgentInterface{{URL: url, Transport: a2a.TransportProtocolJSONRPC}}, opts...)
 	if err != nil {
 		panic(err)
 	}
-	h, _ := handoffs.Delegator.Offer(ctx, handoff.OfferRequest{Offer: handoff.Offer{Aud: hotel.ID.String(), Dialog: dc.DLG()}})
+	h, _ := d.Handoffs.Delegator.Offer(ctx, handoff.OfferRequest{Offer: handoff.Offer{Aud: d.Delegate.ID.String(), Dialog: dc.DLG()}})
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "a room in Lisbon"})
 	if err := dialoga2a.PutOffer(msg, h); err != nil {
 		panic(err)
@@ -78,7 +67,7 @@ func Example() {
 		panic(err)
 	}
 	status, _ := dialoga2a.ReplyStatus(res)
-	u, err := handoffs.Delegator.HandleStatus(ctx, *status)
+	u, err := d.Handoffs.Delegator.HandleStatus(ctx, *status)
 	if err != nil {
 		panic(err)
 	}

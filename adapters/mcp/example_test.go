@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/testbed"
 )
 
@@ -24,32 +22,23 @@ import (
 // MCP requests, the tool wrapped by dialogmcp.Tool, and go-sdk's streamable handler
 // behind the receiver.
 func Example() {
-	// A trust domain with its WIT issuer (testbed): the planner and the hotel are its
-	// workloads; their handoff keys, the planner's delegator.
+	// A trust domain with its WIT issuer (testbed): the planner delegates to the hotel,
+	// both its workloads, with their handoff keys.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, err := testbed.StartDomain(ctx, "a.example")
+	d, err := testbed.StartDelegation(ctx, "a.example", "/tool/hotel")
 	if err != nil {
 		panic(err)
 	}
-	defer a.Close()
-	planner, hotel := a.Workload("/agent/planner"), a.Workload("/tool/hotel")
-	wits := testbed.WITs(ctx, a)
-	handoffs, err := testbed.NewHandoffs(planner.ID, hotel.ID)
-	if err != nil {
-		panic(err)
-	}
+	defer d.Close()
 	srv := httptest.NewUnstartedServer(nil)
 	url := "http://" + srv.Listener.Addr().String() + "/mcp"
 
 	// --- the tool server's glue ---
-	// Records in memory are lost at a restart: WithRecordsLostAt says when (section 8.4);
-	// here nothing was ever recorded before.
-	hr := handoff.NewReceiver(hotel.ID.String(), handoffs.Trust, store.NewMemoryRecords(), handoff.WithStatusKey(handoffs.DelegateKey), handoff.WithRecordsLostAt(time.Time{}))
-	rc, err := dialog.NewReceiver(
-		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
-		dialog.WithHandoffsIn(hr, hostproto.MCP),
-	)
+	// The hotel's handoff receiver and its dialog receiver, which verifies every
+	// request's HTTP signature and reads handoffs in MCP requests (built as
+	// testbed.Delegation.Receivers shows).
+	hr, rc, err := d.Receivers(hostproto.MCP, url)
 	if err != nil {
 		panic(err)
 	}
@@ -61,9 +50,9 @@ func Example() {
 	defer srv.Close()
 
 	// The planner delegates the booking to the hotel in dialog dc.
-	dc, _ := dialog.New(agent.NewDialogID(), planner.ID)
-	hc, _ := dialogmcp.NewHTTPClient(agent.HostClientConfig{Dialog: dc, Delegator: handoffs.Delegator, Transport: &agent.Transport{
-		Source: planner.Source, Responses: httpsig.NewVerifier(wits),
+	dc, _ := dialog.New(agent.NewDialogID(), d.Planner.ID)
+	hc, _ := dialogmcp.NewHTTPClient(agent.HostClientConfig{Dialog: dc, Delegator: d.Handoffs.Delegator, Transport: &agent.Transport{
+		Source: d.Planner.Source, Responses: httpsig.NewVerifier(d.WITs),
 	}})
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "planner", Version: "v1"}, nil).Connect(ctx,
 		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
@@ -71,7 +60,7 @@ func Example() {
 		panic(err)
 	}
 	defer cs.Close()
-	h, _ := handoffs.Delegator.Offer(ctx, handoff.OfferRequest{Offer: handoff.Offer{Aud: hotel.ID.String(), Dialog: dc.DLG()}})
+	h, _ := d.Handoffs.Delegator.Offer(ctx, handoff.OfferRequest{Offer: handoff.Offer{Aud: d.Delegate.ID.String(), Dialog: dc.DLG()}})
 	params := &mcp.CallToolParams{Name: "book_hotel", Arguments: map[string]any{"city": "Lisbon"}}
 	if err := dialogmcp.PutOffer(params, h); err != nil {
 		panic(err)
@@ -81,7 +70,7 @@ func Example() {
 		panic(err)
 	}
 	status, _ := dialogmcp.ResultStatus(res)
-	u, err := handoffs.Delegator.HandleStatus(ctx, *status)
+	u, err := d.Handoffs.Delegator.HandleStatus(ctx, *status)
 	if err != nil {
 		panic(err)
 	}
