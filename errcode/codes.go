@@ -304,6 +304,13 @@ const (
 	// it does not allow, or without an Origin to tell (issue 22 point 6, CSRF). HTTP
 	// 403.
 	OriginNotAllowed Code = "origin_not_allowed"
+	// PKCS11Unavailable: a PKCS#11 token could not be used: its module could not be
+	// loaded, no token is in the configured slot or has the configured label, the token
+	// did not answer, or the binary was built without cgo (issue 27). Incomplete.
+	PKCS11Unavailable Code = "pkcs11_unavailable"
+	// PKCS11LoginFailed: the token refused the configured PIN, or the PIN is locked
+	// (issue 27).
+	PKCS11LoginFailed Code = "pkcs11_login_failed"
 )
 
 // Codes of authorization at receivers, ingresses and the TTS (package authz, issue 25).

@@ -149,6 +149,9 @@ type PrivateKey struct {
 	pub PublicKey
 	ec  *ecdsa.PrivateKey
 	ed  ed25519.PrivateKey
+	// ext signs for a key held where it cannot be read out (a PKCS#11 token:
+	// NewExternalKey); ec and ed are then nil.
+	ext crypto.Signer
 }
 
 // Generate creates a fresh key for alg ("ES256", "EdDSA" or "Ed25519") whose kid is its
@@ -193,6 +196,9 @@ func (k *PrivateKey) WithKID(kid string) *PrivateKey {
 
 // Signer returns the crypto.Signer behind the key (for TLS and x509 use).
 func (k *PrivateKey) Signer() crypto.Signer {
+	if k.ext != nil {
+		return k.ext
+	}
 	if k.ec != nil {
 		return k.ec
 	}
@@ -201,6 +207,9 @@ func (k *PrivateKey) Signer() crypto.Signer {
 
 // Sign signs msg in JWS format: ES256 deterministic (RFC 6979) raw r||s, or Ed25519.
 func (k *PrivateKey) Sign(msg []byte) ([]byte, error) {
+	if k.ext != nil {
+		return k.signExternal(msg)
+	}
 	switch k.pub.family {
 	case FamilyES256:
 		h := sha256.Sum256(msg)
@@ -220,8 +229,13 @@ func (k *PrivateKey) Sign(msg []byte) ([]byte, error) {
 	return nil, errcode.New(errcode.UnsupportedAlg, "key has no usable algorithm")
 }
 
-// MarshalJSON writes the private JWK (with d), kid and alg, via jwx.
+// MarshalJSON writes the private JWK (with d), kid and alg, via jwx. A key held in a
+// token (NewExternalKey) has no private JWK: it is refused, so that no key state with
+// such a key can be written anywhere.
 func (k *PrivateKey) MarshalJSON() ([]byte, error) {
+	if k.ext != nil {
+		return nil, errExternalKeyJSON(k.pub.kid)
+	}
 	var raw any = k.ec
 	if k.ed != nil {
 		raw = k.ed

@@ -118,6 +118,7 @@ type Rotator struct {
 	mu      sync.Mutex
 	records []KeyRecord
 	shared  *sharedRing // nil unless NewSharedRotator
+	store   *storeRing  // nil unless NewStoreRotator
 }
 
 // NewRotator starts from state (one active key and any next or retiring keys, for
@@ -206,6 +207,14 @@ func (r *Rotator) State() RingState {
 func (r *Rotator) Rotate() (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.store != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultSharedTimeout)
+		defer cancel()
+		if err := r.syncStoreLocked(ctx); err != nil {
+			return "", err
+		}
+		return r.storeRotateLocked(ctx)
+	}
 	if r.shared == nil {
 		return r.rotateLocked(r.cfg.Now())
 	}
@@ -242,6 +251,9 @@ func (r *Rotator) rotateLocked(now time.Time) (string, error) {
 func (r *Rotator) Step() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.store != nil {
+		return r.storeStepLocked()
+	}
 	if r.shared == nil {
 		return r.stepLocked()
 	}

@@ -108,13 +108,17 @@ type sharedRing struct {
 	lastSync time.Time // of the last successful load (cfg.Now)
 }
 
-// SharedSince returns when a shared Rotator last read the shared state successfully
-// (by its clock), and false for a Rotator that is not shared. A replica that has not
+// SharedSince returns when a shared Rotator last read the shared state (or a store
+// Rotator, NewStoreRotator, its key store) successfully (by its clock), and false for a
+// Rotator that is neither. A replica that has not
 // read it for long may not publish a key that the others sign with: the services take
 // it out of readiness (cmd/internal/kit.SharedKeysReady).
 func (r *Rotator) SharedSince() (time.Time, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.store != nil {
+		return r.store.lastSync, true
+	}
 	if r.shared == nil {
 		return time.Time{}, false
 	}

@@ -78,12 +78,21 @@ type token struct {
 // every replica's JWKS document as it is served at that moment.
 func Simulate(t *testing.T, backend keys.RingBackend, reloadEvery []int, publishDelay time.Duration) Result {
 	t.Helper()
+	return SimulateReplicas(t, func(cfg keys.RotationConfig) (*keys.Rotator, error) {
+		return keys.NewSharedRotator(context.Background(), backend, cfg)
+	}, reloadEvery, publishDelay)
+}
+
+// SimulateReplicas is Simulate with replicas that newReplica opens (all on one shared
+// backend or key store) with the configuration it is given.
+func SimulateReplicas(t *testing.T, newReplica func(keys.RotationConfig) (*keys.Rotator, error), reloadEvery []int, publishDelay time.Duration) Result {
+	t.Helper()
 	ctx := context.Background()
 	clock := testkit.NewClock(testkit.Epoch)
 	cfg := keys.RotationConfig{PublishDelay: publishDelay, Retain: Retain, Period: Period, Now: clock.Now}
 	replicas := make([]*keys.Rotator, len(reloadEvery))
 	for i := range replicas {
-		r, err := keys.NewSharedRotator(ctx, backend, cfg)
+		r, err := newReplica(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,10 +40,13 @@ type Keys struct {
 	Rotator *keys.Rotator
 	From    string
 	Ready   []service.ReadyCheck
+	// Close releases what the keys hold (the PKCS#11 token); never nil.
+	Close func()
 }
 
-// OpenKeys opens the keys section kc (keys.OpenRotator): the shared ring in the
-// Redis of st when kc.Shared is set (OpenSharedKeys), else a fixed key from a file, the
+// OpenKeys opens the keys section kc (keys.OpenRotator): the keys in a PKCS#11 token
+// when kc.PKCS11 is set (OpenPKCS11Keys), the shared ring in the Redis of st when
+// kc.Shared is set (OpenSharedKeys), else a fixed key from a file, the
 // rotated keys of a data directory, or a key generated in memory (the service's checks
 // decide where that is allowed). The JWKS cache time is set (jwks_max_age) and the
 // rotation runs every kc.RotationStep() until ctx ends.
@@ -52,9 +55,17 @@ func OpenKeys(ctx context.Context, kc KeysConfig, st *Store, spec KeysSpec, logg
 		spec.Now = time.Now
 	}
 	now := spec.Now
-	k := &Keys{}
+	k := &Keys{Close: func() {}}
 	var err error
-	if kc.Shared != nil {
+	if kc.PKCS11 != nil {
+		k.Rotator, k.From, k.Close, err = OpenPKCS11Keys(ctx, kc, spec.Name, kc.RotationStep(), spec.Retain, now)
+		if err != nil {
+			return nil, err
+		}
+		// Replicas share the token as they share keys.shared's ring: one that has not
+		// listed it for long may miss a key the others sign with.
+		k.Ready = append(k.Ready, SharedKeysReady(k.Rotator, now))
+	} else if kc.Shared != nil {
 		k.Rotator, k.From, err = OpenSharedKeys(ctx, kc, st, spec.Name, kc.RotationStep(), spec.Retain, now)
 		if err != nil {
 			return nil, err

@@ -24,6 +24,9 @@ type KeysConfig struct {
 	// Shared keeps the rotated keys in the store's Redis, one ring for every replica
 	// (OpenSharedKeys); it excludes SigningKeyFile and DataDir.
 	Shared *SharedKeysConfig `yaml:"shared"`
+	// PKCS11 keeps the rotated keys in a PKCS#11 token that every replica opens
+	// (OpenPKCS11Keys); it excludes SigningKeyFile, DataDir and Shared.
+	PKCS11 *PKCS11KeysConfig `yaml:"pkcs11"`
 }
 
 // RotationStep is StepInterval or its default, RotationStepInterval.

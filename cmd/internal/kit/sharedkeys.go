@@ -15,10 +15,14 @@ import (
 // takes exactly one of secret_file and secret_env, and needs a publish delay longer
 // than the reload interval (step) plus the verifiers' JWKS cache time (jwks_max_age),
 // so that every replica serves a key for a whole cache time before any signs with it.
-// A negative jwks_max_age is refused with or without keys.shared.
+// A negative jwks_max_age is refused with or without keys.shared. keys.pkcs11 is
+// checked here too (checkPKCS11).
 func (kc KeysConfig) CheckShared(sc StoreConfig, step time.Duration) error {
 	if kc.JWKSMaxAge < 0 {
 		return fmt.Errorf("keys.jwks_max_age %s is negative", kc.JWKSMaxAge)
+	}
+	if err := kc.checkPKCS11(step); err != nil {
+		return err
 	}
 	sh := kc.Shared
 	if sh == nil {

@@ -66,7 +66,7 @@ func validate(cfg *Config) error {
 	if cfg.Development && !kit.IsLoopback(cfg.Listen, "localhost") {
 		return fmt.Errorf("development: listen must be a loopback address")
 	}
-	if !cfg.Development && cfg.Keys.SigningKeyFile == "" && cfg.Keys.DataDir == "" && cfg.Keys.Shared == nil {
+	if !cfg.Development && cfg.Keys.SigningKeyFile == "" && cfg.Keys.DataDir == "" && cfg.Keys.Shared == nil && cfg.Keys.PKCS11 == nil {
 		return fmt.Errorf("keys: signing_key_file or data_dir is required outside development mode")
 	}
 	if err := cfg.Store.Check(); err != nil {
@@ -117,6 +117,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *kit.Server
 	if err != nil {
 		return nil, err
 	}
+	s.OnClose(ks.Close)
 	rot, keysFrom := ks.Rotator, ks.From
 	readyChecks := append(st.ReadyChecks(), ks.Ready...)
 

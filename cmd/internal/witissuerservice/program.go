@@ -132,6 +132,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *kit.Server
 	if err != nil {
 		return nil, err
 	}
+	s.OnClose(ks.Close)
 	rot, keysFrom := ks.Rotator, ks.From
 	ready := append(st.ReadyChecks(), ks.Ready...)
 
