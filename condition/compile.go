@@ -16,7 +16,7 @@ type Source struct {
 	// Line and Column are where the expression's text begins (1-based; 0 if unknown).
 	// A YAML block scalar (when: |) begins on the line after its key.
 	Line, Column int
-	Field string // the field path, such as policy.rules[2].when
+	Field        string // the field path, such as policy.rules[2].when
 }
 
 // String is file:line:column: field, leaving out what is unknown.

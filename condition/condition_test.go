@@ -42,10 +42,10 @@ func TestBoolOverStructAndMap(t *testing.T) {
 	env := testEnv(t)
 	for expr, want := range map[string]bool{
 		`requester.workload.startsWith("spiffe://a.test/") && requester.proof == "http-sig"`: true,
-		`claims.dept == "sales"`:                  true,
-		`claims.?missing.orValue("x") == "x"`:     true,
+		`claims.dept == "sales"`:                                  true,
+		`claims.?missing.orValue("x") == "x"`:                     true,
 		`"admin" in scopes && requester.trust_domain == "b.test"`: false,
-		`scopes.all(s, s.size() > 2)`:             true,
+		`scopes.all(s, s.size() > 2)`:                             true,
 	} {
 		p, err := env.Compile(Source{}, expr, Bool)
 		if err != nil {
