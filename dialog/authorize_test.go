@@ -6,8 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 
