@@ -200,12 +200,9 @@ func (h *handoffReply) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	hostproto.WriteResult(w, h.id, result)
 }
 
-// receiveHandoff runs after the proof, the dialog and the Txn-Token are verified. When
-// the offer is refused with a signed status to send back, it returns that reply too;
-// any other refusal of a JSON-RPC request comes with the statusless reply that names
-// the request, so that it is answered as a JSON-RPC error (handoffReply.writeError).
-// A body that could not be read, or is too large, has no request to name.
-func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified) (*handoffReply, error) {
+// readBody reads r's body, bounded by MaxHandoffBody, and puts the octets back for
+// the handler; nil without a body.
+func readBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -217,6 +214,18 @@ func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified) (*handoffReply,
 	}
 	if len(body) > MaxHandoffBody {
 		return nil, errcode.New(errcode.BodyTooLarge, "body over %d octets", MaxHandoffBody)
+	}
+	return body, nil
+}
+
+// receiveHandoff runs after the proof, the dialog and the Txn-Token are verified, on
+// the body readBody read (nil without one). When the offer is refused with a signed
+// status to send back, it returns that reply too; any other refusal of a JSON-RPC
+// request comes with the statusless reply that names the request, so that it is
+// answered as a JSON-RPC error (handoffReply.writeError).
+func (rc *Receiver) receiveHandoff(r *http.Request, v *Verified, body []byte) (*handoffReply, error) {
+	if body == nil {
+		return nil, nil
 	}
 	reply, err := rc.receiveHandoffIn(r, v, body)
 	if err != nil && reply == nil {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dialogtrust/dialogtrust/authz"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/hostproto"
@@ -104,6 +105,7 @@ type Receiver struct {
 	streamUnsigned bool
 	handoffs       *handoff.Receiver
 	place          func(body []byte) (*hostproto.Carried, error)
+	authorizer     authz.Decider
 }
 
 // ReceiverOption configures a Receiver.
@@ -339,8 +341,24 @@ func (rc *Receiver) verifyRequest(ctx context.Context, r *http.Request, v *Verif
 	if err := finish(ctx); err != nil {
 		return nil, nil, err
 	}
+	// The body, read once for the steps that read it (authorization, handoffs) and put
+	// back for the handler.
+	var body []byte
+	if rc.handoffs != nil || rc.authorizer != nil {
+		var err error
+		if body, err = readBody(r); err != nil {
+			return nil, nil, err // a body that could not be read has no request to name
+		}
+	}
+	if rc.authorizer != nil {
+		// Every check passed: is this sender allowed this operation? Before the handoff
+		// step and the dialog's establishment, which record what a request brought.
+		if err := rc.authorize(ctx, r, v, body); err != nil {
+			return nil, jsonrpcRequestOf(body), err
+		}
+	}
 	if rc.handoffs != nil {
-		if reply, err := rc.receiveHandoff(r, v); err != nil {
+		if reply, err := rc.receiveHandoff(r, v, body); err != nil {
 			if establishes == Established {
 				// The request would have established its dialog, which a refused
 				// request does not take: a reply echoing its Dialog-Context would tell

@@ -323,3 +323,14 @@ const (
 	// answer (Incomplete, HTTP 503). Fail closed: nothing reaches the application.
 	DecisionUnavailable Code = "decision_unavailable"
 )
+
+// Codes for conditions (package condition, issue 25): an operator's CEL expression
+// that could not be evaluated. The rule refuses; it never allows what it cannot decide.
+const (
+	// ConditionError: a condition's evaluation ended in an error (a missing map key,
+	// a value of the wrong type, an overflow), or its result is not of the needed type.
+	ConditionError Code = "condition_error"
+	// ConditionNotEvaluated: a condition's evaluation was stopped by its cost limit or
+	// its evaluation deadline (Incomplete).
+	ConditionNotEvaluated Code = "condition_not_evaluated"
+)

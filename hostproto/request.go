@@ -24,10 +24,18 @@ type Request struct {
 // ParseRequest reads the JSON-RPC request members of body; ok is false when body is
 // not one (not a JSON object, no method, or a member named in another case or twice).
 func ParseRequest(body []byte) (req Request, ok bool) {
-	if len(bytes.TrimSpace(body)) == 0 || netjson.DecodeObject(body, &req) != nil || req.Method == "" {
-		return req, false
+	req, err := parseRequest(body)
+	return req, err == nil && req.Method != ""
+}
+
+// parseRequest is ParseRequest's reading of body: an error when body is not a JSON
+// object or names a member twice or in another case; a Method of "" when it names none.
+func parseRequest(body []byte) (req Request, err error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return req, errNotJSON
 	}
-	return req, true
+	err = netjson.DecodeObject(body, &req)
+	return req, err
 }
 
 // Carried is what a request body carries for a handoff receiver (section 6).

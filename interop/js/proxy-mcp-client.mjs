@@ -15,7 +15,8 @@
 // exits 1 on an error.
 //
 // Usage: node proxy-mcp-client.mjs URL TOOL_ARGUMENTS_JSON, with the task text in
-// DIALOGTRUST_HANDOFF_TASK (optional).
+// DIALOGTRUST_HANDOFF_TASK (optional) and the tool to call in DIALOGTRUST_TOOL (default
+// book_hotel); with DIALOGTRUST_HANDOFF=0 the call carries no handoff.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { egressDialog } from "./lib.mjs";
@@ -27,6 +28,8 @@ if (!url || !argsJSON) {
 }
 const toolArguments = JSON.parse(argsJSON);
 const task = process.env.DIALOGTRUST_HANDOFF_TASK ?? "";
+const tool = process.env.DIALOGTRUST_TOOL ?? "book_hotel";
+const offer = process.env.DIALOGTRUST_HANDOFF !== "0";
 
 const dlg = egressDialog();
 let callFields = null;
@@ -48,7 +51,7 @@ async function viaEgress(input, init = {}) {
   const methods = methodsOf(init.body);
   dlg.ask(headers);
   const isCall = methods.includes("tools/call");
-  if (isCall) {
+  if (isCall && offer) {
     headers.set("Dialogtrust-Handoff", "?1");
     if (task !== "") headers.set("Dialogtrust-Handoff-Task", task);
   }
@@ -68,7 +71,7 @@ const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: viaEg
 const client = new Client({ name: "dialogtrust-interop-planner", version: "1.0.0" });
 try {
   await client.connect(transport);
-  const result = await client.callTool({ name: "book_hotel", arguments: toolArguments });
+  const result = await client.callTool({ name: tool, arguments: toolArguments });
   console.log("result " + JSON.stringify({ result, fields: callFields, dialogContext: dlg.value, exchanges }));
   await client.close();
 } catch (e) {

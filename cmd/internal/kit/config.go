@@ -150,6 +150,9 @@ func Load[C any](spec Spec[C], args, env []string, stderr io.Writer) (*C, Source
 		}
 		return nil, src, fmt.Errorf("%s: %w", file, err)
 	}
+	if s, ok := any(cfg).(SourceSetter); ok {
+		s.SetSource(src)
+	}
 	if err := spec.applyEnv(cfg, envm); err != nil {
 		return nil, src, err
 	}

@@ -370,6 +370,13 @@ func buildIngress(ctx context.Context, cfg *Config, s *kit.Server, src wit.Sourc
 		hr = handoff.NewReceiver(cfg.Workload.ID, trust, records, handoff.WithStatusKey(key), handoff.WithGrantRequired())
 		opts = append(opts, dialog.WithHandoffsIn(hr, hosts...))
 	}
+	authorizer, err := ingressAuthorizer(cfg, logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if authorizer != nil {
+		opts = append(opts, dialog.WithAuthorizer(authorizer))
+	}
 	rc, err := dialog.NewReceiver(opts...)
 	if err != nil {
 		return nil, nil, nil, err

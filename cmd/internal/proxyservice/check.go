@@ -187,6 +187,9 @@ func checkProxy(cfg *Config) error {
 		if err := checkIngressBoundary(in); err != nil {
 			return fmt.Errorf("ingress.boundary: %w", err)
 		}
+		if _, err := ingressRules(cfg); err != nil {
+			return err
+		}
 	}
 	return nil
 }

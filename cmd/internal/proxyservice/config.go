@@ -26,6 +26,8 @@ type Config struct {
 	// JWKSRetry bounds how often a JWKS URL that has not answered yet is tried again
 	// (default 5s).
 	JWKSRetry time.Duration `yaml:"jwks_retry"`
+
+	source kit.Source // the file read (SetSource), for errors naming file and line
 }
 
 // ProxyWorkloadConfig: the workload and how it gets its WIT from the WIT issuer.
@@ -219,6 +221,11 @@ type IngressConfig struct {
 	// on in the dialog (proxy.IngressConfig.ForwardProvenance; section 9). Off by
 	// default: the value holds earlier hops' WITs and Txn-Tokens.
 	ForwardProvenance bool `yaml:"forward_provenance"`
+	// Authorize are allow rules in CEL over what the ingress verified and the host
+	// protocol's operation (authorize.go, issue 25): the first that holds lets the
+	// request through; when none does it is refused (not_authorized), and a rule that
+	// cannot be evaluated refuses (decision_unavailable).
+	Authorize []AuthorizeRule `yaml:"authorize"`
 	// TLS is the ingress listener's certificate; without it the ingress speaks plain
 	// HTTP (said at the start when it does not listen on loopback).
 	TLS ProxyTLSConfig `yaml:"tls"`
