@@ -117,8 +117,8 @@ type Term struct {
 	Meaning string `json:"meaning"`
 }
 
-// OK reports whether the run ended with no failed check and did not stop early.
-func (r *Report) OK() bool { return r.Failed == 0 && r.Error == "" }
+// OK reports whether the run made checks, none failed, and it did not stop early.
+func (r *Report) OK() bool { return r.Passed > 0 && r.Failed == 0 && r.Error == "" }
 
 // Counts is the last line of the text output: "38 passed, 0 failed[, 2 skipped]".
 func (r *Report) Counts() string {
