@@ -5,6 +5,8 @@ go 1.26.0
 replace github.com/dialogtrust/dialogtrust => ../
 
 require (
+	github.com/chromedp/cdproto v0.160.1
+	github.com/chromedp/chromedp v0.23.1
 	github.com/dialogtrust/dialogtrust v0.0.0-00010101000000-000000000000
 	github.com/spiffe/go-spiffe/v2 v2.9.0
 )
@@ -14,8 +16,6 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/chromedp/cdproto v0.160.1 // indirect
-	github.com/chromedp/chromedp v0.23.1 // indirect
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1 // indirect
 	github.com/dunglas/httpsfv v1.0.2 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
