@@ -326,3 +326,49 @@ func TestClassifyRequest(t *testing.T) {
 		t.Error("a message without a handoff counted as an offer")
 	}
 }
+
+// TestIssue24Point9_DocsShowTheRealPicture: the picture docs/cli.md shows is the one a
+// run draws, line for line (it names no port or dialog, so it is the same every run).
+func TestIssue24Point9_DocsShowTheRealPicture(t *testing.T) {
+	md, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(md), "\n## dialogtrust demo\n")
+	if !ok {
+		t.Fatal("docs/cli.md has no demo section")
+	}
+	_, block, ok := strings.Cut(section, "\n    Who called whom")
+	if !ok {
+		t.Fatal("the demo section of docs/cli.md shows no picture")
+	}
+	var doc []string
+	for _, l := range strings.Split("    Who called whom"+block, "\n") {
+		if l != "" && !strings.HasPrefix(l, "    ") {
+			break
+		}
+		doc = append(doc, strings.TrimPrefix(l, "    "))
+	}
+	r, err := Execute(context.Background(), InProcess())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	writePicture(&b, r)
+	var run []string
+	for _, l := range strings.Split(strings.TrimPrefix(b.String(), "\n"), "\n") {
+		if l == "Parties:" {
+			break
+		}
+		run = append(run, strings.TrimRight(l, " "))
+	}
+	for len(doc) > 0 && doc[len(doc)-1] == "" {
+		doc = doc[:len(doc)-1]
+	}
+	for len(run) > 0 && run[len(run)-1] == "" {
+		run = run[:len(run)-1]
+	}
+	if strings.Join(doc, "\n") != strings.Join(run, "\n") {
+		t.Errorf("docs/cli.md shows\n%s\n\na run draws\n%s", strings.Join(doc, "\n"), strings.Join(run, "\n"))
+	}
+}
