@@ -50,9 +50,20 @@ func demoRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	r, runErr := demo.Execute(ctx, topo)
+	// The report's file is opened before the run: one that cannot be written is a
+	// usage error, found before anything runs.
+	var page *os.File
 	if *reportFile != "" {
-		if err := writeReport(*reportFile, r); err != nil {
+		f, err := os.OpenFile(*reportFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return usageError{"--report: " + err.Error()}
+		}
+		defer f.Close()
+		page = f
+	}
+	r, runErr := demo.Execute(ctx, topo)
+	if page != nil {
+		if err := writeReport(page, r); err != nil {
 			return err
 		}
 	}
@@ -69,14 +80,17 @@ func demoRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// writeReport writes the HTML report of r to path, also when the run failed: a
-// failed run's report shows what failed.
-func writeReport(path string, r *demo.Report) error {
+// writeReport writes the HTML report of r to f, also when the run failed: a failed
+// run's report shows what failed.
+func writeReport(f *os.File, r *demo.Report) error {
 	var buf bytes.Buffer
 	if err := demo.WriteHTML(&buf, r); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("--report: %w", err)
 	}
 	return nil

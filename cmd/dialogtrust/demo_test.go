@@ -51,6 +51,7 @@ func TestDemoCommandUsage(t *testing.T) {
 		{"demo", "--local", partial},
 		{"demo", "--local", partial, "--local-env"},
 		{"demo", "extra"},
+		{"demo", "--report", filepath.Join(dir, "missing", "report.html")},
 	} {
 		if _, errOut, code := dt(t, "", args...); code != 2 || !strings.Contains(errOut, "usage: dialogtrust demo") {
 			t.Errorf("%v: exit %d, stderr %q; want a usage error", args, code, errOut)
