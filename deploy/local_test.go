@@ -228,7 +228,7 @@ func TestLocalDeployment(t *testing.T) {
 	if code != 0 || !regexp.MustCompile(`(?m)^\d+ passed, 0 failed(, \d+ skipped)?$`).MatchString(demoOut) || strings.Contains(demoOut, "  FAIL  ") {
 		t.Errorf("dialogtrust demo --local: exit %d, stderr %q; want exit 0 and 0 failed", code, errOut)
 	}
-	if !strings.HasPrefix(demoOut, "dialogtrust demo: dialog-binding Figure 5 against deployed services") {
+	if !strings.HasPrefix(demoOut, "dialogtrust demo: ") || !strings.Contains(strings.SplitN(demoOut, "\n", 2)[0], "against deployed services") {
 		t.Errorf("dialogtrust demo --local did not run against the deployed services")
 	}
 	for _, want := range []string{

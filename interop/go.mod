@@ -5,6 +5,8 @@ go 1.26.0
 replace github.com/dialogtrust/dialogtrust => ../
 
 require (
+	github.com/chromedp/cdproto v0.160.1
+	github.com/chromedp/chromedp v0.23.1
 	github.com/dialogtrust/dialogtrust v0.0.0-00010101000000-000000000000
 	github.com/spiffe/go-spiffe/v2 v2.9.0
 )
@@ -22,6 +24,7 @@ require (
 	github.com/fxamacker/cbor/v2 v2.10.0 // indirect
 	github.com/go-chi/chi/v5 v5.5.0 // indirect
 	github.com/go-jose/go-jose/v4 v4.1.5 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/goccy/go-json v0.10.6 // indirect

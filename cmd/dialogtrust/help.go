@@ -61,7 +61,7 @@ var helps = map[string]helpText{
 	"chain grant":           {summary: "exchange a Txn-Token at AS A for a JWT authorization grant for a peer AS", example: "chain grant --tts http://127.0.0.1:8081 --wit @a1.wit --key a1.jwk --txn-token @a1.txn --audience http://127.0.0.1:8082", doc: "docs/cli.md#dialogtrust-chain"},
 	"chain redeem":          {summary: "redeem a grant at the peer AS B for an access token", example: "chain redeem --token-endpoint http://127.0.0.1:8082/token --wit @a1.wit --key a1.jwk --grant @a1.grant", doc: "docs/cli.md#dialogtrust-chain"},
 	"conformance":           {summary: "run the WIMSE conformance vectors (default: the wimsey ones built in)", example: "conformance", doc: "docs/cli.md#dialogtrust-conformance"},
-	"demo":                  {summary: "dialog-binding Figure 5 end to end, every check printed", example: "demo", doc: "docs/cli.md#dialogtrust-demo"},
+	"demo":                  {summary: "two trust domains end to end: a picture of who called whom, every check, what it proved", example: "demo --report demo.html", doc: "docs/cli.md#dialogtrust-demo"},
 	"proxy":                 {summary: "egress and ingress proxies for agents in any language", example: "proxy --config proxy.yaml --check-config", doc: "docs/proxy.md"},
 	"bench verify":          {summary: "load a verifying receiver (or verify in process) and report throughput and latency", example: "bench verify --wit-issuer http://127.0.0.1:8080 --duration 5s", doc: "docs/cli.md#dialogtrust-bench"},
 	"bench receiver":        {summary: "a receiver that verifies each request, for bench verify --url", example: "bench receiver --trust http://127.0.0.1:8080/.well-known/jwks.json", doc: "docs/cli.md#dialogtrust-bench"},

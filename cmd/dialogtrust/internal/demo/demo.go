@@ -8,13 +8,16 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
@@ -33,102 +36,142 @@ import (
 // steps is the number of numbered steps, for the progress line.
 const steps = 8
 
-// printer writes the steps and checks and counts failures.
+// printer records the steps and checks of a run into its Report.
 type printer struct {
-	w                       io.Writer
-	step                    int
-	passed, failed, skipped int
+	r *Report
 	// now is the clock of the step timers (time.Now): they measure how long each step
 	// really took, whatever clock the credentials are checked against.
 	now       func() time.Time
 	stepStart time.Time
+	mu        sync.Mutex // guards r.Steps' length, which the wire observer reads
 }
 
-func (p *printer) stepf(format string, args ...any) {
+// stepf begins the next step: its title, and its claim (what it shows, in plain
+// words, when all its checks pass).
+func (p *printer) stepf(claim, format string, args ...any) {
 	p.endStep()
-	p.step++
-	fmt.Fprintf(p.w, "\n[%d/%d] %s\n", p.step, steps, fmt.Sprintf(format, args...))
+	p.mu.Lock()
+	p.r.Steps = append(p.r.Steps, Step{N: len(p.r.Steps) + 1, Title: fmt.Sprintf(format, args...), Claim: claim})
+	p.mu.Unlock()
 	p.stepStart = p.now()
 }
 
-// endStep prints how long the step begun last took, once. A whole step takes a few
-// milliseconds on loopback, so the time is printed to 10µs (to 1ms from a second on).
+// current is the number of the step running now (0 before the first).
+func (p *printer) current() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.r.Steps)
+}
+
+// endStep records how long the step begun last took, once.
 func (p *printer) endStep() {
 	if p.stepStart.IsZero() {
 		return
 	}
-	d := p.now().Sub(p.stepStart)
-	if d < time.Second {
-		d = d.Round(10 * time.Microsecond)
-	} else {
-		d = d.Round(time.Millisecond)
-	}
-	fmt.Fprintf(p.w, "        (step %d took %s)\n", p.step, d)
+	p.r.Steps[len(p.r.Steps)-1].Duration = p.now().Sub(p.stepStart)
 	p.stepStart = time.Time{}
 }
 
 func (p *printer) info(format string, args ...any) {
-	fmt.Fprintf(p.w, "        %s\n", fmt.Sprintf(format, args...))
+	if st := p.current(); st > 0 {
+		p.r.Steps[st-1].Info = append(p.r.Steps[st-1].Info, fmt.Sprintf(format, args...))
+	}
 }
 
-// check prints one check; it returns ok so callers can stop when a later step needs it.
+// check records one check; it returns ok so callers can stop when a later step needs
+// it. detail is what explains a failure: the first error in it gives the check's code.
 func (p *printer) check(ok bool, what string, detail ...any) bool {
+	c := Check{Step: p.current(), Name: what, Result: Passed}
 	if ok {
-		p.passed++
-		fmt.Fprintf(p.w, "   ok   %s\n", what)
+		p.r.Passed++
 	} else {
-		p.failed++
-		fmt.Fprintf(p.w, "  FAIL  %s %v\n", what, detail)
+		p.r.Failed++
+		c.Result = Failed
+		var parts []string
+		for _, d := range detail {
+			switch d := d.(type) {
+			case nil:
+			case error:
+				if c.Code == "" {
+					c.Code = string(errcode.CodeOf(d))
+				}
+				parts = append(parts, d.Error())
+			default:
+				if v := reflect.ValueOf(d); (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) && v.IsNil() {
+					continue
+				}
+				parts = append(parts, fmt.Sprint(d))
+			}
+		}
+		c.Detail = strings.Join(parts, "; ")
 	}
+	p.r.Checks = append(p.r.Checks, c)
 	return ok
 }
 
-// skip prints a check that cannot be made here, and why; it is counted apart, never as
-// passed.
+// skip records a check that cannot be made here, and why; it is counted apart, never
+// as passed.
 func (p *printer) skip(what, why string) {
-	p.skipped++
-	fmt.Fprintf(p.w, "  skip  %s: %s\n", what, why)
+	p.r.Skipped++
+	p.r.Checks = append(p.r.Checks, Check{Step: p.current(), Name: what, Result: Skipped, Detail: why})
 }
 
 // Run runs the demo with both trust domains in this process (InProcess) and writes
-// what happens to w. It returns an error when any check failed or a step could not run.
+// what happens to w as text. It returns an error when any check failed or a step could
+// not run.
 func Run(ctx context.Context, w io.Writer) error { return RunTopology(ctx, w, InProcess()) }
 
-// RunTopology runs the demo against the trust domains of topo: the same flow and the
-// same checks whether the WIT issuers and TTSs run in this process or were deployed
+// RunTopology runs the demo against topo (Execute) and writes its report to w as
+// text (WriteText).
+func RunTopology(ctx context.Context, w io.Writer, topo Topology) error {
+	r, err := Execute(ctx, topo)
+	if werr := WriteText(w, r); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
+
+// Execute runs the demo against the trust domains of topo: the same flow and the same
+// checks whether the WIT issuers and TTSs run in this process or were deployed
 // (External, LocalTopology). The workloads (A1, A2, the tool and B1) always run in this
 // process, on loopback. Checks that need to see inside a deployed service and cannot
-// are printed as skipped, with the reason.
-func RunTopology(ctx context.Context, w io.Writer, topo Topology) error {
+// are recorded as skipped, with the reason. The Report is complete even when the run
+// failed; the error says that it did (a check failed, or a step could not run).
+func Execute(ctx context.Context, topo Topology) (*Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	p := &printer{w: w, now: time.Now}
-	if _, ok := topo.(external); ok {
-		fmt.Fprintln(w, "dialogtrust demo: dialog-binding Figure 5 against deployed services, every credential real")
+	r := &Report{Checks: []Check{}, Steps: []Step{}, Glossary: glossary()}
+	_, r.Deployed = topo.(external)
+	if r.Deployed {
+		r.Title = "dialogtrust demo: agents hand work across two trust domains, against deployed services, every credential real"
 	} else {
-		fmt.Fprintln(w, "dialogtrust demo: dialog-binding Figure 5 on loopback, every credential real")
+		r.Title = "dialogtrust demo: agents hand work across two trust domains, on loopback, every credential real"
 	}
+	p := &printer{r: r, now: time.Now}
 	err := run(ctx, p, topo)
 	p.endStep()
-	fmt.Fprintf(w, "\n%d passed, %d failed", p.passed, p.failed)
-	if p.skipped > 0 {
-		fmt.Fprintf(w, ", %d skipped", p.skipped)
-	}
-	fmt.Fprintln(w)
 	if err != nil {
-		return err
+		r.Error = err.Error()
+		if code := errcode.CodeOf(err); code != errcode.Unmapped {
+			r.ErrorCode = string(code)
+		}
 	}
-	if p.failed > 0 {
-		return fmt.Errorf("%d checks failed", p.failed)
+	r.summarize()
+	if err != nil {
+		return r, err
 	}
-	return nil
+	if r.Failed > 0 {
+		return r, fmt.Errorf("%d checks failed", r.Failed)
+	}
+	return r, nil
 }
 
 // run is the flow of Figure 5, step by step; a step that cannot go on returns an error
 // and ends it, after the checks printed so far.
 func run(ctx context.Context, p *printer, topo Topology) error {
-	f := &flow{p: p, topo: topo, rec: &recorder{}}
+	f := &flow{p: p, topo: topo, rec: &recorder{}, wire: &wire{step: p.current}}
 	defer f.close()
+	defer f.report()
 	for _, step := range []func(context.Context) error{
 		f.startDomains,    // step 1
 		f.getWITs,         // step 2
@@ -153,7 +196,9 @@ type flow struct {
 	topo Topology
 	// rec records everything that reaches domain B, for the domain-separation check:
 	// by the servers themselves when they run here, else as the workloads send it.
-	rec  *recorder
+	rec *recorder
+	// wire sees every call of the workloads, for the hops of the report.
+	wire *wire
 	ds   *domains
 	a, b Domain
 	// hc carries every HTTP request of the demo's workloads.
@@ -196,14 +241,22 @@ func (f *flow) close() {
 // startDomains is step 1: the two trust domains, ready, with their metadata.
 func (f *flow) startDomains(ctx context.Context) error {
 	p := f.p
+	claim := "each trust domain runs its own WIT issuer and its own TTS, which is also the domain's authorization server (AS), and they answer."
 	if _, ok := f.topo.(external); ok {
-		p.stepf("Using the deployed trust domains: a WIT issuer and a TTS (with its authorization server) each")
+		p.stepf(claim, "Using the deployed trust domains: a WIT issuer and a TTS (with its authorization server) each")
 	} else {
-		p.stepf("Starting trust domains a.example and b.example: a WIT issuer and a TTS (with its authorization server) each")
+		p.stepf(claim, "Starting trust domains a.example and b.example: a WIT issuer and a TTS (with its authorization server) each")
 	}
 	ds, err := f.topo.start(ctx, f.rec.wrap)
 	if err != nil {
 		return err
+	}
+	for _, d := range []struct {
+		d      Domain
+		letter string
+	}{{ds.a, "A"}, {ds.b, "B"}} {
+		f.wire.addHost(d.d.WITIssuer, endpoint{kind: kindWITIssuer, name: kindWITIssuer + " " + d.letter, letter: d.letter})
+		f.wire.addHost(d.d.TTS, endpoint{kind: kindTTS, name: kindTTS + " " + d.letter, letter: d.letter})
 	}
 	f.ds, f.a, f.b = ds, ds.a, ds.b
 	a, b := f.a, f.b
@@ -252,13 +305,14 @@ func (f *flow) discover(ctx context.Context) error {
 // getWITs is step 2: the workloads and their WITs.
 func (f *flow) getWITs(ctx context.Context) error {
 	p, a, b := f.p, f.a, f.b
-	p.stepf("Workloads get their WITs from their domain's issuer (a fresh key each)")
+	p.stepf("every workload got its identity, a WIT, from its own domain's issuer, and anyone can check that WIT with the issuer's public keys.",
+		"Workloads get their WITs from their domain's issuer (a fresh key each)")
 	var wls []workload
 	for _, w := range []struct {
-		d         Domain
-		path, alg string
-	}{{a, "/agent/a1", keys.EdDSA}, {a, "/agent/a2", keys.ES256}, {a, "/tool/search", keys.EdDSA}, {b, "/agent/b1", keys.ES256}} {
-		wl, err := newWorkload(w.d, f.witMD[w.d.Name], w.path, w.alg, f.hc)
+		d               Domain
+		name, path, alg string
+	}{{a, "A1", "/agent/a1", keys.EdDSA}, {a, "A2", "/agent/a2", keys.ES256}, {a, "tool", "/tool/search", keys.EdDSA}, {b, "B1", "/agent/b1", keys.ES256}} {
+		wl, err := newWorkload(w.d, f.witMD[w.d.Name], w.name, w.path, w.alg, f.wire.client(w.name, f.hc))
 		if err != nil {
 			return err
 		}
@@ -292,6 +346,9 @@ func (f *flow) startServers(ctx context.Context) error {
 		*s = srv
 		f.servers = append(f.servers, srv)
 	}
+	f.wire.addHost(f.a2Srv.URL, endpoint{name: f.a2.name})
+	f.wire.addHost(f.toolSrv.URL, endpoint{name: f.t1.name})
+	f.wire.addHost(f.b1Srv.URL, endpoint{name: f.b1.name})
 	atA2, atTool := f.atA2, f.atTool
 	f.a2Srv.serve(receiver(f.a2Srv.URL+"/task", f.a2, f.witsA, txntoken.NewVerifier(ttsAKeys, a.Name), true, nil).Middleware(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { atA2 <- dialog.FromRequest(r); okJSON(w) })))
@@ -309,7 +366,7 @@ func (f *flow) startServers(ctx context.Context) error {
 	b1Handoffs := handoff.NewReceiver(f.b1.id.String(), f.htrust, store.NewMemoryRecords(), handoff.WithStatusKey(b1HK), handoff.WithGrantRequired(),
 		handoff.WithRecordsLostAt(time.Time{}))
 	acceptor := &agent.LinkAcceptor{
-		TTS:          &txntoken.Client{TokenEndpoint: f.mdB.TokenEndpoint, WITSource: f.b1.src, Proof: proof.HTTPSig, HTTPClient: f.hc},
+		TTS:          &txntoken.Client{TokenEndpoint: f.mdB.TokenEndpoint, WITSource: f.b1.src, Proof: proof.HTTPSig, HTTPClient: f.b1.hc},
 		AccessTokens: &chaining.AccessTokenVerifier{Keys: f.ttsBKeys, Issuer: b.TTS, Audience: b.Name},
 		TrustDomain:  b.Name,
 	}
@@ -321,10 +378,11 @@ func (f *flow) startServers(ctx context.Context) error {
 // startD1 is step 3: A1 starts D1 with A2.
 func (f *flow) startD1(ctx context.Context) error {
 	p, a, b, a1 := f.p, f.a, f.b, f.a1
-	p.stepf("A1 starts dialog D1 with A2: a signed request with a Txn-Token from TTS A recording D1")
-	a1Tokens := agent.NewTTSSource(&txntoken.Client{TokenEndpoint: f.mdA.TokenEndpoint, WITSource: a1.src, Proof: proof.HTTPSig, HTTPClient: f.hc},
+	p.stepf("A1 opened a conversation (dialog D1) with A2; A2 knows for certain that A1 sent it, and A1's Txn-Token says what may be done and in which dialog.",
+		"A1 starts dialog D1 with A2: a signed request with a Txn-Token from TTS A recording D1")
+	a1Tokens := agent.NewTTSSource(&txntoken.Client{TokenEndpoint: f.mdA.TokenEndpoint, WITSource: a1.src, Proof: proof.HTTPSig, HTTPClient: a1.hc},
 		a.Name, "trip.read trip.book", selfSigned(a, a1), nil)
-	a1Agent := &agent.Agent{Self: a1.id, Client: &http.Client{Transport: transport(a1, a1Tokens, f.witsA, f.hc)}}
+	a1Agent := &agent.Agent{Self: a1.id, Client: &http.Client{Transport: transport(a1, a1Tokens, f.witsA)}}
 	res, d1, err := a1Agent.Start(ctx, post(f.a2Srv.URL+"/task", `{"task":"plan a trip to `+b.Name+`"}`), "")
 	if !p.check(err == nil && res.StatusCode == 200, "A2 answered with a signed response that echoes D1 (A1 verified it)", err) {
 		return fmt.Errorf("D1 not established: %v", err)
@@ -342,12 +400,13 @@ func (f *flow) startD1(ctx context.Context) error {
 // callTool is step 4: A2 calls the tool in D1.
 func (f *flow) callTool(ctx context.Context) error {
 	p, a2, d1, v := f.p, f.a2, f.d1, f.atA2First
-	p.stepf("A2 calls the tool in D1, forwarding the Txn-Token and A1's proof as provenance")
+	p.stepf("A2 called a tool for A1; the tool knows that A2 sent the call, that it belongs to D1, and that A1 started D1.",
+		"A2 calls the tool in D1, forwarding the Txn-Token and A1's proof as provenance")
 	prov, err := v.Forward()
 	if err != nil {
 		return err
 	}
-	a2Agent := &agent.Agent{Self: a2.id, Client: &http.Client{Transport: transport(a2, agent.Forwarded(v.TxnToken), f.witsA, f.hc)}}
+	a2Agent := &agent.Agent{Self: a2.id, Client: &http.Client{Transport: transport(a2, agent.Forwarded(v.TxnToken), f.witsA)}}
 	res, err := a2Agent.Continue(ctx, post(f.toolSrv.URL+"/invoke", `{"query":"hotels in `+f.b.Name+`"}`), d1, prov)
 	if !p.check(err == nil && res.StatusCode == 200, "the tool accepted the call", err) {
 		return fmt.Errorf("tool call failed: %v", err)
@@ -364,13 +423,14 @@ func (f *flow) callTool(ctx context.Context) error {
 // handOff is step 5: identity chaining and the linked dialog D2 with a signed handoff.
 func (f *flow) handOff(ctx context.Context) error {
 	p, a2, b1 := f.p, f.a2, f.b1
-	p.stepf("A2 hands work to B1 across the trust boundary: grant from AS A, access token from AS B, new dialog D2")
+	p.stepf("A2 handed work to B1 in the other trust domain without giving it any credential of domain A: domain A vouched for A2 with a grant, domain B turned the grant into its own access token, and the signed handoff offer is bound to that token.",
+		"A2 hands work to B1 across the trust boundary: grant from AS A, access token from AS B, new dialog D2")
 	delegator, err := handoff.NewDelegator(handoff.DelegatorConfig{Self: a2.id.String(), Key: f.a2HK, Trust: f.htrust})
 	if err != nil {
 		return err
 	}
 	f.delegator = delegator
-	linker := &agent.Linker{Self: a2.id, Transport: transport(a2, nil, f.witsAB, f.hc), Tokens: &chaining.Client{HTTPClient: f.hc}}
+	linker := &agent.Linker{Self: a2.id, Transport: transport(a2, nil, f.witsAB), Tokens: &chaining.Client{HTTPClient: a2.hc}}
 	linked, err := linker.Link(ctx, agent.LinkConfig{
 		TxnToken: f.atA2First.TxnToken, GrantEndpoint: f.mdA.TokenEndpoint, PeerIssuer: f.b.TTS, PeerTokenEndpoint: f.mdB.TokenEndpoint, PeerTrustDomain: f.b.Name,
 		Scope: "trip.book", Request: a2aPost(f.b1Srv.URL + "/a2a"),
@@ -406,7 +466,8 @@ func (f *flow) handOff(ctx context.Context) error {
 // checkB1TxnToken is step 6: B1's Txn-Token of domain B, for D2.
 func (f *flow) checkB1TxnToken(ctx context.Context) error {
 	p, ev := f.p, f.b1First
-	p.stepf("B1 exchanges the access token at TTS B for a Txn-Token of domain B recording D2")
+	p.stepf("B1 got its own Txn-Token for the new dialog D2 from its own domain's TTS.",
+		"B1 exchanges the access token at TTS B for a Txn-Token of domain B recording D2")
 	if p.check(ev.acc != nil, "TTS B issued the Txn-Token", ev.err) {
 		claims, err := txntoken.NewVerifier(f.ttsBKeys, f.b.Name).Verify(ctx, ev.acc.TxnToken.AccessToken)
 		p.check(err == nil && claims.Dialog() == f.linked.Dialog.DLG(), "the domain-B Txn-Token verifies through TTS B's JWKS and records D2 in tctx.dlg", err)
@@ -420,7 +481,8 @@ func (f *flow) checkB1TxnToken(ctx context.Context) error {
 // collectStatuses is step 7: the handoff statuses come back to A2.
 func (f *flow) collectStatuses(ctx context.Context) error {
 	p, linked := f.p, f.linked
-	p.stepf("The handoff statuses come back to A2, signed by B1")
+	p.stepf("B1 reported back with signed statuses (accepted, then completed) that A2 verified.",
+		"The handoff statuses come back to A2, signed by B1")
 	body, _ := io.ReadAll(linked.Response.Body)
 	if st, err := taskStatus(body); p.check(err == nil, "B1's answer carries a signed status", err) {
 		up, err := f.delegator.HandleStatus(ctx, *st)
@@ -429,7 +491,7 @@ func (f *flow) collectStatuses(ctx context.Context) error {
 	// A2 asks for the task's outcome in D2, with the access token again.
 	getReq := post(f.b1Srv.URL+"/a2a", fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":%q}}`, hopOf(f.offer)))
 	getReq.Header.Set("Authorization", "Bearer "+linked.AccessToken)
-	pt := pinnedTransport(f.a2, linked.Credential, f.witsAB, f.hc)
+	pt := pinnedTransport(f.a2, linked.Credential, f.witsAB)
 	pt.ResponseSigners = linked.Signers // B1's answers in D2 are signed in domain B
 	linkedAgent := &agent.Agent{Self: f.a2.id, Client: &http.Client{Transport: pt}}
 	res, err := linkedAgent.Continue(ctx, getReq, linked.Dialog, nil)
@@ -449,7 +511,8 @@ func (f *flow) collectStatuses(ctx context.Context) error {
 func (f *flow) checkSeparation(context.Context) error {
 	p, rec, linked := f.p, f.rec, f.linked
 	d1, txnA := f.d1.DLG(), f.atA2First.TxnToken
-	p.stepf("Domain separation: nothing of D1 crossed into domain B")
+	p.stepf("nothing of dialog D1 and no Txn-Token of domain A reached domain B.",
+		"Domain separation: nothing of D1 crossed into domain B")
 	if f.ds.serverSide {
 		p.info("%d requests reached domain B's servers (recorded by WIT issuer B, TTS B and B1 themselves)", rec.count())
 	} else {
@@ -503,17 +566,21 @@ func getStatus(ctx context.Context, hc *http.Client, u string) (int, error) {
 // workload is a participant's credentials: WITs from its domain's issuer, a fresh key
 // for each.
 type workload struct {
-	id  identifier.ID
-	src wit.Source
+	// name is the workload's name in the report (A1); domain its trust domain.
+	name, domain string
+	id           identifier.ID
+	src          wit.Source
+	// hc carries the workload's calls, which the wire observer records as its own.
+	hc *http.Client
 }
 
-func newWorkload(d Domain, md *witissuer.Metadata, path, alg string, hc *http.Client) (workload, error) {
+func newWorkload(d Domain, md *witissuer.Metadata, name, path, alg string, hc *http.Client) (workload, error) {
 	id, err := identifier.Parse("wimse://" + d.Name + path)
 	if err != nil {
 		return workload{}, fmt.Errorf("trust domain %q: %w", d.Name, err)
 	}
 	c := &witissuer.Client{Endpoint: md.WITEndpoint, Audience: md.Issuer, Subject: id.String(), HTTPClient: hc}
-	return workload{id: id, src: c.Source(wit.WithKeyAlgorithm(alg))}, nil
+	return workload{name: name, domain: d.Name, id: id, src: c.Source(wit.WithKeyAlgorithm(alg)), hc: hc}, nil
 }
 
 type b1Event struct {
@@ -607,14 +674,14 @@ func receiver(aud string, self workload, v *wit.Validator, txn dialog.TxnTokenVe
 	return rc
 }
 
-func transport(wl workload, tokens agent.TxnTokenSource, v *wit.Validator, hc *http.Client) *agent.Transport {
-	return &agent.Transport{Base: hc.Transport, Source: wl.src, Tokens: tokens, RequireSignedResponse: true, Responses: httpsig.NewVerifier(v)}
+func transport(wl workload, tokens agent.TxnTokenSource, v *wit.Validator) *agent.Transport {
+	return &agent.Transport{Base: wl.hc.Transport, Source: wl.src, Tokens: tokens, RequireSignedResponse: true, Responses: httpsig.NewVerifier(v)}
 }
 
 // pinnedTransport signs with the one credential the linked dialog's access token is
 // bound to.
-func pinnedTransport(wl workload, c *wit.Credential, v *wit.Validator, hc *http.Client) *agent.Transport {
-	t := transport(wl, nil, v, hc)
+func pinnedTransport(wl workload, c *wit.Credential, v *wit.Validator) *agent.Transport {
+	t := transport(wl, nil, v)
 	t.Source = c
 	return t
 }

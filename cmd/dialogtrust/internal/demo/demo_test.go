@@ -176,18 +176,27 @@ func TestRecorderTransport(t *testing.T) {
 // TestStepTimers: each step's time is measured with the printer's clock from its header
 // to the next header (or the end), and printed finely enough for a step of milliseconds.
 func TestStepTimers(t *testing.T) {
-	var out bytes.Buffer
 	t0 := time.Unix(1700000000, 0)
 	now := t0
-	p := &printer{w: &out, now: func() time.Time { return now }}
-	p.stepf("one")
+	r := &Report{}
+	p := &printer{r: r, now: func() time.Time { return now }}
+	p.stepf("claim one", "one")
 	now = now.Add(2500 * time.Microsecond)
-	p.stepf("two")
+	p.stepf("claim two", "two")
 	now = now.Add(1500 * time.Millisecond)
 	p.endStep()
+	now = now.Add(time.Second)
 	p.endStep() // once only
-	want := "\n[1/8] one\n        (step 1 took 2.5ms)\n\n[2/8] two\n        (step 2 took 1.5s)\n"
-	if out.String() != want {
-		t.Fatalf("got %q, want %q", out.String(), want)
+	if len(r.Steps) != 2 || r.Steps[0].Duration != 2500*time.Microsecond || r.Steps[1].Duration != 1500*time.Millisecond {
+		t.Fatalf("steps %+v", r.Steps)
+	}
+	var out bytes.Buffer
+	if err := WriteText(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\n[1/8] one\n        (step 1 took 2.5ms)\n", "\n[2/8] two\n        (step 2 took 1.5s)\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("no %q in\n%s", want, out.String())
+		}
 	}
 }

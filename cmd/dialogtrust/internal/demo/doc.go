@@ -4,8 +4,15 @@
 // agent B1 in domain B), with real HTTP servers, real keys and real signatures, and the
 // flow: D1 established, a tool call in D1, a signed handoff from A2 to B1 whose grant is
 // the digest of the domain-B access token, the linked dialog D2, B1's domain-B
-// Txn-Token recording D2, and the handoff statuses back. Every step and check is
-// printed as it happens; a run fails if any check fails.
+// Txn-Token recording D2, and the handoff statuses back. A run fails if any check
+// fails.
+//
+// A run is recorded as a Report (report.go, read it first): its steps and checks, and
+// its hops, which the wire observer (wire.go) reads off every call of the workloads as
+// it leaves, so that the picture of who called whom and the summary of what was
+// proved come from the run itself. WriteText (text.go), WriteJSON and WriteHTML
+// (html.go, report.html.tmpl) render the same Report as `dialogtrust demo` prints it,
+// as `--json`, and as the self-contained page of `--report`.
 //
 // The Topology says where the WIT issuers and TTSs run: Run starts them in this process
 // (InProcess); RunTopology with LocalTopology uses those that deploy/local/up.sh started
