@@ -34,6 +34,7 @@ type Client struct {
 	cache       *cache
 	cacheSize   int
 	cacheTTL    time.Duration
+	escapeIDs   bool
 
 	metaMu          sync.Mutex
 	discovered      string
@@ -66,6 +67,11 @@ func WithMetadataURL(u string) Option { return func(c *Client) { c.metadataURL =
 
 // WithEvaluationEndpoint skips discovery and asks u (the access_evaluation_endpoint).
 func WithEvaluationEndpoint(u string) Option { return func(c *Client) { c.evalURL = u } }
+
+// WithEscapedIDs percent-encodes the subject and resource ids (EscapeID) for a PDP
+// that does not take every string as an id: OpenFGA refuses ":", "#", "@" and white
+// space in them, and so every WIMSE and SPIFFE identifier.
+func WithEscapedIDs() Option { return func(c *Client) { c.escapeIDs = true } }
 
 // WithMaxResponse bounds a response body (default DefaultMaxResponse).
 func WithMaxResponse(n int64) Option { return func(c *Client) { c.maxResponse = n } }
@@ -135,6 +141,11 @@ func (c *Client) Evaluate(ctx context.Context, r *EvaluationRequest) (authz.Deci
 	if err := r.check(); err != nil {
 		return authz.Decision{Rule: rule}, err
 	}
+	if c.escapeIDs {
+		escaped := *r
+		escaped.Subject.ID, escaped.Resource.ID = EscapeID(r.Subject.ID), EscapeID(r.Resource.ID)
+		r = &escaped
+	}
 	body, err := json.Marshal(r)
 	if err != nil {
 		return authz.Decision{Rule: rule}, fmt.Errorf("authzen: encoding the request: %w", err)
@@ -199,4 +210,34 @@ func decodeObject(body []byte, v any) error {
 		return errors.New("not a JSON object")
 	}
 	return netjson.DecodeObject(body, v)
+}
+
+// EscapeID percent-encodes "%", ":", "#", "@", white space and control characters in
+// id (RFC 3986 style, upper-case hex), and nothing else: wimse://a.example/agent/a1
+// becomes wimse%3A//a.example/agent/a1. The encoding is reversible, so distinct ids stay
+// distinct.
+func EscapeID(id string) string {
+	n := 0
+	for i := 0; i < len(id); i++ {
+		if escapeByte(id[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return id
+	}
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(id)+2*n)
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; escapeByte(c) {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		} else {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+func escapeByte(c byte) bool {
+	return c == '%' || c == ':' || c == '#' || c == '@' || c <= ' ' || c == 0x7f
 }

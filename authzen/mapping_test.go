@@ -1,7 +1,9 @@
 package authzen
 
 import (
+	"context"
 	"encoding/json"
+	"net/url"
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/authz"
@@ -84,5 +86,33 @@ func TestIssuanceRequest(t *testing.T) {
 		`"context":{"call_chain":["wimse://a.example/edge","wimse://a.example/svc"],"subject_token":{"sub":"alice","type":"urn:ietf:params:oauth:token-type:txn_token"},"txn":"t-1"}}`
 	if got := jsonOf(t, IssuanceRequest(repl)); got != want {
 		t.Errorf("replacement:\n got %s\nwant %s", got, want)
+	}
+}
+
+// WithEscapedIDs: the ids reach the PDP percent-encoded, reversibly.
+func TestEscapedIDs(t *testing.T) {
+	for in, want := range map[string]string{
+		"wimse://a.example/agent/a1": "wimse%3A//a.example/agent/a1",
+		"a.example":                  "a.example",
+		"50%:#@ x\n":                 "50%25%3A%23%40%20x%0A",
+		"ünï":                        "ünï",
+	} {
+		if got := EscapeID(in); got != want {
+			t.Errorf("EscapeID(%q) = %q, want %q", in, got, want)
+		}
+		if got, err := url.PathUnescape(EscapeID(in)); err != nil || got != in {
+			t.Errorf("not reversible: %q -> %q", in, got)
+		}
+	}
+	p := newFakePDP(t)
+	c := mustClient(t, p.srv.URL, WithEscapedIDs())
+	if _, err := c.Evaluate(context.Background(), &EvaluationRequest{
+		Subject: Subject{Type: "workload", ID: "wimse://a.example/a"}, Action: Action{Name: "read"}, Resource: Resource{Type: "path", ID: "/x:y"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := p.lastRequest()
+	if r["subject"].(map[string]any)["id"] != "wimse%3A//a.example/a" || r["resource"].(map[string]any)["id"] != "/x%3Ay" {
+		t.Fatalf("sent %v", r)
 	}
 }
