@@ -87,15 +87,15 @@ func TestCacheKeyCoversEveryInput(t *testing.T) {
 		func(r *EvaluationRequest) {},
 		func(r *EvaluationRequest) { r.Subject.Type = "user" },
 		func(r *EvaluationRequest) { r.Subject.ID = "w2" },
-		func(r *EvaluationRequest) { r.Subject.Properties["trust_domain"] = "b.example" },
+		func(r *EvaluationRequest) { obj(r.Subject.Properties)["trust_domain"] = "b.example" },
 		func(r *EvaluationRequest) { r.Action.Name = "read2" },
-		func(r *EvaluationRequest) { r.Action.Properties["method"] = "GET" },
+		func(r *EvaluationRequest) { obj(r.Action.Properties)["method"] = "GET" },
 		func(r *EvaluationRequest) { r.Resource.Type = "skill" },
 		func(r *EvaluationRequest) { r.Resource.ID = "cancel" },
-		func(r *EvaluationRequest) { r.Resource.Properties["path"] = "/other" },
-		func(r *EvaluationRequest) { r.Context["dialog"] = "d-2" },
-		func(r *EvaluationRequest) { r.Context["txn"] = map[string]any{"sub": "bob"} },
-		func(r *EvaluationRequest) { r.Context["linked_from"] = "d-0" },
+		func(r *EvaluationRequest) { obj(r.Resource.Properties)["path"] = "/other" },
+		func(r *EvaluationRequest) { obj(r.Context)["dialog"] = "d-2" },
+		func(r *EvaluationRequest) { obj(r.Context)["txn"] = map[string]any{"sub": "bob"} },
+		func(r *EvaluationRequest) { obj(r.Context)["linked_from"] = "d-0" },
 	}
 	for i, change := range changes {
 		r := base()
@@ -111,3 +111,5 @@ func TestCacheKeyCoversEveryInput(t *testing.T) {
 		t.Fatal("the same request was not cached")
 	}
 }
+
+func obj(v any) map[string]any { return v.(map[string]any) }

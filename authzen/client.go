@@ -35,6 +35,7 @@ type Client struct {
 	cacheSize   int
 	cacheTTL    time.Duration
 	escapeIDs   bool
+	rule        string // "authzen " + pdp
 
 	metaMu          sync.Mutex
 	discovered      string
@@ -121,6 +122,7 @@ func New(pdp string, opts ...Option) (*Client, error) {
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c.hc = hc
 	c.cache = newCache(c.cacheSize, c.cacheTTL)
+	c.rule = "authzen " + pdp
 	return c, nil
 }
 
@@ -137,7 +139,7 @@ func (c *Client) CacheLen() int { return c.cache.len() }
 // status other than 200, a malformed or oversized body) is an error and no decision:
 // the caller refuses.
 func (c *Client) Evaluate(ctx context.Context, r *EvaluationRequest) (authz.Decision, error) {
-	rule := "authzen " + c.pdp
+	rule := c.rule
 	if err := r.check(); err != nil {
 		return authz.Decision{Rule: rule}, err
 	}
@@ -150,9 +152,14 @@ func (c *Client) Evaluate(ctx context.Context, r *EvaluationRequest) (authz.Deci
 	if err != nil {
 		return authz.Decision{Rule: rule}, fmt.Errorf("authzen: encoding the request: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	ep, err := c.endpoint(ctx)
+	// The endpoint is known without a call except on first use and after the metadata's
+	// lifetime; the timeout (a timer) is set only when the PDP is really asked.
+	ep, err := c.cachedEndpoint()
+	if ep == "" {
+		dctx, cancel := context.WithTimeout(ctx, c.timeout)
+		ep, err = c.endpoint(dctx)
+		cancel()
+	}
 	if err != nil {
 		return authz.Decision{Rule: rule}, err
 	}
@@ -160,6 +167,8 @@ func (c *Client) Evaluate(ctx context.Context, r *EvaluationRequest) (authz.Deci
 	if e, ok := c.cache.get(key, c.now()); ok {
 		return authz.Decision{Allow: e.allow, Rule: rule, Reason: e.reason}, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep, bytes.NewReader(body))
 	if err != nil {
 		return authz.Decision{Rule: rule}, err

@@ -168,3 +168,22 @@ func TestNewRefusesBadConfiguration(t *testing.T) {
 		}
 	}
 }
+
+// Section 5: properties and context are JSON objects; anything else is not sent.
+func TestAuthZEN5_PropertiesAreObjects(t *testing.T) {
+	p := newFakePDP(t)
+	c := mustClient(t, p.srv.URL)
+	for _, r := range []*EvaluationRequest{
+		{Subject: Subject{Type: "w", ID: "w", Properties: "x"}, Action: Action{Name: "read"}, Resource: Resource{Type: "t", ID: "i"}},
+		{Subject: Subject{Type: "w", ID: "w"}, Action: Action{Name: "read", Properties: []string{"x"}}, Resource: Resource{Type: "t", ID: "i"}},
+		{Subject: Subject{Type: "w", ID: "w"}, Action: Action{Name: "read"}, Resource: Resource{Type: "t", ID: "i", Properties: 1}},
+		{Subject: Subject{Type: "w", ID: "w"}, Action: Action{Name: "read"}, Resource: Resource{Type: "t", ID: "i"}, Context: map[int]any{1: 1}},
+	} {
+		if _, err := c.Evaluate(context.Background(), r); err == nil {
+			t.Errorf("sent %+v", r)
+		}
+	}
+	if p.evaluations.Load() != 0 {
+		t.Fatal("a request whose members are not objects reached the PDP")
+	}
+}

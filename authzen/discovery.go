@@ -70,6 +70,20 @@ func (c *Client) discover(ctx context.Context) (string, error) {
 	return md.AccessEvaluationEndpoint, nil
 }
 
+// cachedEndpoint is the evaluation endpoint when it is known without a call: the
+// configured one, or the discovered one while its metadata is fresh ("" otherwise).
+func (c *Client) cachedEndpoint() (string, error) {
+	if c.evalURL != "" {
+		return c.evalURL, nil
+	}
+	c.metaMu.Lock()
+	defer c.metaMu.Unlock()
+	if c.discovered != "" && c.now().Before(c.discoveredUntil) {
+		return c.discovered, nil
+	}
+	return "", nil
+}
+
 // endpoint is the evaluation endpoint: the configured one, or the discovered one,
 // fetched on first use and again after metadataTTL. A failed discovery is not kept:
 // the next evaluation tries again (and is refused meanwhile).

@@ -23,7 +23,7 @@ type fakePDP struct {
 	meta        func(w http.ResponseWriter, base string)
 }
 
-func newFakePDP(t *testing.T) *fakePDP {
+func newFakePDP(t testing.TB) *fakePDP {
 	p := &fakePDP{}
 	p.answer = func(w http.ResponseWriter, req map[string]any) {
 		allow := req["action"].(map[string]any)["name"] == "read"

@@ -31,6 +31,41 @@ func (d Decider) Decide(ctx context.Context, r *authz.Request) (authz.Decision, 
 	return d.Client.Evaluate(ctx, RequestFor(r))
 }
 
+// The members below are structs, not maps: encoding/json writes them without sorting,
+// in the order of their fields (alphabetical, as a map would be written), and the
+// TTS pays for the encoding on every token, cached decision or not.
+
+// workloadProperties are the subject properties of a workload.
+type workloadProperties struct {
+	Proof       string `json:"proof,omitempty"`
+	TrustDomain string `json:"trust_domain,omitempty"`
+}
+
+func workloadSubject(id, td, proof string) Subject {
+	s := Subject{Type: SubjectWorkload, ID: id}
+	if td != "" || proof != "" {
+		s.Properties = &workloadProperties{Proof: proof, TrustDomain: td}
+	}
+	return s
+}
+
+type receiverAction struct {
+	Method   string `json:"method"`
+	Protocol string `json:"protocol,omitempty"`
+}
+
+type receiverResource struct {
+	Path string `json:"path"`
+}
+
+type receiverContext struct {
+	Dialog          string         `json:"dialog,omitempty"`
+	Initiator       string         `json:"initiator,omitempty"`
+	InitiatorProved *bool          `json:"initiator_proved,omitempty"`
+	LinkedFrom      string         `json:"linked_from,omitempty"`
+	Txn             map[string]any `json:"txn,omitempty"`
+}
+
 // RequestFor maps what a receiver verified to an Access Evaluation request:
 //
 //	subject   type "workload", id the sender (the WIT sub), properties trust_domain
@@ -46,46 +81,31 @@ func (d Decider) Decide(ctx context.Context, r *authz.Request) (authz.Decision, 
 //
 // Only verified facts are sent: authz.Request holds nothing else.
 func RequestFor(r *authz.Request) *EvaluationRequest {
-	subject := Subject{Type: SubjectWorkload, ID: r.Sender, Properties: map[string]any{}}
-	if r.SenderTrustDomain != "" {
-		subject.Properties["trust_domain"] = r.SenderTrustDomain
-	}
-	if r.Proof != "" {
-		subject.Properties["proof"] = r.Proof
-	}
-	action := Action{Name: r.Method, Properties: map[string]any{"method": r.Method}}
+	action := Action{Name: r.Method, Properties: &receiverAction{Method: r.Method, Protocol: r.Protocol}}
 	if r.Operation != "" {
 		action.Name = r.Operation
 	}
-	if r.Protocol != "" {
-		action.Properties["protocol"] = r.Protocol
-	}
-	resource := Resource{Type: ResourcePath, ID: r.Path, Properties: map[string]any{"path": r.Path}}
+	resource := Resource{Type: ResourcePath, ID: r.Path, Properties: &receiverResource{Path: r.Path}}
 	switch {
 	case r.Name != "" && r.Protocol == "mcp":
 		resource.Type, resource.ID = ResourceTool, r.Name
 	case r.Name != "" && r.Protocol == "a2a":
 		resource.Type, resource.ID = ResourceSkill, r.Name
 	}
-	ctx := map[string]any{}
-	if r.Dialog != "" {
-		ctx["dialog"] = r.Dialog
+	out := &EvaluationRequest{Subject: workloadSubject(r.Sender, r.SenderTrustDomain, r.Proof), Action: action, Resource: resource}
+	if r.Dialog != "" || r.Initiator != "" || r.LinkedFrom != "" || r.Txn != nil {
+		ctx := &receiverContext{Dialog: r.Dialog, Initiator: r.Initiator, LinkedFrom: r.LinkedFrom, Txn: r.Txn}
+		if r.Initiator != "" {
+			ctx.InitiatorProved = &r.InitiatorProved
+		}
+		out.Context = ctx
 	}
-	if r.Initiator != "" {
-		ctx["initiator"] = r.Initiator
-		ctx["initiator_proved"] = r.InitiatorProved
-	}
-	if r.LinkedFrom != "" {
-		ctx["linked_from"] = r.LinkedFrom
-	}
-	if r.Txn != nil {
-		ctx["txn"] = r.Txn
-	}
-	return &EvaluationRequest{Subject: subject, Action: action, Resource: resource, Context: ctx}
+	return out
 }
 
 // Issuance is what the TTS asks about after its own policy allowed an issuance (the
-// claims it would sign are built; nothing is signed yet).
+// claims it would sign are built; nothing is signed yet). tts.Issuance has the same
+// members and converts to it.
 type Issuance struct {
 	// Requester is the authenticated workload asking for the token, RequesterTrustDomain
 	// its trust domain and Proof how it authenticated (the client authentication method).
@@ -96,7 +116,7 @@ type Issuance struct {
 	Audience string
 	Scopes   []string
 	// Replacement says whether the subject token is a Txn-Token being replaced; then Txn
-	// is its txn and CallChain the requesters so far.
+	// is its txn and CallChain the call chain of requesters of the new token.
 	Replacement bool
 	Txn         string
 	CallChain   []string
@@ -113,6 +133,30 @@ type Issuance struct {
 	RequestContext map[string]any
 }
 
+type issueAction struct {
+	Replacement bool `json:"replacement"`
+}
+
+type tokenResource struct {
+	Scopes []string `json:"scopes"`
+}
+
+type subjectToken struct {
+	Iss   string   `json:"iss,omitempty"`
+	Scope []string `json:"scope,omitempty"`
+	Sub   string   `json:"sub"`
+	Type  string   `json:"type"`
+}
+
+type issuanceContext struct {
+	CallChain      []string       `json:"call_chain,omitempty"`
+	Dlg            string         `json:"dlg,omitempty"`
+	RequestContext map[string]any `json:"request_context,omitempty"`
+	RequestDetails map[string]any `json:"request_details,omitempty"`
+	SubjectToken   subjectToken   `json:"subject_token"`
+	Txn            string         `json:"txn,omitempty"`
+}
+
 // IssuanceRequest maps an issuance to an Access Evaluation request:
 //
 //	subject   type "workload", id the requester, properties trust_domain and proof
@@ -121,42 +165,21 @@ type Issuance struct {
 //	context   dlg, request_details (tctx), request_context (rctx), subject_token
 //	          {type, iss, sub, scope}, and for a replacement txn and call_chain
 func IssuanceRequest(in *Issuance) *EvaluationRequest {
-	subject := Subject{Type: SubjectWorkload, ID: in.Requester, Properties: map[string]any{}}
-	if in.RequesterTrustDomain != "" {
-		subject.Properties["trust_domain"] = in.RequesterTrustDomain
-	}
-	if in.Proof != "" {
-		subject.Properties["proof"] = in.Proof
-	}
 	scopes := in.Scopes
 	if scopes == nil {
 		scopes = []string{}
 	}
-	st := map[string]any{"type": in.SubjectTokenType, "sub": in.Subject}
-	if in.SubjectIssuer != "" {
-		st["iss"] = in.SubjectIssuer
-	}
-	if in.SubjectScopes != nil {
-		st["scope"] = in.SubjectScopes
-	}
-	ctx := map[string]any{"subject_token": st}
-	if in.Dialog != "" {
-		ctx["dlg"] = in.Dialog
-	}
-	if len(in.Details) > 0 {
-		ctx["request_details"] = in.Details
-	}
-	if len(in.RequestContext) > 0 {
-		ctx["request_context"] = in.RequestContext
+	ctx := &issuanceContext{
+		Dlg: in.Dialog, RequestContext: in.RequestContext, RequestDetails: in.Details,
+		SubjectToken: subjectToken{Iss: in.SubjectIssuer, Scope: in.SubjectScopes, Sub: in.Subject, Type: in.SubjectTokenType},
 	}
 	if in.Replacement {
-		ctx["txn"] = in.Txn
-		ctx["call_chain"] = in.CallChain
+		ctx.Txn, ctx.CallChain = in.Txn, in.CallChain
 	}
 	return &EvaluationRequest{
-		Subject:  subject,
-		Action:   Action{Name: ActionIssue, Properties: map[string]any{"replacement": in.Replacement}},
-		Resource: Resource{Type: ResourceTxnToken, ID: in.Audience, Properties: map[string]any{"scopes": scopes}},
+		Subject:  workloadSubject(in.Requester, in.RequesterTrustDomain, in.Proof),
+		Action:   Action{Name: ActionIssue, Properties: &issueAction{Replacement: in.Replacement}},
+		Resource: Resource{Type: ResourceTxnToken, ID: in.Audience, Properties: &tokenResource{Scopes: scopes}},
 		Context:  ctx,
 	}
 }

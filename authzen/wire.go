@@ -4,37 +4,40 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 )
 
 // Subject is the AuthZEN Subject (section 5.1): the principal asking.
 type Subject struct {
-	Type       string         `json:"type"`
-	ID         string         `json:"id"`
-	Properties map[string]any `json:"properties,omitempty"`
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// Properties, when not nil, is a JSON object: a map with string keys, or a struct
+	// (which encodes without sorting, on the TTS's per-token path).
+	Properties any `json:"properties,omitempty"`
 }
 
 // Resource is the AuthZEN Resource (section 5.2): what is asked for.
 type Resource struct {
-	Type       string         `json:"type"`
-	ID         string         `json:"id"`
-	Properties map[string]any `json:"properties,omitempty"`
+	Type       string `json:"type"`
+	ID         string `json:"id"`
+	Properties any    `json:"properties,omitempty"` // as Subject.Properties
 }
 
 // Action is the AuthZEN Action (section 5.3): what the subject would do.
 type Action struct {
-	Name       string         `json:"name"`
-	Properties map[string]any `json:"properties,omitempty"`
+	Name       string `json:"name"`
+	Properties any    `json:"properties,omitempty"` // as Subject.Properties
 }
 
 // EvaluationRequest is the Access Evaluation API request (section 6.1): the 4-tuple.
 // Context (section 5.4) is optional.
 type EvaluationRequest struct {
-	Subject  Subject        `json:"subject"`
-	Action   Action         `json:"action"`
-	Resource Resource       `json:"resource"`
-	Context  map[string]any `json:"context,omitempty"`
+	Subject  Subject  `json:"subject"`
+	Action   Action   `json:"action"`
+	Resource Resource `json:"resource"`
+	Context  any      `json:"context,omitempty"` // as Subject.Properties
 }
 
 // check refuses a request that section 6.1 would not allow: subject type and id,
@@ -48,7 +51,30 @@ func (r *EvaluationRequest) check() error {
 	case r.Action.Name == "":
 		return errors.New("authzen: the action needs a name")
 	}
+	switch {
+	case !isObject(r.Subject.Properties):
+		return errors.New("authzen: subject.properties is not a JSON object")
+	case !isObject(r.Action.Properties):
+		return errors.New("authzen: action.properties is not a JSON object")
+	case !isObject(r.Resource.Properties):
+		return errors.New("authzen: resource.properties is not a JSON object")
+	case !isObject(r.Context):
+		return errors.New("authzen: context is not a JSON object")
+	}
 	return nil
+}
+
+// isObject says whether v encodes as a JSON object (or is absent): a map with string
+// keys, a struct, or a pointer to either.
+func isObject(v any) bool {
+	if v == nil {
+		return true
+	}
+	t := reflect.TypeOf(v)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Struct || t.Kind() == reflect.Map && t.Key().Kind() == reflect.String
 }
 
 // DefaultMaxResponse bounds a PDP's response body (an evaluation or the metadata).
