@@ -57,8 +57,8 @@ func (c *AuthZENConfig) SetDefaults() {
 }
 
 // Check refuses a section that could not work, or that would ask a PDP in the clear
-// over the network: every URL is https, or http to a loopback address (AuthZEN section
-// 12.1: the PEP-PDP connection MUST be secured).
+// over the network: every URL is https, or http to a loopback address (AuthZEN
+// Security Considerations: the PEP-PDP connection MUST be secured).
 func (c *AuthZENConfig) Check(section string) error {
 	if c.URL == "" {
 		return fmt.Errorf("%s: url (the PDP identifier) is required", section)

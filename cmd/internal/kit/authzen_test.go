@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// AuthZEN section 12.1 (the PEP-PDP connection MUST be secured): a PDP is asked over
+// AuthZEN Security Considerations (the PEP-PDP connection MUST be secured): a PDP is asked over
 // https, or http only on a loopback address; a section without url, or with negative
 // bounds, is refused.
 func TestAuthZENConfigCheck(t *testing.T) {
