@@ -37,6 +37,10 @@ type benchCase struct {
 	subject string // TokenTypeSelfSigned or TokenTypeAccessToken
 }
 
+// benchDecider is the IssuanceDecider benchEnv configures (nil: none; see
+// authzen_bench_test.go).
+var benchDecider IssuanceDecider
+
 var benchCases = []benchCase{
 	{"ES256/access_token", keys.ES256, TokenTypeAccessToken},
 	{"ES256/self_signed", keys.ES256, TokenTypeSelfSigned},
@@ -67,6 +71,7 @@ func benchEnv(b *testing.B, bc benchCase, cached bool) (*env, *testkit.Workload,
 		set, _ := keys.NewStaticSet(idk.Public())
 		at, _ := NewJWTHandler(TokenTypeAccessToken, []JWTIssuer{{Issuer: idpIss, Keys: set}}, hopts)
 		c.SubjectHandlers = []SubjectTokenHandler{at, NewSelfSignedHandler([]string{c.Issuer}, SelfSignedOptions{HandlerOptions: hopts})}
+		c.Decider = benchDecider
 	})
 	w := e.dom.Workload(b, "/agent/a1", bc.alg)
 	subject := e.accessToken("alice", "trip.read trip.book", 0)

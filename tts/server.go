@@ -60,6 +60,9 @@ type Config struct {
 	Replay store.Replay
 	// Policy decides who may ask for what.
 	Policy Policy
+	// Decider, when set, is asked after Policy allowed an issuance and before the token
+	// is signed (decide.go): nothing is issued when it refuses or cannot decide.
+	Decider IssuanceDecider
 	// Registry receives the metrics and is served at /metrics (default: a new one).
 	Registry *prometheus.Registry
 	// Logger for JSON logs (default: discard). Tokens appear only as SHA-256 hashes.

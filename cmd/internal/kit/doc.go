@@ -21,6 +21,8 @@
 //   - the SPIFFE Workload API (workloadapi.go): OpenWorkloadAPI, the X.509-SVID source
 //     kept current, with go-spiffe's log on the service's;
 //   - a WIT issuer's client transport from files (witclient.go).
+//   - authzen (authzen.go): OpenAuthZEN, the client of an AuthZEN 1.0 policy decision
+//     point (the TTS's authzen, the proxy's ingress.authzen), https or loopback only.
 //
 // What the runner does, in order:
 //

@@ -147,6 +147,11 @@ func checkProxy(cfg *Config) error {
 		if len(in.Audiences) == 0 {
 			return fmt.Errorf("ingress.audiences: at least one")
 		}
+		if in.AuthZEN != nil {
+			if err := in.AuthZEN.Check("ingress.authzen"); err != nil {
+				return err
+			}
+		}
 		if in.StreamIdleTimeout < 0 {
 			return fmt.Errorf("ingress.stream_idle_timeout: must not be negative")
 		}

@@ -238,6 +238,9 @@ type IngressConfig struct {
 	// (proxy.IngressConfig.UpstreamTimeout; positive; default 5m,
 	// proxy.DefaultUpstreamTimeout). checkProxy fills it in.
 	UpstreamTimeout *time.Duration `yaml:"upstream_timeout"`
+	// AuthZEN, when set, is a policy decision point asked about every verified request
+	// before it reaches the application (issue 25; ingressDecider).
+	AuthZEN *kit.AuthZENConfig `yaml:"authzen"`
 }
 
 // IngressBoundaryConfig: a boundary-facing ingress (dialog-binding section 11 steps 3

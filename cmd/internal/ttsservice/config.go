@@ -27,6 +27,9 @@ type Config struct {
 	// Chaining, when set, serves identity chaining at the token endpoint (package
 	// chaining): grants for peer domains (as_a) and their redemption (as_b).
 	Chaining *ChainingConfig `yaml:"chaining"`
+	// AuthZEN, when set, is a policy decision point asked after the policy allowed an
+	// issuance: nothing is issued when it refuses or cannot be asked (issue 25).
+	AuthZEN *kit.AuthZENConfig `yaml:"authzen"`
 	// JWKSRetry bounds how often a JWKS URL that has not answered yet is tried again
 	// (default 5s).
 	JWKSRetry time.Duration `yaml:"jwks_retry"`

@@ -88,6 +88,11 @@ func validate(cfg *Config) error {
 			}
 		}
 	}
+	if cfg.AuthZEN != nil {
+		if err := cfg.AuthZEN.Check("authzen"); err != nil {
+			return err
+		}
+	}
 	_, err := buildPolicy(cfg.Policy)
 	return err
 }
@@ -215,6 +220,9 @@ func buildHandler(ctx context.Context, cfg *Config, logger *slog.Logger, issuer 
 		Issuer:         issuer, TokenEndpoint: tokenEndpoint, TrustDomains: cfg.TrustDomains, Keys: ring,
 		Authenticators: auths, SubjectHandlers: handlers, Replay: replay, Policy: policy,
 		Registry: reg, Logger: logger, Skew: cfg.Skew, ReadyChecks: readyChecks,
+	}
+	if tcfg.Decider, err = openDecider(cfg.AuthZEN); err != nil {
+		return nil, err
 	}
 	if tcfg.Grants, err = chain.handlers(tcfg, cfg.Skew, logger); err != nil {
 		return nil, err
