@@ -56,6 +56,13 @@ func ingressAuthorizer(cfg *Config, logger *slog.Logger) (authz.Decider, error) 
 	if rules != nil {
 		ds = append(ds, rules)
 	}
+	pdp, err := openIngressDecider(cfg.Ingress)
+	if err != nil {
+		return nil, err
+	}
+	if pdp != nil {
+		ds = append(ds, pdp)
+	}
 	if len(ds) == 0 {
 		return nil, nil
 	}

@@ -282,9 +282,6 @@ func buildIngress(ctx context.Context, cfg *Config, s *kit.Server, src wit.Sourc
 			opts = append(opts, dialog.WithWPT(wpt.NewVerifier(wits, wpt.WithAudiences(in.Audiences...), wpt.WithReplay(replay))))
 		}
 	}
-	if _, err := ingressDecider(in); err != nil {
-		return nil, nil, nil, err
-	}
 	var txnVerifier *txntoken.Verifier
 	txnAud := cfg.TrustDomains[0]
 	if t := in.TxnTokens; t != nil {
