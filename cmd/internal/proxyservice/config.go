@@ -239,7 +239,7 @@ type IngressConfig struct {
 	// proxy.DefaultUpstreamTimeout). checkProxy fills it in.
 	UpstreamTimeout *time.Duration `yaml:"upstream_timeout"`
 	// AuthZEN, when set, is a policy decision point asked about every verified request
-	// before it reaches the application (issue 25; ingressDecider).
+	// before it reaches the application (issue 25; openIngressDecider).
 	AuthZEN *kit.AuthZENConfig `yaml:"authzen"`
 }
 
