@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
 )
@@ -40,6 +42,8 @@ type Keys struct {
 	Rotator *keys.Rotator
 	From    string
 	Ready   []service.ReadyCheck
+	// Metrics are the keys' gauges (KeyMetrics), for the service's registry.
+	Metrics []prometheus.Collector
 }
 
 // OpenKeys opens the keys section kc (keys.OpenRotator): the shared ring in the
@@ -64,6 +68,7 @@ func OpenKeys(ctx context.Context, kc KeysConfig, st *Store, spec KeysSpec, logg
 		return nil, err
 	}
 	k.Rotator.Ring().SetMaxAge(kc.JWKSMaxAge)
+	k.Metrics = KeyMetrics(k.Rotator, kc.RotationStep(), now)
 	RotateKeys(ctx, k.Rotator, kc.RotationStep(), logger)
 	return k, nil
 }
