@@ -128,6 +128,10 @@ func (r *Rotator) SharedSince() (time.Time, bool) {
 // PublishDelay returns the configured (or default) publish delay.
 func (r *Rotator) PublishDelay() time.Duration { return r.cfg.PublishDelay }
 
+// Period returns the rotation period: how long the active key signs before a rotation
+// starts (0: never).
+func (r *Rotator) Period() time.Duration { return r.cfg.Period }
+
 // reloadLocked replaces the records and the ring's keys with the shared state.
 func (r *Rotator) reloadLocked() error {
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultSharedTimeout)

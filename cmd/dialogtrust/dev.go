@@ -461,8 +461,8 @@ func printDev(w io.Writer, command string, u devURLs, dir string, took time.Dura
 		// After the peer WIT issuer's line; and the command before the last two lines (the
 		// blank one and Ctrl-C's), which then names everything it stops.
 		lines = slices.Insert(lines, 6,
-			"  egress      http://"+pair.egress+"  (proxy for "+devWorkload+": "+devPairPrefix+"/... to the ingress)",
-			"  ingress     http://"+pair.ingress+"  (proxy for "+devTool+", in front of an echo application at http://"+pair.echo+")")
+			"  egress      http://"+pair.egress+"  (proxy for "+devWorkload+": "+devPairPrefix+"/... to the ingress)  ops http://"+pair.egressOps,
+			"  ingress     http://"+pair.ingress+"  (proxy for "+devTool+", in front of an echo application at http://"+pair.echo+")  ops http://"+pair.ingressOps)
 		lines = slices.Insert(lines, len(lines)-2,
 			"  # 10. plain HTTP through the proxy pair: the egress starts a dialog and signs as "+devWorkload+", the ingress verifies",
 			"  #     and the echo application shows the Dialogtrust-Verified-* fields it was given (curl -i: the dialog's Dialog-Context)",

@@ -124,33 +124,7 @@ func TestDev(t *testing.T) {
 		t.Fatalf("want %d commands, got %q", devCommandCount, cmds)
 	}
 	t.Chdir(t.TempDir()) // nothing may be written into the working directory
-	var outputs []string
-	for _, c := range cmds {
-		// "dialogtrust ARGS [> FILE]", run in the process.
-		line, redirect, _ := strings.Cut(c, " > ")
-		words := strings.Fields(line)
-		if words[0] != "dialogtrust" {
-			t.Fatalf("command %q", c)
-		}
-		o, e, code := dt(t, "", words[1:]...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", c, code, e)
-		}
-		if redirect != "" {
-			if !strings.HasPrefix(redirect, dir+string(filepath.Separator)) {
-				t.Fatalf("%s writes outside %s", c, dir)
-			}
-			if err := os.WriteFile(redirect, []byte(o), 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, w := range words {
-			if strings.HasPrefix(w, "/") && !strings.HasPrefix(strings.TrimPrefix(w, "@"), dir) && w != "/" {
-				t.Errorf("%s names a file outside %s: %s", c, dir, w)
-			}
-		}
-		outputs = append(outputs, o)
-	}
+	outputs := runDevCommands(t, cmds, dir)
 	if ents, _ := os.ReadDir("."); len(ents) != 0 {
 		t.Fatalf("the commands wrote into the working directory: %v", ents)
 	}
@@ -181,6 +155,41 @@ func TestDev(t *testing.T) {
 	}
 
 	checkDevStopped(t, stop, cache, urls)
+}
+
+// runDevCommands runs dev's printed commands cmds ("dialogtrust ARGS [> FILE]") in the
+// process, as printed, writing each redirect's file, and returns what each printed.
+// Every command must succeed, and write and name files only in dir.
+func runDevCommands(t *testing.T, cmds []string, dir string) []string {
+	t.Helper()
+	var outputs []string
+	for _, c := range cmds {
+		// "dialogtrust ARGS [> FILE]", run in the process.
+		line, redirect, _ := strings.Cut(c, " > ")
+		words := strings.Fields(line)
+		if words[0] != "dialogtrust" {
+			t.Fatalf("command %q", c)
+		}
+		o, e, code := dt(t, "", words[1:]...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c, code, e)
+		}
+		if redirect != "" {
+			if !strings.HasPrefix(redirect, dir+string(filepath.Separator)) {
+				t.Fatalf("%s writes outside %s", c, dir)
+			}
+			if err := os.WriteFile(redirect, []byte(o), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, w := range words {
+			if strings.HasPrefix(w, "/") && !strings.HasPrefix(strings.TrimPrefix(w, "@"), dir) && w != "/" {
+				t.Errorf("%s names a file outside %s: %s", c, dir, w)
+			}
+		}
+		outputs = append(outputs, o)
+	}
+	return outputs
 }
 
 // TestDevProxies: dev --proxies also runs a1's egress and t1's ingress in front of the

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
 )
@@ -42,6 +44,8 @@ type Keys struct {
 	Ready   []service.ReadyCheck
 	// Close releases what the keys hold (the PKCS#11 token); never nil.
 	Close func()
+	// Metrics are the keys' gauges (KeyMetrics), for the service's registry.
+	Metrics []prometheus.Collector
 }
 
 // OpenKeys opens the keys section kc (keys.OpenRotator): the keys in a PKCS#11 token
@@ -75,6 +79,7 @@ func OpenKeys(ctx context.Context, kc KeysConfig, st *Store, spec KeysSpec, logg
 		return nil, err
 	}
 	k.Rotator.Ring().SetMaxAge(kc.JWKSMaxAge)
+	k.Metrics = KeyMetrics(k.Rotator, kc.RotationStep(), now)
 	RotateKeys(ctx, k.Rotator, kc.RotationStep(), logger)
 	return k, nil
 }

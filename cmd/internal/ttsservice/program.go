@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spiffe/go-spiffe/v2/bundle/x509bundle"
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 
@@ -126,7 +127,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *kit.Server
 	rot, keysFrom := ks.Rotator, ks.From
 	readyChecks := append(st.ReadyChecks(), ks.Ready...)
 
-	handler, err := buildHandler(ctx, cfg, logger, issuer, rot.Ring(), replay, readyChecks)
+	handler, err := buildHandler(ctx, cfg, logger, issuer, rot.Ring(), replay, readyChecks, ks.Metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +173,7 @@ func listen(s *kit.Server, cfg *Config, logger *slog.Logger) error {
 
 // buildHandler builds the token endpoint and everything behind it: WIT trust, client
 // authentication, subject token handlers, identity chaining, policy and metrics.
-func buildHandler(ctx context.Context, cfg *Config, logger *slog.Logger, issuer string, ring *keys.Ring, replay store.Replay, readyChecks []tts.ReadyCheck) (http.Handler, error) {
+func buildHandler(ctx context.Context, cfg *Config, logger *slog.Logger, issuer string, ring *keys.Ring, replay store.Replay, readyChecks []tts.ReadyCheck, metrics []prometheus.Collector) (http.Handler, error) {
 	trust := keys.NewTrust()
 	for _, w := range cfg.WITs {
 		ks, ready, err := keySource(ctx, cfg.JWKSRetry, "wits["+w.TrustDomain+"]", kit.JWKSSource{JWKS: w.JWKS})
@@ -210,7 +211,7 @@ func buildHandler(ctx context.Context, cfg *Config, logger *slog.Logger, issuer 
 	if err != nil {
 		return nil, err
 	}
-	reg := service.NewRegistry(jwksRefreshes)
+	reg := service.NewRegistry(append(metrics, jwksRefreshes)...)
 	issuedLevel, err := cfg.Log.IssuedSlogLevel()
 	if err != nil {
 		return nil, err

@@ -160,7 +160,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *kit.Server
 		Issuer: issuer, PublicURL: firstNonEmpty(cfg.PublicURL, s.URL()), Keys: rot, Replay: replay,
 		Policy: witissuer.Policy{TrustDomains: cfg.TrustDomains, AllowedAlgs: cfg.Policy.AllowedAlgs,
 			MaxLifetime: cfg.Policy.MaxLifetime, DefaultLifetime: cfg.Policy.DefaultLifetime, Rules: rules},
-		Routes: routes, Registry: service.NewRegistry(), Logger: logger, ProofWindow: cfg.ProofWindow, Skew: cfg.Skew,
+		Routes: routes, Registry: service.NewRegistry(ks.Metrics...), Logger: logger, ProofWindow: cfg.ProofWindow, Skew: cfg.Skew,
 		ReadyChecks: ready, IssuedLogLevel: issuedLevel,
 	})
 	if err != nil {
