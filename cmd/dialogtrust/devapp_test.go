@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -131,5 +132,26 @@ func TestDevAppUsageErrors(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, code, errOut, c.want)
 		}
+	}
+}
+
+// TestDevAppNotListening: dev does not start the user's application; until it
+// listens, a call through the egress is refused with upstream_unavailable (the ingress
+// could not reach it), as docs/cli.md says, and nothing else is answered in its name.
+func TestDevAppNotListening(t *testing.T) {
+	appURL := "http://" + freeLoopbackAddr(t) // nothing listens there
+	egressAddr := freeLoopbackAddr(t)
+	startDevOptions(t, t.TempDir(), true, devPairOptions{app: appURL, egressAddr: egressAddr})
+	req, err := http.NewRequest(http.MethodPost, "http://"+egressAddr+devPairPrefix+"/invoke", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(proxy.StartDialogField, "?1")
+	res, body := testkit.Do(t, http.DefaultClient, req)
+	var doc struct {
+		Code string `json:"code"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil || doc.Code != "upstream_unavailable" || res.StatusCode < 500 {
+		t.Fatalf("%d %s", res.StatusCode, body)
 	}
 }

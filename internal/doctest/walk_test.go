@@ -260,7 +260,11 @@ func walk(ctx context.Context, dir string, env []string, steps []walkStep, to wa
 		}
 	}()
 	for _, s := range steps {
-		fmt.Fprintf(log, "%s: $ %s%s\n", s.where, s.command, map[bool]string{true: "   (in the background)"}[s.background])
+		how := ""
+		if s.background {
+			how = "   (in the background)"
+		}
+		fmt.Fprintf(log, "%s: $ %s%s\n", s.where, s.command, how)
 		cmd := exec.Command("sh", "-ec", s.command)
 		cmd.Dir, cmd.Env = dir, env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -400,7 +404,7 @@ func TestDocsWalk(t *testing.T) {
 	if st := gitOut(repo, "status", "--porcelain", "--untracked-files=no"); st != "" {
 		t.Logf("uncommitted changes are not in the clone (it is HEAD %s):\n%s", head, st)
 	}
-	top := t.TempDir()
+	top := walkCloneParent(t)
 	clone := filepath.Join(top, "dialogtrust")
 	gitOut(top, "clone", "--quiet", "--no-hardlinks", repo, clone)
 	gitOut(clone, "checkout", "--quiet", "--detach", head)
@@ -413,7 +417,7 @@ func TestDocsWalk(t *testing.T) {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "XDG_CACHE_HOME="+filepath.Join(top, "usercache"), "PWD="+clone)
+	env = append(env, "XDG_CACHE_HOME="+t.TempDir(), "PWD="+clone)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
@@ -442,4 +446,36 @@ func TestDocsWalk(t *testing.T) {
 	if st := gitOut(clone, "status", "--porcelain", "--ignored"); st != "" {
 		t.Errorf("the documented commands changed the working tree:\n%s", st)
 	}
+}
+
+// walkCloneParent is the empty directory the walk clones into, the same one every
+// time (<temp dir>/dialogtrust-docs-walk, emptied first and removed at the end): the
+// go command's build cache keys the module's packages by their directory, so a walk
+// after an earlier one compiles only what changed, instead of the whole module (about
+// 5 minutes on a busy 2-core machine). A lock beside it keeps two walks apart.
+func walkCloneParent(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(os.TempDir(), "dialogtrust-docs-walk")
+	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		t.Fatalf("another docs walk holds %s: %v", lock.Name(), err)
+	}
+	clean := func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clean()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		clean()
+		lock.Close() // releases the lock
+	})
+	return dir
 }
