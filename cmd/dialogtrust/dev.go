@@ -58,6 +58,8 @@ func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	peerAddr := fs.String("peer-addr", "127.0.0.1:0", "loopback host:port of the peer domain's TTS, AS B of identity chaining (port 0: a free one)")
 	peerWITAddr := fs.String("peer-wit-addr", "127.0.0.1:0", "loopback host:port of the peer domain's WIT issuer (port 0: a free one)")
 	proxies := fs.Bool("proxies", false, "also run a proxy pair on free loopback ports: an egress for "+devWorkload+" routing to an ingress in front of an echo application")
+	app := fs.String("app", "", "with --proxies: the URL of your own HTTP application (such as http://127.0.0.1:8000), put behind the ingress in place of the echo application")
+	egressAddr := fs.String("egress-addr", "127.0.0.1:0", "with --proxies: loopback host:port of the egress (port 0: a free one)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -71,13 +73,15 @@ func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	// Under `go run` the parent is the go command: if it is killed without a signal
 	// reaching this process, the services must not outlive it.
 	go stopWhenOrphaned(ctx, cancel, os.Getppid(), os.Getppid, kit.Ticker(ctx, time.Second))
-	return runDev(ctx, devOptions{witAddr: *witAddr, ttsAddr: *ttsAddr, peerAddr: *peerAddr, peerWITAddr: *peerWITAddr, proxies: *proxies, command: devCommand(), started: time.Now()}, stdout, stderr)
+	return runDev(ctx, devOptions{witAddr: *witAddr, ttsAddr: *ttsAddr, peerAddr: *peerAddr, peerWITAddr: *peerWITAddr, proxies: *proxies,
+		pair: devPairOptions{app: *app, egressAddr: *egressAddr}, command: devCommand(), started: time.Now()}, stdout, stderr)
 }
 
 type devOptions struct {
 	witAddr, ttsAddr, peerAddr, peerWITAddr string
-	// proxies also runs the proxy pair (startDevPair).
+	// proxies also runs the proxy pair (startDevPair), configured by pair.
 	proxies bool
+	pair    devPairOptions
 	// command starts the printed commands: this executable, or `go run ./cmd/dialogtrust`.
 	command string
 	// started is when the process started, for the "ready in" line.
@@ -103,6 +107,9 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 		if !kit.IsLoopback(addr) {
 			return usageError{flags[i] + ": " + addr + " is not a loopback IP address (the development services authenticate nobody)"}
 		}
+	}
+	if err := o.pair.check(o.proxies); err != nil {
+		return err
 	}
 	addrs, err := freePorts(flags, o.witAddr, o.ttsAddr, o.peerAddr, o.peerWITAddr)
 	if err != nil {
@@ -200,7 +207,7 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	var pair *devPair
 	if o.proxies {
 		// After the services: each proxy discovers the WIT issuer as it starts.
-		p, started, err := startDevPair(ctx, witURL, ttsURL, done, stderr)
+		p, started, err := startDevPair(ctx, witURL, ttsURL, o.pair, done, stderr)
 		running += started
 		if err != nil {
 			return stopAll(err)
@@ -462,12 +469,10 @@ func printDev(w io.Writer, command string, u devURLs, dir string, took time.Dura
 		// blank one and Ctrl-C's), which then names everything it stops.
 		lines = slices.Insert(lines, 6,
 			"  egress      http://"+pair.egress+"  (proxy for "+devWorkload+": "+devPairPrefix+"/... to the ingress)  ops http://"+pair.egressOps,
-			"  ingress     http://"+pair.ingress+"  (proxy for "+devTool+", in front of an echo application at http://"+pair.echo+")  ops http://"+pair.ingressOps)
-		lines = slices.Insert(lines, len(lines)-2,
-			"  # 10. plain HTTP through the proxy pair: the egress starts a dialog and signs as "+devWorkload+", the ingress verifies",
-			"  #     and the echo application shows the Dialogtrust-Verified-* fields it was given (curl -i: the dialog's Dialog-Context)",
-			"  "+devPairCurl(pair))
-		lines[len(lines)-1] = "Ctrl-C stops the four services, the two proxies and the echo application and removes " + dir + "."
+			"  ingress     http://"+pair.ingress+"  (proxy for "+devTool+", in front of "+pair.behind()+")  ops http://"+pair.ingressOps)
+		lines = slices.Insert(lines, len(lines)-2, pair.curlLines()...)
+		lines[len(lines)-1] = pair.stopLine(dir)
+		lines = insertAfterFiles(lines, pair.appLines())
 	}
 	fmt.Fprintln(w, strings.Join(lines, "\n"))
 }

@@ -49,12 +49,18 @@ func startDev(t *testing.T, cacheDir string) (out *testkit.SyncBuffer, dir strin
 // startDevWith is startDev, with the proxy pair when proxies is set (dev --proxies).
 func startDevWith(t *testing.T, cacheDir string, proxies bool) (out *testkit.SyncBuffer, dir string, stop func() error) {
 	t.Helper()
+	return startDevOptions(t, cacheDir, proxies, devPairOptions{})
+}
+
+// startDevOptions is startDevWith, the pair configured by pair (--app, --egress-addr).
+func startDevOptions(t *testing.T, cacheDir string, proxies bool, pair devPairOptions) (out *testkit.SyncBuffer, dir string, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out = &testkit.SyncBuffer{}
 	readyc := make(chan string, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- runDev(ctx, devOptions{witAddr: "127.0.0.1:0", ttsAddr: "127.0.0.1:0", peerAddr: "127.0.0.1:0", peerWITAddr: "127.0.0.1:0", proxies: proxies, command: "dialogtrust",
+		errc <- runDev(ctx, devOptions{witAddr: "127.0.0.1:0", ttsAddr: "127.0.0.1:0", peerAddr: "127.0.0.1:0", peerWITAddr: "127.0.0.1:0", proxies: proxies, pair: pair, command: "dialogtrust",
 			started: time.Now(), cacheDir: cacheDir, ready: func(d string) { readyc <- d }}, out, &testkit.SyncBuffer{})
 	}()
 	var stopped bool

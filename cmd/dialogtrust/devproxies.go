@@ -26,37 +26,49 @@ const (
 )
 
 // devPair is where the pair of dev --proxies listens: the egress and the ingress, each
-// proxy's operational listener (/readyz), and the echo application.
+// proxy's operational listener (/readyz), and the echo application, or the user's own
+// application (app, --app) in its place.
 type devPair struct {
 	egress, ingress, egressOps, ingressOps, echo string
+	app                                          string
 }
 
-// startDevPair starts the echo application and the two proxies, each run by the
-// service runner like `dialogtrust proxy` with a configuration made here; every one
-// reports on done when it ends. It returns the pair's addresses and how many it
-// started. The WIT issuer must be ready: a proxy discovers it at start.
-func startDevPair(ctx context.Context, witURL, ttsURL string, done chan<- devResult, stderr io.Writer) (*devPair, int, error) {
-	addrs, err := freePorts([]string{"--proxies", "--proxies", "--proxies", "--proxies"}, "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0")
+// startDevPair starts the two proxies and, without --app, the echo application, each
+// run by the service runner like `dialogtrust proxy` with a configuration made here;
+// every one reports on done when it ends. It returns the pair's addresses and how many
+// it started. The WIT issuer must be ready: a proxy discovers it at start.
+func startDevPair(ctx context.Context, witURL, ttsURL string, o devPairOptions, done chan<- devResult, stderr io.Writer) (*devPair, int, error) {
+	egressAddr := o.egressAddr
+	if egressAddr == "" {
+		egressAddr = "127.0.0.1:0"
+	}
+	addrs, err := freePorts([]string{"--egress-addr", "--proxies", "--proxies", "--proxies"}, egressAddr, "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0")
 	if err != nil {
 		return nil, 0, err
 	}
-	echoL, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, 0, usageError{"--proxies: " + err.Error()}
+	p := &devPair{egress: addrs[0], ingress: addrs[1], egressOps: addrs[2], ingressOps: addrs[3], app: o.app}
+	started := 2
+	if p.app == "" {
+		echoL, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, 0, usageError{"--proxies: " + err.Error()}
+		}
+		p.echo = echoL.Addr().String()
+		go func() { done <- devResult{"--proxies", serveDevEcho(ctx, echoL)} }()
+		started++
 	}
-	p := &devPair{egress: addrs[0], ingress: addrs[1], egressOps: addrs[2], ingressOps: addrs[3], echo: echoL.Addr().String()}
-	go func() { done <- devResult{"--proxies", serveDevEcho(ctx, echoL)} }()
 	ep := proxyservice.Program
 	ep.Config.Default = devEgressConfig(p, witURL, ttsURL)
 	go func() {
-		done <- devResult{"--proxies", kit.Run(ctx, ep, []string{"-listen", p.egressOps}, nil, stderr, stderr, nil)}
+		// A fixed --egress-addr that is taken fails here: the error names that flag.
+		done <- devResult{"--egress-addr", kit.Run(ctx, ep, []string{"-listen", p.egressOps}, nil, stderr, stderr, nil)}
 	}()
 	ip := proxyservice.Program
 	ip.Config.Default = devIngressConfig(p, witURL, ttsURL)
 	go func() {
 		done <- devResult{"--proxies", kit.Run(ctx, ip, []string{"-listen", p.ingressOps}, nil, stderr, stderr, nil)}
 	}()
-	return p, 3, nil
+	return p, started, nil
 }
 
 // devEgressConfig is a1's proxy: an egress whose one route sends devPairPrefix to t1's
@@ -77,7 +89,7 @@ egress:
 		devPairPrefix, "http://"+p.ingress, devTrustDomain, devScope, p.ingressRecipient())
 }
 
-// devIngressConfig is t1's proxy: a stateful ingress (it establishes the dialogs the
+// devIngressConfig is t1's proxy, in front of p.upstream(): a stateful ingress (it establishes the dialogs the
 // egress starts) that demands a Txn-Token of dev.local and signs its responses.
 func devIngressConfig(p *devPair, witURL, ttsURL string) []byte {
 	return fmt.Appendf(nil, `listen: %q
@@ -94,7 +106,7 @@ ingress:
   stateful: true
   sign_responses: true
 `, p.ingressOps, devTrustDomain, devTool, witURL, devTrustDomain, witURL+witissuer.PathJWKS,
-		p.ingress, "http://"+p.echo, p.ingressRecipient(), ttsURL+tts.PathJWKS)
+		p.ingress, p.upstream(), p.ingressRecipient(), ttsURL+tts.PathJWKS)
 }
 
 // ingressRecipient is the name the egress signs for (wimse-aud) and the ingress accepts.
@@ -158,8 +170,13 @@ func serveUntilDone(ctx context.Context, srv *http.Server, l net.Listener) error
 }
 
 // devPairCurl is the printed command that goes through the pair: plain HTTP to the
-// egress, asking it to start a dialog.
+// egress, asking it to start a dialog; to the echo application's /echo, or to the root
+// of the user's application.
 func devPairCurl(p *devPair) string {
+	path := "/echo"
+	if p.app != "" {
+		path = "/"
+	}
 	return "curl -sS -H " + shellQuote(proxy.StartDialogField+": ?1") + " -H 'Content-Type: application/json' -d " +
-		shellQuote(`{"hello":"t1"}`) + " http://" + p.egress + devPairPrefix + "/echo"
+		shellQuote(`{"hello":"t1"}`) + " http://" + p.egress + devPairPrefix + path
 }

@@ -301,115 +301,28 @@ func TestProxyCheckConfig(t *testing.T) {
 	}
 }
 
-// python finds an interpreter with httpx, starlette and uvicorn (Debian's
-// python3-httpx, python3-starlette, python3-uvicorn, which .ci/run installs). Under
-// CI=true their absence fails the test.
-func python(t *testing.T) string {
-	for _, p := range []string{"/usr/bin/python3", "python3"} {
-		if exec.Command(p, "-c", "import httpx, starlette, uvicorn").Run() == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("python3 with httpx, starlette and uvicorn is required under CI (apt-get install python3-httpx python3-starlette python3-uvicorn)")
-	}
-	t.Skip("no python3 with httpx, starlette and uvicorn")
-	return ""
-}
-
-// End to end with software no one here wrote: a Python httpx client calls a Starlette
-// tool on uvicorn through a1's egress and t1's ingress. The tool reports the verified
-// sender and dialog it saw; a spoofed identity field never reaches it.
+// End to end with software no one here wrote: the Python example client (httpx,
+// examples/proxy/python) calls the example tool (Starlette on uvicorn) through a1's
+// egress and t1's ingress. The tool reports the verified sender and dialog it saw, the
+// egress's workload; a spoofed identity field never reaches it. The same examples run
+// against dev --proxies --app in cmd/dialogtrust (TestDevAppPythonExample).
 func TestProxyPythonHTTPXToStarlette(t *testing.T) {
-	py := python(t)
+	py := testkit.ExamplePython(t)
 	witURL, ttsURL := proxyDomain(t)
-
-	// The tool serves on a socket the test opened, handed over as fd 3.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := ln.(*net.TCPListener).File()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.Close()
-	tool := exec.Command(py, filepath.Join("testdata", "tool.py"))
-	tool.ExtraFiles = []*os.File{f}
-	toolErr := &testkit.SyncBuffer{}
-	tool.Stdout, tool.Stderr = toolErr, toolErr
-	if err := tool.Start(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	t.Cleanup(func() {
-		_ = tool.Process.Kill() // by pid: the process this test started
-		_ = tool.Wait()
-	})
-	appURL := "http://" + ln.Addr().String()
+	dir := testkit.ExamplesDir(filepath.Join("..", "..", ".."), "python")
+	appURL, toolOut := testkit.StartExampleTool(t, exec.Command(py, filepath.Join(dir, "tool.py"), "127.0.0.1:0"))
 
 	in := startProxy(t, ingressYAML(witURL, ttsURL, appURL))
 	out := startProxy(t, egressYAML(witURL, ttsURL, in["ingress"]))
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	client := exec.CommandContext(ctx, py, filepath.Join("testdata", "client.py"), out["egress"])
-	got, err := client.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("client: %v\n%s\ntool: %s", err, stderr, toolErr.String())
-	}
-	type seen struct {
-		Sender          string         `json:"sender"`
-		Senders         []string       `json:"senders"`
-		Proof           string         `json:"proof"`
-		Dialog          string         `json:"dialog"`
-		Initiator       string         `json:"initiator"`
-		InitiatorProved string         `json:"initiator_proved"`
-		Claims          map[string]any `json:"claims"`
-		Path            string         `json:"path"`
-		Body            string         `json:"body"`
-		CredentialsSeen []string       `json:"credentials_seen"`
-	}
-	var r struct {
-		DialogContext string         `json:"dialog_context"`
-		First         seen           `json:"first"`
-		Second        seen           `json:"second"`
-		Spoofed       seen           `json:"spoofed"`
-		RefusedStatus int            `json:"refused_status"`
-		Refused       map[string]any `json:"refused"`
-	}
-	if err := json.Unmarshal(got, &r); err != nil {
-		t.Fatalf("%v: %s", err, got)
-	}
+	r := testkit.RunExampleClient(t, exec.CommandContext(ctx, py, filepath.Join(dir, "client.py"), out["egress"], "/t1", "--json"), toolOut)
 	dc, err := dialog.Parse(r.DialogContext)
-	if err != nil || dc.Initiator().String() != "wimse://a.example/agent/a1" {
-		t.Fatalf("the client got no dialog of a1: %q %v", r.DialogContext, err)
+	if err != nil {
+		t.Fatalf("the client's Dialog-Context %q: %v", r.DialogContext, err)
 	}
-	for name, s := range map[string]seen{"first": r.First, "second": r.Second, "spoofed": r.Spoofed} {
-		tctx, _ := s.Claims["tctx"].(map[string]any)
-		switch {
-		case s.Sender != "wimse://a.example/agent/a1" || len(s.Senders) != 1:
-			t.Errorf("%s: the tool saw sender %q %v", name, s.Sender, s.Senders)
-		case s.Dialog != dc.DLG() || s.Initiator != dc.Initiator().String() || s.InitiatorProved != "true" || s.Proof != "httpsig":
-			t.Errorf("%s: the tool saw dialog %q initiator %q proved %q proof %q", name, s.Dialog, s.Initiator, s.InitiatorProved, s.Proof)
-		case tctx["dlg"] != dc.DLG() || s.Claims["scope"] != "trip.book":
-			t.Errorf("%s: Txn-Token claims %v", name, s.Claims)
-		case len(s.CredentialsSeen) != 0:
-			t.Errorf("%s: the tool saw credentials %v", name, s.CredentialsSeen)
-		case s.Path != "/invoke":
-			t.Errorf("%s: path %q", name, s.Path)
-		}
-	}
-	if !strings.Contains(r.First.Body, "book a trip") {
-		t.Errorf("body %q", r.First.Body)
-	}
-	if r.RefusedStatus != 404 || r.Refused["code"] != "no_route" {
-		t.Errorf("no route: %d %v", r.RefusedStatus, r.Refused)
-	}
+	testkit.CheckExampleRun(t, r, dc.DLG(), dc.Initiator().String(), "wimse://a.example/agent/a1", "trip.book")
 }
 
 // Two ingress instances for t1 share one Redis (store.type redis, stateful): a signed
