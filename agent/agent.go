@@ -26,7 +26,10 @@ func NewDialogID() string { return rand.Text() }
 // dialog's first input, so establishing adds no round trip) and returns the response
 // and the dialog context. The server's signed response must echo exactly the proposed
 // context (section 5); the Transport checks that for signed responses, and Start also
-// refuses a successful unsigned answer that echoes another context or none.
+// refuses a successful unsigned answer that echoes another context or none, but for
+// the receiver's refusal of a JSON-RPC request (a JSON-RPC error on 200 that echoes
+// none, since the dialog was not established), which is returned as the error it
+// carries: the receiver's code and kind, with UnverifiedRefusal in the chain.
 // dlg "" picks a fresh one.
 func (a *Agent) Start(ctx context.Context, req *http.Request, dlg string) (*http.Response, *dialog.Context, error) {
 	if dlg == "" {
@@ -49,7 +52,14 @@ func (a *Agent) Start(ctx context.Context, req *http.Request, dlg string) (*http
 			res.Body.Close()
 			return nil, nil, err
 		case got == nil:
+			// The receiver's refusal of a JSON-RPC request comes on 200 without the
+			// echo (it established no dialog): its code, not the missing echo, says
+			// why. Any other answer without the echo stays a mismatch.
+			refusal := firstRequestRefusal(res)
 			res.Body.Close()
+			if refusal != nil {
+				return nil, nil, refusal
+			}
 			return nil, nil, errcode.New(errcode.DialogContextMismatch, "the server's answer echoes no Dialog-Context: the accepted context cannot be checked")
 		case !got.Equal(dc):
 			res.Body.Close()

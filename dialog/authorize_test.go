@@ -72,7 +72,7 @@ func rpcError(t *testing.T, res *http.Response) (string, int, errcode.Code) {
 }
 
 // inDialog sends req from a in dialog dlg with a as initiator, reading the answer as it
-// comes (a JSON-RPC error echoes no Dialog-Context, which Start would refuse).
+// comes (a JSON-RPC error echoes no Dialog-Context: Start would return it as an error).
 func inDialog(t *testing.T, a *agent.Agent, req *http.Request, dlg string) (*http.Response, error) {
 	t.Helper()
 	dc, err := dialog.New(dlg, a.Self)

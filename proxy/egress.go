@@ -310,8 +310,9 @@ func (e *Egress) match(p string) (*egressRoute, string) {
 // error (dialog.WriteRefusal); the upstream's own answer (a refusal of the receiver
 // there included) comes back as it is.
 func (e *Egress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := e.serve(w, r); err != nil {
-		e.refuse(w, r, err)
+	var x egressExchange
+	if err := e.serve(w, r, &x); err != nil {
+		e.refuse(w, r, x.body, err)
 	}
 }
 
@@ -319,9 +320,8 @@ func (e *Egress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the fields, the body), the wait for the upstream, the handoff step, the outgoing
 // request, the exchange through the route's agent (or its boundary link) and the
 // answer.
-func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
-	var x egressExchange
-	if err := e.admit(r, &x); err != nil {
+func (e *Egress) serve(w http.ResponseWriter, r *http.Request, x *egressExchange) error {
+	if err := e.admit(r, x); err != nil {
 		return err
 	}
 	// The upstream exchange ends with the agent's request, or earlier when the route's
@@ -336,7 +336,7 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if x.start {
 		x.startDLG = agent.NewDialogID()
 	}
-	if refused, err := e.handoffStep(w, r, &x); refused || err != nil {
+	if refused, err := e.handoffStep(w, r, x); refused || err != nil {
 		return err
 	}
 	out, err := x.outgoing(r)
@@ -359,7 +359,7 @@ func (e *Egress) serve(w http.ResponseWriter, r *http.Request) error {
 	if x.offer != nil {
 		x.offer.remember(x.body) // the delegate may take the hop from here on: it can be canceled
 	}
-	return e.answer(w, r, &x, res)
+	return e.answer(w, r, x, res)
 }
 
 // egressExchange is one request of the agent on its way through the egress: what admit

@@ -9,6 +9,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -40,19 +41,41 @@ func refusalLevel(err error) slog.Level {
 	return slog.LevelInfo
 }
 
-// refuse answers the agent with err: the egress's own refusal, or the upstream's
-// unsigned refusal on a route requiring a signed response (agent.UnverifiedRefusal),
-// with the upstream's status and code and refused_by "upstream"; never as a response.
-func (e *Egress) refuse(w http.ResponseWriter, r *http.Request, err error) {
+// refuse answers the agent's request, whose body is body (nil when it was not read),
+// with err: the egress's own refusal, or the upstream's unsigned refusal
+// (agent.UnverifiedRefusal), never as a response. An unsigned refusal on a route
+// requiring a signed response has the upstream's status and code and refused_by
+// "upstream". The upstream's refusal of a dialog's first JSON-RPC request (a JSON-RPC
+// error on 200 echoing no Dialog-Context, which agent.Start returns as its code) is
+// answered as the receiver answered it: a JSON-RPC error naming the agent's request
+// (dialog.WriteRefusal), or, for a request that is not one, the problem document with
+// refused_by "upstream"; RefusedByField says "upstream" on either.
+func (e *Egress) refuse(w http.ResponseWriter, r *http.Request, body []byte, err error) {
 	d := problem.From(err)
 	d.RefusedBy = refusedByEgress
 	var ur *agent.UnverifiedRefusal
-	if errors.As(err, &ur) && ur.Status >= 400 && ur.Status <= 599 {
+	switch {
+	case errors.As(err, &ur) && ur.Status >= 400 && ur.Status <= 599:
 		d.RefusedBy, d.Status, d.Title = refusedByUpstream, ur.Status, http.StatusText(ur.Status)
+	case errors.As(err, &ur):
+		d.RefusedBy = refusedByUpstream
+		if isJSONRPCRequest(body) {
+			e.logRefusal(r, err, http.StatusOK, d.RefusedBy)
+			w.Header().Set(RefusedByField, d.RefusedBy)
+			dialog.WriteRefusal(w, body, err)
+			return
+		}
 	}
 	e.logRefusal(r, err, d.Status, d.RefusedBy)
 	w.Header().Set(RefusedByField, d.RefusedBy)
 	problem.WriteDetails(w, d)
+}
+
+// isJSONRPCRequest reports whether body is a JSON-RPC request of a host protocol with
+// an id a JSON-RPC error can name: the requests dialog.WriteRefusal answers with one.
+func isJSONRPCRequest(body []byte) bool {
+	req, ok := hostproto.ParseRequest(body)
+	return ok && hostproto.HostOf(req.Method) != 0 && hostproto.ValidID(req.ID)
 }
 
 // logRefusal logs one refusal of the egress, or of its upstream, with its code: what

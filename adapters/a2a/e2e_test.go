@@ -20,8 +20,8 @@ import (
 )
 
 // serveHotel serves the hotel agent over a2a-go's real JSON-RPC handler behind the
-// dialog receiver. work is the agent's own code.
-func (w *world) serveHotel(t *testing.T, work dialoga2a.Work) (string, *adaptertest.Seen) {
+// dialog receiver, with opts added to the receiver's. work is the agent's own code.
+func (w *world) serveHotel(t *testing.T, work dialoga2a.Work, opts ...dialog.ReceiverOption) (string, *adaptertest.Seen) {
 	t.Helper()
 	s := &adaptertest.Seen{}
 	exec := dialoga2a.NewExecutor(w.HandoffReceiver, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
@@ -29,7 +29,7 @@ func (w *world) serveHotel(t *testing.T, work dialoga2a.Work) (string, *adaptert
 		return work(ctx, rc)
 	})
 	url := adaptertest.Serve(t, s, "/a2a", func(url string) http.Handler {
-		return dialoga2a.Handler(w.Receiver(t, url), a2asrv.NewHandler(exec))
+		return dialoga2a.Handler(w.Receiver(t, url, opts...), a2asrv.NewHandler(exec))
 	})
 	return url, s
 }

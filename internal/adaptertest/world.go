@@ -71,14 +71,15 @@ func NewWorld(tb testing.TB, hotelPath string, host hostproto.Host) *World {
 }
 
 // Receiver is the hotel's dialog receiver at url: HTTP signatures, Txn-Tokens of
-// a.example, handoffs in the requests of w.Host.
-func (w *World) Receiver(tb testing.TB, url string) *dialog.Receiver {
+// a.example, handoffs in the requests of w.Host, and opts after them (an authorizer,
+// dialog.WithAuthorizer, for the receiver conditions of issue 25).
+func (w *World) Receiver(tb testing.TB, url string, opts ...dialog.ReceiverOption) *dialog.Receiver {
 	tb.Helper()
-	rc, err := dialog.NewReceiver(
+	rc, err := dialog.NewReceiver(append([]dialog.ReceiverOption{
 		dialog.WithHTTPSignatures(httpsig.NewVerifier(w.WITs, httpsig.WithAudiences(url), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithTxnTokens(txntoken.NewVerifier(w.TTSKeys, "a.example")),
 		dialog.WithHandoffsIn(w.HandoffReceiver, w.Host),
-	)
+	}, opts...)...)
 	MustOK(tb, err)
 	return rc
 }

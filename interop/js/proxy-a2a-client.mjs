@@ -10,7 +10,9 @@
 //
 // Usage: node proxy-a2a-client.mjs URL [TEXT] (the message's text, default "book a
 // hotel in Lisbon"), with the task text in DIALOGTRUST_HANDOFF_TASK
-// (optional); with DIALOGTRUST_A2A_STREAM=1 it sends a SendStreamingMessage instead,
+// (optional); with DIALOGTRUST_HANDOFF=0 it asks for no offer; with DIALOGTRUST_SKILL
+// the message asks for that skill (metadata.skill, the member the ingress's allow
+// rules read as `name`); with DIALOGTRUST_A2A_STREAM=1 it sends a SendStreamingMessage instead,
 // whose reply is an event stream, and the result is its last Task or status update.
 // Prints one line "result JSON" ({result, status, fields}: the SendMessage
 // result as the SDK parsed it, the signed status text in it, the response fields) or
@@ -25,6 +27,8 @@ if (!url) {
 }
 const task = process.env.DIALOGTRUST_HANDOFF_TASK ?? "";
 const streaming = process.env.DIALOGTRUST_A2A_STREAM === "1";
+const offer = process.env.DIALOGTRUST_HANDOFF !== "0";
+const skill = process.env.DIALOGTRUST_SKILL ?? "";
 
 const card = agentCard(url, "dialogtrust interop hotel (through the egress)", "", false, streaming);
 
@@ -46,7 +50,7 @@ const params = {
     taskId: "",
     role: Role.ROLE_USER,
     parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "" }],
-    metadata: undefined,
+    metadata: skill !== "" ? { skill } : undefined,
     // A2A 1.0: a Message lists the URIs of the extensions present in it; the egress
     // puts the offer under this one.
     extensions: [EXTENSION_URI],
@@ -59,8 +63,8 @@ const params = {
 const serviceParameters = {
   "A2A-Extensions": EXTENSION_URI,
   "Dialogtrust-Start-Dialog": "?1",
-  "Dialogtrust-Handoff": "?1",
 };
+if (offer) serviceParameters["Dialogtrust-Handoff"] = "?1";
 if (task !== "") serviceParameters["Dialogtrust-Handoff-Task"] = task;
 
 try {
