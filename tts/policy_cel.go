@@ -3,6 +3,7 @@ package tts
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/dialogtrust/dialogtrust/condition"
 	"github.com/dialogtrust/dialogtrust/errcode"
@@ -97,4 +98,11 @@ func (p *Policy) decide(ctx context.Context, pattern string, tr *oauth.TokenRequ
 // policySubject is what the rules' expressions see of the subject.
 func (s *Subject) policySubject() *grantpolicy.Subject {
 	return &grantpolicy.Subject{Type: s.TokenType, Issuer: s.Issuer, Sub: s.Sub, Scopes: s.Scope, Payload: s.payload, Input: s.Input}
+}
+
+// Check makes every check New makes of the policy, on a copy: the rules' workloads,
+// names and token types, and their CEL parts compiled and type-checked (-check-config).
+func (p Policy) Check() error {
+	p.Rules = slices.Clone(p.Rules)
+	return p.normalize()
 }

@@ -150,6 +150,13 @@ func Load[C any](spec Spec[C], args, env []string, stderr io.Writer) (*C, Source
 		}
 		return nil, src, fmt.Errorf("%s: %w", file, err)
 	}
+	if fs, ok := any(cfg).(FileSetter); ok {
+		name := file
+		if src.Embedded {
+			name = "embedded default"
+		}
+		fs.SetConfigFile(name)
+	}
 	if err := spec.applyEnv(cfg, envm); err != nil {
 		return nil, src, err
 	}

@@ -30,7 +30,12 @@ type Config struct {
 	// JWKSRetry bounds how often a JWKS URL that has not answered yet is tried again
 	// (default 5s).
 	JWKSRetry time.Duration `yaml:"jwks_retry"`
+
+	file string // the file it was read from, for the policy's errors
 }
+
+// SetConfigFile implements kit.FileSetter.
+func (c *Config) SetConfigFile(file string) { c.file = file }
 
 // TLSConfig: the serving certificate. Without it the TTS speaks plain HTTP, which only
 // a development configuration should do (oauth.md 1.9 item 2).
@@ -117,6 +122,12 @@ type RuleConfig struct {
 	SubjectScopes     []string `yaml:"subject_scopes"`
 	Details           []string `yaml:"details"`
 	Context           []string `yaml:"context"`
+	// Name names the rule in the decision log (default: workload).
+	Name string `yaml:"name"`
+	// When, GrantScopes and Tctx are CEL (docs/tts.md, "Conditions").
+	When        kit.Expr            `yaml:"when"`
+	GrantScopes kit.Expr            `yaml:"grant_scopes"`
+	Tctx        map[string]kit.Expr `yaml:"tctx"`
 }
 
 // ChainingConfig: identity chaining across trust domains (docs/chaining.md; every
