@@ -64,3 +64,28 @@ func TestIssue25_CheckConfigTypeChecksConditions(t *testing.T) {
 		t.Fatalf("a valid policy: %v", err)
 	}
 }
+
+// Issue 25: the chaining servers' conditions are type-checked by -check-config too.
+func TestIssue25_CheckConfigTypeChecksChainingConditions(t *testing.T) {
+	bad := chainingBaseYAML + `chaining:
+  peers: [{issuer: https://b}]
+  as_a:
+    peers:
+      - issuer: https://b
+        when: target.peers == "x"
+`
+	if err := checkConfig(t, bad); err == nil || !strings.Contains(err.Error(), ".yaml:14:21") || !strings.Contains(err.Error(), "chaining.as_a.peers[0].when") {
+		t.Errorf("got %v, want the file, line 14 and the field", err)
+	}
+	good := chainingBaseYAML + `chaining:
+  peers: [{issuer: https://b}]
+  as_a:
+    peers:
+      - issuer: https://b
+        when: input.tctx.?dlg.orValue("") != "" && target.peer == "https://b"
+        grant_scopes: request.scopes.filter(s, s.startsWith("trip."))
+`
+	if err := checkConfig(t, good); err != nil {
+		t.Errorf("a valid chaining policy: %v", err)
+	}
+}

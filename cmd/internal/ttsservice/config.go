@@ -169,6 +169,9 @@ type ASAPeerConfig struct {
 	Scopes    []string      `yaml:"scopes"`
 	Subject   SubjectConfig `yaml:"subject"`
 	Workloads []string      `yaml:"workloads"`
+	// When and GrantScopes are CEL (docs/chaining.md, "Conditions").
+	When        kit.Expr `yaml:"when"`
+	GrantScopes kit.Expr `yaml:"grant_scopes"`
 }
 
 // ASBConfig: grants this AS redeems (AS B) and the access tokens it issues.
@@ -192,6 +195,9 @@ type ASBPeerConfig struct {
 	// Audiences, when set, are the aud values the peer's grants must name, in place of
 	// this AS's issuer identifier and token endpoint.
 	Audiences []string `yaml:"audiences"`
+	// When and GrantScopes are CEL (docs/chaining.md, "Conditions").
+	When        kit.Expr `yaml:"when"`
+	GrantScopes kit.Expr `yaml:"grant_scopes"`
 }
 
 // SubjectConfig: see chaining.SubjectMap (mode keep, prefix or table).
