@@ -55,4 +55,3 @@ func TestIssue25_ChainingConditionsAtASB(t *testing.T) {
 	_, err = bad.redeem(b2, grant, "")
 	wantRefusal(t, err, "", errcode.ConditionError)
 }
-
