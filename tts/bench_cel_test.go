@@ -1,0 +1,136 @@
+package tts
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/oauth"
+)
+
+// Issue 25: what CEL rules cost against YAML rules that decide the same, per token, in
+// one run (docs/performance.md, "CEL policy"):
+//
+//	go test -run '^$' -bench 'IssuePolicy' -count 10 ./tts/ | benchstat -col /policy -
+//
+// yaml: a rule for the workload that lists its subject token types and scopes. cel:
+// a rule for the whole trust domain whose when names the workload and the subject
+// token types and whose grant_scopes keeps the same scopes, reading the subject's
+// claims besides (so the claims are decoded). Both grant trip.read with
+// tctx.dlg. BenchmarkIssuePolicyRatio runs the two interleaved, request by request,
+// and reports CEL's extra time as a percentage of YAML's.
+
+var (
+	yamlRules = []Rule{{Workload: "wimse://a.example/agent/a1", SubjectTokenTypes: []string{TokenTypeAccessToken, TokenTypeSelfSigned},
+		Scopes: []string{"trip.read", "trip.book"}}}
+	celRules = []Rule{{Name: "agent a1", Workload: "wimse://a.example/",
+		When:        when(`requester.workload == "wimse://a.example/agent/a1" && subject.type in ["urn:ietf:params:oauth:token-type:access_token", "urn:ietf:params:oauth:token-type:self_signed"] && subject.claims.sub == "alice"`),
+		GrantScopes: when(`request.scopes.filter(s, s in ["trip.read", "trip.book"])`)}}
+)
+
+func BenchmarkIssuePolicy(b *testing.B) {
+	for _, cached := range []bool{true, false} {
+		state := "warm"
+		if !cached {
+			state = "cold"
+		}
+		for _, pol := range []struct {
+			name  string
+			rules []Rule
+		}{{"yaml", yamlRules}, {"cel", celRules}} {
+			b.Run(state+"/policy="+pol.name, func(b *testing.B) {
+				send, mint, _, _ := issuerPartsWith(b, benchCases[0], cached, pol.rules)
+				proofs := make([]string, b.N)
+				for i := range proofs {
+					proofs[i] = mint()
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					send(proofs[i])
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkIssuePolicyRatio: one YAML request, then one CEL request, on the same
+// machine state; cel-extra-% is (cel - yaml) / yaml of the handler times.
+func BenchmarkIssuePolicyRatio(b *testing.B) {
+	for _, cached := range []bool{true, false} {
+		state := "warm"
+		if !cached {
+			state = "cold"
+		}
+		b.Run(state, func(b *testing.B) {
+			_, mintY, prepY, serveY := issuerPartsWith(b, benchCases[0], cached, yamlRules)
+			_, mintC, prepC, serveC := issuerPartsWith(b, benchCases[0], cached, celRules)
+			py, pc := make([]string, b.N), make([]string, b.N)
+			for i := range py {
+				py[i], pc[i] = mintY(), mintC()
+			}
+			var ty, tc time.Duration
+			var req *http.Request
+			var rec *httptest.ResponseRecorder
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				req, rec = prepY(py[i])
+				t0 := time.Now()
+				serveY(req, rec)
+				ty += time.Since(t0)
+				req, rec = prepC(pc[i])
+				t0 = time.Now()
+				serveC(req, rec)
+				tc += time.Since(t0)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(ty.Nanoseconds())/float64(b.N), "yaml-ns/op")
+			b.ReportMetric(float64(tc.Nanoseconds())/float64(b.N), "cel-ns/op")
+			b.ReportMetric(100*float64(tc-ty)/float64(ty), "cel-extra-%")
+		})
+	}
+}
+
+// BenchmarkPolicyDecide is the policy step alone (choosing the rule and granting the
+// scope), without the HTTP request and the crypto around it: the absolute CPU CEL adds
+// per token, stable where the whole handler's time is too noisy to show it.
+func BenchmarkPolicyDecide(b *testing.B) {
+	e := newEnv(b)
+	w := e.workload("/agent/a1")
+	tok := e.accessTokenWith("alice", "trip.read trip.book", map[string]any{"dept": "sales"})
+	h := e.srv.handlers[TokenTypeAccessToken]
+	c := &oauth.Client{ID: w.ID, Method: oauth.MethodWPT}
+	subj, err := h.Validate(context.Background(), tok, c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := &oauth.TokenRequest{Audience: tdA, Scope: []string{"trip.read"}, SubjectTokenType: TokenTypeAccessToken}
+	for _, pol := range []struct {
+		name  string
+		rules []Rule
+	}{{"yaml", yamlRules}, {"cel", celRules}} {
+		p := Policy{Rules: slices.Clone(pol.rules)}
+		if err := p.normalize(); err != nil {
+			b.Fatal(err)
+		}
+		b.Run("policy="+pol.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				pattern, err := p.governing(w.ID.String())
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, vars, err := p.decide(context.Background(), pattern, tr, c, subj)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if sc, err := r.conds.Narrow(context.Background(), r.Name, vars, tr.Scope); err != nil || len(sc) != 1 {
+					b.Fatal(sc, err)
+				}
+			}
+		})
+	}
+}
