@@ -68,5 +68,5 @@ func txnSubject(txn *txntoken.Claims) *grantpolicy.Subject {
 // grantSubject is the grant as the subject of a jwt-bearer request.
 func grantSubject(g any, iss, sub string, scope []string) *grantpolicy.Subject {
 	payload, _ := json.Marshal(g)
-	return &grantpolicy.Subject{Type: TokenTypeJWT, Issuer: iss, Sub: sub, Scopes: scope, Payload: payload}
+	return &grantpolicy.Subject{Type: TokenTypeJWT, Issuer: iss, Sub: sub, Scopes: scope, Claims: grantpolicy.NewClaims(payload)}
 }

@@ -97,7 +97,7 @@ func (p *Policy) decide(ctx context.Context, pattern string, tr *oauth.TokenRequ
 
 // policySubject is what the rules' expressions see of the subject.
 func (s *Subject) policySubject() *grantpolicy.Subject {
-	return &grantpolicy.Subject{Type: s.TokenType, Issuer: s.Issuer, Sub: s.Sub, Scopes: s.Scope, Payload: s.payload, Input: s.Input}
+	return &grantpolicy.Subject{Type: s.TokenType, Issuer: s.Issuer, Sub: s.Sub, Scopes: s.Scope, Claims: s.claims, Input: s.Input}
 }
 
 // Check makes every check New makes of the policy, on a copy: the rules' workloads,
@@ -106,3 +106,7 @@ func (p Policy) Check() error {
 	p.Rules = slices.Clone(p.Rules)
 	return p.normalize()
 }
+
+// Compile makes the checks New makes of the policy and compiles its rules in place, for
+// Decide outside a server.
+func (p *Policy) Compile() error { return p.normalize() }

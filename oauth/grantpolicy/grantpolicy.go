@@ -122,11 +122,38 @@ func ConditionEnv(place string) (*condition.Env, error) {
 type Subject struct {
 	Type, Issuer, Sub string
 	Scopes            []string
-	// Payload is the subject token's claims as JSON text (nil: none).
-	Payload []byte
+	// Claims are the subject token's claims (nil: none).
+	Claims *Claims
 	// Input is the Txn-Token a replacement replaces (nil otherwise); its claims are
-	// then the subject's.
+	// the subject's when Claims is nil.
 	Input *txntoken.Claims
+}
+
+// Claims are a verified token's claims as the expressions read them: decoded on first
+// use only, then kept, so that the copies of a cached subject token share one decoding.
+// Safe for concurrent use.
+type Claims struct {
+	once    sync.Once
+	payload []byte
+	st      *structpb.Struct
+}
+
+// NewClaims holds a token's verified payload (JSON text) for the expressions.
+func NewClaims(payload []byte) *Claims { return &Claims{payload: payload} }
+
+// object is the claims as CEL reads them; a payload that is not a JSON object (it
+// never is, once verified) is an empty object.
+func (c *Claims) object() *structpb.Struct {
+	c.once.Do(func() {
+		var m map[string]any
+		if json.Unmarshal(c.payload, &m) == nil {
+			c.st = toStruct(m)
+		} else {
+			c.st = &structpb.Struct{}
+		}
+		c.payload = nil
+	})
+	return c.st
 }
 
 // Conditions are the CEL parts of a rule, compiled.
@@ -281,12 +308,12 @@ func subjectVar(subj *Subject) condSubject {
 	}
 	v := condSubject{Type: subj.Type, Issuer: subj.Issuer, Sub: subj.Sub, Scopes: nonNil(subj.Scopes), Claims: &structpb.Struct{}}
 	switch {
+	case subj.Claims != nil:
+		v.Claims = subj.Claims.object()
 	case subj.Input != nil:
 		if b, err := subj.Input.MarshalJSON(); err == nil {
-			v.Claims = toStruct(decodeObject(b))
+			v.Claims = NewClaims(b).object()
 		}
-	case subj.Payload != nil:
-		v.Claims = toStruct(decodeObject(subj.Payload))
 	}
 	return v
 }
@@ -315,16 +342,6 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-// decodeObject decodes a JSON object for CEL (numbers as int64 where whole, else
-// float64); anything else is an empty object.
-func decodeObject(b []byte) map[string]any {
-	var m map[string]any
-	if err := netjson.DecodeKeepingNumbers(b, &m); err != nil || m == nil {
-		return map[string]any{}
-	}
-	return plainObject(m)
 }
 
 func rawObject(o map[string]json.RawMessage) map[string]any {
