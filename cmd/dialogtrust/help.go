@@ -42,7 +42,7 @@ var groups = map[string]groupText{
 }
 
 var helps = map[string]helpText{
-	"policy test": {summary: "run a TTS configuration's issuance policy on requests and compare the decisions", example: "policy test tts.yaml cases.yaml", doc: "docs/cli.md#dialogtrust-policy"},
+	"policy test":           {summary: "run a TTS configuration's issuance policy on requests and compare the decisions", example: "policy test tts.yaml cases.yaml", doc: "docs/cli.md#dialogtrust-policy"},
 	"dev":                   {summary: "a development trust domain and its peer on loopback until Ctrl-C; prints the next commands", example: "dev --proxies", doc: "docs/cli.md#dialogtrust-dev"},
 	"key generate":          {summary: "make a private key and print it as a JWK, or write it to a new file", example: "key generate --alg ES256 --out issuer.jwk", doc: "docs/cli.md#dialogtrust-key"},
 	"key public":            {summary: "print the public half of a private JWK", example: "key public --in issuer.jwk", doc: "docs/cli.md#dialogtrust-key"},
