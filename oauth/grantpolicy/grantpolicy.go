@@ -149,7 +149,7 @@ func (c *Claims) object() *structpb.Struct {
 		if json.Unmarshal(c.payload, &m) == nil {
 			c.st = toStruct(m)
 		} else {
-			c.st = &structpb.Struct{}
+			c.st = emptyObject
 		}
 		c.payload = nil
 	})
@@ -290,7 +290,7 @@ func Vars(tr *oauth.TokenRequest, req *oauth.Client, subj *Subject) condition.Va
 		"subject": func() any { return subjectVar(subj) },
 		"request": func() any {
 			return condRequest{Audience: tr.Audience, Resource: tr.Resource, Scopes: nonNil(tr.Scope), Dlg: tr.Dialog(),
-				Details: toStruct(rawObject(tr.RequestDetails)), Context: toStruct(rawObject(tr.RequestContext))}
+				Details: rawStruct(tr.RequestDetails), Context: rawStruct(tr.RequestContext)}
 		},
 		"input": func() any { return inputVar(subj) },
 	}
@@ -304,9 +304,9 @@ func WithTarget(vars condition.Vars, peer string, audience []string) condition.V
 
 func subjectVar(subj *Subject) condSubject {
 	if subj == nil {
-		return condSubject{Scopes: []string{}, Claims: &structpb.Struct{}}
+		return condSubject{Scopes: []string{}, Claims: emptyObject}
 	}
-	v := condSubject{Type: subj.Type, Issuer: subj.Issuer, Sub: subj.Sub, Scopes: nonNil(subj.Scopes), Claims: &structpb.Struct{}}
+	v := condSubject{Type: subj.Type, Issuer: subj.Issuer, Sub: subj.Sub, Scopes: nonNil(subj.Scopes), Claims: emptyObject}
 	switch {
 	case subj.Claims != nil:
 		v.Claims = subj.Claims.object()
@@ -320,21 +320,39 @@ func subjectVar(subj *Subject) condSubject {
 
 func inputVar(subj *Subject) condInput {
 	if subj == nil || subj.Input == nil {
-		return condInput{Scopes: []string{}, CallChain: []string{}, Tctx: &structpb.Struct{}, Rctx: &structpb.Struct{}}
+		return noInput
 	}
 	in := subj.Input
 	return condInput{Present: true, Txn: in.Txn, Sub: in.Sub, Scopes: nonNil(in.ScopeList()), CallChain: nonNil(in.CallChain()),
 		Extensions: int64(in.Ext), Tctx: toStruct(plainObject(in.Tctx)), Rctx: toStruct(plainObject(in.Rctx))}
 }
 
+// emptyObject and noInput are shared by every request that has no such object or no
+// input Txn-Token: CEL only reads them.
+var (
+	emptyObject = &structpb.Struct{}
+	noInput     = condInput{Scopes: []string{}, CallChain: []string{}, Tctx: emptyObject, Rctx: emptyObject}
+)
+
 // toStruct is a JSON object as CEL reads it; one that cannot be (it never happens to
 // what a JSON reader gave) is an empty object.
 func toStruct(m map[string]any) *structpb.Struct {
+	if len(m) == 0 {
+		return emptyObject
+	}
 	st, err := structpb.NewStruct(m)
 	if err != nil {
-		return &structpb.Struct{}
+		return emptyObject
 	}
 	return st
+}
+
+// rawStruct is request_details or request_context as CEL reads it.
+func rawStruct(o map[string]json.RawMessage) *structpb.Struct {
+	if len(o) == 0 {
+		return emptyObject
+	}
+	return toStruct(rawObject(o))
 }
 
 func nonNil(s []string) []string {
