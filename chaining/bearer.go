@@ -3,6 +3,7 @@ package chaining
 import (
 	"context"
 	"fmt"
+	"github.com/dialogtrust/dialogtrust/oauth/grantpolicy"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -66,6 +67,10 @@ type BearerPeer struct {
 	// that may present this peer's grants. Default: any workload whose WIT this AS
 	// trusts.
 	Clients []string
+	// PeerConditions: CEL over the request, the grant (subject) and the peer
+	// (policy.go).
+	PeerConditions
+	conds *grantpolicy.Conditions
 	// AllowUnbound accepts grants without requested_cnf (from peers that do not bind
 	// grants to the client's key). Off: a grant must name the presenting workload's key.
 	AllowUnbound bool
@@ -180,6 +185,11 @@ func NewJWTBearer(cfg JWTBearerConfig) (*JWTBearer, error) {
 				return nil, fmt.Errorf("chaining: peer %s: algorithm %q cannot be allowed", p.Issuer, a)
 			}
 		}
+		conds, err := p.compile()
+		if err != nil {
+			return nil, err
+		}
+		p.conds = conds
 		b.peers[p.Issuer] = &p
 	}
 	var err error
@@ -319,6 +329,11 @@ func (b *JWTBearer) redeem(ctx context.Context, tr *oauth.TokenRequest, req *oau
 	scope, err := bearerScope(tr.Scope, g.Scope, peer.Scopes)
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
+	}
+	if peer.conds != nil {
+		if scope, err = decidePeer(ctx, peer.conds, peer.Issuer, tr, req, grantSubject(g, g.Iss, g.Sub, scope), peer.Issuer, peer.Audiences, scope); err != nil {
+			return nil, nil, "", err
+		}
 	}
 	sub, err := peer.Subject.Map(g.Sub)
 	if err != nil {

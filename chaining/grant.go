@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"github.com/dialogtrust/dialogtrust/oauth/grantpolicy"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -50,6 +51,9 @@ type GrantPeer struct {
 	// that may ask for grants for this peer. Default: any workload of the Txn-Token's
 	// trust domain.
 	Workloads []string
+	// PeerConditions: CEL over the request, its Txn-Token and the peer (policy.go).
+	PeerConditions
+	conds *grantpolicy.Conditions
 }
 
 // GrantIssuerConfig configures a GrantIssuer.
@@ -149,6 +153,11 @@ func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
 		if err := checkScopes(p.Scopes); err != nil {
 			return nil, fmt.Errorf("chaining: peer %s: %w", p.Issuer, err)
 		}
+		conds, err := p.compile()
+		if err != nil {
+			return nil, err
+		}
+		p.conds = conds
 		for _, n := range p.names() {
 			if other, dup := names[n]; dup && other != p.Issuer {
 				return nil, fmt.Errorf("chaining: %q names two peers (%s, %s)", n, other, p.Issuer)
@@ -312,6 +321,11 @@ func (g *GrantIssuer) issue(ctx context.Context, tr *oauth.TokenRequest, req *oa
 	scope, err := grantScope(tr.Scope, txn.ScopeList(), peer.Scopes)
 	if err != nil {
 		return nil, nil, "", err
+	}
+	if peer.conds != nil {
+		if scope, err = decidePeer(ctx, peer.conds, peer.Issuer, tr, req, txnSubject(txn), peer.Issuer, peer.names(), scope); err != nil {
+			return nil, nil, "", err
+		}
 	}
 	sub, err := peer.Subject.Map(txn.Sub)
 	if err != nil {

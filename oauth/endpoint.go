@@ -77,6 +77,8 @@ type Record struct {
 	SubjectSHA256 string
 	// KID is the key that signed the issued token.
 	KID string
+	// Rule names the policy rule that decided (the decision log), when one did.
+	Rule string
 	// Token is room for a handler's TokenResponse (Handle may return &rec.Token), so
 	// that the Txn-Token response costs no allocation of its own.
 	Token  TokenResponse

@@ -48,8 +48,16 @@ var benchCases = []benchCase{
 }
 
 func benchEnv(b *testing.B, bc benchCase, cached bool) (*env, *testkit.Workload, string) {
+	return benchEnvWith(b, bc, cached, nil)
+}
+
+// benchEnvWith is benchEnv with the policy's rules replaced (nil: the test defaults).
+func benchEnvWith(b *testing.B, bc benchCase, cached bool, rules []Rule) (*env, *testkit.Workload, string) {
 	b.Helper()
 	e := newEnv(b, func(e *env, c *Config) {
+		if rules != nil {
+			c.Policy.Rules = rules
+		}
 		c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 		k, _ := keys.Generate(bc.alg)
 		e.ttsKey, e.ring = k, keys.NewRing(k, e.clock.Now)
@@ -92,7 +100,12 @@ func issuer(b *testing.B, bc benchCase, cached bool) (send func(string), mint fu
 
 func issuerParts(b *testing.B, bc benchCase, cached bool) (send func(string), mint func() string,
 	prepare func(string) (*http.Request, *httptest.ResponseRecorder), serve func(*http.Request, *httptest.ResponseRecorder)) {
-	e, w, subject := benchEnv(b, bc, cached)
+	return issuerPartsWith(b, bc, cached, nil)
+}
+
+func issuerPartsWith(b *testing.B, bc benchCase, cached bool, rules []Rule) (send func(string), mint func() string,
+	prepare func(string) (*http.Request, *httptest.ResponseRecorder), serve func(*http.Request, *httptest.ResponseRecorder)) {
+	e, w, subject := benchEnvWith(b, bc, cached, rules)
 	body := baseForm(tdA, "trip.read", subject, bc.subject)
 	body.Set("request_details", `{"dlg":"7f3c9a2e-5b1d-4e8a-9c6f-0d2b8e4a1f37"}`)
 	enc := body.Encode()

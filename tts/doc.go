@@ -5,7 +5,9 @@
 //
 // Read server.go first (Config, New: the service and its token endpoint), then grant.go
 // (the token exchange handler), issue.go (minting and replacement), subject.go (subject
-// token handlers) and policy.go (Policy, Rule).
+// token handlers), policy.go (Policy, Rule) and policy_cel.go (a rule's CEL conditions,
+// docs/tts.md "Conditions"; policytest.go has Policy.Decide, what dialogtrust policy
+// test runs).
 //
 // # Server (the token endpoint)
 //

@@ -73,14 +73,15 @@ func txnTokenRefused(r *http.Request, tr *oauth.TokenRequest, present bool) erro
 //  6. claims and signature (1.7).
 func (g txnGrant) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRequest, req *oauth.Client, rec *oauth.Record) (oauth.Response, error) {
 	s := g.s
-	rule, err := s.cfg.Policy.rule(rec.Requester)
+	pol := &s.cfg.Policy
+	pattern, err := pol.governing(rec.Requester)
 	if err != nil {
 		return nil, at(stagePolicy, err)
 	}
 	if !slices.Contains(s.cfg.TrustDomains, tr.Audience) {
 		return nil, at(stageRequest, errcode.New(errcode.AudienceNotServed, "audience %q is not a trust domain this TTS serves", errcode.Cut(tr.Audience)))
 	}
-	if !rule.mayAudience(tr.Audience, req.ID) {
+	if !pol.anyRule(pattern, func(r *Rule) bool { return r.mayAudience(tr.Audience, req.ID) }) {
 		return nil, at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not request Txn-Tokens for %s", req.ID, tr.Audience))
 	}
 
@@ -96,7 +97,7 @@ func (g txnGrant) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRe
 	if h == nil {
 		return nil, at(stageSubject, errcode.New(errcode.UnsupportedTokenType, "subject_token_type %q is not accepted", errcode.Cut(tr.SubjectTokenType)))
 	}
-	if !rule.mayType(tr.SubjectTokenType) {
+	if !pol.anyRule(pattern, func(r *Rule) bool { return r.mayAudience(tr.Audience, req.ID) && r.mayType(tr.SubjectTokenType) }) {
 		return nil, at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not present %s subject tokens", req.ID, tr.SubjectTokenType))
 	}
 	subj, err := h.Validate(ctx, tr.SubjectToken, req)
@@ -104,13 +105,21 @@ func (g txnGrant) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRe
 		return nil, at(stageSubject, err)
 	}
 	rec.SubjectSHA256 = subj.hash
+	// The rule that decides: with conditions, only now that the subject is known.
+	rule, vars, err := pol.decide(ctx, pattern, tr, req, subj)
+	if rule != nil {
+		rec.Rule = rule.Name
+	}
+	if err != nil {
+		return nil, at(stagePolicy, err)
+	}
 
 	now := s.cfg.Now()
 	var claims *txntoken.Claims
 	if subj.Input != nil {
-		claims, err = s.replacement(tr, req, rule, subj, now)
+		claims, err = s.replacement(ctx, tr, req, rule, vars, subj, now)
 	} else {
-		claims, err = s.first(tr, req, rule, subj, now)
+		claims, err = s.first(ctx, tr, req, rule, vars, subj, now)
 	}
 	if err != nil {
 		return nil, err
@@ -156,7 +165,7 @@ func (g txnGrant) Done(ctx context.Context, r *http.Request, rec *oauth.Record) 
 	}
 	if rec.Err != nil {
 		s.log.Log(ctx, errcode.LogLevel(rec.Err), "txn token refused", "request_id", rec.RequestID, "dlg", dialog, "error", rec.Error, "code", string(rec.Code),
-			"kind", errcode.KindOf(rec.Err).String(), "grant", grant, "subject_token_type", rec.SubjectTokenType,
+			"kind", errcode.KindOf(rec.Err).String(), "rule", rec.Rule, "grant", grant, "subject_token_type", rec.SubjectTokenType,
 			"subject_token_sha256", subjectHash(rec), "method", rec.Method, "requester", rec.Requester,
 			"remote", r.RemoteAddr, "detail", rec.Err.Error())
 		return
@@ -166,7 +175,7 @@ func (g txnGrant) Done(ctx context.Context, r *http.Request, rec *oauth.Record) 
 	// computed only when the line is.
 	if level := s.cfg.IssuedLogLevel; s.log.Enabled(ctx, level) {
 		s.log.LogAttrs(ctx, level, "txn token issued", slog.String("request_id", rec.RequestID), slog.String("dlg", claims.Dialog()),
-			slog.String("grant", grant), slog.String("subject_token_type", rec.SubjectTokenType),
+			slog.String("rule", rec.Rule), slog.String("grant", grant), slog.String("subject_token_type", rec.SubjectTokenType),
 			slog.String("subject_token_sha256", subjectHash(rec)), slog.String("method", rec.Method), slog.String("requester", rec.Requester),
 			slog.String("aud", claims.Aud[0]), slog.String("txn", claims.Txn), slog.String("txn_token_sha256", tokenhash.Of(rec.Token.AccessToken)),
 			slog.String("kid", rec.KID), slog.Int64("exp", int64(*claims.Exp)), slog.Int("call_chain", max(1, len(claims.ReqChain))),

@@ -2,11 +2,13 @@ package tts
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/condition"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
@@ -22,7 +24,7 @@ var immutableNames = []string{"sub", "txn", "aud"}
 
 // first builds the claims of a Txn-Token issued on a subject token that is not a
 // Txn-Token (oauth.md 1.5 steps 4-10, 1.7).
-func (s *Server) first(tr *oauth.TokenRequest, req *oauth.Client, rule *Rule, subj *Subject, now time.Time) (*txntoken.Claims, error) {
+func (s *Server) first(ctx context.Context, tr *oauth.TokenRequest, req *oauth.Client, rule *Rule, vars condition.Vars, subj *Subject, now time.Time) (*txntoken.Claims, error) {
 	subjectScope, known := subj.Scope, subj.ScopeKnown
 	if !known && len(rule.SubjectScopes) > 0 && (subj.TokenType == TokenTypeSelfSigned || subj.TokenType == TokenTypeUnsignedJSON) {
 		// The requester vouches for the subject; policy says what such a subject may do.
@@ -34,6 +36,13 @@ func (s *Server) first(tr *oauth.TokenRequest, req *oauth.Client, rule *Rule, su
 	scope, err := grantScope(tr.Scope, subjectScope, rule, "the subject token's")
 	if err != nil {
 		return nil, err
+	}
+	if scope, err = rule.conds.Narrow(ctx, rule.Name, vars, scope); err != nil {
+		return nil, at(stageScope, err)
+	}
+	computed, err := rule.conds.Members(ctx, rule.Name, vars)
+	if err != nil {
+		return nil, at(stagePolicy, err)
 	}
 	for _, name := range immutableNames {
 		if _, ok := tr.RequestDetails[name]; ok {
@@ -58,6 +67,13 @@ func (s *Server) first(tr *oauth.TokenRequest, req *oauth.Client, rule *Rule, su
 			tctx = make(map[string]any, len(tr.RequestDetails))
 		}
 		tctx[txntoken.DialogMember] = d
+	}
+	// What the rule computes wins over what the requester sent under the same name.
+	for name, v := range computed {
+		if tctx == nil {
+			tctx = make(map[string]any, len(computed))
+		}
+		tctx[name] = v
 	}
 	var rctx map[string]any
 	for name, v := range tr.RequestContext {
@@ -102,7 +118,7 @@ func (s *Server) first(tr *oauth.TokenRequest, req *oauth.Client, rule *Rule, su
 //   - the Call Chain of requesters is kept (req_chain) and the new requester appended;
 //   - the input has not expired (checked by the handler); a longer lifetime is allowed
 //     only while the count of lifetime-extending replacements is under the cap.
-func (s *Server) replacement(tr *oauth.TokenRequest, req *oauth.Client, rule *Rule, subj *Subject, now time.Time) (*txntoken.Claims, error) {
+func (s *Server) replacement(ctx context.Context, tr *oauth.TokenRequest, req *oauth.Client, rule *Rule, vars condition.Vars, subj *Subject, now time.Time) (*txntoken.Claims, error) {
 	in := subj.Input
 	if tr.Audience != in.Aud[0] {
 		return nil, at(stageSubject, errcode.New(errcode.ImmutableClaimChanged, "a replacement keeps the trust domain %q of its input (aud never changes)", in.Aud[0]))
@@ -110,6 +126,13 @@ func (s *Server) replacement(tr *oauth.TokenRequest, req *oauth.Client, rule *Ru
 	scope, err := grantScope(tr.Scope, in.ScopeList(), rule, "the input Txn-Token's")
 	if err != nil {
 		return nil, err
+	}
+	if scope, err = rule.conds.Narrow(ctx, rule.Name, vars, scope); err != nil {
+		return nil, at(stageScope, err)
+	}
+	computed, err := rule.conds.Members(ctx, rule.Name, vars)
+	if err != nil {
+		return nil, at(stagePolicy, err)
 	}
 	if err := notEmbedded(tr.SubjectToken, tr.RequestDetails, tr.RequestContext); err != nil {
 		return nil, err
@@ -138,6 +161,21 @@ func (s *Server) replacement(tr *oauth.TokenRequest, req *oauth.Client, rule *Ru
 			return nil, at(stageSubject, errcode.New(errcode.ImmutableClaimChanged, "a replacement never changes tctx.%s", errcode.Cut(name)))
 		case present:
 		case name == txntoken.DialogMember || rule.mayDetail(name):
+			if tctx == nil {
+				tctx = map[string]any{}
+			}
+			tctx[name] = v
+		}
+	}
+	// A computed member joins like a request_details member: never changing one the
+	// input has.
+	for name, v := range computed {
+		old, present := tctx[name]
+		switch {
+		case present && !jsonEqual(old, v):
+			return nil, at(stageSubject, errcode.New(errcode.ImmutableClaimChanged, "a replacement never changes tctx.%s (computed by policy rule %q)", errcode.Cut(name), rule.Name))
+		case present:
+		default:
 			if tctx == nil {
 				tctx = map[string]any{}
 			}

@@ -62,7 +62,7 @@ func TestIssuedLogLine(t *testing.T) {
 			"level": "INFO", "dlg": s.dlg, "grant": "token_exchange", "subject_token_type": s.typ,
 			"subject_token_sha256": tokenhash.Of(s.subject), "method": oauth.MethodWPT, "requester": "wimse://a.example" + s.w,
 			"aud": tdA, "txn": s.claims.Txn, "txn_token_sha256": tokenhash.Of(s.resp.AccessToken), "kid": e.ttsKey.KID(),
-			"exp": float64(*s.claims.Exp), "call_chain": float64(1),
+			"exp": float64(*s.claims.Exp), "call_chain": float64(1), "rule": "wimse://a.example/",
 		}
 		for k, v := range want {
 			if m[k] != v {

@@ -9,6 +9,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/oauth/grantpolicy"
 )
 
 // Policy is the TTS's local, selective issuance policy (oauth.md 1.5 steps 1 and 8; TT
@@ -34,6 +35,8 @@ type Policy struct {
 
 // Rule is what one workload, or the workloads under a prefix, may ask for.
 type Rule struct {
+	// Name names the rule in the decision log (default: Workload).
+	Name string
 	// Workload is an identifier, or a prefix ending in "/" (scheme://trust-domain/...).
 	Workload string
 	// Audiences are the trust domains it may request tokens for (default: its own).
@@ -52,6 +55,13 @@ type Rule struct {
 	// Context are the request_context members it may supply into rctx ("*": any). For
 	// example only the edge gateway should supply req_ip (oauth.md 1.5 step 8).
 	Context []string
+	// When, GrantScopes and Tctx are CEL (policy_cel.go, docs/tts.md "Conditions"):
+	// the rule applies only where When holds, grants only the requested scopes
+	// GrantScopes lists, and puts the computed Tctx members into tctx.
+	When, GrantScopes Expr
+	Tctx              map[string]Expr
+
+	conds *grantpolicy.Conditions
 }
 
 // DefaultSubjectTokenTypes are the types a rule allows when it lists none.
@@ -82,13 +92,11 @@ func (p *Policy) normalize() error {
 	if p.MaxCallChain <= 0 {
 		p.MaxCallChain = DefaultMaxCallChain
 	}
-	seen := map[string]bool{}
+	if err := p.compile(); err != nil {
+		return err
+	}
 	for i := range p.Rules {
 		r := &p.Rules[i]
-		if seen[r.Workload] {
-			return fmt.Errorf("tts: two policy rules for %q", r.Workload)
-		}
-		seen[r.Workload] = true
 		if strings.HasSuffix(r.Workload, "/") {
 			if err := checkPrefix(r.Workload); err != nil {
 				return err
@@ -122,20 +130,22 @@ func checkPrefix(pre string) error {
 	return nil
 }
 
-// rule returns the rule governing the workload whose identifier (ID.String()) is s.
-func (p *Policy) rule(s string) (*Rule, error) {
-	var best *Rule
+// governing returns the workload pattern of the rules governing the workload whose
+// identifier (ID.String()) is s: its own identifier if a rule names it, else the
+// longest matching prefix.
+func (p *Policy) governing(s string) (string, error) {
+	best := ""
 	for i := range p.Rules {
 		r := &p.Rules[i]
 		if r.Workload == s {
-			return r, nil
+			return s, nil
 		}
-		if strings.HasSuffix(r.Workload, "/") && strings.HasPrefix(s, r.Workload) && (best == nil || len(r.Workload) > len(best.Workload)) {
-			best = r
+		if strings.HasSuffix(r.Workload, "/") && strings.HasPrefix(s, r.Workload) && len(r.Workload) > len(best) {
+			best = r.Workload
 		}
 	}
-	if best == nil {
-		return nil, errcode.New(errcode.WorkloadNotAllowed, "no policy rule lets %s request Txn-Tokens", s)
+	if best == "" {
+		return "", errcode.New(errcode.WorkloadNotAllowed, "no policy rule lets %s request Txn-Tokens", s)
 	}
 	return best, nil
 }

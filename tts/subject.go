@@ -3,6 +3,7 @@ package tts
 import (
 	"context"
 	"fmt"
+	"github.com/dialogtrust/dialogtrust/oauth/grantpolicy"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,9 @@ type Subject struct {
 	Input *txntoken.Claims
 
 	hash string // Hash of the token when the handler knows it ("" otherwise), for the log
+	// claims are the token's claims for the policy's expressions (shared by the copies
+	// of a cached token, decoded once).
+	claims *grantpolicy.Claims
 }
 
 // SubjectTokenHandler validates one subject_token_type (in the style of fosite's token
@@ -301,7 +305,7 @@ func (h *JWTHandler) Validate(ctx context.Context, token string, _ *oauth.Client
 	if len(is.Audiences) > 0 && !anyOf(c.Aud, is.Audiences) {
 		return nil, errcode.New(errcode.AudienceMismatch, "subject token aud does not name this TTS")
 	}
-	s := Subject{TokenType: h.typ, Sub: is.SubjectPrefix + c.Sub, Issuer: c.Iss, Expiry: c.Exp.Time()}
+	s := Subject{TokenType: h.typ, Sub: is.SubjectPrefix + c.Sub, Issuer: c.Iss, Expiry: c.Exp.Time(), claims: grantpolicy.NewClaims(t.Payload)}
 	switch {
 	case c.Scope != nil:
 		if s.Scope, err = oauth.ParseScope(*c.Scope); err != nil {
@@ -444,7 +448,7 @@ func (h *SelfSignedHandler) Validate(_ context.Context, token string, req *oauth
 	if err := h.times(c.Exp, c.Iat, now); err != nil {
 		return nil, err
 	}
-	s := Subject{TokenType: TokenTypeSelfSigned, Sub: h.prefix + c.Sub, Issuer: c.Iss, Expiry: c.Exp.Time()}
+	s := Subject{TokenType: TokenTypeSelfSigned, Sub: h.prefix + c.Sub, Issuer: c.Iss, Expiry: c.Exp.Time(), claims: grantpolicy.NewClaims(t.Payload)}
 	if c.Scope != nil {
 		if s.Scope, err = oauth.ParseScope(*c.Scope); err != nil {
 			return nil, errcode.New(errcode.InvalidClaim, "self_signed scope is not a valid scope")
@@ -502,7 +506,7 @@ func (h *UnsignedJSONHandler) Validate(_ context.Context, token string, _ *oauth
 	if strings.TrimSpace(sub) == "" {
 		return nil, errcode.New(errcode.MissingClaim, "unsigned_json subject token has no sub string")
 	}
-	s := Subject{TokenType: TokenTypeUnsignedJSON, Sub: h.prefix + sub}
+	s := Subject{TokenType: TokenTypeUnsignedJSON, Sub: h.prefix + sub, claims: grantpolicy.NewClaims([]byte(token))}
 	if v, ok := m["scope"]; ok {
 		str, isString := v.(string)
 		if !isString {

@@ -39,6 +39,7 @@ var commands = []command{
 	{"txn verify", "--jwks URL|FILE --audience TD [--dialog D] [--dialog-context V] [--iss URI] [--now UNIX] [--skew 30s] TOKEN", txnVerify},
 	{"chain grant", "--tts URL --wit WIT --key FILE --txn-token T --audience PEER_AS_ISSUER [--scope S] [--proof httpsig|wpt] [--timeout 30s]", chainGrant},
 	{"chain redeem", "--token-endpoint URL --wit WIT --key FILE --grant G [--scope S] [--proof httpsig|wpt] [--timeout 30s]", chainRedeem},
+	{"policy test", "[--quiet] POLICY REQUESTS", policyTest},
 	{"conformance", "[--dir DIR]", conformanceRun},
 	{"demo", "[--local ENVFILE | --local-env] [--json] [--report FILE]", demoRun},
 	{"proxy", "--config FILE [--check-config] [--listen 127.0.0.1:9480] [--log-level LEVEL]", proxyRun},

@@ -123,7 +123,38 @@ func checkChaining(cfg *Config) error {
 			return fmt.Errorf("chaining.peers: %s is used by neither as_a nor as_b", iss)
 		}
 	}
+	return checkPeerConditions(cfg)
+}
+
+// checkPeerConditions compiles the peers' CEL parts, so that -check-config
+// type-checks them.
+func checkPeerConditions(cfg *Config) error {
+	cc := cfg.Chaining
+	if a := cc.ASA; a != nil {
+		for i, ap := range a.Peers {
+			if err := asAConditions(cfg.file, i, ap).Check(); err != nil {
+				return err
+			}
+		}
+	}
+	if b := cc.ASB; b != nil {
+		for i, bp := range b.Peers {
+			if err := asBConditions(cfg.file, i, bp).Check(); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+func asAConditions(file string, i int, ap ASAPeerConfig) chaining.PeerConditions {
+	at := fmt.Sprintf("chaining.as_a.peers[%d].", i)
+	return chaining.PeerConditions{When: expr(ap.When, file, at+"when"), GrantScopes: expr(ap.GrantScopes, file, at+"grant_scopes")}
+}
+
+func asBConditions(file string, i int, bp ASBPeerConfig) chaining.PeerConditions {
+	at := fmt.Sprintf("chaining.as_b.peers[%d].", i)
+	return chaining.PeerConditions{When: expr(bp.When, file, at+"when"), GrantScopes: expr(bp.GrantScopes, file, at+"grant_scopes")}
 }
 
 // prepareChaining builds the peers' key sources for a checked chaining section. It
@@ -149,10 +180,10 @@ func prepareChaining(ctx context.Context, cfg *Config, issuer, endpoint string, 
 		peers[cc.Peers[i].Issuer] = &cc.Peers[i]
 	}
 	if a := cc.ASA; a != nil {
-		for _, ap := range a.Peers {
+		for i, ap := range a.Peers {
 			p := peers[ap.Issuer]
 			c.asA = append(c.asA, chaining.GrantPeer{Issuer: p.Issuer, TokenEndpoint: p.TokenEndpoint, Audiences: p.Audiences,
-				Scopes: ap.Scopes, Subject: subjectMap(ap.Subject), Workloads: ap.Workloads})
+				Scopes: ap.Scopes, Subject: subjectMap(ap.Subject), Workloads: ap.Workloads, PeerConditions: asAConditions(cfg.file, i, ap)})
 		}
 	}
 	if b := cc.ASB; b != nil {
@@ -160,7 +191,7 @@ func prepareChaining(ctx context.Context, cfg *Config, issuer, endpoint string, 
 		if c.audience == "" {
 			c.audience = cfg.TrustDomains[0]
 		}
-		for _, bp := range b.Peers {
+		for i, bp := range b.Peers {
 			p := peers[bp.Issuer]
 			ks, ready, err := peerKeys(ctx, cfg.JWKSRetry, p)
 			if err != nil {
@@ -171,7 +202,7 @@ func prepareChaining(ctx context.Context, cfg *Config, issuer, endpoint string, 
 			}
 			c.asB = append(c.asB, chaining.BearerPeer{Issuer: p.Issuer, Keys: ks, Typs: p.Typs, Algs: p.Algs, RSA: p.RSA != nil,
 				AllowUntyped: bp.AllowUntyped, Audiences: bp.Audiences, Scopes: bp.Scopes, Subject: subjectMap(bp.Subject),
-				Clients: bp.Clients, AllowUnbound: bp.AllowUnbound})
+				Clients: bp.Clients, AllowUnbound: bp.AllowUnbound, PeerConditions: asBConditions(cfg.file, i, bp)})
 		}
 	}
 	return c, nil

@@ -33,6 +33,17 @@ type Config struct {
 	// JWKSRetry bounds how often a JWKS URL that has not answered yet is tried again
 	// (default 5s).
 	JWKSRetry time.Duration `yaml:"jwks_retry"`
+
+	file string // the file it was read from, for the policy's errors
+}
+
+// SetSource keeps the file the configuration was read from (kit.SourceSetter), so
+// that a policy condition that does not compile is named by file and line.
+func (c *Config) SetSource(s kit.Source) {
+	c.file = s.File
+	if s.Embedded {
+		c.file = "embedded default"
+	}
 }
 
 // TLSConfig: the serving certificate. Without it the TTS speaks plain HTTP, which only
@@ -120,6 +131,12 @@ type RuleConfig struct {
 	SubjectScopes     []string `yaml:"subject_scopes"`
 	Details           []string `yaml:"details"`
 	Context           []string `yaml:"context"`
+	// Name names the rule in the decision log (default: workload).
+	Name string `yaml:"name"`
+	// When, GrantScopes and Tctx are CEL (docs/tts.md, "Conditions").
+	When        kit.Expr            `yaml:"when"`
+	GrantScopes kit.Expr            `yaml:"grant_scopes"`
+	Tctx        map[string]kit.Expr `yaml:"tctx"`
 }
 
 // ChainingConfig: identity chaining across trust domains (docs/chaining.md; every
@@ -161,6 +178,9 @@ type ASAPeerConfig struct {
 	Scopes    []string      `yaml:"scopes"`
 	Subject   SubjectConfig `yaml:"subject"`
 	Workloads []string      `yaml:"workloads"`
+	// When and GrantScopes are CEL (docs/chaining.md, "Conditions").
+	When        kit.Expr `yaml:"when"`
+	GrantScopes kit.Expr `yaml:"grant_scopes"`
 }
 
 // ASBConfig: grants this AS redeems (AS B) and the access tokens it issues.
@@ -184,6 +204,9 @@ type ASBPeerConfig struct {
 	// Audiences, when set, are the aud values the peer's grants must name, in place of
 	// this AS's issuer identifier and token endpoint.
 	Audiences []string `yaml:"audiences"`
+	// When and GrantScopes are CEL (docs/chaining.md, "Conditions").
+	When        kit.Expr `yaml:"when"`
+	GrantScopes kit.Expr `yaml:"grant_scopes"`
 }
 
 // SubjectConfig: see chaining.SubjectMap (mode keep, prefix or table).

@@ -13,6 +13,7 @@ import (
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 
 	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
+	"github.com/dialogtrust/dialogtrust/condition"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -94,8 +95,11 @@ func validate(cfg *Config) error {
 			return err
 		}
 	}
-	_, err := buildPolicy(cfg.Policy)
-	return err
+	p, err := buildPolicy(cfg.Policy, cfg.file)
+	if err != nil {
+		return err
+	}
+	return p.Check()
 }
 
 // build turns the configuration into a listener and a server; key rotation runs until
@@ -207,7 +211,7 @@ func buildHandler(ctx context.Context, cfg *Config, logger *slog.Logger, issuer 
 	if chain != nil {
 		readyChecks = append(readyChecks, chain.ready...)
 	}
-	policy, err := buildPolicy(cfg.Policy)
+	policy, err := buildPolicy(cfg.Policy, cfg.file)
 	if err != nil {
 		return nil, err
 	}
@@ -380,10 +384,25 @@ func tokenType(s string) (string, error) {
 	return "", fmt.Errorf("unknown token type %q", s)
 }
 
-func buildPolicy(pc PolicyConfig) (tts.Policy, error) {
+// expr is a configured expression with where it was written.
+func expr(x kit.Expr, file, field string) tts.Expr {
+	return tts.Expr{Text: x.Text, Source: condition.Source{File: file, Line: x.Line, Column: x.Column, Field: field}}
+}
+
+// buildPolicy is the policy section as tts.Policy; file names the configuration file
+// in the errors of its expressions.
+func buildPolicy(pc PolicyConfig, file string) (tts.Policy, error) {
 	p := tts.Policy{Lifetime: pc.Lifetime, BeyondSubjectExpiry: pc.BeyondSubjectExpiry, MaxLifetimeExtensions: pc.MaxLifetimeExtensions, MaxCallChain: pc.MaxCallChain}
-	for _, r := range pc.Rules {
-		rule := tts.Rule{Workload: r.Workload, Audiences: r.Audiences, Scopes: r.Scopes, SubjectScopes: r.SubjectScopes, Details: r.Details, Context: r.Context}
+	for i, r := range pc.Rules {
+		at := fmt.Sprintf("policy.rules[%d].", i)
+		rule := tts.Rule{Name: r.Name, Workload: r.Workload, Audiences: r.Audiences, Scopes: r.Scopes, SubjectScopes: r.SubjectScopes, Details: r.Details, Context: r.Context,
+			When: expr(r.When, file, at+"when"), GrantScopes: expr(r.GrantScopes, file, at+"grant_scopes")}
+		for name, x := range r.Tctx {
+			if rule.Tctx == nil {
+				rule.Tctx = map[string]tts.Expr{}
+			}
+			rule.Tctx[name] = expr(x, file, at+"tctx."+name)
+		}
 		for _, t := range r.SubjectTokenTypes {
 			urn, err := tokenType(t)
 			if err != nil {

@@ -1,0 +1,410 @@
+package grantpolicy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/dialogtrust/dialogtrust/condition"
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
+	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/txntoken"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Expr is a CEL expression of a policy rule (package condition) and where it was
+// written, for the error at load and the log line of a refusal.
+type Expr struct {
+	Text   string
+	Source condition.Source
+}
+
+// The CEL variables of an issuance rule (docs/tts.md, "Conditions"). Each is a Go
+// struct whose cel tags are the field names the expressions use, so a misspelt field
+// is an error at load. A JSON object (claims, request_details, tctx) is a
+// google.protobuf.Struct, which CEL reads as map(string, dyn): CEL's native types
+// cannot declare a Go map of interface values.
+type (
+	// condRequester is requester: the authenticated workload.
+	condRequester struct {
+		Workload    string `cel:"workload"`
+		TrustDomain string `cel:"trust_domain"`
+		// Proof is the client authentication method: wit_httpsig, wit_wpt,
+		// tls_client_auth or private_key_jwt.
+		Proof string `cel:"proof"`
+	}
+	// condSubject is subject: the validated subject token.
+	condSubject struct {
+		Type   string           `cel:"type"` // the subject_token_type URN
+		Issuer string           `cel:"issuer"`
+		Sub    string           `cel:"sub"` // as it enters the token (with its prefix)
+		Scopes []string         `cel:"scopes"`
+		Claims *structpb.Struct `cel:"claims"`
+	}
+	// condRequest is request: the token request.
+	condRequest struct {
+		Audience string           `cel:"audience"`
+		Resource string           `cel:"resource"`
+		Scopes   []string         `cel:"scopes"`
+		Dlg      string           `cel:"dlg"`     // request_details.dlg ("" without)
+		Details  *structpb.Struct `cel:"details"` // request_details
+		Context  *structpb.Struct `cel:"context"` // request_context
+	}
+	// condInput is input: the Txn-Token a replacement replaces (present false
+	// otherwise).
+	condInput struct {
+		Present    bool             `cel:"present"`
+		Txn        string           `cel:"txn"`
+		Sub        string           `cel:"sub"`
+		Scopes     []string         `cel:"scopes"`
+		CallChain  []string         `cel:"call_chain"`
+		Extensions int64            `cel:"extensions"`
+		Tctx       *structpb.Struct `cel:"tctx"`
+		Rctx       *structpb.Struct `cel:"rctx"`
+	}
+	// condTarget is target: the peer a chaining request is for.
+	condTarget struct {
+		Peer     string   `cel:"peer"` // the peer authorization server's issuer
+		Audience []string `cel:"audience"`
+	}
+)
+
+// The places conditions are written in this package's rules.
+const (
+	PlaceIssuance = "tts issuance policy"
+	PlaceChaining = "chaining policy"
+)
+
+var (
+	envOnce  sync.Once
+	envs     map[string]*condition.Env
+	envError error
+)
+
+// ConditionEnv is the environment of a place (PlaceIssuance: requester, subject,
+// request, input; PlaceChaining: the same and target).
+func ConditionEnv(place string) (*condition.Env, error) {
+	envOnce.Do(func() {
+		common := []condition.Var{
+			condition.StructVar("requester", condRequester{}),
+			condition.StructVar("subject", condSubject{}),
+			condition.StructVar("request", condRequest{}),
+			condition.StructVar("input", condInput{}),
+		}
+		envs = map[string]*condition.Env{}
+		for place, vars := range map[string][]condition.Var{
+			PlaceIssuance: common,
+			PlaceChaining: append(slices.Clone(common), condition.StructVar("target", condTarget{})),
+		} {
+			e, err := condition.NewEnv(place, vars)
+			if err != nil {
+				envError = err
+				return
+			}
+			envs[place] = e
+		}
+	})
+	if envError != nil {
+		return nil, envError
+	}
+	e, ok := envs[place]
+	if !ok {
+		return nil, fmt.Errorf("grantpolicy: no condition place %q", place)
+	}
+	return e, nil
+}
+
+// Subject is what a rule's expressions see of the validated subject token.
+type Subject struct {
+	Type, Issuer, Sub string
+	Scopes            []string
+	// Claims are the subject token's claims (nil: none).
+	Claims *Claims
+	// Input is the Txn-Token a replacement replaces (nil otherwise); its claims are
+	// the subject's when Claims is nil.
+	Input *txntoken.Claims
+}
+
+// Claims are a verified token's claims as the expressions read them: decoded on first
+// use only, then kept, so that the copies of a cached subject token share one decoding.
+// Safe for concurrent use.
+type Claims struct {
+	once    sync.Once
+	payload []byte
+	st      *structpb.Struct
+}
+
+// NewClaims holds a token's verified payload (JSON text) for the expressions.
+func NewClaims(payload []byte) *Claims { return &Claims{payload: payload} }
+
+// object is the claims as CEL reads them; a payload that is not a JSON object (it
+// never is, once verified) is an empty object.
+func (c *Claims) object() *structpb.Struct {
+	c.once.Do(func() {
+		var m map[string]any
+		if json.Unmarshal(c.payload, &m) == nil {
+			c.st = toStruct(m)
+		} else {
+			c.st = emptyObject
+		}
+		c.payload = nil
+	})
+	return c.st
+}
+
+// Conditions are the CEL parts of a rule, compiled.
+type Conditions struct {
+	when   *condition.Program
+	scopes *condition.Program
+	tctx   []memberProgram
+}
+
+type memberProgram struct {
+	name string
+	prg  *condition.Program
+}
+
+// Empty says the rule has no CEL part.
+func (c *Conditions) Empty() bool {
+	return c == nil || c.when == nil && c.scopes == nil && len(c.tctx) == 0
+}
+
+// reservedMembers may not be computed: sub, txn and aud come from the subject token
+// and the audience, dlg only from request_details (dialog-binding section 10).
+var reservedMembers = []string{"sub", "txn", "aud", txntoken.DialogMember}
+
+// CompileConditions compiles a rule's when (bool), scopes (list(string)) and tctx
+// members (any JSON value) in place; an empty Text is no expression. The error is a
+// *condition.CompileError naming file, line, field and expression.
+func Compile(place string, when, scopes Expr, tctx map[string]Expr) (*Conditions, error) {
+	env, err := ConditionEnv(place)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conditions{}
+	if when.Text != "" {
+		if c.when, err = env.Compile(when.Source, when.Text, condition.Bool); err != nil {
+			return nil, err
+		}
+	}
+	if scopes.Text != "" {
+		if c.scopes, err = env.Compile(scopes.Source, scopes.Text, condition.StringList); err != nil {
+			return nil, err
+		}
+	}
+	names := make([]string, 0, len(tctx))
+	for n := range tctx {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		x := tctx[n]
+		if slices.Contains(reservedMembers, n) || n == "" {
+			return nil, fmt.Errorf("%s: tctx member %q cannot be computed (sub, txn and aud come from the subject token and audience, dlg only from request_details)", x.Source, n)
+		}
+		p, err := env.Compile(x.Source, x.Text, condition.Dyn)
+		if err != nil {
+			return nil, err
+		}
+		c.tctx = append(c.tctx, memberProgram{n, p})
+	}
+	return c, nil
+}
+
+// Holds evaluates the condition (true without one). An evaluation that fails is a
+// refusal of the rule named name, the condition error beneath.
+func (c *Conditions) Holds(ctx context.Context, name string, vars condition.Vars) (bool, error) {
+	if c == nil || c.when == nil {
+		return true, nil
+	}
+	ok, err := c.when.Bool(ctx, vars)
+	if err != nil {
+		return false, refusal(name, err)
+	}
+	return ok, nil
+}
+
+// Narrow returns the granted scopes: those of granted the rule's scopes expression
+// lists, in granted's order (granted itself without one). The expression narrows, it
+// never widens: a scope it names that was not requested is not granted. Nothing left
+// of a non-empty request is scope_too_broad.
+func (c *Conditions) Narrow(ctx context.Context, name string, vars condition.Vars, granted []string) ([]string, error) {
+	if c == nil || c.scopes == nil {
+		return granted, nil
+	}
+	allowed, err := c.scopes.Strings(ctx, vars)
+	if err != nil {
+		return nil, refusal(name, err)
+	}
+	out := make([]string, 0, len(granted))
+	for _, s := range granted {
+		if slices.Contains(allowed, s) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 && len(granted) > 0 {
+		return nil, errcode.New(errcode.ScopeTooBroad, "policy rule %q grants none of the requested scopes", name)
+	}
+	return out, nil
+}
+
+// Members computes the rule's tctx members as JSON text.
+func (c *Conditions) Members(ctx context.Context, name string, vars condition.Vars) (map[string]json.RawMessage, error) {
+	if c == nil || len(c.tctx) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]json.RawMessage, len(c.tctx))
+	for _, m := range c.tctx {
+		v, err := m.prg.JSON(ctx, vars)
+		if err != nil {
+			return nil, refusal(name, err)
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, refusal(name, errcode.Wrap(errcode.ConditionError, err, "tctx.%s is not JSON", m.name))
+		}
+		out[m.name] = b
+	}
+	return out, nil
+}
+
+// refusal is the error of a rule that could not be evaluated: the code and kind of the
+// condition's error, a detail that names the rule only (what the client reads), and
+// the condition's error beneath (file, line and cause, for the log).
+func refusal(rule string, err error) error {
+	return &errcode.Error{Code: errcode.CodeOf(err), Kind: errcode.KindOf(err),
+		Detail: fmt.Sprintf("policy rule %q could not be evaluated, so it refuses", rule), Err: err}
+}
+
+// IssuanceVars are the variables of one token request, each computed only if an
+// expression reads it (the claims are decoded then, not before).
+func Vars(tr *oauth.TokenRequest, req *oauth.Client, subj *Subject) condition.Vars {
+	return condition.Vars{
+		"requester": func() any {
+			return condRequester{Workload: req.IDString(), TrustDomain: req.ID.TrustDomain(), Proof: req.Method}
+		},
+		"subject": func() any { return subjectVar(subj) },
+		"request": func() any {
+			return condRequest{Audience: tr.Audience, Resource: tr.Resource, Scopes: nonNil(tr.Scope), Dlg: tr.Dialog(),
+				Details: rawStruct(tr.RequestDetails), Context: rawStruct(tr.RequestContext)}
+		},
+		"input": func() any { return inputVar(subj) },
+	}
+}
+
+// WithTarget adds target, the chaining peer, to vars.
+func WithTarget(vars condition.Vars, peer string, audience []string) condition.Vars {
+	vars["target"] = condTarget{Peer: peer, Audience: nonNil(audience)}
+	return vars
+}
+
+func subjectVar(subj *Subject) condSubject {
+	if subj == nil {
+		return condSubject{Scopes: []string{}, Claims: emptyObject}
+	}
+	v := condSubject{Type: subj.Type, Issuer: subj.Issuer, Sub: subj.Sub, Scopes: nonNil(subj.Scopes), Claims: emptyObject}
+	switch {
+	case subj.Claims != nil:
+		v.Claims = subj.Claims.object()
+	case subj.Input != nil:
+		if b, err := subj.Input.MarshalJSON(); err == nil {
+			v.Claims = NewClaims(b).object()
+		}
+	}
+	return v
+}
+
+func inputVar(subj *Subject) condInput {
+	if subj == nil || subj.Input == nil {
+		return noInput
+	}
+	in := subj.Input
+	return condInput{Present: true, Txn: in.Txn, Sub: in.Sub, Scopes: nonNil(in.ScopeList()), CallChain: nonNil(in.CallChain()),
+		Extensions: int64(in.Ext), Tctx: toStruct(plainObject(in.Tctx)), Rctx: toStruct(plainObject(in.Rctx))}
+}
+
+// emptyObject and noInput are shared by every request that has no such object or no
+// input Txn-Token: CEL only reads them.
+var (
+	emptyObject = &structpb.Struct{}
+	noInput     = condInput{Scopes: []string{}, CallChain: []string{}, Tctx: emptyObject, Rctx: emptyObject}
+)
+
+// toStruct is a JSON object as CEL reads it; one that cannot be (it never happens to
+// what a JSON reader gave) is an empty object.
+func toStruct(m map[string]any) *structpb.Struct {
+	if len(m) == 0 {
+		return emptyObject
+	}
+	st, err := structpb.NewStruct(m)
+	if err != nil {
+		return emptyObject
+	}
+	return st
+}
+
+// rawStruct is request_details or request_context as CEL reads it.
+func rawStruct(o map[string]json.RawMessage) *structpb.Struct {
+	if len(o) == 0 {
+		return emptyObject
+	}
+	return toStruct(rawObject(o))
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func rawObject(o map[string]json.RawMessage) map[string]any {
+	m := make(map[string]any, len(o))
+	for k, raw := range o {
+		var v any
+		if netjson.DecodeKeepingNumbers(raw, &v) == nil {
+			m[k] = plainValue(v)
+		}
+	}
+	return m
+}
+
+func plainObject(o map[string]any) map[string]any {
+	m := make(map[string]any, len(o))
+	for k, v := range o {
+		m[k] = plainValue(v)
+	}
+	return m
+}
+
+// plainValue turns what the JSON readers give (json.Number, json.RawMessage) into the
+// values CEL knows.
+func plainValue(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case json.RawMessage:
+		var d any
+		if netjson.DecodeKeepingNumbers(x, &d) != nil {
+			return nil
+		}
+		return plainValue(d)
+	case map[string]any:
+		return plainObject(x)
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = plainValue(e)
+		}
+		return l
+	}
+	return v
+}
