@@ -39,4 +39,8 @@ type Metadata struct {
 	// section 3 (oauth.md 2.5): set through Config.AmendMetadata when identity chaining
 	// is served at this token endpoint.
 	IdentityChainingRequestedTokenTypesSupported []string `json:"identity_chaining_requested_token_types_supported,omitempty"`
+	// AuthorizationGrantProfilesSupported is draft-ietf-oauth-identity-assertion-authz-grant
+	// section 7: the grant profiles (the ID-JAG's) a jwt-bearer AS processes; never a
+	// list of the issuers it trusts (section 8.4).
+	AuthorizationGrantProfilesSupported []string `json:"authorization_grant_profiles_supported,omitempty"`
 }
