@@ -32,6 +32,10 @@ type Client struct {
 	Proof proof.Method
 	// Now is the clock of the proofs (default time.Now).
 	Now func() time.Time
+	// Credential, when set, authenticates the client instead of a WIT and its proof:
+	// at an identity provider or a resource's authorization server outside WIMSE (an
+	// ID-JAG's cross-app access, idjagclient.go), e.g. oauth.ClientSecretBasic.
+	Credential oauth.ClientCredential
 }
 
 // GrantParams is a request to AS A for a grant (oauth.md 2.2).
@@ -112,5 +116,6 @@ func (c *Client) oauthClient(endpoint string) *oauth.TokenClient {
 		Proof:         c.Proof,
 		Now:           c.Now,
 		Unavailable:   errcode.ASUnavailable,
+		Credential:    c.Credential,
 	}
 }
