@@ -101,7 +101,7 @@ func (c *Client) Redeem(ctx context.Context, tokenEndpoint, grant, scope string)
 	if out.AccessToken == "" || !strings.EqualFold(out.TokenType, "Bearer") {
 		return nil, errcode.New(errcode.UnsupportedTokenType, "AS B did not issue a bearer access token (token_type %q)", errcode.Cut(out.TokenType))
 	}
-	return &AccessTokenResponse{AccessToken: out.AccessToken, TokenType: out.TokenType, ExpiresIn: out.ExpiresIn, Scope: out.Scope}, nil
+	return &AccessTokenResponse{AccessToken: out.AccessToken, TokenType: out.TokenType, ExpiresIn: out.ExpiresIn, Scope: out.Scope, Resource: out.Resource}, nil
 }
 
 // oauthClient is the token endpoint client of one request: the AS's code for a request

@@ -17,6 +17,9 @@ type TokenResponse struct {
 	TokenType       string `json:"token_type"`
 	ExpiresIn       int64  `json:"expires_in"`
 	Scope           string `json:"scope"`
+	// Resource is the resource an AS says it granted (the answer to an ID-JAG naming
+	// one, chaining); a Txn-Token response has none (AppendJSON writes none).
+	Resource string `json:"resource,omitempty"`
 }
 
 // Metadata is the RFC 8414 authorization server metadata of a token endpoint: the TTS's and the identity-chaining authorization servers' (oauth.md 5.2, Q3:

@@ -150,6 +150,9 @@ type ChainPeerConfig struct {
 type ASAConfig struct {
 	GrantLifetime time.Duration   `yaml:"grant_lifetime"`
 	Peers         []ASAPeerConfig `yaml:"peers"`
+	// IDTokenIssuers are the identity providers whose ID tokens may be the subject of
+	// an ID-JAG request (docs/tts.md, "ID-JAG").
+	IDTokenIssuers []IDTokenIssuerConfig `yaml:"id_token_issuers"`
 }
 
 // ASAPeerConfig: what may cross to one peer.
@@ -158,12 +161,32 @@ type ASAPeerConfig struct {
 	Scopes    []string      `yaml:"scopes"`
 	Subject   SubjectConfig `yaml:"subject"`
 	Workloads []string      `yaml:"workloads"`
+	// IDJAG: ID-JAGs (requested_token_type ...:id-jag) may be issued for this peer;
+	// Resources are the RFC 8707 resources at the peer they may name.
+	IDJAG     bool     `yaml:"id_jag"`
+	Resources []string `yaml:"resources"`
+}
+
+// IDTokenIssuerConfig: an identity provider whose ID tokens AS A takes as the subject
+// of an ID-JAG request (chaining.IDTokenIssuer).
+type IDTokenIssuerConfig struct {
+	Issuer   string `yaml:"issuer"`
+	kit.JWKS `yaml:",inline"`
+	Algs     []string `yaml:"algs"`
+	// RSA, when present, admits RSA keys and RS256/PS256 ID tokens.
+	RSA *RSAConfig `yaml:"rsa"`
+	// ClientIDs maps the client_id the provider knows a workload by (an ID token's aud)
+	// to the workload's identifier.
+	ClientIDs map[string]string `yaml:"client_ids"`
 }
 
 // ASBConfig: grants this AS redeems (AS B) and the access tokens it issues.
 type ASBConfig struct {
 	// Audience of the access tokens (default: the first trust domain).
-	Audience            string          `yaml:"audience"`
+	Audience string `yaml:"audience"`
+	// Resources are further RFC 8707 resources access tokens may be issued for: the
+	// resource claim of an ID-JAG, or the request's resource parameter, names them.
+	Resources           []string        `yaml:"resources"`
 	AccessTokenLifetime time.Duration   `yaml:"access_token_lifetime"`
 	MaxGrantAge         time.Duration   `yaml:"max_grant_age"`
 	Peers               []ASBPeerConfig `yaml:"peers"`
@@ -181,6 +204,9 @@ type ASBPeerConfig struct {
 	// Audiences, when set, are the aud values the peer's grants must name, in place of
 	// this AS's issuer identifier and token endpoint.
 	Audiences []string `yaml:"audiences"`
+	// IDJAG accepts the peer's ID-JAGs (typ oauth-id-jag+jwt) besides its grants of the
+	// peer's typs: the same as naming oauth-id-jag+jwt in chaining.peers[].typs.
+	IDJAG bool `yaml:"id_jag"`
 }
 
 // SubjectConfig: see chaining.SubjectMap (mode keep, prefix or table).
