@@ -206,6 +206,8 @@ type AccessTokenResponse struct {
 	TokenType   string `json:"token_type"`
 	ExpiresIn   int64  `json:"expires_in"`
 	Scope       string `json:"scope"`
+	// Resource is the resource granted when the grant was an ID-JAG naming one.
+	Resource string `json:"resource,omitempty"`
 }
 
 // bearerResult is the access token response with what the log line says of it.
@@ -317,11 +319,24 @@ func (b *JWTBearer) redeem(ctx context.Context, tr *oauth.TokenRequest, req *oau
 		return nil, nil, "", at(stageGrant, err)
 	}
 	holder := Thumbprint(req.WIT.Key)
+	bound, member := g.RequestedCnf, "requested_cnf"
+	var jag *idjagGrant
+	if g.isIDJAG {
+		// ID-JAG draft sections 4.4.1 (client_id, resource, authorization_details)
+		// and 8.6.1 (cnf).
+		if jag, err = b.checkIDJAG(g, req.IDString(), tr.Resource); err != nil {
+			return nil, nil, "", at(stageGrant, err)
+		}
+		bound, member = g.Cnf, "cnf"
+	}
 	switch {
-	case g.RequestedCnf == nil && !peer.AllowUnbound:
-		return nil, nil, "", at(stageGrant, errcode.New(errcode.GrantBindingMismatch, "the grant names no requested_cnf: it is not bound to a client"))
-	case g.RequestedCnf != nil && g.RequestedCnf.JKT != holder:
-		return nil, nil, "", at(stageGrant, errcode.New(errcode.GrantBindingMismatch, "the grant was issued for another workload's key (requested_cnf.jkt)"))
+	case bound == nil && !peer.AllowUnbound:
+		return nil, nil, "", at(stageGrant, errcode.New(errcode.GrantBindingMismatch, "the grant names no %s: it is not bound to a client", member))
+	case bound != nil && bound.JKT != holder:
+		return nil, nil, "", at(stageGrant, errcode.New(errcode.GrantBindingMismatch, "the grant was issued for another workload's key (%s.jkt)", member))
+	}
+	if jag != nil {
+		aud = jag.audience
 	}
 	if len(peer.Clients) > 0 && !matchWorkload(peer.Clients, req.ID) {
 		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not present grants of %s", req.ID, peer.Issuer))
@@ -353,7 +368,12 @@ func (b *JWTBearer) redeem(ctx context.Context, tr *oauth.TokenRequest, req *oau
 	if err != nil {
 		return nil, nil, "", at(stageIssue, errcode.Wrap(errcode.Internal, err, "signing"))
 	}
-	return &AccessTokenResponse{AccessToken: tok, TokenType: "Bearer", ExpiresIn: int64(exp - iat), Scope: sc}, claims, key.KID(), nil
+	resp := &AccessTokenResponse{AccessToken: tok, TokenType: "Bearer", ExpiresIn: int64(exp - iat), Scope: sc}
+	if jag != nil && jag.resource {
+		// ID-JAG draft section 4.4.1: the granted resource is in the response.
+		resp.Resource = aud
+	}
+	return resp, claims, key.KID(), nil
 }
 
 // verifyGrant applies oauth.md 4.2 to a grant through the one typed-token path
@@ -397,11 +417,19 @@ func (b *JWTBearer) verifyGrant(ctx context.Context, raw string, now time.Time) 
 	if len(auds) == 0 {
 		auds = []string{b.cfg.Issuer, b.cfg.TokenEndpoint}
 	}
+	g.isIDJAG = t.Typ != "" && jose.TypeMatches(t.Typ, IDJAGTyp)
 	switch {
 	case g.Sub == "":
 		return peer, &g, errcode.New(errcode.MissingClaim, "the grant has no sub")
-	case !slices.ContainsFunc(auds, g.Aud.Contains):
+	case g.isIDJAG && (len(g.Aud) != 1 || g.Aud[0] != b.cfg.Issuer):
+		// ID-JAG draft section 4.4.1: aud is this AS's issuer identifier, a string or
+		// an array of exactly that one element; nothing else.
+		return peer, &g, errcode.New(errcode.AudienceMismatch, "the ID-JAG's aud is not exactly this authorization server's issuer identifier")
+	case !g.isIDJAG && !slices.ContainsFunc(auds, g.Aud.Contains):
 		return peer, &g, errcode.New(errcode.AudienceMismatch, "the grant's aud does not name this authorization server")
+	case g.isIDJAG && g.Iat == nil:
+		// Section 3.1: iat REQUIRED.
+		return peer, &g, errcode.New(errcode.MissingClaim, "the ID-JAG has no iat")
 	}
 	if err := jose.CheckTimes(jose.TimeRules{Now: now, Skew: b.cfg.Skew, RequireExp: true, MaxLifetime: b.cfg.MaxGrantAge}, g.Exp, g.Nbf, g.Iat); err != nil {
 		return peer, &g, err

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
@@ -25,6 +26,17 @@ const (
 	// for another JWT signed by the same key (a Txn-Token, an access token). AS B
 	// accepts a configured list of typs per peer, by default exactly this one.
 	GrantTyp = "oauth-chain-grant+jwt"
+	// TokenTypeIDJAG is the requested and issued token type of an Identity Assertion
+	// JWT Authorization Grant (draft-ietf-oauth-identity-assertion-authz-grant section
+	// 9.2), IDJAGTyp its JOSE typ (section 3.1: MUST), GrantProfileIDJAG the profile AS B
+	// names in authorization_grant_profiles_supported (section 7).
+	TokenTypeIDJAG    = "urn:ietf:params:oauth:token-type:id-jag"
+	IDJAGTyp          = "oauth-id-jag+jwt"
+	GrantProfileIDJAG = "urn:ietf:params:oauth:grant-profile:id-jag"
+	// TokenTypeIDToken is the subject_token_type of an OpenID Connect ID token
+	// (RFC 8693 section 3), the identity assertion an ID-JAG may be issued on.
+	TokenTypeIDToken = "urn:ietf:params:oauth:token-type:id_token"
+
 	// AccessTokenTyp is the JOSE typ of the access tokens AS B issues (RFC 9068).
 	AccessTokenTyp = "at+jwt"
 )
@@ -40,11 +52,23 @@ type Confirmation struct {
 // then jti, scope and requested_cnf. They never contain tctx, tctx.dlg, txn or the
 // subject Txn-Token or its hash: nothing of the original domain's transaction crosses
 // the trust boundary (dialog-binding section 13, domain separation).
+//
+// An ID-JAG (draft-ietf-oauth-identity-assertion-authz-grant section 3.1) is the same
+// claims with client_id, resource and, bound to the client's WIT key, cnf in place of
+// requested_cnf (the draft's section 8.6.1 binding); authorization_details is read
+// only, to be refused when it is not a JSON array (section 4.4.1).
 type GrantClaims struct {
 	jose.RegisteredClaims
-	Jti          string        `json:"jti,omitempty"`
-	Scope        *string       `json:"scope,omitempty"`
-	RequestedCnf *Confirmation `json:"requested_cnf,omitempty"`
+	Jti                  string          `json:"jti,omitempty"`
+	Scope                *string         `json:"scope,omitempty"`
+	RequestedCnf         *Confirmation   `json:"requested_cnf,omitempty"`
+	ClientID             string          `json:"client_id,omitempty"`
+	Resource             jose.Audience   `json:"resource,omitempty"`
+	Cnf                  *Confirmation   `json:"cnf,omitempty"`
+	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
+
+	// isIDJAG is set by AS B when the grant's typ is oauth-id-jag+jwt.
+	isIDJAG bool
 }
 
 // AccessTokenClaims are the claims of an RFC 9068 access token issued by AS B, in the

@@ -32,6 +32,10 @@ type Client struct {
 	Proof proof.Method
 	// Now is the clock of the proofs (default time.Now).
 	Now func() time.Time
+	// Credential, when set, authenticates the client instead of a WIT and its proof:
+	// at an identity provider or a resource's authorization server outside WIMSE (an
+	// ID-JAG's cross-app access, idjagclient.go), e.g. oauth.ClientSecretBasic.
+	Credential oauth.ClientCredential
 }
 
 // GrantParams is a request to AS A for a grant (oauth.md 2.2).
@@ -97,7 +101,7 @@ func (c *Client) Redeem(ctx context.Context, tokenEndpoint, grant, scope string)
 	if out.AccessToken == "" || !strings.EqualFold(out.TokenType, "Bearer") {
 		return nil, errcode.New(errcode.UnsupportedTokenType, "AS B did not issue a bearer access token (token_type %q)", errcode.Cut(out.TokenType))
 	}
-	return &AccessTokenResponse{AccessToken: out.AccessToken, TokenType: out.TokenType, ExpiresIn: out.ExpiresIn, Scope: out.Scope}, nil
+	return &AccessTokenResponse{AccessToken: out.AccessToken, TokenType: out.TokenType, ExpiresIn: out.ExpiresIn, Scope: out.Scope, Resource: out.Resource}, nil
 }
 
 // oauthClient is the token endpoint client of one request: the AS's code for a request
@@ -112,5 +116,6 @@ func (c *Client) oauthClient(endpoint string) *oauth.TokenClient {
 		Proof:         c.Proof,
 		Now:           c.Now,
 		Unavailable:   errcode.ASUnavailable,
+		Credential:    c.Credential,
 	}
 }

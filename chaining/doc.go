@@ -104,6 +104,18 @@
 // access tokens; each is typed explicitly and every verifier requires its one typ, so
 // none can stand in for another.
 //
+// # ID-JAG
+//
+// The Identity Assertion JWT Authorization Grant (draft-ietf-oauth-identity-assertion-authz-grant,
+// docs/interop.md says which text) is the same two steps with the draft's grant: AS A
+// issues one on requested_token_type ...:id-jag, from a Txn-Token (the Fletcher
+// profile) or an ID token of a configured identity provider (idjag.go); AS B redeems
+// one from a peer whose typs include oauth-id-jag+jwt, with the draft's checks
+// (aud exactly its issuer, client_id the authenticated client, resource, cnf;
+// bearer_idjag.go). Client.IDJAG asks for one (idjagclient.go), and Client.Credential
+// lets the client authenticate to servers outside WIMSE (an enterprise IdP, an MCP
+// server's authorization server).
+//
 // Errors follow RFC 6749 section 5.2, RFC 8693 section 2.2.2 and RFC 7523 section 3.1
 // (oauth.ErrorFor, the one mapping of the token endpoint), written by the endpoint. Nothing here logs a whole token: tokens appear as base64url SHA-256.
 package chaining

@@ -2,10 +2,12 @@ package chaining
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/oauth"
 )
 
@@ -54,6 +56,10 @@ func FuzzParseGrantRequest(f *testing.F) {
 	f.Add(url.Values{"grant_type": {oauth.GrantTypeTokenExchange}, "subject_token": {"a.b.c"}, "subject_token_type": {oauth.TokenTypeTxnToken},
 		"resource": {"https://as.b.example/token"}, "scope": {"x"}}.Encode())
 	f.Add("grant_type=" + url.QueryEscape(oauth.GrantTypeTokenExchange) + "&actor_token=x")
+	f.Add(url.Values{"grant_type": {oauth.GrantTypeTokenExchange}, "requested_token_type": {TokenTypeIDJAG}, "subject_token": {"a.b.c"},
+		"subject_token_type": {TokenTypeIDToken}, "audience": {"https://as.b.example"}, "resource": {"https://b.example/mcp"}}.Encode())
+	f.Add(url.Values{"grant_type": {oauth.GrantTypeTokenExchange}, "requested_token_type": {TokenTypeIDJAG}, "subject_token": {"a.b.c"},
+		"subject_token_type": {TokenTypeIDToken}, "resource": {"https://as.b.example"}}.Encode())
 	f.Fuzz(func(t *testing.T, body string) {
 		r, err := ParseGrantRequest([]byte(body))
 		p, ok := routingParams(body)
@@ -68,6 +74,45 @@ func FuzzParseGrantRequest(f *testing.F) {
 		}
 		if r.SubjectToken == "" || r.Audience == "" && r.Resource == "" || len(r.SubjectToken) > MaxSubjectToken {
 			t.Fatal("a REQUIRED parameter or bound was not kept")
+		}
+		if r.RequestedTokenType == TokenTypeIDJAG && r.Audience == "" {
+			t.Fatal("an ID-JAG request without audience (ID-JAG section 4.3: REQUIRED)")
+		}
+	})
+}
+
+// FuzzIDJAGClaims: any payload decodes or is refused with a code, and an ID-JAG that
+// passes checkIDJAG names the client and, with resources, is for one that is served.
+func FuzzIDJAGClaims(f *testing.F) {
+	for _, ex := range draftIDJAGExamples {
+		f.Add([]byte(ex.payload), "f53f191f9311af35", "")
+	}
+	f.Add([]byte(`{"client_id":"c","resource":["https://r.example/a","x"],"authorization_details":{"a":1}}`), "c", "https://r.example/a")
+	f.Add([]byte(`{"client_id":"c","resource":"https://r.example/a","authorization_details":[1]}`), "c", "")
+	b := &JWTBearer{cfg: JWTBearerConfig{Audiences: []string{"r.example", "https://r.example/a", "https://api.chat.example/"}}}
+	f.Fuzz(func(t *testing.T, payload []byte, client, requested string) {
+		var g GrantClaims
+		if err := netjson.DecodeClaims(payload, &g); err != nil {
+			if errcode.CodeOf(err) == errcode.Unmapped {
+				t.Fatalf("rejection without a code: %v", err)
+			}
+			return
+		}
+		jag, err := b.checkIDJAG(&g, client, requested)
+		if err != nil {
+			if errcode.CodeOf(err) == errcode.Unmapped {
+				t.Fatalf("rejection without a code: %v", err)
+			}
+			return
+		}
+		if g.ClientID == "" || g.ClientID != client {
+			t.Fatalf("client_id %q passed for client %q", g.ClientID, client)
+		}
+		if !slices.Contains(b.cfg.Audiences, jag.audience) && jag.audience != requested {
+			t.Fatalf("access token for %q, which is not served", jag.audience)
+		}
+		if len(g.Resource) > 0 && !slices.Contains(g.Resource, jag.audience) {
+			t.Fatalf("access token for %q, not among the ID-JAG's resources %v", jag.audience, g.Resource)
 		}
 	})
 }

@@ -54,6 +54,13 @@ type GrantPeer struct {
 	// PeerConditions: CEL over the request, its Txn-Token and the peer (policy.go).
 	PeerConditions
 	conds *grantpolicy.Conditions
+	// IDJAG lets this AS issue ID-JAGs (requested_token_type ...:id-jag) for this peer
+	// (idjag.go). Off, such a request is unsupported_token_type.
+	IDJAG bool
+	// Resources are the RFC 8707 resources at this peer an ID-JAG may name (its
+	// resource claim); a request naming another is resource_not_allowed. Empty: an
+	// ID-JAG request may name none.
+	Resources []string
 }
 
 // GrantIssuerConfig configures a GrantIssuer.
@@ -71,6 +78,9 @@ type GrantIssuerConfig struct {
 	Authenticators []oauth.Authenticator
 	// TxnTokens validates the subject Txn-Token.
 	TxnTokens TxnTokenVerifier
+	// IDTokens are the identity providers whose ID tokens this AS accepts as the
+	// subject of an ID-JAG request (idjag.go); none: only Txn-Tokens.
+	IDTokens []IDTokenIssuer
 	// Peers this AS issues grants for.
 	Peers []GrantPeer
 	// Lifetime of a grant (default 60 s, at most 5 minutes); never beyond the subject
@@ -158,6 +168,11 @@ func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
 			return nil, err
 		}
 		p.conds = conds
+		for _, r := range p.Resources {
+			if err := checkResource(r); err != nil || !p.IDJAG {
+				return nil, fmt.Errorf("chaining: peer %s: resource %q: an absolute URI without fragment, for a peer with ID-JAGs", p.Issuer, r)
+			}
+		}
 		for _, n := range p.names() {
 			if other, dup := names[n]; dup && other != p.Issuer {
 				return nil, fmt.Errorf("chaining: %q names two peers (%s, %s)", n, other, p.Issuer)
@@ -167,6 +182,9 @@ func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
 			names[n] = p.Issuer
 		}
 		g.peers = append(g.peers, p)
+	}
+	if err := checkIDTokenIssuers(cfg.IDTokens); err != nil {
+		return nil, err
 	}
 	var err error
 	if g.alone, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: g, Observer: cfg.Observer}); err != nil {
@@ -252,6 +270,9 @@ func (g *GrantIssuer) Check(tr *oauth.TokenRequest, rec *oauth.Record) error {
 		return at(stageRequest, err)
 	}
 	rec.SubjectSHA256 = tokenhash.Of(tr.SubjectToken)
+	if tr.RequestedTokenType == TokenTypeIDJAG {
+		return at(stageRequest, g.checkIDJAGSubjectType(tr.SubjectTokenType))
+	}
 	if tr.SubjectTokenType != oauth.TokenTypeTxnToken {
 		return at(stageRequest, errcode.New(errcode.UnsupportedTokenType, "subject_token_type must be %s: a grant is issued on a Txn-Token of this domain", oauth.TokenTypeTxnToken))
 	}
@@ -302,6 +323,9 @@ func (g *GrantIssuer) Done(ctx context.Context, r *http.Request, rec *oauth.Reco
 func (g *GrantIssuer) issue(ctx context.Context, tr *oauth.TokenRequest, req *oauth.Client, rec *oauth.Record) (*GrantResponse, *GrantClaims, string, error) {
 	if err := boundClient(tr, req); err != nil {
 		return nil, nil, "", err
+	}
+	if tr.RequestedTokenType == TokenTypeIDJAG {
+		return g.issueIDJAG(ctx, tr, req, rec)
 	}
 	peer, err := g.peer(tr.Audience, tr.Resource)
 	if err != nil {

@@ -63,6 +63,7 @@ type envOpts struct {
 	grantPeer  func(*chaining.GrantPeer)
 	bearerPeer func(*chaining.BearerPeer)
 	bearer     func(*chaining.JWTBearerConfig)
+	issuer     func(*chaining.GrantIssuerConfig)
 	// wrap, when set, wraps both sides' handlers.
 	wrap func(http.Handler) http.Handler
 }
@@ -117,9 +118,13 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if o.grantPeer != nil {
 		o.grantPeer(&gp)
 	}
-	a.ga, err = chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: a.url, Keys: a.ring, Authenticators: authA,
+	gc := chaining.GrantIssuerConfig{Issuer: a.url, Keys: a.ring, Authenticators: authA,
 		TxnTokens: tts.TxnTokenVerifierFor(cfgA), Peers: []chaining.GrantPeer{gp}, Now: clock.Now,
-		Logger: logTo(a)})
+		Logger: logTo(a)}
+	if o.issuer != nil {
+		o.issuer(&gc)
+	}
+	a.ga, err = chaining.NewGrantIssuer(gc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 //
 //   - the JWTBearer (AS B) serves grant_type jwt-bearer (RFC 7523);
 //   - the GrantIssuer (AS A) serves a token exchange asking for
-//     urn:ietf:params:oauth:token-type:jwt, or one without requested_token_type whose
+//     urn:ietf:params:oauth:token-type:jwt or ...:id-jag (an ID-JAG), or one without requested_token_type whose
 //     audience or resource names a peer AS (identity chaining does not mandate
 //     requested_token_type, oauth.md 2.2);
 //   - the TTS answers everything else, and what nobody serves (unsupported_grant_type,
@@ -40,18 +40,40 @@ func (g *GrantIssuer) Match(tr *oauth.TokenRequest) bool {
 		return false
 	}
 	if tr.Has("requested_token_type") {
-		return tr.RequestedTokenType == TokenTypeJWT
+		return tr.RequestedTokenType == TokenTypeJWT || tr.RequestedTokenType == TokenTypeIDJAG
 	}
 	return g.IsPeer(tr.Audience) || g.IsPeer(tr.Resource)
 }
 
 // AmendMetadata adds AS A to the token endpoint's RFC 8414 metadata: the grants it
 // issues and identity_chaining_requested_token_types_supported (oauth.md 2.5).
-func (g *GrantIssuer) AmendMetadata(md *oauth.Metadata) { MetadataFunc(true, false)(md) }
+// With a peer ID-JAGs are issued for, id-jag joins the list (ID-JAG draft section 7).
+func (g *GrantIssuer) AmendMetadata(md *oauth.Metadata) {
+	MetadataFunc(true, false)(md)
+	if slices.ContainsFunc(g.peers, func(p GrantPeer) bool { return p.IDJAG }) {
+		addOnce(&md.IssuedTokenTypesSupported, TokenTypeIDJAG)
+		addOnce(&md.IdentityChainingRequestedTokenTypesSupported, TokenTypeIDJAG)
+	}
+}
 
 // AmendMetadata adds AS B to the token endpoint's RFC 8414 metadata: the jwt-bearer
 // grant and the access tokens it issues.
-func (b *JWTBearer) AmendMetadata(md *oauth.Metadata) { MetadataFunc(false, true)(md) }
+// With a peer whose ID-JAGs it redeems, authorization_grant_profiles_supported names
+// the ID-JAG profile (ID-JAG draft section 7), never the peers (section 8.4).
+func (b *JWTBearer) AmendMetadata(md *oauth.Metadata) {
+	MetadataFunc(false, true)(md)
+	for _, p := range b.peers {
+		if p.acceptsIDJAG() {
+			addOnce(&md.AuthorizationGrantProfilesSupported, GrantProfileIDJAG)
+		}
+	}
+}
+
+func addOnce(list *[]string, v string) {
+	if !slices.Contains(*list, v) {
+		*list = append(*list, v)
+	}
+}
 
 // MetadataFunc amends a token endpoint's RFC 8414 metadata (tts.Config.AmendMetadata)
 // for the chaining handlers served at it: their grant types, the token types they
@@ -59,11 +81,7 @@ func (b *JWTBearer) AmendMetadata(md *oauth.Metadata) { MetadataFunc(false, true
 // AS issues grants. The handlers listed in tts.Config.Grants amend it themselves.
 func MetadataFunc(grants, bearer bool) func(*oauth.Metadata) {
 	return func(md *oauth.Metadata) {
-		add := func(list *[]string, v string) {
-			if !slices.Contains(*list, v) {
-				*list = append(*list, v)
-			}
-		}
+		add := addOnce
 		if grants {
 			add(&md.IssuedTokenTypesSupported, TokenTypeJWT)
 			add(&md.IdentityChainingRequestedTokenTypesSupported, TokenTypeJWT)

@@ -86,7 +86,7 @@ func checkBearerRequest(tr *oauth.TokenRequest) error {
 // GrantRequest is a parsed token exchange request for a JWT authorization grant
 // (oauth.md 2.2; RFC 8693 section 2.1).
 type GrantRequest struct {
-	// RequestedTokenType is "" or TokenTypeJWT.
+	// RequestedTokenType is "", TokenTypeJWT or TokenTypeIDJAG.
 	RequestedTokenType string
 	SubjectToken       string
 	SubjectTokenType   string
@@ -134,8 +134,12 @@ func checkGrantRequest(tr *oauth.TokenRequest) error {
 		}
 	}
 	switch {
-	case tr.RequestedTokenType != "" && tr.RequestedTokenType != TokenTypeJWT:
-		return errcode.New(errcode.UnsupportedTokenType, "requested_token_type must be %s (a JWT authorization grant)", TokenTypeJWT)
+	case tr.RequestedTokenType != "" && tr.RequestedTokenType != TokenTypeJWT && tr.RequestedTokenType != TokenTypeIDJAG:
+		return errcode.New(errcode.UnsupportedTokenType, "requested_token_type must be %s (a JWT authorization grant) or %s", TokenTypeJWT, TokenTypeIDJAG)
+	case tr.RequestedTokenType == TokenTypeIDJAG && tr.Audience == "":
+		// ID-JAG draft section 4.3: audience is REQUIRED, and names the AS; resource
+		// names the protected resource, never the AS.
+		return invalid("audience is required for an ID-JAG: the resource authorization server")
 	case tr.SubjectToken == "":
 		return invalid("subject_token is required")
 	case tr.SubjectTokenType == "":

@@ -40,6 +40,9 @@ type TokenClient struct {
 	// Proof is proof.HTTPSig (the zero value: it also signs the form through
 	// Content-Digest) or proof.WPT.
 	Proof proof.Method
+	// Credential, when set, replaces the WIT and its proof: the client authenticates
+	// as a server outside WIMSE knows it (clientcred.go).
+	Credential ClientCredential
 	// Now is the clock of the proofs (default time.Now).
 	Now func() time.Time
 	// Unavailable is the code of a request that could not be completed: the endpoint
@@ -57,14 +60,31 @@ func (c *TokenClient) Token(ctx context.Context, form url.Values) (*TokenRespons
 	if c.TokenEndpoint == "" {
 		return nil, errcode.New(errcode.InvalidRequest, "the client has no token endpoint")
 	}
+	h := http.Header{}
+	if c.Credential != nil {
+		// The form is the caller's: the credential goes into a copy.
+		cp := make(url.Values, len(form)+2)
+		for k, v := range form {
+			cp[k] = v
+		}
+		if err := c.Credential.AddTo(ctx, cp, h); err != nil {
+			return nil, err
+		}
+		form = cp
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.TokenEndpoint, strings.NewReader(form.Encode()))
 	if err != nil {
 		return nil, errcode.Wrap(errcode.InvalidRequest, err, "token endpoint URL")
 	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	if err := c.prove(ctx, req); err != nil {
-		return nil, err
+	if c.Credential == nil {
+		if err := c.prove(ctx, req); err != nil {
+			return nil, err
+		}
 	}
 	unavailable := c.Unavailable
 	if unavailable == "" {

@@ -58,6 +58,7 @@ func StageOf(err error) Stage {
 //	a body over the bound                                          invalid_request 413
 //	client authentication                                          invalid_client 401
 //	audience or resource not served, unknown peer                  invalid_target 400
+//	  (an ID-JAG's own resource claim not served: invalid_grant)
 //	scope too broad, or the subject's scope unknown                invalid_scope 400
 //	policy refuses the workload                                    unauthorized_client 400
 //	the JWT authorization grant, its replay or binding             invalid_grant 400
@@ -80,7 +81,7 @@ func ErrorFor(err error) (string, int) {
 	switch {
 	case st == StageClient:
 		return ErrInvalidClient, http.StatusUnauthorized
-	case code == errcode.UnknownPeer || code == errcode.AudienceNotServed:
+	case code == errcode.UnknownPeer || code == errcode.AudienceNotServed || code == errcode.ResourceNotAllowed && st != StageGrant:
 		return ErrInvalidTarget, http.StatusBadRequest
 	case code == errcode.ScopeTooBroad || code == errcode.ScopeUnknown:
 		return ErrInvalidScope, http.StatusBadRequest

@@ -17,6 +17,9 @@ type TokenResponse struct {
 	TokenType       string `json:"token_type"`
 	ExpiresIn       int64  `json:"expires_in"`
 	Scope           string `json:"scope"`
+	// Resource is the resource an AS says it granted (the answer to an ID-JAG naming
+	// one, chaining); a Txn-Token response has none (AppendJSON writes none).
+	Resource string `json:"resource,omitempty"`
 }
 
 // Metadata is the RFC 8414 authorization server metadata of a token endpoint: the TTS's and the identity-chaining authorization servers' (oauth.md 5.2, Q3:
@@ -39,4 +42,8 @@ type Metadata struct {
 	// section 3 (oauth.md 2.5): set through Config.AmendMetadata when identity chaining
 	// is served at this token endpoint.
 	IdentityChainingRequestedTokenTypesSupported []string `json:"identity_chaining_requested_token_types_supported,omitempty"`
+	// AuthorizationGrantProfilesSupported is draft-ietf-oauth-identity-assertion-authz-grant
+	// section 7: the grant profiles (the ID-JAG's) a jwt-bearer AS processes; never a
+	// list of the issuers it trusts (section 8.4).
+	AuthorizationGrantProfilesSupported []string `json:"authorization_grant_profiles_supported,omitempty"`
 }

@@ -28,6 +28,7 @@ type chainingSetup struct {
 	replay   store.Replay
 	asA      []chaining.GrantPeer
 	asB      []chaining.BearerPeer
+	idTokens []chaining.IDTokenIssuer
 	audience string
 	ready    []tts.ReadyCheck
 }
@@ -87,6 +88,15 @@ func checkChaining(cfg *Config) error {
 			if _, err := ref("as_a", ap.Issuer, ap.Subject); err != nil {
 				return err
 			}
+			if len(ap.Resources) > 0 && !ap.IDJAG {
+				return fmt.Errorf("chaining.as_a.peers[%s].resources: only for a peer with id_jag", ap.Issuer)
+			}
+			if err := checkResources("chaining.as_a.peers["+ap.Issuer+"].resources", ap.Resources); err != nil {
+				return err
+			}
+		}
+		if err := checkIDTokenIssuers(a.IDTokenIssuers); err != nil {
+			return err
 		}
 	}
 	if b := cc.ASB; b != nil {
@@ -95,6 +105,9 @@ func checkChaining(cfg *Config) error {
 		}
 		if b.AccessTokenLifetime < 0 || b.AccessTokenLifetime > chaining.MaxAccessTokenLifetime {
 			return fmt.Errorf("chaining.as_b.access_token_lifetime: at most %s", chaining.MaxAccessTokenLifetime)
+		}
+		if err := checkResources("chaining.as_b.resources", b.Resources); err != nil {
+			return err
 		}
 		for _, bp := range b.Peers {
 			p, err := ref("as_b", bp.Issuer, bp.Subject)
@@ -183,7 +196,12 @@ func prepareChaining(ctx context.Context, cfg *Config, issuer, endpoint string, 
 		for i, ap := range a.Peers {
 			p := peers[ap.Issuer]
 			c.asA = append(c.asA, chaining.GrantPeer{Issuer: p.Issuer, TokenEndpoint: p.TokenEndpoint, Audiences: p.Audiences,
-				Scopes: ap.Scopes, Subject: subjectMap(ap.Subject), Workloads: ap.Workloads, PeerConditions: asAConditions(cfg.file, i, ap)})
+				Scopes: ap.Scopes, Subject: subjectMap(ap.Subject), Workloads: ap.Workloads, IDJAG: ap.IDJAG, Resources: ap.Resources,
+				PeerConditions: asAConditions(cfg.file, i, ap)})
+		}
+		var err error
+		if c.idTokens, err = c.openIDTokenIssuers(ctx, cfg.JWKSRetry, a.IDTokenIssuers); err != nil {
+			return nil, err
 		}
 	}
 	if b := cc.ASB; b != nil {
@@ -200,7 +218,7 @@ func prepareChaining(ctx context.Context, cfg *Config, issuer, endpoint string, 
 			if ready != nil {
 				c.ready = append(c.ready, ready)
 			}
-			c.asB = append(c.asB, chaining.BearerPeer{Issuer: p.Issuer, Keys: ks, Typs: p.Typs, Algs: p.Algs, RSA: p.RSA != nil,
+			c.asB = append(c.asB, chaining.BearerPeer{Issuer: p.Issuer, Keys: ks, Typs: peerTyps(p.Typs, bp.IDJAG), Algs: p.Algs, RSA: p.RSA != nil,
 				AllowUntyped: bp.AllowUntyped, Audiences: bp.Audiences, Scopes: bp.Scopes, Subject: subjectMap(bp.Subject),
 				Clients: bp.Clients, AllowUnbound: bp.AllowUnbound, PeerConditions: asBConditions(cfg.file, i, bp)})
 		}
@@ -257,14 +275,14 @@ func (c *chainingSetup) handlers(ttsCfg tts.Config, skew time.Duration, logger *
 	if a := c.cfg.ASA; a != nil {
 		asA, err = chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: c.issuer, TokenEndpoint: c.endpoint, Keys: c.ring,
 			Authenticators: c.auths, TxnTokens: tts.TxnTokenVerifierFor(ttsCfg), Peers: c.asA, Lifetime: a.GrantLifetime,
-			Logger: logger})
+			IDTokens: c.idTokens, Logger: logger})
 		if err != nil {
 			return nil, err
 		}
 	}
 	if b := c.cfg.ASB; b != nil {
 		asB, err = chaining.NewJWTBearer(chaining.JWTBearerConfig{Issuer: c.issuer, TokenEndpoint: c.endpoint, Keys: c.ring,
-			Authenticators: c.auths, Replay: c.replay, Peers: c.asB, Audiences: []string{c.audience},
+			Authenticators: c.auths, Replay: c.replay, Peers: c.asB, Audiences: append([]string{c.audience}, b.Resources...),
 			Lifetime: b.AccessTokenLifetime, MaxGrantAge: b.MaxGrantAge, Skew: skew, Logger: logger})
 		if err != nil {
 			return nil, err

@@ -170,6 +170,9 @@ type ChainPeerConfig struct {
 type ASAConfig struct {
 	GrantLifetime time.Duration   `yaml:"grant_lifetime"`
 	Peers         []ASAPeerConfig `yaml:"peers"`
+	// IDTokenIssuers are the identity providers whose ID tokens may be the subject of
+	// an ID-JAG request (docs/tts.md, "ID-JAG").
+	IDTokenIssuers []IDTokenIssuerConfig `yaml:"id_token_issuers"`
 }
 
 // ASAPeerConfig: what may cross to one peer.
@@ -181,12 +184,32 @@ type ASAPeerConfig struct {
 	// When and GrantScopes are CEL (docs/chaining.md, "Conditions").
 	When        kit.Expr `yaml:"when"`
 	GrantScopes kit.Expr `yaml:"grant_scopes"`
+	// IDJAG: ID-JAGs (requested_token_type ...:id-jag) may be issued for this peer;
+	// Resources are the RFC 8707 resources at the peer they may name.
+	IDJAG     bool     `yaml:"id_jag"`
+	Resources []string `yaml:"resources"`
+}
+
+// IDTokenIssuerConfig: an identity provider whose ID tokens AS A takes as the subject
+// of an ID-JAG request (chaining.IDTokenIssuer).
+type IDTokenIssuerConfig struct {
+	Issuer   string `yaml:"issuer"`
+	kit.JWKS `yaml:",inline"`
+	Algs     []string `yaml:"algs"`
+	// RSA, when present, admits RSA keys and RS256/PS256 ID tokens.
+	RSA *RSAConfig `yaml:"rsa"`
+	// ClientIDs maps the client_id the provider knows a workload by (an ID token's aud)
+	// to the workload's identifier.
+	ClientIDs map[string]string `yaml:"client_ids"`
 }
 
 // ASBConfig: grants this AS redeems (AS B) and the access tokens it issues.
 type ASBConfig struct {
 	// Audience of the access tokens (default: the first trust domain).
-	Audience            string          `yaml:"audience"`
+	Audience string `yaml:"audience"`
+	// Resources are further RFC 8707 resources access tokens may be issued for: the
+	// resource claim of an ID-JAG, or the request's resource parameter, names them.
+	Resources           []string        `yaml:"resources"`
 	AccessTokenLifetime time.Duration   `yaml:"access_token_lifetime"`
 	MaxGrantAge         time.Duration   `yaml:"max_grant_age"`
 	Peers               []ASBPeerConfig `yaml:"peers"`
@@ -207,6 +230,9 @@ type ASBPeerConfig struct {
 	// When and GrantScopes are CEL (docs/chaining.md, "Conditions").
 	When        kit.Expr `yaml:"when"`
 	GrantScopes kit.Expr `yaml:"grant_scopes"`
+	// IDJAG accepts the peer's ID-JAGs (typ oauth-id-jag+jwt) besides its grants of the
+	// peer's typs: the same as naming oauth-id-jag+jwt in chaining.peers[].typs.
+	IDJAG bool `yaml:"id_jag"`
 }
 
 // SubjectConfig: see chaining.SubjectMap (mode keep, prefix or table).
