@@ -1,0 +1,135 @@
+package deploy
+
+import (
+	"slices"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// TestHelmChartServiceMonitorAndSPIRE: with serviceMonitor.enabled each service gets a
+// ServiceMonitor (decoded strictly into the Prometheus Operator's type) that selects
+// exactly its Service, scrapes /metrics on a port of it over HTTPS and verifies the
+// certificate for the Service's name against the CA ConfigMap; with
+// witIssuer.spire.enabled the issuer serves with the SVID from the Workload API socket
+// in the SPIFFE CSI driver's volume (tls.workload_api_socket), has no TLS Secret, and
+// its configuration still passes -check-config.
+func TestHelmChartServiceMonitorAndSPIRE(t *testing.T) {
+	u := renderChart(t, chartDir, values(t, `
+serviceMonitor: {enabled: true}
+trust: {caCert: "-----BEGIN CERTIFICATE-----\nnot checked here\n-----END CERTIFICATE-----\n"}
+witIssuer: {spire: {enabled: true}}
+`))
+	checkChartUnit(t, u, []string{"Secret tts-signing-key", "Secret tts-tls", "Secret wit-issuer-signing-key"})
+	services := map[string]*corev1.Service{}
+	monitors := map[string]*monitoringv1.ServiceMonitor{}
+	var wit *appsv1.Deployment
+	for _, o := range u.objects {
+		switch v := o.obj.(type) {
+		case *corev1.Service:
+			services[o.name] = v
+		case *monitoringv1.ServiceMonitor:
+			monitors[o.name] = v
+		case *appsv1.Deployment:
+			if o.name == "wit-issuer" {
+				wit = v
+			}
+		}
+	}
+	for _, svc := range []string{"wit-issuer", "tts"} {
+		m := monitors[svc]
+		if m == nil {
+			t.Errorf("no ServiceMonitor %s", svc)
+			continue
+		}
+		sel, err := metav1LabelSelector(&m.Spec.Selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var selected []string
+		for name, s := range services {
+			if sel.Matches(labels.Set(s.Labels)) {
+				selected = append(selected, name)
+			}
+		}
+		if !slices.Equal(selected, []string{svc}) {
+			t.Errorf("ServiceMonitor %s selects Services %q, want [%s]", svc, selected, svc)
+		}
+		if len(m.Spec.Endpoints) != 1 {
+			t.Fatalf("ServiceMonitor %s: %d endpoints", svc, len(m.Spec.Endpoints))
+		}
+		ep := m.Spec.Endpoints[0]
+		portOK := false
+		for _, p := range services[svc].Spec.Ports {
+			portOK = portOK || p.Name == ep.Port
+		}
+		if !portOK || ep.Path != "/metrics" || ep.Scheme == nil || *ep.Scheme != "https" {
+			t.Errorf("ServiceMonitor %s scrapes %v %s on port %q, want https /metrics on a port of the Service", svc, ep.Scheme, ep.Path, ep.Port)
+		}
+		tc := ep.TLSConfig
+		if tc == nil || tc.ServerName == nil || *tc.ServerName != svc+"."+helmNamespace+".svc" || tc.CA.ConfigMap == nil ||
+			tc.CA.ConfigMap.Name != "dialogtrust-ca" || tc.CA.ConfigMap.Key != "ca.crt" || (tc.InsecureSkipVerify != nil && *tc.InsecureSkipVerify) {
+			t.Errorf("ServiceMonitor %s: TLS %+v, want the Service's name verified against dialogtrust-ca's ca.crt", svc, tc)
+		}
+		if keys := u.data[dataKey("ConfigMap", helmNamespace, "dialogtrust-ca")]; keys["ca.crt"] == "" {
+			t.Error("trust.caCert set, but the chart renders no dialogtrust-ca with ca.crt")
+		}
+	}
+	if wit == nil {
+		t.Fatal("no wit-issuer Deployment")
+	}
+	ct := wit.Spec.Template.Spec.Containers[0]
+	volumes := map[string]corev1.Volume{}
+	for _, v := range wit.Spec.Template.Spec.Volumes {
+		volumes[v.Name] = v
+		if v.Secret != nil && v.Secret.SecretName == "wit-issuer-tls" {
+			t.Error("with SPIRE the issuer still mounts the TLS Secret")
+		}
+	}
+	cfg := readServiceConfig(t, u.data[dataKey("ConfigMap", helmNamespace, "wit-issuer-config")]["wit-issuer.yaml"])
+	if cfg.str("tls", "cert_file") != "" {
+		t.Error("with SPIRE the configuration still names a certificate file")
+	}
+	checkSocketMounted(t, ct, volumes, cfg.str("tls", "workload_api_socket"))
+}
+
+// TestHelmChartExternalRedis: with redis.enabled false the chart renders no Redis
+// (StatefulSet, Service, NetworkPolicy), and the services' configurations name the
+// external addresses, cluster mode, the ACL user and its password file, and TLS with
+// the CA from the named ConfigMap, each mounted; -check-config accepts them.
+func TestHelmChartExternalRedis(t *testing.T) {
+	u := renderChart(t, chartDir, values(t, `
+redis:
+  enabled: false
+  auth: {enabled: true}
+  external:
+    addrs: ["redis-0.redis.example:6379", "redis-1.redis.example:6379"]
+    cluster: true
+    tls: {enabled: true, caConfigMapName: redis-ca, serverName: redis.example}
+keys: {kind: shared}
+`))
+	checkChartUnit(t, u, []string{"ConfigMap dialogtrust-ca", "ConfigMap redis-ca", "Secret redis-password",
+		"Secret tts-keyring", "Secret tts-tls", "Secret wit-issuer-keyring", "Secret wit-issuer-tls"})
+	for _, o := range u.objects {
+		if o.name == "redis" {
+			t.Errorf("redis.enabled false, but the chart renders %s redis", o.kind)
+		}
+	}
+	for _, svc := range []string{"wit-issuer", "tts"} {
+		cfg := readServiceConfig(t, u.data[dataKey("ConfigMap", helmNamespace, svc+"-config")][svc+".yaml"])
+		addrs, _ := cfg.get("store", "redis", "addrs").([]any)
+		if len(addrs) != 2 || addrs[0] != "redis-0.redis.example:6379" || cfg.get("store", "redis", "cluster") != true ||
+			cfg.str("store", "redis", "username") != "dialogtrust" || cfg.str("store", "redis", "tls", "server_name") != "redis.example" ||
+			cfg.str("keys", "shared", "secret_file") == "" {
+			t.Errorf("%s: store %v keys %v", svc, cfg.get("store"), cfg.get("keys"))
+		}
+	}
+}
+
+func metav1LabelSelector(s *metav1.LabelSelector) (labels.Selector, error) {
+	return metav1.LabelSelectorAsSelector(s)
+}
