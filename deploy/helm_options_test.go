@@ -2,7 +2,12 @@ package deploy
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/yaml"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -132,4 +137,74 @@ keys: {kind: shared}
 
 func metav1LabelSelector(s *metav1.LabelSelector) (labels.Selector, error) {
 	return metav1.LabelSelectorAsSelector(s)
+}
+
+// TestHelmChartNamePrefix: two releases in one namespace (namePrefix a- and b-) render
+// disjoint objects, and each release's selectors, NetworkPolicy and TTS configuration
+// name its own wit-issuer and Redis only, never the other release's.
+func TestHelmChartNamePrefix(t *testing.T) {
+	names := map[string]string{}
+	for _, p := range []string{"a-", "b-"} {
+		rel := p + "dt"
+		out, err := helmTemplate(chartDir, rel, helmNamespace, values(t, "namePrefix: "+p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := decodeManifests(rel, []byte(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			key := o.kind + " " + o.name
+			if prev, ok := names[key]; ok {
+				t.Errorf("%s rendered by releases %s and %s", key, prev, rel)
+			}
+			names[key] = rel
+			if !strings.HasPrefix(o.name, p) {
+				t.Errorf("%s of release %s lacks the prefix %s", key, rel, p)
+			}
+			switch v := o.obj.(type) {
+			case *appsv1.Deployment:
+				if v.Spec.Selector.MatchLabels["app.kubernetes.io/instance"] != rel {
+					t.Errorf("%s selects pods of any release", key)
+				}
+			case *networkingv1.NetworkPolicy:
+				for _, in := range v.Spec.Ingress {
+					for _, from := range in.From {
+						if from.PodSelector == nil || from.PodSelector.MatchLabels["app.kubernetes.io/instance"] != rel {
+							t.Errorf("%s admits pods of another release", key)
+						}
+					}
+				}
+			case *corev1.ConfigMap:
+				if o.name == p+"tts-config" {
+					var cfg map[string]any
+					if err := yaml.Unmarshal([]byte(v.Data["tts.yaml"]), &cfg); err != nil {
+						t.Fatal(err)
+					}
+					c := serviceConfig{raw: cfg}
+					wits, _ := c.get("wits").([]any)
+					addrs, _ := c.get("store", "redis", "addrs").([]any)
+					if len(wits) != 1 || wits[0].(map[string]any)["jwks_url"] != "https://"+p+"wit-issuer."+helmNamespace+".svc/.well-known/jwks.json" ||
+						len(addrs) != 1 || addrs[0] != p+"redis:6379" || c.str("issuer") != "https://"+p+"tts."+helmNamespace+".svc" {
+						t.Errorf("%s: wits %v, redis %v, issuer %s: not this release's", key, wits, addrs, c.str("issuer"))
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestHelmChartsNeedNoNetwork: rendering needs neither a cluster (client-only dry run)
+// nor a chart repository: no chart declares dependencies, which helm would fetch.
+func TestHelmChartsNeedNoNetwork(t *testing.T) {
+	for _, dir := range []string{chartDir, agentChartDir} {
+		ch, err := loader.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ch.Metadata.Dependencies) > 0 || len(ch.Dependencies()) > 0 {
+			t.Errorf("%s has dependencies; the tests (and CI) render without a chart repository", dir)
+		}
+	}
 }
