@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -27,7 +29,14 @@ func TestHelmChartServiceMonitorAndSPIRE(t *testing.T) {
 	u := renderChart(t, chartDir, values(t, `
 serviceMonitor: {enabled: true}
 trust: {caCert: "-----BEGIN CERTIFICATE-----\nnot checked here\n-----END CERTIFICATE-----\n"}
-witIssuer: {spire: {enabled: true}}
+witIssuer:
+  spire: {enabled: true}
+  workloads:
+    w1.pub.jwk: {kty: OKP, crv: Ed25519, alg: EdDSA, x: "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}
+  config:
+    auth:
+      assertion:
+        workloads: [{id: "wimse://example.org/agent/w1", jwk_file: /etc/dialogtrust/workloads/w1.pub.jwk}]
 `))
 	checkChartUnit(t, u, []string{"Secret tts-signing-key", "Secret tts-tls", "Secret wit-issuer-signing-key"})
 	services := map[string]*corev1.Service{}
@@ -100,6 +109,16 @@ witIssuer: {spire: {enabled: true}}
 		t.Error("with SPIRE the configuration still names a certificate file")
 	}
 	checkSocketMounted(t, ct, volumes, cfg.str("tls", "workload_api_socket"))
+	// The registered workload's JWK reaches the issuer as JSON, in the file its
+	// configuration names (the checker above found the file mounted).
+	jwkFile := u.data[dataKey("ConfigMap", helmNamespace, "wit-issuer-workloads")]["w1.pub.jwk"]
+	if jwkFile == "" {
+		t.Fatal("no w1.pub.jwk in wit-issuer-workloads")
+	}
+	var jwk map[string]any
+	if b, err := os.ReadFile(jwkFile); err != nil || json.Unmarshal(b, &jwk) != nil || jwk["kty"] != "OKP" || jwk["x"] == nil {
+		t.Errorf("w1.pub.jwk is not the JWK of the values: %v %v", jwk, err)
+	}
 }
 
 // TestHelmChartExternalRedis: with redis.enabled false the chart renders no Redis
