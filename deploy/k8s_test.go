@@ -887,6 +887,7 @@ func TestKubernetesManifestsRejectUnknownFields(t *testing.T) {
 		"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nmetadata: {name: y}\n",
 		"apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: x, nmespace: y}\n",
 		"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n",
+		"apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: x}\nspec: {endpoints: [{port: https, tlsConfig: {serverName: x, insecure: true}}]}\n",
 	} {
 		if _, err := decodeManifests("test.yaml", []byte(doc)); err == nil {
 			t.Errorf("accepted:\n%s", doc)
