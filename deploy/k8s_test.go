@@ -20,6 +20,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -96,6 +97,8 @@ func newTyped(apiVersion, kind string) (any, error) {
 		return &policyv1.PodDisruptionBudget{}, nil
 	case "networking.k8s.io/v1 NetworkPolicy":
 		return &networkingv1.NetworkPolicy{}, nil
+	case "monitoring.coreos.com/v1 ServiceMonitor":
+		return &monitoringv1.ServiceMonitor{}, nil
 	}
 	return nil, fmt.Errorf("apiVersion %q kind %q: not a type this test knows", apiVersion, kind)
 }
@@ -382,9 +385,27 @@ func selects(t *testing.T, sel *metav1.LabelSelector, w podTemplate) bool {
 	return !s.Empty() && s.Matches(labels.Set(w.tmpl.Labels))
 }
 
+// isSidecar: an init container that runs beside the pod's containers for the pod's
+// life (a native sidecar, restartPolicy Always).
+func isSidecar(ct corev1.Container) bool {
+	return ct.RestartPolicy != nil && *ct.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// podContainers are the containers that serve while the pod runs: its containers and
+// its native sidecars.
+func podContainers(spec corev1.PodSpec) []corev1.Container {
+	out := slices.Clone(spec.Containers)
+	for _, ct := range spec.InitContainers {
+		if isSidecar(ct) {
+			out = append(out, ct)
+		}
+	}
+	return out
+}
+
 // hasPort reports whether a container of w exposes port (a name or a number).
 func hasPort(w podTemplate, port intstr.IntOrString) bool {
-	for _, c := range w.tmpl.Spec.Containers {
+	for _, c := range podContainers(w.tmpl.Spec) {
 		for _, p := range c.Ports {
 			if (port.Type == intstr.String && p.Name == port.StrVal) || (port.Type == intstr.Int && p.ContainerPort == port.IntVal) {
 				return true
@@ -549,6 +570,8 @@ func (c *checker) checkPod(w podTemplate, from string) {
 		case v.Secret != nil:
 			c.keys("Secret", w.ns, v.Secret.SecretName, from+" volume "+v.Name)
 		case v.EmptyDir != nil:
+		case v.CSI != nil && v.CSI.Driver == "csi.spiffe.io" && v.CSI.ReadOnly != nil && *v.CSI.ReadOnly:
+			// The SPIFFE CSI driver: the SPIRE agent's Workload API socket, read-only.
 		default:
 			c.errorf("%s: volume %s of a kind this test does not check", from, v.Name)
 		}
@@ -567,10 +590,12 @@ func (c *checker) checkPod(w podTemplate, from string) {
 	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
 		c.errorf("%s mounts a service account token it does not need", from)
 	}
-	if len(spec.InitContainers) > 0 {
-		c.errorf("%s: init containers are not checked by this test", from)
+	for _, ct := range spec.InitContainers {
+		if !isSidecar(ct) {
+			c.errorf("%s: init container %s: init containers other than native sidecars (restartPolicy Always) are not checked by this test", from, ct.Name)
+		}
 	}
-	for _, ct := range spec.Containers {
+	for _, ct := range podContainers(spec) {
 		cf := from + " container " + ct.Name
 		sc := ct.SecurityContext
 		switch {
@@ -663,7 +688,7 @@ func (c *checker) checkPod(w podTemplate, from string) {
 				}
 			}
 		}
-		if svc, ours := isOurs(ct); ours {
+		if svc, ours := isOurs(ct); ours && (svc == "wit-issuer" || svc == "tts") {
 			c.checkService(w, ct, svc, volumes, cf)
 		}
 	}
@@ -738,7 +763,7 @@ func (c *checker) checkService(w podTemplate, ct corev1.Container, svc string, v
 		if int(port) != cfg.listenPort(c.t) {
 			c.errorf("%s: probes port %d, %s listens on %d", cf, port, src, cfg.listenPort(c.t))
 		}
-		tls := cfg.str("tls", "cert_file") != ""
+		tls := cfg.str("tls", "cert_file") != "" || cfg.str("tls", "workload_api_socket") != ""
 		if scheme := ct.ReadinessProbe.HTTPGet.Scheme; tls != (scheme == corev1.URISchemeHTTPS) {
 			c.errorf("%s: probe scheme %s, but TLS in %s is %v", cf, scheme, src, tls)
 		}
@@ -862,6 +887,7 @@ func TestKubernetesManifestsRejectUnknownFields(t *testing.T) {
 		"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nmetadata: {name: y}\n",
 		"apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: x, nmespace: y}\n",
 		"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n",
+		"apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: x}\nspec: {endpoints: [{port: https, tlsConfig: {serverName: x, insecure: true}}]}\n",
 	} {
 		if _, err := decodeManifests("test.yaml", []byte(doc)); err == nil {
 			t.Errorf("accepted:\n%s", doc)
