@@ -101,8 +101,9 @@ type mcpParams struct {
 // Fields on a body that is not one JSON-RPC request (empty, not JSON, a batch, a
 // response) are refused too; a body whose envelope cannot be read unambiguously (a
 // member named twice or in another case) is invalid_request, as for ReadOperation. A
-// request without any MCP field, whose body names no version, passes: older protocol
-// versions do not send them.
+// request without any MCP field (or with only an older MCP-Protocol-Version), whose
+// body names no version, passes, and so does its body when it cannot be read: older
+// protocol versions do not send the fields, and such a body is not MCP's to judge here.
 func CheckMCPHeaders(h http.Header, body []byte) error {
 	if len(body) > MaxOperationBody {
 		return errcode.New(errcode.BodyTooLarge, "body over %d octets", MaxOperationBody)
@@ -119,6 +120,9 @@ func CheckMCPHeaders(h http.Header, body []byte) error {
 	if err != nil {
 		return err
 	}
+	// Without a field to hold to the body, only a body whose _meta names 2026-07-28 or
+	// later has one to miss; a body no reader can take is the other readers' to refuse.
+	fields := hasMethod || hasName || (hasVersion && ModernMCP(version))
 	text := bytes.TrimLeft(body, " \t\r\n")
 	if len(text) == 0 || text[0] != '{' {
 		if hasMethod || hasName {
@@ -127,6 +131,9 @@ func CheckMCPHeaders(h http.Header, body []byte) error {
 		return nil
 	}
 	env, err := parseRequest(body)
+	if err != nil && !fields {
+		return nil
+	}
 	if err != nil {
 		return errcode.New(errcode.InvalidRequest, "the JSON-RPC envelope cannot be read unambiguously: %s", errcode.Cut(err.Error()))
 	}
@@ -139,6 +146,9 @@ func CheckMCPHeaders(h http.Header, body []byte) error {
 	var p mcpParams
 	if len(env.Params) > 0 && string(env.Params) != "null" {
 		if err := netjson.DecodeObject(env.Params, &p); err != nil {
+			if !fields {
+				return nil
+			}
 			return errcode.New(errcode.InvalidRequest, "the %s params cannot be read unambiguously: %s", errcode.Cut(env.Method), errcode.Cut(err.Error()))
 		}
 	}

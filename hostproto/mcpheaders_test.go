@@ -63,6 +63,8 @@ func TestMCP20260728StandardHeaders_CheckedAgainstTheBody(t *testing.T) {
 		{"a tool named in another case", mcpFields(MCPMethodHeader, "tools/call", MCPNameHeader, "a"), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Name":"b"}}`, errcode.InvalidRequest},
 		{"no MCP field, no version", http.Header{}, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`, ""},
 		{"no MCP field, not JSON", http.Header{}, `a=b`, ""},
+		{"no MCP field, a member named twice", http.Header{}, `{"a":1,"a":2}`, ""},
+		{"an older version only, a member named twice", mcpFields(v, "2025-11-25"), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := CheckMCPHeaders(c.h, []byte(c.body))
