@@ -344,10 +344,16 @@ func (rc *Receiver) verifyRequest(ctx context.Context, r *http.Request, v *Verif
 	// The body, read once for the steps that read it (authorization, handoffs) and put
 	// back for the handler.
 	var body []byte
-	if rc.handoffs != nil || rc.authorizer != nil {
+	if rc.handoffs != nil || rc.authorizer != nil || hostproto.MCPHeadersApply(r.Header) {
 		var err error
 		if body, err = readBody(r); err != nil {
 			return nil, nil, err // a body that could not be read has no request to name
+		}
+		// MCP 2026-07-28: the fields intermediaries decide by (Mcp-Method, Mcp-Name,
+		// the protocol version) say what the body says, before anything is decided or
+		// recorded by the body.
+		if err := hostproto.CheckMCPHeaders(r.Header, body); err != nil {
+			return nil, jsonrpcRequestOf(body), err
 		}
 	}
 	if rc.authorizer != nil {

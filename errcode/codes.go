@@ -182,6 +182,12 @@ const (
 	// host protocol or version, another method, a second copy): refused rather than let
 	// through unchecked (section 6).
 	HandoffUnplaced Code = "handoff_unplaced"
+	// MCPHeaderMismatch: an MCP request's Mcp-Method or Mcp-Name field is not what its
+	// body says (the JSON-RPC method; params.name or params.uri), is sent twice, or is
+	// missing where protocol 2026-07-28 requires it; or its MCP-Protocol-Version is not
+	// the version the body's _meta names (MCP 2026-07-28 Streamable HTTP, SEP-2243, -32020
+	// HeaderMismatch). HTTP 400.
+	MCPHeaderMismatch Code = "mcp_header_mismatch"
 )
 
 // Codes for dialogs (package dialog; dialog-binding-wimse-oauth). Documented in docs/errors.md.
