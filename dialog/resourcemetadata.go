@@ -377,3 +377,10 @@ func (rc *Receiver) publishMetadata() error {
 	rc.challenge = challengeOf(rc.wpt != nil, rc.published)
 	return nil
 }
+
+// Check reports whether md can be published as WithResourceMetadata would (NewReceiver
+// refuses what it refuses): a configuration check runs it before anything starts.
+func (md ResourceMetadata) Check() error {
+	_, err := publish(md, nil)
+	return err
+}
