@@ -14,8 +14,7 @@ type IngressResourceMetadataConfig struct {
 	// the first of ingress.audiences that is a usable resource identifier).
 	Resource string `yaml:"resource"`
 	// AuthorizationServers are the issuer identifiers of the authorization servers whose
-	// tokens the ingress takes: the TTS whose Txn-Tokens it validates (default, at a
-	// trust boundary, ingress.boundary.access_tokens.issuer).
+	// tokens the ingress takes: the TTS whose Txn-Tokens it validates.
 	AuthorizationServers []string `yaml:"authorization_servers"`
 	// ScopesSupported are the scopes a client asks for.
 	ScopesSupported []string `yaml:"scopes_supported"`
@@ -32,6 +31,11 @@ func ingressMetadata(in *IngressConfig) (*dialog.ResourceMetadata, error) {
 	if c == nil {
 		return nil, nil
 	}
+	if in.Boundary != nil {
+		// Its callers present an access token in Authorization: Bearer, which the
+		// document (bearer_methods_supported [], the WPT challenge) would deny.
+		return nil, fmt.Errorf("ingress.resource_metadata: not with ingress.boundary: a boundary-facing ingress takes a Bearer access token, which this metadata does not describe yet")
+	}
 	md := &dialog.ResourceMetadata{Resource: c.Resource, AuthorizationServers: c.AuthorizationServers,
 		ScopesSupported: c.ScopesSupported, ResourceName: c.ResourceName, ResourceDocumentation: c.Documentation}
 	if md.Resource == "" {
@@ -46,9 +50,6 @@ func ingressMetadata(in *IngressConfig) (*dialog.ResourceMetadata, error) {
 		}
 	} else if _, err := dialog.ResourceMetadataURL(md.Resource); err != nil {
 		return nil, fmt.Errorf("ingress.resource_metadata.resource: %w", err)
-	}
-	if len(md.AuthorizationServers) == 0 && in.Boundary != nil && in.Boundary.AccessTokens.Issuer != "" {
-		md.AuthorizationServers = []string{in.Boundary.AccessTokens.Issuer}
 	}
 	for i, as := range md.AuthorizationServers {
 		if err := dialog.CheckResourceMetadataURL("issuer", as, true); err != nil {

@@ -24,6 +24,7 @@ func TestProxyCheckConfigResourceMetadata(t *testing.T) {
 		"documentation":           {withMetadata("    documentation: javascript:alert(1)\n"), "ingress.resource_metadata.documentation"},
 		"scope":                   {withMetadata("    scopes_supported: [\"a b\"]\n"), "ingress.resource_metadata"},
 		"unknown member":          {withMetadata("    jwks: x\n"), "jwks"},
+		"at a trust boundary":     {strings.Replace(withMetadata("    resource_name: x\n"), "  require_txn_token: true\n", "", 1) + "  stateful: true\n  boundary: {access_tokens: {issuer: https://as.a.example, jwks_file: as.json}, tts_token_endpoint: https://tts.a.example/token}\n", "not with ingress.boundary"},
 	} {
 		expectCheckConfig(t, name, c.yaml, c.want)
 	}
