@@ -81,4 +81,12 @@
 // it as the call's error; anything else (plain HTTP, a notification, a batch) gets the
 // RFC 9457 problem document. Refusals before the handoff step (proof, Dialog-Context,
 // Txn-Token) are always the problem document.
+//
+// # Protected resource metadata (RFC 9728)
+//
+// resourcemetadata.go: WithResourceMetadata publishes the receiver's metadata
+// (ResourceMetadataHandler, at the well-known URL ResourceMetadataURL derives) and
+// names it on the receiver's 401s, in the WPT challenge (the only WIMSE scheme; an
+// HTTP-signature receiver sends none, and none is Bearer). bearer_methods_supported is
+// always [], and ProofsSupportedMember lists the proofs the receiver takes.
 package dialog

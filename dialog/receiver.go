@@ -106,6 +106,11 @@ type Receiver struct {
 	handoffs       *handoff.Receiver
 	place          func(body []byte) (*hostproto.Carried, error)
 	authorizer     authz.Decider
+	// metadata is WithResourceMetadata's; published it checked and encoded, and
+	// challenge the WWW-Authenticate of 401s (resourcemetadata.go).
+	metadata  *ResourceMetadata
+	published *publishedMetadata
+	challenge string
 }
 
 // ReceiverOption configures a Receiver.
@@ -186,6 +191,9 @@ func NewReceiver(opts ...ReceiverOption) (*Receiver, error) {
 	}
 	if r.sig == nil && r.wpt == nil {
 		return nil, errcode.New(errcode.InvalidRequest, "a receiver needs HTTP signatures or WPTs")
+	}
+	if err := r.publishMetadata(); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -431,7 +439,7 @@ func (rc *Receiver) Middleware(next http.Handler) http.Handler {
 			next = reply
 		case err != nil:
 			noteRefusal(r, err)
-			reply.writeError(w, err)
+			reply.writeError(rc.challenged(w), err)
 			return
 		default:
 			r = r.WithContext(context.WithValue(r.Context(), verifiedKey{}, v))

@@ -296,7 +296,9 @@ const (
 // Codes for the proxy (package proxy, issue 15). Each is documented in docs/proxy.md.
 const (
 	// NoRoute: the egress proxy has no route for the request's path, or the path is not
-	// in normal form (a dot segment could leave the route's upstream path). HTTP 404.
+	// in normal form (a dot segment could leave the route's upstream path); at a
+	// receiver publishing protected resource metadata, a path under its well-known
+	// prefix that is not the metadata's (dialog.ResourceMetadataHandler). HTTP 404.
 	NoRoute Code = "no_route"
 	// UpstreamUnavailable: the upstream (the called agent behind an egress route, or
 	// the application behind the ingress) could not be reached or gave no usable answer,

@@ -377,6 +377,13 @@ func buildIngress(ctx context.Context, cfg *Config, s *kit.Server, src wit.Sourc
 	if authorizer != nil {
 		opts = append(opts, dialog.WithAuthorizer(authorizer))
 	}
+	md, err := ingressMetadata(in)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if md != nil {
+		opts = append(opts, dialog.WithResourceMetadata(*md))
+	}
 	rc, err := dialog.NewReceiver(opts...)
 	if err != nil {
 		return nil, nil, nil, err

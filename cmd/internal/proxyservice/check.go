@@ -195,6 +195,9 @@ func checkProxy(cfg *Config) error {
 		if _, err := ingressRules(cfg); err != nil {
 			return err
 		}
+		if _, err := ingressMetadata(in); err != nil {
+			return err
+		}
 	}
 	return nil
 }

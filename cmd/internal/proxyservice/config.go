@@ -241,6 +241,9 @@ type IngressConfig struct {
 	// AuthZEN, when set, is a policy decision point asked about every verified request
 	// before it reaches the application (issue 25; openIngressDecider).
 	AuthZEN *kit.AuthZENConfig `yaml:"authzen"`
+	// ResourceMetadata is the protected resource metadata the ingress publishes (RFC
+	// 9728; metadata.go).
+	ResourceMetadata *IngressResourceMetadataConfig `yaml:"resource_metadata"`
 }
 
 // IngressBoundaryConfig: a boundary-facing ingress (dialog-binding section 11 steps 3
