@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/errcode"
 )
 
@@ -136,6 +137,12 @@ func report(err error, c command, args []string, stdout, stderr io.Writer) int {
 	}
 	var sf silentFailure
 	if errors.As(err, &sf) {
+		return 1
+	}
+	if _, ok := errors.AsType[*kit.ConfigError](err); ok {
+		// A configuration refused: where (file, line and caret, or the variable or
+		// flag), not the code of a check it happens to reuse.
+		fmt.Fprintf(stderr, "dialogtrust %s: %v\n", c.name, err)
 		return 1
 	}
 	if ce != nil {

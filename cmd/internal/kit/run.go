@@ -61,12 +61,15 @@ func Run[C any](ctx context.Context, p Program[C], args, env []string, stdout, s
 	if err != nil {
 		return err
 	}
+	// The checks run here, before Build (which makes them again, for its other
+	// callers), so that a refusal names the file, line and column of the member it is
+	// about, or the variable or flag that set it (Source.Locate).
+	if err := p.Check(cfg); err != nil {
+		return src.Locate(err)
+	}
 	if checkOnly {
 		// Deployment kits (deploy/) check their configuration files with this before
 		// shipping them; it opens no listener, file, key or store.
-		if err := p.Check(cfg); err != nil {
-			return err
-		}
 		warn(p, cfg, logger)
 		fmt.Fprintln(stdout, p.Name+": configuration ok")
 		return nil
@@ -75,7 +78,7 @@ func Run[C any](ctx context.Context, p Program[C], args, env []string, stdout, s
 	defer cancel()
 	s, err := p.Build(ctx, cfg, logger)
 	if err != nil {
-		return err
+		return src.Locate(err)
 	}
 	defer s.Close()
 	warn(p, cfg, logger)

@@ -272,11 +272,11 @@ const EnvPrefix = "DIALOGTRUST_PROXY_"
 
 const proxyDefaultListen = "127.0.0.1:9480"
 
-// configSpec reads the configuration like the services do: the file named by -config
-// or DIALOGTRUST_PROXY_CONFIG (the embedded default has neither side and is refused),
-// then the environment, then the flags.
+// configSpec reads the configuration like the services do: the file named by --config
+// or DIALOGTRUST_PROXY_CONFIG (there is no default: the runner refuses to start without
+// one), then the environment, then the flags.
 var configSpec = kit.Spec[Config]{
-	Name: "proxy", EnvPrefix: EnvPrefix, Default: []byte("trust_domains: []\n"),
+	Name: "proxy", EnvPrefix: EnvPrefix,
 	Env: append([]kit.EnvVar[Config]{
 		{Name: "LISTEN", Member: "listen"},
 		{Name: "TRUST_DOMAINS", Member: "trust_domains"},
