@@ -27,7 +27,7 @@ type ConfigError struct {
 	// Line and Column are the position in Where (0 when it is not a file).
 	Line, Column int
 	// Err is the check's error.
-	Err error
+	Err  error
 	text string
 }
 

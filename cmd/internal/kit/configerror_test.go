@@ -25,7 +25,7 @@ wits:
 // locateConfig is testConfig with a list of keyed items.
 type locateConfig struct {
 	Test LocateBase `yaml:",inline"`
-	WITs       []struct {
+	WITs []struct {
 		TrustDomain string `yaml:"trust_domain"`
 		JWKSURL     string `yaml:"jwks_url"`
 	} `yaml:"wits"`
