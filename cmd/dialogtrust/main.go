@@ -25,7 +25,7 @@ var commands = []command{
 	{"key generate", "--alg ES256|EdDSA|Ed25519 [--out FILE [--force]]", keyGenerate},
 	{"key public", "[--in FILE]", keyPublic},
 	{"wit issue", "--issuer-key FILE --iss URI --sub ID --cnf-key FILE [--ttl 1h]", witIssue},
-	{"wit verify", "--trust JWKS_FILE|URL [--iss URI] [--now UNIX] [--skew 30s] [TOKEN|-]", witVerify},
+	{"wit verify", "--trust JWKS_FILE|URL [--iss URI] [--now UNIX] [--skew 30s] [--json] [TOKEN|-]", witVerify},
 	{"wit request", "--issuer URL [--svid CERT --svid-key KEY --bundle PEM [--server-id ID] | --assertion-key FILE --workload ID | --workload ID] [--sub ID] [--alg ES256] [--ttl D] [--key-out FILE] [--timeout 30s]", witRequest},
 	{"wpt new", "--key FILE --wit WIT --aud URL [--txn-token T] [--dialog-context V] [--ttl 60s]", wptNew},
 	{"wpt verify", "--trust JWKS_FILE --wit WIT --aud URL [--txn-token T] [--dialog-context V] [--now UNIX] [--skew 30s] PROOF", wptVerify},
@@ -37,7 +37,7 @@ var commands = []command{
 	{"handoff status", "--key FILE --offer HANDOFF --state STATE [--reason R] [--detail D] [--ref FILE]... [--now UNIX]", handoffStatus},
 	{"handoff digest", "[--raw] [SIGNED|HANDOFF|@FILE|-]", handoffDigest},
 	{"txn request", "--tts URL --wit WIT --key FILE (--subject-token T --subject-token-type URI | --self-signed SUB) --scope S --audience TD [--dialog D] [--details JSON] [--context JSON] [--proof wpt|httpsig] [--timeout 30s]", txnRequest},
-	{"txn verify", "--jwks URL|FILE --audience TD [--dialog D] [--dialog-context V] [--iss URI] [--now UNIX] [--skew 30s] TOKEN", txnVerify},
+	{"txn verify", "--jwks URL|FILE --audience TD [--dialog D] [--dialog-context V] [--iss URI] [--now UNIX] [--skew 30s] [--json] TOKEN", txnVerify},
 	{"chain grant", "--tts URL --wit WIT --key FILE --txn-token T --audience PEER_AS_ISSUER [--scope S] [--proof httpsig|wpt] [--timeout 30s]", chainGrant},
 	{"chain redeem", "--token-endpoint URL --wit WIT --key FILE --grant G [--scope S] [--proof httpsig|wpt] [--timeout 30s]", chainRedeem},
 	{"conformance", "[--dir DIR]", conformanceRun},
@@ -148,6 +148,7 @@ func report(err error, c command, args []string, stdout, stderr io.Writer) int {
 	if ce != nil {
 		fmt.Fprintf(stderr, "error: %s\n", ce.Code)
 		fmt.Fprintf(stderr, "detail: %s\n", ce.Error())
+		fmt.Fprintln(stderr, kindLine(ce.Kind))
 		return 1
 	}
 	fmt.Fprintf(stderr, "dialogtrust %s: %v\n", c.name, err)
