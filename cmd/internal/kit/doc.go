@@ -42,7 +42,7 @@
 //     or flag that set the member;
 //   - with -check-config: "<name>: configuration ok", and no listener, file, key or
 //     store is opened;
-//   - else Build (located the same way); the pprof listener when debug.pprof_listen names a loopback address
+//   - else Build (whose errors, of what it opens, are not located); the pprof listener when debug.pprof_listen names a loopback address
 //     (pprof.go: net/http/pprof on that address alone, never on the service's
 //     listener; off by default); the "<name> started" log line, the development warning and banner
 //     when the binary runs a development configuration (Banner), "<name> listening on

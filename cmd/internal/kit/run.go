@@ -76,9 +76,11 @@ func Run[C any](ctx context.Context, p Program[C], args, env []string, stdout, s
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Build's errors are not located: they are of what it opens (a listener, a file), and
+	// one about the address of listen is not that the configuration is wrong.
 	s, err := p.Build(ctx, cfg, logger)
 	if err != nil {
-		return src.Locate(err)
+		return err
 	}
 	defer s.Close()
 	warn(p, cfg, logger)
