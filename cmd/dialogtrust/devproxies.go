@@ -35,7 +35,7 @@ type devPair struct {
 // service runner like `dialogtrust proxy` with a configuration made here; every one
 // reports on done when it ends. It returns the pair's addresses and how many it
 // started. The WIT issuer must be ready: a proxy discovers it at start.
-func startDevPair(ctx context.Context, witURL, ttsURL string, done chan<- devResult, stderr io.Writer) (*devPair, int, error) {
+func startDevPair(ctx context.Context, witURL, ttsURL, logFormat string, done chan<- devResult, stderr io.Writer) (*devPair, int, error) {
 	addrs, err := freePorts([]string{"--proxies", "--proxies", "--proxies", "--proxies"}, "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0")
 	if err != nil {
 		return nil, 0, err
@@ -46,15 +46,15 @@ func startDevPair(ctx context.Context, witURL, ttsURL string, done chan<- devRes
 	}
 	p := &devPair{egress: addrs[0], ingress: addrs[1], egressOps: addrs[2], ingressOps: addrs[3], echo: echoL.Addr().String()}
 	go func() { done <- devResult{"--proxies", serveDevEcho(ctx, echoL)} }()
-	ep := proxyservice.Program
+	ep := devProgram(proxyservice.Program, logFormat)
 	ep.Config.Default = devEgressConfig(p, witURL, ttsURL)
 	go func() {
-		done <- devResult{"--proxies", kit.Run(ctx, ep, []string{"-listen", p.egressOps}, nil, stderr, stderr, nil)}
+		done <- devResult{"--proxies", kit.Run(ctx, ep, devArgs(p.egressOps, logFormat), nil, stderr, stderr, nil)}
 	}()
-	ip := proxyservice.Program
+	ip := devProgram(proxyservice.Program, logFormat)
 	ip.Config.Default = devIngressConfig(p, witURL, ttsURL)
 	go func() {
-		done <- devResult{"--proxies", kit.Run(ctx, ip, []string{"-listen", p.ingressOps}, nil, stderr, stderr, nil)}
+		done <- devResult{"--proxies", kit.Run(ctx, ip, devArgs(p.ingressOps, logFormat), nil, stderr, stderr, nil)}
 	}()
 	return p, 3, nil
 }

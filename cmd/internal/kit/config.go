@@ -87,6 +87,7 @@ func CommonEnv[C any]() []EnvVar[C] {
 		{Name: "TLS_CERT_FILE", Member: "tls.cert_file"},
 		{Name: "TLS_KEY_FILE", Member: "tls.key_file"},
 		{Name: "LOG_LEVEL", Member: "log.level"},
+		{Name: "LOG_FORMAT", Member: "log.format"},
 		{Name: "LOG_ISSUED_LEVEL", Member: "log.issued_level"},
 		{Name: "PPROF_LISTEN", Member: "debug.pprof_listen"},
 	}
@@ -101,6 +102,7 @@ func CommonFlags() []Flag {
 		{Name: "store", Member: "store.type", Usage: "replay store: memory or redis"},
 		{Name: "redis-addrs", Member: "store.redis.addrs", Usage: "comma-separated Redis addresses"},
 		{Name: "log-level", Member: "log.level", Usage: "debug, info, warn or error"},
+		{Name: "log-format", Member: "log.format", Usage: "json (the default) or text"},
 	}
 }
 

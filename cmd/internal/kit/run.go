@@ -27,6 +27,12 @@ type Program[C any] struct {
 	// refused at run time (a value that must match another party's); each is logged at
 	// warn level by -check-config and at the start.
 	Warnings func(*C) []string
+	// Announced says that the caller announces the start itself, in one place for
+	// several services (`dialogtrust dev` in a terminal, whose own lines name each
+	// service, its URL and that it authenticates nobody): the start line and the
+	// development warning are logged at debug, and no banner or listening line is
+	// written.
+	Announced bool
 }
 
 // Main runs p as the process: until SIGTERM or SIGINT, then a graceful stop. It exits
@@ -53,11 +59,11 @@ func Run[C any](ctx context.Context, p Program[C], args, env []string, stdout, s
 	if err != nil {
 		return err
 	}
-	level := ""
+	level, format := "", ""
 	if b := baseOf(cfg); b != nil {
-		level = b.Log.Level
+		level, format = b.Log.Level, b.Log.Format
 	}
-	logger, err := NewLogger(level, stderr)
+	logger, err := NewLogger(level, format, stderr)
 	if err != nil {
 		return err
 	}
@@ -93,7 +99,11 @@ func Run[C any](ctx context.Context, p Program[C], args, env []string, stdout, s
 		return err
 	}
 	defer stopPprof()
-	s.announce(p.Name, src, logger, stdout, stderr)
+	if p.Announced {
+		s.announceQuietly(p.Name, src, logger)
+	} else {
+		s.announce(p.Name, src, logger, stdout, stderr)
+	}
 	if ready != nil {
 		ready(s.URL())
 	}

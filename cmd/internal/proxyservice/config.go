@@ -281,6 +281,7 @@ var configSpec = kit.Spec[Config]{
 		{Name: "LISTEN", Member: "listen"},
 		{Name: "TRUST_DOMAINS", Member: "trust_domains"},
 		{Name: "LOG_LEVEL", Member: "log.level"},
+		{Name: "LOG_FORMAT", Member: "log.format"},
 		{Name: "WORKLOAD_ID", Member: "workload.id"},
 		{Name: "WIT_ISSUER", Member: "workload.wit_issuer"},
 		{Name: "EGRESS_LISTEN", Set: func(c *Config, v string) error {
@@ -313,5 +314,6 @@ var configSpec = kit.Spec[Config]{
 	Flags: []kit.Flag{
 		{Name: "listen", Member: "listen", Usage: "operational listener host:port (/healthz, /readyz, /metrics)"},
 		{Name: "log-level", Member: "log.level", Usage: "debug, info, warn or error"},
+		{Name: "log-format", Member: "log.format", Usage: "json (the default) or text"},
 	},
 }
