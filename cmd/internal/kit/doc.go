@@ -35,7 +35,8 @@
 //     Each later layer wins. The members both files have (listen, issuer,
 //     trust_domains, log, debug, tracing, skew, shutdown_timeout) are Base, which each
 //     binary's Config inlines, so the file formats do not change.
-//   - the JSON logger at the configured level (NewLogger);
+//   - the logger at the configured level, JSON or, with log.format text, slog's text
+//     lines (NewLogger);
 //   - the binary's Check; a refusal that starts with a member's YAML path is located
 //     (configerror.go, Source.Locate): the file, line and column with the source lines
 //     and a caret, as the YAML parser's errors show them, or the environment variable
@@ -46,7 +47,9 @@
 //     (pprof.go: net/http/pprof on that address alone, never on the service's
 //     listener; off by default); the "<name> started" log line, the development warning and banner
 //     when the binary runs a development configuration (Banner), "<name> listening on
-//     <url> ..." on stdout, and serving until SIGTERM or SIGINT;
+//     <url> ..." on stdout (all of it at debug instead when Program.Announced: the
+//     caller, `dialogtrust dev` in a terminal, says it), and serving until SIGTERM or
+//     SIGINT;
 //   - then the graceful stop: a drain in which every response closes its connection
 //     (internal/graceful), Shutdown within the shutdown timeout, and Close of whatever
 //     Build opened, in reverse order.
