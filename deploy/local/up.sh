@@ -80,7 +80,8 @@ own_dir
 chmod 700 "$dir"
 touch "$dir/.dialogtrust-local"
 rm -rf "$dir/bin" "$dir/logs" "$dir/data" "$dir/config" "$dir/pids" "$dir/env" "$dir/try"
-mkdir -p "$dir/bin" "$dir/logs" "$dir/data/redis" "$dir/try"
+mkdir -p "$dir/bin" "$dir/logs" "$dir/data/redis"
+mkdir -m 700 "$dir/try"
 : >"$dir/pids"
 
 started=0
@@ -103,15 +104,16 @@ trap 'exit 143' TERM
 
 # The build. With -trimpath and CGO_ENABLED=0 no package compiled by an ordinary go build
 # or go test can be reused, so the first build here compiles every package the three
-# commands need, the standard library included: measured on a 2-core machine, about
-# 2.5 minutes with an empty build cache (4.5 minutes of CPU). Later builds reuse the
-# first one's cache entries and take seconds. So that it is not silent meanwhile, it says
+# commands need, the standard library included: measured with an empty build cache,
+# 104 s of CPU (89 s user, 16 s system), so about a minute on 2 idle cores and 6 minutes
+# on 2 cores shared with other builds (load average 25). Later builds reuse the first
+# one's cache entries: 9 s measured on that busy machine, mostly linking. So that it is not silent meanwhile, it says
 # every $progress_every seconds how long it has run and how many packages it has compiled
 # (go build -v names each as it compiles it; a cached one is not named).
 progress_every="${DIALOGTRUST_LOCAL_PROGRESS_SECONDS:-10}"
 targets=(./cmd/wit-issuer ./cmd/tts ./cmd/dialogtrust)
 total="$(cd "$root" && CGO_ENABLED=0 go list -deps "${targets[@]}" | wc -l)"
-log "building wit-issuer, tts and dialogtrust into $dir/bin: up to $total packages, about 2.5 minutes on 2 cores the first time, seconds once Go's build cache holds an earlier up.sh build"
+log "building wit-issuer, tts and dialogtrust into $dir/bin: up to $total packages, the first time about 1 to 2 minutes on 2 idle cores (longer on a busy machine), then about 10 s once Go's build cache holds an earlier up.sh build"
 build_log="$dir/logs/build.log"
 build_start=$SECONDS
 (cd "$root" && CGO_ENABLED=0 exec go build -v -trimpath -o "$dir/bin/" "${targets[@]}") 2>"$build_log" &
