@@ -42,7 +42,7 @@ var commands = []command{
 	{"chain redeem", "--token-endpoint URL --wit WIT --key FILE --grant G [--scope S] [--proof httpsig|wpt] [--timeout 30s]", chainRedeem},
 	{"conformance", "[--dir DIR]", conformanceRun},
 	{"demo", "[--local ENVFILE | --local-env]", demoRun},
-	{"proxy", "--config FILE [--check-config] [--listen 127.0.0.1:9480] [--log-level LEVEL]", proxyRun},
+	{"proxy", "--config FILE [--check-config] [--listen 127.0.0.1:9480] [--log-level LEVEL] [--log-format text|json]", proxyRun},
 	{"bench verify", "[--url URL (--wit-issuer URL | --wit WIT --key FILE)] [--wit-issuer URL [--trust JWKS]] [--tts URL] [--proof httpsig|wpt] [--alg ES256|EdDSA] [--stateful] [--concurrency 16] [--duration 10s] [--rate R] [--server-pid PID] [--json] [...]", benchVerify},
 	{"bench receiver", "--trust JWKS_URL|FILE [--listen 127.0.0.1:8090] [--path /invoke] [--trust-domain dev.local] [--tts-jwks URL|FILE] [--stateful] [--for D]", benchReceiver},
 	{"bench tts", "--url URL (--wit-issuer URL [--workloads N] [--alg ES256|EdDSA] | --wit WIT --key FILE) [--proof wpt|httpsig] [--concurrency 16] [--duration 10s] [--warmup 2s] [--fresh-subject] [--server-pid PID] [--metrics URL] [--json] [...]", benchTTS},
