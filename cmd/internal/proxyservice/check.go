@@ -94,7 +94,7 @@ func checkProxy(cfg *Config) error {
 		}
 		for i, r := range e.Routes {
 			if _, err := proxy.CheckUpstream(r.Upstream, r.AllowPlainHTTP); err != nil {
-				return fmt.Errorf("egress.routes[%d]: %w", i, err)
+				return fmt.Errorf("egress.routes[%d].upstream: %w", i, err)
 			}
 			if _, err := parseProof(r.Proof); err != nil {
 				return fmt.Errorf("egress.routes[%d]: %w", i, err)

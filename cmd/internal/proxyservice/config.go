@@ -285,15 +285,16 @@ const EnvPrefix = "DIALOGTRUST_PROXY_"
 
 const proxyDefaultListen = "127.0.0.1:9480"
 
-// configSpec reads the configuration like the services do: the file named by -config
-// or DIALOGTRUST_PROXY_CONFIG (the embedded default has neither side and is refused),
-// then the environment, then the flags.
+// configSpec reads the configuration like the services do: the file named by --config
+// or DIALOGTRUST_PROXY_CONFIG (there is no default: the runner refuses to start without
+// one), then the environment, then the flags.
 var configSpec = kit.Spec[Config]{
-	Name: "proxy", EnvPrefix: EnvPrefix, Default: []byte("trust_domains: []\n"),
+	Name: "proxy", EnvPrefix: EnvPrefix,
 	Env: append([]kit.EnvVar[Config]{
 		{Name: "LISTEN", Member: "listen"},
 		{Name: "TRUST_DOMAINS", Member: "trust_domains"},
 		{Name: "LOG_LEVEL", Member: "log.level"},
+		{Name: "LOG_FORMAT", Member: "log.format"},
 		{Name: "WORKLOAD_ID", Member: "workload.id"},
 		{Name: "WIT_ISSUER", Member: "workload.wit_issuer"},
 		{Name: "EGRESS_LISTEN", Set: func(c *Config, v string) error {
@@ -326,5 +327,6 @@ var configSpec = kit.Spec[Config]{
 	Flags: []kit.Flag{
 		{Name: "listen", Member: "listen", Usage: "operational listener host:port (/healthz, /readyz, /metrics)"},
 		{Name: "log-level", Member: "log.level", Usage: "debug, info, warn or error"},
+		{Name: "log-format", Member: "log.format", Usage: "json (the default) or text"},
 	},
 }
