@@ -199,7 +199,9 @@ func (t *Token) Destroy(_ context.Context, k keys.StoredKey) error {
 }
 
 // Key returns the one key pair labelled c.Label, which the operator created in the
-// token (a fixed key: the proxy's assertion or handoff key).
+// token (a fixed key: the proxy's assertion or handoff key). A private key that could
+// leave the token (CKA_EXTRACTABLE true or CKA_SENSITIVE false) is refused with
+// invalid_key: the operator created it so, and its value may already be elsewhere.
 func (t *Token) Key() (*keys.PrivateKey, error) {
 	signers, err := t.ctx.FindKeyPairs(nil, []byte(t.c.Label))
 	if err != nil {
@@ -208,5 +210,17 @@ func (t *Token) Key() (*keys.PrivateKey, error) {
 	if len(signers) != 1 {
 		return nil, errcode.New(errcode.UnknownKey, "pkcs11: %s holds %d key pairs labelled %q, want exactly one", t.c.where(), len(signers), t.c.Label)
 	}
+	attrs, err := t.ctx.GetAttributes(signers[0], []crypto11.AttributeType{crypto11.CkaSensitive, crypto11.CkaExtractable})
+	if err != nil {
+		return nil, errcode.Unavailable(errcode.PKCS11Unavailable, err, "pkcs11: reading the attributes of the key labelled %q", t.c.Label)
+	}
+	if !attrTrue(attrs[crypto11.CkaSensitive]) || attrTrue(attrs[crypto11.CkaExtractable]) {
+		return nil, errcode.New(errcode.InvalidKey, "pkcs11: the private key labelled %q in %s can leave the token (CKA_SENSITIVE false or CKA_EXTRACTABLE true): create it sensitive and not extractable", t.c.Label, t.c.where())
+	}
 	return keys.NewExternalKey(signers[0], t.alg())
+}
+
+// attrTrue reports whether a boolean attribute is CK_TRUE (a missing one is not).
+func attrTrue(a *crypto11.Attribute) bool {
+	return a != nil && len(a.Value) == 1 && a.Value[0] != 0
 }
