@@ -48,9 +48,9 @@ type ProxyWorkloadConfig struct {
 	PKCS11 *kit.PKCS11KeysConfig `yaml:"pkcs11"`
 
 	assertionKey *keys.PrivateKey // the key of assertion_key_file or pkcs11 (openProxyKeys)
-	SVIDCertFile     string `yaml:"svid_cert_file"`
-	SVIDKeyFile      string `yaml:"svid_key_file"`
-	BundleFile       string `yaml:"bundle_file"`
+	SVIDCertFile string           `yaml:"svid_cert_file"`
+	SVIDKeyFile  string           `yaml:"svid_key_file"`
+	BundleFile   string           `yaml:"bundle_file"`
 	// WorkloadAPI takes the X.509-SVID and the issuer's bundle from the SPIFFE Workload
 	// API, following its rotations; it needs server_id.
 	WorkloadAPI *ProxyWorkloadAPIConfig `yaml:"workload_api"`
