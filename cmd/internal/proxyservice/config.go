@@ -42,19 +42,19 @@ type ProxyWorkloadConfig struct {
 	// issuer's bundle_file, or all three from workload_api).
 	Auth             string `yaml:"auth"`
 	AssertionKeyFile string `yaml:"assertion_key_file"`
-	// PKCS11 keeps the assertion key in a PKCS#11 token instead (in place of
-	// assertion_key_file; keys.pkcs11's vocabulary, label default
+	SVIDCertFile     string `yaml:"svid_cert_file"`
+	SVIDKeyFile      string `yaml:"svid_key_file"`
+	BundleFile       string `yaml:"bundle_file"`
+	// PKCS11 keeps the assertion key in a PKCS#11 token, in place of
+	// assertion_key_file (keys.pkcs11's vocabulary; label default
 	// "dialogtrust-proxy-assertion"): pkcs11.go.
 	PKCS11 *kit.PKCS11KeysConfig `yaml:"pkcs11"`
-
-	assertionKey *keys.PrivateKey // the key of assertion_key_file or pkcs11 (openProxyKeys)
-	SVIDCertFile string           `yaml:"svid_cert_file"`
-	SVIDKeyFile  string           `yaml:"svid_key_file"`
-	BundleFile   string           `yaml:"bundle_file"`
 	// WorkloadAPI takes the X.509-SVID and the issuer's bundle from the SPIFFE Workload
 	// API, following its rotations; it needs server_id.
 	WorkloadAPI *ProxyWorkloadAPIConfig `yaml:"workload_api"`
 	ServerID    string                  `yaml:"server_id"`
+
+	assertionKey *keys.PrivateKey // the key of assertion_key_file or pkcs11 (openProxyKeys)
 }
 
 // ProxyHandoffConfig: the key that signs the workload's handoff offers and statuses,
