@@ -49,9 +49,7 @@ func TestPKCS11TwoReplicasRotateUnderLoad(t *testing.T) {
 	var mu sync.Mutex
 	kids := map[string]bool{}
 	first := ""
-	// The third key signs from about 5 s (created 1 s after the second started signing,
-	// then the publish delay): 8 s leaves a busy machine room for late steps.
-	deadline := time.Now().Add(8 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	var wg sync.WaitGroup
 	for w := range 6 {
 		wg.Go(func() {
