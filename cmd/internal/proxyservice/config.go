@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
+	"github.com/dialogtrust/dialogtrust/keys"
 )
 
 // Config is the configuration file of "dialogtrust proxy" (docs/proxy.md): the
@@ -44,10 +45,16 @@ type ProxyWorkloadConfig struct {
 	SVIDCertFile     string `yaml:"svid_cert_file"`
 	SVIDKeyFile      string `yaml:"svid_key_file"`
 	BundleFile       string `yaml:"bundle_file"`
+	// PKCS11 keeps the assertion key in a PKCS#11 token, in place of
+	// assertion_key_file (keys.pkcs11's vocabulary; label default
+	// "dialogtrust-proxy-assertion"): pkcs11.go.
+	PKCS11 *kit.PKCS11KeysConfig `yaml:"pkcs11"`
 	// WorkloadAPI takes the X.509-SVID and the issuer's bundle from the SPIFFE Workload
 	// API, following its rotations; it needs server_id.
 	WorkloadAPI *ProxyWorkloadAPIConfig `yaml:"workload_api"`
 	ServerID    string                  `yaml:"server_id"`
+
+	assertionKey *keys.PrivateKey // the key of assertion_key_file or pkcs11 (openProxyKeys)
 }
 
 // ProxyHandoffConfig: the key that signs the workload's handoff offers and statuses,
@@ -56,6 +63,11 @@ type ProxyWorkloadConfig struct {
 type ProxyHandoffConfig struct {
 	KeyFile   string `yaml:"key_file"`
 	TrustFile string `yaml:"trust_file"`
+	// PKCS11 keeps the handoff key in a PKCS#11 token instead (in place of key_file;
+	// label default "dialogtrust-proxy-handoff"): pkcs11.go.
+	PKCS11 *kit.PKCS11KeysConfig `yaml:"pkcs11"`
+
+	key *keys.PrivateKey // the key of key_file or pkcs11, opened once (openProxyKeys)
 }
 
 // ProxyJWKSConfig: one trust domain's WIT issuer keys, by JWKS URL or file.
