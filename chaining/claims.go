@@ -19,12 +19,17 @@ const (
 	// (RFC 8693 section 3; the identity chaining example, oauth.md 2.2).
 	TokenTypeJWT = "urn:ietf:params:oauth:token-type:jwt"
 
-	// GrantTyp is the JOSE typ of the JWT authorization grants this AS issues. The
-	// identity chaining draft leaves typing open (oauth.md 2.3, Q10); dialogtrust types
-	// its grants explicitly (RFC 8725 section 3.11) so that a grant can never be taken
-	// for another JWT signed by the same key (a Txn-Token, an access token). AS B
-	// accepts a configured list of typs per peer, by default exactly this one.
-	GrantTyp = "oauth-chain-grant+jwt"
+	// GrantTyp is the JOSE typ of the JWT authorization grants this AS issues: the
+	// Txn-Token-JAG's of draft-fletcher-oauth-txn-token-chaining-profile-00 (section
+	// 6.1.1), the profile of identity chaining whose subject token is a Txn-Token, which
+	// is what AS A takes. The identity chaining draft leaves typing open (oauth.md 2.3,
+	// Q10); explicit typing (RFC 8725 section 3.11) keeps a grant from being taken for
+	// another JWT signed by the same key (a Txn-Token, an access token) or for an ID-JAG
+	// (oauth-id-jag+jwt), which the profile says an AS tells apart by typ. AS B accepts a
+	// configured list of typs per peer, by default exactly this one. (Up to issue 28
+	// dialogtrust's own name, oauth-chain-grant+jwt, was used; a peer still sending it
+	// is admitted by listing it in that peer's typs.)
+	GrantTyp = "txn-chain+jwt"
 	// AccessTokenTyp is the JOSE typ of the access tokens AS B issues (RFC 9068).
 	AccessTokenTyp = "at+jwt"
 )

@@ -1,0 +1,57 @@
+package chaining
+
+import "github.com/dialogtrust/dialogtrust/oauth"
+
+// The Transaction Token JWT Authorization Grant profile of identity chaining
+// (draft-fletcher-oauth-txn-token-chaining-profile-00, read from its source at
+// gffletch/tt_xdomain; section numbers follow its headings): a Txn-Token is the
+// subject token of the token exchange at AS A, which is exactly AS A here (Figure 5
+// step 1). Where dialogtrust follows it:
+//
+//   - section 4.1: subject_token_type txn_token, the Txn-Token verified with the TTS's
+//     keys, not expired, its aud this domain (GrantIssuer.Check, issue);
+//   - section 4.3: audience names AS B's issuer (agent.Linker sends only audience);
+//     requested_token_type absent or ...:jwt; actor_token refused;
+//   - section 4.3.4: issued_token_type ...:jwt, token_type N_A, expires_in, no
+//     refresh_token;
+//   - section 5.2 and 6.1.1: typ txn-chain+jwt (GrantTyp), checked by AS B; a grant of
+//     another typ (an ID-JAG's oauth-id-jag+jwt) is wrong_type there;
+//   - section 6.1.2: iss, sub, aud (one string), iat, exp (60 s), jti, scope never
+//     wider than the Txn-Token's; AS B claims the jti once (replayed);
+//   - section 7.3: the sub mapped per peer (SubjectMap), refused when no mapping
+//     applies;
+//   - section 8: identity_chaining_requested_token_types_supported lists txn_token
+//     (identityChainingTokenTypes);
+//   - section 9.8 (and identity chaining section 5.4): AS B never issues a refresh
+//     token.
+//
+// Where it does not, deliberately (docs/interop.md, "Specification revisions"):
+//
+//   - section 7.1 makes the Txn-Token's txn a MUST in the grant. The grant carries
+//     nothing of the Txn-Token but its mapped subject and a scope within its own:
+//     dialog-binding section 11 has only A2 know that D2 continues D1, and section 13
+//     (domain separation) keeps the original domain's transaction out of domain B. The
+//     profile's own section 3.3 and privacy considerations let deployments that limit
+//     linkability use independent transaction identifiers in each domain; this is one.
+//     txn_claims (MAY) is not written either, for the same reason.
+//   - section 7.2 makes the grant's scope the intersection of the Txn-Token's and the
+//     requested scope. AS A never issues a wider scope, as the profile requires, but a
+//     request for more than the Txn-Token's scope is refused (invalid_scope), not
+//     trimmed, so that a client learns at once that it asked for more than it holds.
+//   - section 6.1.2 names the workload's key in cnf (MAY); AS A writes it, as
+//     identity chaining Appendix B.3 names it, in requested_cnf, and AS B requires it
+//     (grant_binding_mismatch).
+//   - section 4.3.1 gives resource the protected resource in domain B, and says a
+//     client MUST NOT send AS B's issuer as resource; identity chaining section 2.3.1
+//     gives resource AS B's URI. AS A accepts a resource naming the peer AS (the base
+//     draft's) and refuses any other resource (unknown_peer), so no resource claim is
+//     written (section 6.1.2 makes it MAY).
+
+// identityChainingTokenTypes are what AS A publishes as
+// identity_chaining_requested_token_types_supported (RFC 8414 metadata; identity
+// chaining section 3): the requested_token_type of a grant request (...:jwt, oauth.md
+// 2.5), and txn_token, which the Txn-Token chaining profile (section 8) requires of an
+// AS that takes Txn-Tokens as subject tokens. The two drafts read the member
+// differently (requested token types, the base draft; the profile names the subject
+// token type there); publishing both satisfies each.
+var identityChainingTokenTypes = []string{TokenTypeJWT, oauth.TokenTypeTxnToken}
