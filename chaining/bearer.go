@@ -313,6 +313,9 @@ func (b *JWTBearer) redeem(ctx context.Context, tr *oauth.TokenRequest, req *oau
 	case g.RequestedCnf != nil && g.RequestedCnf.JKT != holder:
 		return nil, nil, "", at(stageGrant, errcode.New(errcode.GrantBindingMismatch, "the grant was issued for another workload's key (requested_cnf.jkt)"))
 	}
+	if aud, err = b.grantResource(aud, tr.Resource, g.Resource); err != nil {
+		return nil, nil, "", at(stageRequest, err)
+	}
 	if len(peer.Clients) > 0 && !matchWorkload(peer.Clients, req.ID) {
 		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not present grants of %s", req.ID, peer.Issuer))
 	}

@@ -42,14 +42,18 @@ type Confirmation struct {
 
 // GrantClaims are the claims of a JWT authorization grant, in the order AS A writes
 // them (oauth.md 2.3; RFC 7523 section 3): iss, sub, aud, iat, nbf, exp (embedded),
-// then jti, scope and requested_cnf. They never contain tctx, tctx.dlg, txn or the
-// subject Txn-Token or its hash: nothing of the original domain's transaction crosses
-// the trust boundary (dialog-binding section 13, domain separation).
+// then jti, scope, requested_cnf and resource. They never contain tctx, tctx.dlg, txn
+// or the subject Txn-Token or its hash: nothing of the original domain's transaction
+// crosses the trust boundary (dialog-binding section 13, domain separation).
 type GrantClaims struct {
 	jose.RegisteredClaims
 	Jti          string        `json:"jti,omitempty"`
 	Scope        *string       `json:"scope,omitempty"`
 	RequestedCnf *Confirmation `json:"requested_cnf,omitempty"`
+	// Resource is the protected resource of the peer's domain the request named
+	// (Txn-Token chaining profile section 6.1.2; fletcher.go); AS B's access token is
+	// then for it.
+	Resource string `json:"resource,omitempty"`
 }
 
 // AccessTokenClaims are the claims of an RFC 9068 access token issued by AS B, in the

@@ -1,6 +1,14 @@
 package chaining
 
-import "github.com/dialogtrust/dialogtrust/oauth"
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/oauth"
+)
 
 // The Transaction Token JWT Authorization Grant profile of identity chaining
 // (draft-fletcher-oauth-txn-token-chaining-profile-00, read from its source at
@@ -12,6 +20,11 @@ import "github.com/dialogtrust/dialogtrust/oauth"
 //     keys, not expired, its aud this domain (GrantIssuer.Check, issue);
 //   - section 4.3: audience names AS B's issuer (agent.Linker sends only audience);
 //     requested_token_type absent or ...:jwt; actor_token refused;
+//   - sections 4.3.1, 5.1 step 6 and 6.1.2: with audience naming the peer, resource may
+//     name a protected resource of the peer's domain (one the peer's Resources list,
+//     else unknown_peer), which the grant carries as its resource claim; section 5.2
+//     step 7: AS B then issues the access token for that resource, which must be one
+//     of its audiences (audience_not_served), and a request's resource must be it;
 //   - section 4.3.4: issued_token_type ...:jwt, token_type N_A, expires_in, no
 //     refresh_token;
 //   - section 5.2 and 6.1.1: typ txn-chain+jwt (GrantTyp), checked by AS B; a grant of
@@ -41,11 +54,10 @@ import "github.com/dialogtrust/dialogtrust/oauth"
 //   - section 6.1.2 names the workload's key in cnf (MAY); AS A writes it, as
 //     identity chaining Appendix B.3 names it, in requested_cnf, and AS B requires it
 //     (grant_binding_mismatch).
-//   - section 4.3.1 gives resource the protected resource in domain B, and says a
-//     client MUST NOT send AS B's issuer as resource; identity chaining section 2.3.1
-//     gives resource AS B's URI. AS A accepts a resource naming the peer AS (the base
-//     draft's) and refuses any other resource (unknown_peer), so no resource claim is
-//     written (section 6.1.2 makes it MAY).
+//   - section 4.3.1 makes audience REQUIRED and says a client MUST NOT send AS B's
+//     issuer as resource; identity chaining section 2.3.1 gives resource AS B's URI.
+//     AS A still accepts a request naming the peer AS by resource alone (the base
+//     draft's form).
 
 // identityChainingTokenTypes are what AS A publishes as
 // identity_chaining_requested_token_types_supported (RFC 8414 metadata; identity
@@ -55,3 +67,59 @@ import "github.com/dialogtrust/dialogtrust/oauth"
 // differently (requested token types, the base draft; the profile names the subject
 // token type there); publishing both satisfies each.
 var identityChainingTokenTypes = []string{TokenTypeJWT, oauth.TokenTypeTxnToken}
+
+// resolvePeer finds the peer a grant request names and the protected resource, if
+// any, the grant is for. The profile's form (sections 4.3.1, 5.1 steps 5 and 6):
+// audience names the peer and resource a protected resource of its domain, which the
+// peer must list. Otherwise every present value must name the one peer (peer), and the
+// grant names no resource.
+func (g *GrantIssuer) resolvePeer(audience, resource string) (*GrantPeer, string, error) {
+	if audience == "" || resource == "" || g.IsPeer(resource) {
+		p, err := g.peer(audience, resource)
+		return p, "", err
+	}
+	p := g.lookup(audience)
+	if p == nil {
+		return nil, "", errcode.New(errcode.UnknownPeer, "audience %q names no peer authorization server this AS issues grants for", errcode.Cut(audience))
+	}
+	if !matchResource(p.Resources, resource) {
+		return nil, "", errcode.New(errcode.UnknownPeer, "resource %q is not a protected resource of %s that grants may name", errcode.Cut(resource), p.Issuer)
+	}
+	return p, resource, nil
+}
+
+// matchResource: rs holds resource exactly, or a prefix of it ending in "/".
+func matchResource(rs []string, resource string) bool {
+	return slices.ContainsFunc(rs, func(r string) bool {
+		return r == resource || strings.HasSuffix(r, "/") && strings.HasPrefix(resource, r)
+	})
+}
+
+// CheckResources checks a peer's Resources: absolute URIs without fragment (RFC 8707
+// section 2), or such prefixes ending in "/". NewGrantIssuer runs it; a configuration
+// check can run it first.
+func CheckResources(rs []string) error {
+	for _, r := range rs {
+		u, err := url.Parse(r)
+		if err != nil || !u.IsAbs() || strings.Contains(r, "#") {
+			return fmt.Errorf("resource %q is not an absolute URI without a fragment", r)
+		}
+	}
+	return nil
+}
+
+// grantResource is the audience of AS B's access token when the grant names a
+// protected resource (profile section 5.2 step 7: the token is constrained by it): the
+// grant's resource, which must be one of this AS's audiences, and which a request's
+// resource, when sent, must equal. Without one in the grant, aud stands.
+func (b *JWTBearer) grantResource(aud, requested, granted string) (string, error) {
+	switch {
+	case granted == "":
+		return aud, nil
+	case !slices.Contains(b.cfg.Audiences, granted):
+		return "", errcode.New(errcode.AudienceNotServed, "the grant's resource %q is not served by this authorization server", errcode.Cut(granted))
+	case requested != "" && requested != granted:
+		return "", errcode.New(errcode.AudienceNotServed, "resource %q is not the grant's resource", errcode.Cut(requested))
+	}
+	return granted, nil
+}

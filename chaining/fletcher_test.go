@@ -14,6 +14,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/tts"
+	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // The Transaction Token JWT Authorization Grant profile of identity chaining
@@ -139,4 +140,97 @@ func TestIC17Sec5_4_NoRefreshTokens(t *testing.T) {
 	if slices.Contains(mdB.GrantTypesSupported, refreshURN) || !slices.Contains(mdB.GrantTypesSupported, grantTypeJWTB) {
 		t.Fatalf("AS B grant_types_supported %v", mdB.GrantTypesSupported)
 	}
+}
+
+// Sections 4.3.1, 5.1 step 6 and 6.1.2: with audience naming AS B, resource names a
+// protected resource of B's domain; AS A checks it against the peer's resources and
+// writes it as the grant's resource claim. Section 5.2 step 7: AS B issues the access
+// token for that resource, which must be one it serves, and a request may not name
+// another. A resource the peer does not list, or any resource when it lists none, is
+// refused (unknown_peer), as is a grant for a resource AS B does not serve.
+func TestFletcher4_3_1_ResourceIsTheProtectedResource(t *testing.T) {
+	const api, other = "https://api.b.example/trips", "https://api.b.example/other"
+	e := newEnv(t, envOpts{
+		grantPeer: func(p *chaining.GrantPeer) { p.Resources = []string{"https://api.b.example/"} },
+		bearer:    func(c *chaining.JWTBearerConfig) { c.Audiences = []string{"b.example", api, other} },
+	})
+	a2 := e.a.dom.Workload(t, "/agent/a2", keys.ES256)
+	txn := e.txnToken(a2, "trip.read", "D1")
+	ask := func(resource string) (*chaining.GrantResponse, error) {
+		return e.client(a2).Grant(context.Background(), chaining.GrantParams{TokenEndpoint: e.a.endpoint(), TxnToken: txn, Audience: e.b.url, Resource: resource})
+	}
+	g, err := ask(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := payload(t, g.AccessToken); c["resource"] != api || c["aud"] != e.b.url {
+		t.Fatalf("grant claims %v: resource %s, aud AS B", c, api)
+	}
+	_, err = ask("https://evil.example/trips")
+	wantRefusal(t, err, "invalid_target", errcode.UnknownPeer)
+
+	redeem := func(grant, resource string) (int, map[string]any) {
+		form := url.Values{"grant_type": {grantTypeJWTB}, "assertion": {grant}}
+		if resource != "" {
+			form.Set("resource", resource)
+		}
+		st, _, body := rawPost(t, e, e.b, a2, form)
+		return st, body
+	}
+	if st, body := redeem(g.AccessToken, other); st != http.StatusBadRequest || body["error"] != "invalid_target" || body["code"] != string(errcode.AudienceNotServed) {
+		t.Fatalf("a request for another resource than the grant's: %d %v", st, body)
+	}
+	st, body := redeem(g.AccessToken, "")
+	if st != http.StatusOK {
+		t.Fatalf("redeem: %d %v", st, body)
+	}
+	if c := payload(t, body["access_token"].(string)); c["aud"] != api {
+		t.Fatalf("access token aud %v, want the grant's resource %s", c["aud"], api)
+	}
+
+	// A grant (signed by AS A's key) for a resource AS B does not serve.
+	claims := fletcherClaims(e, a2.Key.Public())()
+	claims.Resource = "https://api.b.example/unserved"
+	if st, body := redeem(signGrant(t, fletcherTyp, e.a.ring.Active(), claims), ""); st != http.StatusBadRequest || body["code"] != string(errcode.AudienceNotServed) {
+		t.Fatalf("a grant for an unserved resource: %d %v", st, body)
+	}
+
+	// A peer that lists no resources: a resource beside the audience is refused.
+	e2 := newEnv(t, envOpts{})
+	b2 := e2.a.dom.Workload(t, "/agent/a2", keys.ES256)
+	_, err = e2.client(b2).Grant(context.Background(), chaining.GrantParams{TokenEndpoint: e2.a.endpoint(), TxnToken: e2.txnToken(b2, "trip.read", "D1"),
+		Audience: e2.b.url, Resource: api})
+	wantRefusal(t, err, "invalid_target", errcode.UnknownPeer)
+}
+
+// A peer's resources must be absolute URIs without fragment (or prefixes of such):
+// anything else is a configuration error, found when the grant issuer is built.
+func TestFletcher4_3_1_PeerResourcesChecked(t *testing.T) {
+	k, err := keys.Generate(keys.ES256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(r string) error {
+		_, err := chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: "https://as.a.example", Keys: keys.NewRing(k, nil),
+			Authenticators: []oauth.Authenticator{nil}, TxnTokens: noTxnTokens{},
+			Peers: []chaining.GrantPeer{{Issuer: "https://as.b.example", Resources: []string{r}}}})
+		return err
+	}
+	for _, r := range []string{"api.b.example", "/trips", "https://api.b.example/#x", ""} {
+		if build(r) == nil {
+			t.Errorf("resource %q accepted in a peer's configuration", r)
+		}
+	}
+	for _, r := range []string{"https://api.b.example/trips", "https://api.b.example/", "urn:example:trips"} {
+		if err := build(r); err != nil {
+			t.Errorf("resource %q: %v", r, err)
+		}
+	}
+}
+
+// noTxnTokens is a Txn-Token verifier for configurations that are never served.
+type noTxnTokens struct{}
+
+func (noTxnTokens) Verify(context.Context, string) (*txntoken.Claims, error) {
+	return nil, errcode.New(errcode.Internal, "not served")
 }

@@ -50,6 +50,11 @@ type GrantPeer struct {
 	// that may ask for grants for this peer. Default: any workload of the Txn-Token's
 	// trust domain.
 	Workloads []string
+	// Resources are the protected resources of the peer's domain (absolute URIs, or
+	// prefixes ending in "/") a request naming the peer by audience may give as
+	// resource; the grant then carries it as its resource claim (Txn-Token chaining
+	// profile section 4.3.1; fletcher.go). Default: none.
+	Resources []string
 }
 
 // GrantIssuerConfig configures a GrantIssuer.
@@ -147,6 +152,9 @@ func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
 			return nil, fmt.Errorf("chaining: peer %s: %w", p.Issuer, err)
 		}
 		if err := checkScopes(p.Scopes); err != nil {
+			return nil, fmt.Errorf("chaining: peer %s: %w", p.Issuer, err)
+		}
+		if err := CheckResources(p.Resources); err != nil {
 			return nil, fmt.Errorf("chaining: peer %s: %w", p.Issuer, err)
 		}
 		for _, n := range p.names() {
@@ -294,7 +302,7 @@ func (g *GrantIssuer) issue(ctx context.Context, tr *oauth.TokenRequest, req *oa
 	if err := boundClient(tr, req); err != nil {
 		return nil, nil, "", err
 	}
-	peer, err := g.peer(tr.Audience, tr.Resource)
+	peer, resource, err := g.resolvePeer(tr.Audience, tr.Resource)
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
 	}
@@ -332,7 +340,7 @@ func (g *GrantIssuer) issue(ctx context.Context, tr *oauth.TokenRequest, req *oa
 	// Only these claims, by construction: nothing of the Txn-Token but its subject (as
 	// policy transcribes it) and a scope within its own crosses to the peer.
 	claims := &GrantClaims{RegisteredClaims: jose.RegisteredClaims{Iss: g.cfg.Issuer, Sub: sub, Aud: jose.Audience{peer.Issuer}, Iat: &iat, Exp: &e},
-		Jti: newJTI(), Scope: &sc, RequestedCnf: &Confirmation{JKT: Thumbprint(req.WIT.Key)}}
+		Jti: newJTI(), Scope: &sc, RequestedCnf: &Confirmation{JKT: Thumbprint(req.WIT.Key)}, Resource: resource}
 	key := g.cfg.Keys.Active()
 	tok, err := jose.SignClaims(GrantTyp, key, true, claims)
 	if err != nil {

@@ -36,7 +36,8 @@ type chainingSetup struct {
 // --check-config runs it too): as_a or as_b; every peer named once, used, and referred
 // to only when configured; keys (exactly one of jwks_url, jwks_file, metadata) for the
 // peers as_b redeems grants of; scopes for them; subject policies that can work;
-// lifetimes within the limits; a WIT authentication method.
+// as_a peers' resources absolute URIs; lifetimes within the limits; a WIT
+// authentication method.
 func checkChaining(cfg *Config) error {
 	cc := cfg.Chaining
 	if cc == nil {
@@ -86,6 +87,9 @@ func checkChaining(cfg *Config) error {
 		for _, ap := range a.Peers {
 			if _, err := ref("as_a", ap.Issuer, ap.Subject); err != nil {
 				return err
+			}
+			if err := chaining.CheckResources(ap.Resources); err != nil {
+				return fmt.Errorf("chaining.as_a.peers[%s].resources: %w", ap.Issuer, err)
 			}
 		}
 	}
@@ -152,7 +156,7 @@ func prepareChaining(ctx context.Context, cfg *Config, issuer, endpoint string, 
 		for _, ap := range a.Peers {
 			p := peers[ap.Issuer]
 			c.asA = append(c.asA, chaining.GrantPeer{Issuer: p.Issuer, TokenEndpoint: p.TokenEndpoint, Audiences: p.Audiences,
-				Scopes: ap.Scopes, Subject: subjectMap(ap.Subject), Workloads: ap.Workloads})
+				Scopes: ap.Scopes, Subject: subjectMap(ap.Subject), Workloads: ap.Workloads, Resources: ap.Resources})
 		}
 	}
 	if b := cc.ASB; b != nil {

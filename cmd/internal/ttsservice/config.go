@@ -161,6 +161,9 @@ type ASAPeerConfig struct {
 	Scopes    []string      `yaml:"scopes"`
 	Subject   SubjectConfig `yaml:"subject"`
 	Workloads []string      `yaml:"workloads"`
+	// Resources: protected resources of the peer's domain a grant request may name
+	// (chaining.GrantPeer.Resources).
+	Resources []string `yaml:"resources"`
 }
 
 // ASBConfig: grants this AS redeems (AS B) and the access tokens it issues.
