@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,7 +110,7 @@ func TestDialogBindingFigure5(t *testing.T) {
 	}
 	// Both TTS binaries say what they serve.
 	mdA, err := oauth.Discover(f.ctx, nil, f.a.TTSURL)
-	if err != nil || len(mdA.IdentityChainingRequestedTokenTypesSupported) != 1 || mdA.IdentityChainingRequestedTokenTypesSupported[0] != chaining.TokenTypeJWT {
+	if err != nil || !slices.Contains(mdA.IdentityChainingRequestedTokenTypesSupported, chaining.TokenTypeJWT) {
 		t.Fatalf("AS A metadata %+v %v", mdA, err)
 	}
 	mdB, err := oauth.Discover(f.ctx, nil, f.b.TTSURL)

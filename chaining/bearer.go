@@ -336,7 +336,9 @@ func (b *JWTBearer) redeem(ctx context.Context, tr *oauth.TokenRequest, req *oau
 		return nil, nil, "", at(stageGrant, errcode.New(errcode.GrantBindingMismatch, "the grant was issued for another workload's key (%s.jkt)", member))
 	}
 	if jag != nil {
-		aud = jag.audience
+		aud = jag.audience // its resources were checked with the ID-JAG (checkIDJAG)
+	} else if aud, err = b.grantResource(aud, tr.Resource, g.Resource); err != nil {
+		return nil, nil, "", at(stageRequest, err)
 	}
 	if len(peer.Clients) > 0 && !matchWorkload(peer.Clients, req.ID) {
 		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not present grants of %s", req.ID, peer.Issuer))

@@ -20,12 +20,17 @@ const (
 	// (RFC 8693 section 3; the identity chaining example, oauth.md 2.2).
 	TokenTypeJWT = "urn:ietf:params:oauth:token-type:jwt"
 
-	// GrantTyp is the JOSE typ of the JWT authorization grants this AS issues. The
-	// identity chaining draft leaves typing open (oauth.md 2.3, Q10); dialogtrust types
-	// its grants explicitly (RFC 8725 section 3.11) so that a grant can never be taken
-	// for another JWT signed by the same key (a Txn-Token, an access token). AS B
-	// accepts a configured list of typs per peer, by default exactly this one.
-	GrantTyp = "oauth-chain-grant+jwt"
+	// GrantTyp is the JOSE typ of the JWT authorization grants this AS issues: the
+	// Txn-Token-JAG's of draft-fletcher-oauth-txn-token-chaining-profile-00 (section
+	// 6.1.1), the profile of identity chaining whose subject token is a Txn-Token, which
+	// is what AS A takes. The identity chaining draft leaves typing open (oauth.md 2.3,
+	// Q10); explicit typing (RFC 8725 section 3.11) keeps a grant from being taken for
+	// another JWT signed by the same key (a Txn-Token, an access token) or for an ID-JAG
+	// (oauth-id-jag+jwt), which the profile says an AS tells apart by typ. AS B accepts a
+	// configured list of typs per peer, by default exactly this one. (Up to issue 28
+	// dialogtrust's own name, oauth-chain-grant+jwt, was used; a peer still sending it
+	// is admitted by listing it in that peer's typs.)
+	GrantTyp = "txn-chain+jwt"
 	// TokenTypeIDJAG is the requested and issued token type of an Identity Assertion
 	// JWT Authorization Grant (draft-ietf-oauth-identity-assertion-authz-grant section
 	// 9.2), IDJAGTyp its JOSE typ (section 3.1: MUST), GrantProfileIDJAG the profile AS B
@@ -49,14 +54,16 @@ type Confirmation struct {
 
 // GrantClaims are the claims of a JWT authorization grant, in the order AS A writes
 // them (oauth.md 2.3; RFC 7523 section 3): iss, sub, aud, iat, nbf, exp (embedded),
-// then jti, scope and requested_cnf. They never contain tctx, tctx.dlg, txn or the
-// subject Txn-Token or its hash: nothing of the original domain's transaction crosses
-// the trust boundary (dialog-binding section 13, domain separation).
+// then jti, scope, requested_cnf and resource. They never contain tctx, tctx.dlg, txn
+// or the subject Txn-Token or its hash: nothing of the original domain's transaction
+// crosses the trust boundary (dialog-binding section 13, domain separation). Resource is
+// the protected resource of the peer's domain the request named (Txn-Token chaining
+// profile section 6.1.2; fletcher.go), one string; AS B's access token is then for it.
 //
 // An ID-JAG (draft-ietf-oauth-identity-assertion-authz-grant section 3.1) is the same
-// claims with client_id, resource and, bound to the client's WIT key, cnf in place of
-// requested_cnf (the draft's section 8.6.1 binding); authorization_details is read
-// only, to be refused when it is not a JSON array (section 4.4.1).
+// claims with client_id, resource (one or more) and, bound to the client's WIT key, cnf
+// in place of requested_cnf (the draft's section 8.6.1 binding); authorization_details
+// is read only, to be refused when it is not a JSON array (section 4.4.1).
 type GrantClaims struct {
 	jose.RegisteredClaims
 	Jti                  string          `json:"jti,omitempty"`

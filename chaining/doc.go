@@ -17,7 +17,7 @@
 //	A2 (domain A)                AS A (TTS A binary)        AS B (TTS B binary)     B1, TTS B
 //	 1. token exchange: subject_token = Txn-Token of D1 (domain A), audience = AS B
 //	    ------------------------------------------------> GrantIssuer
-//	    <------ grant: typ oauth-chain-grant+jwt, aud AS B, requested_cnf = A2's WIT key
+//	    <------ grant: typ txn-chain+jwt, aud AS B, requested_cnf = A2's WIT key
 //	 2. jwt-bearer: assertion = grant, WIT + proof of A2
 //	    ---------------------------------------------------------------> JWTBearer
 //	    <------ access token: typ at+jwt, aud b.example, cnf = A2's WIT key, 5 minutes
@@ -50,9 +50,12 @@
 //
 // # The grant (AS A)
 //
-// Header {"typ":"oauth-chain-grant+jwt","alg","kid"}: the drafts leave typing open
-// (oauth.md 2.3, Q10), and explicit typing keeps the grant from being taken for any
-// other JWT the same key signs (a Txn-Token, an access token). Claims: iss (AS A), sub
+// Header {"typ":"txn-chain+jwt","alg","kid"}: the typ of the Txn-Token-JAG of
+// draft-fletcher-oauth-txn-token-chaining-profile-00 (section 6.1.1), the profile of
+// identity chaining with a Txn-Token as subject token; identity chaining itself leaves
+// typing open (oauth.md 2.3, Q10), and explicit typing keeps the grant from being taken
+// for any other JWT the same key signs (a Txn-Token, an access token). Where this
+// package differs from that profile, and why, is fletcher.go's. Claims: iss (AS A), sub
 // (the Txn-Token's, transcribed by the peer's SubjectMap), aud (AS B's issuer, one
 // string, oauth.md 4.3), iat, exp (60 s by default, at most 5 minutes, never after the
 // Txn-Token's exp), jti (128 random bits), scope (never broader than the Txn-Token's, nor
@@ -69,7 +72,7 @@
 //
 // JWTBearer validates the grant per oauth.md 4.2 through package jose, the one
 // typed-token path: iss a configured peer (else untrusted_issuer), typ one of the
-// peer's (default exactly oauth-chain-grant+jwt; no typ only where the peer allows
+// peer's (default exactly txn-chain+jwt; no typ only where the peer allows
 // untyped grants, else wrong_type), alg on the allow-list (RS256 and PS256 only from a
 // peer opened to RSA, BearerPeer.RSA with a keys.RSAPolicy key set, else
 // unsupported_alg), the key by kid from the peer's configured keys only (a JWKS file or

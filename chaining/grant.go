@@ -57,9 +57,11 @@ type GrantPeer struct {
 	// IDJAG lets this AS issue ID-JAGs (requested_token_type ...:id-jag) for this peer
 	// (idjag.go). Off, such a request is unsupported_token_type.
 	IDJAG bool
-	// Resources are the RFC 8707 resources at this peer an ID-JAG may name (its
-	// resource claim); a request naming another is resource_not_allowed. Empty: an
-	// ID-JAG request may name none.
+	// Resources are the protected resources of the peer's domain (absolute URIs without
+	// fragment, or prefixes of them ending in "/") a request may name as resource: with
+	// audience naming the peer, a grant then carries it as its resource claim (Txn-Token
+	// chaining profile section 4.3.1; fletcher.go), and an ID-JAG likewise (idjag.go;
+	// another is resource_not_allowed there). Default: none.
 	Resources []string
 }
 
@@ -168,10 +170,8 @@ func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
 			return nil, err
 		}
 		p.conds = conds
-		for _, r := range p.Resources {
-			if err := checkResource(r); err != nil || !p.IDJAG {
-				return nil, fmt.Errorf("chaining: peer %s: resource %q: an absolute URI without fragment, for a peer with ID-JAGs", p.Issuer, r)
-			}
+		if err := CheckResources(p.Resources); err != nil {
+			return nil, fmt.Errorf("chaining: peer %s: %w", p.Issuer, err)
 		}
 		for _, n := range p.names() {
 			if other, dup := names[n]; dup && other != p.Issuer {
@@ -327,7 +327,7 @@ func (g *GrantIssuer) issue(ctx context.Context, tr *oauth.TokenRequest, req *oa
 	if tr.RequestedTokenType == TokenTypeIDJAG {
 		return g.issueIDJAG(ctx, tr, req, rec)
 	}
-	peer, err := g.peer(tr.Audience, tr.Resource)
+	peer, resource, err := g.resolvePeer(tr.Audience, tr.Resource)
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
 	}
@@ -370,7 +370,7 @@ func (g *GrantIssuer) issue(ctx context.Context, tr *oauth.TokenRequest, req *oa
 	// Only these claims, by construction: nothing of the Txn-Token but its subject (as
 	// policy transcribes it) and a scope within its own crosses to the peer.
 	claims := &GrantClaims{RegisteredClaims: jose.RegisteredClaims{Iss: g.cfg.Issuer, Sub: sub, Aud: jose.Audience{peer.Issuer}, Iat: &iat, Exp: &e},
-		Jti: newJTI(), Scope: &sc, RequestedCnf: &Confirmation{JKT: Thumbprint(req.WIT.Key)}}
+		Jti: newJTI(), Scope: &sc, RequestedCnf: &Confirmation{JKT: Thumbprint(req.WIT.Key)}, Resource: grantResourceClaim(resource)}
 	key := g.cfg.Keys.Active()
 	tok, err := jose.SignClaims(GrantTyp, key, true, claims)
 	if err != nil {

@@ -125,7 +125,7 @@ func (g *GrantIssuer) issueIDJAG(ctx context.Context, tr *oauth.TokenRequest, re
 	if len(peer.Workloads) > 0 && !matchWorkload(peer.Workloads, req.ID) {
 		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s may not request grants for %s", req.ID, peer.Issuer))
 	}
-	if tr.Resource != "" && !slices.Contains(peer.Resources, tr.Resource) {
+	if tr.Resource != "" && !matchResource(peer.Resources, tr.Resource) {
 		return nil, nil, "", at(stageRequest, errcode.New(errcode.ResourceNotAllowed, "resource %q is not one an ID-JAG for %s may name", errcode.Cut(tr.Resource), peer.Issuer))
 	}
 	var subj *subjectOf

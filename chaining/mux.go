@@ -77,14 +77,17 @@ func addOnce(list *[]string, v string) {
 
 // MetadataFunc amends a token endpoint's RFC 8414 metadata (tts.Config.AmendMetadata)
 // for the chaining handlers served at it: their grant types, the token types they
-// issue, and identity_chaining_requested_token_types_supported (oauth.md 2.5) when this
-// AS issues grants. The handlers listed in tts.Config.Grants amend it themselves.
+// issue, and identity_chaining_requested_token_types_supported (oauth.md 2.5; the
+// Txn-Token chaining profile's section 8, fletcher.go) when this AS issues grants. The
+// handlers listed in tts.Config.Grants amend it themselves.
 func MetadataFunc(grants, bearer bool) func(*oauth.Metadata) {
 	return func(md *oauth.Metadata) {
 		add := addOnce
 		if grants {
 			add(&md.IssuedTokenTypesSupported, TokenTypeJWT)
-			add(&md.IdentityChainingRequestedTokenTypesSupported, TokenTypeJWT)
+			for _, t := range identityChainingTokenTypes {
+				add(&md.IdentityChainingRequestedTokenTypesSupported, t)
+			}
 		}
 		if bearer {
 			add(&md.GrantTypesSupported, GrantTypeJWTBearer)

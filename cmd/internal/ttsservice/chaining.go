@@ -37,7 +37,8 @@ type chainingSetup struct {
 // --check-config runs it too): as_a or as_b; every peer named once, used, and referred
 // to only when configured; keys (exactly one of jwks_url, jwks_file, metadata) for the
 // peers as_b redeems grants of; scopes for them; subject policies that can work;
-// lifetimes within the limits; a WIT authentication method.
+// as_a peers' resources absolute URIs; lifetimes within the limits; a WIT
+// authentication method.
 func checkChaining(cfg *Config) error {
 	cc := cfg.Chaining
 	if cc == nil {
@@ -88,11 +89,8 @@ func checkChaining(cfg *Config) error {
 			if _, err := ref("as_a", ap.Issuer, ap.Subject); err != nil {
 				return err
 			}
-			if len(ap.Resources) > 0 && !ap.IDJAG {
-				return fmt.Errorf("chaining.as_a.peers[%s].resources: only for a peer with id_jag", ap.Issuer)
-			}
-			if err := checkResources("chaining.as_a.peers["+ap.Issuer+"].resources", ap.Resources); err != nil {
-				return err
+			if err := chaining.CheckResources(ap.Resources); err != nil {
+				return fmt.Errorf("chaining.as_a.peers[%s].resources: %w", ap.Issuer, err)
 			}
 		}
 		if err := checkIDTokenIssuers(a.IDTokenIssuers); err != nil {
@@ -106,8 +104,8 @@ func checkChaining(cfg *Config) error {
 		if b.AccessTokenLifetime < 0 || b.AccessTokenLifetime > chaining.MaxAccessTokenLifetime {
 			return fmt.Errorf("chaining.as_b.access_token_lifetime: at most %s", chaining.MaxAccessTokenLifetime)
 		}
-		if err := checkResources("chaining.as_b.resources", b.Resources); err != nil {
-			return err
+		if err := chaining.CheckResources(b.Resources); err != nil {
+			return fmt.Errorf("chaining.as_b.resources: %w", err)
 		}
 		for _, bp := range b.Peers {
 			p, err := ref("as_b", bp.Issuer, bp.Subject)

@@ -239,6 +239,7 @@ func TestChainingConfigErrors(t *testing.T) {
 		{"chaining:\n  peers: [{issuer: https://b}]\n  as_a: {peers: [{issuer: https://b, subject: {mode: prefix}}]}\n", "subject"},
 		{"chaining:\n  peers: [{issuer: https://b}]\n  as_a: {peers: [{issuer: https://b}]}\nauth:\n  methods: [private_key_jwt]\n", "wit_httpsig or wit_wpt"},
 		{"chaining:\n  peers: [{issuer: https://b, jwks: x}]\n  as_a: {peers: [{issuer: https://b}]}\n", "unknown field"},
+		{"chaining:\n  peers: [{issuer: https://b}]\n  as_a: {peers: [{issuer: https://b, resources: [api.b.example]}]}\n", "not an absolute URI"},
 	} {
 		if err := checkConfig(t, chainingBaseYAML+tc.chaining); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: got %v, want %q", tc.chaining, err, tc.want)

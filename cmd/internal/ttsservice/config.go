@@ -184,9 +184,10 @@ type ASAPeerConfig struct {
 	// When and GrantScopes are CEL (docs/chaining.md, "Conditions").
 	When        kit.Expr `yaml:"when"`
 	GrantScopes kit.Expr `yaml:"grant_scopes"`
-	// IDJAG: ID-JAGs (requested_token_type ...:id-jag) may be issued for this peer;
-	// Resources are the RFC 8707 resources at the peer they may name.
-	IDJAG     bool     `yaml:"id_jag"`
+	// IDJAG: ID-JAGs (requested_token_type ...:id-jag) may be issued for this peer.
+	IDJAG bool `yaml:"id_jag"`
+	// Resources: protected resources of the peer's domain a grant request or an ID-JAG
+	// request may name (chaining.GrantPeer.Resources).
 	Resources []string `yaml:"resources"`
 }
 

@@ -3,9 +3,7 @@ package ttsservice
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/chaining"
@@ -75,12 +73,3 @@ func peerTyps(typs []string, idjag bool) []string {
 	return append(slices.Clone(typs), chaining.IDJAGTyp)
 }
 
-// checkResources: RFC 8707 section 2: each an absolute URI without a fragment.
-func checkResources(section string, rs []string) error {
-	for _, r := range rs {
-		if u, err := url.Parse(r); err != nil || !u.IsAbs() || strings.Contains(r, "#") {
-			return fmt.Errorf("%s: %q is not an absolute URI without a fragment", section, r)
-		}
-	}
-	return nil
-}

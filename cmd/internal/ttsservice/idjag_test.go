@@ -102,7 +102,7 @@ func TestIDJAGTwoDomains(t *testing.T) {
 
 func TestIDJAGConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ chaining, want string }{
-		{"chaining:\n  peers: [{issuer: https://c}]\n  as_a: {peers: [{issuer: https://c, resources: [https://c/mcp]}]}\n", "only for a peer with id_jag"},
+		{"chaining:\n  peers: [{issuer: https://c}]\n  as_a: {peers: [{issuer: https://c, id_jag: true, resources: [\"https://c/mcp#f\"]}]}\n", "not an absolute URI without a fragment"},
 		{"chaining:\n  peers: [{issuer: https://c}]\n  as_a: {peers: [{issuer: https://c, id_jag: true}], id_token_issuers: [{issuer: https://idp}]}\n", "exactly one of jwks_url, jwks_file"},
 		{"chaining:\n  peers: [{issuer: https://c}]\n  as_a: {peers: [{issuer: https://c, id_jag: true}], id_token_issuers: [{jwks_file: /x}]}\n", "an issuer is required"},
 		{"chaining:\n  peers: [{issuer: https://c}]\n  as_a: {peers: [{issuer: https://c, id_jag: true, resources: [c/mcp]}]}\n", "not an absolute URI"},
