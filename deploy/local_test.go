@@ -58,6 +58,8 @@ func TestLocalDeployment(t *testing.T) {
 	env := cleanEnv(map[string]string{
 		"DIALOGTRUST_LOCAL_DIR":           dir,
 		"DIALOGTRUST_LOCAL_READY_TIMEOUT": "60",
+		// Progress lines every second while it builds (checkUpBuildReport).
+		"DIALOGTRUST_LOCAL_PROGRESS_SECONDS": "1",
 		// up.sh runs go build; make sure it finds the same go as this test.
 		"PATH": filepath.Dir(goBin()) + string(os.PathListSeparator) + os.Getenv("PATH"),
 	})
@@ -92,6 +94,8 @@ func TestLocalDeployment(t *testing.T) {
 	if !strings.Contains(out, "env file: "+filepath.Join(dir, "env")) {
 		t.Errorf("up.sh did not print the env file:\n%s", out)
 	}
+	checkUpBuildReport(t, out, dir)
+	runTryIt(ctx, t, out, dir)
 
 	vars := readEnvFile(t, filepath.Join(dir, "env"))
 	procs := readPIDs(t, filepath.Join(dir, "pids"))
@@ -157,21 +161,25 @@ func TestLocalDeployment(t *testing.T) {
 		if err := os.WriteFile(txnFile, []byte(strings.TrimSpace(txn)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		claimsJSON, errOut, err := cli("txn", "verify", "--jwks", vars["DIALOGTRUST_LOCAL_"+D+"_TTS"]+"/.well-known/jwks.json",
+		verdictJSON, errOut, err := cli("txn", "verify", "--json", "--jwks", vars["DIALOGTRUST_LOCAL_"+D+"_TTS"]+"/.well-known/jwks.json",
 			"--audience", td, "--dialog", dialog, "@"+txnFile)
 		if err != nil {
 			t.Fatalf("%s: txn verify: %v\n%s", td, err, errOut)
 		}
-		var claims struct {
-			Iss   string         `json:"iss"`
-			Aud   string         `json:"aud"`
-			Sub   string         `json:"sub"`
-			ReqWL string         `json:"req_wl"`
-			Tctx  map[string]any `json:"tctx"`
+		var verdict struct {
+			Verified bool `json:"verified"`
+			Claims   struct {
+				Iss   string         `json:"iss"`
+				Aud   string         `json:"aud"`
+				Sub   string         `json:"sub"`
+				ReqWL string         `json:"req_wl"`
+				Tctx  map[string]any `json:"tctx"`
+			} `json:"claims"`
 		}
-		if err := json.Unmarshal([]byte(claimsJSON), &claims); err != nil {
-			t.Fatalf("%s: txn verify printed %q: %v", td, claimsJSON, err)
+		if err := json.Unmarshal([]byte(verdictJSON), &verdict); err != nil || !verdict.Verified {
+			t.Fatalf("%s: txn verify --json printed %q: %v", td, verdictJSON, err)
 		}
+		claims := verdict.Claims
 		if claims.Iss != vars["DIALOGTRUST_LOCAL_"+D+"_TTS"] || claims.Aud != td || claims.Sub != "alice@"+td ||
 			claims.ReqWL != workload || claims.Tctx["dlg"] != dialog {
 			t.Errorf("%s: Txn-Token claims %+v", td, claims)

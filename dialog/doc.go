@@ -53,8 +53,12 @@
 // dialog's state (Registry.Check), the Txn-Token. Only then is the body read, within
 // the proof's bound, and compared with the Content-Digest the HTTP signature covers
 // or the WPT binds (wpt.RequestOptions.BindRequest), and the proof's nonce or jti
-// claimed, last of the proof, so that only an authenticated request spends one. A
-// handoff, which is read from the body, comes next, and the one side effect, the
+// claimed, last of the proof, so that only an authenticated request spends one. Then
+// the MCP fields that repeat the body for intermediaries (MCP 2026-07-28: Mcp-Method,
+// Mcp-Name, the protocol version) are held to it (hostproto.CheckMCPHeaders,
+// errcode.MCPHeaderMismatch), whenever the request carries them or the body is read
+// anyway, then the authorization (WithAuthorizer). A handoff, which is read from the
+// body, comes next, and the one side effect, the
 // dialog established (Registry.Accept), last. So a request refused by any field check
 // has no octet of its body read, and a client that sent Expect: 100-continue gets
 // no 100 Continue (net/http sends it at the first read of the body).
@@ -77,4 +81,12 @@
 // it as the call's error; anything else (plain HTTP, a notification, a batch) gets the
 // RFC 9457 problem document. Refusals before the handoff step (proof, Dialog-Context,
 // Txn-Token) are always the problem document.
+//
+// # Protected resource metadata (RFC 9728)
+//
+// resourcemetadata.go: WithResourceMetadata publishes the receiver's metadata
+// (ResourceMetadataHandler, at the well-known URL ResourceMetadataURL derives) and
+// names it on the receiver's 401s, in the WPT challenge (the only WIMSE scheme; an
+// HTTP-signature receiver sends none, and none is Bearer). bearer_methods_supported is
+// always [], and ProofsSupportedMember lists the proofs the receiver takes.
 package dialog

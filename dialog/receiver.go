@@ -106,6 +106,11 @@ type Receiver struct {
 	handoffs       *handoff.Receiver
 	place          func(body []byte) (*hostproto.Carried, error)
 	authorizer     authz.Decider
+	// metadata is WithResourceMetadata's; published it checked and encoded, and
+	// challenge the WWW-Authenticate of 401s (resourcemetadata.go).
+	metadata  *ResourceMetadata
+	published *publishedMetadata
+	challenge string
 }
 
 // ReceiverOption configures a Receiver.
@@ -186,6 +191,9 @@ func NewReceiver(opts ...ReceiverOption) (*Receiver, error) {
 	}
 	if r.sig == nil && r.wpt == nil {
 		return nil, errcode.New(errcode.InvalidRequest, "a receiver needs HTTP signatures or WPTs")
+	}
+	if err := r.publishMetadata(); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -344,10 +352,16 @@ func (rc *Receiver) verifyRequest(ctx context.Context, r *http.Request, v *Verif
 	// The body, read once for the steps that read it (authorization, handoffs) and put
 	// back for the handler.
 	var body []byte
-	if rc.handoffs != nil || rc.authorizer != nil {
+	if rc.handoffs != nil || rc.authorizer != nil || hostproto.MCPHeadersApply(r.Header) {
 		var err error
 		if body, err = readBody(r); err != nil {
 			return nil, nil, err // a body that could not be read has no request to name
+		}
+		// MCP 2026-07-28: the fields intermediaries decide by (Mcp-Method, Mcp-Name,
+		// the protocol version) say what the body says, before anything is decided or
+		// recorded by the body.
+		if err := hostproto.CheckMCPHeaders(r.Header, body); err != nil {
+			return nil, jsonrpcRequestOf(body), err
 		}
 	}
 	if rc.authorizer != nil {
@@ -425,7 +439,7 @@ func (rc *Receiver) Middleware(next http.Handler) http.Handler {
 			next = reply
 		case err != nil:
 			noteRefusal(r, err)
-			reply.writeError(w, err)
+			reply.writeError(rc.challenged(w), err)
 			return
 		default:
 			r = r.WithContext(context.WithValue(r.Context(), verifiedKey{}, v))

@@ -182,6 +182,12 @@ const (
 	// host protocol or version, another method, a second copy): refused rather than let
 	// through unchecked (section 6).
 	HandoffUnplaced Code = "handoff_unplaced"
+	// MCPHeaderMismatch: an MCP request's Mcp-Method or Mcp-Name field is not what its
+	// body says (the JSON-RPC method; params.name or params.uri), is sent twice, or is
+	// missing where protocol 2026-07-28 requires it; or its MCP-Protocol-Version is not
+	// the version the body's _meta names (MCP 2026-07-28 Streamable HTTP, SEP-2243, -32020
+	// HeaderMismatch). HTTP 400.
+	MCPHeaderMismatch Code = "mcp_header_mismatch"
 )
 
 // Codes for dialogs (package dialog; dialog-binding-wimse-oauth). Documented in docs/errors.md.
@@ -290,7 +296,9 @@ const (
 // Codes for the proxy (package proxy, issue 15). Each is documented in docs/proxy.md.
 const (
 	// NoRoute: the egress proxy has no route for the request's path, or the path is not
-	// in normal form (a dot segment could leave the route's upstream path). HTTP 404.
+	// in normal form (a dot segment could leave the route's upstream path); at a
+	// receiver publishing protected resource metadata, a path under its well-known
+	// prefix that is not the metadata's (dialog.ResourceMetadataHandler). HTTP 404.
 	NoRoute Code = "no_route"
 	// UpstreamUnavailable: the upstream (the called agent behind an egress route, or
 	// the application behind the ingress) could not be reached or gave no usable answer,

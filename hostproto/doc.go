@@ -25,6 +25,11 @@
 //     Streamable HTTP and A2A streaming replies come in: IsEventStream, a strict and
 //     bounded ParseEventStream (MaxStreamEvents), StreamReply (the response event to a
 //     request), ReplaceEventData.
+//   - mcpheaders.go, MCP 2026-07-28's fields that repeat the body for intermediaries
+//     (Streamable HTTP "Standard headers", SEP-2243; the version in _meta, SEP-2575):
+//     CheckMCPHeaders holds Mcp-Method, Mcp-Name and MCP-Protocol-Version to the body
+//     and requires them where the version does (errcode.MCPHeaderMismatch, which
+//     WriteError sends as MCP's HeaderMismatch, -32020 on HTTP 400).
 //   - a2a.go, A2A's service parameters: the extension listed in A2A-Extensions (and
 //     X-A2A-Extensions for 0.3), A2A-Version.
 //
@@ -35,5 +40,6 @@
 // nothing of dialog, agent or proxy.
 //
 // Parsers of network input here are bounded and fuzzed (FuzzParseEventStream,
-// FuzzSameJSONRPCIDKeepsEqualTexts, FuzzHandoffSec6_EveryHandoffKeyIsPlacedOrRefused).
+// FuzzSameJSONRPCIDKeepsEqualTexts, FuzzHandoffSec6_EveryHandoffKeyIsPlacedOrRefused,
+// FuzzMCP20260728StandardHeaders).
 package hostproto

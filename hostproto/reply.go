@@ -30,11 +30,18 @@ const (
 // <detail>","data":{"type","code","kind","detail","error"}}}, data holding the problem
 // document's type, code, kind and detail, and "error" the message again (a2a-go 0.3
 // surfaces only that member of the data).
+//
+// One refusal is MCP's own: errcode.MCPHeaderMismatch (CheckMCPHeaders) goes out as MCP
+// 2026-07-28 answers fields that disagree with the body, HeaderMismatch (-32020) on HTTP
+// 400, with the same data; go-sdk surfaces a JSON-RPC error on a 4xx as the call's error.
 func WriteError(w http.ResponseWriter, id json.RawMessage, err error) {
 	d := problem.From(err)
-	code := jsonrpcInvalidParams
-	if errcode.KindOf(err) == errcode.Incomplete {
+	code, status := jsonrpcInvalidParams, http.StatusOK
+	switch {
+	case errcode.KindOf(err) == errcode.Incomplete:
 		code = jsonrpcInternalError
+	case errcode.CodeOf(err) == errcode.MCPHeaderMismatch:
+		code, status = JSONRPCHeaderMismatch, http.StatusBadRequest
 	}
 	msg := d.Code
 	if d.Detail != "" {
@@ -59,7 +66,7 @@ func WriteError(w http.ResponseWriter, id json.RawMessage, err error) {
 	}{"2.0", id, rpcError{code, msg, errorData{d.Type, d.Code, d.Kind, d.Detail, msg}}}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)
 }
 

@@ -66,7 +66,8 @@ func (c component) id() string {
 var common = func() map[string]struct{ key, id, idReq string } {
 	m := map[string]struct{ key, id, idReq string }{}
 	for _, n := range []string{compMethod, compPath, compQuery, compStatus, compAuthority, compTargetURI,
-		"content-type", "content-digest", "authorization", "txn-token", "workload-identity-token", "dialog-context"} {
+		"content-type", "content-digest", "authorization", "txn-token", "workload-identity-token", "dialog-context",
+		"dialog-provenance", "mcp-method", "mcp-name"} {
 		k := ""
 		if !strings.HasPrefix(n, "@") {
 			k = textproto.CanonicalMIMEHeaderKey(n)

@@ -88,7 +88,9 @@
 //     Those of content-type, content-digest, authorization, txn-token,
 //     workload-identity-token and dialog-provenance (the experimental provenance field
 //     of package dialog, which must be covered so that earlier hops' records cannot be
-//     removed or reordered) (responses: content-type, content-digest,
+//     removed or reordered), mcp-method and mcp-name (MCP 2026-07-28's copies of the
+//     body's method and tool, which intermediaries decide by) (responses:
+//     content-type, content-digest,
 //     workload-identity-token) that the message carries are covered
 //     (missing_required_component), and so is Dialog-Context when present
 //     (dialog_context_not_covered, dialog-binding section 7).

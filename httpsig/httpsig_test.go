@@ -791,3 +791,49 @@ func TestVerifyRequestWithWIT(t *testing.T) {
 		t.Fatal("wrong WIT")
 	}
 }
+
+// MCP 2026-07-28 (SEP-2243): Mcp-Method and Mcp-Name repeat the body's method and tool
+// for intermediaries, which decide by them. A signer covers them whenever the request
+// carries them, a verifier refuses a signature that leaves either out
+// (missing_required_component), and a value changed after signing fails the signature.
+func TestMCP20260728_SignatureCoversMcpMethodAndName(t *testing.T) {
+	f := newFixture(t, keys.ES256)
+	signed := func() *http.Request {
+		req := newRequest(t, http.MethodPost, testURL, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"book_hotel"}}`)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "book_hotel")
+		_, err := f.client.signer.SignRequest(req, testAudience)
+		mustOK(t, err)
+		return req
+	}
+	req := signed()
+	if si := req.Header.Get("Signature-Input"); !strings.Contains(si, `"mcp-method" "mcp-name")`) {
+		t.Fatalf("Signature-Input does not cover the MCP fields: %s", si)
+	}
+	res, err := f.verifier().VerifyRequest(ctx, onTheWire(t, req))
+	mustOK(t, err)
+	if !res.Covers(`"mcp-method"`) || !res.Covers(`"mcp-name"`) {
+		t.Fatalf("result %+v", res)
+	}
+	for _, field := range []string{"Mcp-Method", "Mcp-Name"} {
+		t.Run(field+" changed after signing", func(t *testing.T) {
+			req := signed()
+			req.Header.Set(field, "read_mail")
+			_, err := f.verifier().VerifyRequest(ctx, onTheWire(t, req))
+			wantCode(t, err, errcode.InvalidSignature)
+		})
+		t.Run(field+" left out", func(t *testing.T) {
+			req := signed()
+			var comps []string
+			for _, c := range defaultRequestComps(req) {
+				if c != `"`+strings.ToLower(field)+`"` {
+					comps = append(comps, c)
+				}
+			}
+			resignRequest(t, f.client.key, req, "wimse", comps, f.params())
+			_, err := f.verifier().VerifyRequest(ctx, onTheWire(t, req))
+			wantCode(t, err, errcode.MissingRequiredComponent)
+		})
+	}
+}

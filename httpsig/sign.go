@@ -28,10 +28,12 @@ const DefaultLabel = "wimse"
 const DefaultTTL = 60 * time.Second
 
 // Components covered when the message carries them (http-signature-07 section 3;
-// dialog-context: dialog-binding section 7), in the order they are listed in
-// Signature-Input.
+// dialog-context: dialog-binding section 7; mcp-method and mcp-name: MCP 2026-07-28's
+// fields that repeat the body's method and tool for intermediaries, which decide by
+// them, so a signature that leaves them out would let a hop change what they decide
+// on), in the order they are listed in Signature-Input.
 var (
-	requestOptionalFields  = []string{"content-type", "content-digest", "authorization", "txn-token", "workload-identity-token", "dialog-context", "dialog-provenance"}
+	requestOptionalFields  = []string{"content-type", "content-digest", "authorization", "txn-token", "workload-identity-token", "dialog-context", "dialog-provenance", "mcp-method", "mcp-name"}
 	responseOptionalFields = []string{"content-type", "content-digest", "workload-identity-token", "dialog-context"}
 
 	requestFixed  = mustComponents(false, `"@method"`, `"@path"`, `"@query"`)
@@ -152,8 +154,8 @@ func RequestSignResponse(b bool) RequestOption {
 // carries one WIMSE signature, and a forwarded request's earlier one would make it
 // ambiguous. The body is read and put back (through req.GetBody when set, so that a
 // retry can replay it). Covered: "@method" "@path" "@query", then whichever of
-// content-type, content-digest, authorization, txn-token, workload-identity-token and
-// dialog-context req carries.
+// content-type, content-digest, authorization, txn-token, workload-identity-token,
+// dialog-context, dialog-provenance, mcp-method and mcp-name req carries.
 func (s *Signer) SignRequest(req *http.Request, audience string, opts ...RequestOption) (string, error) {
 	var o requestOptions
 	for _, f := range opts {

@@ -25,10 +25,12 @@ const (
 const ReplayKeyPrefix = "httpsig:nonce:"
 
 // Fields the profile requires to be covered when the message carries them
-// (http-signature-07 section 3). Dialog-Context is checked separately, with its own
-// code (dialog-binding section 7).
+// (http-signature-07 section 3), and MCP 2026-07-28's Mcp-Method and Mcp-Name, which
+// intermediaries and receivers decide by (hostproto.CheckMCPHeaders holds them to the
+// body). Dialog-Context is checked separately, with its own code (dialog-binding
+// section 7).
 var (
-	requestMustCover  = headerKeys("content-type", "content-digest", "authorization", "txn-token", "workload-identity-token", "dialog-provenance")
+	requestMustCover  = headerKeys("content-type", "content-digest", "authorization", "txn-token", "workload-identity-token", "dialog-provenance", "mcp-method", "mcp-name")
 	responseMustCover = headerKeys("content-type", "content-digest", "workload-identity-token")
 	dialogContext     = component{name: "dialog-context", key: headerDialogContext}
 )

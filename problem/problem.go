@@ -37,7 +37,7 @@ func Status(err error) int {
 		return http.StatusServiceUnavailable
 	}
 	switch errcode.CodeOf(err) {
-	case errcode.InvalidRequest, errcode.BodyTooLarge, errcode.DuplicateField, errcode.HandoffUnplaced:
+	case errcode.InvalidRequest, errcode.BodyTooLarge, errcode.DuplicateField, errcode.HandoffUnplaced, errcode.MCPHeaderMismatch:
 		if errcode.CodeOf(err) == errcode.BodyTooLarge {
 			return http.StatusRequestEntityTooLarge
 		}

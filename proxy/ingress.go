@@ -79,6 +79,10 @@ type Ingress struct {
 	stream            streamer
 	// wait bounds the wait for the application's answer (IngressConfig.UpstreamTimeout).
 	wait time.Duration
+	// receiver writes the ingress's refusals (its 401s' challenge); metadata is its
+	// protected resource metadata, served here (ingress_metadata.go).
+	receiver *dialog.Receiver
+	metadata *ingressMetadata
 }
 
 // NewIngress checks cfg and builds the ingress.
@@ -106,7 +110,8 @@ func NewIngress(cfg IngressConfig) (*Ingress, error) {
 	if tr == nil {
 		tr = ingressTransport(socket)
 	}
-	in := &Ingress{upstream: up, transport: tr, boundary: cfg.Boundary, handoffs: cfg.Handoffs, forwardProvenance: cfg.ForwardProvenance, stream: stream, wait: wait}
+	in := &Ingress{upstream: up, transport: tr, boundary: cfg.Boundary, handoffs: cfg.Handoffs, forwardProvenance: cfg.ForwardProvenance, stream: stream, wait: wait,
+		receiver: cfg.Receiver, metadata: metadataOf(cfg.Receiver)}
 	in.handler = cfg.Receiver.Middleware(http.HandlerFunc(in.forward))
 	return in, nil
 }
@@ -164,6 +169,9 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A dot segment could leave the application's base path once appended to it.
 		in.refuse(w, r, errcode.New(errcode.InvalidRequest, "the path is not in normal form"))
 		return
+	}
+	if in.serveMetadata(w, r) {
+		return // public, and never the application's
 	}
 	// The receiver's writer may hold the response to sign it, and cannot move the
 	// connection's write deadline: forward moves it on w itself. And the handlers get

@@ -119,10 +119,11 @@ func (in *Ingress) withRefusalLog(r *http.Request) *http.Request {
 	return r.WithContext(dialog.WithRefusalHook(r.Context(), func(err error) { in.logRefusal(r, err) }))
 }
 
-// refuse answers the caller with err and logs it.
+// refuse answers the caller with err, with the receiver's challenge on a 401, and logs
+// it.
 func (in *Ingress) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	in.logRefusal(r, err)
-	problem.Write(w, err)
+	in.receiver.WriteRefusal(w, err)
 }
 
 // logRefusal logs one refusal of the ingress with its code and the SHA-256 of the WIT

@@ -31,4 +31,10 @@
 // receiver verified, and Tool wraps a tool handler so that an accepted offer is taken
 // before the work and the signed outcome goes back in the result's _meta. An MCP
 // session is used only by the workload that opened it (errcode.SessionOwnerMismatch).
+//
+// MCP 2026-07-28 (go-sdk's Stateless handler, a client asking for that version) has no
+// session: the offer and the status ride in _meta as before, and the delegator's
+// "canceled" status, which reaches a fresh session that does not hold the call, stops
+// the work by the hop it names (Handler cancels the context Tool runs the work in).
+// stateless_test.go shows it with go-sdk at both ends.
 package dialogmcp

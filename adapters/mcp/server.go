@@ -25,6 +25,16 @@ const verifiedHeader = "Dialogtrust-Mcp-Verified"
 
 var verified sync.Map // reference -> *dialog.Verified
 
+// hopKey names the work of an accepted offer: the delegator (offer.iss) and its hop.
+type hopKey struct{ iss, hop string }
+
+// working holds, for each accepted offer whose tool runs in Tool, the cancel of the
+// tool's context, so that the delegator's "canceled" status stops the work by the hop
+// it names, in whatever HTTP request it comes: without a session (MCP 2026-07-28,
+// go-sdk's Stateless handler) notifications/cancelled reaches a fresh session that
+// does not hold the call, and go-sdk's own cancel by JSON-RPC id finds nothing.
+var working sync.Map // hopKey -> context.CancelFunc
+
 // Handler serves the MCP servers getServer returns over go-sdk's streamable HTTP
 // transport, behind rc: every HTTP request (initialize, tool calls, notifications, the
 // event stream) is verified first, and refused, or answered for a refused handoff,
@@ -54,6 +64,13 @@ func Handler(rc *dialog.Receiver, getServer func(*http.Request) *mcp.Server, opt
 		if sid != "" && !owners.check(sid, sender) {
 			problem.Write(w, errcode.New(errcode.SessionOwnerMismatch, "the MCP session was opened by another workload"))
 			return
+		}
+		if v.Cancel != nil && v.Cancel.StopWork && v.Cancel.Status != nil {
+			// The delegator's "canceled" status, verified and recorded by the receiver:
+			// the work of that hop stops, whichever request or session carried it.
+			if stop, ok := working.Load(hopKey{v.Cancel.Status.Iss, v.Cancel.Status.Hop}); ok {
+				stop.(context.CancelFunc)()
+			}
 		}
 		ref := rand.Text()
 		verified.Store(ref, v)
@@ -180,7 +197,9 @@ func Verified(req *mcp.CallToolRequest) *dialog.Verified {
 
 // Tool wraps a tool handler for calls that may carry a handoff (section 6). A call
 // outside Handler is refused. A call without a handoff runs h as it is. For an accepted
-// offer, the hop is taken (hr.Accept, section 4) before h runs, and its outcome is
+// offer, the hop is taken (hr.Accept, section 4) before h runs, h's context ends when
+// the delegator's "canceled" status for the hop arrives through Handler (in any
+// request: MCP 2026-07-28 has no session to find the call by), and its outcome is
 // signed and returned in the result's _meta: "completed" when h returns a result that
 // is not an error, else "failed", saying that the work took no effect (section 5.4).
 // A tool whose work can take part effect before it fails must not report that as an
@@ -198,6 +217,13 @@ func Tool(hr *handoff.Receiver, h mcp.ToolHandler) mcp.ToolHandler {
 		if _, err := hr.Accept(ctx, iss, hop); err != nil {
 			return nil, err
 		}
+		// The delegator's cancel of this hop (Handler) ends ctx, with or without a
+		// session.
+		ctx, stop := context.WithCancel(ctx)
+		key := hopKey{iss, hop}
+		working.Store(key, stop)
+		defer working.Delete(key)
+		defer stop()
 		res, err := h(ctx, req)
 		// The outcome is recorded even when the call's context ended (a cancel).
 		rec := context.WithoutCancel(ctx)

@@ -57,6 +57,7 @@ func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	ttsAddr := fs.String("tts-addr", "127.0.0.1:0", "loopback host:port of the TTS (port 0: a free one)")
 	peerAddr := fs.String("peer-addr", "127.0.0.1:0", "loopback host:port of the peer domain's TTS, AS B of identity chaining (port 0: a free one)")
 	peerWITAddr := fs.String("peer-wit-addr", "127.0.0.1:0", "loopback host:port of the peer domain's WIT issuer (port 0: a free one)")
+	logFormat := fs.String("log-format", "", "the services' logs on standard error: text or json (default: text on a terminal, else json)")
 	proxies := fs.Bool("proxies", false, "also run a proxy pair on free loopback ports: an egress for "+devWorkload+" routing to an ingress in front of an echo application")
 	app := fs.String("app", "", "with --proxies: the URL of your own HTTP application (such as http://127.0.0.1:8000), put behind the ingress in place of the echo application")
 	egressAddr := fs.String("egress-addr", "127.0.0.1:0", "with --proxies: loopback host:port of the egress (port 0: a free one)")
@@ -66,6 +67,10 @@ func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if fs.NArg() != 0 {
 		return usageError{"unexpected argument " + fs.Arg(0)}
 	}
+	format, err := devLogFormat(*logFormat, stderrIsTerminal())
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
@@ -74,7 +79,7 @@ func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	// reaching this process, the services must not outlive it.
 	go stopWhenOrphaned(ctx, cancel, os.Getppid(), os.Getppid, kit.Ticker(ctx, time.Second))
 	return runDev(ctx, devOptions{witAddr: *witAddr, ttsAddr: *ttsAddr, peerAddr: *peerAddr, peerWITAddr: *peerWITAddr, proxies: *proxies,
-		pair: devPairOptions{app: *app, egressAddr: *egressAddr}, command: devCommand(), started: time.Now()}, stdout, stderr)
+		pair: devPairOptions{app: *app, egressAddr: *egressAddr}, logFormat: format, command: devCommand(), started: time.Now()}, stdout, stderr)
 }
 
 type devOptions struct {
@@ -82,6 +87,8 @@ type devOptions struct {
 	// proxies also runs the proxy pair (startDevPair), configured by pair.
 	proxies bool
 	pair    devPairOptions
+	// logFormat is the services' (devLogFormat): kit.LogText or kit.LogJSON.
+	logFormat string
 	// command starts the printed commands: this executable, or `go run ./cmd/dialogtrust`.
 	command string
 	// started is when the process started, for the "ready in" line.
@@ -127,31 +134,31 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	done := make(chan devResult, 7) // the four services and, with proxies, the pair's three
 	// The services' own lines (the start log, the DEVELOPMENT banners, "listening on")
 	// go to stderr: stdout is what this command prints.
-	wp := witissuerservice.Program
+	wp := devProgram(witissuerservice.Program, o.logFormat)
 	go func() {
-		done <- devResult{"--wit-addr", kit.Run(ctx, wp, []string{"-listen", witAddr}, nil, stderr, stderr, nil)}
+		done <- devResult{"--wit-addr", kit.Run(ctx, wp, devArgs(witAddr, o.logFormat), nil, stderr, stderr, nil)}
 	}()
 	// Both TTSs are the tts program with another embedded configuration, as with
 	// --config: dev.local's is cmd/tts's default with identity chaining added, the
 	// peer's its own (devPeerConfig).
-	tp := ttsservice.Program
+	tp := devProgram(ttsservice.Program, o.logFormat)
 	tp.Config.Default = devChainingConfig(tp.Config.Default, peerURL)
 	ttsEnv := []string{ttsservice.EnvPrefix + "WIT_JWKS_URL=" + witURL + witissuer.PathJWKS}
 	go func() {
-		done <- devResult{"--tts-addr", kit.Run(ctx, tp, []string{"-listen", ttsAddr}, ttsEnv, stderr, stderr, nil)}
+		done <- devResult{"--tts-addr", kit.Run(ctx, tp, devArgs(ttsAddr, o.logFormat), ttsEnv, stderr, stderr, nil)}
 	}()
-	pp := ttsservice.Program
+	pp := devProgram(ttsservice.Program, o.logFormat)
 	pp.Config.Default = devPeerConfig(peerAddr, witURL, ttsURL, peerWITURL)
 	go func() {
-		done <- devResult{"--peer-addr", kit.Run(ctx, pp, []string{"-listen", peerAddr}, nil, stderr, stderr, nil)}
+		done <- devResult{"--peer-addr", kit.Run(ctx, pp, devArgs(peerAddr, o.logFormat), nil, stderr, stderr, nil)}
 	}()
 	// The peer domain's workloads get their WITs from its own issuer, the wit-issuer
 	// program with peer.local in place of dev.local: a dialog and the identities in it
 	// stay within their trust domain (dialog-binding section 11).
-	pwp := witissuerservice.Program
+	pwp := devProgram(witissuerservice.Program, o.logFormat)
 	pwp.Config.Default = devPeerWITConfig(peerWITAddr)
 	go func() {
-		done <- devResult{"--peer-wit-addr", kit.Run(ctx, pwp, []string{"-listen", peerWITAddr}, nil, stderr, stderr, nil)}
+		done <- devResult{"--peer-wit-addr", kit.Run(ctx, pwp, devArgs(peerWITAddr, o.logFormat), nil, stderr, stderr, nil)}
 	}()
 	running := 4
 	// stopAll stops the services, then removes the run's directory, and returns the
@@ -207,7 +214,7 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	var pair *devPair
 	if o.proxies {
 		// After the services: each proxy discovers the WIT issuer as it starts.
-		p, started, err := startDevPair(ctx, witURL, ttsURL, o.pair, done, stderr)
+		p, started, err := startDevPair(ctx, witURL, ttsURL, o.pair, o.logFormat, done, stderr)
 		running += started
 		if err != nil {
 			return stopAll(err)

@@ -135,10 +135,10 @@ func TestDev(t *testing.T) {
 		t.Fatalf("the commands wrote into the working directory: %v", ents)
 	}
 	var witClaims, txnClaims map[string]any
-	if err := json.Unmarshal([]byte(outputs[1]), &witClaims); err != nil || witClaims["sub"] != devWorkload {
+	if err := json.Unmarshal(verifiedClaims(t, outputs[1]), &witClaims); err != nil || witClaims["sub"] != devWorkload {
 		t.Fatalf("wit verify printed %q: %v", outputs[1], err)
 	}
-	if err := json.Unmarshal([]byte(outputs[3]), &txnClaims); err != nil || txnClaims["req_wl"] != devWorkload ||
+	if err := json.Unmarshal(verifiedClaims(t, outputs[3]), &txnClaims); err != nil || txnClaims["req_wl"] != devWorkload ||
 		txnClaims["tctx"].(map[string]any)["dlg"] != devDialog {
 		t.Fatalf("txn verify printed %q: %v", outputs[3], err)
 	}
@@ -320,7 +320,7 @@ func checkLinkedDialog(t *testing.T, peerURL, out string) {
 		ReqWL           string         `json:"req_wl"`
 		TCtx            map[string]any `json:"tctx"`
 	}
-	if err := json.Unmarshal([]byte(out), &c); err != nil {
+	if err := json.Unmarshal(verifiedClaims(t, out), &c); err != nil {
 		t.Fatalf("txn verify printed %q: %v", out, err)
 	}
 	if c.Iss != peerURL || c.Aud != devPeerDomain || c.Sub != devSubject || c.Scope != devScope || c.ReqWL != devPeerWorkload ||

@@ -34,10 +34,11 @@ type devPair struct {
 }
 
 // startDevPair starts the two proxies and, without --app, the echo application, each
-// run by the service runner like `dialogtrust proxy` with a configuration made here;
-// every one reports on done when it ends. It returns the pair's addresses and how many
-// it started. The WIT issuer must be ready: a proxy discovers it at start.
-func startDevPair(ctx context.Context, witURL, ttsURL string, o devPairOptions, done chan<- devResult, stderr io.Writer) (*devPair, int, error) {
+// run by the service runner like `dialogtrust proxy` with a configuration made here,
+// logging in logFormat; every one reports on done when it ends. It returns the pair's
+// addresses and how many it started. The WIT issuer must be ready: a proxy discovers it
+// at start.
+func startDevPair(ctx context.Context, witURL, ttsURL string, o devPairOptions, logFormat string, done chan<- devResult, stderr io.Writer) (*devPair, int, error) {
 	egressAddr := o.egressAddr
 	if egressAddr == "" {
 		egressAddr = "127.0.0.1:0"
@@ -57,16 +58,16 @@ func startDevPair(ctx context.Context, witURL, ttsURL string, o devPairOptions, 
 		go func() { done <- devResult{"--proxies", serveDevEcho(ctx, echoL)} }()
 		started++
 	}
-	ep := proxyservice.Program
+	ep := devProgram(proxyservice.Program, logFormat)
 	ep.Config.Default = devEgressConfig(p, witURL, ttsURL)
 	go func() {
 		// A fixed --egress-addr that is taken fails here: the error names that flag.
-		done <- devResult{"--egress-addr", kit.Run(ctx, ep, []string{"-listen", p.egressOps}, nil, stderr, stderr, nil)}
+		done <- devResult{"--egress-addr", kit.Run(ctx, ep, devArgs(p.egressOps, logFormat), nil, stderr, stderr, nil)}
 	}()
-	ip := proxyservice.Program
+	ip := devProgram(proxyservice.Program, logFormat)
 	ip.Config.Default = devIngressConfig(p, witURL, ttsURL)
 	go func() {
-		done <- devResult{"--proxies", kit.Run(ctx, ip, []string{"-listen", p.ingressOps}, nil, stderr, stderr, nil)}
+		done <- devResult{"--proxies", kit.Run(ctx, ip, devArgs(p.ingressOps, logFormat), nil, stderr, stderr, nil)}
 	}()
 	return p, started, nil
 }

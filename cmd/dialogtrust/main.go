@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/errcode"
 )
 
@@ -20,11 +21,11 @@ type command struct {
 }
 
 var commands = []command{
-	{"dev", "[--wit-addr 127.0.0.1:0] [--tts-addr 127.0.0.1:0] [--peer-addr 127.0.0.1:0] [--peer-wit-addr 127.0.0.1:0] [--proxies [--app URL] [--egress-addr 127.0.0.1:0]]", devRun},
+	{"dev", "[--wit-addr 127.0.0.1:0] [--tts-addr 127.0.0.1:0] [--peer-addr 127.0.0.1:0] [--peer-wit-addr 127.0.0.1:0] [--proxies [--app URL] [--egress-addr 127.0.0.1:0]] [--log-format text|json]", devRun},
 	{"key generate", "--alg ES256|EdDSA|Ed25519 [--out FILE [--force]]", keyGenerate},
 	{"key public", "[--in FILE]", keyPublic},
 	{"wit issue", "--issuer-key FILE --iss URI --sub ID --cnf-key FILE [--ttl 1h]", witIssue},
-	{"wit verify", "--trust JWKS_FILE|URL [--iss URI] [--now UNIX] [--skew 30s] [TOKEN|-]", witVerify},
+	{"wit verify", "--trust JWKS_FILE|URL [--iss URI] [--now UNIX] [--skew 30s] [--json] [TOKEN|-]", witVerify},
 	{"wit request", "--issuer URL [--svid CERT --svid-key KEY --bundle PEM [--server-id ID] | --assertion-key FILE --workload ID | --workload ID] [--sub ID] [--alg ES256] [--ttl D] [--key-out FILE] [--timeout 30s]", witRequest},
 	{"wpt new", "--key FILE --wit WIT --aud URL [--txn-token T] [--dialog-context V] [--ttl 60s]", wptNew},
 	{"wpt verify", "--trust JWKS_FILE --wit WIT --aud URL [--txn-token T] [--dialog-context V] [--now UNIX] [--skew 30s] PROOF", wptVerify},
@@ -36,13 +37,13 @@ var commands = []command{
 	{"handoff status", "--key FILE --offer HANDOFF --state STATE [--reason R] [--detail D] [--ref FILE]... [--now UNIX]", handoffStatus},
 	{"handoff digest", "[--raw] [SIGNED|HANDOFF|@FILE|-]", handoffDigest},
 	{"txn request", "--tts URL --wit WIT --key FILE (--subject-token T --subject-token-type URI | --self-signed SUB) --scope S --audience TD [--dialog D] [--details JSON] [--context JSON] [--proof wpt|httpsig] [--timeout 30s]", txnRequest},
-	{"txn verify", "--jwks URL|FILE --audience TD [--dialog D] [--dialog-context V] [--iss URI] [--now UNIX] [--skew 30s] TOKEN", txnVerify},
+	{"txn verify", "--jwks URL|FILE --audience TD [--dialog D] [--dialog-context V] [--iss URI] [--now UNIX] [--skew 30s] [--json] TOKEN", txnVerify},
 	{"chain grant", "--tts URL --wit WIT --key FILE --txn-token T --audience PEER_AS_ISSUER [--scope S] [--proof httpsig|wpt] [--timeout 30s]", chainGrant},
 	{"chain redeem", "--token-endpoint URL --wit WIT --key FILE --grant G [--scope S] [--proof httpsig|wpt] [--timeout 30s]", chainRedeem},
 	{"policy test", "[--quiet] POLICY REQUESTS", policyTest},
 	{"conformance", "[--dir DIR]", conformanceRun},
 	{"demo", "[--local ENVFILE | --local-env] [--json] [--report FILE]", demoRun},
-	{"proxy", "--config FILE [--check-config] [--listen 127.0.0.1:9480] [--log-level LEVEL]", proxyRun},
+	{"proxy", "--config FILE [--check-config] [--listen 127.0.0.1:9480] [--log-level LEVEL] [--log-format text|json]", proxyRun},
 	{"bench verify", "[--url URL (--wit-issuer URL | --wit WIT --key FILE)] [--wit-issuer URL [--trust JWKS]] [--tts URL] [--proof httpsig|wpt] [--alg ES256|EdDSA] [--stateful] [--concurrency 16] [--duration 10s] [--rate R] [--server-pid PID] [--json] [...]", benchVerify},
 	{"bench receiver", "--trust JWKS_URL|FILE [--listen 127.0.0.1:8090] [--path /invoke] [--trust-domain dev.local] [--tts-jwks URL|FILE] [--stateful] [--for D]", benchReceiver},
 	{"bench tts", "--url URL (--wit-issuer URL [--workloads N] [--alg ES256|EdDSA] | --wit WIT --key FILE) [--proof wpt|httpsig] [--concurrency 16] [--duration 10s] [--warmup 2s] [--fresh-subject] [--server-pid PID] [--metrics URL] [--json] [...]", benchTTS},
@@ -139,9 +140,16 @@ func report(err error, c command, args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &sf) {
 		return 1
 	}
+	if _, ok := errors.AsType[*kit.ConfigError](err); ok {
+		// A configuration refused: where (file, line and caret, or the variable or
+		// flag), not the code of a check it happens to reuse.
+		fmt.Fprintf(stderr, "dialogtrust %s: %v\n", c.name, err)
+		return 1
+	}
 	if ce != nil {
 		fmt.Fprintf(stderr, "error: %s\n", ce.Code)
 		fmt.Fprintf(stderr, "detail: %s\n", ce.Error())
+		fmt.Fprintln(stderr, kindLine(ce.Kind))
 		return 1
 	}
 	fmt.Fprintf(stderr, "dialogtrust %s: %v\n", c.name, err)

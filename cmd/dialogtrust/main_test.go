@@ -54,7 +54,7 @@ func TestWITIssueVerify(t *testing.T) {
 	e := setup(t, "EdDSA")
 	out := mustRun(t, "", "wit verify", "--trust", e.trust, "--iss", "https://a.example", e.wit)
 	var claims map[string]any
-	if err := json.Unmarshal([]byte(out), &claims); err != nil || claims["sub"] != "wimse://a.example/agent/a1" {
+	if err := json.Unmarshal(verifiedClaims(t, out), &claims); err != nil || claims["sub"] != "wimse://a.example/agent/a1" {
 		t.Fatalf("claims %q: %v", out, err)
 	}
 	mustRun(t, e.wit, "wit verify", "--trust", e.trust, "-")

@@ -256,10 +256,10 @@ func TestReadmeFirstBlock(t *testing.T) {
 		ReqWL string         `json:"req_wl"`
 		TCtx  map[string]any `json:"tctx"`
 	}
-	if err := json.Unmarshal([]byte(outputs[1]), &witClaims); err != nil || witClaims.Sub != devWorkload {
+	if err := json.Unmarshal(verifiedClaims(t, outputs[1]), &witClaims); err != nil || witClaims.Sub != devWorkload {
 		t.Errorf("the WIT was not verified for %s: %q %v", devWorkload, outputs[1], err)
 	}
-	if err := json.Unmarshal([]byte(outputs[3]), &txnClaims); err != nil || txnClaims.ReqWL != devWorkload || txnClaims.TCtx["dlg"] != devDialog {
+	if err := json.Unmarshal(verifiedClaims(t, outputs[3]), &txnClaims); err != nil || txnClaims.ReqWL != devWorkload || txnClaims.TCtx["dlg"] != devDialog {
 		t.Errorf("the Txn-Token for dialog %s was not verified: %q %v", devDialog, outputs[3], err)
 	}
 	for _, f := range devFiles {

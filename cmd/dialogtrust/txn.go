@@ -13,6 +13,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/proof"
@@ -95,8 +96,8 @@ func txnRequest(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 }
 
 // txnVerify: dialogtrust txn verify. It validates a Txn-Token as a receiver in trust
-// domain --audience does (oauth.md 1.10) and prints its claims; with --dialog it also
-// checks tctx.dlg (dialog-binding section 12 step 3).
+// domain --audience does (oauth.md 1.10) and prints its verdict and claims (verdict.go);
+// with --dialog it also checks tctx.dlg (dialog-binding section 12 step 3).
 func txnVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("txn verify", stderr)
 	jwks := fs.String("jwks", "", "the TTS's JWKS: an http(s) URL or a file")
@@ -106,6 +107,7 @@ func txnVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	iss := fs.String("iss", "", "require this iss")
 	now := fs.Int64("now", 0, "verify at this Unix time instead of the clock")
 	skew := fs.Duration("skew", oauth.DefaultSkew, "allowed clock skew")
+	asJSON := fs.Bool("json", false, "print one JSON object: the verdict (what was verified, the keys, the dialog, the audience, the expiry) and the claims, or the refusal's code and kind")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -116,38 +118,60 @@ func txnVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	vd := verdict{Token: "Txn-Token", Audience: *audience}
+	vd.Keys.JWKS = *jwks
+	claims, err := verifyTxn(tok, *jwks, *audience, *dialog, *dialogContext, *iss, *now, *skew)
+	if err != nil {
+		return vd.refuse(stdout, *asJSON, err)
+	}
+	// The token verified: its header's kid is the key that signed it.
+	if t, err := jose.Parse(tok, len(tok)); err == nil {
+		vd.Keys.KID = t.Kid
+	}
+	vd.Subject, vd.Issuer, vd.RequestedBy, vd.Dialog, vd.Claims = claims.Sub, claims.Iss, claims.ReqWL, claims.Dialog(), claims
+	vd.DialogChecked = *dialog != "" || *dialogContext != ""
+	if claims.Exp != nil {
+		vd.Expires = expiresAt(time.Unix(int64(*claims.Exp), 0))
+	}
+	return vd.write(stdout, *asJSON)
+}
+
+// verifyTxn is txn verify's verification: the signature and claims against the keys
+// of jwks for audience, and, when given, tctx.dlg against dialog and the dlg of
+// dialogContext.
+func verifyTxn(tok, jwks, audience, dialog, dialogContext, iss string, now int64, skew time.Duration) (*txntoken.Claims, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ks, err := txnKeys(ctx, *jwks)
+	ks, err := txnKeys(ctx, jwks)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	opts := []txntoken.VerifierOption{txntoken.WithSkew(*skew)}
-	if *now != 0 {
-		opts = append(opts, txntoken.WithClock(func() time.Time { return time.Unix(*now, 0) }))
+	opts := []txntoken.VerifierOption{txntoken.WithSkew(skew)}
+	if now != 0 {
+		opts = append(opts, txntoken.WithClock(func() time.Time { return time.Unix(now, 0) }))
 	}
-	if *iss != "" {
-		opts = append(opts, txntoken.WithIssuer(*iss))
+	if iss != "" {
+		opts = append(opts, txntoken.WithIssuer(iss))
 	}
-	claims, err := txntoken.NewVerifier(ks, *audience, opts...).Verify(ctx, tok)
+	claims, err := txntoken.NewVerifier(ks, audience, opts...).Verify(ctx, tok)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if *dialog != "" {
-		if err := txntoken.DialogMatches(claims, *dialog); err != nil {
-			return err
+	if dialog != "" {
+		if err := txntoken.DialogMatches(claims, dialog); err != nil {
+			return nil, err
 		}
 	}
-	if *dialogContext != "" {
-		dc, err := dialogctx.Parse(*dialogContext)
+	if dialogContext != "" {
+		dc, err := dialogctx.Parse(dialogContext)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := txntoken.DialogMatches(claims, dc.DLG()); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return writeJSON(stdout, claims)
+	return claims, nil
 }
 
 // txnKeys reads the TTS keys from a JWKS URL (fetched now, refetched on an unknown

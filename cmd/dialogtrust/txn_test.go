@@ -66,7 +66,7 @@ func TestTxnRequestVerify(t *testing.T) {
 			"--details", `{"purpose":"book"}`))
 		out := mustRun(t, "", "txn verify", "--jwks", jwks, "--audience", "a.example", "--dialog", "D1", "--iss", e.url, tok)
 		var c txntoken.Claims
-		if err := json.Unmarshal([]byte(out), &c); err != nil || c.Dialog() != "D1" || c.Sub != "alice" || c.ReqWL != "wimse://a.example/agent/a1" {
+		if err := json.Unmarshal(verifiedClaims(t, out), &c); err != nil || c.Dialog() != "D1" || c.Sub != "alice" || c.ReqWL != "wimse://a.example/agent/a1" {
 			t.Fatalf("%s: %q %v", proof, out, err)
 		}
 		mustRun(t, "", "txn verify", "--jwks", jwks, "--audience", "a.example", "--dialog-context", `dlg="D1", initiator="wimse://a.example/agent/a1"`, tok)

@@ -54,6 +54,7 @@ func witVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	iss := fs.String("iss", "", "require this iss")
 	now := fs.Int64("now", 0, "verify at this Unix time instead of the clock")
 	skew := fs.Duration("skew", wit.DefaultSkew, "allowed clock skew")
+	asJSON := fs.Bool("json", false, "print one JSON object: the verdict (what was verified, the keys, the subject) and the claims, or the refusal's code and kind")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -64,15 +65,21 @@ func witVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	vd := verdict{Token: "WIT"}
+	vd.Keys.JWKS = *trustFile
 	v, err := witValidator(*trustFile, *iss, *now, *skew)
 	if err != nil {
-		return err
+		return vd.refuse(stdout, *asJSON, err)
 	}
 	w, err := v.Validate(context.Background(), tok)
 	if err != nil {
-		return err
+		return vd.refuse(stdout, *asJSON, err)
 	}
-	return writeJSON(stdout, w.Claims)
+	vd.Keys.KID, vd.Subject, vd.Issuer, vd.Claims = w.IssuerKID, w.SubjectString(), w.Claims.Iss, w.Claims
+	if w.Claims.Exp != nil {
+		vd.Expires = expiresAt(time.Unix(int64(*w.Claims.Exp), 0))
+	}
+	return vd.write(stdout, *asJSON)
 }
 
 func witValidator(trustFile, iss string, now int64, skew time.Duration) (*wit.Validator, error) {

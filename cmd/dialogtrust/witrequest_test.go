@@ -53,7 +53,7 @@ func checkIssued(t *testing.T, out, jwksURL, keyFile, wantSub string) {
 	tok := strings.TrimSpace(out)
 	claimsJSON := mustRun(t, "", "wit verify", "--trust", jwksURL, tok)
 	var c wit.Claims
-	if err := json.Unmarshal([]byte(claimsJSON), &c); err != nil || c.Sub != wantSub {
+	if err := json.Unmarshal(verifiedClaims(t, claimsJSON), &c); err != nil || c.Sub != wantSub {
 		t.Fatalf("verified claims %s: %v", claimsJSON, err)
 	}
 	st, err := os.Stat(keyFile)

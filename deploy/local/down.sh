@@ -101,7 +101,7 @@ done
 
 rm -f "$dir/pids"
 if [ "$keep" -eq 0 ]; then
-  rm -rf "$dir/bin" "$dir/logs" "$dir/data" "$dir/config" "$dir/env"
+  rm -rf "$dir/bin" "$dir/logs" "$dir/data" "$dir/config" "$dir/env" "$dir/try"
   rm -f "$dir/.dialogtrust-local"
   rmdir "$dir" 2>/dev/null || true
 fi

@@ -4,11 +4,12 @@
 // what unit tests cannot: Redis stopped and restarted under load, two TTS replicas
 // sharing one Redis, signing-key rotation under load with receivers verifying through
 // the JWKS, SIGTERM under load, a five-minute soak at half capacity, and a Redis
-// Sentinel failover under a load of claims (through the store the services open).
+// Sentinel failover under a load of claims (through the store the services open), and
+// two TTS replicas rotating their keys in one SoftHSM2 token (PKCS#11).
 //
 // Read harness_test.go first (building and running the binaries and redis-server), then
 // the test file of the fault in question (redis_test.go, replicas_test.go,
-// rotation_test.go, sentinel_test.go, sigterm_test.go, soak_test.go ...).
+// rotation_test.go, sentinel_test.go, sigterm_test.go, soak_test.go, pkcs11_test.go ...).
 //
 // The tests run only when DIALOGTRUST_FAULT_TESTS=1 (they take minutes and measure
 // the machine) and skip otherwise; with CI=true and that variable set, a missing

@@ -429,6 +429,8 @@ type witIssuerConfig struct {
 type keyRotation struct {
 	period, publishDelay, step, jwksMaxAge time.Duration
 	sharedSecretFile                       string
+	// pkcs11, when set, is keys.pkcs11 (a YAML flow mapping), in place of the data_dir.
+	pkcs11 string
 }
 
 // yaml is the keys members (indented two spaces) that come in place of dataDir's.
@@ -436,6 +438,9 @@ func (k keyRotation) yaml(dataDir string) string {
 	y := "  data_dir: " + dataDir + "\n"
 	if k.sharedSecretFile != "" {
 		y = fmt.Sprintf("  shared: {secret_file: %q}\n", k.sharedSecretFile)
+	}
+	if k.pkcs11 != "" {
+		y = "  pkcs11: " + k.pkcs11 + "\n"
 	}
 	if k.period > 0 {
 		y += fmt.Sprintf("  rotation_period: %s\n  publish_delay: %s\n  step_interval: %s\n", k.period, k.publishDelay, k.step)
@@ -512,16 +517,27 @@ type ttsConfig struct {
 	// keys.shared.secret_file (in place of the data_dir; the store must be Redis).
 	jwksMaxAge       time.Duration
 	sharedSecretFile string
+	// pkcs11, when set, is keys.pkcs11 (a YAML flow mapping; pkcs11_test.go).
+	pkcs11 string
 }
 
 func (h *harness) startTTS(t *testing.T, c ttsConfig) *service {
+	t.Helper()
+	p, line := startProc(t, "tts", h.tts, []string{"--config", writeTTSConfig(t, c)}, "tts listening on ")
+	s := &service{proc: p, url: strings.Fields(strings.TrimPrefix(line, "tts listening on "))[0]}
+	waitReady(t, s, 10*time.Second)
+	return s
+}
+
+// writeTTSConfig writes the configuration file of a TTS and returns its path.
+func writeTTSConfig(t *testing.T, c ttsConfig) string {
 	t.Helper()
 	dir := t.TempDir()
 	if c.shutdownTimeout == 0 {
 		c.shutdownTimeout = 5 * time.Second
 	}
 	keysYAML := keyRotation{period: c.rotationPeriod, publishDelay: c.publishDelay, step: c.stepInterval,
-		jwksMaxAge: c.jwksMaxAge, sharedSecretFile: c.sharedSecretFile}.yaml(filepath.Join(dir, "keys"))
+		jwksMaxAge: c.jwksMaxAge, sharedSecretFile: c.sharedSecretFile, pkcs11: c.pkcs11}.yaml(filepath.Join(dir, "keys"))
 	if c.signingKeyFile != "" {
 		keysYAML = "  signing_key_file: " + c.signingKeyFile + "\n"
 		if c.rotationPeriod > 0 {
@@ -558,10 +574,7 @@ shutdown_timeout: %s
 	if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, line := startProc(t, "tts", h.tts, []string{"--config", cfg}, "tts listening on ")
-	s := &service{proc: p, url: strings.Fields(strings.TrimPrefix(line, "tts listening on "))[0]}
-	waitReady(t, s, 10*time.Second)
-	return s
+	return cfg
 }
 
 // writeSigningKey writes a private JWK that replicas share.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,28 +69,7 @@ func TestSharedKeyRingRotationThreeReplicas(t *testing.T) {
 		for i := range replicas {
 			replicas[i] = h.startTTS(t, cfg)
 		}
-		wls := newWorkloads(t, wi, 8)
-		dlg := func(w, i int) string { return fmt.Sprintf("R-%d-%d", w, i) }
-		runSharedRing(t, ringService{
-			replicas: replicas, path: tts.PathToken,
-			request: func(w, i int) (*prepared, error) {
-				proof := "wpt"
-				if (w+i)%2 == 1 {
-					proof = "httpsig"
-				}
-				return wls[w%len(wls)].tokenRequest(proof, dlg(w, i))
-			},
-			verifier: func(ks keys.KeySet) verifyFunc {
-				v := txntoken.NewVerifier(ks, trustDomain, txntoken.WithIssuer(ttsIssuer))
-				return func(ctx context.Context, tok string, w, i int) error {
-					claims, err := v.Verify(ctx, tok)
-					if err == nil && claims.Dialog() != dlg(w, i) {
-						err = errcode.New(errcode.DialogMismatch, "tctx.dlg %q, want %q", claims.Dialog(), dlg(w, i))
-					}
-					return err
-				}
-			},
-		})
+		runSharedRing(t, ttsRing(t, wi, replicas))
 	})
 
 	t.Run("wit-issuer", func(t *testing.T) {
@@ -132,11 +112,44 @@ const (
 	ringMinKeys                                            = 4
 )
 
+// ttsRing is the TTS's replicas under the load of 8 workloads, each asking for
+// Txn-Tokens with alternating proofs (WPT, HTTP signature), each token verified as a
+// receiver does (issuer, trust domain, the dialog it was asked for).
+func ttsRing(t *testing.T, wi *service, replicas []*service) ringService {
+	wls := newWorkloads(t, wi, 8)
+	dlg := func(w, i int) string { return fmt.Sprintf("R-%d-%d", w, i) }
+	return ringService{
+		replicas: replicas, path: tts.PathToken,
+		request: func(w, i int) (*prepared, error) {
+			proof := "wpt"
+			if (w+i)%2 == 1 {
+				proof = "httpsig"
+			}
+			return wls[w%len(wls)].tokenRequest(proof, dlg(w, i))
+		},
+		verifier: func(ks keys.KeySet) verifyFunc {
+			v := txntoken.NewVerifier(ks, trustDomain, txntoken.WithIssuer(ttsIssuer))
+			return func(ctx context.Context, tok string, w, i int) error {
+				claims, err := v.Verify(ctx, tok)
+				if err == nil && claims.Dialog() != dlg(w, i) {
+					err = errcode.New(errcode.DialogMismatch, "tctx.dlg %q, want %q", claims.Dialog(), dlg(w, i))
+				}
+				return err
+			}
+		},
+	}
+}
+
 // verifyFunc verifies request i of worker w's token.
 type verifyFunc func(ctx context.Context, token string, w, i int) error
 
 // ringService is one service's replicas and how to ask them for a token and verify it.
 type ringService struct {
+	// schedule is the replicas' rotation (period, publishDelay, step, jwksMaxAge) and
+	// duration how long the load runs; zero: the shared ring's (ringPeriod ...,
+	// ringDuration).
+	schedule keyRotation
+	duration time.Duration
 	replicas []*service
 	path     string
 	request  func(w, i int) (*prepared, error)
@@ -160,13 +173,13 @@ type ringLoad struct {
 	mu                      sync.Mutex
 	reqFail, verifyFail     counts
 	storeUnavailable        int
-	perKID                  map[string][3]int // tokens by signing replica
+	perKID                  map[string][]int // tokens by signing replica
 	firstSigned             map[string]time.Time
 	kept                    map[string][]keptToken
 	verified                atomic.Int64
 	controlN, controlFailed atomic.Int64
 	// published[r][kid] is when replica r's JWKS was first seen listing kid.
-	published [3]map[string]time.Time
+	published []map[string]time.Time
 	start     time.Time
 	elapsed   time.Duration
 }
@@ -176,7 +189,16 @@ type keptToken struct {
 	w, i  int
 }
 
+// runSharedRing runs the load on s.replicas (two or more): each token is verified on
+// every other replica's JWKS.
 func runSharedRing(t *testing.T, s ringService) {
+	n := len(s.replicas)
+	if s.schedule.period == 0 {
+		s.schedule = keyRotation{period: ringPeriod, publishDelay: ringPublishDelay, step: ringStep, jwksMaxAge: ringJWKSMaxAge}
+	}
+	if s.duration == 0 {
+		s.duration = ringDuration
+	}
 	rctx, rcancel := context.WithCancel(context.Background())
 	defer rcancel()
 	// Both services serve their JWKS at the same path (service.PathJWKS).
@@ -189,24 +211,28 @@ func runSharedRing(t *testing.T, s ringService) {
 		}
 		return s.verifier(rs)
 	}
-	// receivers[r] verify the tokens replica r signs, on the two other replicas' JWKS.
-	var receivers [3][2]verifyFunc
-	for r := range 3 {
-		receivers[r] = [2]verifyFunc{newVerifier((r+1)%3, ringMinRefresh), newVerifier((r+2)%3, ringMinRefresh)}
+	// receivers[r][j] verify the tokens replica r signs, on replica (r+1+j)%n's JWKS:
+	// every other replica's.
+	receivers := make([][]verifyFunc, n)
+	for r := range n {
+		for j := range n - 1 {
+			receivers[r] = append(receivers[r], newVerifier((r+1+j)%n, ringMinRefresh))
+		}
 	}
 	control := newVerifier(1, 30*time.Second)
 
-	l := &ringLoad{reqFail: counts{}, verifyFail: counts{}, perKID: map[string][3]int{}, firstSigned: map[string]time.Time{}, kept: map[string][]keptToken{}}
+	l := &ringLoad{reqFail: counts{}, verifyFail: counts{}, perKID: map[string][]int{}, firstSigned: map[string]time.Time{}, kept: map[string][]keptToken{},
+		published: make([]map[string]time.Time, n)}
 	for r := range l.published {
 		l.published[r] = map[string]time.Time{}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), ringDuration+30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), s.duration+30*time.Second)
 	defer cancel()
 	hc := newClient(ringWorkers)
 	var stop atomic.Bool
 	l.start = time.Now()
 	wg := runWorkers(ctx, ringWorkers, 1_000_000, &stop, nil, func(w, i int) {
-		r := (w + i) % 3 // round-robin across the replicas
+		r := (w + i) % n // round-robin across the replicas
 		p, err := s.request(w, i)
 		if err != nil {
 			t.Error(err)
@@ -233,7 +259,7 @@ func runSharedRing(t *testing.T, s ringService) {
 				l.controlFailed.Add(1)
 			}
 		}
-		var errs [2]error
+		errs := make([]error, n-1)
 		for j, v := range receivers[r] {
 			errs[j] = v(ctx, o.token, w, i)
 		}
@@ -246,7 +272,7 @@ func runSharedRing(t *testing.T, s ringService) {
 			}
 			if l.verifyFail.total() == 0 {
 				t.Errorf("a token of replica %d (kid %s, %s after start) failed verification on replica %d's JWKS: %v",
-					r, kid, time.Since(l.start), (r+1+j)%3, err)
+					r, kid, time.Since(l.start), (r+1+j)%n, err)
 			}
 			l.verifyFail[string(errcode.CodeOf(err))]++
 			failed = true
@@ -255,9 +281,12 @@ func runSharedRing(t *testing.T, s ringService) {
 			return
 		}
 		l.verified.Add(1)
-		n := l.perKID[kid]
-		n[r]++
-		l.perKID[kid] = n
+		per := l.perKID[kid]
+		if per == nil {
+			per = make([]int, n)
+			l.perKID[kid] = per
+		}
+		per[r]++
 		if _, ok := l.firstSigned[kid]; !ok {
 			l.firstSigned[kid] = o.start
 		}
@@ -267,9 +296,9 @@ func runSharedRing(t *testing.T, s ringService) {
 	})
 	// Every replica's JWKS, every 100 ms: when each kid first appears there.
 	var pollWG sync.WaitGroup
-	for r := range 3 {
+	for r := range n {
 		pollWG.Go(func() {
-			for n := 0; n < 10_000 && !stop.Load() && ctx.Err() == nil; n++ {
+			for k := 0; k < 10_000 && !stop.Load() && ctx.Err() == nil; k++ {
 				kids, _ := jwksKIDs(jwksURL(r))
 				now := time.Now()
 				l.mu.Lock()
@@ -283,7 +312,7 @@ func runSharedRing(t *testing.T, s ringService) {
 			}
 		})
 	}
-	time.Sleep(ringDuration)
+	time.Sleep(s.duration)
 	stop.Store(true)
 	wg.Wait()
 	pollWG.Wait()
@@ -296,17 +325,17 @@ func runSharedRing(t *testing.T, s ringService) {
 		t.Errorf("verifications failed during rotation: %s", l.verifyFail)
 	}
 	if len(l.perKID) < ringMinKeys {
-		t.Errorf("tokens were signed by %d keys in %s: want at least %d", len(l.perKID), ringDuration, ringMinKeys)
+		t.Errorf("tokens were signed by %d keys in %s: want at least %d", len(l.perKID), s.duration, ringMinKeys)
 	}
-	for r := range 3 {
-		n := 0
+	for r := range n {
+		used := 0
 		for _, per := range l.perKID {
 			if per[r] > 0 {
-				n++
+				used++
 			}
 		}
-		if n < 3 {
-			t.Errorf("replica %d signed with %d keys: it did not follow the shared rotation", r, n)
+		if used < 3 {
+			t.Errorf("replica %d signed with %d keys: it did not follow the shared rotation", r, used)
 		}
 	}
 	if l.controlFailed.Load() == 0 {
@@ -314,14 +343,14 @@ func runSharedRing(t *testing.T, s ringService) {
 	}
 
 	// The same kids at every replica, within a few steps.
-	var sets [3][]string
+	sets := make([][]string, n)
 	agreed := false
 	for attempt := 0; attempt < 40 && !agreed; attempt++ {
 		if attempt > 0 {
-			time.Sleep(ringStep)
+			time.Sleep(s.schedule.step)
 		}
 		agreed = true
-		for r := range 3 {
+		for r := range n {
 			kids, err := jwksKIDs(jwksURL(r))
 			if err != nil {
 				t.Fatalf("JWKS of replica %d: %v", r, err)
@@ -337,7 +366,7 @@ func runSharedRing(t *testing.T, s ringService) {
 
 	// Receivers started now, one per replica, verify the kept tokens of every key.
 	lateOK, lateN := 0, 0
-	for r := range 3 {
+	for r := range n {
 		late := newVerifier(r, ringMinRefresh)
 		for kid, toks := range l.kept {
 			for _, k := range toks {
@@ -350,11 +379,12 @@ func runSharedRing(t *testing.T, s ringService) {
 			}
 		}
 	}
-	l.report(t, sets[0], lateOK, lateN)
+	l.report(t, s.schedule, sets[0], lateOK, lateN)
 }
 
 // report prints the figures.
-func (l *ringLoad) report(t *testing.T, final []string, lateOK, lateN int) {
+func (l *ringLoad) report(t *testing.T, sc keyRotation, final []string, lateOK, lateN int) {
+	n := len(l.published)
 	type kidAt struct {
 		kid string
 		at  time.Time
@@ -368,12 +398,12 @@ func (l *ringLoad) report(t *testing.T, final []string, lateOK, lateN int) {
 	var leads []time.Duration
 	for _, k := range order {
 		per := l.perKID[k.kid]
-		// How long before its first token the key was seen in all three JWKS, for the
+		// How long before its first token the key was seen in every JWKS, for the
 		// keys that were first published after the polling began.
 		lead := "published before the load"
-		if k.at.Sub(l.start) > ringPublishDelay+ringStep {
+		if k.at.Sub(l.start) > sc.publishDelay+sc.step {
 			var worst time.Duration
-			for r := range 3 {
+			for r := range n {
 				at, ok := l.published[r][k.kid]
 				if !ok {
 					lead = fmt.Sprintf("never seen at replica %d", r)
@@ -382,25 +412,38 @@ func (l *ringLoad) report(t *testing.T, final []string, lateOK, lateN int) {
 				if d := k.at.Sub(at); r == 0 || d < worst {
 					worst = d
 				}
-				if r == 2 {
+				if r == n-1 {
 					lead = ms(worst) + " before"
 					leads = append(leads, worst)
 				}
 			}
 		}
-		series = append(series, fmt.Sprintf("%.8s… from %s (tokens by replica 0/1/2: %d/%d/%d; in all three JWKS %s)",
-			k.kid, ms(k.at.Sub(l.start)), per[0], per[1], per[2], lead))
+		byReplica := make([]string, n)
+		for r, c := range per {
+			byReplica[r] = strconv.Itoa(c)
+		}
+		series = append(series, fmt.Sprintf("%.8s… from %s (tokens by replica %s: %s; in every JWKS %s)",
+			k.kid, ms(k.at.Sub(l.start)), replicaNames(n), strings.Join(byReplica, "/"), lead))
 	}
 	figure(t, "rotation_period %s, publish_delay %s, step_interval %s, jwks_max_age %s; receivers refetch on an unknown kid at most every %s",
-		ringPeriod, ringPublishDelay, ringStep, ringJWKSMaxAge, ringMinRefresh)
-	figure(t, "%d requests in %s by %d workers round-robin across 3 replicas, failed: %s (store_unavailable: %d); each token verified at once on the two other replicas' JWKS: %d tokens, failed verifications: %s",
-		int(l.verified.Load())+l.reqFail.total()+l.verifyFail.total(), ms(l.elapsed), ringWorkers, l.reqFail, l.storeUnavailable, l.verified.Load(), l.verifyFail)
+		sc.period, sc.publishDelay, sc.step, sc.jwksMaxAge, ringMinRefresh)
+	figure(t, "%d requests in %s by %d workers round-robin across %d replicas, failed: %s (store_unavailable: %d); each token verified at once on every other replica's JWKS: %d tokens, failed verifications: %s",
+		int(l.verified.Load())+l.reqFail.total()+l.verifyFail.total(), ms(l.elapsed), ringWorkers, n, l.reqFail, l.storeUnavailable, l.verified.Load(), l.verifyFail)
 	figure(t, "signing keys in order of their first token: %s", strings.Join(series, "; "))
 	if len(leads) > 0 {
-		figure(t, "shortest time a key rotated in during the load was listed by all three JWKS before its first token: %s (publish_delay %s, JWKS polled every 100 ms)", ms(slices.Min(leads)), ringPublishDelay)
+		figure(t, "shortest time a key rotated in during the load was listed by every JWKS before its first token: %s (publish_delay %s, JWKS polled every 100 ms)", ms(slices.Min(leads)), sc.publishDelay)
 	}
-	figure(t, "kids in every replica's JWKS at the end: %d, the same at all three; kept tokens of every key verified again by new receivers on each replica: %d/%d", len(final), lateOK, lateN)
+	figure(t, "kids in every replica's JWKS at the end: %d, the same at all %d; kept tokens of every key verified again by new receivers on each replica: %d/%d", len(final), n, lateOK, lateN)
 	figure(t, "control receiver refetching at most every 30 s: %d of %d tokens refused unknown_key", l.controlFailed.Load(), l.controlN.Load())
+}
+
+// replicaNames is "0/1/2" for three replicas.
+func replicaNames(n int) string {
+	names := make([]string, n)
+	for r := range names {
+		names[r] = strconv.Itoa(r)
+	}
+	return strings.Join(names, "/")
 }
 
 // jwksKIDs returns the kids the JWKS at url publishes.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ThalesGroup/crypto11"
@@ -69,6 +70,13 @@ func openError(c Config, err error) error {
 // Close logs out and releases the sessions.
 func (t *Token) Close() error { return t.ctx.Close() }
 
+// objectsMu serialises, within the process, what changes or lists a token's objects
+// (Create, Destroy, the listing of Keys): SoftHSM2 2.6 fails a key generation
+// (CKR_FUNCTION_FAILED, CKR_GENERAL_ERROR, CKR_OBJECT_HANDLE_INVALID) that runs while
+// another session of the process destroys or lists objects of the token. Signing, the
+// hot path, is not serialised. Other processes on the token are not affected by it.
+var objectsMu sync.Mutex
+
 // idPrefix starts the CKA_ID of every key this package creates:
 // "dt1/<generation>/<creation time, Unix nanoseconds>/<8 random hex digits>". The
 // random part keeps two keys created in the same nanosecond apart.
@@ -100,12 +108,13 @@ func parseID(id []byte) (generation uint64, created time.Time, ok bool) {
 // operator's key must not be mistaken for a generation, nor silently passed over.
 //
 // Another replica may destroy a key between the search and the reading of its
-// attributes (CKR_OBJECT_HANDLE_INVALID): the listing is then made again.
+// attributes (CKR_OBJECT_HANDLE_INVALID, or CKR_GENERAL_ERROR from SoftHSM2 2.6 when
+// the object's file vanished while it read it): the listing is then made again.
 func (t *Token) Keys(context.Context) ([]keys.StoredKey, error) {
 	var err error
 	for range listAttempts {
 		var out []keys.StoredKey
-		if out, err = t.list(); !isHandleInvalid(err) {
+		if out, err = t.list(); !isHandleInvalid(err) && !isGeneralError(err) {
 			return out, err
 		}
 	}
@@ -115,12 +124,19 @@ func (t *Token) Keys(context.Context) ([]keys.StoredKey, error) {
 // listAttempts bounds how often Keys lists again after a key vanished under it.
 const listAttempts = 4
 
+func isGeneralError(err error) bool {
+	var perr p11.Error
+	return errors.As(err, &perr) && perr == p11.CKR_GENERAL_ERROR
+}
+
 func isHandleInvalid(err error) bool {
 	var perr p11.Error
 	return errors.As(err, &perr) && perr == p11.CKR_OBJECT_HANDLE_INVALID
 }
 
 func (t *Token) list() ([]keys.StoredKey, error) {
+	objectsMu.Lock()
+	defer objectsMu.Unlock()
 	signers, err := t.ctx.FindKeyPairs(nil, []byte(t.c.Label))
 	if err != nil {
 		return nil, errcode.Unavailable(errcode.PKCS11Unavailable, err, "pkcs11: listing the keys labelled %q", t.c.Label)
@@ -154,6 +170,8 @@ func (t *Token) alg() string {
 // Create implements keys.KeyStore: an ES256 key pair generated in the token, the
 // private half sensitive, private (login needed) and not extractable.
 func (t *Token) Create(_ context.Context, alg string, generation uint64, created time.Time) (keys.StoredKey, error) {
+	objectsMu.Lock()
+	defer objectsMu.Unlock()
 	if err := CheckAlg(alg); err != nil {
 		return keys.StoredKey{}, err
 	}
@@ -187,6 +205,8 @@ func (t *Token) Create(_ context.Context, alg string, generation uint64, created
 
 // Destroy implements keys.KeyStore. A key another replica destroyed first is no error.
 func (t *Token) Destroy(_ context.Context, k keys.StoredKey) error {
+	objectsMu.Lock()
+	defer objectsMu.Unlock()
 	s, ok := k.Handle.(crypto11.Signer)
 	if !ok {
 		return fmt.Errorf("pkcs11: key %s is not one of this token's", k.Key.KID())
@@ -199,7 +219,9 @@ func (t *Token) Destroy(_ context.Context, k keys.StoredKey) error {
 }
 
 // Key returns the one key pair labelled c.Label, which the operator created in the
-// token (a fixed key: the proxy's assertion or handoff key).
+// token (a fixed key: the proxy's assertion or handoff key). A private key that could
+// leave the token (CKA_EXTRACTABLE true or CKA_SENSITIVE false) is refused with
+// invalid_key: the operator created it so, and its value may already be elsewhere.
 func (t *Token) Key() (*keys.PrivateKey, error) {
 	signers, err := t.ctx.FindKeyPairs(nil, []byte(t.c.Label))
 	if err != nil {
@@ -208,5 +230,17 @@ func (t *Token) Key() (*keys.PrivateKey, error) {
 	if len(signers) != 1 {
 		return nil, errcode.New(errcode.UnknownKey, "pkcs11: %s holds %d key pairs labelled %q, want exactly one", t.c.where(), len(signers), t.c.Label)
 	}
+	attrs, err := t.ctx.GetAttributes(signers[0], []crypto11.AttributeType{crypto11.CkaSensitive, crypto11.CkaExtractable})
+	if err != nil {
+		return nil, errcode.Unavailable(errcode.PKCS11Unavailable, err, "pkcs11: reading the attributes of the key labelled %q", t.c.Label)
+	}
+	if !attrTrue(attrs[crypto11.CkaSensitive]) || attrTrue(attrs[crypto11.CkaExtractable]) {
+		return nil, errcode.New(errcode.InvalidKey, "pkcs11: the private key labelled %q in %s can leave the token (CKA_SENSITIVE false or CKA_EXTRACTABLE true): create it sensitive and not extractable", t.c.Label, t.c.where())
+	}
 	return keys.NewExternalKey(signers[0], t.alg())
+}
+
+// attrTrue reports whether a boolean attribute is CK_TRUE (a missing one is not).
+func attrTrue(a *crypto11.Attribute) bool {
+	return a != nil && len(a.Value) == 1 && a.Value[0] != 0
 }

@@ -27,9 +27,12 @@ type Base struct {
 	ShutdownTimeout time.Duration  `yaml:"shutdown_timeout"`
 }
 
-// LogConfig: the slog level (debug, info, warn, error).
+// LogConfig: the slog level (debug, info, warn, error) and format.
 type LogConfig struct {
 	Level string `yaml:"level"`
+	// Format is json (the default: one object a line, for log collectors) or text
+	// (slog's key=value lines, for a terminal; `dialogtrust dev` picks it there).
+	Format string `yaml:"format"`
 	// IssuedLevel is the level of the line logged for every credential issued (the
 	// TTS's "txn token issued", the WIT issuer's "wit issued"); "" is info. Set to
 	// debug, with level info, it drops that line, one write system call per

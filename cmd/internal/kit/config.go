@@ -21,7 +21,7 @@ type Spec[C any] struct {
 	// EnvPrefix starts every environment override: DIALOGTRUST_TTS_.
 	EnvPrefix string
 	// Default is the embedded development configuration, used without --config and
-	// <EnvPrefix>CONFIG.
+	// <EnvPrefix>CONFIG. Without one (nil) a configuration file is required.
 	Default []byte
 	// Env binds <EnvPrefix>NAME to members; CONFIG is taken (it names the file).
 	Env []EnvVar[C]
@@ -48,7 +48,15 @@ type Flag struct {
 type Source struct {
 	File     string // "" for the embedded default
 	Embedded bool
+
+	// raw is what was read (the file or the default), overrides what the environment
+	// and the flags set, in that order: Locate finds a check's member in them.
+	raw       []byte
+	overrides []override
 }
+
+// override records that an environment variable or a flag set a member.
+type override struct{ member, by string }
 
 // String is what the start-up log line says.
 func (s Source) String() string {
@@ -79,6 +87,7 @@ func CommonEnv[C any]() []EnvVar[C] {
 		{Name: "TLS_CERT_FILE", Member: "tls.cert_file"},
 		{Name: "TLS_KEY_FILE", Member: "tls.key_file"},
 		{Name: "LOG_LEVEL", Member: "log.level"},
+		{Name: "LOG_FORMAT", Member: "log.format"},
 		{Name: "LOG_ISSUED_LEVEL", Member: "log.issued_level"},
 		{Name: "PPROF_LISTEN", Member: "debug.pprof_listen"},
 	}
@@ -93,6 +102,7 @@ func CommonFlags() []Flag {
 		{Name: "store", Member: "store.type", Usage: "replay store: memory or redis"},
 		{Name: "redis-addrs", Member: "store.redis.addrs", Usage: "comma-separated Redis addresses"},
 		{Name: "log-level", Member: "log.level", Usage: "debug, info, warn or error"},
+		{Name: "log-format", Member: "log.format", Usage: "json (the default) or text"},
 	}
 }
 
@@ -119,7 +129,11 @@ func Load[C any](spec Spec[C], args, env []string, stderr io.Writer) (*C, Source
 	}
 	fs := flag.NewFlagSet(spec.Name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configFile := fs.String("config", "", "YAML configuration file (default: the embedded development configuration)")
+	configUsage := "YAML configuration file (default: the embedded development configuration)"
+	if spec.Default == nil {
+		configUsage = "YAML configuration file; required (or " + spec.EnvPrefix + "CONFIG): " + spec.Name + " has no default configuration"
+	}
+	configFile := fs.String("config", "", configUsage)
 	values := make([]*string, len(spec.Flags))
 	for i, f := range spec.Flags {
 		values[i] = fs.String(f.Name, "", f.Usage)
@@ -136,6 +150,9 @@ func Load[C any](spec Spec[C], args, env []string, stderr io.Writer) (*C, Source
 	}
 	src := Source{File: file, Embedded: file == ""}
 	raw := spec.Default
+	if src.Embedded && raw == nil {
+		return nil, src, fmt.Errorf("--config FILE is required (or %sCONFIG): %s has no default configuration", spec.EnvPrefix, spec.Name)
+	}
 	if !src.Embedded {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -150,19 +167,26 @@ func Load[C any](spec Spec[C], args, env []string, stderr io.Writer) (*C, Source
 		}
 		return nil, src, fmt.Errorf("%s: %w", file, err)
 	}
+	src.raw = raw
 	if s, ok := any(cfg).(SourceSetter); ok {
 		s.SetSource(src)
 	}
 	if err := spec.applyEnv(cfg, envm); err != nil {
 		return nil, src, err
 	}
+	for name := range envm {
+		if i := spec.envIndex(name); i >= 0 && spec.Env[i].Member != "" {
+			src.overrides = append(src.overrides, override{spec.Env[i].Member, "environment variable " + spec.EnvPrefix + name})
+		}
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for i, f := range spec.Flags {
 		if set[f.Name] {
 			if err := setMember(cfg, f.Member, *values[i]); err != nil {
-				return nil, src, fmt.Errorf("-%s: %w", f.Name, err)
+				return nil, src, fmt.Errorf("--%s: %w", f.Name, err)
 			}
+			src.overrides = append(src.overrides, override{f.Member, "flag --" + f.Name})
 		}
 	}
 	return cfg, src, nil

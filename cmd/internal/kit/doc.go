@@ -27,8 +27,9 @@
 // What the runner does, in order:
 //
 //   - configuration (config.go): -check-config is taken off the command line first
-//     (CheckConfigFlag); then the configuration is the embedded development default or
-//     the file named by --config or <PREFIX>CONFIG, parsed as strict YAML (an unknown
+//     (CheckConfigFlag); then the configuration is the embedded development default (a
+//     binary without one, the proxy, requires a file) or the file named by --config or
+//     <PREFIX>CONFIG, parsed as strict YAML (an unknown
 //     member is an error); then the environment overrides <PREFIX>NAME, bound to
 //     configuration members by a table (CommonEnv plus the binary's own: ServiceSpec;
 //     an unknown name is an error, like an unknown member); then the flags, bound the
@@ -36,14 +37,21 @@
 //     Each later layer wins. The members both files have (listen, issuer,
 //     trust_domains, log, debug, tracing, skew, shutdown_timeout) are Base, which each
 //     binary's Config inlines, so the file formats do not change.
-//   - the JSON logger at the configured level (NewLogger);
-//   - with -check-config: the binary's Check, "<name>: configuration ok", and no
-//     listener, file, key or store is opened;
-//   - else Build; the pprof listener when debug.pprof_listen names a loopback address
+//   - the logger at the configured level, JSON or, with log.format text, slog's text
+//     lines (NewLogger);
+//   - the binary's Check; a refusal that starts with a member's YAML path is located
+//     (configerror.go, Source.Locate): the file, line and column with the source lines
+//     and a caret, as the YAML parser's errors show them, or the environment variable
+//     or flag that set the member;
+//   - with -check-config: "<name>: configuration ok", and no listener, file, key or
+//     store is opened;
+//   - else Build (whose errors, of what it opens, are not located); the pprof listener when debug.pprof_listen names a loopback address
 //     (pprof.go: net/http/pprof on that address alone, never on the service's
 //     listener; off by default); the "<name> started" log line, the development warning and banner
 //     when the binary runs a development configuration (Banner), "<name> listening on
-//     <url> ..." on stdout, and serving until SIGTERM or SIGINT;
+//     <url> ..." on stdout (all of it at debug instead when Program.Announced: the
+//     caller, `dialogtrust dev` in a terminal, says it), and serving until SIGTERM or
+//     SIGINT;
 //   - then the graceful stop: a drain in which every response closes its connection
 //     (internal/graceful), Shutdown within the shutdown timeout, and Close of whatever
 //     Build opened, in reverse order.

@@ -7,9 +7,16 @@ import (
 	"strings"
 )
 
-// NewLogger is the services' JSON logger on w at level (debug, info, warn or error;
-// "" is info).
-func NewLogger(level string, w io.Writer) (*slog.Logger, error) {
+// Log formats: LogJSON, the default, one JSON object a line for log collectors;
+// LogText, slog's key=value lines, for people reading a terminal.
+const (
+	LogJSON = "json"
+	LogText = "text"
+)
+
+// NewLogger is the services' logger on w at level (debug, info, warn or error; "" is
+// info), in format (LogJSON or LogText; "" is LogJSON).
+func NewLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	var l slog.Level
 	if level == "" {
 		level = "info"
@@ -17,7 +24,14 @@ func NewLogger(level string, w io.Writer) (*slog.Logger, error) {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("log.level: %w", err)
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "", LogJSON:
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case LogText:
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("log.format %q: json or text", format)
 }
 
 // Banner frames lines in asterisks on w, so that the development warning is not

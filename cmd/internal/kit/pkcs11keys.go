@@ -77,12 +77,7 @@ func OpenPKCS11Keys(ctx context.Context, kc KeysConfig, name string, step, retai
 	if err := kc.checkPKCS11(step); err != nil {
 		return nil, "", nil, err
 	}
-	pin, err := ReadSecret("keys.pkcs11.pin", kc.PKCS11.PINFile, kc.PKCS11.PINEnv)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	c := kc.PKCS11.config(name, kc.Alg, pin)
-	tok, err := pkcs11.Open(c)
+	tok, c, err := kc.PKCS11.open("keys.pkcs11", name, kc.Alg)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -94,4 +89,21 @@ func OpenPKCS11Keys(ctx context.Context, kc KeysConfig, name string, step, retai
 	}
 	rot.Ring().SetMaxAge(kc.JWKSMaxAge)
 	return rot, fmt.Sprintf("pkcs11 label %q", c.Label), func() { _ = tok.Close() }, nil
+}
+
+// open reads the PIN (pin_file or pin_env) and logs in to the token: the one opener of
+// a pkcs11 section, for the rotated keys (OpenPKCS11Keys) and a fixed key
+// (OpenPKCS11Key). section is where the section is in the configuration, for the
+// errors; name gives the default key label.
+func (p PKCS11KeysConfig) open(section, name, alg string) (*pkcs11.Token, pkcs11.Config, error) {
+	pin, err := ReadSecret(section+".pin", p.PINFile, p.PINEnv)
+	if err != nil {
+		return nil, pkcs11.Config{}, err
+	}
+	c := p.config(name, alg, pin)
+	tok, err := pkcs11.Open(c)
+	if err != nil {
+		return nil, c, fmt.Errorf("%s: %w", section, err)
+	}
+	return tok, c, nil
 }

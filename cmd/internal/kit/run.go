@@ -27,6 +27,12 @@ type Program[C any] struct {
 	// refused at run time (a value that must match another party's); each is logged at
 	// warn level by -check-config and at the start.
 	Warnings func(*C) []string
+	// Announced says that the caller announces the start itself, in one place for
+	// several services (`dialogtrust dev` in a terminal, whose own lines name each
+	// service, its URL and that it authenticates nobody): the start line and the
+	// development warning are logged at debug, and no banner or listening line is
+	// written.
+	Announced bool
 }
 
 // Main runs p as the process: until SIGTERM or SIGINT, then a graceful stop. It exits
@@ -53,26 +59,31 @@ func Run[C any](ctx context.Context, p Program[C], args, env []string, stdout, s
 	if err != nil {
 		return err
 	}
-	level := ""
+	level, format := "", ""
 	if b := baseOf(cfg); b != nil {
-		level = b.Log.Level
+		level, format = b.Log.Level, b.Log.Format
 	}
-	logger, err := NewLogger(level, stderr)
+	logger, err := NewLogger(level, format, stderr)
 	if err != nil {
 		return err
+	}
+	// The checks run here, before Build (which makes them again, for its other
+	// callers), so that a refusal names the file, line and column of the member it is
+	// about, or the variable or flag that set it (Source.Locate).
+	if err := p.Check(cfg); err != nil {
+		return src.Locate(err)
 	}
 	if checkOnly {
 		// Deployment kits (deploy/) check their configuration files with this before
 		// shipping them; it opens no listener, file, key or store.
-		if err := p.Check(cfg); err != nil {
-			return err
-		}
 		warn(p, cfg, logger)
 		fmt.Fprintln(stdout, p.Name+": configuration ok")
 		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Build's errors are not located: they are of what it opens (a listener, a file), and
+	// one about the address of listen is not that the configuration is wrong.
 	s, err := p.Build(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -88,7 +99,11 @@ func Run[C any](ctx context.Context, p Program[C], args, env []string, stdout, s
 		return err
 	}
 	defer stopPprof()
-	s.announce(p.Name, src, logger, stdout, stderr)
+	if p.Announced {
+		s.announceQuietly(p.Name, src, logger)
+	} else {
+		s.announce(p.Name, src, logger, stdout, stderr)
+	}
 	if ready != nil {
 		ready(s.URL())
 	}

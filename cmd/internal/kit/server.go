@@ -172,6 +172,16 @@ func (s *Server) announce(name string, src Source, logger *slog.Logger, stdout, 
 	fmt.Fprintf(stdout, "%s listening on %s %s\n", name, s.URL(), s.Listening)
 }
 
+// announceQuietly is announce for a program whose caller announces the start
+// (Program.Announced): the same lines at debug, no banner, no listening line.
+func (s *Server) announceQuietly(name string, src Source, logger *slog.Logger) {
+	attrs := append([]any{"url", s.URL(), "issuer", s.Issuer, "config", src.String()}, s.StartAttrs...)
+	logger.Debug(name+" started", attrs...)
+	if d := s.Development; d != nil {
+		logger.Debug(d.Warning)
+	}
+}
+
 // serve serves until ctx ends or serving fails; then it stops gracefully.
 func (s *Server) serve(ctx context.Context, logger *slog.Logger) error {
 	errc := make(chan error, 1+len(s.more))

@@ -45,6 +45,9 @@ func buildProxy(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *kit.S
 	if err := s.Listen(cfg.Listen); err != nil {
 		return nil, err
 	}
+	if err := openProxyKeys(s, cfg, logger); err != nil {
+		return nil, err
+	}
 	self, _ := identifier.Parse(cfg.Workload.ID)
 	var readyChecks []service.ReadyCheck
 	retry := cfg.JWKSRetry
@@ -166,11 +169,7 @@ func workloadSource(ctx context.Context, w ProxyWorkloadConfig) (wit.Source, err
 	case "development":
 		c.Subject = id.String()
 	case "assertion":
-		key, err := readPrivateKey(w.AssertionKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("workload.assertion_key_file: %w", err)
-		}
-		c.Assertion = witissuer.AssertionFunc(key, c, id, time.Minute)
+		c.Assertion = witissuer.AssertionFunc(w.assertionKey, c, id, time.Minute)
 	}
 	return c.Source(), nil
 }
@@ -377,6 +376,13 @@ func buildIngress(ctx context.Context, cfg *Config, s *kit.Server, src wit.Sourc
 	if authorizer != nil {
 		opts = append(opts, dialog.WithAuthorizer(authorizer))
 	}
+	md, err := ingressMetadata(in)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if md != nil {
+		opts = append(opts, dialog.WithResourceMetadata(*md))
+	}
 	rc, err := dialog.NewReceiver(opts...)
 	if err != nil {
 		return nil, nil, nil, err
@@ -398,12 +404,10 @@ func readPrivateKey(path string) (*keys.PrivateKey, error) {
 	return keys.ParsePrivateJWK(b)
 }
 
-// loadHandoff reads the workload's handoff key and the trust document.
+// loadHandoff reads the trust document; the workload's handoff key was opened first
+// (openProxyKeys).
 func loadHandoff(h *ProxyHandoffConfig) (*keys.PrivateKey, handoff.Trust, error) {
-	key, err := readPrivateKey(h.KeyFile)
-	if err != nil {
-		return nil, nil, fmt.Errorf("handoff.key_file: %w", err)
-	}
+	key := h.key
 	b, err := os.ReadFile(h.TrustFile)
 	if err != nil {
 		return nil, nil, fmt.Errorf("handoff.trust_file: %w", err)

@@ -28,7 +28,7 @@ func checkProxy(cfg *Config) error {
 	if _, err := identifier.Parse(w.ID); err != nil {
 		return fmt.Errorf("workload.id: %w", err)
 	}
-	needWIT := cfg.Egress != nil || (cfg.Ingress != nil && (cfg.Ingress.SignResponses || cfg.Ingress.Boundary != nil))
+	needWIT := needsWIT(cfg)
 	if needWIT {
 		if w.WITIssuer == "" {
 			return fmt.Errorf("workload.wit_issuer: required")
@@ -36,8 +36,8 @@ func checkProxy(cfg *Config) error {
 		switch w.Auth {
 		case "development":
 		case "assertion":
-			if w.AssertionKeyFile == "" {
-				return fmt.Errorf("workload.assertion_key_file: required with auth assertion")
+			if err := checkKeySource("workload", "assertion_key_file", w.AssertionKeyFile, w.PKCS11, assertionKeyName); err != nil {
+				return err
 			}
 		case "x509svid":
 			if w.WorkloadAPI != nil {
@@ -62,8 +62,8 @@ func checkProxy(cfg *Config) error {
 			return fmt.Errorf("wits[%s]: a trust_domain and one of jwks_url, jwks_file", t.TrustDomain)
 		}
 	}
-	if h := cfg.Handoff; h != nil && (h.KeyFile == "" || h.TrustFile == "") {
-		return fmt.Errorf("handoff: key_file and trust_file are required")
+	if err := checkProxyKeys(cfg); err != nil {
+		return err
 	}
 	if e := cfg.Egress; e != nil {
 		if err := checkLoopbackListen("egress.listen", e.Listen); err != nil {
@@ -94,7 +94,7 @@ func checkProxy(cfg *Config) error {
 		}
 		for i, r := range e.Routes {
 			if _, err := proxy.CheckUpstream(r.Upstream, r.AllowPlainHTTP); err != nil {
-				return fmt.Errorf("egress.routes[%d]: %w", i, err)
+				return fmt.Errorf("egress.routes[%d].upstream: %w", i, err)
 			}
 			if _, err := parseProof(r.Proof); err != nil {
 				return fmt.Errorf("egress.routes[%d]: %w", i, err)
@@ -195,6 +195,9 @@ func checkProxy(cfg *Config) error {
 		if _, err := ingressRules(cfg); err != nil {
 			return err
 		}
+		if _, err := ingressMetadata(in); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -243,8 +246,8 @@ func checkRouteHandoff(r RouteConfig, h *ProxyHandoffConfig) error {
 	if r.Audience == "" {
 		return fmt.Errorf("delegate needs audience: the offer's grant is the digest of the route's Txn-Token")
 	}
-	if h == nil || h.KeyFile == "" || h.TrustFile == "" {
-		return fmt.Errorf("delegate needs the handoff section (key_file, trust_file)")
+	if h == nil || (h.KeyFile == "" && h.PKCS11 == nil) || h.TrustFile == "" {
+		return fmt.Errorf("delegate needs the handoff section (key_file or pkcs11, trust_file)")
 	}
 	return nil
 }

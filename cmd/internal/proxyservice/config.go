@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
+	"github.com/dialogtrust/dialogtrust/keys"
 )
 
 // Config is the configuration file of "dialogtrust proxy" (docs/proxy.md): the
@@ -44,10 +45,16 @@ type ProxyWorkloadConfig struct {
 	SVIDCertFile     string `yaml:"svid_cert_file"`
 	SVIDKeyFile      string `yaml:"svid_key_file"`
 	BundleFile       string `yaml:"bundle_file"`
+	// PKCS11 keeps the assertion key in a PKCS#11 token, in place of
+	// assertion_key_file (keys.pkcs11's vocabulary; label default
+	// "dialogtrust-proxy-assertion"): pkcs11.go.
+	PKCS11 *kit.PKCS11KeysConfig `yaml:"pkcs11"`
 	// WorkloadAPI takes the X.509-SVID and the issuer's bundle from the SPIFFE Workload
 	// API, following its rotations; it needs server_id.
 	WorkloadAPI *ProxyWorkloadAPIConfig `yaml:"workload_api"`
 	ServerID    string                  `yaml:"server_id"`
+
+	assertionKey *keys.PrivateKey // the key of assertion_key_file or pkcs11 (openProxyKeys)
 }
 
 // ProxyHandoffConfig: the key that signs the workload's handoff offers and statuses,
@@ -56,6 +63,11 @@ type ProxyWorkloadConfig struct {
 type ProxyHandoffConfig struct {
 	KeyFile   string `yaml:"key_file"`
 	TrustFile string `yaml:"trust_file"`
+	// PKCS11 keeps the handoff key in a PKCS#11 token instead (in place of key_file;
+	// label default "dialogtrust-proxy-handoff"): pkcs11.go.
+	PKCS11 *kit.PKCS11KeysConfig `yaml:"pkcs11"`
+
+	key *keys.PrivateKey // the key of key_file or pkcs11, opened once (openProxyKeys)
 }
 
 // ProxyJWKSConfig: one trust domain's WIT issuer keys, by JWKS URL or file.
@@ -241,6 +253,9 @@ type IngressConfig struct {
 	// AuthZEN, when set, is a policy decision point asked about every verified request
 	// before it reaches the application (issue 25; openIngressDecider).
 	AuthZEN *kit.AuthZENConfig `yaml:"authzen"`
+	// ResourceMetadata is the protected resource metadata the ingress publishes (RFC
+	// 9728; metadata.go).
+	ResourceMetadata *IngressResourceMetadataConfig `yaml:"resource_metadata"`
 }
 
 // IngressBoundaryConfig: a boundary-facing ingress (dialog-binding section 11 steps 3
@@ -282,15 +297,16 @@ const EnvPrefix = "DIALOGTRUST_PROXY_"
 
 const proxyDefaultListen = "127.0.0.1:9480"
 
-// configSpec reads the configuration like the services do: the file named by -config
-// or DIALOGTRUST_PROXY_CONFIG (the embedded default has neither side and is refused),
-// then the environment, then the flags.
+// configSpec reads the configuration like the services do: the file named by --config
+// or DIALOGTRUST_PROXY_CONFIG (there is no default: the runner refuses to start without
+// one), then the environment, then the flags.
 var configSpec = kit.Spec[Config]{
-	Name: "proxy", EnvPrefix: EnvPrefix, Default: []byte("trust_domains: []\n"),
+	Name: "proxy", EnvPrefix: EnvPrefix,
 	Env: append([]kit.EnvVar[Config]{
 		{Name: "LISTEN", Member: "listen"},
 		{Name: "TRUST_DOMAINS", Member: "trust_domains"},
 		{Name: "LOG_LEVEL", Member: "log.level"},
+		{Name: "LOG_FORMAT", Member: "log.format"},
 		{Name: "WORKLOAD_ID", Member: "workload.id"},
 		{Name: "WIT_ISSUER", Member: "workload.wit_issuer"},
 		{Name: "EGRESS_LISTEN", Set: func(c *Config, v string) error {
@@ -323,5 +339,6 @@ var configSpec = kit.Spec[Config]{
 	Flags: []kit.Flag{
 		{Name: "listen", Member: "listen", Usage: "operational listener host:port (/healthz, /readyz, /metrics)"},
 		{Name: "log-level", Member: "log.level", Usage: "debug, info, warn or error"},
+		{Name: "log-format", Member: "log.format", Usage: "json (the default) or text"},
 	},
 }

@@ -459,6 +459,15 @@ func TestProxyCommandHandoff(t *testing.T) {
 	section := func(key string) string {
 		return fmt.Sprintf("handoff: {key_file: %s, trust_file: %s}\n", filepath.Join(dir, key), filepath.Join(dir, "trust.json"))
 	}
+	handoffThroughProxies(t, witURL, ttsURL, section("a1.jwk"), section("t1.jwk"))
+}
+
+// handoffThroughProxies runs a1's egress with the handoff section a1 and t1's ingress
+// with t1, and makes an offer from a1 to t1 that t1's application completes: the
+// offer is signed with a1's handoff key and verified with its public key in t1's
+// trust, the status signed with t1's and verified in a1's.
+func handoffThroughProxies(t *testing.T, witURL, ttsURL, a1, t1 string) {
+	t.Helper()
 	seen := make(chan http.Header, 4)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen <- r.Header.Clone()
@@ -467,10 +476,10 @@ func TestProxyCommandHandoff(t *testing.T) {
 		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"booked"}]}}`)
 	}))
 	defer app.Close()
-	in := startProxy(t, ingressYAML(witURL, ttsURL, app.URL)+"  handoff_hosts: [mcp]\n"+section("t1.jwk"))
+	in := startProxy(t, ingressYAML(witURL, ttsURL, app.URL)+"  handoff_hosts: [mcp]\n"+t1)
 	egress := strings.Replace(egressYAML(witURL, ttsURL, in["ingress"]+"/mcp"), "require_signed_response: true}",
 		"require_signed_response: true, delegate: wimse://a.example/tool/t1, host: mcp}", 1)
-	out := startProxy(t, egress+section("a1.jwk"))
+	out := startProxy(t, egress+a1)
 
 	send := func(dc string) (*http.Response, []byte) {
 		req, _ := http.NewRequest("POST", out["egress"]+"/t1", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"book","arguments":{}}}`))

@@ -65,13 +65,20 @@ func TestAcceptanceDefaultIssuerWithCLI(t *testing.T) {
 		t.Fatalf("wit request: exit %d: %s", code, errOut)
 	}
 	tok := strings.TrimSpace(out)
-	out, errOut, code = dialogtrust(t, bin, "wit", "verify", "--trust", s.URL+witissuer.PathJWKS, "--iss", s.URL, tok)
+	out, errOut, code = dialogtrust(t, bin, "wit", "verify", "--json", "--trust", s.URL+witissuer.PathJWKS, "--iss", s.URL, tok)
 	if code != 0 {
 		t.Fatalf("wit verify: exit %d: %s", code, errOut)
 	}
-	var c wit.Claims
-	if err := json.Unmarshal([]byte(out), &c); err != nil || c.Sub != "wimse://dev.local/agent/a1" || c.Iss != s.URL {
-		t.Fatalf("claims %s: %v", out, err)
+	var verdict struct {
+		Verified bool
+		Claims   wit.Claims
+	}
+	if err := json.Unmarshal([]byte(out), &verdict); err != nil || !verdict.Verified {
+		t.Fatalf("verdict %s: %v", out, err)
+	}
+	c := verdict.Claims
+	if c.Sub != "wimse://dev.local/agent/a1" || c.Iss != s.URL {
+		t.Fatalf("claims %s", out)
 	}
 	if st, err := os.Stat(keyFile); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("key file %v %v", st, err)
