@@ -1,6 +1,7 @@
 // Package deploy holds no code: its tests check the deployment kit in this directory.
 //
-//   - docker/: one multi-stage Dockerfile per command (static, non-root, distroless);
+//   - docker/: one multi-stage Dockerfile per command (static, non-root, distroless; target
+//     hsm: built with cgo on distroless/cc, for keys in a PKCS#11 token);
 //     checked textually, since the tests cannot run a container build.
 //   - compose/: two trust domains (a.example, b.example) and Redis in containers; the
 //     compose file is decoded strictly, and every configuration file it mounts must be

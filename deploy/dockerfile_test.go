@@ -20,9 +20,10 @@ type instruction struct {
 
 // stage is one FROM and what follows it.
 type stage struct {
-	from  string // the image, without --platform
-	name  string // AS name
-	instr []instruction
+	from     string // the image, without --platform
+	platform string // the --platform flag's value, if any
+	name     string // AS name
+	instr    []instruction
 }
 
 func parseDockerfile(t *testing.T, path string) (syntax string, stages []stage) {
@@ -53,8 +54,15 @@ func parseDockerfile(t *testing.T, path string) (syntax string, stages []stage) 
 		in := instruction{line: start, cmd: strings.ToUpper(cmd), args: strings.TrimSpace(args)}
 		if in.cmd == "FROM" {
 			f := strings.Fields(in.args)
-			f = slices.DeleteFunc(f, func(s string) bool { return strings.HasPrefix(s, "--platform=") })
-			st := stage{from: f[0]}
+			var platform string
+			f = slices.DeleteFunc(f, func(s string) bool {
+				p, ok := strings.CutPrefix(s, "--platform=")
+				if ok {
+					platform = p
+				}
+				return ok
+			})
+			st := stage{from: f[0], platform: platform}
 			if len(f) == 3 && strings.EqualFold(f[1], "AS") {
 				st.name = f[2]
 			}
@@ -113,10 +121,20 @@ func servicePorts(t *testing.T) map[string][]int {
 }
 
 // The container build cannot run here, so the Dockerfiles are checked for what makes
-// them right by construction: a golang:1.26 builder that builds a static (CGO_ENABLED=0),
-// -trimpath binary of the command; a final distroless (or scratch) stage with no RUN (no
-// shell needed), exec-form ENTRYPOINT and CMD, a numeric non-root USER; and EXPOSE equal
-// to the port the deployment configurations listen on.
+// them right by construction. Each has two images:
+//   - the default target (the last stage): a golang:1.26 builder that builds a static
+//     (CGO_ENABLED=0), -trimpath binary of the command, cross-compiling on the build
+//     machine's platform; a final gcr.io/distroless/static (or scratch) stage;
+//   - target hsm (issue 27, keys in a PKCS#11 token): the same command built with
+//     CGO_ENABLED=1 by a golang:1.26-<debian> builder on the target's platform, in a
+//     gcr.io/distroless/cc or base stage (glibc, for dlopen of the HSM's module) of the
+//     same Debian release as the builder, so the binary needs no newer glibc than the
+//     image has;
+//
+// both with no RUN in the final stage (no shell needed), exec-form ENTRYPOINT and CMD, a
+// numeric non-root USER, EXPOSE equal to the port the deployment configurations listen
+// on, and the same run-time instructions, so that the hsm image runs exactly as the
+// default one.
 func TestDockerfiles(t *testing.T) {
 	root := repoRoot(t)
 	ports := servicePorts(t)
@@ -128,80 +146,37 @@ func TestDockerfiles(t *testing.T) {
 			if !strings.HasPrefix(syntax, "docker/dockerfile:1") {
 				t.Errorf("%s: first line must be # syntax=docker/dockerfile:1 (RUN --mount), got %q", path, syntax)
 			}
-			if len(stages) < 2 {
-				t.Fatalf("%s: %d stages, want a builder and a final stage", path, len(stages))
-			}
-			builder, final := stages[0], stages[len(stages)-1]
-			if builder.from != "golang:1.26" && !strings.HasPrefix(builder.from, "golang:1.26-") && !strings.HasPrefix(builder.from, "golang:1.26@") {
-				t.Errorf("%s: builder stage is FROM %s, want golang:1.26", path, builder.from)
-			}
-			if builder.name == "" {
-				t.Fatalf("%s: the builder stage has no name (FROM ... AS build)", path)
-			}
-			var build string
-			for _, in := range builder.all("RUN") {
-				if strings.Contains(in.args, "go build") {
-					build = in.args
-				}
-			}
-			out := "/out/" + bin
-			for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-o " + out, "./cmd/" + bin} {
-				if !strings.Contains(build, want) {
-					t.Errorf("%s: the go build step %q lacks %q", path, build, want)
-				}
+			if len(stages) < 4 {
+				t.Fatalf("%s: %d stages, want a builder and a final stage for each of the default and hsm images", path, len(stages))
 			}
 			if _, err := os.Stat(filepath.Join(root, "cmd", bin)); err != nil {
 				t.Errorf("%s builds ./cmd/%s: %v", path, bin, err)
 			}
-
-			if final.from != "scratch" && !regexp.MustCompile(`^gcr\.io/distroless/static(-debian\d+)?:nonroot$`).MatchString(final.from) {
-				t.Errorf("%s: final stage FROM %s, want gcr.io/distroless/static...:nonroot or scratch", path, final.from)
-			}
-			if runs := final.all("RUN"); len(runs) > 0 {
-				t.Errorf("%s:%d: RUN in the final stage; it has no shell and must need none", path, runs[0].line)
-			}
-			users := final.all("USER")
-			if len(users) == 0 {
-				t.Fatalf("%s: the final stage sets no USER", path)
-			}
-			user := users[len(users)-1].args
-			m := regexp.MustCompile(`^(\d+)(:(\d+))?$`).FindStringSubmatch(user)
-			if m == nil || m[1] == "0" || m[3] == "0" {
-				t.Errorf("%s: USER %s, want a numeric non-root uid:gid (Kubernetes checks runAsNonRoot by number)", path, user)
-			}
-			var copied string
-			for _, in := range final.all("COPY") {
-				if strings.Contains(in.args, "--from="+builder.name+" "+out+" ") {
-					copied = strings.Fields(in.args)[2]
-				}
-			}
-			if copied == "" {
-				t.Fatalf("%s: the final stage does not COPY --from=%s %s", path, builder.name, out)
-			}
-			eps := final.all("ENTRYPOINT")
-			if len(eps) != 1 {
-				t.Fatalf("%s: %d ENTRYPOINTs in the final stage, want 1", path, len(eps))
-			}
-			if argv := execForm(t, path, eps[0]); len(argv) > 0 && argv[0] != copied {
-				t.Errorf("%s: ENTRYPOINT runs %s, the binary is at %s", path, argv[0], copied)
-			}
-			for _, in := range final.all("CMD") {
-				execForm(t, path, in)
-			}
-
-			var exposed []int
-			for _, in := range final.all("EXPOSE") {
-				for _, f := range strings.Fields(in.args) {
-					n, err := strconv.Atoi(strings.TrimSuffix(f, "/tcp"))
-					if err != nil {
-						t.Errorf("%s:%d: EXPOSE %s", path, in.line, f)
-					}
-					exposed = append(exposed, n)
-				}
-			}
 			want := slices.Compact(slices.Sorted(slices.Values(ports[bin])))
-			if !slices.Equal(exposed, want) {
-				t.Errorf("%s: EXPOSE %v, but the deployment configurations listen on %v", path, exposed, want)
+			def := stages[len(stages)-1]
+			checkImage(t, path, bin, stages, def, false, want)
+			var hsm *stage
+			for i := range stages {
+				if stages[i].name == "hsm" {
+					hsm = &stages[i]
+				}
+			}
+			if hsm == nil {
+				t.Fatalf("%s: no stage named hsm (docker build --target hsm)", path)
+			}
+			checkImage(t, path, bin, stages, *hsm, true, want)
+			runtime := func(s stage) []string {
+				var out []string
+				for _, in := range s.instr {
+					switch in.cmd {
+					case "USER", "EXPOSE", "ENTRYPOINT", "CMD", "WORKDIR", "ENV":
+						out = append(out, in.cmd+" "+in.args)
+					}
+				}
+				return out
+			}
+			if d, h := runtime(def), runtime(*hsm); !slices.Equal(d, h) {
+				t.Errorf("%s: the hsm image runs as %q, the default image as %q; they must run alike", path, h, d)
 			}
 
 			// BuildKit reads <Dockerfile>.dockerignore next to the Dockerfile.
@@ -215,5 +190,106 @@ func TestDockerfiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// debianRelease maps the golang images' Debian code names to distroless's suffixes.
+var debianRelease = map[string]string{"bookworm": "debian12", "trixie": "debian13"}
+
+// checkImage checks one image of a Dockerfile: final, and the builder stage it copies
+// the binary from; cgo selects the hsm image's rules.
+func checkImage(t *testing.T, path, bin string, stages []stage, final stage, cgo bool, ports []int) {
+	t.Helper()
+	what := "the default image"
+	if cgo {
+		what = "the hsm image"
+	}
+	out := "/out/" + bin
+	var builder *stage
+	var copied string
+	for _, in := range final.all("COPY") {
+		f := strings.Fields(in.args)
+		for i := range stages {
+			if stages[i].name != "" && slices.Contains(f, "--from="+stages[i].name) && len(f) >= 3 && f[len(f)-2] == out {
+				builder, copied = &stages[i], f[len(f)-1]
+			}
+		}
+	}
+	if builder == nil {
+		t.Fatalf("%s: %s does not COPY %s from a named builder stage", path, what, out)
+	}
+	var build string
+	for _, in := range builder.all("RUN") {
+		if strings.Contains(in.args, "go build") {
+			build = in.args
+		}
+	}
+	cgoFlag := "CGO_ENABLED=0"
+	if cgo {
+		cgoFlag = "CGO_ENABLED=1"
+	}
+	for _, want := range []string{cgoFlag, "-trimpath", "-o " + out, "./cmd/" + bin} {
+		if !strings.Contains(build, want) {
+			t.Errorf("%s: %s's go build step %q lacks %q", path, what, build, want)
+		}
+	}
+	if cgo {
+		// cgo for another platform would need a C cross toolchain: the builder runs on
+		// the target's platform, and its Debian release is the final image's.
+		if strings.Contains(builder.platform, "BUILDPLATFORM") {
+			t.Errorf("%s: the hsm builder runs on $BUILDPLATFORM; cgo cannot cross-compile without a C cross toolchain", path)
+		}
+		bm := regexp.MustCompile(`^golang:1\.26(\.\d+)?-([a-z]+)(@sha256:[0-9a-f]{64})?$`).FindStringSubmatch(builder.from)
+		fm := regexp.MustCompile(`^gcr\.io/distroless/(cc|base)-(debian\d+):nonroot$`).FindStringSubmatch(final.from)
+		switch {
+		case bm == nil || debianRelease[bm[2]] == "":
+			t.Errorf("%s: the hsm builder is FROM %s, want golang:1.26-<debian release> (bookworm or trixie)", path, builder.from)
+		case fm == nil:
+			t.Errorf("%s: the hsm image is FROM %s, want gcr.io/distroless/cc-debianN:nonroot (glibc, libstdc++) or base", path, final.from)
+		case debianRelease[bm[2]] != fm[2]:
+			t.Errorf("%s: the hsm builder is %s, the image %s: the binary would need another glibc than the image has", path, builder.from, fm[2])
+		}
+	} else {
+		if builder.from != "golang:1.26" && !strings.HasPrefix(builder.from, "golang:1.26-") && !strings.HasPrefix(builder.from, "golang:1.26@") {
+			t.Errorf("%s: builder stage is FROM %s, want golang:1.26", path, builder.from)
+		}
+		if final.from != "scratch" && !regexp.MustCompile(`^gcr\.io/distroless/static(-debian\d+)?:nonroot$`).MatchString(final.from) {
+			t.Errorf("%s: final stage FROM %s, want gcr.io/distroless/static...:nonroot or scratch", path, final.from)
+		}
+	}
+	if runs := final.all("RUN"); len(runs) > 0 {
+		t.Errorf("%s:%d: RUN in %s's final stage; it has no shell and must need none", path, runs[0].line, what)
+	}
+	users := final.all("USER")
+	if len(users) == 0 {
+		t.Fatalf("%s: %s sets no USER", path, what)
+	}
+	user := users[len(users)-1].args
+	m := regexp.MustCompile(`^(\d+)(:(\d+))?$`).FindStringSubmatch(user)
+	if m == nil || m[1] == "0" || m[3] == "0" {
+		t.Errorf("%s: %s: USER %s, want a numeric non-root uid:gid (Kubernetes checks runAsNonRoot by number)", path, what, user)
+	}
+	eps := final.all("ENTRYPOINT")
+	if len(eps) != 1 {
+		t.Fatalf("%s: %d ENTRYPOINTs in %s, want 1", path, len(eps), what)
+	}
+	if argv := execForm(t, path, eps[0]); len(argv) > 0 && argv[0] != copied {
+		t.Errorf("%s: %s's ENTRYPOINT runs %s, the binary is at %s", path, what, argv[0], copied)
+	}
+	for _, in := range final.all("CMD") {
+		execForm(t, path, in)
+	}
+	var exposed []int
+	for _, in := range final.all("EXPOSE") {
+		for _, f := range strings.Fields(in.args) {
+			n, err := strconv.Atoi(strings.TrimSuffix(f, "/tcp"))
+			if err != nil {
+				t.Errorf("%s:%d: EXPOSE %s", path, in.line, f)
+			}
+			exposed = append(exposed, n)
+		}
+	}
+	if !slices.Equal(exposed, ports) {
+		t.Errorf("%s: %s EXPOSEs %v, but the deployment configurations listen on %v", path, what, exposed, ports)
 	}
 }

@@ -254,7 +254,13 @@ func checkSocketMounted(t *testing.T, ct corev1.Container, volumes map[string]co
 // loader and checks.
 func checkProxyConfig(t *testing.T, file string) error {
 	t.Helper()
-	cmd := exec.Command(command(t, "dialogtrust"), "proxy", "-check-config", "-config", file)
+	return checkProxyConfigWith(t, command(t, "dialogtrust"), file)
+}
+
+// checkProxyConfigWith is checkProxyConfig with the binary bin (commandCgo).
+func checkProxyConfigWith(t *testing.T, bin, file string) error {
+	t.Helper()
+	cmd := exec.Command(bin, "proxy", "-check-config", "-config", file)
 	cmd.Env = cleanEnv(nil)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("dialogtrust proxy -check-config -config %s: %v\n%s", file, err, out)

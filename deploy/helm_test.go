@@ -266,7 +266,8 @@ func TestHelmChartLintDefaults(t *testing.T) {
 // that names the value.
 func TestHelmChartRefusesBadValues(t *testing.T) {
 	for _, tc := range []struct{ name, vals, want string }{
-		{"pkcs11 not offered", "keys: {kind: pkcs11}", "/keys/kind"},
+		{"unknown key source", "keys: {kind: kms}", "/keys/kind"},
+		{"pkcs11 without its values", "keys: {kind: pkcs11}", "/keys"},
 		{"one replica", "tts: {replicas: 1}", "replicas"},
 		{"latest tag", "witIssuer: {image: dialogtrust/wit-issuer:latest}", "image"},
 		{"listen in config", "tts: {config: {listen: 0.0.0.0:1}}", "config"},

@@ -63,18 +63,39 @@ func TestMain(m *testing.M) {
 // command builds cmd/<name> of the main module once and returns the binary's path.
 func command(t testing.TB, name string) string {
 	t.Helper()
+	return buildCommand(t, name, "")
+}
+
+// commandCgo builds cmd/<name> with cgo on or off, as the images build it: off for the
+// static images, on for the hsm images (deploy/docker, target hsm), which alone can
+// load a PKCS#11 module.
+func commandCgo(t testing.TB, name string, cgo bool) string {
+	t.Helper()
+	return buildCommand(t, name, map[bool]string{true: "1", false: "0"}[cgo])
+}
+
+// buildCommand builds cmd/<name> once per CGO_ENABLED value ("" leaves go's default).
+func buildCommand(t testing.TB, name, cgo string) string {
+	t.Helper()
 	binMu.Lock()
 	defer binMu.Unlock()
-	if p, ok := binBuilt[name]; ok {
+	key := name
+	if cgo != "" {
+		key = name + "-cgo" + cgo
+	}
+	if p, ok := binBuilt[key]; ok {
 		return p
 	}
-	out := filepath.Join(binDir, name)
+	out := filepath.Join(binDir, key)
 	cmd := exec.Command(goBin(), "build", "-o", out, "./cmd/"+name)
 	cmd.Dir = repoRoot(t)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/%s: %v\n%s", name, err, b)
+	if cgo != "" {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
 	}
-	binBuilt[name] = out
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=%s go build ./cmd/%s: %v\n%s", cgo, name, err, b)
+	}
+	binBuilt[key] = out
 	return out
 }
 
@@ -98,7 +119,13 @@ func cleanEnv(extra map[string]string) []string {
 // checks that need no listener, file, key or store.
 func checkConfig(t testing.TB, service, file string, env map[string]string) error {
 	t.Helper()
-	cmd := exec.Command(command(t, service), "-check-config", "--config", file)
+	return checkConfigWith(t, command(t, service), service, file, env)
+}
+
+// checkConfigWith is checkConfig with the binary bin (commandCgo).
+func checkConfigWith(t testing.TB, bin, service, file string, env map[string]string) error {
+	t.Helper()
+	cmd := exec.Command(bin, "-check-config", "--config", file)
 	cmd.Env = cleanEnv(env)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

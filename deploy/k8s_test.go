@@ -456,10 +456,24 @@ func (c *checker) keys(kind, ns, name, from string) map[string]string {
 	return keys
 }
 
-// isOurs: a container of the services (not Redis).
+// imageRef splits an image reference into repository and tag (without a digest); a
+// registry's port is part of the repository.
+func imageRef(image string) (repo, tag string) {
+	image, _, _ = strings.Cut(image, "@")
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		return image[:i], image[i+1:]
+	}
+	return image, ""
+}
+
+// isOurs: a container of the services (not Redis): an image dialogtrust/<service>, from
+// any registry.
 func isOurs(ct corev1.Container) (service string, ok bool) {
-	name, _, _ := strings.Cut(ct.Image, ":")
-	svc, ok := strings.CutPrefix(name, "dialogtrust/")
+	repo, _ := imageRef(ct.Image)
+	if i := strings.LastIndex(repo, "/dialogtrust/"); i >= 0 {
+		repo = repo[i+1:]
+	}
+	svc, ok := strings.CutPrefix(repo, "dialogtrust/")
 	return svc, ok
 }
 
@@ -562,6 +576,7 @@ func (c *checker) run() {
 func (c *checker) checkPod(w podTemplate, from string) {
 	spec := w.tmpl.Spec
 	volumes := map[string]corev1.Volume{}
+	external := map[string]bool{}
 	for _, v := range spec.Volumes {
 		volumes[v.Name] = v
 		switch {
@@ -572,6 +587,11 @@ func (c *checker) checkPod(w podTemplate, from string) {
 		case v.EmptyDir != nil:
 		case v.CSI != nil && v.CSI.Driver == "csi.spiffe.io" && v.CSI.ReadOnly != nil && *v.CSI.ReadOnly:
 			// The SPIFFE CSI driver: the SPIRE agent's Workload API socket, read-only.
+		case v.HostPath != nil || v.Image != nil || v.CSI != nil || v.PersistentVolumeClaim != nil:
+			// Files from outside the cluster's objects (the PKCS#11 module of
+			// keys.pkcs11.volume, a SPIRE socket directory on the node): every
+			// container mounts them read-only (below).
+			external[v.Name] = true
 		default:
 			c.errorf("%s: volume %s of a kind this test does not check", from, v.Name)
 		}
@@ -635,6 +655,9 @@ func (c *checker) checkPod(w podTemplate, from string) {
 		for _, m := range ct.VolumeMounts {
 			if _, ok := volumes[m.Name]; !ok && !claims[m.Name] {
 				c.errorf("%s mounts %s, which is neither a volume nor a claim template", cf, m.Name)
+			}
+			if external[m.Name] && !m.ReadOnly {
+				c.errorf("%s mounts %s (from the node or outside the cluster) writable; mount it readOnly", cf, m.Name)
 			}
 		}
 		for _, e := range ct.Env {
@@ -753,7 +776,13 @@ func (c *checker) checkService(w podTemplate, ct corev1.Container, svc string, v
 		c.errorf("%s: --config %s is not a generated key of a mounted ConfigMap", cf, ct.Args[i+1])
 		return
 	}
-	if err := checkConfig(c.t, svc, src, nil); err != nil {
+	// The binary the image holds: an hsm image's (tag -hsm) is built with cgo and
+	// can load a PKCS#11 module; the others are static.
+	bin := command(c.t, svc)
+	if _, tag := imageRef(ct.Image); strings.HasSuffix(tag, "-hsm") {
+		bin = commandCgo(c.t, svc, true)
+	}
+	if err := checkConfigWith(c.t, bin, svc, src, nil); err != nil {
 		c.errorf("%s: %v", cf, err)
 	}
 	c.configs[src] = true
@@ -766,6 +795,20 @@ func (c *checker) checkService(w podTemplate, ct corev1.Container, svc string, v
 		tls := cfg.str("tls", "cert_file") != "" || cfg.str("tls", "workload_api_socket") != ""
 		if scheme := ct.ReadinessProbe.HTTPGet.Scheme; tls != (scheme == corev1.URISchemeHTTPS) {
 			c.errorf("%s: probe scheme %s, but TLS in %s is %v", cf, scheme, src, tls)
+		}
+	}
+	// keys.pkcs11.module is loaded from a volume mounted read-only (checkPod).
+	if module := cfg.str("keys", "pkcs11", "module"); module != "" {
+		in := false
+		for _, m := range ct.VolumeMounts {
+			v := volumes[m.Name]
+			if strings.HasPrefix(module, strings.TrimSuffix(m.MountPath, "/")+"/") && m.ReadOnly &&
+				(v.HostPath != nil || v.Image != nil || v.CSI != nil || v.PersistentVolumeClaim != nil) {
+				in = true
+			}
+		}
+		if !in {
+			c.errorf("%s: keys.pkcs11.module %s is in no read-only mounted volume of %s", src, module, cf)
 		}
 	}
 	for member, file := range cfg.files() {

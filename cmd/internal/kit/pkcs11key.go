@@ -17,7 +17,7 @@ func (p PKCS11KeysConfig) CheckKey(section, name string) error {
 	if err := p.config(name, "", "check").Check(); err != nil {
 		return fmt.Errorf("%s: %w", section, err)
 	}
-	return nil
+	return checkPKCS11Available(p.Module)
 }
 
 // OpenPKCS11Key opens the fixed key of a pkcs11 section: it logs in to the token (the

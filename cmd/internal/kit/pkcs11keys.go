@@ -30,7 +30,8 @@ var PKCS11Settle = keys.DefaultStoreSettle
 // checkPKCS11 validates keys.pkcs11 without opening anything (CheckShared calls it):
 // it excludes signing_key_file, data_dir and shared, needs the token, exactly one PIN
 // source and an algorithm a token key can have (ES256), and, since replicas share the
-// token, a publish delay longer than the rotation step plus the JWKS cache time.
+// token, a publish delay longer than the rotation step plus the JWKS cache time; and a
+// binary built with cgo (checkPKCS11Available).
 func (kc KeysConfig) checkPKCS11(step time.Duration) error {
 	p := kc.PKCS11
 	if p == nil {
@@ -45,6 +46,9 @@ func (kc KeysConfig) checkPKCS11(step time.Duration) error {
 	c := p.config("check", kc.Alg, "")
 	if err := c.Check(); err != nil {
 		return fmt.Errorf("keys.%w", err)
+	}
+	if err := checkPKCS11Available(p.Module); err != nil {
+		return err
 	}
 	delay := kc.PublishDelay
 	if delay <= 0 {

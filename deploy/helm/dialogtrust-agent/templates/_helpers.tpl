@@ -37,10 +37,45 @@ ingress's listener, its upstream (the application on loopback) and its certifica
 {{- else -}}
 {{- $_ := unset $cfg "ingress" -}}
 {{- end -}}
+{{- $p := .Values.proxy.pkcs11 -}}
+{{- if $p.enabled -}}
+{{- if $p.assertionKeyLabel -}}
+{{- $w := deepCopy ($cfg.workload | default dict) -}}
+{{- $_ := unset $w "assertion_key_file" -}}
+{{- $_ := set $w "pkcs11" (include "agent.pkcs11" (list . $p.assertionKeyLabel) | fromJson) -}}
+{{- $_ := set $cfg "workload" $w -}}
+{{- end -}}
+{{- if $p.handoffKeyLabel -}}
+{{- $h := deepCopy (required "proxy.pkcs11.handoffKeyLabel: proxy.config has no handoff section" $cfg.handoff) -}}
+{{- $_ := unset $h "key_file" -}}
+{{- $_ := set $h "pkcs11" (include "agent.pkcs11" (list . $p.handoffKeyLabel) | fromJson) -}}
+{{- $_ := set $cfg "handoff" $h -}}
+{{- end -}}
+{{- end -}}
 {{- if .Values.proxy.spire.enabled -}}
 {{- $w := deepCopy ($cfg.workload | default dict) -}}
 {{- $_ := set $w "workload_api" (dict "socket" (printf "unix:///run/spire/sockets/%s" .Values.proxy.spire.socketName)) -}}
 {{- $_ := set $cfg "workload" $w -}}
 {{- end -}}
 {{- toYaml $cfg -}}
+{{- end -}}
+
+
+{{/*
+A pkcs11 section of the proxy's configuration for the key labelled (index . 1): the
+module within the volume mounted at proxy.pkcs11.mountPath, the token, the PIN as the
+file of the PIN Secret. Called with (list $ label).
+*/}}
+{{- define "agent.pkcs11" -}}
+{{- $root := index . 0 -}}
+{{- $p := $root.Values.proxy.pkcs11 -}}
+{{- $module := printf "%s/%s" $p.mountPath (required "proxy.pkcs11.module is required" $p.module) -}}
+{{- $pin := required "proxy.pkcs11.pinSecretName is required" $p.pinSecretName -}}
+{{- $s := dict "module" $module "pin_file" "/etc/dialogtrust/hsm/pin" "label" (index . 1) -}}
+{{- if not (kindIs "invalid" $p.slot) -}}
+{{- $_ := set $s "slot" (int $p.slot) -}}
+{{- else -}}
+{{- $_ := set $s "token_label" (required "proxy.pkcs11: set slot or tokenLabel" $p.tokenLabel) -}}
+{{- end -}}
+{{- toJson $s -}}
 {{- end -}}

@@ -39,16 +39,36 @@ app.kubernetes.io/part-of: dialogtrust
 {{- printf "https://%s.%s.svc" (include "dt.name" .) $root.Release.Namespace -}}
 {{- end -}}
 
-{{/* The Secret a service's keys come from (keys.kind). */}}
+{{/* The Secret a service's keys (or, with pkcs11, the token's PIN) come from (keys.kind). */}}
 {{- define "dt.keySecret" -}}
 {{- $root := index . 0 -}}{{- $v := index . 2 -}}
-{{- if $v.keys.secretName -}}
+{{- if eq $root.Values.keys.kind "pkcs11" -}}
+{{- required "keys.kind pkcs11: set keys.pkcs11.pinSecretName" $root.Values.keys.pkcs11.pinSecretName -}}
+{{- else if $v.keys.secretName -}}
 {{- $v.keys.secretName -}}
 {{- else if eq $root.Values.keys.kind "shared" -}}
 {{- printf "%s-keyring" (include "dt.name" (list $root (index . 1))) -}}
 {{- else -}}
 {{- printf "%s-signing-key" (include "dt.name" (list $root (index . 1))) -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+keys.kind pkcs11: the keys.pkcs11 section of a service's configuration. The module is
+a path within the volume mounted at mountPath; the PIN is the file of the PIN Secret.
+*/}}
+{{- define "dt.pkcs11" -}}
+{{- $root := index . 0 -}}{{- $c := index . 1 -}}{{- $v := index . 2 -}}
+{{- $p := $root.Values.keys.pkcs11 -}}
+{{- $module := printf "%s/%s" $p.mountPath (required "keys.kind pkcs11: set keys.pkcs11.module" $p.module) -}}
+{{- $label := $v.keys.label | default (printf "dialogtrust-%s" (include "dt.name" (list $root $c))) -}}
+{{- $s := dict "module" $module "pin_file" "/etc/dialogtrust/hsm/pin" "label" $label -}}
+{{- if not (kindIs "invalid" $p.slot) -}}
+{{- $_ := set $s "slot" (int $p.slot) -}}
+{{- else -}}
+{{- $_ := set $s "token_label" (required "keys.kind pkcs11: set keys.pkcs11.slot or keys.pkcs11.tokenLabel" $p.tokenLabel) -}}
+{{- end -}}
+{{- toJson $s -}}
 {{- end -}}
 
 {{/* The Redis addresses the services use. */}}
@@ -91,13 +111,15 @@ Services.
 {{- if not (hasKey $cfg "wit_issuers") -}}{{- $_ := set $cfg "wit_issuers" (list $wit) -}}{{- end -}}
 {{- end -}}
 {{- $keys := deepCopy ($cfg.keys | default dict) -}}
-{{- $_ := unset $keys "signing_key_file" -}}{{- $_ := unset $keys "data_dir" -}}{{- $_ := unset $keys "shared" -}}
+{{- $_ := unset $keys "signing_key_file" -}}{{- $_ := unset $keys "data_dir" -}}{{- $_ := unset $keys "shared" -}}{{- $_ := unset $keys "pkcs11" -}}
 {{- if eq $root.Values.keys.kind "file" -}}
 {{- $_ := set $keys "signing_key_file" "/etc/dialogtrust/keys/signing-key.jwk" -}}
 {{- else if eq $root.Values.keys.kind "shared" -}}
 {{- $_ := set $keys "shared" (dict "secret_file" "/etc/dialogtrust/keyring/secret") -}}
+{{- else if eq $root.Values.keys.kind "pkcs11" -}}
+{{- $_ := set $keys "pkcs11" (include "dt.pkcs11" . | fromJson) -}}
 {{- else -}}
-{{- fail (printf "keys.kind %q: file or shared" $root.Values.keys.kind) -}}
+{{- fail (printf "keys.kind %q: file, shared or pkcs11" $root.Values.keys.kind) -}}
 {{- end -}}
 {{- $_ := set $cfg "keys" $keys -}}
 {{- $store := deepCopy ($cfg.store | default dict) -}}

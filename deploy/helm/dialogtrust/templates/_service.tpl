@@ -9,8 +9,9 @@ Called with (list $ "wit-issuer" .Values.witIssuer).
 {{- $wit := eq $c "wit-issuer" -}}
 {{- $spire := and $wit $v.spire.enabled -}}
 {{- $config := include "dt.config" . -}}
-{{- $keyVolume := ternary "keyring" "signing-key" (eq $root.Values.keys.kind "shared") -}}
-{{- $keyDir := ternary "/etc/dialogtrust/keyring" "/etc/dialogtrust/keys" (eq $root.Values.keys.kind "shared") -}}
+{{- $pkcs11 := eq $root.Values.keys.kind "pkcs11" -}}
+{{- $keyVolume := get (dict "file" "signing-key" "shared" "keyring" "pkcs11" "hsm-pin") $root.Values.keys.kind -}}
+{{- $keyDir := get (dict "file" "/etc/dialogtrust/keys" "shared" "/etc/dialogtrust/keyring" "pkcs11" "/etc/dialogtrust/hsm") $root.Values.keys.kind -}}
 {{- $redisAuth := $root.Values.redis.auth.enabled -}}
 {{- $redisCA := and (not $root.Values.redis.enabled) $root.Values.redis.external.tls.enabled $root.Values.redis.external.tls.caConfigMapName -}}
 apiVersion: v1
@@ -85,17 +86,31 @@ spec:
       terminationGracePeriodSeconds: {{ $v.terminationGracePeriodSeconds }}
       containers:
         - name: {{ $c }}
+          # With keys.kind pkcs11 the image built with cgo (deploy/docker, target hsm),
+          # which can load the PKCS#11 module; the static image would refuse the token.
+          {{- if $pkcs11 }}
+          image: {{ required (printf "keys.kind pkcs11: set the hsmImage of %s (built with cgo, --target hsm)" $c) $v.hsmImage }}
+          {{- else }}
           image: {{ $v.image }}
+          {{- end }}
           {{- with $v.imagePullPolicy }}
           imagePullPolicy: {{ . }}
           {{- end }}
           args: ["--config", "/etc/dialogtrust/config/{{ $c }}.yaml"]
-          {{- if not $wit }}
+          {{- if or (not $wit) (and $pkcs11 $root.Values.keys.pkcs11.env) }}
           env:
+            {{- if not $wit }}
             # The TTS fetches the wit-issuer's JWKS over TLS; Go reads its trusted
             # roots from this file instead of the image's public CA bundle.
             - name: SSL_CERT_FILE
               value: /etc/dialogtrust/ca/ca.crt
+            {{- end }}
+            {{- if $pkcs11 }}
+            {{- with $root.Values.keys.pkcs11.env }}
+            # For the HSM vendor's client (keys.pkcs11.env).
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+            {{- end }}
           {{- end }}
           ports:
             - name: https
@@ -144,6 +159,11 @@ spec:
             - name: {{ $keyVolume }}
               mountPath: {{ $keyDir }}
               readOnly: true
+            {{- if $pkcs11 }}
+            - name: pkcs11-module
+              mountPath: {{ $root.Values.keys.pkcs11.mountPath }}
+              readOnly: true
+            {{- end }}
             {{- if $spire }}
             - name: spire-agent-socket
               mountPath: /run/spire/sockets
@@ -180,6 +200,12 @@ spec:
           secret:
             secretName: {{ include "dt.keySecret" . }}
             defaultMode: 288 # 0440
+        {{- if $pkcs11 }}
+        # The PKCS#11 module (keys.pkcs11.volume), read-only: the library that signs
+        # is not writable by the process.
+        - name: pkcs11-module
+          {{- toYaml $root.Values.keys.pkcs11.volume | nindent 10 }}
+        {{- end }}
         {{- if $spire }}
         # The SPIRE agent's Workload API socket directory.
         - name: spire-agent-socket
