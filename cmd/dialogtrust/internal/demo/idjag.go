@@ -3,10 +3,16 @@ package demo
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"time"
 
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/jose"
+	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
@@ -18,14 +24,15 @@ const idjagUser = "alice@a.example"
 // played); AS A exchanges it for an ID-JAG for AS B
 // (draft-ietf-oauth-identity-assertion-authz-grant section 4.3), AS B redeems the
 // ID-JAG for a domain-B access token (section 4.4), and A1 starts the linked dialog D3
-// with B1, which gets a Txn-Token of domain B recording D3 from TTS B. Deployed
-// services have no identity provider the demo can sign for: the step is skipped there.
+// with B1, which gets a Txn-Token of domain B recording D3 from TTS B. Against
+// deployed services the demo signs the ID token with the provider's key
+// (Domain.IdPKeyFile, which deploy/local/up.sh makes); without one the step is skipped.
 func (f *flow) linkByIDJAG(ctx context.Context) error {
 	p, a1, b := f.p, f.a1, f.b
 	p.stepf("a user signed in at domain A's identity provider reached B1 through an ID-JAG: AS A turned the provider's ID token into an identity assertion grant for AS B only, AS B into its own access token, and B1 got a Txn-Token of domain B for the new dialog D3; the ID token stayed in domain A.",
 		"A1, for a user signed in at domain A's identity provider, links dialog D3 with B1 through an ID-JAG")
 	if f.ds.idp == nil {
-		p.skip("the ID-JAG path", "the deployed services have no identity provider whose ID tokens the demo can issue (deploy/local configures none); the in-process demo runs it")
+		p.skip("the ID-JAG path", "no identity provider key for domain A (DIALOGTRUST_LOCAL_A_IDP and DIALOGTRUST_LOCAL_A_IDP_KEY); the in-process demo runs it")
 		return nil
 	}
 	idToken, err := f.ds.idp.idToken(a1.id, idjagUser)
@@ -65,4 +72,45 @@ func (f *flow) linkByIDJAG(ctx context.Context) error {
 		p.info("sub %q, scope %q, req_wl %s", claims.Sub, claims.Scope, claims.ReqWL)
 	}
 	return nil
+}
+
+// keyIdP is an identity provider of a deployed domain A that runs no server: its
+// issuer identifier and private key (deploy/local/up.sh makes the key; TTS A trusts
+// the public half). The demo signs the ID token of step 8 as that provider would.
+type keyIdP struct {
+	iss string
+	key *keys.PrivateKey
+}
+
+// loadKeyIdP reads the provider's private JWK (a few hundred bytes; bounded).
+func loadKeyIdP(issuer, path string) (keyIdP, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return keyIdP{}, fmt.Errorf("identity provider key: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	if err != nil {
+		return keyIdP{}, fmt.Errorf("identity provider key: %w", err)
+	}
+	k, err := keys.ParsePrivateJWK(b)
+	if err != nil {
+		return keyIdP{}, fmt.Errorf("identity provider key %s: %w", path, err)
+	}
+	return keyIdP{iss: issuer, key: k}, nil
+}
+
+func (p keyIdP) issuer() string { return p.iss }
+
+// idToken is an OpenID Connect ID token (typ JWT) of user issued to client, valid for
+// five minutes.
+func (p keyIdP) idToken(client identifier.ID, user string) (string, error) {
+	now := time.Now()
+	return jose.SignClaims("JWT", p.key, true, jose.RegisteredClaims{Iss: p.iss, Sub: user, Aud: jose.Audience{client.String()},
+		Iat: numericDate(now), Exp: numericDate(now.Add(5 * time.Minute))})
+}
+
+func numericDate(t time.Time) *jose.NumericDate {
+	n := jose.NumericDate(t.Unix())
+	return &n
 }

@@ -34,4 +34,7 @@ func TestIssue28_DemoIDJAGPath(t *testing.T) {
 	if !idTokenKept {
 		t.Error("step 9 did not check that the ID token stayed in domain A")
 	}
+	if !strings.Contains(r.Summary[len(r.Summary)-2], "No ID token crossed") {
+		t.Errorf("the summary does not say the ID token stayed: %q", r.Summary)
+	}
 }

@@ -31,6 +31,11 @@ type Domain struct {
 	// TTSLog, when set, is the file the TTS writes its log to (external topologies):
 	// the domain-separation step reads domain B's.
 	TTSLog string
+	// IdP and IdPKeyFile, when both set (domain A of an external topology), are the
+	// issuer identifier of an identity provider whose ID tokens this domain's AS
+	// accepts for ID-JAGs, and the file of its private JWK: the demo signs the ID token
+	// of step 8 with it. Without them step 8 is skipped.
+	IdP, IdPKeyFile string
 }
 
 // Topology is where the two trust domains of the demo run: InProcess starts them in
@@ -100,8 +105,16 @@ func External(a, b Domain) (Topology, error) {
 type external struct{ a, b Domain }
 
 func (e external) start(context.Context, func(http.Handler) http.Handler) (*domains, error) {
-	return &domains{a: e.a, b: e.b, close: func() {},
-		title: fmt.Sprintf("Using the deployed trust domains %s and %s: a WIT issuer and a TTS (with its authorization server) each", e.a.Name, e.b.Name)}, nil
+	ds := &domains{a: e.a, b: e.b, close: func() {},
+		title: fmt.Sprintf("Using the deployed trust domains %s and %s: a WIT issuer and a TTS (with its authorization server) each", e.a.Name, e.b.Name)}
+	if e.a.IdP != "" && e.a.IdPKeyFile != "" {
+		idp, err := loadKeyIdP(e.a.IdP, e.a.IdPKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		ds.idp = idp
+	}
+	return ds, nil
 }
 
 type inProcess struct{}
