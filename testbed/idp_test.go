@@ -18,8 +18,8 @@ import (
 // ID token to the planner, AS A turns it into an ID-JAG for AS B, AS B into an access
 // token, and TTS B into a Txn-Token recording the linked dialog, for the IdP's user.
 // An ID token issued to another workload is refused at AS A (subject_client_mismatch),
-// a World without WithIdP issues no ID-JAG at all, and a link takes one subject
-// token, never both.
+// a World without WithIdP issues no ID-JAG at all, a link takes one subject
+// token, never both, and never carries the ID token to domain B.
 func TestWithIdPLinksThroughAnIDJAG(t *testing.T) {
 	ctx := t.Context()
 	world, err := testbed.Start(ctx, testbed.WithIdP())
@@ -70,6 +70,16 @@ func TestWithIdPLinksThroughAnIDJAG(t *testing.T) {
 	res.Body.Close()
 	if want := "a.example:alice " + lc.Linked().Dialog.DLG(); res.StatusCode != 200 || string(body) != want {
 		t.Fatalf("got %d %q, want 200 %q", res.StatusCode, body, want)
+	}
+
+	// The ID token stays in domain A: a first request that would carry it to B is
+	// refused before it leaves.
+	guarded := world.Link(planner, "", wits, func(l *agent.Linked, t *agent.Transport) (http.RoundTripper, error) { return t, nil })
+	guarded.Config.IDToken, _ = world.IdP.IDToken(planner, "alice")
+	req, _ := http.NewRequest(http.MethodPost, url, nil)
+	req.Header.Set("X-Note", "token="+guarded.Config.IDToken)
+	if _, err := (&http.Client{Transport: guarded}).Do(req); errcode.CodeOf(err) != errcode.CrossesTrustBoundary {
+		t.Fatalf("a request to B carrying the ID token: %v, want crosses_trust_boundary", err)
 	}
 
 	if _, _, err := link(other, idToken); errcode.CodeOf(err) != errcode.SubjectClientMismatch {
