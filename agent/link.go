@@ -33,6 +33,11 @@ import (
 //     its provenance stay in domain A. Only the Linker's caller knows that D2 continues
 //     D1.
 //
+// With an ID token in place of the Txn-Token (LinkConfig.IDToken), step 1 asks AS A for
+// an ID-JAG (draft-ietf-oauth-identity-assertion-authz-grant section 4.3) on the ID
+// token, and step 2 redeems the ID-JAG (section 4.4); step 3 is the same, and the ID
+// token stays in domain A as the Txn-Token does.
+//
 // The request to B1 is sent through a copy of Transport without its Txn-Token source,
 // and a guard refuses (crosses_trust_boundary) any request that would still carry a
 // Txn-Token or provenance field, or the dialog identifier of D1.
@@ -57,6 +62,10 @@ type LinkConfig struct {
 	// TxnToken is the Txn-Token of the original dialog (D1), in domain A. It is sent to
 	// GrantEndpoint only.
 	TxnToken string
+	// IDToken, in place of TxnToken, is an ID token of an identity provider AS A trusts,
+	// issued to this agent: AS A issues an ID-JAG on it, which AS B redeems. Like the
+	// Txn-Token it is sent to GrantEndpoint only. Exactly one of the two is set.
+	IDToken string
 	// GrantEndpoint is AS A's token endpoint (domain A).
 	GrantEndpoint string
 	// PeerIssuer is AS B's issuer identifier: the audience of the grant.
@@ -111,8 +120,8 @@ func (l *Linker) Link(ctx context.Context, c LinkConfig) (*Linked, error) {
 	if l.Transport.Proof != proof.HTTPSig {
 		return nil, errcode.New(errcode.InvalidRequest, "a linked dialog needs the HTTP signature: a WPT occupies the Authorization field that carries the access token")
 	}
-	if c.TxnToken == "" || c.GrantEndpoint == "" || c.PeerIssuer == "" || c.PeerTokenEndpoint == "" || c.Request == nil {
-		return nil, errcode.New(errcode.InvalidRequest, "a linked dialog needs the Txn-Token, both token endpoints, the peer AS and the first request")
+	if (c.TxnToken == "") == (c.IDToken == "") || c.GrantEndpoint == "" || c.PeerIssuer == "" || c.PeerTokenEndpoint == "" || c.Request == nil {
+		return nil, errcode.New(errcode.InvalidRequest, "a linked dialog needs the Txn-Token or an ID token (one of them), both token endpoints, the peer AS and the first request")
 	}
 	signers, err := c.signers()
 	if err != nil {
@@ -149,7 +158,13 @@ func (l *Linker) Link(ctx context.Context, c LinkConfig) (*Linked, error) {
 	if tokens.Now == nil {
 		tokens.Now = now
 	}
-	g, err := tokens.Grant(ctx, chaining.GrantParams{TokenEndpoint: c.GrantEndpoint, TxnToken: c.TxnToken, Audience: c.PeerIssuer, Scope: c.Scope})
+	var g *chaining.GrantResponse
+	if c.IDToken != "" {
+		g, err = tokens.IDJAG(ctx, chaining.IDJAGParams{TokenEndpoint: c.GrantEndpoint, SubjectToken: c.IDToken, SubjectTokenType: chaining.TokenTypeIDToken,
+			Audience: c.PeerIssuer, Scope: c.Scope})
+	} else {
+		g, err = tokens.Grant(ctx, chaining.GrantParams{TokenEndpoint: c.GrantEndpoint, TxnToken: c.TxnToken, Audience: c.PeerIssuer, Scope: c.Scope})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +177,7 @@ func (l *Linker) Link(ctx context.Context, c LinkConfig) (*Linked, error) {
 	peer.Tokens = nil
 	peer.ResponseSigners = signers
 	peer.Source = cred.Expiring(now)
-	peer.Base = boundaryGuard{base: l.Transport.Base, txnToken: c.TxnToken, dlg: d1}
+	peer.Base = boundaryGuard{base: l.Transport.Base, txnToken: c.TxnToken + c.IDToken, dlg: d1}
 	// The caller's context may carry D1's provenance or Txn-Token source (WithProvenance,
 	// WithTxnTokenSource); neither goes to domain B.
 	ctx = context.WithValue(context.WithValue(ctx, provenanceKey, (*dialog.Provenance)(nil)), tokenKey, nil)
@@ -222,7 +237,7 @@ func dialogOf(txn string) string {
 // are really sent.
 type boundaryGuard struct {
 	base     http.RoundTripper
-	txnToken string
+	txnToken string // the Txn-Token, or the ID token, of the original domain
 	dlg      string
 }
 
@@ -240,7 +255,7 @@ func (g boundaryGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 	for _, vals := range r.Header {
 		for _, v := range vals {
 			if g.txnToken != "" && strings.Contains(v, g.txnToken) {
-				return refuse("the Txn-Token")
+				return refuse("the Txn-Token or ID token")
 			}
 		}
 	}

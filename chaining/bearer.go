@@ -348,7 +348,7 @@ func (b *JWTBearer) redeem(ctx context.Context, tr *oauth.TokenRequest, req *oau
 		return nil, nil, "", at(stageRequest, err)
 	}
 	if peer.conds != nil {
-		if scope, err = decidePeer(ctx, peer.conds, peer.Issuer, tr, req, grantSubject(g, g.Iss, g.Sub, scope), peer.Issuer, peer.Audiences, scope); err != nil {
+		if scope, err = decidePeer(ctx, peer.conds, peer.Issuer, tr, req, grantSubject(g, g.Iss, g.Sub, scope), presentedGrant(g), peer.Issuer, peer.Audiences, scope); err != nil {
 			return nil, nil, "", err
 		}
 	}
@@ -419,7 +419,7 @@ func (b *JWTBearer) verifyGrant(ctx context.Context, raw string, now time.Time) 
 	if len(auds) == 0 {
 		auds = []string{b.cfg.Issuer, b.cfg.TokenEndpoint}
 	}
-	g.isIDJAG = t.Typ != "" && jose.TypeMatches(t.Typ, IDJAGTyp)
+	g.isIDJAG, g.typ = t.Typ != "" && jose.TypeMatches(t.Typ, IDJAGTyp), t.Typ
 	switch {
 	case g.Sub == "":
 		return peer, &g, errcode.New(errcode.MissingClaim, "the grant has no sub")

@@ -74,8 +74,10 @@ type GrantClaims struct {
 	Cnf                  *Confirmation   `json:"cnf,omitempty"`
 	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
 
-	// isIDJAG is set by AS B when the grant's typ is oauth-id-jag+jwt.
+	// isIDJAG is set by AS B when the grant's typ is oauth-id-jag+jwt; typ is the
+	// grant's typ header (its peer's conditions read it).
 	isIDJAG bool
+	typ     string
 }
 
 // AccessTokenClaims are the claims of an RFC 9068 access token issued by AS B, in the

@@ -347,7 +347,7 @@ func (g *GrantIssuer) issue(ctx context.Context, tr *oauth.TokenRequest, req *oa
 		return nil, nil, "", err
 	}
 	if peer.conds != nil {
-		if scope, err = decidePeer(ctx, peer.conds, peer.Issuer, tr, req, txnSubject(txn), peer.Issuer, peer.names(), scope); err != nil {
+		if scope, err = decidePeer(ctx, peer.conds, peer.Issuer, tr, req, txnSubject(txn), requestedGrant(tr, req, peer.Issuer, resource), peer.Issuer, peer.names(), scope); err != nil {
 			return nil, nil, "", err
 		}
 	}

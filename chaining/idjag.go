@@ -12,6 +12,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/oauth/grantpolicy"
 )
 
 // The Identity Assertion JWT Authorization Grant (ID-JAG,
@@ -101,6 +102,9 @@ type subjectOf struct {
 	sub   string
 	scope []string // the scope the subject carries (nil for an ID token)
 	exp   time.Time
+	// policy is the subject as the peer's conditions see it (subject, and input for
+	// a Txn-Token).
+	policy *grantpolicy.Subject
 }
 
 // issueIDJAG is issue for requested_token_type ...:id-jag (the client is bound):
@@ -147,6 +151,13 @@ func (g *GrantIssuer) issueIDJAG(ctx context.Context, tr *oauth.TokenRequest, re
 	if err != nil {
 		return nil, nil, "", err
 	}
+	if peer.conds != nil {
+		// The peer's conditions hold for an ID-JAG as for the generic grant: a request
+		// for another token type is no way around them.
+		if scope, err = decidePeer(ctx, peer.conds, peer.Issuer, tr, req, subj.policy, requestedGrant(tr, req, peer.Issuer, ""), peer.Issuer, peer.names(), scope); err != nil {
+			return nil, nil, "", err
+		}
+	}
 	sub, err := peer.Subject.Map(subj.sub)
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
@@ -188,7 +199,7 @@ func (g *GrantIssuer) txnTokenSubject(ctx context.Context, raw string, req *oaut
 	if sc == nil {
 		sc = []string{}
 	}
-	return &subjectOf{sub: txn.Sub, scope: sc, exp: txn.Exp.Time()}, nil
+	return &subjectOf{sub: txn.Sub, scope: sc, exp: txn.Exp.Time(), policy: txnSubject(txn)}, nil
 }
 
 // idTokenSubject validates an ID token of a configured provider (section 4.3.3: the
@@ -232,5 +243,6 @@ func (g *GrantIssuer) idTokenSubject(ctx context.Context, raw, client string) (*
 	if !slices.ContainsFunc(c.Aud, func(a string) bool { return a == client || idp.ClientIDs[a] == client }) {
 		return nil, at(stageRequest, errcode.New(errcode.SubjectClientMismatch, "the ID token was not issued to %s (its aud)", client))
 	}
-	return &subjectOf{sub: c.Sub, exp: c.Exp.Time()}, nil
+	return &subjectOf{sub: c.Sub, exp: c.Exp.Time(),
+		policy: &grantpolicy.Subject{Type: TokenTypeIDToken, Issuer: c.Iss, Sub: c.Sub, Claims: grantpolicy.NewClaims(t.Payload)}}, nil
 }

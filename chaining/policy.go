@@ -37,15 +37,16 @@ func (c PeerConditions) compile() (*grantpolicy.Conditions, error) {
 	return conds, nil
 }
 
-// decidePeer applies a peer's conditions to a request whose scope is scope: the
+// decidePeer applies a peer's conditions to a request whose scope is scope, about
+// grant (grantpolicy.Grant: the one asked for at AS A, the one presented at AS B): the
 // narrowed scope, or the refusal (workload_not_allowed when When does not hold, the
 // condition's code when it cannot be evaluated).
 func decidePeer(ctx context.Context, conds *grantpolicy.Conditions, name string, tr *oauth.TokenRequest, req *oauth.Client,
-	subj *grantpolicy.Subject, peer string, audiences, scope []string) ([]string, error) {
+	subj *grantpolicy.Subject, grant grantpolicy.Grant, peer string, audiences, scope []string) ([]string, error) {
 	if conds == nil {
 		return scope, nil
 	}
-	vars := grantpolicy.WithTarget(grantpolicy.Vars(tr, req, subj), peer, audiences)
+	vars := grantpolicy.WithGrant(grantpolicy.WithTarget(grantpolicy.Vars(tr, req, subj), peer, audiences), grant)
 	ok, err := conds.Holds(ctx, name, vars)
 	if err != nil {
 		return nil, at(stagePolicy, err)
@@ -69,4 +70,23 @@ func txnSubject(txn *txntoken.Claims) *grantpolicy.Subject {
 func grantSubject(g any, iss, sub string, scope []string) *grantpolicy.Subject {
 	payload, _ := json.Marshal(g)
 	return &grantpolicy.Subject{Type: TokenTypeJWT, Issuer: iss, Sub: sub, Scopes: scope, Claims: grantpolicy.NewClaims(payload)}
+}
+
+// presentedGrant is the grant AS B verified, as its peer's conditions see it (grant).
+func presentedGrant(g *GrantClaims) grantpolicy.Grant {
+	return grantpolicy.Grant{Typ: g.typ, IDJAG: g.isIDJAG, ClientID: g.ClientID, Aud: g.Aud, Resource: g.Resource}
+}
+
+// requestedGrant is the grant a request at AS A asks for, as it would be issued: an
+// ID-JAG names the client and the resource requested; the generic grant (the Txn-Token
+// chaining profile's) no client, and the protected resource resolvePeer found, if any.
+func requestedGrant(tr *oauth.TokenRequest, req *oauth.Client, peer, resource string) grantpolicy.Grant {
+	if tr.RequestedTokenType != TokenTypeIDJAG {
+		return grantpolicy.Grant{Typ: GrantTyp, Aud: []string{peer}, Resource: grantResourceClaim(resource)}
+	}
+	g := grantpolicy.Grant{Typ: IDJAGTyp, IDJAG: true, ClientID: req.IDString(), Aud: []string{peer}}
+	if tr.Resource != "" {
+		g.Resource = []string{tr.Resource}
+	}
+	return g
 }

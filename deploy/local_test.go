@@ -227,7 +227,7 @@ func TestLocalDeployment(t *testing.T) {
 	// The acceptance point: the demo flow of `dialogtrust demo` (dialog D1, a tool
 	// call, a signed handoff from A2 to B1 across the boundary, grant from TTS A,
 	// access token from TTS B, linked dialog D2, B1's Txn-Token of b.example, statuses
-	// back, domain separation) runs against the deployed services and every check
+	// back, the ID-JAG path to D3, domain separation) runs against the deployed services and every check
 	// passes. The workloads run in the demo process; the WIT issuers and TTSs are the
 	// deployed ones, found through the env file.
 	envFile := filepath.Join(dir, "env")
@@ -246,6 +246,11 @@ func TestLocalDeployment(t *testing.T) {
 		"B1: the offer's grant is the SHA-256 of the access token",
 		"the domain-B Txn-Token verifies through TTS B's JWKS and records D2 in tctx.dlg",
 		"A2 verified B1's \"completed\" status",
+		// Step 8, the ID-JAG path (issue 28): an ID token signed with the identity
+		// provider key up.sh made, an ID-JAG from TTS A, an access token from TTS B.
+		"AS A issued an ID-JAG for AS B on the ID token; AS B redeemed it for a domain-B access token",
+		"the domain-B Txn-Token verifies through TTS B's JWKS, records D3 in tctx.dlg and is for the same user",
+		"A1's ID token (step 8) never reached domain B",
 		"D1's identifier never reached domain B",
 		"TTS B's log records B1's exchange",
 		"TTS B's log has neither the domain-A Txn-Token nor its hash",

@@ -17,7 +17,8 @@
 // every service, store, key set and client of it (a test moves it to check expiry
 // without sleeping); WithScopes, what may cross; WithMiddleware, to record what reached
 // a domain's servers (section 13); WithDomainC, a third domain whose grants b.example
-// does not trust. The agent package's Figure 5 tests and `dialogtrust demo` run in
+// does not trust; WithIdP, a.example's identity provider (idp.go), whose ID tokens AS A
+// turns into ID-JAGs that AS B redeems (an agent links with agent.LinkConfig.IDToken). The agent package's Figure 5 tests and `dialogtrust demo` run in
 // this world, so that the two-domain world is built in one place. Read testbed.go
 // first.
 //

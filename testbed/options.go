@@ -19,6 +19,7 @@ type config struct {
 	scopes  []string
 	wrap    func(domain, server string, next http.Handler) http.Handler
 	domainC bool
+	idp     bool
 }
 
 func newConfig(opts []Option) *config {
@@ -62,6 +63,15 @@ func WithMiddleware(wrap func(domain, server string, next http.Handler) http.Han
 // grant itself is what is refused (dialog-binding section 11). StartDomain ignores it.
 func WithDomainC() Option {
 	return func(c *config) { c.domainC = true }
+}
+
+// WithIdP makes Start add a.example's identity provider (World.IdP) and turn ID-JAGs
+// on (draft-ietf-oauth-identity-assertion-authz-grant): a.example's AS issues them for
+// b.example's AS on the IdP's ID tokens, which AS A trusts through the IdP's JWKS, and on
+// Txn-Tokens; b.example's AS redeems them besides the generic grant. StartDomain
+// ignores it.
+func WithIdP() Option {
+	return func(c *config) { c.idp = true }
 }
 
 func (c *config) wrapped(domain, server string, h http.Handler) http.Handler {

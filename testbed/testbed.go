@@ -31,6 +31,9 @@ type World struct {
 	A *Domain // a.example: AS A, issues grants for B's AS (and C's)
 	B *Domain // b.example: AS B, redeems A's grants; trusts A's WITs (and C's)
 	C *Domain // c.example, WithDomainC only: issues grants for B's AS, which does not trust it
+	// IdP is a.example's identity provider, WithIdP only: AS A issues ID-JAGs for B's
+	// AS on its ID tokens.
+	IdP *IdP
 }
 
 // Start starts a.example, whose AS issues grants for b.example's AS for Scope (or
@@ -52,10 +55,18 @@ func Start(ctx context.Context, opts ...Option) (_ *World, err error) {
 		return nil, err
 	}
 	a, b := w.A, w.B
+	bTyps := []string{chaining.GrantTyp}
+	if cfg.idp {
+		if w.IdP, err = startIdP(cfg); err != nil {
+			return nil, err
+		}
+		a.idTokens = []chaining.IDTokenIssuer{{Issuer: w.IdP.Issuer, Keys: keys.NewLazyRemoteSet(ctx, w.IdP.Issuer+PathIdPJWKS, keyRefresh, cfg.now)}}
+		bTyps = append(bTyps, chaining.IDJAGTyp)
+	}
 	grantsFor := func(peers ...*Domain) []chaining.GrantPeer {
 		var gs []chaining.GrantPeer
 		for _, p := range peers {
-			gs = append(gs, chaining.GrantPeer{Issuer: p.TTSURL, TokenEndpoint: p.TokenEndpoint(), Scopes: cfg.scopes})
+			gs = append(gs, chaining.GrantPeer{Issuer: p.TTSURL, TokenEndpoint: p.TokenEndpoint(), Scopes: cfg.scopes, IDJAG: cfg.idp && p == b})
 		}
 		return gs
 	}
@@ -73,7 +84,7 @@ func Start(ctx context.Context, opts ...Option) (_ *World, err error) {
 		return nil, err
 	}
 	asAKeys := chaining.NewDiscoveredKeys(ctx, a.TTSURL, nil, keyRefresh, cfg.now)
-	if err := b.startTTS(ctx, bTrusts, nil, []chaining.BearerPeer{{Issuer: a.TTSURL, Keys: asAKeys, Scopes: cfg.scopes,
+	if err := b.startTTS(ctx, bTrusts, nil, []chaining.BearerPeer{{Issuer: a.TTSURL, Keys: asAKeys, Scopes: cfg.scopes, Typs: bTyps,
 		Subject: chaining.SubjectMap{Mode: chaining.SubjectPrefix, Prefix: a.Name + ":"}}}); err != nil {
 		return nil, err
 	}
@@ -87,6 +98,7 @@ func (w *World) Close() {
 			d.Close()
 		}
 	}
+	w.IdP.close()
 }
 
 // StartDomain starts one trust domain alone: its WIT issuer and its TTS, which issues
@@ -120,6 +132,7 @@ type Domain struct {
 	witHS, ttsHS *httptest.Server
 	ring         *keys.Ring // the TTS's keys: Txn-Tokens, grants and access tokens
 	replay       store.Replay
+	idTokens     []chaining.IDTokenIssuer // the identity providers AS A trusts (WithIdP)
 }
 
 // newDomain listens for both servers and starts the WIT issuer; startTTS starts the
@@ -276,7 +289,7 @@ func (d *Domain) startTTS(ctx context.Context, trusted []*Domain, grantPeers []c
 	)
 	if grantPeers != nil {
 		if asA, err = chaining.NewGrantIssuer(chaining.GrantIssuerConfig{Issuer: d.TTSURL, Keys: d.ring, Authenticators: auths,
-			TxnTokens: tts.TxnTokenVerifierFor(cfg), Peers: grantPeers, Now: now}); err != nil {
+			TxnTokens: tts.TxnTokenVerifierFor(cfg), Peers: grantPeers, IDTokens: d.idTokens, Now: now}); err != nil {
 			return err
 		}
 	}

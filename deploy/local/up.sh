@@ -287,6 +287,16 @@ render() {
   printf '%s\n' "$text" >"$2"
 }
 
+# a.example's identity provider, for the demo's ID-JAG path (step 8): no server, a key.
+# TTS A trusts its ID tokens through the public JWKS file (chaining.as_a.id_token_issuers);
+# `dialogtrust demo --local` signs them with the private JWK (mode 0600).
+mkdir -p "$dir/data/a"
+"$dir/bin/dialogtrust" key generate --alg ES256 --out "$dir/data/a/idp.jwk" ||
+  die "could not generate the identity provider's key"
+idp_pub="$("$dir/bin/dialogtrust" key public --in "$dir/data/a/idp.jwk")" ||
+  die "could not read the identity provider's public key"
+printf '{"keys":[%s]}\n' "$idp_pub" >"$dir/data/a/idp-jwks.json"
+
 mkdir -p "$dir/config"
 tts_ok=0
 for attempt in 1 2 3 4 5; do
@@ -296,6 +306,7 @@ for attempt in 1 2 3 4 5; do
     [A_WIT_ISSUER]="${urls[wit_a]}" [B_WIT_ISSUER]="${urls[wit_b]}"
     [A_TTS_ADDR]="127.0.0.1:$pa" [B_TTS_ADDR]="127.0.0.1:$pb"
     [A_TTS]="http://127.0.0.1:$pa" [B_TTS]="http://127.0.0.1:$pb"
+    [A_IDP_JWKS]="$dir/data/a/idp-jwks.json"
   )
   declare -A tts_pids=()
   for d in "${domains[@]}"; do
@@ -363,6 +374,10 @@ done
     echo "DIALOGTRUST_LOCAL_${D}_TTS_CONFIG=$dir/config/tts-$d.yaml"
     echo "DIALOGTRUST_LOCAL_${D}_WIT_ISSUER_LOG=$dir/logs/wit-issuer-$d.err"
     echo "DIALOGTRUST_LOCAL_${D}_TTS_LOG=$dir/logs/tts-$d.err"
+    if [ "$d" = a ]; then
+      echo "DIALOGTRUST_LOCAL_A_IDP=https://idp.a.example"
+      echo "DIALOGTRUST_LOCAL_A_IDP_KEY=$dir/data/a/idp.jwk"
+    fi
   done
 } >"$dir/env"
 

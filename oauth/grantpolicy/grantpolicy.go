@@ -53,6 +53,10 @@ type (
 		Dlg      string           `cel:"dlg"`     // request_details.dlg ("" without)
 		Details  *structpb.Struct `cel:"details"` // request_details
 		Context  *structpb.Struct `cel:"context"` // request_context
+
+		// RequestedTokenType is requested_token_type ("" when absent), e.g.
+		// urn:ietf:params:oauth:token-type:id-jag at AS A (issue 28).
+		RequestedTokenType string `cel:"requested_token_type"`
 	}
 	// condInput is input: the Txn-Token a replacement replaces (present false
 	// otherwise).
@@ -86,7 +90,7 @@ var (
 )
 
 // ConditionEnv is the environment of a place (PlaceIssuance: requester, subject,
-// request, input; PlaceChaining: the same and target).
+// request, input; PlaceChaining: the same, target and grant).
 func ConditionEnv(place string) (*condition.Env, error) {
 	envOnce.Do(func() {
 		common := []condition.Var{
@@ -98,7 +102,7 @@ func ConditionEnv(place string) (*condition.Env, error) {
 		envs = map[string]*condition.Env{}
 		for place, vars := range map[string][]condition.Var{
 			PlaceIssuance: common,
-			PlaceChaining: append(slices.Clone(common), condition.StructVar("target", condTarget{})),
+			PlaceChaining: append(slices.Clone(common), condition.StructVar("target", condTarget{}), condition.StructVar("grant", condGrant{})),
 		} {
 			e, err := condition.NewEnv(place, vars)
 			if err != nil {
@@ -289,7 +293,7 @@ func Vars(tr *oauth.TokenRequest, req *oauth.Client, subj *Subject) condition.Va
 		},
 		"subject": func() any { return subjectVar(subj) },
 		"request": func() any {
-			return condRequest{Audience: tr.Audience, Resource: tr.Resource, Scopes: nonNil(tr.Scope), Dlg: tr.Dialog(),
+			return condRequest{Audience: tr.Audience, Resource: tr.Resource, Scopes: nonNil(tr.Scope), Dlg: tr.Dialog(), RequestedTokenType: tr.RequestedTokenType,
 				Details: rawStruct(tr.RequestDetails), Context: rawStruct(tr.RequestContext)}
 		},
 		"input": func() any { return inputVar(subj) },

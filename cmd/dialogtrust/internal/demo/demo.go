@@ -34,7 +34,7 @@ import (
 )
 
 // steps is the number of numbered steps, for the progress line.
-const steps = 8
+const steps = 9
 
 // printer records the steps and checks of a run into its Report.
 type printer struct {
@@ -181,7 +181,8 @@ func run(ctx context.Context, p *printer, topo Topology) error {
 		f.handOff,         // step 5
 		f.checkB1TxnToken, // step 6
 		f.collectStatuses, // step 7
-		f.checkSeparation, // step 8
+		f.linkByIDJAG,     // step 8
+		f.checkSeparation, // step 9
 	} {
 		if err := step(ctx); err != nil {
 			return err
@@ -223,12 +224,16 @@ type flow struct {
 	offer     *handoff.Handoff
 	linked    *agent.Linked // D2, as A2 linked it
 	b1First   b1Event       // what B1 made of D2's first request
+	idToken   string        // A1's ID token of step 8 ("" when the step did not get one)
+	linkedJAG *agent.Linked // D3, as A1 linked it through an ID-JAG
 }
 
 // close releases what the steps started, the last first.
 func (f *flow) close() {
-	if f.linked != nil {
-		f.linked.Response.Body.Close()
+	for _, l := range []*agent.Linked{f.linked, f.linkedJAG} {
+		if l != nil {
+			l.Response.Body.Close()
+		}
 	}
 	for _, s := range f.servers {
 		s.close()
@@ -507,7 +512,7 @@ func (f *flow) collectStatuses(ctx context.Context) error {
 	return nil
 }
 
-// checkSeparation is step 8: nothing of D1 crossed into domain B.
+// checkSeparation is step 9: nothing of D1 crossed into domain B.
 func (f *flow) checkSeparation(context.Context) error {
 	p, rec, linked := f.p, f.rec, f.linked
 	d1, txnA := f.d1.DLG(), f.atA2First.TxnToken
@@ -523,6 +528,9 @@ func (f *flow) checkSeparation(context.Context) error {
 	p.check(!rec.contains(d1), "D1's identifier never reached domain B")
 	p.check(!rec.contains(txnA), "the domain-A Txn-Token never reached domain B")
 	p.check(!rec.contains(tokenhash.Of(txnA)), "not even its hash")
+	if f.idToken != "" {
+		p.check(!rec.contains(f.idToken) && !rec.contains(tokenhash.Of(f.idToken)), "A1's ID token (step 8) never reached domain B, nor its hash: only the ID-JAG did")
+	}
 	if !f.ds.serverSide {
 		f.checkTTSBLog(d1, txnA)
 		p.skip("what reached WIT issuer B from other processes", "a deployed service in another process, and its log does not record request contents; the in-process demo records it")
@@ -597,6 +605,14 @@ func b1Handler(acceptor *agent.LinkAcceptor, rcv *handoff.Receiver, out chan<- b
 		ev := b1Event{v: v}
 		var status handoff.Signed
 		var err error
+		if v.Handoff == nil && v.Outcome == dialog.Established {
+			// A linked dialog without a handoff (step 8, the ID-JAG path): B1 gets its
+			// Txn-Token for it and answers.
+			ev.acc, ev.err = acceptor.Accept(r.Context(), r)
+			out <- ev
+			okJSON(w)
+			return
+		}
 		if v.Handoff != nil && v.Handoff.Offer != nil {
 			ev.acc, ev.err = acceptor.Accept(r.Context(), r)
 			if ev.err == nil {

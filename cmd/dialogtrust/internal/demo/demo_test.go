@@ -48,8 +48,8 @@ func TestDemoExternal(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.String()
-	if !strings.HasSuffix(strings.TrimSpace(s), " passed, 0 failed, 2 skipped") || strings.Contains(s, "FAIL") {
-		t.Fatal("want every check passed and two skipped (no TTS B log, WIT issuer B's server side)")
+	if !strings.HasSuffix(strings.TrimSpace(s), " passed, 0 failed, 3 skipped") || strings.Contains(s, "FAIL") {
+		t.Fatal("want every check passed and three skipped (the ID-JAG path without an identity provider, no TTS B log, WIT issuer B's server side)")
 	}
 	if !strings.Contains(s, "against deployed services") || !strings.Contains(s, "  skip  TTS B's own record") {
 		t.Fatal("not run as an external topology")
@@ -194,7 +194,7 @@ func TestStepTimers(t *testing.T) {
 	if err := WriteText(&out, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"\n[1/8] one\n        (step 1 took 2.5ms)\n", "\n[2/8] two\n        (step 2 took 1.5s)\n"} {
+	for _, want := range []string{"\n[1/9] one\n        (step 1 took 2.5ms)\n", "\n[2/9] two\n        (step 2 took 1.5s)\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("no %q in\n%s", want, out.String())
 		}

@@ -63,7 +63,9 @@ func EnvFromEnviron(environ []string) map[string]string {
 
 // LocalTopology is the External topology of a deploy/local deployment, from the
 // variables of its env file: DIALOGTRUST_LOCAL_{A,B}_{TRUST_DOMAIN,WIT_ISSUER,TTS}
-// (required) and DIALOGTRUST_LOCAL_{A,B}_TTS_LOG (optional: the TTS's log file).
+// (required), DIALOGTRUST_LOCAL_{A,B}_TTS_LOG (optional: the TTS's log file) and
+// DIALOGTRUST_LOCAL_A_IDP and DIALOGTRUST_LOCAL_A_IDP_KEY (optional: domain A's identity
+// provider and its private JWK file, for step 8).
 func LocalTopology(vars map[string]string) (Topology, error) {
 	var ds [2]Domain
 	for i, d := range []string{"A", "B"} {
@@ -73,7 +75,8 @@ func LocalTopology(vars map[string]string) (Topology, error) {
 				return nil, fmt.Errorf("%s%s is not set (is this the env file of deploy/local/up.sh?)", p, k)
 			}
 		}
-		ds[i] = Domain{Name: vars[p+"TRUST_DOMAIN"], WITIssuer: vars[p+"WIT_ISSUER"], TTS: vars[p+"TTS"], TTSLog: vars[p+"TTS_LOG"]}
+		ds[i] = Domain{Name: vars[p+"TRUST_DOMAIN"], WITIssuer: vars[p+"WIT_ISSUER"], TTS: vars[p+"TTS"], TTSLog: vars[p+"TTS_LOG"],
+			IdP: vars[p+"IDP"], IdPKeyFile: vars[p+"IDP_KEY"]}
 	}
 	return External(ds[0], ds[1])
 }

@@ -5,16 +5,16 @@ import "slices"
 // roles says what each party of the demo does, in plain words, in the order the
 // picture shows them (domain A's first).
 var roles = []struct{ name, role string }{
-	{"A1", "agent in domain A that starts the work (dialog D1)"},
+	{"A1", "agent in domain A that starts the work (dialog D1) and, for a user signed in at the identity provider, links dialog D3 with B1"},
 	{"A2", "agent in domain A that works for A1 and hands part of the work on"},
 	{"tool", "a tool in domain A that A2 calls for A1"},
 	{"WIT issuer A", "gives domain A's workloads their identity (WITs)"},
 	{"TTS A", "domain A's Txn-Token service: issues Txn-Tokens for domain A"},
-	{"AS A", "domain A's authorization server (the same service as TTS A): vouches for A2 to domain B with a grant"},
-	{"B1", "agent in domain B that takes over part of the work (dialog D2)"},
+	{"AS A", "domain A's authorization server (the same service as TTS A): vouches for A2 to domain B with a grant, and for A1's user with an ID-JAG"},
+	{"B1", "agent in domain B that takes over part of the work (dialog D2) and answers A1 in D3"},
 	{"WIT issuer B", "gives domain B's workloads their identity (WITs)"},
 	{"TTS B", "domain B's Txn-Token service: issues Txn-Tokens for domain B"},
-	{"AS B", "domain B's authorization server (the same service as TTS B): turns domain A's grant into a domain-B access token"},
+	{"AS B", "domain B's authorization server (the same service as TTS B): turns domain A's grants (the JWT grant, the ID-JAG) into domain-B access tokens"},
 }
 
 // report fills in the report's domains, participants and hops from what the run set

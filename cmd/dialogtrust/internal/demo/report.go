@@ -203,5 +203,9 @@ func (r *Report) crossingSummary() []string {
 	if !slices.Contains(carried, LabelTxnToken) {
 		s += " No Txn-Token crossed: each domain's Txn-Tokens stayed in that domain."
 	}
+	idTokens := slices.ContainsFunc(r.Hops, func(h Hop) bool { return slices.Contains(h.Carries, LabelIDToken) })
+	if idTokens && !slices.Contains(carried, LabelIDToken) {
+		s += " No ID token crossed: the ID-JAG did, for AS B only."
+	}
 	return []string{s}
 }

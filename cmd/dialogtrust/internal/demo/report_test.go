@@ -68,8 +68,8 @@ func TestIssue24Point9_ReportOfTheRun(t *testing.T) {
 		return nil
 	}
 	for _, h := range r.Hops {
-		if h.CrossesBoundary && slicesContain(h.Carries, LabelTxnToken) {
-			t.Errorf("a Txn-Token crossed the boundary: %+v", h)
+		if h.CrossesBoundary && (slicesContain(h.Carries, LabelTxnToken) || slicesContain(h.Carries, LabelIDToken)) {
+			t.Errorf("a Txn-Token or an ID token crossed the boundary: %+v", h)
 		}
 		if h.Refused != 0 {
 			t.Errorf("refused calls: %+v", h)
@@ -82,6 +82,10 @@ func TestIssue24Point9_ReportOfTheRun(t *testing.T) {
 		{"A2", "AS B"}:  {LabelJWTGrant},
 		{"A2", "B1"}:    {LabelWITProof, LabelDialogContext, LabelAccessToken, LabelHandoffOffer},
 		{"B1", "TTS B"}: {LabelAccessToken},
+		// Step 8, the ID-JAG path (issue 28).
+		{"A1", "AS A"}: {LabelWITProof, LabelIDToken},
+		{"A1", "AS B"}: {LabelWITProof, LabelIDJAG},
+		{"A1", "B1"}:   {LabelWITProof, LabelDialogContext, LabelAccessToken},
 	}
 	for k, labels := range want {
 		h := hop(k[0], k[1])
@@ -97,21 +101,30 @@ func TestIssue24Point9_ReportOfTheRun(t *testing.T) {
 	if h := hop("A2", "AS A"); h.CrossesBoundary || !slicesContain(h.Returns, LabelJWTGrant) {
 		t.Errorf("A2 → AS A: %+v", h)
 	}
-	if h := hop("B1", "TTS B"); !slicesContain(h.Returns, LabelTxnToken) {
-		t.Errorf("B1 → TTS B: %+v", h)
+	if h := hop("B1", "TTS B"); !slicesContain(h.Returns, LabelTxnToken) || h.Requests != 2 {
+		t.Errorf("B1 → TTS B (D2 and D3): %+v", h)
+	}
+	if h := hop("A1", "AS A"); h.CrossesBoundary || !slicesContain(h.Returns, LabelIDJAG) || slicesContain(h.Carries, LabelTxnToken) {
+		t.Errorf("A1 → AS A: %+v", h)
+	}
+	if h := hop("A1", "AS B"); !h.CrossesBoundary || !slicesContain(h.Returns, LabelAccessToken) || slicesContain(h.Carries, LabelJWTGrant) {
+		t.Errorf("A1 → AS B: %+v", h)
+	}
+	if h := hop("A1", "B1"); !h.CrossesBoundary || h.Requests != 1 || slicesContain(h.Carries, LabelHandoffOffer) {
+		t.Errorf("A1 → B1: %+v", h)
 	}
 
 	text, js, page := renderAll(t, r)
 	// The text: picture first, then the glossary, the steps, the summary, the counts.
 	iPicture, iTerms, iStep1, iSummary := strings.Index(text, "Who called whom"), strings.Index(text, "\nTerms:"),
-		strings.Index(text, "\n[1/8]"), strings.Index(text, "\nWhat this run proved:")
+		strings.Index(text, "\n[1/9]"), strings.Index(text, "\nWhat this run proved:")
 	if iPicture < 0 || iPicture >= iTerms || iTerms >= iStep1 || iStep1 >= iSummary || !strings.HasSuffix(text, "\n"+r.Counts()+"\n") {
 		t.Fatalf("text out of order (picture %d, terms %d, step 1 %d, summary %d):\n%s", iPicture, iTerms, iStep1, iSummary, text)
 	}
 	if !strings.Contains(text, "A2 ─") || !strings.Contains(text, "╂──▶ B1") || !strings.Contains(text, "╂──▶ AS B") || !strings.Contains(text, "B1 ──▶ TTS B") {
 		t.Errorf("the picture lacks the crossing arrows:\n%s", text[:iTerms])
 	}
-	for _, term := range []string{"WIT", "WPT", "Txn-Token", "TTS", "AS A, AS B", "dialog", "linked dialog", "tctx.dlg", "handoff"} {
+	for _, term := range []string{"WIT", "WPT", "Txn-Token", "TTS", "AS A, AS B", "dialog", "linked dialog", "tctx.dlg", "handoff", "identity provider", "ID token", "ID-JAG"} {
 		if !strings.Contains(text, "\n  "+term+": ") {
 			t.Errorf("glossary lacks %q", term)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/httpserver"
+	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/testbed"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -30,6 +31,11 @@ type Domain struct {
 	// TTSLog, when set, is the file the TTS writes its log to (external topologies):
 	// the domain-separation step reads domain B's.
 	TTSLog string
+	// IdP and IdPKeyFile, when both set (domain A of an external topology), are the
+	// issuer identifier of an identity provider whose ID tokens this domain's AS
+	// accepts for ID-JAGs, and the file of its private JWK: the demo signs the ID token
+	// of step 8 with it. Without them step 8 is skipped.
+	IdP, IdPKeyFile string
 }
 
 // Topology is where the two trust domains of the demo run: InProcess starts them in
@@ -50,7 +56,25 @@ type domains struct {
 	// through observe. Otherwise the flow records what the demo's workloads send to
 	// them (at the sender) and says what it cannot see.
 	serverSide bool
-	close      func()
+	// idp, when the topology has one, is domain A's identity provider, whose ID tokens
+	// AS A turns into ID-JAGs (step 8); nil for deployed services.
+	idp   idProvider
+	close func()
+}
+
+// idProvider is an identity provider of domain A: its issuer identifier and the ID
+// token of a user (sub) it issues to a workload (aud).
+type idProvider interface {
+	issuer() string
+	idToken(client identifier.ID, user string) (string, error)
+}
+
+// testbedIdP is the identity provider of testbed.WithIdP.
+type testbedIdP struct{ p *testbed.IdP }
+
+func (t testbedIdP) issuer() string { return t.p.Issuer }
+func (t testbedIdP) idToken(client identifier.ID, user string) (string, error) {
+	return t.p.IDToken(testbed.Workload{ID: client}, user)
 }
 
 // InProcess is the topology that starts both domains' WIT issuers and TTSs in this
@@ -81,8 +105,16 @@ func External(a, b Domain) (Topology, error) {
 type external struct{ a, b Domain }
 
 func (e external) start(context.Context, func(http.Handler) http.Handler) (*domains, error) {
-	return &domains{a: e.a, b: e.b, close: func() {},
-		title: fmt.Sprintf("Using the deployed trust domains %s and %s: a WIT issuer and a TTS (with its authorization server) each", e.a.Name, e.b.Name)}, nil
+	ds := &domains{a: e.a, b: e.b, close: func() {},
+		title: fmt.Sprintf("Using the deployed trust domains %s and %s: a WIT issuer and a TTS (with its authorization server) each", e.a.Name, e.b.Name)}
+	if e.a.IdP != "" && e.a.IdPKeyFile != "" {
+		idp, err := loadKeyIdP(e.a.IdP, e.a.IdPKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		ds.idp = idp
+	}
+	return ds, nil
 }
 
 type inProcess struct{}
@@ -101,7 +133,7 @@ func StartDomains(ctx context.Context) (a, b Domain, stop func(), err error) {
 // them: a.example's AS issues grants for b.example's, which redeems them and trusts
 // a.example's WITs for that. observe wraps b.example's servers.
 func (inProcess) start(ctx context.Context, observe func(http.Handler) http.Handler) (*domains, error) {
-	w, err := testbed.Start(ctx, testbed.WithScopes("trip.read", "trip.book"),
+	w, err := testbed.Start(ctx, testbed.WithScopes("trip.read", "trip.book"), testbed.WithIdP(),
 		testbed.WithMiddleware(func(domain, _ string, next http.Handler) http.Handler {
 			// Everything that reaches domain B is recorded, for the domain-separation check.
 			if observe == nil || domain != "b.example" {
@@ -113,7 +145,7 @@ func (inProcess) start(ctx context.Context, observe func(http.Handler) http.Hand
 		return nil, err
 	}
 	public := func(d *testbed.Domain) Domain { return Domain{Name: d.Name, WITIssuer: d.WITURL, TTS: d.TTSURL} }
-	return &domains{a: public(w.A), b: public(w.B), serverSide: true, close: w.Close,
+	return &domains{a: public(w.A), b: public(w.B), serverSide: true, idp: testbedIdP{w.IdP}, close: w.Close,
 		title: "Starting trust domains a.example and b.example: a WIT issuer and a TTS (with its authorization server) each"}, nil
 }
 

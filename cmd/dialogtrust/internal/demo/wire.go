@@ -13,6 +13,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -27,6 +28,8 @@ const (
 	LabelProvenance    = "provenance"
 	LabelAccessToken   = "access token"
 	LabelJWTGrant      = "JWT grant"
+	LabelIDToken       = "ID token"
+	LabelIDJAG         = "ID-JAG"
 	LabelHandoffOffer  = "handoff offer"
 	LabelHandoffStatus = "signed handoff status"
 	LabelSubjectToken  = "self-signed subject token"
@@ -179,8 +182,8 @@ func classifyRequest(e endpoint, to string, h http.Header, body []byte) (string,
 		switch {
 		case form.Get("grant_type") == chaining.GrantTypeJWTBearer:
 			to = kindAS + " " + e.letter
-			l = append(l, LabelJWTGrant)
-		case form.Get("requested_token_type") == chaining.TokenTypeJWT:
+			l = append(l, grantLabel(form.Get("assertion")))
+		case form.Get("requested_token_type") == chaining.TokenTypeJWT || form.Get("requested_token_type") == chaining.TokenTypeIDJAG:
 			to = kindAS + " " + e.letter
 		}
 		switch form.Get("subject_token_type") {
@@ -190,6 +193,8 @@ func classifyRequest(e endpoint, to string, h http.Header, body []byte) (string,
 			l = append(l, LabelAccessToken)
 		case oauth.TokenTypeSelfSigned:
 			l = append(l, LabelSubjectToken)
+		case chaining.TokenTypeIDToken:
+			l = append(l, LabelIDToken)
 		}
 	default:
 		if hasHandoffOffer(body) {
@@ -197,6 +202,15 @@ func classifyRequest(e endpoint, to string, h http.Header, body []byte) (string,
 		}
 	}
 	return to, dedup(l)
+}
+
+// grantLabel names the grant of a jwt-bearer request by its typ header (read, not
+// verified: AS B verifies it): an ID-JAG, or the generic JWT grant.
+func grantLabel(assertion string) string {
+	if t, err := jose.Parse(assertion, chaining.MaxAssertion); err == nil && jose.TypeMatches(t.Typ, chaining.IDJAGTyp) {
+		return LabelIDJAG
+	}
+	return LabelJWTGrant
 }
 
 // classifyResponse names what an answer carried.
@@ -221,6 +235,8 @@ func classifyResponse(e endpoint, h http.Header, body []byte) []string {
 				l = append(l, LabelTxnToken)
 			case r.IssuedTokenType == chaining.TokenTypeJWT:
 				l = append(l, LabelJWTGrant)
+			case r.IssuedTokenType == chaining.TokenTypeIDJAG:
+				l = append(l, LabelIDJAG)
 			case r.IssuedTokenType == oauth.TokenTypeAccessToken || strings.EqualFold(r.TokenType, "bearer"):
 				l = append(l, LabelAccessToken)
 			}
