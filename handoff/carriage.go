@@ -82,7 +82,14 @@ func getIn(obj []byte, path []string, key string) (json.RawMessage, error) {
 	return v, nil
 }
 
-func handoffValue(h *Handoff) (json.RawMessage, error) { return h.MarshalJSON() }
+// handoffValue is h as the value of its carriage member; a nil handoff is refused, not
+// written as null (a body "carrying" no offer would read as one without a handoff).
+func handoffValue(h *Handoff) (json.RawMessage, error) {
+	if h == nil {
+		return nil, errcode.New(errcode.InvalidRequest, "no handoff to carry")
+	}
+	return h.MarshalJSON()
+}
 
 func statusValue(s Signed) (json.RawMessage, error) {
 	w := &jsonWriter{}
