@@ -45,15 +45,16 @@ func decidePeer(ctx context.Context, conds *grantpolicy.Conditions, name string,
 	if conds == nil {
 		return scope, nil
 	}
-	vars := grantpolicy.WithTarget(grantpolicy.Vars(tr, req, subj), peer, audiences)
-	ok, err := conds.Holds(ctx, name, vars)
+	in := grantpolicy.NewInput(ctx, grantpolicy.PlaceChaining, grantpolicy.WithTarget(grantpolicy.Vars(tr, req, subj), peer, audiences))
+	defer in.Close()
+	ok, err := conds.Holds(name, in)
 	if err != nil {
 		return nil, at(stagePolicy, err)
 	}
 	if !ok {
 		return nil, at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "the condition of peer %s does not hold for this request", name))
 	}
-	out, err := conds.Narrow(ctx, name, vars, scope)
+	out, err := conds.Narrow(name, in, scope)
 	if err != nil {
 		return nil, at(stageRequest, err)
 	}

@@ -124,13 +124,14 @@ func BenchmarkPolicyDecide(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				r, vars, err := p.decide(context.Background(), pattern, tr, c, subj)
+				r, in, err := p.decide(context.Background(), pattern, tr, c, subj)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if sc, err := r.conds.Narrow(context.Background(), r.Name, vars, tr.Scope); err != nil || len(sc) != 1 {
+				if sc, err := r.conds.Narrow(r.Name, in, tr.Scope); err != nil || len(sc) != 1 {
 					b.Fatal(sc, err)
 				}
+				in.Close()
 			}
 		})
 	}

@@ -92,7 +92,8 @@ func ConditionEnv(place string) (*condition.Env, error) {
 		common := []condition.Var{
 			condition.StructVar("requester", condRequester{}),
 			condition.StructVar("subject", condSubject{}),
-			condition.StructVar("request", condRequest{}),
+			condition.StructVar("request", condRequest{}).Within(0, map[string]uint64{
+				"scopes": maxRequestScopes, "scopes.@items": maxScopeToken}),
 			condition.StructVar("input", condInput{}),
 		}
 		envs = map[string]*condition.Env{}
@@ -217,11 +218,11 @@ func Compile(place string, when, scopes Expr, tctx map[string]Expr) (*Conditions
 
 // Holds evaluates the condition (true without one). An evaluation that fails is a
 // refusal of the rule named name, the condition error beneath.
-func (c *Conditions) Holds(ctx context.Context, name string, vars condition.Vars) (bool, error) {
+func (c *Conditions) Holds(name string, in *condition.Input) (bool, error) {
 	if c == nil || c.when == nil {
 		return true, nil
 	}
-	ok, err := c.when.Bool(ctx, vars)
+	ok, err := c.when.BoolInput(in)
 	if err != nil {
 		return false, refusal(name, err)
 	}
@@ -232,11 +233,11 @@ func (c *Conditions) Holds(ctx context.Context, name string, vars condition.Vars
 // lists, in granted's order (granted itself without one). The expression narrows, it
 // never widens: a scope it names that was not requested is not granted. Nothing left
 // of a non-empty request is scope_too_broad.
-func (c *Conditions) Narrow(ctx context.Context, name string, vars condition.Vars, granted []string) ([]string, error) {
+func (c *Conditions) Narrow(name string, in *condition.Input, granted []string) ([]string, error) {
 	if c == nil || c.scopes == nil {
 		return granted, nil
 	}
-	allowed, err := c.scopes.Strings(ctx, vars)
+	allowed, err := c.scopes.StringsInput(in)
 	if err != nil {
 		return nil, refusal(name, err)
 	}
@@ -253,13 +254,13 @@ func (c *Conditions) Narrow(ctx context.Context, name string, vars condition.Var
 }
 
 // Members computes the rule's tctx members as JSON text.
-func (c *Conditions) Members(ctx context.Context, name string, vars condition.Vars) (map[string]json.RawMessage, error) {
+func (c *Conditions) Members(name string, in *condition.Input) (map[string]json.RawMessage, error) {
 	if c == nil || len(c.tctx) == 0 {
 		return nil, nil
 	}
 	out := make(map[string]json.RawMessage, len(c.tctx))
 	for _, m := range c.tctx {
-		v, err := m.prg.JSON(ctx, vars)
+		v, err := m.prg.JSONInput(in)
 		if err != nil {
 			return nil, refusal(name, err)
 		}
@@ -280,8 +281,29 @@ func refusal(rule string, err error) error {
 		Detail: fmt.Sprintf("policy rule %q could not be evaluated, so it refuses", rule), Err: err}
 }
 
-// IssuanceVars are the variables of one token request, each computed only if an
-// expression reads it (the claims are decoded then, not before).
+// The sizes of request.scopes that the token endpoints keep (oauth.ParseScope of a
+// scope parameter of at most oauth.MaxScopeSize octets: non-empty tokens separated by
+// single spaces), declared to the cost estimate; a request beyond them (one not read
+// by an endpoint, such as a recorded request of dialogtrust policy test) is refused
+// rather than evaluated without the runtime cost tracker.
+const (
+	maxRequestScopes = (oauth.MaxScopeSize + 1) / 2
+	maxScopeToken    = oauth.MaxScopeSize
+)
+
+// NewInput is the variables of one request at place for the rule's expressions
+// (Holds, Narrow, Members), under ctx and the place's evaluation deadline, which
+// counts from here. Close it once the request is decided.
+func NewInput(ctx context.Context, place string, vars condition.Vars) *condition.Input {
+	env, err := ConditionEnv(place)
+	if err != nil {
+		return nil // nothing compiled at this place, so nothing is evaluated
+	}
+	return env.NewInput(ctx, vars)
+}
+
+// Vars are the variables of one token request, each computed only if an expression
+// reads it (the claims are decoded then, not before).
 func Vars(tr *oauth.TokenRequest, req *oauth.Client, subj *Subject) condition.Vars {
 	return condition.Vars{
 		"requester": func() any {
@@ -289,11 +311,28 @@ func Vars(tr *oauth.TokenRequest, req *oauth.Client, subj *Subject) condition.Va
 		},
 		"subject": func() any { return subjectVar(subj) },
 		"request": func() any {
+			if err := scopesWithinBounds(tr.Scope); err != nil {
+				return err
+			}
 			return condRequest{Audience: tr.Audience, Resource: tr.Resource, Scopes: nonNil(tr.Scope), Dlg: tr.Dialog(),
 				Details: rawStruct(tr.RequestDetails), Context: rawStruct(tr.RequestContext)}
 		},
 		"input": func() any { return inputVar(subj) },
 	}
+}
+
+// scopesWithinBounds is nil for requested scopes of the sizes declared to the cost
+// estimate, an evaluation error otherwise.
+func scopesWithinBounds(scopes []string) any {
+	if len(scopes) > maxRequestScopes {
+		return condition.BadValue("request.scopes: %d scopes, more than the %d a scope parameter can carry", len(scopes), maxRequestScopes)
+	}
+	for _, s := range scopes {
+		if len(s) > maxScopeToken {
+			return condition.BadValue("request.scopes: a scope of %d octets, more than a scope parameter can carry", len(s))
+		}
+	}
+	return nil
 }
 
 // WithTarget adds target, the chaining peer, to vars.
