@@ -68,7 +68,10 @@ func (p *Program) Eval(ctx context.Context, vars Vars) (ref.Val, error) {
 func (p *Program) EvalInput(in *Input) (ref.Val, error) {
 	if in.env != p.env {
 		// An Input of another environment adapted its values with another registry.
-		return p.Eval(in.ctx, in.vars)
+		other := p.env.NewInput(in.ctx, in.vars)
+		other.res = in.res
+		defer other.Close()
+		return p.EvalInput(other)
 	}
 	if cerr := in.ctx.Err(); cerr != nil {
 		return nil, p.incomplete(cerr, "not evaluated: %v", cerr)

@@ -31,6 +31,7 @@ type Input struct {
 	ctx   context.Context
 	start time.Time
 	vars  Vars
+	res   Resolver
 	// resolved are the variables read so far, as CEL values.
 	resolved []resolvedVar
 	// frame is shared by the untracked expressions; framed says its context is set.
@@ -51,6 +52,21 @@ var inputPool = sync.Pool{New: func() any { return &Input{resolved: make([]resol
 func (e *Env) NewInput(ctx context.Context, vars Vars) *Input {
 	in := inputPool.Get().(*Input)
 	in.env, in.ctx, in.vars, in.start = e, ctx, vars, time.Now()
+	return in
+}
+
+// Resolver gives the variables of one request by name, as Vars does: a place whose
+// variables are computed from the request's own values implements it on one struct,
+// rather than a map of closures. Var is called at most once per name and Input; a
+// struct variable may be given as a pointer to its struct.
+type Resolver interface {
+	Var(name string) (any, bool)
+}
+
+// NewInputFrom starts the evaluations of one request over the variables r gives.
+func (e *Env) NewInputFrom(ctx context.Context, r Resolver) *Input {
+	in := inputPool.Get().(*Input)
+	in.env, in.ctx, in.res, in.start = e, ctx, r, time.Now()
 	return in
 }
 
@@ -75,7 +91,15 @@ func (in *Input) ResolveName(name string) (any, bool) {
 			return r.val, true
 		}
 	}
-	v, ok := in.vars[name]
+	var (
+		v  any
+		ok bool
+	)
+	if in.res != nil {
+		v, ok = in.res.Var(name)
+	} else {
+		v, ok = in.vars[name]
+	}
 	if !ok {
 		return nil, false
 	}

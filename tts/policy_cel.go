@@ -83,7 +83,7 @@ func (p *Policy) decide(ctx context.Context, pattern string, tr *oauth.TokenRequ
 			return r, nil, nil
 		}
 		if in == nil {
-			in = grantpolicy.NewInput(ctx, grantpolicy.PlaceIssuance, grantpolicy.Vars(tr, req, subj.policySubject()))
+			in = grantpolicy.NewInput(ctx, grantpolicy.PlaceIssuance, tr, req, subj.policySubject(), nil)
 		}
 		tried++
 		ok, err := r.conds.Holds(r.Name, in)

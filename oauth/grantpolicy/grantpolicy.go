@@ -26,8 +26,8 @@ type Expr struct {
 // The CEL variables of an issuance rule (docs/tts.md, "Conditions"). Each is a Go
 // struct whose cel tags are the field names the expressions use, so a misspelt field
 // is an error at load. A JSON object (claims, request_details, tctx) is a
-// google.protobuf.Struct, which CEL reads as map(string, dyn): CEL's native types
-// cannot declare a Go map of interface values.
+// condition.LazyObject, map(string, dyn), decoded (as a google.protobuf.Struct: every
+// number a double) only when an expression reads it.
 type (
 	// condRequester is requester: the authenticated workload.
 	condRequester struct {
@@ -39,32 +39,32 @@ type (
 	}
 	// condSubject is subject: the validated subject token.
 	condSubject struct {
-		Type   string           `cel:"type"` // the subject_token_type URN
-		Issuer string           `cel:"issuer"`
-		Sub    string           `cel:"sub"` // as it enters the token (with its prefix)
-		Scopes []string         `cel:"scopes"`
-		Claims *structpb.Struct `cel:"claims"`
+		Type   string                `cel:"type"` // the subject_token_type URN
+		Issuer string                `cel:"issuer"`
+		Sub    string                `cel:"sub"` // as it enters the token (with its prefix)
+		Scopes []string              `cel:"scopes"`
+		Claims *condition.LazyObject `cel:"claims"`
 	}
 	// condRequest is request: the token request.
 	condRequest struct {
-		Audience string           `cel:"audience"`
-		Resource string           `cel:"resource"`
-		Scopes   []string         `cel:"scopes"`
-		Dlg      string           `cel:"dlg"`     // request_details.dlg ("" without)
-		Details  *structpb.Struct `cel:"details"` // request_details
-		Context  *structpb.Struct `cel:"context"` // request_context
+		Audience string                `cel:"audience"`
+		Resource string                `cel:"resource"`
+		Scopes   []string              `cel:"scopes"`
+		Dlg      string                `cel:"dlg"`     // request_details.dlg ("" without)
+		Details  *condition.LazyObject `cel:"details"` // request_details
+		Context  *condition.LazyObject `cel:"context"` // request_context
 	}
 	// condInput is input: the Txn-Token a replacement replaces (present false
 	// otherwise).
 	condInput struct {
-		Present    bool             `cel:"present"`
-		Txn        string           `cel:"txn"`
-		Sub        string           `cel:"sub"`
-		Scopes     []string         `cel:"scopes"`
-		CallChain  []string         `cel:"call_chain"`
-		Extensions int64            `cel:"extensions"`
-		Tctx       *structpb.Struct `cel:"tctx"`
-		Rctx       *structpb.Struct `cel:"rctx"`
+		Present    bool                  `cel:"present"`
+		Txn        string                `cel:"txn"`
+		Sub        string                `cel:"sub"`
+		Scopes     []string              `cel:"scopes"`
+		CallChain  []string              `cel:"call_chain"`
+		Extensions int64                 `cel:"extensions"`
+		Tctx       *condition.LazyObject `cel:"tctx"`
+		Rctx       *condition.LazyObject `cel:"rctx"`
 	}
 	// condTarget is target: the peer a chaining request is for.
 	condTarget struct {
@@ -134,27 +134,21 @@ type Subject struct {
 // use only, then kept, so that the copies of a cached subject token share one decoding.
 // Safe for concurrent use.
 type Claims struct {
-	once    sync.Once
-	payload []byte
-	st      *structpb.Struct
+	obj *condition.LazyObject
 }
 
-// NewClaims holds a token's verified payload (JSON text) for the expressions.
-func NewClaims(payload []byte) *Claims { return &Claims{payload: payload} }
+// NewClaims holds a token's verified payload (JSON text) for the expressions; a
+// payload that is not a JSON object (it never is, once verified) is an empty object.
+func NewClaims(payload []byte) *Claims {
+	return &Claims{obj: condition.NewLazyObject(func() any { return payloadStruct(payload) })}
+}
 
-// object is the claims as CEL reads them; a payload that is not a JSON object (it
-// never is, once verified) is an empty object.
-func (c *Claims) object() *structpb.Struct {
-	c.once.Do(func() {
-		var m map[string]any
-		if json.Unmarshal(c.payload, &m) == nil {
-			c.st = toStruct(m)
-		} else {
-			c.st = emptyObject
-		}
-		c.payload = nil
-	})
-	return c.st
+func payloadStruct(payload []byte) any {
+	var m map[string]any
+	if json.Unmarshal(payload, &m) != nil {
+		return nil
+	}
+	return toStruct(m)
 }
 
 // Conditions are the CEL parts of a rule, compiled.
@@ -291,34 +285,68 @@ const (
 	maxScopeToken    = oauth.MaxScopeSize
 )
 
-// NewInput is the variables of one request at place for the rule's expressions
-// (Holds, Narrow, Members), under ctx and the place's evaluation deadline, which
-// counts from here. Close it once the request is decided.
-func NewInput(ctx context.Context, place string, vars condition.Vars) *condition.Input {
+// Target is the peer a chaining request is for (target).
+type Target struct {
+	Peer     string   // the peer authorization server's issuer
+	Audience []string // its audiences
+}
+
+// NewInput is the variables of one token request at place (target only at
+// PlaceChaining, nil elsewhere) for the rule's expressions (Holds, Narrow, Members),
+// under ctx and the place's evaluation deadline, which counts from here. Each variable
+// is computed only if an expression reads it, and a JSON object in it (the claims,
+// request_details) only decoded then. Close it once the request is decided.
+func NewInput(ctx context.Context, place string, tr *oauth.TokenRequest, req *oauth.Client, subj *Subject, target *Target) *condition.Input {
 	env, err := ConditionEnv(place)
 	if err != nil {
 		return nil // nothing compiled at this place, so nothing is evaluated
 	}
-	return env.NewInput(ctx, vars)
+	v := &requestVars{tr: tr, req: req, subj: subj, target: target}
+	return env.NewInputFrom(ctx, v)
 }
 
-// Vars are the variables of one token request, each computed only if an expression
-// reads it (the claims are decoded then, not before).
-func Vars(tr *oauth.TokenRequest, req *oauth.Client, subj *Subject) condition.Vars {
-	return condition.Vars{
-		"requester": func() any {
-			return condRequester{Workload: req.IDString(), TrustDomain: req.ID.TrustDomain(), Proof: req.Method}
-		},
-		"subject": func() any { return subjectVar(subj) },
-		"request": func() any {
-			if err := scopesWithinBounds(tr.Scope); err != nil {
-				return err
-			}
-			return condRequest{Audience: tr.Audience, Resource: tr.Resource, Scopes: nonNil(tr.Scope), Dlg: tr.Dialog(),
-				Details: rawStruct(tr.RequestDetails), Context: rawStruct(tr.RequestContext)}
-		},
-		"input": func() any { return inputVar(subj) },
+// requestVars are the variables of one request, each built on first read, in place.
+type requestVars struct {
+	tr     *oauth.TokenRequest
+	req    *oauth.Client
+	subj   *Subject
+	target *Target
+
+	requester condRequester
+	subject   condSubject
+	request   condRequest
+	input     condInput
+	peer      condTarget
+}
+
+// Var implements condition.Resolver.
+func (v *requestVars) Var(name string) (any, bool) {
+	switch name {
+	case "requester":
+		v.requester = condRequester{Workload: v.req.IDString(), TrustDomain: v.req.ID.TrustDomain(), Proof: v.req.Method}
+		return &v.requester, true
+	case "subject":
+		v.subject = subjectVar(v.subj)
+		return &v.subject, true
+	case "request":
+		tr := v.tr
+		if err := scopesWithinBounds(tr.Scope); err != nil {
+			return err, true
+		}
+		v.request = condRequest{Audience: tr.Audience, Resource: tr.Resource, Scopes: nonNil(tr.Scope), Dlg: tr.Dialog(),
+			Details: rawStruct(tr.RequestDetails), Context: rawStruct(tr.RequestContext)}
+		return &v.request, true
+	case "input":
+		v.input = inputVar(v.subj)
+		return &v.input, true
+	case "target":
+		if v.target == nil {
+			return nil, false
+		}
+		v.peer = condTarget{Peer: v.target.Peer, Audience: nonNil(v.target.Audience)}
+		return &v.peer, true
 	}
+	return nil, false
 }
 
 // scopesWithinBounds is nil for requested scopes of the sizes declared to the cost
@@ -335,24 +363,23 @@ func scopesWithinBounds(scopes []string) any {
 	return nil
 }
 
-// WithTarget adds target, the chaining peer, to vars.
-func WithTarget(vars condition.Vars, peer string, audience []string) condition.Vars {
-	vars["target"] = condTarget{Peer: peer, Audience: nonNil(audience)}
-	return vars
-}
-
 func subjectVar(subj *Subject) condSubject {
 	if subj == nil {
-		return condSubject{Scopes: []string{}, Claims: emptyObject}
+		return condSubject{Scopes: []string{}}
 	}
-	v := condSubject{Type: subj.Type, Issuer: subj.Issuer, Sub: subj.Sub, Scopes: nonNil(subj.Scopes), Claims: emptyObject}
+	v := condSubject{Type: subj.Type, Issuer: subj.Issuer, Sub: subj.Sub, Scopes: nonNil(subj.Scopes)}
 	switch {
 	case subj.Claims != nil:
-		v.Claims = subj.Claims.object()
+		v.Claims = subj.Claims.obj
 	case subj.Input != nil:
-		if b, err := subj.Input.MarshalJSON(); err == nil {
-			v.Claims = NewClaims(b).object()
-		}
+		in := subj.Input
+		v.Claims = condition.NewLazyObject(func() any {
+			b, err := in.MarshalJSON()
+			if err != nil {
+				return nil
+			}
+			return payloadStruct(b)
+		})
 	}
 	return v
 }
@@ -363,15 +390,23 @@ func inputVar(subj *Subject) condInput {
 	}
 	in := subj.Input
 	return condInput{Present: true, Txn: in.Txn, Sub: in.Sub, Scopes: nonNil(in.ScopeList()), CallChain: nonNil(in.CallChain()),
-		Extensions: int64(in.Ext), Tctx: toStruct(plainObject(in.Tctx)), Rctx: toStruct(plainObject(in.Rctx))}
+		Extensions: int64(in.Ext), Tctx: plainStruct(in.Tctx), Rctx: plainStruct(in.Rctx)}
 }
 
-// emptyObject and noInput are shared by every request that has no such object or no
-// input Txn-Token: CEL only reads them.
-var (
-	emptyObject = &structpb.Struct{}
-	noInput     = condInput{Scopes: []string{}, CallChain: []string{}, Tctx: emptyObject, Rctx: emptyObject}
-)
+// noInput is shared by every request without an input Txn-Token: CEL only reads it.
+var noInput = condInput{Scopes: []string{}, CallChain: []string{}}
+
+// emptyObject is an object without members.
+var emptyObject = &structpb.Struct{}
+
+// plainStruct is a tctx or rctx as CEL reads it, converted on first read (nil, an
+// empty object, when there is none).
+func plainStruct(o map[string]any) *condition.LazyObject {
+	if len(o) == 0 {
+		return nil
+	}
+	return condition.NewLazyObject(func() any { return toStruct(plainObject(o)) })
+}
 
 // toStruct is a JSON object as CEL reads it; one that cannot be (it never happens to
 // what a JSON reader gave) is an empty object.
@@ -386,12 +421,13 @@ func toStruct(m map[string]any) *structpb.Struct {
 	return st
 }
 
-// rawStruct is request_details or request_context as CEL reads it.
-func rawStruct(o map[string]json.RawMessage) *structpb.Struct {
+// rawStruct is request_details or request_context as CEL reads it, decoded on first
+// read (nil, an empty object, when there is none).
+func rawStruct(o map[string]json.RawMessage) *condition.LazyObject {
 	if len(o) == 0 {
-		return emptyObject
+		return nil
 	}
-	return toStruct(rawObject(o))
+	return condition.NewLazyObject(func() any { return toStruct(rawObject(o)) })
 }
 
 func nonNil(s []string) []string {
