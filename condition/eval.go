@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"time"
 
@@ -160,8 +159,6 @@ func (p *Program) BoolInput(in *Input) (bool, error) {
 	return bool(b), nil
 }
 
-var stringsType = reflect.TypeOf([]string(nil))
-
 // Strings evaluates an expression whose result is a list of strings over vars.
 func (p *Program) Strings(ctx context.Context, vars Vars) ([]string, error) {
 	in := p.env.NewInput(ctx, vars)
@@ -176,14 +173,20 @@ func (p *Program) StringsInput(in *Input) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := out.(traits.Lister); !ok {
+	l, ok := out.(traits.Lister)
+	if !ok {
 		return nil, p.failed(nil, "the result is %s, not a list of strings", out.Type())
 	}
-	v, err := out.ConvertToNative(stringsType)
-	if err != nil {
-		return nil, p.failed(err, "the result is not a list of strings")
+	n, _ := l.Size().(types.Int)
+	strs := make([]string, 0, int(n))
+	for i := types.Int(0); i < n; i++ {
+		s, ok := l.Get(i).(types.String)
+		if !ok {
+			return nil, p.failed(nil, "the result is not a list of strings")
+		}
+		strs = append(strs, string(s))
 	}
-	return v.([]string), nil
+	return strs, nil
 }
 
 // JSON evaluates an expression and gives its result as a JSON value: nil, bool, int64,

@@ -2,6 +2,7 @@ package condition
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"time"
 
@@ -43,7 +44,7 @@ type Input struct {
 
 type resolvedVar struct {
 	name string
-	val  ref.Val
+	val  any // a CEL value, or a pointer to a struct variable's struct
 }
 
 var inputPool = sync.Pool{New: func() any { return &Input{resolved: make([]resolvedVar, 0, 8)} }}
@@ -70,10 +71,14 @@ func (e *Env) NewInputFrom(ctx context.Context, r Resolver) *Input {
 	return in
 }
 
-// Close ends the request's evaluations.
+// Close ends the request's evaluations (and releases a Resolver that has a Release
+// method).
 func (in *Input) Close() {
 	if in == nil || in.env == nil {
 		return
+	}
+	if r, ok := in.res.(interface{ Release() }); ok {
+		r.Release()
 	}
 	if in.frame != nil {
 		in.frame.Close()
@@ -109,12 +114,19 @@ func (in *Input) ResolveName(name string) (any, bool) {
 	case func() ref.Val:
 		v = f()
 	}
-	val, isVal := v.(ref.Val)
-	if !isVal {
-		val = in.env.env.CELTypeAdapter().NativeToValue(v)
+	// A pointer to a struct variable's struct stays as it is: CEL reads its fields
+	// through the pointer (StructVar), with no wrapper per request. Any other value is
+	// adapted once here rather than at each read.
+	if _, isVal := v.(ref.Val); !isVal && !isStructPointer(v) {
+		v = in.env.env.CELTypeAdapter().NativeToValue(v)
 	}
-	in.resolved = append(in.resolved, resolvedVar{name, val})
-	return val, true
+	in.resolved = append(in.resolved, resolvedVar{name, v})
+	return v, true
+}
+
+func isStructPointer(v any) bool {
+	t := reflect.TypeOf(v)
+	return t != nil && t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct
 }
 
 // Parent implements interpreter.Activation.

@@ -301,8 +301,18 @@ func NewInput(ctx context.Context, place string, tr *oauth.TokenRequest, req *oa
 	if err != nil {
 		return nil // nothing compiled at this place, so nothing is evaluated
 	}
-	v := &requestVars{tr: tr, req: req, subj: subj, target: target}
+	v := requestVarsPool.Get().(*requestVars)
+	v.tr, v.req, v.subj, v.target = tr, req, subj, target
 	return env.NewInputFrom(ctx, v)
+}
+
+var requestVarsPool = sync.Pool{New: func() any { return new(requestVars) }}
+
+// Release implements the end of the Input: the struct serves another request. What
+// the expressions' results hold of it (strings) is not changed by the next request.
+func (v *requestVars) Release() {
+	*v = requestVars{}
+	requestVarsPool.Put(v)
 }
 
 // requestVars are the variables of one request, each built on first read, in place.
