@@ -1,6 +1,7 @@
 package condition
 
 import (
+	"encoding/json"
 	"reflect"
 	"sync"
 
@@ -17,18 +18,20 @@ import (
 // claims) may serve the evaluations of many requests at once.
 type LazyObject struct {
 	once   sync.Once
-	decode func() any
+	decode func() map[string]any
 	val    traits.Mapper
 }
 
-// NewLazyObject is a LazyObject whose value decode gives on first read: a map[string]any of
-// JSON values, a *structpb.Struct, or another value CEL reads as a map; anything else
-// (nil) is an empty object.
-func NewLazyObject(decode func() any) *LazyObject { return &LazyObject{decode: decode} }
+// NewLazyObject is a LazyObject whose members decode gives on first read, as the JSON
+// readers give them: nil, bool, float64, json.Number, int64, string, []any and
+// map[string]any. They are turned into CEL values once, every number a double (as a
+// google.protobuf.Struct has it), so that a read is a map lookup; a member of another
+// Go type is null.
+func NewLazyObject(decode func() map[string]any) *LazyObject { return &LazyObject{decode: decode} }
 
 var (
 	objectType  = types.NewMapType(types.StringType, types.DynType)
-	emptyMapper = types.DefaultTypeAdapter.NativeToValue(map[string]any{}).(traits.Mapper)
+	emptyMapper = types.NewRefValMap(types.DefaultTypeAdapter, map[ref.Val]ref.Val{})
 )
 
 func (o *LazyObject) mapper() traits.Mapper {
@@ -38,13 +41,50 @@ func (o *LazyObject) mapper() traits.Mapper {
 	o.once.Do(func() {
 		o.val = emptyMapper
 		if o.decode != nil {
-			if m, ok := types.DefaultTypeAdapter.NativeToValue(o.decode()).(traits.Mapper); ok {
-				o.val = m
+			if m := o.decode(); len(m) > 0 {
+				o.val = jsonValue(m, 0).(traits.Mapper)
 			}
 			o.decode = nil
 		}
 	})
 	return o.val
+}
+
+// jsonValue is a JSON value as a CEL value; below maxJSONDepth levels (deeper than
+// any verified token or request can nest) it is null.
+func jsonValue(v any, depth int) ref.Val {
+	if depth > maxJSONDepth {
+		return types.NullValue
+	}
+	switch x := v.(type) {
+	case bool:
+		return types.Bool(x)
+	case string:
+		return types.String(x)
+	case float64:
+		return types.Double(x)
+	case int64:
+		return types.Double(float64(x))
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil {
+			return types.NullValue
+		}
+		return types.Double(f)
+	case []any:
+		l := make([]ref.Val, len(x))
+		for i, e := range x {
+			l[i] = jsonValue(e, depth+1)
+		}
+		return types.NewRefValList(types.DefaultTypeAdapter, l)
+	case map[string]any:
+		m := make(map[ref.Val]ref.Val, len(x))
+		for k, e := range x {
+			m[types.String(k)] = jsonValue(e, depth+1)
+		}
+		return types.NewRefValMap(types.DefaultTypeAdapter, m)
+	}
+	return types.NullValue
 }
 
 // The methods of ref.Val and traits.Mapper, those of the decoded map.

@@ -13,7 +13,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/txntoken"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Expr is a CEL expression of a policy rule (package condition) and where it was
@@ -26,8 +25,8 @@ type Expr struct {
 // The CEL variables of an issuance rule (docs/tts.md, "Conditions"). Each is a Go
 // struct whose cel tags are the field names the expressions use, so a misspelt field
 // is an error at load. A JSON object (claims, request_details, tctx) is a
-// condition.LazyObject, map(string, dyn), decoded (as a google.protobuf.Struct: every
-// number a double) only when an expression reads it.
+// condition.LazyObject, map(string, dyn), decoded (every number a double, as in a
+// google.protobuf.Struct) only when an expression reads it.
 type (
 	// condRequester is requester: the authenticated workload.
 	condRequester struct {
@@ -140,15 +139,15 @@ type Claims struct {
 // NewClaims holds a token's verified payload (JSON text) for the expressions; a
 // payload that is not a JSON object (it never is, once verified) is an empty object.
 func NewClaims(payload []byte) *Claims {
-	return &Claims{obj: condition.NewLazyObject(func() any { return payloadStruct(payload) })}
+	return &Claims{obj: condition.NewLazyObject(func() map[string]any { return payloadObject(payload) })}
 }
 
-func payloadStruct(payload []byte) any {
+func payloadObject(payload []byte) map[string]any {
 	var m map[string]any
 	if json.Unmarshal(payload, &m) != nil {
 		return nil
 	}
-	return toStruct(m)
+	return m
 }
 
 // Conditions are the CEL parts of a rule, compiled.
@@ -383,12 +382,12 @@ func subjectVar(subj *Subject) condSubject {
 		v.Claims = subj.Claims.obj
 	case subj.Input != nil:
 		in := subj.Input
-		v.Claims = condition.NewLazyObject(func() any {
+		v.Claims = condition.NewLazyObject(func() map[string]any {
 			b, err := in.MarshalJSON()
 			if err != nil {
 				return nil
 			}
-			return payloadStruct(b)
+			return payloadObject(b)
 		})
 	}
 	return v
@@ -406,29 +405,13 @@ func inputVar(subj *Subject) condInput {
 // noInput is shared by every request without an input Txn-Token: CEL only reads it.
 var noInput = condInput{Scopes: []string{}, CallChain: []string{}}
 
-// emptyObject is an object without members.
-var emptyObject = &structpb.Struct{}
-
 // plainStruct is a tctx or rctx as CEL reads it, converted on first read (nil, an
 // empty object, when there is none).
 func plainStruct(o map[string]any) *condition.LazyObject {
 	if len(o) == 0 {
 		return nil
 	}
-	return condition.NewLazyObject(func() any { return toStruct(plainObject(o)) })
-}
-
-// toStruct is a JSON object as CEL reads it; one that cannot be (it never happens to
-// what a JSON reader gave) is an empty object.
-func toStruct(m map[string]any) *structpb.Struct {
-	if len(m) == 0 {
-		return emptyObject
-	}
-	st, err := structpb.NewStruct(m)
-	if err != nil {
-		return emptyObject
-	}
-	return st
+	return condition.NewLazyObject(func() map[string]any { return plainObject(o) })
 }
 
 // rawStruct is request_details or request_context as CEL reads it, decoded on first
@@ -437,7 +420,7 @@ func rawStruct(o map[string]json.RawMessage) *condition.LazyObject {
 	if len(o) == 0 {
 		return nil
 	}
-	return condition.NewLazyObject(func() any { return toStruct(rawObject(o)) })
+	return condition.NewLazyObject(func() map[string]any { return rawObject(o) })
 }
 
 func nonNil(s []string) []string {
