@@ -13,8 +13,8 @@ import (
 // place that gives them: no string, list or map it holds, at any depth, is larger than
 // max (characters, elements or entries; 0: unknown), and, tighter, the value at each
 // path below it is at most the size given. A path is the field names from the variable
-// down, with @items for a list's elements and @values for a map's values:
-// {"scopes": 512, "scopes.@items": 1024}.
+// down, with @items for a list's elements and @values for a map's values, "" the
+// variable itself: {"scopes": 512, "scopes.@items": 1024}.
 //
 // The sizes feed CEL's static cost estimate (see Compile): an expression whose worst
 // case over values of these sizes stays within the cost limit is evaluated without the
@@ -58,10 +58,8 @@ func (s *sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 			return nil // CEL knows a scalar's size
 		}
 	}
-	if len(path) > 1 {
-		if n, ok := v.sizes[strings.Join(path[1:], ".")]; ok {
-			return &checker.SizeEstimate{Min: 0, Max: n}
-		}
+	if n, ok := v.sizes[strings.Join(path[1:], ".")]; ok {
+		return &checker.SizeEstimate{Min: 0, Max: n}
 	}
 	if v.maxSize > 0 {
 		return &checker.SizeEstimate{Min: 0, Max: v.maxSize}
