@@ -45,7 +45,7 @@ func decidePeer(ctx context.Context, conds *grantpolicy.Conditions, name string,
 	if conds == nil {
 		return scope, nil
 	}
-	in := grantpolicy.NewInput(ctx, grantpolicy.PlaceChaining, tr, req, subj, &grantpolicy.Target{Peer: peer, Audience: audiences})
+	in := grantpolicy.NewInput(ctx, grantpolicy.PlaceChaining, tr, req, *subj, &grantpolicy.Target{Peer: peer, Audience: audiences})
 	defer in.Close()
 	ok, err := conds.Holds(name, in)
 	if err != nil {

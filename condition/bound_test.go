@@ -220,7 +220,7 @@ func TestLazyObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	decoded := 0
-	obj := NewLazyObject(func() map[string]any {
+	obj := NewLazyObject(nil, func(any) map[string]any {
 		decoded++
 		return map[string]any{"sub": "alice", "n": int64(3), "groups": []any{"a", "b"}, "o": map[string]any{"x": true}}
 	})

@@ -18,16 +18,27 @@ import (
 // claims) may serve the evaluations of many requests at once.
 type LazyObject struct {
 	once   sync.Once
-	decode func() map[string]any
+	src    any
+	decode func(src any) map[string]any
 	val    traits.Mapper
 }
 
-// NewLazyObject is a LazyObject whose members decode gives on first read, as the JSON
+// NewLazyObject is a LazyObject whose members decode gives from src on first read (a
+// function of src rather than a closure, so that a place may keep LazyObjects in a
+// struct it reuses: Reset), as the JSON
 // readers give them: nil, bool, float64, json.Number, int64, string, []any and
 // map[string]any. They are turned into CEL values once, every number a double (as a
 // google.protobuf.Struct has it), so that a read is a map lookup; a member of another
 // Go type is null.
-func NewLazyObject(decode func() map[string]any) *LazyObject { return &LazyObject{decode: decode} }
+func NewLazyObject(src any, decode func(src any) map[string]any) *LazyObject {
+	return &LazyObject{src: src, decode: decode}
+}
+
+// Reset makes o as NewLazyObject(src, decode) would, for a LazyObject of one request
+// kept in a struct that serves the next: none may be reading it.
+func (o *LazyObject) Reset(src any, decode func(src any) map[string]any) {
+	*o = LazyObject{src: src, decode: decode}
+}
 
 var (
 	objectType  = types.NewMapType(types.StringType, types.DynType)
@@ -41,10 +52,10 @@ func (o *LazyObject) mapper() traits.Mapper {
 	o.once.Do(func() {
 		o.val = emptyMapper
 		if o.decode != nil {
-			if m := o.decode(); len(m) > 0 {
+			if m := o.decode(o.src); len(m) > 0 {
 				o.val = jsonValue(m, 0).(traits.Mapper)
 			}
-			o.decode = nil
+			o.decode, o.src = nil, nil
 		}
 	})
 	return o.val

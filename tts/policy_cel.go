@@ -100,8 +100,8 @@ func (p *Policy) decide(ctx context.Context, pattern string, tr *oauth.TokenRequ
 }
 
 // policySubject is what the rules' expressions see of the subject.
-func (s *Subject) policySubject() *grantpolicy.Subject {
-	return &grantpolicy.Subject{Type: s.TokenType, Issuer: s.Issuer, Sub: s.Sub, Scopes: s.Scope, Claims: s.claims, Input: s.Input}
+func (s *Subject) policySubject() grantpolicy.Subject {
+	return grantpolicy.Subject{Type: s.TokenType, Issuer: s.Issuer, Sub: s.Sub, Scopes: s.Scope, Claims: s.claims, Input: s.Input}
 }
 
 // Check makes every check New makes of the policy, on a copy: the rules' workloads,

@@ -139,8 +139,10 @@ type Claims struct {
 // NewClaims holds a token's verified payload (JSON text) for the expressions; a
 // payload that is not a JSON object (it never is, once verified) is an empty object.
 func NewClaims(payload []byte) *Claims {
-	return &Claims{obj: condition.NewLazyObject(func() map[string]any { return payloadObject(payload) })}
+	return &Claims{obj: condition.NewLazyObject(payload, decodePayload)}
 }
+
+func decodePayload(src any) map[string]any { return payloadObject(src.([]byte)) }
 
 func payloadObject(payload []byte) map[string]any {
 	var m map[string]any
@@ -295,7 +297,7 @@ type Target struct {
 // under ctx and the place's evaluation deadline, which counts from here. Each variable
 // is computed only if an expression reads it, and a JSON object in it (the claims,
 // request_details) only decoded then. Close it once the request is decided.
-func NewInput(ctx context.Context, place string, tr *oauth.TokenRequest, req *oauth.Client, subj *Subject, target *Target) *condition.Input {
+func NewInput(ctx context.Context, place string, tr *oauth.TokenRequest, req *oauth.Client, subj Subject, target *Target) *condition.Input {
 	env, err := ConditionEnv(place)
 	if err != nil {
 		return nil // nothing compiled at this place, so nothing is evaluated
@@ -318,7 +320,7 @@ func (v *requestVars) Release() {
 type requestVars struct {
 	tr     *oauth.TokenRequest
 	req    *oauth.Client
-	subj   *Subject
+	subj   Subject
 	target *Target
 
 	requester condRequester
@@ -326,6 +328,9 @@ type requestVars struct {
 	request   condRequest
 	input     condInput
 	peer      condTarget
+	// objects are the JSON objects of the variables, kept here for the next request:
+	// request_details, request_context, the input's claims, tctx and rctx.
+	objects [5]condition.LazyObject
 }
 
 // Var implements condition.Resolver.
@@ -335,7 +340,7 @@ func (v *requestVars) Var(name string) (any, bool) {
 		v.requester = condRequester{Workload: v.req.IDString(), TrustDomain: v.req.ID.TrustDomain(), Proof: v.req.Method}
 		return &v.requester, true
 	case "subject":
-		v.subject = subjectVar(v.subj)
+		v.subject = subjectVar(&v.subj, &v.objects[2])
 		return &v.subject, true
 	case "request":
 		tr := v.tr
@@ -343,10 +348,10 @@ func (v *requestVars) Var(name string) (any, bool) {
 			return err, true
 		}
 		v.request = condRequest{Audience: tr.Audience, Resource: tr.Resource, Scopes: nonNil(tr.Scope), Dlg: tr.Dialog(),
-			Details: rawStruct(tr.RequestDetails), Context: rawStruct(tr.RequestContext)}
+			Details: rawStruct(&v.objects[0], tr.RequestDetails), Context: rawStruct(&v.objects[1], tr.RequestContext)}
 		return &v.request, true
 	case "input":
-		v.input = inputVar(v.subj)
+		v.input = inputVar(&v.subj, &v.objects[3], &v.objects[4])
 		return &v.input, true
 	case "target":
 		if v.target == nil {
@@ -372,7 +377,9 @@ func scopesWithinBounds(scopes []string) any {
 	return nil
 }
 
-func subjectVar(subj *Subject) condSubject {
+// subjectVar is subject; the claims of an input Txn-Token that is the subject are
+// kept in obj.
+func subjectVar(subj *Subject, obj *condition.LazyObject) condSubject {
 	if subj == nil {
 		return condSubject{Scopes: []string{}}
 	}
@@ -381,25 +388,28 @@ func subjectVar(subj *Subject) condSubject {
 	case subj.Claims != nil:
 		v.Claims = subj.Claims.obj
 	case subj.Input != nil:
-		in := subj.Input
-		v.Claims = condition.NewLazyObject(func() map[string]any {
-			b, err := in.MarshalJSON()
-			if err != nil {
-				return nil
-			}
-			return payloadObject(b)
-		})
+		obj.Reset(subj.Input, decodeTxn)
+		v.Claims = obj
 	}
 	return v
 }
 
-func inputVar(subj *Subject) condInput {
+func decodeTxn(src any) map[string]any {
+	b, err := src.(*txntoken.Claims).MarshalJSON()
+	if err != nil {
+		return nil
+	}
+	return payloadObject(b)
+}
+
+// inputVar is input; its tctx and rctx are kept in tctx and rctx.
+func inputVar(subj *Subject, tctx, rctx *condition.LazyObject) condInput {
 	if subj == nil || subj.Input == nil {
 		return noInput
 	}
 	in := subj.Input
 	return condInput{Present: true, Txn: in.Txn, Sub: in.Sub, Scopes: nonNil(in.ScopeList()), CallChain: nonNil(in.CallChain()),
-		Extensions: int64(in.Ext), Tctx: plainStruct(in.Tctx), Rctx: plainStruct(in.Rctx)}
+		Extensions: int64(in.Ext), Tctx: plainStruct(tctx, in.Tctx), Rctx: plainStruct(rctx, in.Rctx)}
 }
 
 // noInput is shared by every request without an input Txn-Token: CEL only reads it.
@@ -407,21 +417,27 @@ var noInput = condInput{Scopes: []string{}, CallChain: []string{}}
 
 // plainStruct is a tctx or rctx as CEL reads it, converted on first read (nil, an
 // empty object, when there is none).
-func plainStruct(o map[string]any) *condition.LazyObject {
+func plainStruct(obj *condition.LazyObject, o map[string]any) *condition.LazyObject {
 	if len(o) == 0 {
 		return nil
 	}
-	return condition.NewLazyObject(func() map[string]any { return plainObject(o) })
+	obj.Reset(o, decodePlain)
+	return obj
 }
+
+func decodePlain(src any) map[string]any { return plainObject(src.(map[string]any)) }
 
 // rawStruct is request_details or request_context as CEL reads it, decoded on first
 // read (nil, an empty object, when there is none).
-func rawStruct(o map[string]json.RawMessage) *condition.LazyObject {
+func rawStruct(obj *condition.LazyObject, o map[string]json.RawMessage) *condition.LazyObject {
 	if len(o) == 0 {
 		return nil
 	}
-	return condition.NewLazyObject(func() map[string]any { return rawObject(o) })
+	obj.Reset(o, decodeRaw)
+	return obj
 }
+
+func decodeRaw(src any) map[string]any { return rawObject(src.(map[string]json.RawMessage)) }
 
 func nonNil(s []string) []string {
 	if s == nil {

@@ -2,6 +2,7 @@ package grantpolicy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -53,14 +54,14 @@ func TestIssue25_RequestScopesBeyondDeclaredSizeRefused(t *testing.T) {
 		many[i] = fmt.Sprintf("s%d", i)
 	}
 	for _, scopes := range [][]string{many, {strings.Repeat("x", oauth.MaxScopeSize+1)}} {
-		in := NewInput(context.Background(), PlaceIssuance, &oauth.TokenRequest{Scope: scopes}, testClient(), &Subject{}, nil)
+		in := NewInput(context.Background(), PlaceIssuance, &oauth.TokenRequest{Scope: scopes}, testClient(), Subject{}, nil)
 		_, err := c.Holds("r", in)
 		in.Close()
 		if errcode.CodeOf(err) != errcode.ConditionError {
 			t.Errorf("%d scopes: got %v, want condition_error", len(scopes), err)
 		}
 	}
-	in := NewInput(context.Background(), PlaceIssuance, &oauth.TokenRequest{Scope: many[:maxRequestScopes]}, testClient(), &Subject{}, nil)
+	in := NewInput(context.Background(), PlaceIssuance, &oauth.TokenRequest{Scope: many[:maxRequestScopes]}, testClient(), Subject{}, nil)
 	defer in.Close()
 	if ok, err := c.Holds("r", in); !ok || err != nil {
 		t.Fatalf("%d scopes: %v %v", maxRequestScopes, ok, err)
@@ -80,7 +81,7 @@ func TestIssue25_InputVariables(t *testing.T) {
 	c := compileWhen(t, PlaceChaining,
 		`requester.trust_domain == "a.example" && subject.claims.dept == "sales" && subject.claims.n == 3 && target.peer == "https://b" && "x" in target.audience && !input.present && size(request.details) == 0`,
 		`subject.scopes`)
-	in := NewInput(context.Background(), PlaceChaining, tr, testClient(), subj, &Target{Peer: "https://b", Audience: []string{"x"}})
+	in := NewInput(context.Background(), PlaceChaining, tr, testClient(), *subj, &Target{Peer: "https://b", Audience: []string{"x"}})
 	defer in.Close()
 	if ok, err := c.Holds("r", in); !ok || err != nil {
 		t.Fatalf("Holds = %v, %v", ok, err)
@@ -91,5 +92,19 @@ func TestIssue25_InputVariables(t *testing.T) {
 	// At the TTS there is no target: an expression naming it does not compile.
 	if _, err := Compile(PlaceIssuance, Expr{Text: `target.peer == ""`}, Expr{}, nil); err == nil {
 		t.Error("target compiled at the TTS")
+	}
+}
+
+// The struct of a request's variables serves the next request once the Input is
+// closed: a request reads its own request_details, never the previous one's.
+func TestIssue25_RequestVariablesNotCarriedOver(t *testing.T) {
+	c := compileWhen(t, PlaceIssuance, `has(request.details.b) && !has(request.details.a) && request.details.b == 2`, "")
+	for i, details := range []map[string]json.RawMessage{{"a": json.RawMessage(`1`)}, {"b": json.RawMessage(`2`)}, {"a": json.RawMessage(`1`)}} {
+		in := NewInput(context.Background(), PlaceIssuance, &oauth.TokenRequest{RequestDetails: details}, testClient(), Subject{}, nil)
+		ok, err := c.Holds("r", in)
+		in.Close()
+		if err != nil || ok != (i == 1) {
+			t.Fatalf("request %d: %v %v", i, ok, err)
+		}
 	}
 }
