@@ -108,3 +108,39 @@ func TestIssue25_RequestVariablesNotCarriedOver(t *testing.T) {
 		}
 	}
 }
+
+// A cached token's claims serve the requests of several goroutines at once: decoded
+// once, read concurrently (go test -race).
+func TestIssue25_SharedClaimsConcurrently(t *testing.T) {
+	claims := NewClaims([]byte(`{"sub":"alice","groups":["a","b"]}`))
+	c := compileWhen(t, PlaceIssuance, `subject.claims.sub == "alice" && "b" in subject.claims.groups`, `request.scopes.filter(s, s != "x")`)
+	done := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			for i := 0; i < 50; i++ {
+				in := NewInput(context.Background(), PlaceIssuance, &oauth.TokenRequest{Scope: []string{"a", "x"}}, testClient(), Subject{Claims: claims}, nil)
+				ok, err := c.Holds("r", in)
+				if err == nil && !ok {
+					err = fmt.Errorf("the condition does not hold")
+				}
+				if err == nil {
+					var sc []string
+					if sc, err = c.Narrow("r", in, []string{"a", "x"}); err == nil && len(sc) != 1 {
+						err = fmt.Errorf("narrowed to %v", sc)
+					}
+				}
+				in.Close()
+				if err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
