@@ -254,3 +254,14 @@ func TestLazyObject(t *testing.T) {
 		t.Errorf("JSON of a member: %v %v", v, err)
 	}
 }
+
+// An Input serves the expressions of its own environment only.
+func TestInputOfAnotherEnvironmentRefused(t *testing.T) {
+	a, b := testEnv(t), testEnv(t)
+	p, _ := a.Compile(Source{}, `true`, Bool)
+	in := b.NewInput(context.Background(), testVars())
+	defer in.Close()
+	if _, err := p.BoolInput(in); errcode.CodeOf(err) != errcode.ConditionError {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -66,11 +66,9 @@ func (p *Program) Eval(ctx context.Context, vars Vars) (ref.Val, error) {
 // caller's context before it starts.
 func (p *Program) EvalInput(in *Input) (ref.Val, error) {
 	if in.env != p.env {
-		// An Input of another environment adapted its values with another registry.
-		other := p.env.NewInput(in.ctx, in.vars)
-		other.res = in.res
-		defer other.Close()
-		return p.EvalInput(other)
+		// Its values were adapted with another environment's types: a mistake of the
+		// place, refused rather than evaluated.
+		return nil, p.failed(nil, "not evaluated: the input is of %s", in.env.place)
 	}
 	if cerr := in.ctx.Err(); cerr != nil {
 		return nil, p.incomplete(cerr, "not evaluated: %v", cerr)

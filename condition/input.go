@@ -25,8 +25,8 @@ import (
 //     tracker (an expression with the tracker gets a frame of its own, so that its
 //     cost is its own).
 //
-// An Input is for one goroutine. Close releases it (the deadline's timer, the frame);
-// it must not be used after.
+// An Input is for one goroutine and the expressions of its Env. Close releases it (the
+// frame, the Resolver); it must not be used after.
 type Input struct {
 	env   *Env
 	ctx   context.Context
