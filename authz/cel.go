@@ -48,6 +48,7 @@ func Vars() []condition.Var {
 // request through on another rule's word, so that it is seen and fixed. Conditions are
 // compiled and type-checked when the rules are built (NewRules).
 type Rules struct {
+	env   *condition.Env
 	rules []compiledRule
 }
 
@@ -67,7 +68,7 @@ func NewRules(rules []Rule, opts ...condition.Option) (*Rules, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Rules{}
+	out := &Rules{env: env}
 	seen := map[string]bool{}
 	for i, r := range rules {
 		where := r.Source
@@ -109,8 +110,11 @@ func (rs *Rules) Decide(ctx context.Context, r *Request) (Decision, error) {
 		"operation":           r.Operation,
 		"name":                r.Name,
 	}
+	// One Input for every rule asked: the variables adapted once, one deadline.
+	in := rs.env.NewInput(ctx, vars)
+	defer in.Close()
 	for _, rule := range rs.rules {
-		ok, err := rule.prg.Bool(ctx, vars)
+		ok, err := rule.prg.BoolInput(in)
 		if err != nil {
 			return Decision{Rule: rule.name, Reason: err.Error()}, err
 		}

@@ -46,15 +46,16 @@ func decidePeer(ctx context.Context, conds *grantpolicy.Conditions, name string,
 	if conds == nil {
 		return scope, nil
 	}
-	vars := grantpolicy.WithGrant(grantpolicy.WithTarget(grantpolicy.Vars(tr, req, subj), peer, audiences), grant)
-	ok, err := conds.Holds(ctx, name, vars)
+	in := grantpolicy.NewInput(ctx, grantpolicy.PlaceChaining, tr, req, *subj, &grantpolicy.Target{Peer: peer, Audience: audiences, Grant: grant})
+	defer in.Close()
+	ok, err := conds.Holds(name, in)
 	if err != nil {
 		return nil, at(stagePolicy, err)
 	}
 	if !ok {
 		return nil, at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "the condition of peer %s does not hold for this request", name))
 	}
-	out, err := conds.Narrow(ctx, name, vars, scope)
+	out, err := conds.Narrow(name, in, scope)
 	if err != nil {
 		return nil, at(stageRequest, err)
 	}

@@ -2,6 +2,7 @@ package condition
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -85,18 +86,29 @@ func (e *Env) Compile(src Source, expr string, want Type) (*Program, error) {
 		return nil, &CompileError{Source: src, Place: e.place, Expr: expr, Line: src.Line, Column: src.Column,
 			Problems: []string{fmt.Sprintf("the result is %s where %s is needed", out, want)}}
 	}
-	prg, err := e.env.Program(ast,
-		cel.CostLimit(e.cost),
-		cel.InterruptCheckFrequency(interruptEvery),
-		cel.EvalOptions(cel.OptOptimize))
+	// CEL's static estimate of the worst case, over values of the sizes the variables
+	// declared (Var.Within): within the cost limit, the runtime tracker could never
+	// stop the evaluation, so it is left out; otherwise (a loop over a list of unknown
+	// length, a string function over a claim) it counts every step.
+	est, err := e.env.EstimateCost(ast, &sizeEstimator{vars: e.vars, trusted: trustedPaths(ast.NativeRep().Expr(), e.vars)})
+	if err != nil {
+		est.Max = math.MaxUint64
+	}
+	tracked := est.Max > e.cost
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	loops := hasComprehension(ast.NativeRep().Expr())
+	if loops {
+		opts = append(opts, cel.InterruptCheckFrequency(interruptEvery))
+	}
+	if tracked {
+		opts = append(opts, cel.CostLimit(e.cost))
+	}
+	prg, err := e.env.Program(ast, opts...)
 	if err != nil {
 		return nil, &CompileError{Source: src, Place: e.place, Expr: expr, Line: src.Line, Column: src.Column,
 			Problems: []string{err.Error()}}
 	}
-	return &Program{
-		env: e, src: src, expr: expr, want: want, prg: prg,
-		loops: hasComprehension(ast.NativeRep().Expr()),
-	}, nil
+	return &Program{env: e, src: src, expr: expr, want: want, prg: prg, loops: loops, tracked: tracked, worst: est.Max}, nil
 }
 
 // interruptEvery is how many loop iterations pass between two looks at the deadline.

@@ -41,6 +41,9 @@ type Var struct {
 	Type Type
 	// native is the Go struct type behind an object variable (StructVar).
 	native reflect.Type
+	// maxSize and sizes are what Within declared (0 and nil: unknown).
+	maxSize uint64
+	sizes   map[string]uint64
 }
 
 // Variable declares a variable of a CEL type.
@@ -65,6 +68,7 @@ func StructVar(name string, zero any) Var {
 type Env struct {
 	place    string
 	env      *cel.Env
+	vars     map[string]Var
 	cost     uint64
 	deadline time.Duration
 }
@@ -110,14 +114,14 @@ func NewEnv(place string, vars []Var, opts ...Option) (*Env, error) {
 	for _, o := range opts {
 		o(e)
 	}
-	seen := map[string]bool{}
+	e.vars = make(map[string]Var, len(vars))
 	var natives []any
 	var decls []cel.EnvOption
 	for _, v := range vars {
-		if v.Name == "" || seen[v.Name] {
+		if _, twice := e.vars[v.Name]; v.Name == "" || twice {
 			return nil, fmt.Errorf("condition: %s: variable %q declared twice or unnamed", place, v.Name)
 		}
-		seen[v.Name] = true
+		e.vars[v.Name] = v
 		t := v.Type
 		if v.native != nil {
 			if v.native.Kind() != reflect.Struct {

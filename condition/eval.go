@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"time"
 
@@ -30,6 +29,10 @@ type Program struct {
 	want  Type
 	prg   cel.Program
 	loops bool
+	// tracked says the evaluation runs under the runtime cost tracker: CEL's static
+	// estimate of the worst case (worst) is over the cost limit or unknown.
+	tracked bool
+	worst   uint64
 }
 
 // Source is where the expression was written.
@@ -38,28 +41,67 @@ func (p *Program) Source() Source { return p.src }
 // Expr is the expression's text.
 func (p *Program) Expr() string { return p.expr }
 
-// Eval evaluates the expression under the cost limit and, when it loops, the deadline.
-// The error is an *errcode.Error: condition_not_evaluated (Incomplete) when the cost
-// limit, the deadline or ctx stopped it, condition_error (Failed) when it ended in an
-// error. The result is CEL's value; Bool, Strings and JSON give Go values.
+// CostBound is CEL's static estimate of the expression's worst-case cost over values of
+// the declared sizes (math.MaxUint64 when it has no bound), and whether that is within
+// the cost limit, so that the expression is evaluated without the runtime tracker.
+func (p *Program) CostBound() (worst uint64, static bool) { return p.worst, !p.tracked }
+
+// Eval evaluates the expression over vars, as EvalInput over an Input of its own.
 func (p *Program) Eval(ctx context.Context, vars Vars) (ref.Val, error) {
+	in := p.env.NewInput(ctx, vars)
+	defer in.Close()
+	return p.EvalInput(in)
+}
+
+// EvalInput evaluates the expression over a request's Input under the cost limit and,
+// when it loops, the deadline. The error is an *errcode.Error: condition_not_evaluated
+// (Incomplete) when the cost limit, the deadline or the caller's context stopped it,
+// condition_error (Failed) when it ended in an error. The result is CEL's value; the
+// Bool, Strings and JSON forms give Go values.
+//
+// The cost limit is kept in one of two ways, decided at Compile: an expression whose
+// worst case CEL bounds within the limit is evaluated as it is, one it cannot bound
+// under the runtime cost tracker. An expression with a loop watches the deadline every
+// few iterations; one without a loop cannot outrun its cost, so it only looks at the
+// caller's context before it starts.
+func (p *Program) EvalInput(in *Input) (ref.Val, error) {
+	if in.env != p.env {
+		// Its values were adapted with another environment's types: a mistake of the
+		// place, refused rather than evaluated.
+		return nil, p.failed(nil, "not evaluated: the input is of %s", in.env.place)
+	}
+	if cerr := in.ctx.Err(); cerr != nil {
+		return nil, p.incomplete(cerr, "not evaluated: %v", cerr)
+	}
 	var (
 		out ref.Val
 		err error
 	)
-	if p.loops {
-		// The earlier of the caller's deadline and the environment's wins.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.env.deadline)
-		defer cancel()
-		out, _, err = p.prg.ContextEval(ctx, vars)
-	} else {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, p.incomplete(cerr, "not evaluated: %v", cerr)
+	if p.tracked {
+		// The tracker keeps its count in the frame: a frame of its own.
+		frame, ferr := interpreter.NewExecutionFrame(interpreter.Activation(in))
+		if ferr != nil {
+			return nil, p.failed(ferr, "not evaluated")
 		}
-		out, _, err = p.prg.Eval(vars)
+		if p.loops {
+			if err := frame.SetContext(in.deadlineContext(), interruptEvery); err != nil {
+				frame.Close()
+				return nil, p.failed(err, "not evaluated")
+			}
+		}
+		out, _, err = p.prg.Eval(frame)
+		frame.Close()
+	} else {
+		frame, ferr := in.sharedFrame(p.loops)
+		if ferr != nil {
+			return nil, p.failed(ferr, "not evaluated")
+		}
+		out, _, err = p.prg.Eval(frame)
 	}
 	if err != nil {
+		if p.loops && errors.Is(err, interpreter.InterruptError{}) {
+			err = fmt.Errorf("%w: %w", err, context.Cause(in.deadlineContext()))
+		}
 		return nil, p.evalError(err)
 	}
 	return out, nil
@@ -95,9 +137,16 @@ func (p *Program) where() string {
 	return strconv.Quote(p.expr)
 }
 
-// Bool evaluates a condition.
+// Bool evaluates a condition over vars.
 func (p *Program) Bool(ctx context.Context, vars Vars) (bool, error) {
-	out, err := p.Eval(ctx, vars)
+	in := p.env.NewInput(ctx, vars)
+	defer in.Close()
+	return p.BoolInput(in)
+}
+
+// BoolInput evaluates a condition over a request's Input.
+func (p *Program) BoolInput(in *Input) (bool, error) {
+	out, err := p.EvalInput(in)
 	if err != nil {
 		return false, err
 	}
@@ -108,22 +157,34 @@ func (p *Program) Bool(ctx context.Context, vars Vars) (bool, error) {
 	return bool(b), nil
 }
 
-var stringsType = reflect.TypeOf([]string(nil))
-
-// Strings evaluates an expression whose result is a list of strings.
+// Strings evaluates an expression whose result is a list of strings over vars.
 func (p *Program) Strings(ctx context.Context, vars Vars) ([]string, error) {
-	out, err := p.Eval(ctx, vars)
+	in := p.env.NewInput(ctx, vars)
+	defer in.Close()
+	return p.StringsInput(in)
+}
+
+// StringsInput evaluates an expression whose result is a list of strings over a
+// request's Input.
+func (p *Program) StringsInput(in *Input) ([]string, error) {
+	out, err := p.EvalInput(in)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := out.(traits.Lister); !ok {
+	l, ok := out.(traits.Lister)
+	if !ok {
 		return nil, p.failed(nil, "the result is %s, not a list of strings", out.Type())
 	}
-	v, err := out.ConvertToNative(stringsType)
-	if err != nil {
-		return nil, p.failed(err, "the result is not a list of strings")
+	n, _ := l.Size().(types.Int)
+	strs := make([]string, 0, int(n))
+	for i := types.Int(0); i < n; i++ {
+		s, ok := l.Get(i).(types.String)
+		if !ok {
+			return nil, p.failed(nil, "the result is not a list of strings")
+		}
+		strs = append(strs, string(s))
 	}
-	return v.([]string), nil
+	return strs, nil
 }
 
 // JSON evaluates an expression and gives its result as a JSON value: nil, bool, int64,
@@ -131,7 +192,14 @@ func (p *Program) Strings(ctx context.Context, vars Vars) ([]string, error) {
 // its RFC 3339 text and a duration its whole seconds. Bytes and other values are a
 // condition_error.
 func (p *Program) JSON(ctx context.Context, vars Vars) (any, error) {
-	out, err := p.Eval(ctx, vars)
+	in := p.env.NewInput(ctx, vars)
+	defer in.Close()
+	return p.JSONInput(in)
+}
+
+// JSONInput is JSON over a request's Input.
+func (p *Program) JSONInput(in *Input) (any, error) {
+	out, err := p.EvalInput(in)
 	if err != nil {
 		return nil, err
 	}

@@ -106,7 +106,8 @@ func (g txnGrant) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRe
 	}
 	rec.SubjectSHA256 = subj.hash
 	// The rule that decides: with conditions, only now that the subject is known.
-	rule, vars, err := pol.decide(ctx, pattern, tr, req, subj)
+	rule, in, err := pol.decide(ctx, pattern, tr, req, subj)
+	defer in.Close()
 	if rule != nil {
 		rec.Rule = rule.Name
 	}
@@ -117,9 +118,9 @@ func (g txnGrant) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRe
 	now := s.cfg.Now()
 	var claims *txntoken.Claims
 	if subj.Input != nil {
-		claims, err = s.replacement(ctx, tr, req, rule, vars, subj, now)
+		claims, err = s.replacement(ctx, tr, req, rule, in, subj, now)
 	} else {
-		claims, err = s.first(ctx, tr, req, rule, vars, subj, now)
+		claims, err = s.first(ctx, tr, req, rule, in, subj, now)
 	}
 	if err != nil {
 		return nil, err

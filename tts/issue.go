@@ -24,7 +24,7 @@ var immutableNames = []string{"sub", "txn", "aud"}
 
 // first builds the claims of a Txn-Token issued on a subject token that is not a
 // Txn-Token (oauth.md 1.5 steps 4-10, 1.7).
-func (s *Server) first(ctx context.Context, tr *oauth.TokenRequest, req *oauth.Client, rule *Rule, vars condition.Vars, subj *Subject, now time.Time) (*txntoken.Claims, error) {
+func (s *Server) first(ctx context.Context, tr *oauth.TokenRequest, req *oauth.Client, rule *Rule, vars *condition.Input, subj *Subject, now time.Time) (*txntoken.Claims, error) {
 	subjectScope, known := subj.Scope, subj.ScopeKnown
 	if !known && len(rule.SubjectScopes) > 0 && (subj.TokenType == TokenTypeSelfSigned || subj.TokenType == TokenTypeUnsignedJSON) {
 		// The requester vouches for the subject; policy says what such a subject may do.
@@ -37,10 +37,10 @@ func (s *Server) first(ctx context.Context, tr *oauth.TokenRequest, req *oauth.C
 	if err != nil {
 		return nil, err
 	}
-	if scope, err = rule.conds.Narrow(ctx, rule.Name, vars, scope); err != nil {
+	if scope, err = rule.conds.Narrow(rule.Name, vars, scope); err != nil {
 		return nil, at(stageScope, err)
 	}
-	computed, err := rule.conds.Members(ctx, rule.Name, vars)
+	computed, err := rule.conds.Members(rule.Name, vars)
 	if err != nil {
 		return nil, at(stagePolicy, err)
 	}
@@ -118,7 +118,7 @@ func (s *Server) first(ctx context.Context, tr *oauth.TokenRequest, req *oauth.C
 //   - the Call Chain of requesters is kept (req_chain) and the new requester appended;
 //   - the input has not expired (checked by the handler); a longer lifetime is allowed
 //     only while the count of lifetime-extending replacements is under the cap.
-func (s *Server) replacement(ctx context.Context, tr *oauth.TokenRequest, req *oauth.Client, rule *Rule, vars condition.Vars, subj *Subject, now time.Time) (*txntoken.Claims, error) {
+func (s *Server) replacement(ctx context.Context, tr *oauth.TokenRequest, req *oauth.Client, rule *Rule, vars *condition.Input, subj *Subject, now time.Time) (*txntoken.Claims, error) {
 	in := subj.Input
 	if tr.Audience != in.Aud[0] {
 		return nil, at(stageSubject, errcode.New(errcode.ImmutableClaimChanged, "a replacement keeps the trust domain %q of its input (aud never changes)", in.Aud[0]))
@@ -127,10 +127,10 @@ func (s *Server) replacement(ctx context.Context, tr *oauth.TokenRequest, req *o
 	if err != nil {
 		return nil, err
 	}
-	if scope, err = rule.conds.Narrow(ctx, rule.Name, vars, scope); err != nil {
+	if scope, err = rule.conds.Narrow(rule.Name, vars, scope); err != nil {
 		return nil, at(stageScope, err)
 	}
-	computed, err := rule.conds.Members(ctx, rule.Name, vars)
+	computed, err := rule.conds.Members(rule.Name, vars)
 	if err != nil {
 		return nil, at(stagePolicy, err)
 	}

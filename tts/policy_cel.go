@@ -66,11 +66,12 @@ func (p *Policy) anyRule(pattern string, ok func(*Rule) bool) bool {
 
 // decide returns the rule of the pattern that decides the request: the first that
 // allows its audience and subject token type and whose When holds; and the
-// variables of the request when that rule has CEL parts (nil otherwise). A rule
-// whose When cannot be evaluated refuses the request (returned with the error, so the
-// log names it): no later rule is tried.
-func (p *Policy) decide(ctx context.Context, pattern string, tr *oauth.TokenRequest, req *oauth.Client, subj *Subject) (*Rule, condition.Vars, error) {
-	var vars condition.Vars
+// variables of the request when that rule has CEL parts (nil otherwise), which the
+// caller closes once the request is decided (Close of nil does nothing). A rule whose
+// When cannot be evaluated refuses the request (returned with the error, so the log
+// names it): no later rule is tried.
+func (p *Policy) decide(ctx context.Context, pattern string, tr *oauth.TokenRequest, req *oauth.Client, subj *Subject) (*Rule, *condition.Input, error) {
+	var in *condition.Input
 	tried := 0
 	for i := range p.Rules {
 		r := &p.Rules[i]
@@ -78,26 +79,29 @@ func (p *Policy) decide(ctx context.Context, pattern string, tr *oauth.TokenRequ
 			continue
 		}
 		if r.conds == nil {
+			in.Close()
 			return r, nil, nil
 		}
-		if vars == nil {
-			vars = grantpolicy.Vars(tr, req, subj.policySubject())
+		if in == nil {
+			in = grantpolicy.NewInput(ctx, grantpolicy.PlaceIssuance, tr, req, subj.policySubject(), nil)
 		}
 		tried++
-		ok, err := r.conds.Holds(ctx, r.Name, vars)
+		ok, err := r.conds.Holds(r.Name, in)
 		if err != nil {
+			in.Close()
 			return r, nil, err
 		}
 		if ok {
-			return r, vars, nil
+			return r, in, nil
 		}
 	}
+	in.Close()
 	return nil, nil, errcode.New(errcode.WorkloadNotAllowed, "the condition of none of the %d policy rules for %s holds for this request", tried, req.IDString())
 }
 
 // policySubject is what the rules' expressions see of the subject.
-func (s *Subject) policySubject() *grantpolicy.Subject {
-	return &grantpolicy.Subject{Type: s.TokenType, Issuer: s.Issuer, Sub: s.Sub, Scopes: s.Scope, Claims: s.claims, Input: s.Input}
+func (s *Subject) policySubject() grantpolicy.Subject {
+	return grantpolicy.Subject{Type: s.TokenType, Issuer: s.Issuer, Sub: s.Sub, Scopes: s.Scope, Claims: s.claims, Input: s.Input}
 }
 
 // Check makes every check New makes of the policy, on a copy: the rules' workloads,

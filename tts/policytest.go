@@ -58,7 +58,8 @@ func (p *Policy) Decide(ctx context.Context, tr *oauth.TokenRequest, req *oauth.
 		out.Err = errcode.New(errcode.WorkloadNotAllowed, "%s may not present %s subject tokens", req.ID, tr.SubjectTokenType)
 		return out
 	}
-	rule, vars, err := p.decide(ctx, pattern, tr, req, subj)
+	rule, in, err := p.decide(ctx, pattern, tr, req, subj)
+	defer in.Close()
 	if rule != nil {
 		out.Rule = rule.Name
 	}
@@ -79,10 +80,10 @@ func (p *Policy) Decide(ctx context.Context, tr *oauth.TokenRequest, req *oauth.
 	if out.Scopes, out.Err = grantScope(tr.Scope, allowed, rule, whose); out.Err != nil {
 		return out
 	}
-	if out.Scopes, out.Err = rule.conds.Narrow(ctx, rule.Name, vars, out.Scopes); out.Err != nil {
+	if out.Scopes, out.Err = rule.conds.Narrow(rule.Name, in, out.Scopes); out.Err != nil {
 		return out
 	}
-	computed, err := rule.conds.Members(ctx, rule.Name, vars)
+	computed, err := rule.conds.Members(rule.Name, in)
 	if err != nil {
 		out.Err = err
 		return out

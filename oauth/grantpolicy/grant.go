@@ -1,7 +1,5 @@
 package grantpolicy
 
-import "github.com/dialogtrust/dialogtrust/condition"
-
 // condGrant is grant, at a chaining server only (issue 28): the identity-chaining
 // grant a request is about. At AS A it is the grant the request asks for, as it would
 // be issued (typ by requested_token_type, aud the peer, client_id and resource for an
@@ -29,8 +27,7 @@ type Grant struct {
 	Aud, Resource []string
 }
 
-// WithGrant adds grant, the identity-chaining grant, to vars.
-func WithGrant(vars condition.Vars, g Grant) condition.Vars {
-	vars["grant"] = condGrant{Typ: g.Typ, IDJAG: g.IDJAG, ClientID: g.ClientID, Aud: nonNil(g.Aud), Resource: nonNil(g.Resource)}
-	return vars
+// cond is grant as the expressions read it.
+func (g Grant) cond() condGrant {
+	return condGrant{Typ: g.Typ, IDJAG: g.IDJAG, ClientID: g.ClientID, Aud: nonNil(g.Aud), Resource: nonNil(g.Resource)}
 }

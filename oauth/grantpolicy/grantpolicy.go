@@ -13,7 +13,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/txntoken"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Expr is a CEL expression of a policy rule (package condition) and where it was
@@ -26,8 +25,8 @@ type Expr struct {
 // The CEL variables of an issuance rule (docs/tts.md, "Conditions"). Each is a Go
 // struct whose cel tags are the field names the expressions use, so a misspelt field
 // is an error at load. A JSON object (claims, request_details, tctx) is a
-// google.protobuf.Struct, which CEL reads as map(string, dyn): CEL's native types
-// cannot declare a Go map of interface values.
+// condition.LazyObject, map(string, dyn), decoded (every number a double, as in a
+// google.protobuf.Struct) only when an expression reads it.
 type (
 	// condRequester is requester: the authenticated workload.
 	condRequester struct {
@@ -39,20 +38,20 @@ type (
 	}
 	// condSubject is subject: the validated subject token.
 	condSubject struct {
-		Type   string           `cel:"type"` // the subject_token_type URN
-		Issuer string           `cel:"issuer"`
-		Sub    string           `cel:"sub"` // as it enters the token (with its prefix)
-		Scopes []string         `cel:"scopes"`
-		Claims *structpb.Struct `cel:"claims"`
+		Type   string                `cel:"type"` // the subject_token_type URN
+		Issuer string                `cel:"issuer"`
+		Sub    string                `cel:"sub"` // as it enters the token (with its prefix)
+		Scopes []string              `cel:"scopes"`
+		Claims *condition.LazyObject `cel:"claims"`
 	}
 	// condRequest is request: the token request.
 	condRequest struct {
-		Audience string           `cel:"audience"`
-		Resource string           `cel:"resource"`
-		Scopes   []string         `cel:"scopes"`
-		Dlg      string           `cel:"dlg"`     // request_details.dlg ("" without)
-		Details  *structpb.Struct `cel:"details"` // request_details
-		Context  *structpb.Struct `cel:"context"` // request_context
+		Audience string                `cel:"audience"`
+		Resource string                `cel:"resource"`
+		Scopes   []string              `cel:"scopes"`
+		Dlg      string                `cel:"dlg"`     // request_details.dlg ("" without)
+		Details  *condition.LazyObject `cel:"details"` // request_details
+		Context  *condition.LazyObject `cel:"context"` // request_context
 
 		// RequestedTokenType is requested_token_type ("" when absent), e.g.
 		// urn:ietf:params:oauth:token-type:id-jag at AS A (issue 28).
@@ -61,14 +60,14 @@ type (
 	// condInput is input: the Txn-Token a replacement replaces (present false
 	// otherwise).
 	condInput struct {
-		Present    bool             `cel:"present"`
-		Txn        string           `cel:"txn"`
-		Sub        string           `cel:"sub"`
-		Scopes     []string         `cel:"scopes"`
-		CallChain  []string         `cel:"call_chain"`
-		Extensions int64            `cel:"extensions"`
-		Tctx       *structpb.Struct `cel:"tctx"`
-		Rctx       *structpb.Struct `cel:"rctx"`
+		Present    bool                  `cel:"present"`
+		Txn        string                `cel:"txn"`
+		Sub        string                `cel:"sub"`
+		Scopes     []string              `cel:"scopes"`
+		CallChain  []string              `cel:"call_chain"`
+		Extensions int64                 `cel:"extensions"`
+		Tctx       *condition.LazyObject `cel:"tctx"`
+		Rctx       *condition.LazyObject `cel:"rctx"`
 	}
 	// condTarget is target: the peer a chaining request is for.
 	condTarget struct {
@@ -96,7 +95,8 @@ func ConditionEnv(place string) (*condition.Env, error) {
 		common := []condition.Var{
 			condition.StructVar("requester", condRequester{}),
 			condition.StructVar("subject", condSubject{}),
-			condition.StructVar("request", condRequest{}),
+			condition.StructVar("request", condRequest{}).Within(0, map[string]uint64{
+				"scopes": maxRequestScopes, "scopes.@items": maxScopeToken}),
 			condition.StructVar("input", condInput{}),
 		}
 		envs = map[string]*condition.Env{}
@@ -137,27 +137,23 @@ type Subject struct {
 // use only, then kept, so that the copies of a cached subject token share one decoding.
 // Safe for concurrent use.
 type Claims struct {
-	once    sync.Once
-	payload []byte
-	st      *structpb.Struct
+	obj *condition.LazyObject
 }
 
-// NewClaims holds a token's verified payload (JSON text) for the expressions.
-func NewClaims(payload []byte) *Claims { return &Claims{payload: payload} }
+// NewClaims holds a token's verified payload (JSON text) for the expressions; a
+// payload that is not a JSON object (it never is, once verified) is an empty object.
+func NewClaims(payload []byte) *Claims {
+	return &Claims{obj: condition.NewLazyObject(payload, decodePayload)}
+}
 
-// object is the claims as CEL reads them; a payload that is not a JSON object (it
-// never is, once verified) is an empty object.
-func (c *Claims) object() *structpb.Struct {
-	c.once.Do(func() {
-		var m map[string]any
-		if json.Unmarshal(c.payload, &m) == nil {
-			c.st = toStruct(m)
-		} else {
-			c.st = emptyObject
-		}
-		c.payload = nil
-	})
-	return c.st
+func decodePayload(src any) map[string]any { return payloadObject(src.([]byte)) }
+
+func payloadObject(payload []byte) map[string]any {
+	var m map[string]any
+	if json.Unmarshal(payload, &m) != nil {
+		return nil
+	}
+	return m
 }
 
 // Conditions are the CEL parts of a rule, compiled.
@@ -221,11 +217,11 @@ func Compile(place string, when, scopes Expr, tctx map[string]Expr) (*Conditions
 
 // Holds evaluates the condition (true without one). An evaluation that fails is a
 // refusal of the rule named name, the condition error beneath.
-func (c *Conditions) Holds(ctx context.Context, name string, vars condition.Vars) (bool, error) {
+func (c *Conditions) Holds(name string, in *condition.Input) (bool, error) {
 	if c == nil || c.when == nil {
 		return true, nil
 	}
-	ok, err := c.when.Bool(ctx, vars)
+	ok, err := c.when.BoolInput(in)
 	if err != nil {
 		return false, refusal(name, err)
 	}
@@ -236,11 +232,11 @@ func (c *Conditions) Holds(ctx context.Context, name string, vars condition.Vars
 // lists, in granted's order (granted itself without one). The expression narrows, it
 // never widens: a scope it names that was not requested is not granted. Nothing left
 // of a non-empty request is scope_too_broad.
-func (c *Conditions) Narrow(ctx context.Context, name string, vars condition.Vars, granted []string) ([]string, error) {
+func (c *Conditions) Narrow(name string, in *condition.Input, granted []string) ([]string, error) {
 	if c == nil || c.scopes == nil {
 		return granted, nil
 	}
-	allowed, err := c.scopes.Strings(ctx, vars)
+	allowed, err := c.scopes.StringsInput(in)
 	if err != nil {
 		return nil, refusal(name, err)
 	}
@@ -257,13 +253,13 @@ func (c *Conditions) Narrow(ctx context.Context, name string, vars condition.Var
 }
 
 // Members computes the rule's tctx members as JSON text.
-func (c *Conditions) Members(ctx context.Context, name string, vars condition.Vars) (map[string]json.RawMessage, error) {
+func (c *Conditions) Members(name string, in *condition.Input) (map[string]json.RawMessage, error) {
 	if c == nil || len(c.tctx) == 0 {
 		return nil, nil
 	}
 	out := make(map[string]json.RawMessage, len(c.tctx))
 	for _, m := range c.tctx {
-		v, err := m.prg.JSON(ctx, vars)
+		v, err := m.prg.JSONInput(in)
 		if err != nil {
 			return nil, refusal(name, err)
 		}
@@ -284,80 +280,177 @@ func refusal(rule string, err error) error {
 		Detail: fmt.Sprintf("policy rule %q could not be evaluated, so it refuses", rule), Err: err}
 }
 
-// IssuanceVars are the variables of one token request, each computed only if an
-// expression reads it (the claims are decoded then, not before).
-func Vars(tr *oauth.TokenRequest, req *oauth.Client, subj *Subject) condition.Vars {
-	return condition.Vars{
-		"requester": func() any {
-			return condRequester{Workload: req.IDString(), TrustDomain: req.ID.TrustDomain(), Proof: req.Method}
-		},
-		"subject": func() any { return subjectVar(subj) },
-		"request": func() any {
-			return condRequest{Audience: tr.Audience, Resource: tr.Resource, Scopes: nonNil(tr.Scope), Dlg: tr.Dialog(), RequestedTokenType: tr.RequestedTokenType,
-				Details: rawStruct(tr.RequestDetails), Context: rawStruct(tr.RequestContext)}
-		},
-		"input": func() any { return inputVar(subj) },
+// The sizes of request.scopes that the token endpoints keep (oauth.ParseScope of a
+// scope parameter of at most oauth.MaxScopeSize octets: non-empty tokens separated by
+// single spaces), declared to the cost estimate; a request beyond them (one not read
+// by an endpoint, such as a recorded request of dialogtrust policy test) is refused
+// rather than evaluated without the runtime cost tracker.
+const (
+	maxRequestScopes = (oauth.MaxScopeSize + 1) / 2
+	maxScopeToken    = oauth.MaxScopeSize
+)
+
+// Target is the peer a chaining request is for (target), and the grant it is about
+// (grant, issue 28).
+type Target struct {
+	Peer     string   // the peer authorization server's issuer
+	Audience []string // its audiences
+	Grant    Grant
+}
+
+// NewInput is the variables of one token request at place (target only at
+// PlaceChaining, nil elsewhere) for the rule's expressions (Holds, Narrow, Members),
+// under ctx and the place's evaluation deadline, which counts from here. Each variable
+// is computed only if an expression reads it, and a JSON object in it (the claims,
+// request_details) only decoded then. Close it once the request is decided.
+func NewInput(ctx context.Context, place string, tr *oauth.TokenRequest, req *oauth.Client, subj Subject, target *Target) *condition.Input {
+	env, err := ConditionEnv(place)
+	if err != nil {
+		return nil // nothing compiled at this place, so nothing is evaluated
 	}
+	v := requestVarsPool.Get().(*requestVars)
+	v.tr, v.req, v.subj, v.target = tr, req, subj, target
+	return env.NewInputFrom(ctx, v)
 }
 
-// WithTarget adds target, the chaining peer, to vars.
-func WithTarget(vars condition.Vars, peer string, audience []string) condition.Vars {
-	vars["target"] = condTarget{Peer: peer, Audience: nonNil(audience)}
-	return vars
+var requestVarsPool = sync.Pool{New: func() any { return new(requestVars) }}
+
+// Release implements the end of the Input: the struct serves another request. What
+// the expressions' results hold of it (strings) is not changed by the next request.
+func (v *requestVars) Release() {
+	*v = requestVars{}
+	requestVarsPool.Put(v)
 }
 
-func subjectVar(subj *Subject) condSubject {
+// requestVars are the variables of one request, each built on first read, in place.
+type requestVars struct {
+	tr     *oauth.TokenRequest
+	req    *oauth.Client
+	subj   Subject
+	target *Target
+
+	requester condRequester
+	subject   condSubject
+	request   condRequest
+	input     condInput
+	peer      condTarget
+	grant     condGrant
+	// objects are the JSON objects of the variables, kept here for the next request:
+	// request_details, request_context, the input's claims, tctx and rctx.
+	objects [5]condition.LazyObject
+}
+
+// Var implements condition.Resolver.
+func (v *requestVars) Var(name string) (any, bool) {
+	switch name {
+	case "requester":
+		v.requester = condRequester{Workload: v.req.IDString(), TrustDomain: v.req.ID.TrustDomain(), Proof: v.req.Method}
+		return &v.requester, true
+	case "subject":
+		v.subject = subjectVar(&v.subj, &v.objects[2])
+		return &v.subject, true
+	case "request":
+		tr := v.tr
+		if err := scopesWithinBounds(tr.Scope); err != nil {
+			return err, true
+		}
+		v.request = condRequest{Audience: tr.Audience, Resource: tr.Resource, Scopes: nonNil(tr.Scope), Dlg: tr.Dialog(), RequestedTokenType: tr.RequestedTokenType,
+			Details: rawStruct(&v.objects[0], tr.RequestDetails), Context: rawStruct(&v.objects[1], tr.RequestContext)}
+		return &v.request, true
+	case "input":
+		v.input = inputVar(&v.subj, &v.objects[3], &v.objects[4])
+		return &v.input, true
+	case "target":
+		if v.target == nil {
+			return nil, false
+		}
+		v.peer = condTarget{Peer: v.target.Peer, Audience: nonNil(v.target.Audience)}
+		return &v.peer, true
+	case "grant":
+		if v.target == nil {
+			return nil, false
+		}
+		v.grant = v.target.Grant.cond()
+		return &v.grant, true
+	}
+	return nil, false
+}
+
+// scopesWithinBounds is nil for requested scopes of the sizes declared to the cost
+// estimate, an evaluation error otherwise.
+func scopesWithinBounds(scopes []string) any {
+	if len(scopes) > maxRequestScopes {
+		return condition.BadValue("request.scopes: %d scopes, more than the %d a scope parameter can carry", len(scopes), maxRequestScopes)
+	}
+	for _, s := range scopes {
+		if len(s) > maxScopeToken {
+			return condition.BadValue("request.scopes: a scope of %d octets, more than a scope parameter can carry", len(s))
+		}
+	}
+	return nil
+}
+
+// subjectVar is subject; the claims of an input Txn-Token that is the subject are
+// kept in obj.
+func subjectVar(subj *Subject, obj *condition.LazyObject) condSubject {
 	if subj == nil {
-		return condSubject{Scopes: []string{}, Claims: emptyObject}
+		return condSubject{Scopes: []string{}}
 	}
-	v := condSubject{Type: subj.Type, Issuer: subj.Issuer, Sub: subj.Sub, Scopes: nonNil(subj.Scopes), Claims: emptyObject}
+	v := condSubject{Type: subj.Type, Issuer: subj.Issuer, Sub: subj.Sub, Scopes: nonNil(subj.Scopes)}
 	switch {
 	case subj.Claims != nil:
-		v.Claims = subj.Claims.object()
+		v.Claims = subj.Claims.obj
 	case subj.Input != nil:
-		if b, err := subj.Input.MarshalJSON(); err == nil {
-			v.Claims = NewClaims(b).object()
-		}
+		obj.Reset(subj.Input, decodeTxn)
+		v.Claims = obj
 	}
 	return v
 }
 
-func inputVar(subj *Subject) condInput {
+func decodeTxn(src any) map[string]any {
+	b, err := src.(*txntoken.Claims).MarshalJSON()
+	if err != nil {
+		return nil
+	}
+	return payloadObject(b)
+}
+
+// inputVar is input; its tctx and rctx are kept in tctx and rctx.
+func inputVar(subj *Subject, tctx, rctx *condition.LazyObject) condInput {
 	if subj == nil || subj.Input == nil {
 		return noInput
 	}
 	in := subj.Input
 	return condInput{Present: true, Txn: in.Txn, Sub: in.Sub, Scopes: nonNil(in.ScopeList()), CallChain: nonNil(in.CallChain()),
-		Extensions: int64(in.Ext), Tctx: toStruct(plainObject(in.Tctx)), Rctx: toStruct(plainObject(in.Rctx))}
+		Extensions: int64(in.Ext), Tctx: plainStruct(tctx, in.Tctx), Rctx: plainStruct(rctx, in.Rctx)}
 }
 
-// emptyObject and noInput are shared by every request that has no such object or no
-// input Txn-Token: CEL only reads them.
-var (
-	emptyObject = &structpb.Struct{}
-	noInput     = condInput{Scopes: []string{}, CallChain: []string{}, Tctx: emptyObject, Rctx: emptyObject}
-)
+// noInput is shared by every request without an input Txn-Token: CEL only reads it.
+var noInput = condInput{Scopes: []string{}, CallChain: []string{}}
 
-// toStruct is a JSON object as CEL reads it; one that cannot be (it never happens to
-// what a JSON reader gave) is an empty object.
-func toStruct(m map[string]any) *structpb.Struct {
-	if len(m) == 0 {
-		return emptyObject
-	}
-	st, err := structpb.NewStruct(m)
-	if err != nil {
-		return emptyObject
-	}
-	return st
-}
-
-// rawStruct is request_details or request_context as CEL reads it.
-func rawStruct(o map[string]json.RawMessage) *structpb.Struct {
+// plainStruct is a tctx or rctx as CEL reads it, converted on first read (nil, an
+// empty object, when there is none).
+func plainStruct(obj *condition.LazyObject, o map[string]any) *condition.LazyObject {
 	if len(o) == 0 {
-		return emptyObject
+		return nil
 	}
-	return toStruct(rawObject(o))
+	obj.Reset(o, decodePlain)
+	return obj
 }
+
+func decodePlain(src any) map[string]any { return plainObject(src.(map[string]any)) }
+
+// rawStruct is request_details or request_context as CEL reads it, decoded on first
+// read (nil, an empty object, when there is none).
+func rawStruct(obj *condition.LazyObject, o map[string]json.RawMessage) *condition.LazyObject {
+	if len(o) == 0 {
+		return nil
+	}
+	obj.Reset(o, decodeRaw)
+	return obj
+}
+
+func decodeRaw(src any) map[string]any { return rawObject(src.(map[string]json.RawMessage)) }
 
 func nonNil(s []string) []string {
 	if s == nil {
