@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -64,18 +63,8 @@ func (p *Process) Err() error { <-p.done; return p.err }
 // Stop sends SIGTERM to the process's pid, waits up to stopGrace, then kills it.
 // Stopping an exited process does nothing.
 func (p *Process) Stop(t testing.TB) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(p.Pid(), syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(stopGrace):
-		t.Logf("%s (pid %d) ignored SIGTERM for %s; killing it", p.Name, p.Pid(), stopGrace)
-		_ = syscall.Kill(p.Pid(), syscall.SIGKILL)
-		<-p.done
+	if terminate(p.Pid(), p.done, stopGrace) {
+		t.Logf("%s (pid %d) ignored SIGTERM for %s and was killed", p.Name, p.Pid(), stopGrace)
 	}
 }
 
