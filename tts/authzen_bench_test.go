@@ -1,7 +1,6 @@
 package tts
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/authz"
 	"github.com/dialogtrust/dialogtrust/authzen"
 )
 
@@ -26,14 +24,6 @@ import (
 // one request each in turn, and reports authzen-cpu-% = 100 × with / without, from the
 // serving thread's CPU time (threadCPU; authzen-wall-% from wall time): the number the
 // 10% budget is about, unaffected by what else the machine runs.
-
-// zenDecider adapts an authzen.Client to IssuanceDecider, as cmd/internal/ttsservice does.
-type zenDecider struct{ c *authzen.Client }
-
-func (d zenDecider) DecideIssuance(ctx context.Context, in *Issuance) (authz.Decision, error) {
-	q := authzen.Issuance(*in)
-	return d.c.DecideIssuance(ctx, &q)
-}
 
 // allowPDP is an httptest PDP that allows everything and counts what it is asked.
 func allowPDP(b *testing.B) (*authzen.Client, *int) {
@@ -72,7 +62,7 @@ func BenchmarkIssueAuthZEN(b *testing.B) {
 				if decider == "authzen" {
 					var c *authzen.Client
 					c, asked = allowPDP(b)
-					d = zenDecider{c}
+					d = c
 				}
 				mint, prepare, serve := zenIssuerParts(b, bc, d)
 				proofs := make([]string, b.N)
@@ -99,7 +89,7 @@ func BenchmarkIssueAuthZENRatio(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			c, asked := allowPDP(b)
 			mint0, prepare0, serve0 := zenIssuerParts(b, bc, nil)
-			mint1, prepare1, serve1 := zenIssuerParts(b, bc, zenDecider{c})
+			mint1, prepare1, serve1 := zenIssuerParts(b, bc, c)
 			p0, p1 := make([]string, b.N), make([]string, b.N)
 			for i := range p0 {
 				p0[i], p1[i] = mint0(), mint1()
