@@ -1,7 +1,6 @@
 package doctest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,10 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 )
 
 // The documentation walk: what a newcomer does with README's "Try it" and
@@ -43,6 +43,19 @@ type walkSection struct{ file, heading string }
 var walkedSections = []walkSection{
 	{"README.md", "Try it"},
 	{"docs/proxy.md", "Quickstart"},
+}
+
+// steps reads the section's commands from the checkout at dir.
+func (sec walkSection) steps(dir string) ([]walkStep, error) {
+	md, err := os.ReadFile(filepath.Join(dir, sec.file))
+	if err != nil {
+		return nil, err
+	}
+	fences, err := sectionFences(string(md), sec.heading)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sec.file, err)
+	}
+	return walkSteps(sec.file, fences)
 }
 
 // walkStep is one command block and what it must print.
@@ -210,29 +223,11 @@ type walkTimeouts struct{ ready, run, stop time.Duration }
 
 var defaultWalkTimeouts = walkTimeouts{ready: 15 * time.Minute, run: 5 * time.Minute, stop: 30 * time.Second}
 
-// syncBuffer is a buffer safe for the goroutine that copies a process's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // background is a running background step.
 type background struct {
 	step           walkStep
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *testkit.SyncBuffer
 	exited         chan struct{}
 }
 
@@ -268,7 +263,7 @@ func walk(ctx context.Context, dir string, env []string, steps []walkStep, to wa
 		cmd := exec.Command("sh", "-ec", s.command)
 		cmd.Dir, cmd.Env = dir, env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		stdout, stderr := &syncBuffer{}, &syncBuffer{}
+		stdout, stderr := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
 		cmd.Stdout, cmd.Stderr = stdout, stderr
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("%s: %w", s.where, err)
@@ -422,15 +417,7 @@ func TestDocsWalk(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
 	for _, sec := range walkedSections {
-		md, err := os.ReadFile(filepath.Join(clone, sec.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		fences, err := sectionFences(string(md), sec.heading)
-		if err != nil {
-			t.Fatalf("%s: %v", sec.file, err)
-		}
-		steps, err := walkSteps(sec.file, fences)
+		steps, err := sec.steps(clone)
 		if err != nil {
 			t.Fatal(err)
 		}
