@@ -2,7 +2,6 @@ package doctest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -343,14 +342,11 @@ func stopBackground(bg *background, timeout time.Duration) error {
 	_ = syscall.Kill(-pgid, syscall.SIGINT) // the group this walk started
 	deadline := time.Now().Add(timeout)
 	<-waitOrTimeout(bg.exited, timeout)
-	for syscall.Kill(-pgid, 0) != syscall.ESRCH {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-bg.exited
-			return fmt.Errorf("%s: %q: processes of its group were still running %s after SIGINT (Ctrl-C)\nstderr:\n%s", bg.step.where, bg.step.command,
-				timeout, tail(bg.stderr.String(), 20))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testkit.GroupGone(pgid, time.Until(deadline)) {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-bg.exited
+		return fmt.Errorf("%s: %q: processes of its group were still running %s after SIGINT (Ctrl-C)\nstderr:\n%s", bg.step.where, bg.step.command,
+			timeout, tail(bg.stderr.String(), 20))
 	}
 	return nil
 }
@@ -381,28 +377,7 @@ func TestDocsWalk(t *testing.T) {
 	if os.Getenv(walkEnvVar) != "1" {
 		t.Skip(walkEnvVar + "=1 runs the docs walk (.ci/docs-walk)")
 	}
-	gitOut := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		out, err := cmd.Output()
-		if err != nil {
-			if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-				t.Fatalf("git %v: %v\n%s", args, err, ee.Stderr)
-			}
-			t.Fatalf("git %v: %v", args, err)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	repo := gitOut(root, "rev-parse", "--show-toplevel")
-	head := gitOut(repo, "rev-parse", "HEAD")
-	if st := gitOut(repo, "status", "--porcelain", "--untracked-files=no"); st != "" {
-		t.Logf("uncommitted changes are not in the clone (it is HEAD %s):\n%s", head, st)
-	}
-	top := walkCloneParent(t)
-	clone := filepath.Join(top, "dialogtrust")
-	gitOut(top, "clone", "--quiet", "--no-hardlinks", repo, clone)
-	gitOut(clone, "checkout", "--quiet", "--detach", head)
+	clone := testkit.CloneHEAD(t, root, walkCloneParent(t))
 
 	// The commands' per-user files (dev's) go to a directory of this test; the Go
 	// build and module caches stay the shared ones.
@@ -430,7 +405,7 @@ func TestDocsWalk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if st := gitOut(clone, "status", "--porcelain", "--ignored"); st != "" {
+	if st := testkit.Git(t, clone, "status", "--porcelain", "--ignored"); st != "" {
 		t.Errorf("the documented commands changed the working tree:\n%s", st)
 	}
 }
