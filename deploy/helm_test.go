@@ -195,7 +195,8 @@ func compareConfigs(t *testing.T, chart, want *unit) {
 	}
 }
 
-func readYAMLFile(t *testing.T, file string) map[string]any {
+// readYAMLFile reads a YAML file as a map.
+func readYAMLFile(t testing.TB, file string) map[string]any {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
