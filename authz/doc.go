@@ -9,6 +9,9 @@
 // decision_unavailable, kind incomplete (503). A decision that does not allow is a failed
 // check: not_authorized (403). Nothing reaches the application in either case.
 //
+// Issuance (issuance.go) is the TTS's question, the facts of a token it is about to
+// sign, asked of a tts.IssuanceDecider such as an AuthZEN client.
+//
 // Deciders: CEL allow conditions and an OpenID AuthZEN 1.0 Access Evaluation client are
 // built on this interface.
 package authz

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/dialogtrust/dialogtrust/authz"
 )
 
 // BenchmarkEvaluateCached: a decision served from the cache, for the TTS's question
@@ -17,7 +19,7 @@ func BenchmarkEvaluateCached(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in := &Issuance{
+	in := &authz.Issuance{
 		Requester: "wimse://a.example/agent/a1", RequesterTrustDomain: "a.example", Proof: "wit_wpt",
 		Audience: "a.example", Scopes: []string{"trip.read"},
 		SubjectTokenType: "urn:ietf:params:oauth:token-type:self_signed", SubjectIssuer: "wimse://a.example/agent/a1", Subject: "alice", SubjectScopes: []string{"trip.read", "trip.book"},

@@ -103,36 +103,6 @@ func RequestFor(r *authz.Request) *EvaluationRequest {
 	return out
 }
 
-// Issuance is what the TTS asks about after its own policy allowed an issuance (the
-// claims it would sign are built; nothing is signed yet). tts.Issuance has the same
-// members and converts to it.
-type Issuance struct {
-	// Requester is the authenticated workload asking for the token, RequesterTrustDomain
-	// its trust domain and Proof how it authenticated (the client authentication method).
-	Requester            string
-	RequesterTrustDomain string
-	Proof                string
-	// Audience is the trust domain the token is for and Scopes the scopes it would carry.
-	Audience string
-	Scopes   []string
-	// Replacement says whether the subject token is a Txn-Token being replaced; then Txn
-	// is its txn and CallChain the call chain of requesters of the new token.
-	Replacement bool
-	Txn         string
-	CallChain   []string
-	// SubjectTokenType, SubjectIssuer and Subject describe the validated subject token
-	// (Subject is the Txn-Token's sub); SubjectScopes its scope when known.
-	SubjectTokenType string
-	SubjectIssuer    string
-	Subject          string
-	SubjectScopes    []string
-	// Dialog is the dialog (tctx.dlg), Details the tctx members and RequestContext the
-	// rctx members the token would carry.
-	Dialog         string
-	Details        map[string]any
-	RequestContext map[string]any
-}
-
 type issueAction struct {
 	Replacement bool `json:"replacement"`
 }
@@ -164,7 +134,7 @@ type issuanceContext struct {
 //	resource  type "txn_token", id the audience, properties scopes (an array)
 //	context   dlg, request_details (tctx), request_context (rctx), subject_token
 //	          {type, iss, sub, scope}, and for a replacement txn and call_chain
-func IssuanceRequest(in *Issuance) *EvaluationRequest {
+func IssuanceRequest(in *authz.Issuance) *EvaluationRequest {
 	scopes := in.Scopes
 	if scopes == nil {
 		scopes = []string{}
@@ -185,6 +155,6 @@ func IssuanceRequest(in *Issuance) *EvaluationRequest {
 }
 
 // DecideIssuance asks the PDP about an issuance (IssuanceRequest).
-func (c *Client) DecideIssuance(ctx context.Context, in *Issuance) (authz.Decision, error) {
+func (c *Client) DecideIssuance(ctx context.Context, in *authz.Issuance) (authz.Decision, error) {
 	return c.Evaluate(ctx, IssuanceRequest(in))
 }

@@ -61,7 +61,7 @@ func TestRequestFor(t *testing.T) {
 
 // The TTS mapping, exactly as docs/tts.md ("AuthZEN setup") shows it.
 func TestIssuanceRequest(t *testing.T) {
-	in := &Issuance{
+	in := &authz.Issuance{
 		Requester: "wimse://a.example/agent/a1", RequesterTrustDomain: "a.example", Proof: "wit_wpt",
 		Audience: "a.example", Scopes: []string{"trip.read"},
 		SubjectTokenType: "urn:ietf:params:oauth:token-type:access_token", SubjectIssuer: "https://idp.a.example", Subject: "alice", SubjectScopes: []string{"trip.read", "trip.book"},
@@ -75,7 +75,7 @@ func TestIssuanceRequest(t *testing.T) {
 	if got := jsonOf(t, IssuanceRequest(in)); got != want {
 		t.Errorf("first:\n got %s\nwant %s", got, want)
 	}
-	repl := &Issuance{
+	repl := &authz.Issuance{
 		Requester: "wimse://a.example/svc", Audience: "a.example", Replacement: true, Txn: "t-1",
 		CallChain:        []string{"wimse://a.example/edge", "wimse://a.example/svc"},
 		SubjectTokenType: "urn:ietf:params:oauth:token-type:txn_token", Subject: "alice",

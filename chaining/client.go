@@ -59,27 +59,39 @@ func (c *Client) Grant(ctx context.Context, p GrantParams) (*GrantResponse, erro
 	if p.TxnToken == "" || p.Audience == "" && p.Resource == "" {
 		return nil, errcode.New(errcode.InvalidRequest, "a grant request needs the Txn-Token and the peer AS")
 	}
+	return c.exchange(ctx, p.TokenEndpoint, exchangeRequest{
+		requested: oauth.TokenTypeJWT, subjectToken: p.TxnToken, subjectTokenType: oauth.TokenTypeTxnToken,
+		audience: p.Audience, resource: p.Resource, scope: p.Scope,
+	}, "AS A did not issue a JWT authorization grant")
+}
+
+// exchangeRequest is a token exchange (RFC 8693) for a grant: a JWT authorization
+// grant (Grant) or an ID-JAG (IDJAG). audience, resource and scope are sent when set.
+type exchangeRequest struct {
+	requested, subjectToken, subjectTokenType string
+	audience, resource, scope                 string
+}
+
+// exchange sends r to endpoint. The answer must be the requested token type with
+// token_type N_A (it is not an access token); otherwise the refusal says notIssued.
+func (c *Client) exchange(ctx context.Context, endpoint string, r exchangeRequest, notIssued string) (*GrantResponse, error) {
 	form := url.Values{
 		"grant_type":           {oauth.GrantTypeTokenExchange},
-		"requested_token_type": {oauth.TokenTypeJWT},
-		"subject_token":        {p.TxnToken},
-		"subject_token_type":   {oauth.TokenTypeTxnToken},
+		"requested_token_type": {r.requested},
+		"subject_token":        {r.subjectToken},
+		"subject_token_type":   {r.subjectTokenType},
 	}
-	if p.Audience != "" {
-		form.Set("audience", p.Audience)
+	for name, v := range map[string]string{"audience": r.audience, "resource": r.resource, "scope": r.scope} {
+		if v != "" {
+			form.Set(name, v)
+		}
 	}
-	if p.Resource != "" {
-		form.Set("resource", p.Resource)
-	}
-	if p.Scope != "" {
-		form.Set("scope", p.Scope)
-	}
-	out, err := c.oauthClient(p.TokenEndpoint).Token(ctx, form)
+	out, err := c.oauthClient(endpoint).Token(ctx, form)
 	if err != nil {
 		return nil, err
 	}
-	if out.AccessToken == "" || out.IssuedTokenType != oauth.TokenTypeJWT || out.TokenType != "N_A" {
-		return nil, errcode.New(errcode.UnsupportedTokenType, "AS A did not issue a JWT authorization grant (issued_token_type %q)", errcode.Cut(out.IssuedTokenType))
+	if out.AccessToken == "" || out.IssuedTokenType != r.requested || out.TokenType != "N_A" {
+		return nil, errcode.New(errcode.UnsupportedTokenType, "%s (issued_token_type %q)", notIssued, errcode.Cut(out.IssuedTokenType))
 	}
 	return &GrantResponse{AccessToken: out.AccessToken, IssuedTokenType: out.IssuedTokenType, TokenType: out.TokenType, ExpiresIn: out.ExpiresIn, Scope: out.Scope}, nil
 }

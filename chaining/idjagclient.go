@@ -2,10 +2,8 @@ package chaining
 
 import (
 	"context"
-	"net/url"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/oauth"
 )
 
 // IDJAGParams is a request for an ID-JAG (draft-ietf-oauth-identity-assertion-authz-grant
@@ -33,25 +31,8 @@ func (c *Client) IDJAG(ctx context.Context, p IDJAGParams) (*GrantResponse, erro
 	if p.SubjectToken == "" || p.SubjectTokenType == "" || p.Audience == "" {
 		return nil, errcode.New(errcode.InvalidRequest, "an ID-JAG request needs the subject token, its type and the resource authorization server")
 	}
-	form := url.Values{
-		"grant_type":           {oauth.GrantTypeTokenExchange},
-		"requested_token_type": {TokenTypeIDJAG},
-		"subject_token":        {p.SubjectToken},
-		"subject_token_type":   {p.SubjectTokenType},
-		"audience":             {p.Audience},
-	}
-	if p.Resource != "" {
-		form.Set("resource", p.Resource)
-	}
-	if p.Scope != "" {
-		form.Set("scope", p.Scope)
-	}
-	out, err := c.oauthClient(p.TokenEndpoint).Token(ctx, form)
-	if err != nil {
-		return nil, err
-	}
-	if out.AccessToken == "" || out.IssuedTokenType != TokenTypeIDJAG || out.TokenType != "N_A" {
-		return nil, errcode.New(errcode.UnsupportedTokenType, "the token endpoint did not issue an ID-JAG (issued_token_type %q)", errcode.Cut(out.IssuedTokenType))
-	}
-	return &GrantResponse{AccessToken: out.AccessToken, IssuedTokenType: out.IssuedTokenType, TokenType: out.TokenType, ExpiresIn: out.ExpiresIn, Scope: out.Scope}, nil
+	return c.exchange(ctx, p.TokenEndpoint, exchangeRequest{
+		requested: TokenTypeIDJAG, subjectToken: p.SubjectToken, subjectTokenType: p.SubjectTokenType,
+		audience: p.Audience, resource: p.Resource, scope: p.Scope,
+	}, "the token endpoint did not issue an ID-JAG")
 }

@@ -272,28 +272,19 @@ func checkProxyConfigWith(t *testing.T, bin, file string) error {
 // file when the unit has the data, and whether the path lies in a mounted volume that
 // has (or, unresolved, may have) that key.
 func mountedKey(c *checker, ct corev1.Container, volumes map[string]corev1.Volume, file string) (string, bool) {
-	for _, m := range ct.VolumeMounts {
-		rel, ok := strings.CutPrefix(file, strings.TrimSuffix(m.MountPath, "/")+"/")
-		if !ok {
-			continue
-		}
-		v := volumes[m.Name]
-		var keys map[string]string
-		switch {
-		case v.ConfigMap != nil:
-			keys = c.keys("ConfigMap", helmNamespace, v.ConfigMap.Name, ct.Name)
-		case v.Secret != nil:
-			keys = c.keys("Secret", helmNamespace, v.Secret.SecretName, ct.Name)
-		default:
-			return "", false
-		}
-		if keys == nil {
-			return "", true // a Secret the operator creates
-		}
-		src, ok := keys[rel]
-		return src, ok
+	v, rel, ok := mountedVolume(ct, volumes, file)
+	if !ok {
+		return "", false
 	}
-	return "", false
+	keys, ok := c.volumeKeys(v, helmNamespace, ct.Name)
+	if !ok {
+		return "", false
+	}
+	if keys == nil {
+		return "", true // a Secret the operator creates
+	}
+	src, ok := keys[rel]
+	return src, ok
 }
 
 func resolveMounted(t *testing.T, c *checker, ct corev1.Container, volumes map[string]corev1.Volume, file string) string {

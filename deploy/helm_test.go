@@ -64,18 +64,7 @@ func renderChart(t *testing.T, dir string, vals map[string]any) *unit {
 		u.objects = append(u.objects, o)
 		switch v := o.obj.(type) {
 		case *corev1.ConfigMap:
-			keys := map[string]string{}
-			for k, data := range v.Data {
-				f := filepath.Join(files, o.name, k)
-				if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(f, []byte(data), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				keys[k] = f
-			}
-			u.data[dataKey("ConfigMap", o.ns, o.name)] = keys
+			u.data[dataKey("ConfigMap", o.ns, o.name)] = writeKeys(t, filepath.Join(files, o.name), v.Data)
 		case *corev1.Secret:
 			t.Errorf("Secret %s: the chart must not hold key material; it refers to Secrets the operator creates", o.name)
 		}
@@ -206,7 +195,8 @@ func compareConfigs(t *testing.T, chart, want *unit) {
 	}
 }
 
-func readYAMLFile(t *testing.T, file string) map[string]any {
+// readYAMLFile reads a YAML file as a map.
+func readYAMLFile(t testing.TB, file string) map[string]any {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {

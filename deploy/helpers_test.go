@@ -12,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	goyaml "github.com/goccy/go-yaml"
 )
 
 // The main module, whose commands the deployment kit runs. The tests run in deploy/.
@@ -187,15 +185,7 @@ type serviceConfig struct {
 
 func readServiceConfig(t testing.TB, path string) serviceConfig {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var raw map[string]any
-	if err := goyaml.Unmarshal(b, &raw); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return serviceConfig{path: path, raw: raw}
+	return serviceConfig{path: path, raw: readYAMLFile(t, path)}
 }
 
 // get follows a path of members ("store", "redis", "addrs").

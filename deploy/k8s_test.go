@@ -733,28 +733,16 @@ func (c *checker) checkService(w podTemplate, ct corev1.Container, svc string, v
 	}
 	// resolve finds the ConfigMap or Secret key a file path comes from.
 	resolve := func(file string) (source string, found, known bool) {
-		for _, m := range ct.VolumeMounts {
-			rel, ok := strings.CutPrefix(file, strings.TrimSuffix(m.MountPath, "/")+"/")
-			if !ok {
-				continue
-			}
-			v := volumes[m.Name]
-			var keys map[string]string
-			switch {
-			case v.ConfigMap != nil:
-				keys = c.keys("ConfigMap", w.ns, v.ConfigMap.Name, cf)
-			case v.Secret != nil:
-				keys = c.keys("Secret", w.ns, v.Secret.SecretName, cf)
-			default:
-				return "", true, false
-			}
-			if keys == nil {
-				return "", true, false // unresolved in a partial unit
-			}
-			src, ok := keys[rel]
-			return src, ok, true
+		v, rel, ok := mountedVolume(ct, volumes, file)
+		if !ok {
+			return "", false, true
 		}
-		return "", false, true
+		keys, ok := c.volumeKeys(v, w.ns, cf)
+		if !ok || keys == nil {
+			return "", true, false // not a ConfigMap or Secret, or unresolved in a partial unit
+		}
+		src, ok := keys[rel]
+		return src, ok, true
 	}
 	for _, e := range ct.Env {
 		if e.Name == "SSL_CERT_FILE" {
@@ -1015,19 +1003,8 @@ func renderOverlay(t *testing.T, kubectl, overlay, dir string) (*unit, map[strin
 		counts[o.ns+" "+o.kind]++
 		switch v := o.obj.(type) {
 		case *corev1.ConfigMap:
-			keys := map[string]string{}
-			for k, data := range v.Data {
-				// Written out, so that the checker runs -check-config on the rendered text.
-				f := filepath.Join(rendered, o.ns, o.name, k)
-				if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(f, []byte(data), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				keys[k] = f
-			}
-			u.data[dataKey("ConfigMap", o.ns, o.name)] = keys
+			// Written out, so that the checker runs -check-config on the rendered text.
+			u.data[dataKey("ConfigMap", o.ns, o.name)] = writeKeys(t, filepath.Join(rendered, o.ns, o.name), v.Data)
 		case *corev1.Secret:
 			keys := map[string]string{}
 			for k := range v.Data {
@@ -1172,4 +1149,45 @@ func cutLast(s, sep string) (before, after string, found bool) {
 		return s[:i], s[i+len(sep):], true
 	}
 	return s, "", false
+}
+
+// mountedVolume finds the mount of ct that file lies under (the first whose path is a
+// prefix of it): the mounted volume and file's path in it.
+func mountedVolume(ct corev1.Container, volumes map[string]corev1.Volume, file string) (corev1.Volume, string, bool) {
+	for _, m := range ct.VolumeMounts {
+		if rel, ok := strings.CutPrefix(file, strings.TrimSuffix(m.MountPath, "/")+"/"); ok {
+			return volumes[m.Name], rel, true
+		}
+	}
+	return corev1.Volume{}, "", false
+}
+
+// volumeKeys are the keys of a ConfigMap or Secret volume in namespace ns (c.keys: nil
+// when the unit does not have its data); ok is false for any other volume.
+func (c *checker) volumeKeys(v corev1.Volume, ns, where string) (keys map[string]string, ok bool) {
+	switch {
+	case v.ConfigMap != nil:
+		return c.keys("ConfigMap", ns, v.ConfigMap.Name, where), true
+	case v.Secret != nil:
+		return c.keys("Secret", ns, v.Secret.SecretName, where), true
+	}
+	return nil, false
+}
+
+// writeKeys writes each key of a ConfigMap's data to a file of its name in dir and
+// returns the files by key.
+func writeKeys(t *testing.T, dir string, data map[string]string) map[string]string {
+	t.Helper()
+	keys := map[string]string{}
+	for k, d := range data {
+		f := filepath.Join(dir, k)
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(d), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		keys[k] = f
+	}
+	return keys
 }

@@ -2,12 +2,9 @@ package interop
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
 	"github.com/dialogtrust/dialogtrust/proxy"
 )
 
@@ -33,8 +30,7 @@ const skillAllowList = `  authorize:
 func TestIssue25_ProxyJSA2ASkillAllowList(t *testing.T) {
 	node := jsSDKs(t)
 	d := startJSDomain(t)
-	a2aApp := proc.StartProcess(t, "A2A server", node, jsDir, []string{"proxy-a2a-server.mjs", strconv.Itoa(proc.FreeLoopbackPort(t)), jsPlannerID}, nil)
-	a2aURL := a2aApp.WaitLine(t, "listening ", 30*time.Second)
+	a2aApp, a2aURL := startJSApp(t, node, "A2A server", "proxy-a2a-server.mjs")
 	in := d.startProxy(t, "hotel A2A ingress", d.ingressYAML(strings.TrimSuffix(a2aURL, "/a2a"), "a2a10")+skillAllowList)
 	eg := d.startProxy(t, "planner egress", d.egressYAML(plainRoute{"/hotel", in["ingress"] + "/a2a"}))
 	noOffer := "DIALOGTRUST_HANDOFF=0"

@@ -3,10 +3,8 @@ package interop
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
 )
@@ -37,14 +35,14 @@ const toolAllowList = `  authorize:
       allow: sender == "wimse://dev.local/agent/planner" && operation == "tools/call" && name == "book_hotel"
 `
 
-// toolRuns is how many times the tool server ran tool (its "seen JSON" lines).
+// toolRuns is how many times the tool server ran tool (seenRequests).
 func toolRuns(p *proc.Program, tool string) int {
 	n := 0
-	for _, l := range strings.Split(p.Output(), "\n") {
+	for _, seen := range seenRequests(p) {
 		var s struct {
 			Tool string `json:"tool"`
 		}
-		if rest, ok := strings.CutPrefix(l, "seen "); ok && json.Unmarshal([]byte(rest), &s) == nil && s.Tool == tool {
+		if json.Unmarshal([]byte(seen), &s) == nil && s.Tool == tool {
 			n++
 		}
 	}
@@ -54,8 +52,7 @@ func toolRuns(p *proc.Program, tool string) int {
 func TestIssue25_ProxyJSToolAllowList(t *testing.T) {
 	node := jsSDKs(t)
 	d := startJSDomain(t)
-	mcpApp := proc.StartProcess(t, "MCP tool server", node, jsDir, []string{"proxy-mcp-server.mjs", strconv.Itoa(proc.FreeLoopbackPort(t)), jsPlannerID}, nil)
-	mcpURL := mcpApp.WaitLine(t, "listening ", 30*time.Second)
+	mcpApp, mcpURL := startJSApp(t, node, "MCP tool server", "proxy-mcp-server.mjs")
 	base := d.ingressYAML(strings.TrimSuffix(mcpURL, "/mcp"), "mcp")
 	in := d.startProxy(t, "hotel MCP ingress", base+toolAllowList)
 	// The session's requests pass; the tool call meets a rule that reads a claim the

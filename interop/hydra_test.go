@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -63,44 +62,16 @@ type hydraDomains struct {
 	asAIssuerAsAudID string // AS A's name of a peer whose grants carry Hydra's issuer as aud
 }
 
-func hydraBinary(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv(hydra.EnvBinary)
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set (source .ci/peers)", hydra.EnvBinary)
-		}
-		t.Skipf("%s is not set; run `source .ci/peers` first", hydra.EnvBinary)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s: %v", hydra.EnvBinary, err)
-	}
-	return bin
-}
-
 func startHydraDomains(t *testing.T) *hydraDomains {
 	t.Helper()
 	ctx := context.Background()
-	hydraBin := hydraBinary(t)
+	hydraBin := proc.Binary(t, hydra.EnvBinary)
 	bin := proc.BuildBinaries(t, "github.com/dialogtrust/dialogtrust/cmd/tts", "github.com/dialogtrust/dialogtrust/cmd/wit-issuer")
 	dir := t.TempDir()
 	d := &hydraDomains{agentsSecret: randomSecret(t), batchSecret: randomSecret(t), asAIssuerAsAudID: "hydra-by-issuer.b.example"}
 
 	// The development wit-issuer, for a.example's agents and b.example's services.
-	witCfg := proc.WriteFile(t, dir, "wit-issuer.yaml", `listen: 127.0.0.1:0
-trust_domains: [a.example, b.example]
-keys: {alg: ES256}
-store: {type: memory}
-auth:
-  dev:
-    prefixes: ["wimse://a.example/", "wimse://b.example/"]
-routes:
-  - path: /v1/wit
-    methods: [dev]
-log: {level: info}
-`)
-	wp := proc.StartProcess(t, "wit-issuer", filepath.Join(bin, "wit-issuer"), dir, []string{"--config", witCfg}, nil)
-	d.witURL = strings.Fields(wp.WaitLine(t, "wit-issuer listening on ", 30*time.Second))[0]
+	d.witURL = startDevWITIssuer(t, bin, dir, "a.example", "b.example")
 
 	d.hydra = hydra.Start(t, hydraBin)
 
@@ -109,18 +80,7 @@ log: {level: info}
 	// agents name it by the logical name b.example-as. The second peer is the same Hydra
 	// named by its issuer identifier, which our own AS B would accept as aud but Hydra
 	// does not: the refusal test uses it.
-	ttsACfg := proc.WriteFile(t, dir, "tts-a.yaml", fmt.Sprintf(`development: true
-listen: 127.0.0.1:0
-trust_domains: [a.example]
-keys: {alg: ES256}
-store: {type: memory}
-wits:
-  - trust_domain: a.example
-    jwks_url: %[1]s/.well-known/jwks.json
-jwks_retry: 1s
-auth:
-  methods: [wit_httpsig, wit_wpt]
-subject_tokens:
+	ttsACfg := proc.WriteFile(t, dir, "tts-a.yaml", devTTSConfig("a.example", d.witURL)+fmt.Sprintf(`subject_tokens:
   self_signed: {enabled: true}
 policy:
   lifetime: 5m
@@ -130,44 +90,33 @@ policy:
       details: ["*"]
 chaining:
   peers:
-    - issuer: %[2]q
+    - issuer: %[1]q
       audiences: [b.example-as]
-    - issuer: %[3]q
-      audiences: [%[4]q]
+    - issuer: %[2]q
+      audiences: [%[3]q]
   as_a:
     grant_lifetime: 60s
     peers:
+      - issuer: %[1]q
+        scopes: [trip.read]
+        workloads: ["wimse://a.example/agent/"]
       - issuer: %[2]q
         scopes: [trip.read]
         workloads: ["wimse://a.example/agent/"]
-      - issuer: %[3]q
-        scopes: [trip.read]
-        workloads: ["wimse://a.example/agent/"]
 log: {level: info}
-`, d.witURL, d.hydra.TokenURL, d.hydra.Issuer, d.asAIssuerAsAudID))
+`, d.hydra.TokenURL, d.hydra.Issuer, d.asAIssuerAsAudID))
 	d.ttsA = startTTS(t, bin, dir, "tts-a", ttsACfg)
 
 	// TTS B takes Hydra's JWT access tokens (typ JWT, RS256, keys from Hydra's JWKS)
 	// as subject tokens. A jwt-bearer access token's aud is the grant's (Hydra's token
 	// URL); a client-credentials one's is the audience the client asked for.
-	ttsBCfg := proc.WriteFile(t, dir, "tts-b.yaml", fmt.Sprintf(`development: true
-listen: 127.0.0.1:0
-trust_domains: [b.example]
-keys: {alg: ES256}
-store: {type: memory}
-wits:
-  - trust_domain: b.example
-    jwks_url: %[1]s/.well-known/jwks.json
-jwks_retry: 1s
-auth:
-  methods: [wit_httpsig, wit_wpt]
-subject_tokens:
+	ttsBCfg := proc.WriteFile(t, dir, "tts-b.yaml", devTTSConfig("b.example", d.witURL)+fmt.Sprintf(`subject_tokens:
   jwt_issuers:
-    - issuer: %[2]q
-      jwks_url: %[3]q
+    - issuer: %[1]q
+      jwks_url: %[2]q
       types: [access_token]
       typ: JWT
-      audiences: [%[4]q, b.example]
+      audiences: [%[3]q, b.example]
       subject_prefix: "hydra:"
       rsa: {default_alg: RS256}
 policy:
@@ -177,7 +126,7 @@ policy:
       subject_token_types: [access_token]
       details: ["*"]
 log: {level: info}
-`, d.witURL, d.hydra.Issuer, d.hydra.JWKSURL, d.hydra.TokenURL))
+`, d.hydra.Issuer, d.hydra.JWKSURL, d.hydra.TokenURL))
 	d.ttsB = startTTS(t, bin, dir, "tts-b", ttsBCfg)
 
 	// Hydra's side of the trust relationship: every signing key AS A publishes, for
@@ -201,6 +150,49 @@ log: {level: info}
 		t.Fatal(err)
 	}
 	return d
+}
+
+// startDevWITIssuer runs the wit-issuer binary in development mode for the trust
+// domains, issuing a WIT to any workload of theirs that asks (auth.dev), and returns
+// its URL.
+func startDevWITIssuer(t *testing.T, bin, dir string, domains ...string) string {
+	t.Helper()
+	prefixes := make([]string, len(domains))
+	for i, d := range domains {
+		prefixes[i] = fmt.Sprintf("%q", "wimse://"+d+"/")
+	}
+	cfg := proc.WriteFile(t, dir, "wit-issuer.yaml", fmt.Sprintf(`listen: 127.0.0.1:0
+trust_domains: [%s]
+keys: {alg: ES256}
+store: {type: memory}
+auth:
+  dev:
+    prefixes: [%s]
+routes:
+  - path: /v1/wit
+    methods: [dev]
+log: {level: info}
+`, strings.Join(domains, ", "), strings.Join(prefixes, ", ")))
+	p := proc.StartProcess(t, "wit-issuer", filepath.Join(bin, "wit-issuer"), dir, []string{"--config", cfg}, nil)
+	return strings.Fields(p.WaitLine(t, "wit-issuer listening on ", 30*time.Second))[0]
+}
+
+// devTTSConfig is the head of a development TTS configuration for domain: its keys
+// and store in memory, and its workloads authenticated with the WITs of the
+// development wit-issuer at witURL (startDevWITIssuer).
+func devTTSConfig(domain, witURL string) string {
+	return fmt.Sprintf(`development: true
+listen: 127.0.0.1:0
+trust_domains: [%[1]s]
+keys: {alg: ES256}
+store: {type: memory}
+wits:
+  - trust_domain: %[1]s
+    jwks_url: %[2]s/.well-known/jwks.json
+jwks_retry: 1s
+auth:
+  methods: [wit_httpsig, wit_wpt]
+`, domain, witURL)
 }
 
 // startTTS runs the tts binary with cfg, waits for /readyz, and returns its metadata.

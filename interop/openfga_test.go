@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,21 +31,6 @@ const openfgaModel = `{"schema_version":"1.1","type_definitions":[
   "expression":"initiator.startsWith(\"wimse://a.example/user/\") && initiator_proved",
   "parameters":{"initiator":{"type_name":"TYPE_NAME_STRING"},"initiator_proved":{"type_name":"TYPE_NAME_BOOL"}}}}}`
 
-func openfgaBinary(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv(openfga.EnvBinary)
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set (source .ci/peers)", openfga.EnvBinary)
-		}
-		t.Skipf("%s is not set; run `source .ci/peers` first", openfga.EnvBinary)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s: %v", openfga.EnvBinary, err)
-	}
-	return bin
-}
-
 // testClock is a settable clock for the decision cache.
 type testClock struct {
 	mu  sync.Mutex
@@ -64,7 +46,7 @@ func (c *testClock) Advance(d time.Duration) {
 
 func startOpenFGAStore(t *testing.T) (*openfga.Server, *openfga.Store) {
 	t.Helper()
-	fga := openfga.Start(t, openfgaBinary(t))
+	fga := openfga.Start(t, proc.Binary(t, openfga.EnvBinary))
 	st, err := fga.NewStore(context.Background(), "dialogtrust-interop", json.RawMessage(openfgaModel))
 	if err != nil {
 		t.Fatal(err)
@@ -157,32 +139,8 @@ func TestOpenFGA_TTS(t *testing.T) {
 	}
 	bin := proc.BuildBinaries(t, "github.com/dialogtrust/dialogtrust/cmd/tts", "github.com/dialogtrust/dialogtrust/cmd/wit-issuer")
 	dir := t.TempDir()
-	witCfg := proc.WriteFile(t, dir, "wit-issuer.yaml", `listen: 127.0.0.1:0
-trust_domains: [a.example]
-keys: {alg: ES256}
-store: {type: memory}
-auth:
-  dev:
-    prefixes: ["wimse://a.example/"]
-routes:
-  - path: /v1/wit
-    methods: [dev]
-log: {level: info}
-`)
-	wp := proc.StartProcess(t, "wit-issuer", filepath.Join(bin, "wit-issuer"), dir, []string{"--config", witCfg}, nil)
-	witURL := strings.Fields(wp.WaitLine(t, "wit-issuer listening on ", 30*time.Second))[0]
-	ttsCfg := proc.WriteFile(t, dir, "tts.yaml", fmt.Sprintf(`development: true
-listen: 127.0.0.1:0
-trust_domains: [a.example]
-keys: {alg: ES256}
-store: {type: memory}
-wits:
-  - trust_domain: a.example
-    jwks_url: %[1]s/.well-known/jwks.json
-jwks_retry: 1s
-auth:
-  methods: [wit_httpsig, wit_wpt]
-subject_tokens:
+	witURL := startDevWITIssuer(t, bin, dir, "a.example")
+	ttsCfg := proc.WriteFile(t, dir, "tts.yaml", devTTSConfig("a.example", witURL)+fmt.Sprintf(`subject_tokens:
   self_signed: {enabled: true}
 policy:
   lifetime: 5m
@@ -191,13 +149,13 @@ policy:
       subject_token_types: [self_signed]
       details: ["*"]
 authzen:
-  url: %[2]q
-  metadata_url: %[3]q
+  url: %[1]q
+  metadata_url: %[2]q
   escape_ids: true
   timeout: 5s
   cache_ttl: 1m
 log: {level: info}
-`, witURL, st.PDP(), st.MetadataURL()))
+`, st.PDP(), st.MetadataURL()))
 	md := startTTS(t, bin, dir, "tts", ttsCfg)
 	doms := &hydraDomains{witURL: witURL}
 	request := func(id string) (*oauth.TokenResponse, error) {

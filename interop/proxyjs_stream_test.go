@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,11 +94,8 @@ func TestProxyJSSDKStreams(t *testing.T) {
 	node := jsSDKs(t)
 	d := startJSDomain(t)
 
-	mcpPort, a2aPort := proc.FreeLoopbackPort(t), proc.FreeLoopbackPort(t)
-	mcpApp := proc.StartProcess(t, "MCP streaming tool server", node, jsDir, []string{"proxy-mcp-stream-server.mjs", strconv.Itoa(mcpPort), jsPlannerID}, nil)
-	mcpURL := mcpApp.WaitLine(t, "listening ", 30*time.Second)
-	a2aApp := proc.StartProcess(t, "A2A streaming server", node, jsDir, []string{"proxy-a2a-stream-server.mjs", strconv.Itoa(a2aPort), jsPlannerID}, nil)
-	a2aURL := a2aApp.WaitLine(t, "listening ", 30*time.Second)
+	mcpApp, mcpURL := startJSApp(t, node, "MCP streaming tool server", "proxy-mcp-stream-server.mjs")
+	a2aApp, a2aURL := startJSApp(t, node, "A2A streaming server", "proxy-a2a-stream-server.mjs")
 	mcpBase, a2aBase := strings.TrimSuffix(mcpURL, "/mcp"), strings.TrimSuffix(a2aURL, "/a2a")
 
 	// The hotel's ingresses sign responses, and pass an event stream nobody asked to

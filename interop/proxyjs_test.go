@@ -320,25 +320,34 @@ func dlgOf(t *testing.T, value string) string {
 	return dc.DLG()
 }
 
-// countSeen is how many requests the application reported ("seen JSON" lines).
-func countSeen(p *proc.Program) int {
-	n := 0
+// startJSApp runs script of jsDir, the planner's peer application, on a free loopback
+// port, and returns it and the URL it prints that it listens on.
+func startJSApp(t *testing.T, node, name, script string) (*proc.Program, string) {
+	t.Helper()
+	p := proc.StartProcess(t, name, node, jsDir, []string{script, strconv.Itoa(proc.FreeLoopbackPort(t)), jsPlannerID}, nil)
+	return p, p.WaitLine(t, "listening ", 30*time.Second)
+}
+
+// seenRequests are the requests the application reported, each line "seen JSON".
+func seenRequests(p *proc.Program) []string {
+	var seen []string
 	for _, l := range strings.Split(p.Output(), "\n") {
-		if strings.HasPrefix(l, "seen ") {
-			n++
+		if rest, ok := strings.CutPrefix(l, "seen "); ok {
+			seen = append(seen, rest)
 		}
 	}
-	return n
+	return seen
 }
+
+// countSeen is how many requests the application reported.
+func countSeen(p *proc.Program) int { return len(seenRequests(p)) }
 
 func TestProxyJSSDKs(t *testing.T) {
 	node := jsSDKs(t)
 	d := startJSDomain(t)
 
-	mcpApp := proc.StartProcess(t, "MCP tool server", node, jsDir, []string{"proxy-mcp-server.mjs", strconv.Itoa(proc.FreeLoopbackPort(t)), jsPlannerID}, nil)
-	mcpURL := mcpApp.WaitLine(t, "listening ", 30*time.Second)
-	a2aApp := proc.StartProcess(t, "A2A server", node, jsDir, []string{"proxy-a2a-server.mjs", strconv.Itoa(proc.FreeLoopbackPort(t)), jsPlannerID}, nil)
-	a2aURL := a2aApp.WaitLine(t, "listening ", 30*time.Second)
+	mcpApp, mcpURL := startJSApp(t, node, "MCP tool server", "proxy-mcp-server.mjs")
+	a2aApp, a2aURL := startJSApp(t, node, "A2A server", "proxy-a2a-server.mjs")
 
 	mcpIn := d.startProxy(t, "hotel MCP ingress", d.ingressYAML(strings.TrimSuffix(mcpURL, "/mcp"), "mcp"))
 	a2aIn := d.startProxy(t, "hotel A2A ingress", d.ingressYAML(strings.TrimSuffix(a2aURL, "/a2a"), "a2a10"))

@@ -55,17 +55,9 @@ func NewStoreRotator(ctx context.Context, store KeyStore, cfg RotationConfig, se
 	if store == nil {
 		return nil, fmt.Errorf("keys.store: no key store")
 	}
-	if cfg.Alg == "" {
-		cfg.Alg = ES256
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.PublishDelay <= 0 {
-		cfg.PublishDelay = DefaultPublishDelay
-	}
-	if cfg.Retain <= 0 {
-		return nil, fmt.Errorf("rotation: retain must be positive (the longest lifetime of a signed token plus skew)")
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	cfg.Retain += cfg.PublishDelay
 	cfg.OnChange = nil

@@ -121,9 +121,9 @@ type Rotator struct {
 	store   *storeRing  // nil unless NewStoreRotator
 }
 
-// NewRotator starts from state (one active key and any next or retiring keys, for
-// example as persisted by OnChange).
-func NewRotator(state RingState, cfg RotationConfig) (*Rotator, error) {
+// withDefaults fills the algorithm, the clock and the publish delay, and refuses a
+// configuration without a retention.
+func (cfg RotationConfig) withDefaults() (RotationConfig, error) {
 	if cfg.Alg == "" {
 		cfg.Alg = ES256
 	}
@@ -131,10 +131,20 @@ func NewRotator(state RingState, cfg RotationConfig) (*Rotator, error) {
 		cfg.PublishDelay = DefaultPublishDelay
 	}
 	if cfg.Retain <= 0 {
-		return nil, fmt.Errorf("rotation: retain must be positive (the longest lifetime of a signed token plus skew)")
+		return cfg, fmt.Errorf("rotation: retain must be positive (the longest lifetime of a signed token plus skew)")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	return cfg, nil
+}
+
+// NewRotator starts from state (one active key and any next or retiring keys, for
+// example as persisted by OnChange).
+func NewRotator(state RingState, cfg RotationConfig) (*Rotator, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	var active *KeyRecord
 	var next []KeyRecord

@@ -8,10 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/dialog"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/proxy"
 )
 
@@ -31,28 +31,10 @@ func pythonWith(t *testing.T, modules string) string {
 	return ""
 }
 
-// syncBuffer collects a child process's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startPythonApp runs testdata/fields/app.py in mode (wsgi or asgi) on a loopback
 // listener the test opened, handed over as file descriptor 3, until the test ends,
 // and returns its URL and its output.
-func startPythonApp(t *testing.T, py, mode string) (string, *syncBuffer) {
+func startPythonApp(t *testing.T, py, mode string) (string, *testkit.SyncBuffer) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	mustOK(t, err)
 	f, err := ln.(*net.TCPListener).File()
@@ -60,7 +42,7 @@ func startPythonApp(t *testing.T, py, mode string) (string, *syncBuffer) {
 	ln.Close()
 	cmd := exec.Command(py, filepath.Join("testdata", "fields", "app.py"), mode)
 	cmd.ExtraFiles = []*os.File{f}
-	out := &syncBuffer{}
+	out := &testkit.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	mustOK(t, cmd.Start())
 	f.Close()

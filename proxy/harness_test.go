@@ -327,7 +327,14 @@ func post(t *testing.T, url, body string, h http.Header) (*http.Response, []byte
 // ones) and no others, and reads the answer.
 func send(t *testing.T, url, body string, hs ...http.Header) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	return request(t, http.MethodPost, url, body, hs...)
+}
+
+// request sends method to url with body and the fields of hs, and returns the
+// response and its body.
+func request(t *testing.T, method, url, body string, hs ...http.Header) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	mustOK(t, err)
 	for _, h := range hs {
 		for k, v := range h {

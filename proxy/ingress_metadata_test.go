@@ -40,17 +40,7 @@ func metadataPair(t *testing.T, method proof.Method, app func(w http.ResponseWri
 
 func do(t *testing.T, method, url string, h http.Header) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(""))
-	mustOK(t, err)
-	for k, v := range h {
-		req.Header[k] = v
-	}
-	res, err := http.DefaultClient.Do(req)
-	mustOK(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	mustOK(t, err)
-	return res, b
+	return request(t, method, url, "", h)
 }
 
 // RFC 9728 section 3: the ingress serves the receiver's metadata itself, to anyone,

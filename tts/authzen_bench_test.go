@@ -1,7 +1,6 @@
 package tts
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/authz"
 	"github.com/dialogtrust/dialogtrust/authzen"
 )
 
@@ -26,14 +24,6 @@ import (
 // one request each in turn, and reports authzen-cpu-% = 100 × with / without, from the
 // serving thread's CPU time (threadCPU; authzen-wall-% from wall time): the number the
 // 10% budget is about, unaffected by what else the machine runs.
-
-// zenDecider adapts an authzen.Client to IssuanceDecider, as cmd/internal/ttsservice does.
-type zenDecider struct{ c *authzen.Client }
-
-func (d zenDecider) DecideIssuance(ctx context.Context, in *Issuance) (authz.Decision, error) {
-	q := authzen.Issuance(*in)
-	return d.c.DecideIssuance(ctx, &q)
-}
 
 // allowPDP is an httptest PDP that allows everything and counts what it is asked.
 func allowPDP(b *testing.B) (*authzen.Client, *int) {
@@ -72,13 +62,10 @@ func BenchmarkIssueAuthZEN(b *testing.B) {
 				if decider == "authzen" {
 					var c *authzen.Client
 					c, asked = allowPDP(b)
-					d = zenDecider{c}
+					d = c
 				}
 				mint, prepare, serve := zenIssuerParts(b, bc, d)
-				proofs := make([]string, b.N)
-				for i := range proofs {
-					proofs[i] = mint()
-				}
+				proofs := mintAll(b.N, mint)
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
@@ -93,13 +80,25 @@ func BenchmarkIssueAuthZEN(b *testing.B) {
 	}
 }
 
+// serveTimed serves one request with proof, prepared outside the clocks, and returns
+// the wall time and the thread's CPU time it took.
+func serveTimed(prepare func(string) (*http.Request, *httptest.ResponseRecorder), serve func(*http.Request, *httptest.ResponseRecorder), proof string) (wall, cpu time.Duration) {
+	req, rec := prepare(proof)
+	c0, _ := threadCPU()
+	t0 := time.Now()
+	serve(req, rec)
+	wall = time.Since(t0)
+	c1, _ := threadCPU()
+	return wall, c1 - c0
+}
+
 // BenchmarkIssueAuthZENRatio: both handlers interleaved on the same machine and moment.
 func BenchmarkIssueAuthZENRatio(b *testing.B) {
 	for _, bc := range benchCases {
 		b.Run(bc.name, func(b *testing.B) {
 			c, asked := allowPDP(b)
 			mint0, prepare0, serve0 := zenIssuerParts(b, bc, nil)
-			mint1, prepare1, serve1 := zenIssuerParts(b, bc, zenDecider{c})
+			mint1, prepare1, serve1 := zenIssuerParts(b, bc, c)
 			p0, p1 := make([]string, b.N), make([]string, b.N)
 			for i := range p0 {
 				p0[i], p1[i] = mint0(), mint1()
@@ -121,23 +120,11 @@ func BenchmarkIssueAuthZENRatio(b *testing.B) {
 				// the other's garbage.
 				for k := range 2 {
 					if (i+k)%2 == 0 {
-						req, rec := prepare0(p0[i])
-						c0, _ := threadCPU()
-						t0 := time.Now()
-						serve0(req, rec)
-						without += time.Since(t0)
-						c1, _ := threadCPU()
-						cwo[i] = c1 - c0
-						cpuWithout += cwo[i]
+						wall, cpu := serveTimed(prepare0, serve0, p0[i])
+						without, cwo[i], cpuWithout = without+wall, cpu, cpuWithout+cpu
 					} else {
-						req, rec := prepare1(p1[i])
-						c0, _ := threadCPU()
-						t0 := time.Now()
-						serve1(req, rec)
-						with += time.Since(t0)
-						c1, _ := threadCPU()
-						cw[i] = c1 - c0
-						cpuWith += cw[i]
+						wall, cpu := serveTimed(prepare1, serve1, p1[i])
+						with, cw[i], cpuWith = with+wall, cpu, cpuWith+cpu
 					}
 				}
 			}

@@ -135,16 +135,21 @@ func issuerPartsWith(b *testing.B, bc benchCase, cached bool, rules []Rule) (sen
 	return send, mint, prepare, serve
 }
 
+// mintAll mints n proofs. Every request needs a WPT of its own (jti claimed once);
+// they are minted before the clock starts, since minting is the client's work.
+func mintAll(n int, mint func() string) []string {
+	proofs := make([]string, n)
+	for i := range proofs {
+		proofs[i] = mint()
+	}
+	return proofs
+}
+
 func benchIssue(b *testing.B, cached bool) {
 	for _, bc := range benchCases {
 		b.Run(bc.name, func(b *testing.B) {
 			send, mint := issuer(b, bc, cached)
-			// Every request needs a WPT of its own (jti claimed once); they are minted
-			// before the clock starts, since minting is the client's work.
-			proofs := make([]string, b.N)
-			for i := range proofs {
-				proofs[i] = mint()
-			}
+			proofs := mintAll(b.N, mint)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -174,10 +179,7 @@ func BenchmarkIssueTxnTokenRatio(b *testing.B) {
 				if !cached {
 					floor = cold
 				}
-				proofs := make([]string, b.N)
-				for i := range proofs {
-					proofs[i] = mint()
-				}
+				proofs := mintAll(b.N, mint)
 				var req *http.Request
 				var rec *httptest.ResponseRecorder
 				testkit.BenchHandlerAndFloor(b,

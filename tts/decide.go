@@ -12,37 +12,9 @@ import (
 
 // IssuanceDecider is an external decision point (an AuthZEN PDP: package authzen) the
 // TTS asks after its own policy allowed an issuance and the claims are built, before
-// anything is signed (issue 25). An error means the decision could not be made.
+// anything is signed (issue 25), with an authz.Issuance. An error means the decision could not be made.
 type IssuanceDecider interface {
-	DecideIssuance(ctx context.Context, in *Issuance) (authz.Decision, error)
-}
-
-// Issuance is what an IssuanceDecider is asked about: only what the TTS authenticated,
-// validated or is about to sign.
-type Issuance struct {
-	// Requester is the authenticated workload, RequesterTrustDomain its trust domain,
-	// Proof its client authentication method.
-	Requester            string
-	RequesterTrustDomain string
-	Proof                string
-	// Audience and Scopes are the token's aud and granted scopes.
-	Audience string
-	Scopes   []string
-	// Replacement: the subject token is a Txn-Token being replaced, whose txn is Txn;
-	// CallChain is the new token's call chain of requesters.
-	Replacement bool
-	Txn         string
-	CallChain   []string
-	// The validated subject token: its type, issuer, the Txn-Token sub it maps to, and
-	// its scope when known.
-	SubjectTokenType string
-	SubjectIssuer    string
-	Subject          string
-	SubjectScopes    []string
-	// Dialog (tctx.dlg), Details (tctx) and RequestContext (rctx) of the token.
-	Dialog         string
-	Details        map[string]any
-	RequestContext map[string]any
+	DecideIssuance(ctx context.Context, in *authz.Issuance) (authz.Decision, error)
 }
 
 // decide asks the configured IssuanceDecider, if any, about claims: nil when allowed;
@@ -55,7 +27,7 @@ func (s *Server) decide(ctx context.Context, req *oauth.Client, subj *Subject, c
 	if d == nil {
 		return nil
 	}
-	in := &Issuance{
+	in := &authz.Issuance{
 		Requester: req.IDString(), RequesterTrustDomain: req.ID.TrustDomain(), Proof: req.Method,
 		Audience: claims.Aud[0], Scopes: strings.Fields(claims.Scope),
 		SubjectTokenType: subj.TokenType, SubjectIssuer: subj.Issuer, Subject: subj.Sub,

@@ -16,12 +16,12 @@ import (
 
 // fakeDecider records what it is asked and answers as told.
 type fakeDecider struct {
-	asked []Issuance
+	asked []authz.Issuance
 	dec   authz.Decision
 	err   error
 }
 
-func (f *fakeDecider) DecideIssuance(_ context.Context, in *Issuance) (authz.Decision, error) {
+func (f *fakeDecider) DecideIssuance(_ context.Context, in *authz.Issuance) (authz.Decision, error) {
 	f.asked = append(f.asked, *in)
 	return f.dec, f.err
 }

@@ -44,6 +44,53 @@ func booked(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) 
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "booked"}}}, nil
 }
 
+// blockingTool is a tool whose work runs until its context ends.
+func blockingTool(work *adaptertest.Blocking) mcp.ToolHandler {
+	return func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if err := work.Run(ctx); err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{}, nil
+	}
+}
+
+// callCompleted calls the tool with p in cs and checks that the call succeeded with
+// a "completed" status in the result's _meta and that the offer h in dc was taken; it
+// returns the HTTP requests the receiver saw.
+func (w *world) callCompleted(t *testing.T, cs *mcp.ClientSession, ctx context.Context, p *mcp.CallToolParams, s *adaptertest.Seen, dc *dialog.Context, h *handoff.Handoff) []http.Header {
+	t.Helper()
+	res, err := cs.CallTool(ctx, p)
+	adaptertest.MustOK(t, err)
+	if res.IsError {
+		t.Fatalf("tool error: %+v", res.Content)
+	}
+	st, err := dialogmcp.ResultStatus(res)
+	if err != nil || st == nil {
+		t.Fatalf("no status in the result (%v): %+v", err, res.Meta)
+	}
+	w.WantCompleted(t, *st)
+	return w.WantOfferTaken(t, s, dc, h)
+}
+
+// callCanceled calls the tool with p in cs, cancels the call's context once the work
+// started, and checks that the call ended canceled and the work stopped.
+func callCanceled(t *testing.T, cs *mcp.ClientSession, ctx context.Context, p *mcp.CallToolParams, work *adaptertest.Blocking) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, p)
+		done <- err
+	}()
+	<-work.Started
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("CallTool: %v", err)
+	}
+	work.WantCanceled(t)
+}
+
 // offerCall signs an offer to the hotel in dc, bound to the Txn-Token the call carries
 // (section 5.7), and returns the call params and the context to call with.
 func (w *world) offerCall(t *testing.T, dc *dialog.Context) (*mcp.CallToolParams, *handoff.Handoff, context.Context) {
@@ -64,17 +111,7 @@ func TestMCPSec6_OfferAcceptedAndCompleted(t *testing.T) {
 	cs, err := w.session(t, url, dc, &adaptertest.Recorder{})
 	adaptertest.MustOK(t, err)
 	p, h, ctx := w.offerCall(t, dc)
-	res, err := cs.CallTool(ctx, p)
-	adaptertest.MustOK(t, err)
-	if res.IsError {
-		t.Fatalf("tool error: %+v", res.Content)
-	}
-	st, err := dialogmcp.ResultStatus(res)
-	if err != nil || st == nil {
-		t.Fatalf("no status in the result (%v): %+v", err, res.Meta)
-	}
-	w.WantCompleted(t, *st)
-	requests := w.WantOfferTaken(t, s, dc, h)
+	requests := w.callCompleted(t, cs, ctx, p, s, dc, h)
 	if len(requests) < 3 { // initialize, notifications/initialized, tools/call
 		t.Fatalf("only %d HTTP requests seen", len(requests))
 	}
@@ -132,28 +169,12 @@ func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 func TestMCPSec6_CancelStopsTheWork(t *testing.T) {
 	w := newWorld(t)
 	work := adaptertest.NewBlocking()
-	url, _ := w.serveHotel(t, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if err := work.Run(ctx); err != nil {
-			return nil, err
-		}
-		return &mcp.CallToolResult{}, nil
-	})
+	url, _ := w.serveHotel(t, blockingTool(work))
 	dc := adaptertest.NewDialog(t, w.Planner.ID)
 	cs, err := w.session(t, url, dc, &adaptertest.Recorder{})
 	adaptertest.MustOK(t, err)
 	p, h, ctx := w.offerCall(t, dc)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, p)
-		done <- err
-	}()
-	<-work.Started
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("CallTool: %v", err)
-	}
-	work.WantCanceled(t)
+	callCanceled(t, cs, ctx, p, work)
 	w.WantCanceledAtBothEnds(t, h)
 }
 

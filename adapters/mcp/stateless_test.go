@@ -107,17 +107,7 @@ func TestMCP20260728_OfferWithoutSessionAcceptedAndCompleted(t *testing.T) {
 	dc := adaptertest.NewDialog(t, w.Planner.ID)
 	cs := w.connect2026(t, url, dc, &adaptertest.Recorder{}, nil)
 	p, h, ctx := w.offerCall2026(t, dc)
-	res, err := cs.CallTool(ctx, p)
-	adaptertest.MustOK(t, err)
-	if res.IsError {
-		t.Fatalf("tool error: %+v", res.Content)
-	}
-	st, err := dialogmcp.ResultStatus(res)
-	if err != nil || st == nil {
-		t.Fatalf("no status in the result (%v): %+v", err, res.Meta)
-	}
-	w.WantCompleted(t, *st)
-	requests := w.WantOfferTaken(t, s, dc, h)
+	requests := w.callCompleted(t, cs, ctx, p, s, dc, h)
 	var call http.Header
 	for _, hd := range requests {
 		if hd.Get("Mcp-Session-Id") != "" || hd.Get(hostproto.MCPMethodHeader) == "initialize" {
@@ -200,27 +190,11 @@ func TestMCP20260728_McpNameNotTheBodysRefused(t *testing.T) {
 func TestMCP20260728_CancelWithoutSessionCarriesTheStatus(t *testing.T) {
 	w := newWorld(t)
 	work := adaptertest.NewBlocking()
-	url, _, _, cancels := w.serveHotel2026(t, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if err := work.Run(ctx); err != nil {
-			return nil, err
-		}
-		return &mcp.CallToolResult{}, nil
-	})
+	url, _, _, cancels := w.serveHotel2026(t, blockingTool(work))
 	dc := adaptertest.NewDialog(t, w.Planner.ID)
 	cs := w.connect2026(t, url, dc, &adaptertest.Recorder{}, nil)
 	p, h, ctx := w.offerCall2026(t, dc)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, p)
-		done <- err
-	}()
-	<-work.Started
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("CallTool: %v", err)
-	}
-	work.WantCanceled(t)
+	callCanceled(t, cs, ctx, p, work)
 	<-cancels
 	w.WantCanceledAtBothEnds(t, h)
 }

@@ -13,6 +13,20 @@ import (
 	"github.com/dialogtrust/dialogtrust/cmd/dialogtrust/internal/demo"
 )
 
+// localEnv is the environment file `demo --local` reads for the domains a and b, as
+// deploy/local/up.sh writes it.
+func localEnv(a, b demo.Domain) string {
+	var body strings.Builder
+	for _, d := range []struct {
+		p string
+		d demo.Domain
+	}{{"A", a}, {"B", b}} {
+		fmt.Fprintf(&body, "DIALOGTRUST_LOCAL_%s_TRUST_DOMAIN=%s\nDIALOGTRUST_LOCAL_%s_WIT_ISSUER=%s\nDIALOGTRUST_LOCAL_%s_TTS=%s\n",
+			d.p, d.d.Name, d.p, d.d.WITIssuer, d.p, d.d.TTS)
+	}
+	return body.String()
+}
+
 // TestDemoCommandLocal runs `dialogtrust demo --local ENVFILE` against domains started
 // for the test (deploy/local_test.go runs it against deploy/local/up.sh's processes).
 // The env file names no identity provider key: the ID-JAG path (step 8) is the third
@@ -24,15 +38,7 @@ func TestDemoCommandLocal(t *testing.T) {
 	}
 	defer stop()
 	env := filepath.Join(t.TempDir(), "env")
-	var body strings.Builder
-	for _, d := range []struct {
-		p string
-		d demo.Domain
-	}{{"A", a}, {"B", b}} {
-		fmt.Fprintf(&body, "DIALOGTRUST_LOCAL_%s_TRUST_DOMAIN=%s\nDIALOGTRUST_LOCAL_%s_WIT_ISSUER=%s\nDIALOGTRUST_LOCAL_%s_TTS=%s\n",
-			d.p, d.d.Name, d.p, d.d.WITIssuer, d.p, d.d.TTS)
-	}
-	if err := os.WriteFile(env, []byte(body.String()), 0o600); err != nil {
+	if err := os.WriteFile(env, []byte(localEnv(a, b)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code := dt(t, "", "demo", "--local", env)
@@ -81,14 +87,6 @@ func TestIssue24Point9_DemoJSONAndReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := filepath.Join(dir, "env")
-	var body strings.Builder
-	for _, d := range []struct {
-		p string
-		d demo.Domain
-	}{{"A", a}, {"B", b}} {
-		fmt.Fprintf(&body, "DIALOGTRUST_LOCAL_%s_TRUST_DOMAIN=%s\nDIALOGTRUST_LOCAL_%s_WIT_ISSUER=%s\nDIALOGTRUST_LOCAL_%s_TTS=%s\n",
-			d.p, d.d.Name, d.p, d.d.WITIssuer, d.p, d.d.TTS)
-	}
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -100,7 +98,7 @@ func TestIssue24Point9_DemoJSONAndReport(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.args != nil {
-				if err := os.WriteFile(env, []byte(body.String()+"DIALOGTRUST_LOCAL_B_TTS_LOG="+emptyLog+"\n"), 0o600); err != nil {
+				if err := os.WriteFile(env, []byte(localEnv(a, b)+"DIALOGTRUST_LOCAL_B_TTS_LOG="+emptyLog+"\n"), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -117,25 +117,6 @@ func TestReadmeFirstBlock(t *testing.T) {
 			skip(tool + " is not installed")
 		}
 	}
-	gitOut := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		out, err := cmd.Output()
-		if err != nil {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				t.Fatalf("git %v: %v\n%s", args, err, ee.Stderr)
-			}
-			t.Fatalf("git %v: %v", args, err)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	root := gitOut(".", "rev-parse", "--show-toplevel")
-	head := gitOut(root, "rev-parse", "HEAD")
-	if st := gitOut(root, "status", "--porcelain", "--untracked-files=no"); st != "" {
-		t.Logf("uncommitted changes are not in the clone (it is HEAD %s):\n%s", head, st)
-	}
 	goEnv := func(name string) string {
 		t.Helper()
 		out, err := exec.Command("go", "env", name).Output()
@@ -147,9 +128,7 @@ func TestReadmeFirstBlock(t *testing.T) {
 	gocache, gomodcache := goEnv("GOCACHE"), goEnv("GOMODCACHE")
 
 	top := t.TempDir()
-	clone := filepath.Join(top, "dialogtrust")
-	gitOut(top, "clone", "--quiet", "--no-hardlinks", root, clone)
-	gitOut(clone, "checkout", "--quiet", "--detach", head)
+	clone := testkit.CloneHEAD(t, ".", top)
 	if ents, _ := os.ReadDir(top); len(ents) != 1 {
 		t.Fatalf("the clone's directory holds more than the clone: %v", ents)
 	}
@@ -273,7 +252,7 @@ func TestReadmeFirstBlock(t *testing.T) {
 	}
 	checkPeerAccessToken(t, pm[1], filepath.Join(dir, "a1.jwk"), string(at))
 	checkLinkedDialog(t, pm[1], outputs[8])
-	if st := gitOut(clone, "status", "--porcelain", "--ignored"); st != "" {
+	if st := testkit.Git(t, clone, "status", "--porcelain", "--ignored"); st != "" {
 		t.Errorf("the working tree changed:\n%s", st)
 	}
 
@@ -292,12 +271,8 @@ func TestReadmeFirstBlock(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("still running 30s after SIGINT\nstderr:\n%s", devErr.String())
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(-pgid, 0) != syscall.ESRCH {
-		if time.Now().After(deadline) {
-			t.Fatalf("processes of process group %d are left after SIGINT", pgid)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testkit.GroupGone(pgid, 5*time.Second) {
+		t.Fatalf("processes of process group %d are left after SIGINT", pgid)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("dev's directory %s is left: %v", dir, err)

@@ -1,19 +1,18 @@
 package doctest
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 )
 
 // The documentation walk: what a newcomer does with README's "Try it" and
@@ -43,6 +42,19 @@ type walkSection struct{ file, heading string }
 var walkedSections = []walkSection{
 	{"README.md", "Try it"},
 	{"docs/proxy.md", "Quickstart"},
+}
+
+// steps reads the section's commands from the checkout at dir.
+func (sec walkSection) steps(dir string) ([]walkStep, error) {
+	md, err := os.ReadFile(filepath.Join(dir, sec.file))
+	if err != nil {
+		return nil, err
+	}
+	fences, err := sectionFences(string(md), sec.heading)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sec.file, err)
+	}
+	return walkSteps(sec.file, fences)
 }
 
 // walkStep is one command block and what it must print.
@@ -210,29 +222,11 @@ type walkTimeouts struct{ ready, run, stop time.Duration }
 
 var defaultWalkTimeouts = walkTimeouts{ready: 15 * time.Minute, run: 5 * time.Minute, stop: 30 * time.Second}
 
-// syncBuffer is a buffer safe for the goroutine that copies a process's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // background is a running background step.
 type background struct {
 	step           walkStep
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *testkit.SyncBuffer
 	exited         chan struct{}
 }
 
@@ -268,7 +262,7 @@ func walk(ctx context.Context, dir string, env []string, steps []walkStep, to wa
 		cmd := exec.Command("sh", "-ec", s.command)
 		cmd.Dir, cmd.Env = dir, env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		stdout, stderr := &syncBuffer{}, &syncBuffer{}
+		stdout, stderr := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
 		cmd.Stdout, cmd.Stderr = stdout, stderr
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("%s: %w", s.where, err)
@@ -348,14 +342,11 @@ func stopBackground(bg *background, timeout time.Duration) error {
 	_ = syscall.Kill(-pgid, syscall.SIGINT) // the group this walk started
 	deadline := time.Now().Add(timeout)
 	<-waitOrTimeout(bg.exited, timeout)
-	for syscall.Kill(-pgid, 0) != syscall.ESRCH {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-bg.exited
-			return fmt.Errorf("%s: %q: processes of its group were still running %s after SIGINT (Ctrl-C)\nstderr:\n%s", bg.step.where, bg.step.command,
-				timeout, tail(bg.stderr.String(), 20))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testkit.GroupGone(pgid, time.Until(deadline)) {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-bg.exited
+		return fmt.Errorf("%s: %q: processes of its group were still running %s after SIGINT (Ctrl-C)\nstderr:\n%s", bg.step.where, bg.step.command,
+			timeout, tail(bg.stderr.String(), 20))
 	}
 	return nil
 }
@@ -386,28 +377,7 @@ func TestDocsWalk(t *testing.T) {
 	if os.Getenv(walkEnvVar) != "1" {
 		t.Skip(walkEnvVar + "=1 runs the docs walk (.ci/docs-walk)")
 	}
-	gitOut := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		out, err := cmd.Output()
-		if err != nil {
-			if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-				t.Fatalf("git %v: %v\n%s", args, err, ee.Stderr)
-			}
-			t.Fatalf("git %v: %v", args, err)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	repo := gitOut(root, "rev-parse", "--show-toplevel")
-	head := gitOut(repo, "rev-parse", "HEAD")
-	if st := gitOut(repo, "status", "--porcelain", "--untracked-files=no"); st != "" {
-		t.Logf("uncommitted changes are not in the clone (it is HEAD %s):\n%s", head, st)
-	}
-	top := walkCloneParent(t)
-	clone := filepath.Join(top, "dialogtrust")
-	gitOut(top, "clone", "--quiet", "--no-hardlinks", repo, clone)
-	gitOut(clone, "checkout", "--quiet", "--detach", head)
+	clone := testkit.CloneHEAD(t, root, walkCloneParent(t))
 
 	// The commands' per-user files (dev's) go to a directory of this test; the Go
 	// build and module caches stay the shared ones.
@@ -422,15 +392,7 @@ func TestDocsWalk(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
 	for _, sec := range walkedSections {
-		md, err := os.ReadFile(filepath.Join(clone, sec.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		fences, err := sectionFences(string(md), sec.heading)
-		if err != nil {
-			t.Fatalf("%s: %v", sec.file, err)
-		}
-		steps, err := walkSteps(sec.file, fences)
+		steps, err := sec.steps(clone)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -443,7 +405,7 @@ func TestDocsWalk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if st := gitOut(clone, "status", "--porcelain", "--ignored"); st != "" {
+	if st := testkit.Git(t, clone, "status", "--porcelain", "--ignored"); st != "" {
 		t.Errorf("the documented commands changed the working tree:\n%s", st)
 	}
 }

@@ -77,15 +77,7 @@ func TestSectionSteps(t *testing.T) {
 // for, so that .ci/docs-walk cannot find them broken only when it runs.
 func TestWalkedSectionsFollowTheConvention(t *testing.T) {
 	for _, sec := range walkedSections {
-		md, err := os.ReadFile(filepath.Join(root, sec.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		fences, err := sectionFences(string(md), sec.heading)
-		if err != nil {
-			t.Fatalf("%s: %v", sec.file, err)
-		}
-		steps, err := walkSteps(sec.file, fences)
+		steps, err := sec.steps(root)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,15 +52,7 @@ func RunStore(t *testing.T, newStore func(t *testing.T) keys.KeyStore) {
 func testStoreConcurrentRotate(t *testing.T, store keys.KeyStore) {
 	ctx := context.Background()
 	clock := testkit.NewClock(testkit.Epoch)
-	cfg := keys.RotationConfig{PublishDelay: PublishDelay, Retain: Retain, Now: clock.Now}
-	a, err := keys.NewStoreRotator(ctx, store, cfg, StoreSettle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := keys.NewStoreRotator(ctx, store, cfg, StoreSettle)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := storeReplica(t, store, clock), storeReplica(t, store, clock)
 	if a.Ring().Active().KID() != b.Ring().Active().KID() {
 		t.Fatalf("replicas start with %s and %s", a.Ring().Active().KID(), b.Ring().Active().KID())
 	}
@@ -103,16 +95,22 @@ func testStoreConcurrentRotate(t *testing.T, store keys.KeyStore) {
 	}
 }
 
-// testStoreRetire: a replaced key is published for Retain plus PublishDelay after its
-// successor started signing, then destroyed in the store.
-func testStoreRetire(t *testing.T, store keys.KeyStore) {
-	ctx := context.Background()
-	clock := testkit.NewClock(testkit.Epoch)
+// storeReplica is one replica's rotator on store, on clock.
+func storeReplica(t *testing.T, store keys.KeyStore, clock *testkit.Clock) *keys.Rotator {
+	t.Helper()
 	cfg := keys.RotationConfig{PublishDelay: PublishDelay, Retain: Retain, Now: clock.Now}
-	r, err := keys.NewStoreRotator(ctx, store, cfg, StoreSettle)
+	r, err := keys.NewStoreRotator(context.Background(), store, cfg, StoreSettle)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// testStoreRetire: a replaced key is published for Retain plus PublishDelay after its
+// successor started signing, then destroyed in the store.
+func testStoreRetire(t *testing.T, store keys.KeyStore) {
+	clock := testkit.NewClock(testkit.Epoch)
+	r := storeReplica(t, store, clock)
 	old := r.Ring().Active().KID()
 	if _, err := r.Rotate(); err != nil {
 		t.Fatal(err)

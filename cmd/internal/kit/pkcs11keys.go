@@ -50,14 +50,7 @@ func (kc KeysConfig) checkPKCS11(step time.Duration) error {
 	if err := checkPKCS11Available(p.Module); err != nil {
 		return err
 	}
-	delay := kc.PublishDelay
-	if delay <= 0 {
-		delay = keys.DefaultPublishDelay
-	}
-	if maxAge := kc.jwksMaxAge(); delay <= step+maxAge {
-		return fmt.Errorf("keys.publish_delay %s must exceed the rotation step %s plus the JWKS cache time %s with keys.pkcs11", delay, step, maxAge)
-	}
-	return nil
+	return kc.checkPublishDelay(step, "keys.pkcs11")
 }
 
 func (p PKCS11KeysConfig) config(name, alg, pin string) pkcs11.Config {

@@ -37,12 +37,20 @@ func (kc KeysConfig) CheckShared(sc StoreConfig, step time.Duration) error {
 	if (sh.SecretFile == "") == (sh.SecretEnv == "") {
 		return fmt.Errorf("keys.shared: exactly one of secret_file and secret_env")
 	}
+	return kc.checkPublishDelay(step, "keys.shared")
+}
+
+// checkPublishDelay: with keys several replicas share (keys.shared, keys.pkcs11), a
+// replica signs with a new key only after keys.publish_delay, which must exceed the
+// rotation step (how late another replica may load the key) plus the JWKS cache time
+// (how late a verifier may fetch it); section names the keys section in the refusal.
+func (kc KeysConfig) checkPublishDelay(step time.Duration, section string) error {
 	delay := kc.PublishDelay
 	if delay <= 0 {
 		delay = keys.DefaultPublishDelay
 	}
 	if maxAge := kc.jwksMaxAge(); delay <= step+maxAge {
-		return fmt.Errorf("keys.publish_delay %s must exceed the rotation step %s plus the JWKS cache time %s with keys.shared", delay, step, maxAge)
+		return fmt.Errorf("keys.publish_delay %s must exceed the rotation step %s plus the JWKS cache time %s with %s", delay, step, maxAge, section)
 	}
 	return nil
 }

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dialogtrust/dialogtrust/authz"
 	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
-	"github.com/dialogtrust/dialogtrust/tts"
 )
 
 // Issue 25: the authzen section is checked with the rest of the configuration
@@ -49,7 +49,7 @@ func TestAuthZENSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := d.DecideIssuance(context.Background(), &tts.Issuance{Requester: "wimse://a.example/agent/a1", Audience: "a.example", Scopes: []string{"trip.read"}, Subject: "alice", SubjectTokenType: "st"})
+	dec, err := d.DecideIssuance(context.Background(), &authz.Issuance{Requester: "wimse://a.example/agent/a1", Audience: "a.example", Scopes: []string{"trip.read"}, Subject: "alice", SubjectTokenType: "st"})
 	if err != nil || dec.Allow || dec.Reason != "no" {
 		t.Fatalf("%+v %v", dec, err)
 	}

@@ -207,15 +207,9 @@ func checkChainingLogs(t *testing.T, logs, txn, grant, accessToken string) {
 }
 
 // chainingBaseYAML starts the chaining configurations the checks read: b.example's
-// TTS in development, trusting its WIT issuer by a file that is never opened.
-const chainingBaseYAML = `development: true
-listen: 127.0.0.1:0
-trust_domains: [b.example]
-wits:
-  - {trust_domain: b.example, jwks_file: /nonexistent}
-policy:
-  rules:
-    - workload: "wimse://b.example/"
+// TTS in development, trusting its WIT issuer by a file that is never opened
+// (condBase), with one policy rule.
+const chainingBaseYAML = condBase + `    - workload: "wimse://b.example/"
 `
 
 // checkConfig runs tts --check-config on yaml.

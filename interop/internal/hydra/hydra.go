@@ -7,13 +7,11 @@
 package hydra
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -131,23 +129,8 @@ func (s *Server) Trust(ctx context.Context, tr TrustIssuer) error {
 }
 
 func (s *Server) admin(ctx context.Context, path string, body any, want int) error {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.AdminURL+path, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	out, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-	if res.StatusCode != want {
-		return fmt.Errorf("hydra admin %s: HTTP %d: %s", path, res.StatusCode, out)
+	if err := proc.PostJSON(ctx, s.AdminURL+path, body, nil, want); err != nil {
+		return fmt.Errorf("hydra admin %s: %w", path, err)
 	}
 	return nil
 }

@@ -8,11 +8,9 @@
 package openfga
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -105,27 +103,14 @@ func (st *Store) Delete(ctx context.Context, tuples ...Tuple) error {
 	return st.s.call(ctx, "/stores/"+st.ID+"/write", map[string]any{"deletes": map[string]any{"tuple_keys": tuples}}, http.StatusOK, nil)
 }
 
+// call posts body to the API at path; OpenFGA answers 200 where 201 could be meant.
 func (s *Server) call(ctx context.Context, path string, body any, want int, out any) error {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return err
+	accept := []int{want}
+	if want == http.StatusCreated {
+		accept = append(accept, http.StatusOK)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+path, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	rb, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	if res.StatusCode != want && !(want == http.StatusCreated && res.StatusCode == http.StatusOK) {
-		return fmt.Errorf("openfga %s: %s: %s", path, res.Status, rb)
-	}
-	if out != nil {
-		return json.Unmarshal(rb, out)
+	if err := proc.PostJSON(ctx, s.URL+path, body, out, accept...); err != nil {
+		return fmt.Errorf("openfga %s: %w", path, err)
 	}
 	return nil
 }

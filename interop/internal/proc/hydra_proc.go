@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -90,17 +89,7 @@ func StartProcess(t testing.TB, name, bin, dir string, args, extra []string) *Pr
 		close(p.exited)
 	}()
 	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = syscall.Kill(pid, syscall.SIGTERM)
-			select {
-			case <-p.exited:
-			case <-time.After(5 * time.Second):
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				<-p.exited
-			}
-		}
+		p.Stop()
 		if t.Failed() {
 			t.Logf("%s (pid %d) output:\n%s", name, pid, p.Output())
 		}

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -64,18 +62,8 @@ func (p *Process) Err() error { <-p.done; return p.err }
 // Stop sends SIGTERM to the process's pid, waits up to stopGrace, then kills it.
 // Stopping an exited process does nothing.
 func (p *Process) Stop(t testing.TB) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(p.Pid(), syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(stopGrace):
-		t.Logf("%s (pid %d) ignored SIGTERM for %s; killing it", p.Name, p.Pid(), stopGrace)
-		_ = syscall.Kill(p.Pid(), syscall.SIGKILL)
-		<-p.done
+	if terminate(p.Pid(), p.done, stopGrace) {
+		t.Logf("%s (pid %d) ignored SIGTERM for %s and was killed", p.Name, p.Pid(), stopGrace)
 	}
 }
 
@@ -90,17 +78,6 @@ func Tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
-}
-
-// FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // WaitFor polls cond every 100 ms until it returns nil, or fails the test after

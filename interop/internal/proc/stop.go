@@ -9,17 +9,25 @@ import (
 // for it: a test that needs its peer gone (a decision point that went down) calls it;
 // the cleanup StartProcess registered then has nothing left to do.
 func (p *Program) Stop() {
-	pid := p.cmd.Process.Pid
+	terminate(p.cmd.Process.Pid, p.exited, 5*time.Second)
+}
+
+// terminate sends SIGTERM to pid unless exited is already closed, waits up to grace
+// for exited, then sends SIGKILL and waits for exited. It reports whether it had to
+// kill. Stopping an exited process does nothing.
+func terminate(pid int, exited <-chan struct{}, grace time.Duration) (killed bool) {
 	select {
-	case <-p.exited:
-		return
+	case <-exited:
+		return false
 	default:
 	}
 	_ = syscall.Kill(pid, syscall.SIGTERM)
 	select {
-	case <-p.exited:
-	case <-time.After(5 * time.Second):
+	case <-exited:
+		return false
+	case <-time.After(grace):
 		_ = syscall.Kill(pid, syscall.SIGKILL)
-		<-p.exited
+		<-exited
+		return true
 	}
 }
