@@ -185,4 +185,3 @@ func (s *Revocations) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 	}()
 	return out, nil
 }
-
