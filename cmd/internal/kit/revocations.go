@@ -19,6 +19,10 @@ type RevocationsConfig struct {
 	// snapshot of the store may be (default revoke.DefaultBound). Changes arrive at
 	// once by Redis pub/sub; the bound holds when a message is missed.
 	Bound time.Duration `yaml:"bound"`
+	// Prefix is the Redis key prefix of the revocations, the same at the TTS and at
+	// every ingress of the trust domain whatever their store prefixes (default
+	// redisstore.DefaultRevocationsPrefix).
+	Prefix string `yaml:"prefix"`
 }
 
 // Check validates the section against the store it reads: revocations made at one
@@ -37,13 +41,18 @@ func (rc RevocationsConfig) Check(section string, sc StoreConfig, single bool) e
 	return nil
 }
 
-// Revocations is the section's revocation store: on Redis through its one client, in
-// the store's prefix; in memory a store of this process only.
-func (st *Store) Revocations() revoke.Store {
+// Revocations is the section's revocation store: on Redis through its one client,
+// under prefix (default redisstore.DefaultRevocationsPrefix, not the store's prefix:
+// the TTS and the ingresses share revocations whatever their other state); in memory a
+// store of this process only.
+func (st *Store) Revocations(prefix string) revoke.Store {
 	if st.client == nil {
 		return revoke.NewMemory()
 	}
-	return redisstore.NewRevocations(st.client, st.sc.Redis.options()...)
+	if prefix == "" {
+		prefix = redisstore.DefaultRevocationsPrefix
+	}
+	return redisstore.NewRevocations(st.client, append(st.sc.Redis.options(), redisstore.WithPrefix(prefix))...)
 }
 
 // OpenRevocations returns the checker of rc over st's revocations (nil when the section
@@ -52,7 +61,7 @@ func OpenRevocations(s *Server, st *Store, rc RevocationsConfig) (revoke.Store, 
 	if !rc.Enabled {
 		return nil, nil, nil
 	}
-	rs := st.Revocations()
+	rs := st.Revocations(rc.Prefix)
 	var opts []revoke.Option
 	if rc.Bound > 0 {
 		opts = append(opts, revoke.WithBound(rc.Bound))
