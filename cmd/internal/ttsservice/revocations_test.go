@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/chaining"
 	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
@@ -126,5 +127,49 @@ func TestIssue26_TTSAdminAPIConfigAccepted(t *testing.T) {
 	applyDefaults(cfg)
 	if err := checkRevocations(cfg); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Issue 26: identity chaining's AS A issues no grant for a peer from a Txn-Token of a
+// revoked dialog (the TTS wraps the chaining grants with its revocation check).
+func TestIssue26_ChainingGrantRefusedInRevokedDialog(t *testing.T) {
+	ctx := context.Background()
+	da, db := newWITDomain(t, "a.example"), newWITDomain(t, "b.example")
+	addrA, addrB, admA := freeLoopback(t), freeLoopback(t), freeLoopback(t)
+	cfgA, cfgB := twoDomainConfigs(da, db, addrA, addrB)
+	cfgA += `revocations:
+  enabled: true
+  admin:
+    listen: ` + admA + `
+    administrators: ["wimse://a.example/ops/alice"]
+`
+	procB := start(t, []string{"--config", testkit.WriteTemp(t, "tts.yaml", cfgB)}, nil)
+	procA := start(t, []string{"--config", testkit.WriteTemp(t, "tts.yaml", cfgA)}, nil)
+	mdA, mdB := discoverTwoDomains(t, ctx, procA, procB)
+	a2, a2Key, a2WIT := da.workload(t, "/agent/a2")
+	ss, _ := txntoken.NewSelfSignedToken(a2Key, a2, "alice@a.example", "http://"+addrA, "trip.read trip.book", 5*time.Minute, time.Now())
+	txn, err := (&txntoken.Client{TokenEndpoint: mdA.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
+		txntoken.Request{Audience: "a.example", Scope: "trip.read trip.book", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D1-cmd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &chaining.Client{WIT: a2WIT, Key: a2Key}
+	chainToDomainB(t, ctx, cc, mdA, mdB, txn.AccessToken)
+
+	_, adminKey, adminWIT := da.workload(t, "/ops/alice")
+	api := &revokeapi.Client{URL: "http://" + admA + revokeapi.Path, Signer: httpsig.NewSigner(adminKey, adminWIT)}
+	if _, err := api.Revoke(ctx, revokeapi.Request{Kind: revoke.Dialog, ID: "D1-cmd", Reason: "runaway"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second) // a failure deadline: the loop waits for the notice's effect
+	for {
+		_, err := cc.Grant(ctx, chaining.GrantParams{TokenEndpoint: mdA.TokenEndpoint, TxnToken: txn.AccessToken, Audience: "as.b.example"})
+		if errcode.Is(err, errcode.DialogRevoked) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a grant from a Txn-Token of the revoked dialog: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
