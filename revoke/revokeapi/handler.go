@@ -244,9 +244,9 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, admin identifier.
 }
 
 func (h *Handler) post(w http.ResponseWriter, r *http.Request, admin identifier.ID, body []byte) {
-	var req Request
-	if n, err := netjson.DecodeOnlyKnown(body, &req); err != nil || strings.TrimSpace(string(body[n:])) != "" {
-		h.refuse(w, r, admin.String(), errcode.New(errcode.InvalidRequest, "the body is not one revocation request"))
+	req, err := ParseRequest(body)
+	if err != nil {
+		h.refuse(w, r, admin.String(), err)
 		return
 	}
 	if err := h.checkDomain(req.Kind, req.ID); err != nil {
@@ -295,6 +295,20 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, admin identifie
 	}
 	h.cfg.Logger.InfoContext(r.Context(), "revocation lifted", "kind", kinds[0], "id", ids[0], "by", admin.String(), "was_live", ok)
 	writeJSON(w, http.StatusOK, Deleted{Deleted: ok})
+}
+
+// ParseRequest reads a POST body: one JSON object of Request's members, each at most
+// once, nothing after it, at most MaxBody octets.
+func ParseRequest(body []byte) (Request, error) {
+	var req Request
+	if len(body) > MaxBody {
+		return Request{}, errcode.New(errcode.BodyTooLarge, "the body is over %d octets", MaxBody)
+	}
+	n, err := netjson.DecodeOnlyKnown(body, &req)
+	if err != nil || strings.TrimSpace(string(body[n:])) != "" {
+		return Request{}, errcode.New(errcode.InvalidRequest, "the body is not one revocation request")
+	}
+	return req, nil
 }
 
 // checkDomain refuses a workload of a trust domain this TTS does not serve.
