@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,7 +64,7 @@ func (rw *revocationWorld) ttsReplica() http.Handler {
 
 // receiver is a dialog.Receiver of its own process at a server of its own: behind an
 // ingress (proxy.Ingress before an application) or in the application itself.
-func (rw *revocationWorld) receiver(ingress bool) (string, *int) {
+func (rw *revocationWorld) receiver(ingress bool) (string, *atomic.Int32) {
 	rw.t.Helper()
 	_, c := rw.process()
 	srv := httptest.NewUnstartedServer(nil)
@@ -76,8 +77,8 @@ func (rw *revocationWorld) receiver(ingress bool) (string, *int) {
 	if err != nil {
 		rw.t.Fatal(err)
 	}
-	calls := new(int)
-	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { *calls++ })
+	calls := new(atomic.Int32)
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) })
 	if ingress {
 		appSrv := httptest.NewServer(app)
 		rw.t.Cleanup(appSrv.Close)
@@ -139,7 +140,7 @@ func TestIssue26_RevocationAcrossReplicasRedis(t *testing.T) {
 	}
 	type target struct {
 		url   string
-		calls *int
+		calls *atomic.Int32
 	}
 	var targets []target
 	for _, ingress := range []bool{true, true, false} {
@@ -221,8 +222,8 @@ func TestIssue26_RevocationAcrossReplicasRedis(t *testing.T) {
 		}
 	}
 	for i, tg := range targets {
-		if *tg.calls != 2 {
-			t.Errorf("receiver %d's application got %d requests, want 2 (D1 before, D2)", i, *tg.calls)
+		if n := tg.calls.Load(); n != 2 {
+			t.Errorf("receiver %d's application got %d requests, want 2 (D1 before, D2)", i, n)
 		}
 	}
 

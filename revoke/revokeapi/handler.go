@@ -111,6 +111,8 @@ type Deleted struct {
 // The change is made last.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
+	// The answers hold operator-chosen strings (ids, reasons): never sniffed as HTML.
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if r.URL.Path != Path {
 		h.refuse(w, r, "", errcode.New(errcode.NoRoute, "no such admin path"))
 		return
