@@ -54,7 +54,8 @@
 // the proof's bound, and compared with the Content-Digest the HTTP signature covers
 // or the WPT binds (wpt.RequestOptions.BindRequest), and the proof's nonce or jti
 // claimed, last of the proof, so that only an authenticated request spends one. Then
-// the MCP fields that repeat the body for intermediaries (MCP 2026-07-28: Mcp-Method,
+// the operator's revocations (WithRevocations, issue 26: a revoked dialog, workload or
+// txn), before any body is read for the steps below. Then the MCP fields that repeat the body for intermediaries (MCP 2026-07-28: Mcp-Method,
 // Mcp-Name, the protocol version) are held to it (hostproto.CheckMCPHeaders,
 // errcode.MCPHeaderMismatch), whenever the request carries them or the body is read
 // anyway, then the authorization (WithAuthorizer). A handoff, which is read from the

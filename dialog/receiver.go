@@ -14,6 +14,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
+	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
@@ -106,6 +107,7 @@ type Receiver struct {
 	handoffs       *handoff.Receiver
 	place          func(body []byte) (*hostproto.Carried, error)
 	authorizer     authz.Decider
+	revocations    *revoke.Checker
 	// metadata is WithResourceMetadata's; published it checked and encoded, and
 	// challenge the WWW-Authenticate of 401s (resourcemetadata.go).
 	metadata  *ResourceMetadata
@@ -348,6 +350,12 @@ func (rc *Receiver) verifyRequest(ctx context.Context, r *http.Request, v *Verif
 	// (or a WPT binds), and the proof's nonce or jti claimed.
 	if err := finish(ctx); err != nil {
 		return nil, nil, err
+	}
+	if rc.revocations != nil {
+		// Verified: is it revoked (issue 26)? Before the body is read for anything.
+		if err := rc.checkRevoked(ctx, v); err != nil {
+			return nil, nil, err
+		}
 	}
 	// The body, read once for the steps that read it (authorization, handoffs) and put
 	// back for the handler.

@@ -332,6 +332,18 @@ const (
 	DecisionUnavailable Code = "decision_unavailable"
 )
 
+// Codes of revocation (package revoke, issue 26): an operator revoked what a request or a
+// token request is in. HTTP 403; nothing reaches the application and no token is issued.
+const (
+	// DialogRevoked: the dialog (or the dialog it was linked from, where the link is
+	// known) is revoked.
+	DialogRevoked Code = "dialog_revoked"
+	// WorkloadRevoked: the sending or requesting workload is revoked.
+	WorkloadRevoked Code = "workload_revoked"
+	// TxnRevoked: the transaction (the Txn-Token's txn) is revoked.
+	TxnRevoked Code = "txn_revoked"
+)
+
 // Codes for conditions (package condition, issue 25): an operator's CEL expression
 // that could not be evaluated. The rule refuses; it never allows what it cannot decide.
 const (

@@ -61,7 +61,8 @@ func Status(err error) int {
 		return http.StatusNotFound
 	case errcode.HostNotAllowed:
 		return http.StatusMisdirectedRequest
-	case errcode.OriginNotAllowed, errcode.NotAuthorized:
+	case errcode.OriginNotAllowed, errcode.NotAuthorized,
+		errcode.DialogRevoked, errcode.WorkloadRevoked, errcode.TxnRevoked:
 		return http.StatusForbidden
 	case errcode.Internal, errcode.Unmapped:
 		return http.StatusInternalServerError

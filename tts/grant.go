@@ -128,6 +128,9 @@ func (g txnGrant) Handle(ctx context.Context, r *http.Request, tr *oauth.TokenRe
 	if err := s.decide(ctx, req, subj, claims, rec.RequestID); err != nil {
 		return nil, err
 	}
+	if err := s.checkRevoked(ctx, req, subj, claims); err != nil {
+		return nil, err
+	}
 	// One key for the whole issuance, so the log names the key that really signed
 	// even if a rotation activates another meanwhile.
 	key := s.cfg.Keys.Active()

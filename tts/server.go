@@ -16,6 +16,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/service"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
+	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 )
@@ -88,6 +89,9 @@ type Config struct {
 	// request none of them matches. A handler with a method AmendMetadata(*Metadata)
 	// amends the metadata document too.
 	Grants []oauth.Handler
+	// Revocations, when set, refuses tokens in what the operator revoked (issue 26,
+	// revoke.go): token exchange, replacement and the Grants.
+	Revocations *revoke.Checker
 }
 
 // Server is the Transaction Token Service's HTTP face: the token endpoint, metadata,
@@ -148,7 +152,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.endpoint, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: txnGrant{s}, Handlers: cfg.Grants, MaxBodySize: cfg.MaxBodySize,
+	if s.endpoint, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: txnGrant{s}, Handlers: s.revocableGrants(cfg.Grants), MaxBodySize: cfg.MaxBodySize,
 		Observer: observer}); err != nil {
 		return nil, err
 	}

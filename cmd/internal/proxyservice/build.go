@@ -369,6 +369,11 @@ func buildIngress(ctx context.Context, cfg *Config, s *kit.Server, src wit.Sourc
 		hr = handoff.NewReceiver(cfg.Workload.ID, trust, records, handoff.WithStatusKey(key), handoff.WithGrantRequired())
 		opts = append(opts, dialog.WithHandoffsIn(hr, hosts...))
 	}
+	if _, checker, err := kit.OpenRevocations(s, st, in.Revocations); err != nil {
+		return nil, nil, nil, err
+	} else if checker != nil {
+		opts = append(opts, dialog.WithRevocations(checker))
+	}
 	authorizer, err := ingressAuthorizer(cfg, logger)
 	if err != nil {
 		return nil, nil, nil, err

@@ -186,6 +186,9 @@ func checkProxy(cfg *Config) error {
 		if in.Store.Type == "" {
 			in.Store.Type = "memory"
 		}
+		if err := in.Revocations.Check("ingress.revocations", in.Store, false); err != nil {
+			return err
+		}
 		if err := in.Store.Check(); err != nil {
 			return fmt.Errorf("ingress.%w", err)
 		}

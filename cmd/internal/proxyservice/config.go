@@ -256,6 +256,10 @@ type IngressConfig struct {
 	// ResourceMetadata is the protected resource metadata the ingress publishes (RFC
 	// 9728; metadata.go).
 	ResourceMetadata *IngressResourceMetadataConfig `yaml:"resource_metadata"`
+	// Revocations refuses requests in what the trust domain's operator revoked at the
+	// TTS (issue 26; dialog.WithRevocations), read from store (which must be the
+	// TTS's Redis).
+	Revocations kit.RevocationsConfig `yaml:"revocations"`
 }
 
 // IngressBoundaryConfig: a boundary-facing ingress (dialog-binding section 11 steps 3

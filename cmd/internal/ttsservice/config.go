@@ -30,11 +30,16 @@ type Config struct {
 	// AuthZEN, when set, is a policy decision point asked after the policy allowed an
 	// issuance: nothing is issued when it refuses or cannot be asked (issue 25).
 	AuthZEN *kit.AuthZENConfig `yaml:"authzen"`
+	// Revocations, when set, refuses tokens in what an operator revoked and serves
+	// the admin API (issue 26, revocations.go).
+	Revocations *RevocationsConfig `yaml:"revocations"`
 	// JWKSRetry bounds how often a JWKS URL that has not answered yet is tried again
 	// (default 5s).
 	JWKSRetry time.Duration `yaml:"jwks_retry"`
 
 	file string // the file it was read from, for the policy's errors
+	// opened is what build opened that buildHandler wires (revocations.go).
+	opened *opened
 }
 
 // SetSource keeps the file the configuration was read from (kit.SourceSetter), so

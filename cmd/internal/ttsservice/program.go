@@ -80,6 +80,9 @@ func validate(cfg *Config) error {
 	if err := checkChaining(cfg); err != nil {
 		return err
 	}
+	if err := checkRevocations(cfg); err != nil {
+		return err
+	}
 	for _, is := range cfg.SubjectTokens.JWTIssuers {
 		if is.AllowUntyped && len(is.Audiences) == 0 {
 			return fmt.Errorf("subject_tokens.jwt_issuers[%s]: allow_untyped needs audiences", is.Issuer)
@@ -123,6 +126,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *kit.Server
 		return nil, err
 	}
 	replay := st.Replay
+	cfg.opened = &opened{server: s, store: st}
 	ks, err := kit.OpenKeys(ctx, cfg.Keys.KeysConfig, st, keysSpec(tts.MaxLifetime+cfg.Skew), logger)
 	if err != nil {
 		return nil, err
@@ -230,6 +234,9 @@ func buildHandler(ctx context.Context, cfg *Config, logger *slog.Logger, issuer 
 		return nil, err
 	}
 	if tcfg.Grants, err = chain.handlers(tcfg, cfg.Skew, logger); err != nil {
+		return nil, err
+	}
+	if tcfg.Revocations, err = cfg.opened.revocations(cfg, wits, replay, logger); err != nil {
 		return nil, err
 	}
 	s, err := tts.New(tcfg)

@@ -1,0 +1,77 @@
+package revokeapi_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/revoke"
+	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
+	"github.com/dialogtrust/dialogtrust/wic"
+)
+
+// Issue 26: an administrator authenticates with a workload identity certificate
+// (mutual TLS, no signature); another workload's certificate, a certificate of
+// another CA, and no certificate are refused.
+func TestIssue26_AdminMutualTLS(t *testing.T) {
+	now := time.Now()
+	newCA := func() (*ecdsa.PrivateKey, []byte, *x509.Certificate) {
+		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		der, err := wic.NewCA(k, now.Add(-time.Hour), now.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := x509.ParseCertificate(der)
+		return k, der, c
+	}
+	caKey, caDER, caCert := newCA()
+	otherKey, otherDER, _ := newCA()
+	cert := func(ck *ecdsa.PrivateKey, cder []byte, id string) tls.Certificate {
+		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		der, err := wic.IssueWIC(ck, cder, k.Public(), identifier.MustParse(id), now.Add(-time.Hour), now.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}
+	}
+	st := revoke.NewMemory()
+	h, err := revokeapi.New(revokeapi.Config{Store: st, CertRoots: []*x509.Certificate{caCert},
+		Admins: []identifier.ID{identifier.MustParse("wimse://a.example/ops/alice")}, TrustDomains: []string{"a.example"}, DefaultTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	defer srv.Close()
+	client := func(certs ...tls.Certificate) *revokeapi.Client {
+		tr := srv.Client().Transport.(*http.Transport).Clone()
+		tr.TLSClientConfig.Certificates = certs
+		return &revokeapi.Client{URL: srv.URL + revokeapi.Path, HTTP: &http.Client{Transport: tr}}
+	}
+	ctx := context.Background()
+	if _, err := client(cert(caKey, caDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "t1", Reason: "x"}); err != nil {
+		t.Fatalf("administrator's certificate: %v", err)
+	}
+	if _, err := client(cert(caKey, caDER, "wimse://a.example/agent/a1")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "t2", Reason: "x"}); !errcode.Is(err, errcode.NotAuthorized) {
+		t.Fatalf("another workload's certificate: %v", err)
+	}
+	if _, err := client(cert(otherKey, otherDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "t3", Reason: "x"}); err == nil || errcode.KindOf(err) != errcode.Failed {
+		t.Fatalf("a certificate of another CA: %v", err)
+	}
+	if _, err := client().Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "t4", Reason: "x"}); !errcode.Is(err, errcode.MissingCredential) {
+		t.Fatalf("no certificate: %v", err)
+	}
+	if l, _ := st.List(ctx); len(l) != 1 || l[0].ID != "t1" || l[0].By != "wimse://a.example/ops/alice" {
+		t.Fatalf("stored %+v", l)
+	}
+}
