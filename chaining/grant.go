@@ -95,6 +95,9 @@ type GrantIssuerConfig struct {
 	// Observer, when set, is told the outcomes of requests served by ServeHTTP (at a
 	// TTS's token endpoint, the endpoint's observer is told; oauthmetrics counts them).
 	Observer oauth.Observer
+	// Auditor, when set, records the outcomes of requests served by ServeHTTP (at a
+	// TTS's token endpoint, the endpoint's auditor does).
+	Auditor oauth.Auditor
 }
 
 // GrantIssuer is AS A: the token exchange handler that turns a Txn-Token of this
@@ -187,7 +190,7 @@ func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
 		return nil, err
 	}
 	var err error
-	if g.alone, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: g, Observer: cfg.Observer}); err != nil {
+	if g.alone, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: g, Observer: cfg.Observer, Auditor: cfg.Auditor}); err != nil {
 		return nil, err
 	}
 	return g, nil

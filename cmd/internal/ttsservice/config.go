@@ -30,6 +30,9 @@ type Config struct {
 	// AuthZEN, when set, is a policy decision point asked after the policy allowed an
 	// issuance: nothing is issued when it refuses or cannot be asked (issue 25).
 	AuthZEN *kit.AuthZENConfig `yaml:"authzen"`
+	// Audit, when set, writes one record per issuance and refusal, chained and
+	// checkpointed (issue 26); an issuance it cannot record is refused.
+	Audit *kit.AuditConfig `yaml:"audit"`
 	// JWKSRetry bounds how often a JWKS URL that has not answered yet is tried again
 	// (default 5s).
 	JWKSRetry time.Duration `yaml:"jwks_retry"`
