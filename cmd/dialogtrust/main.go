@@ -41,6 +41,7 @@ var commands = []command{
 	{"chain grant", "--tts URL --wit WIT --key FILE --txn-token T --audience PEER_AS_ISSUER [--scope S] [--proof httpsig|wpt] [--timeout 30s]", chainGrant},
 	{"chain redeem", "--token-endpoint URL --wit WIT --key FILE --grant G [--scope S] [--proof httpsig|wpt] [--timeout 30s]", chainRedeem},
 	{"policy test", "[--quiet] POLICY REQUESTS", policyTest},
+	{"audit verify", "[--key JWKS_FILE] [--checkpoint FILE]... [--json] FILE...", auditVerify},
 	{"conformance", "[--dir DIR]", conformanceRun},
 	{"demo", "[--local ENVFILE | --local-env] [--json] [--report FILE]", demoRun},
 	{"proxy", "--config FILE [--check-config] [--listen 127.0.0.1:9480] [--log-level LEVEL] [--log-format text|json]", proxyRun},
