@@ -6,8 +6,8 @@
 // A record (Entry) holds the time, the decision, its stable code, the rule and grant,
 // txn, dlg, the dialog it was linked from, req_wl, the requester, the SHA-256 of the
 // subject token and of the issued token (never a whole token), the scopes and the
-// audience. Each record names its writer, its sequence number and the SHA-256 of the
-// writer's record before it (prev); the first record of a writer that opens a file
+// audience. Each record names its writer, its sequence number and the RFC 6962 leaf
+// hash of the writer's record before it (prev); the first record of a writer that opens a file
 // already holding records names that file's last record, so restarts and rotated files
 // stay one chain. Every checkpoint interval (and at rotation and Close) the writer
 // appends a checkpoint: a signed note (golang.org/x/mod/sumdb/note) whose body is a

@@ -25,8 +25,9 @@ type Entry struct {
 	V      int    `json:"v"`
 	Writer string `json:"w"`
 	Seq    uint64 `json:"seq"`
-	// Prev is the hex SHA-256 of the writer's previous record line ("" for the first
-	// record of a log that opened an empty file).
+	// Prev is the hex RFC 6962 leaf hash, SHA-256(0x00 || line), of the writer's
+	// previous record line, without its newline ("" for the first record of a log that
+	// opened an empty file).
 	Prev      string `json:"prev"`
 	Time      string `json:"time"`
 	Decision  string `json:"decision"`

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -166,11 +165,7 @@ func (l *Log) Append(e *Entry) error {
 	if e.Time == "" {
 		e.Time = l.now().UTC().Format(time.RFC3339Nano)
 	}
-	line, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	line = append(line, '\n')
+	line := append(e.AppendJSON(make([]byte, 0, 768)), '\n')
 	if r, ok := l.sink.(rotator); ok && r.Full(len(line)) {
 		if err := l.rotateLocked(r); err != nil {
 			return err
@@ -179,10 +174,11 @@ func (l *Log) Append(e *Entry) error {
 	if err := l.sink.Write(line); err != nil {
 		return err
 	}
-	body := line[:len(line)-1]
-	h := sha256.Sum256(body)
-	l.seq, l.prev = e.Seq, hex.EncodeToString(h[:])
-	if err := l.tree.Append(hasher.HashLeaf(body), nil); err != nil {
+	// One hash per record: the RFC 6962 leaf hash is both the tree's leaf and what the
+	// next record names as prev.
+	leaf := hasher.HashLeaf(line[:len(line)-1])
+	l.seq, l.prev = e.Seq, hex.EncodeToString(leaf)
+	if err := l.tree.Append(leaf, nil); err != nil {
 		return err
 	}
 	if l.now().Sub(l.lastCP) >= l.interval {

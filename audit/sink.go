@@ -2,7 +2,6 @@ package audit
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -83,7 +82,7 @@ func (s *FileSink) open() error {
 	return nil
 }
 
-// lastRecordHash is the hex SHA-256 of the last record line of the file ("" when it
+// lastRecordHash is the hex leaf hash (as prev names it) of the last record line of the file ("" when it
 // holds none), read from its last MaxLine*2 octets.
 func lastRecordHash(f *os.File, size int64) (string, error) {
 	if size == 0 {
@@ -105,8 +104,7 @@ func lastRecordHash(f *os.File, size int64) (string, error) {
 			break // possibly a partial line
 		}
 		if l, err := parseLine(lines[i]); err == nil && l.rec {
-			h := sha256.Sum256(lines[i])
-			return hex.EncodeToString(h[:]), nil
+			return hex.EncodeToString(hasher.HashLeaf(lines[i])), nil
 		}
 	}
 	return "", nil

@@ -71,7 +71,7 @@ type pos struct {
 type recLine struct {
 	pos
 	line
-	hash, leaf []byte
+	leaf []byte // the RFC 6962 leaf hash: the tree's leaf, and what the next record names as prev
 	// before is the hash of the record line before it in the inputs (nil for the first).
 	before []byte
 }
@@ -130,9 +130,9 @@ func Verify(inputs, checkpoints []Input, vs note.Verifiers) (*Report, error) {
 				rep.Findings = append(rep.Findings, Finding{Code: errcode.AuditRecordMalformed, File: p.file, Line: p.num, Detail: "a record in a checkpoint file"})
 				continue
 			}
-			h := sha256.Sum256(b)
-			recs = append(recs, &recLine{pos: p, line: l, hash: h[:], leaf: hasher.HashLeaf(b), before: before})
-			before = h[:]
+			leaf := hasher.HashLeaf(b)
+			recs = append(recs, &recLine{pos: p, line: l, leaf: leaf, before: before})
+			before = leaf
 		}
 	}
 	for _, in := range inputs {
@@ -272,7 +272,7 @@ func verifyWriter(rep *Report, w string, recs []*recLine, cps []*cpLine) []Findi
 		}
 		for _, r := range g {
 			for _, n := range group[seq+1] {
-				if n.prev == hex.EncodeToString(r.hash) {
+				if n.prev == hex.EncodeToString(r.leaf) {
 					genuine[seq] = r
 				}
 			}
@@ -307,7 +307,7 @@ func verifyWriter(rep *Report, w string, recs []*recLine, cps []*cpLine) []Findi
 				find(errcode.AuditRecordAltered, r.pos, r.seq, "writer %s's first record names a record before it that is not the record before it in the files (edited or removed)", w)
 			}
 		case i > 0 && inOrder[i-1].seq+1 == r.seq:
-			if r.prev != hex.EncodeToString(inOrder[i-1].hash) {
+			if r.prev != hex.EncodeToString(inOrder[i-1].leaf) {
 				find(errcode.AuditRecordAltered, inOrder[i-1].pos, inOrder[i-1].seq, "writer %s's record %d is not the record %d names as its predecessor: it was edited", w, inOrder[i-1].seq, r.seq)
 			}
 		}

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"path/filepath"
@@ -83,8 +82,7 @@ func rechain(t *testing.T, ls [][]byte, ri []int) {
 		if err := d.Decode(&m); err != nil {
 			t.Fatal(err)
 		}
-		h := sha256.Sum256(ls[ri[j-1]])
-		m["prev"] = hex.EncodeToString(h[:])
+		m["prev"] = hex.EncodeToString(hasher.HashLeaf(ls[ri[j-1]]))
 		b, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)

@@ -12,7 +12,7 @@ const (
 	// AuditRecordMalformed: a line of an audit file is not a record or a checkpoint of
 	// the documented form (or is over the size bound).
 	AuditRecordMalformed Code = "audit_record_malformed"
-	// AuditRecordAltered: a record's SHA-256 is not the prev the next record of its
+	// AuditRecordAltered: a record's hash is not the prev the next record of its
 	// writer names: the record was edited (or one was put in its place).
 	AuditRecordAltered Code = "audit_record_altered"
 	// AuditRecordRemoved: a writer's sequence numbers skip: records were removed.
