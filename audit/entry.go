@@ -70,8 +70,14 @@ func FromRecord(rec *oauth.Record, now time.Time) Entry {
 	}
 	if rec.Err != nil {
 		e.Decision, e.Code, e.Kind, e.KID = Refused, string(rec.Code), errcode.KindOf(rec.Err).String(), ""
+		if c, ok := rec.Detail.(*txntoken.Claims); ok && c != nil {
+			e.Txn, e.Dialog = c.Txn, c.Dialog() // a subject Txn-Token verified before the refusal (AS A)
+		}
 		if r := rec.Request; r != nil {
-			e.Dialog, e.Scopes = r.Dialog(), r.Scope
+			if e.Dialog == "" {
+				e.Dialog = r.Dialog()
+			}
+			e.Scopes = r.Scope
 			for _, a := range []string{r.Audience, r.Resource} {
 				if a != "" {
 					e.Audience = append(e.Audience, a)
@@ -89,6 +95,11 @@ func FromRecord(rec *oauth.Record, now time.Time) Entry {
 			is = oauth.Issued{Token: rec.Token.AccessToken, Txn: c.Txn, Dialog: c.Dialog(), ReqWL: c.ReqWL, Subject: c.Sub,
 				Scope: c.Scope, Audience: c.Aud}
 		}
+	}
+	if c, ok := rec.Detail.(*txntoken.Claims); ok && c != nil && is.Txn == "" && is.Dialog == "" {
+		// AS A: Detail is the subject Txn-Token; the grant carries neither, and is
+		// issued in the subject's transaction and dialog.
+		is.Txn, is.Dialog = c.Txn, c.Dialog()
 	}
 	if is.Token != "" {
 		e.IssuedSHA256 = tokenhash.Of(is.Token)

@@ -342,6 +342,7 @@ func (g *GrantIssuer) issue(ctx context.Context, tr *oauth.TokenRequest, req *oa
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
 	}
+	rec.Detail = txn // the audit trail records the subject's txn and dlg (oauth.Auditor)
 	if len(txn.Aud) != 1 || txn.Aud[0] != req.ID.TrustDomain() {
 		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s is not a workload of the Txn-Token's trust domain", req.ID))
 	}

@@ -84,7 +84,8 @@ func TestIssue26AuditTrailOfTwoDomains(t *testing.T) {
 			e.Txn != "" && e.ReqWL == a2.String() && e.Requester == a2.String() && len(e.Scopes) == 2
 	})
 	want(recsA, chaining.HandlerNameGrants, audit.Issued, func(e audit.Entry) bool {
-		return e.IssuedSHA256 == tokenhash.Of(g.AccessToken) && e.SubjectSHA256 == tokenhash.Of(txn.AccessToken) && e.Peer == urlB
+		return e.IssuedSHA256 == tokenhash.Of(g.AccessToken) && e.SubjectSHA256 == tokenhash.Of(txn.AccessToken) && e.Peer == urlB &&
+			e.Dialog == "D1-audit" && e.Txn != "" && e.Txn == recsA[0].Txn
 	})
 	want(recsB, chaining.HandlerNameAccessTokens, audit.Issued, func(e audit.Entry) bool {
 		return e.IssuedSHA256 == tokenhash.Of(at.AccessToken) && e.SubjectSHA256 == tokenhash.Of(g.AccessToken)
