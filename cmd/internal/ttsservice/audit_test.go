@@ -177,3 +177,20 @@ audit:
 		t.Fatalf("the failure is not logged: %s", proc.Stderr.String())
 	}
 }
+
+// The audit section is checked before anything opens (also by --check-config).
+func TestIssue26AuditSectionChecked(t *testing.T) {
+	if err := checkConfig(t, chainingBaseYAML+"audit:\n  sink: file\n  path: /var/lib/dialogtrust/audit.log\n"); err != nil {
+		t.Fatal(err)
+	}
+	for yaml, want := range map[string]string{
+		"audit:\n  sink: file\n":                        "audit.path is required",
+		"audit:\n  sink: syslog\n":                      "audit.sink must be file or stdout",
+		"audit:\n  sink: stdout\n  rotate_bytes: 10\n":  "are for sink file",
+		"audit:\n  sink: stdout\n  unknown_member: 1\n": "unknown_member",
+	} {
+		if err := checkConfig(t, chainingBaseYAML+yaml); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", yaml, err, want)
+		}
+	}
+}
