@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +89,23 @@ func TestAuditSinkFailureIsReported(t *testing.T) {
 	e := Entry{Decision: Issued}
 	if err := l.Append(&e); err != nil || e.Seq != 1 {
 		t.Fatalf("after a failure: seq %d, %v", e.Seq, err)
+	}
+}
+
+// A refusal's record holds what an unauthenticated caller chose (dlg, scope, audience,
+// resource); the token request's bounds keep it well under MaxLine, so no caller can
+// make a line the verifier must call malformed.
+func TestAuditRecordOfLargestRequestFitsALine(t *testing.T) {
+	big := func(n int) string { return strings.Repeat("<", n) } // six octets each once escaped
+	var scopes []string
+	for i := 0; i < oauth.MaxScopeSize/2; i++ {
+		scopes = append(scopes, "\u2028")
+	}
+	rec := &oauth.Record{Handler: big(100), Status: 400, Err: errcode.New(errcode.InvalidRequest, "x"), Code: errcode.InvalidRequest,
+		Request: &oauth.TokenRequest{SubjectToken: big(oauth.MaxSubjectTokenSize), Audience: big(oauth.MaxParamSize), Resource: big(oauth.MaxParamSize), Scope: scopes}}
+	e := FromRecord(rec, time.Now())
+	e.Dialog = big(oauth.MaxDialogLength)
+	if n := len(e.AppendJSON(nil)); n > MaxLine/2 {
+		t.Fatalf("a record of %d octets", n)
 	}
 }
