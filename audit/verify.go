@@ -332,6 +332,12 @@ func verifyWriter(rep *Report, w string, recs []*recLine, cps []*cpLine) []Findi
 				break
 			}
 		}
+		if tree == nil {
+			// A writer starts at 1, and a rotated file opens with the checkpoint of
+			// the records before it: without either, the head was cut.
+			find(errcode.AuditRecordRemoved, sorted[0].pos, sorted[0].seq, "writer %s's records start at %d, and no checkpoint of the %d before them opens the files: records 1 to %d were removed (or give the older files too)",
+				w, sorted[0].seq, sorted[0].seq-1, sorted[0].seq-1)
+		}
 	}
 	byseq := map[uint64]*recLine{}
 	for _, r := range sorted {

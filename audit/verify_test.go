@@ -184,6 +184,12 @@ func TestAuditRotationKeepsChain(t *testing.T) {
 	if !rep.OK() || rep.CheckpointsVerified == 0 {
 		t.Fatalf("report %+v", rep)
 	}
+	// The newest file with its opening checkpoint and first record cut is found.
+	ls := lines(t, path)
+	writeLines(t, path, ls[2:])
+	rep = verifyFiles(t, verifiersOf(t, k), nil, path)
+	wantFinding(t, rep, errcode.AuditRecordRemoved)
+	writeLines(t, path, ls)
 	// A rotated file dropped from the middle is found.
 	rep = verifyFiles(t, verifiersOf(t, k), nil, append(slices.Delete(slices.Clone(rotated), 1, 2), path)...)
 	wantFinding(t, rep, errcode.AuditRecordRemoved)
