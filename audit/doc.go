@@ -15,6 +15,9 @@
 // github.com/transparency-dev/merkle) signed with the service's active key (ES256 or
 // Ed25519: note.go adapts package keys to note's Signer and Verifier).
 //
+// The Redis stream sink shared by replicas lives with the Redis client, in
+// cmd/internal/kit (this package imports no Redis).
+//
 // Verify (verify.go) reads files of records and checkpoints and reports, each with its
 // own errcode, a removed, altered, reordered or inserted record, a checkpoint whose
 // tree head or signature does not hold, and a tail cut after a checkpoint kept

@@ -23,7 +23,8 @@ const (
 // AuditConfig is the audit section (issue 26; docs/operator.md "The audit trail"):
 // where a token endpoint writes one record per decision, and how often it checkpoints.
 type AuditConfig struct {
-	// Sink is file (append-only, rotated by size) or stdout.
+	// Sink is file (append-only, rotated by size), stdout, or redis (a stream in the
+	// store section's Redis, shared by the replicas).
 	Sink string `yaml:"sink"`
 	// Path is the file of the file sink.
 	Path string `yaml:"path"`
@@ -32,6 +33,9 @@ type AuditConfig struct {
 	// CheckpointInterval is how long records go without a signed checkpoint (default
 	// audit.DefaultCheckpointInterval).
 	CheckpointInterval time.Duration `yaml:"checkpoint_interval"`
+	// Stream is the Redis stream's key of the redis sink (default DefaultAuditStream,
+	// or the store's prefix + "audit").
+	Stream string `yaml:"stream"`
 	// Writer names this process's chain (default: the host name and a random suffix).
 	Writer string `yaml:"writer"`
 }
@@ -43,12 +47,15 @@ func (c *AuditConfig) Check(section string) error {
 		if c.Path == "" {
 			return fmt.Errorf("%s.path is required with sink file", section)
 		}
-	case AuditSinkStdout:
+	case AuditSinkStdout, AuditSinkRedis:
 		if c.Path != "" || c.RotateBytes != 0 {
 			return fmt.Errorf("%s: path and rotate_bytes are for sink file", section)
 		}
 	default:
-		return fmt.Errorf("%s.sink must be %s or %s, not %q", section, AuditSinkFile, AuditSinkStdout, c.Sink)
+		return fmt.Errorf("%s.sink must be %s, %s or %s, not %q", section, AuditSinkFile, AuditSinkStdout, AuditSinkRedis, c.Sink)
+	}
+	if c.Stream != "" && c.Sink != AuditSinkRedis {
+		return fmt.Errorf("%s.stream is for sink redis", section)
 	}
 	if c.RotateBytes < 0 || c.RotateBytes > 0 && c.RotateBytes < 2*audit.MaxLine {
 		return fmt.Errorf("%s.rotate_bytes must be 0 or at least %d", section, 2*audit.MaxLine)
@@ -63,9 +70,10 @@ func (c *AuditConfig) Check(section string) error {
 }
 
 // OpenAudit opens the audit trail of c on s (nil c: none): its sink (stdout is the
-// process's standard output), its writer signing checkpoints with ks's active key, a
-// checkpoint every interval while ctx lasts, and a last checkpoint when s closes.
-func OpenAudit(ctx context.Context, s *Server, c *AuditConfig, ks audit.KeySource, stdout io.Writer, logger *slog.Logger) (*audit.Log, error) {
+// process's standard output; redis a stream in st's Redis), its writer signing
+// checkpoints with ks's active key, a checkpoint every interval while ctx lasts, and a
+// last checkpoint when s closes.
+func OpenAudit(ctx context.Context, s *Server, c *AuditConfig, st *Store, ks audit.KeySource, stdout io.Writer, logger *slog.Logger) (*audit.Log, error) {
 	if c == nil {
 		return nil, nil
 	}
@@ -82,6 +90,12 @@ func OpenAudit(ctx context.Context, s *Server, c *AuditConfig, ks audit.KeySourc
 			stdout = os.Stdout
 		}
 		sink = audit.NewWriterSink(stdout)
+	case AuditSinkRedis:
+		r, err := newRedisStreamSink(st, c.Stream)
+		if err != nil {
+			return nil, err
+		}
+		sink = r
 	default:
 		return nil, fmt.Errorf("audit.sink %q", c.Sink)
 	}

@@ -21,8 +21,10 @@ func TestAuditConfigCheck(t *testing.T) {
 	}{
 		{AuditConfig{Sink: "file", Path: "/var/log/a.log", RotateBytes: 1 << 20, CheckpointInterval: time.Minute}, ""},
 		{AuditConfig{Sink: "stdout"}, ""},
-		{AuditConfig{}, "audit.sink must be file or stdout"},
-		{AuditConfig{Sink: "redis"}, "audit.sink must be file or stdout"},
+		{AuditConfig{}, "audit.sink must be file, stdout or redis"},
+		{AuditConfig{Sink: "redis", Stream: "s"}, ""},
+		{AuditConfig{Sink: "file", Path: "x", Stream: "s"}, "stream is for sink redis"},
+		{AuditConfig{Sink: "syslog"}, "audit.sink must be file, stdout or redis"},
 		{AuditConfig{Sink: "file"}, "audit.path is required"},
 		{AuditConfig{Sink: "stdout", Path: "x"}, "are for sink file"},
 		{AuditConfig{Sink: "file", Path: "x", RotateBytes: 1000}, "rotate_bytes must be 0 or at least"},
@@ -57,7 +59,7 @@ func TestOpenAuditStdoutClosesWithCheckpoint(t *testing.T) {
 	k, _ := keys.Generate(keys.ES256)
 	out := &lockedBuffer{}
 	s := &Server{}
-	l, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkStdout, Writer: "w1"}, ringKey{k}, out, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	l, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkStdout, Writer: "w1"}, nil, ringKey{k}, out, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +74,7 @@ func TestOpenAuditStdoutClosesWithCheckpoint(t *testing.T) {
 	if err != nil || !rep.OK() || rep.Records != 3 || rep.CheckpointsVerified != 1 {
 		t.Fatalf("%+v %v\n%s", rep, err, out.b.String())
 	}
-	if none, err := OpenAudit(context.Background(), s, nil, ringKey{k}, out, nil); none != nil || err != nil {
+	if none, err := OpenAudit(context.Background(), s, nil, nil, ringKey{k}, out, nil); none != nil || err != nil {
 		t.Fatalf("no section: %v %v", none, err)
 	}
 }

@@ -185,7 +185,8 @@ func TestIssue26AuditSectionChecked(t *testing.T) {
 	}
 	for yaml, want := range map[string]string{
 		"audit:\n  sink: file\n":                        "audit.path is required",
-		"audit:\n  sink: syslog\n":                      "audit.sink must be file or stdout",
+		"audit:\n  sink: syslog\n":                      "audit.sink must be file, stdout or redis",
+		"audit:\n  sink: redis\n":                       "needs store.type redis",
 		"audit:\n  sink: stdout\n  rotate_bytes: 10\n":  "are for sink file",
 		"audit:\n  sink: stdout\n  unknown_member: 1\n": "unknown_member",
 	} {

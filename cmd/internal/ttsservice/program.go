@@ -134,7 +134,7 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *kit.Server
 	rot, keysFrom := ks.Rotator, ks.From
 	readyChecks := append(st.ReadyChecks(), ks.Ready...)
 
-	auditor, err := openAudit(ctx, s, cfg, rot.Ring(), logger)
+	auditor, err := openAudit(ctx, s, cfg, st, rot.Ring(), logger)
 	if err != nil {
 		return nil, err
 	}
