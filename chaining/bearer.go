@@ -110,6 +110,9 @@ type JWTBearerConfig struct {
 	// Observer, when set, is told the outcomes of requests served by ServeHTTP (at a
 	// TTS's token endpoint, the endpoint's observer is told; oauthmetrics counts them).
 	Observer oauth.Observer
+	// Auditor, when set, records the outcomes of requests served by ServeHTTP (at a
+	// TTS's token endpoint, the endpoint's auditor does).
+	Auditor oauth.Auditor
 }
 
 // JWTBearer is AS B: the RFC 7523 jwt-bearer grant handler that redeems a peer's JWT
@@ -193,7 +196,7 @@ func NewJWTBearer(cfg JWTBearerConfig) (*JWTBearer, error) {
 		b.peers[p.Issuer] = &p
 	}
 	var err error
-	if b.alone, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: b, Observer: cfg.Observer}); err != nil {
+	if b.alone, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: b, Observer: cfg.Observer, Auditor: cfg.Auditor}); err != nil {
 		return nil, err
 	}
 	return b, nil

@@ -95,6 +95,9 @@ type GrantIssuerConfig struct {
 	// Observer, when set, is told the outcomes of requests served by ServeHTTP (at a
 	// TTS's token endpoint, the endpoint's observer is told; oauthmetrics counts them).
 	Observer oauth.Observer
+	// Auditor, when set, records the outcomes of requests served by ServeHTTP (at a
+	// TTS's token endpoint, the endpoint's auditor does).
+	Auditor oauth.Auditor
 }
 
 // GrantIssuer is AS A: the token exchange handler that turns a Txn-Token of this
@@ -187,7 +190,7 @@ func NewGrantIssuer(cfg GrantIssuerConfig) (*GrantIssuer, error) {
 		return nil, err
 	}
 	var err error
-	if g.alone, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: g, Observer: cfg.Observer}); err != nil {
+	if g.alone, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: g, Observer: cfg.Observer, Auditor: cfg.Auditor}); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -339,6 +342,7 @@ func (g *GrantIssuer) issue(ctx context.Context, tr *oauth.TokenRequest, req *oa
 	if err != nil {
 		return nil, nil, "", at(stageRequest, err)
 	}
+	rec.Detail = txn // the audit trail records the subject's txn and dlg (oauth.Auditor)
 	if len(txn.Aud) != 1 || txn.Aud[0] != req.ID.TrustDomain() {
 		return nil, nil, "", at(stagePolicy, errcode.New(errcode.WorkloadNotAllowed, "%s is not a workload of the Txn-Token's trust domain", req.ID))
 	}

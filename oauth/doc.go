@@ -26,7 +26,9 @@
 //     authenticated Client. It writes the handler's Response (RFC 6749 section 5.1,
 //     RFC 8693 section 2.2.1, no-store) or the error document, and tells an Observer
 //     every outcome (oauthmetrics counts them for Prometheus; this package does not
-//     import it). Read endpoint.go first, then clientauth.go.
+//     import it). An Auditor (audit.go; package audit) records every outcome before
+//     it is sent, and an issuance it cannot record becomes a refusal
+//     (audit_unavailable). Read endpoint.go first, then clientauth.go.
 //   - Errors (RFC 6749 section 5.2, RFC 8693 section 2.2.2, RFC 7523 section 3.1,
 //     oauth.md 1.11): ErrorFor is the one mapping from a rejection (its errcode and
 //     the Stage it failed at) to the OAuth error and HTTP status; WriteError writes the

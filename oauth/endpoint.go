@@ -103,6 +103,8 @@ type EndpointConfig struct {
 	MaxBodySize int64
 	// Observer, when set, is told every outcome.
 	Observer Observer
+	// Auditor, when set, records every outcome before it is sent (audit.go).
+	Auditor Auditor
 }
 
 // Endpoint is the token endpoint (RFC 6749 section 3.2): an http.Handler for POST that
@@ -184,6 +186,11 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Error, rec.Status = ErrorFor(err)
 	} else {
 		rec.Response, rec.Status = resp, http.StatusOK
+	}
+	if e.cfg.Auditor != nil {
+		if aerr := e.audit(rec); aerr != nil {
+			err, resp = aerr, nil
+		}
 	}
 	rec.Duration = time.Since(rec.Start)
 	h.Done(ctx, r, rec)

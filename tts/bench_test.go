@@ -80,6 +80,9 @@ func benchEnvWith(b *testing.B, bc benchCase, cached bool, rules []Rule) (*env, 
 		at, _ := NewJWTHandler(TokenTypeAccessToken, []JWTIssuer{{Issuer: idpIss, Keys: set}}, hopts)
 		c.SubjectHandlers = []SubjectTokenHandler{at, NewSelfSignedHandler([]string{c.Issuer}, SelfSignedOptions{HandlerOptions: hopts})}
 		c.Decider = benchDecider
+		if benchAudit != nil {
+			c.Auditor = benchAudit(b, e.ring)
+		}
 	})
 	w := e.dom.Workload(b, "/agent/a1", bc.alg)
 	subject := e.accessToken("alice", "trip.read trip.book", 0)

@@ -64,6 +64,9 @@ type Config struct {
 	// Decider, when set, is asked after Policy allowed an issuance and before the token
 	// is signed (decide.go): nothing is issued when it refuses or cannot decide.
 	Decider IssuanceDecider
+	// Auditor, when set, records every issuance and refusal of the token endpoint
+	// (package audit): an issuance it cannot record is refused (oauth.Auditor).
+	Auditor oauth.Auditor
 	// Registry receives the metrics and is served at /metrics (default: a new one).
 	Registry *prometheus.Registry
 	// Logger for JSON logs (default: discard). Tokens appear only as SHA-256 hashes.
@@ -153,7 +156,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if s.endpoint, err = oauth.NewEndpoint(oauth.EndpointConfig{Fallback: txnGrant{s}, Handlers: s.revocableGrants(cfg.Grants), MaxBodySize: cfg.MaxBodySize,
-		Observer: observer}); err != nil {
+		Observer: observer, Auditor: cfg.Auditor}); err != nil {
 		return nil, err
 	}
 	s.router = s.routes()

@@ -38,11 +38,13 @@ var groups = map[string]groupText{
 	"txn":     {"Transaction Tokens: request one from a TTS, verify one", "txn verify --jwks https://tts.example/jwks --audience dev.local @a1.txn", "docs/cli.md#dialogtrust-txn"},
 	"chain":   {"identity chaining across trust domains: a grant from AS A, redeemed at the peer's AS B", "chain redeem --token-endpoint http://127.0.0.1:8082/token --wit @a1.wit --key a1.jwk --grant @a1.grant", "docs/cli.md#dialogtrust-chain"},
 	"policy":  {"issuance policy: run a TTS policy on requests with expected decisions", "policy test tts.yaml cases.yaml", "docs/cli.md#dialogtrust-policy"},
+	"audit":   {"the audit trail of a TTS: verify its chain, checkpoints and signatures", "audit verify --key tts-jwks.json --checkpoint tts.log.checkpoint tts.log", "docs/cli.md#dialogtrust-audit"},
 	"bench":   {"load tools for the TTS and for a verifying receiver", "bench tts --url http://127.0.0.1:8081 --wit-issuer http://127.0.0.1:8080", "docs/cli.md#dialogtrust-bench"},
 }
 
 var helps = map[string]helpText{
 	"policy test":           {summary: "run a TTS configuration's issuance policy on requests and compare the decisions", example: "policy test tts.yaml cases.yaml", doc: "docs/cli.md#dialogtrust-policy"},
+	"audit verify":          {summary: "verify a TTS's audit trail: a removed, altered, reordered or inserted record, a checkpoint that does not hold, a cut tail", example: "audit verify --key tts-jwks.json --checkpoint tts.log.checkpoint tts.log.2* tts.log", doc: "docs/cli.md#dialogtrust-audit"},
 	"dev":                   {summary: "a development trust domain and its peer on loopback until Ctrl-C; prints the next commands", example: "dev --proxies", doc: "docs/cli.md#dialogtrust-dev"},
 	"key generate":          {summary: "make a private key and print it as a JWK, or write it to a new file", example: "key generate --alg ES256 --out issuer.jwk", doc: "docs/cli.md#dialogtrust-key"},
 	"key public":            {summary: "print the public half of a private JWK", example: "key public --in issuer.jwk", doc: "docs/cli.md#dialogtrust-key"},

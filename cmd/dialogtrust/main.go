@@ -44,6 +44,7 @@ var commands = []command{
 	{"revoke list", "--admin URL --wit WIT --key FILE [--timeout 30s]", revokeList},
 	{"revoke lift", "--admin URL --wit WIT --key FILE (--dialog D | --workload ID | --txn T) [--timeout 30s]", revokeLift},
 	{"policy test", "[--quiet] POLICY REQUESTS", policyTest},
+	{"audit verify", "[--key JWKS_FILE] [--checkpoint FILE]... [--json] FILE...", auditVerify},
 	{"conformance", "[--dir DIR]", conformanceRun},
 	{"demo", "[--local ENVFILE | --local-env] [--json] [--report FILE]", demoRun},
 	{"proxy", "--config FILE [--check-config] [--listen 127.0.0.1:9480] [--log-level LEVEL] [--log-format text|json]", proxyRun},

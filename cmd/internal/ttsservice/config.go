@@ -33,6 +33,9 @@ type Config struct {
 	// Revocations, when set, refuses tokens in what an operator revoked and serves
 	// the admin API (issue 26, revocations.go).
 	Revocations *RevocationsConfig `yaml:"revocations"`
+	// Audit, when set, writes one record per issuance and refusal, chained and
+	// checkpointed (issue 26); an issuance it cannot record is refused.
+	Audit *kit.AuditConfig `yaml:"audit"`
 	// JWKSRetry bounds how often a JWKS URL that has not answered yet is tried again
 	// (default 5s).
 	JWKSRetry time.Duration `yaml:"jwks_retry"`

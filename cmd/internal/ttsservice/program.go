@@ -98,6 +98,9 @@ func validate(cfg *Config) error {
 			return err
 		}
 	}
+	if err := checkAudit(cfg); err != nil {
+		return err
+	}
 	p, err := buildPolicy(cfg.Policy, cfg.file)
 	if err != nil {
 		return err
@@ -135,7 +138,11 @@ func build(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *kit.Server
 	rot, keysFrom := ks.Rotator, ks.From
 	readyChecks := append(st.ReadyChecks(), ks.Ready...)
 
-	handler, err := buildHandler(ctx, cfg, logger, issuer, rot.Ring(), replay, readyChecks, ks.Metrics)
+	auditor, err := openAudit(ctx, s, cfg, st, rot.Ring(), logger)
+	if err != nil {
+		return nil, err
+	}
+	handler, err := buildHandler(ctx, cfg, logger, issuer, rot.Ring(), replay, readyChecks, ks.Metrics, auditor)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +188,7 @@ func listen(s *kit.Server, cfg *Config, logger *slog.Logger) error {
 
 // buildHandler builds the token endpoint and everything behind it: WIT trust, client
 // authentication, subject token handlers, identity chaining, policy and metrics.
-func buildHandler(ctx context.Context, cfg *Config, logger *slog.Logger, issuer string, ring *keys.Ring, replay store.Replay, readyChecks []tts.ReadyCheck, metrics []prometheus.Collector) (http.Handler, error) {
+func buildHandler(ctx context.Context, cfg *Config, logger *slog.Logger, issuer string, ring *keys.Ring, replay store.Replay, readyChecks []tts.ReadyCheck, metrics []prometheus.Collector, auditor oauth.Auditor) (http.Handler, error) {
 	trust := keys.NewTrust()
 	for _, w := range cfg.WITs {
 		ks, ready, err := keySource(ctx, cfg.JWKSRetry, "wits["+w.TrustDomain+"]", kit.JWKSSource{JWKS: w.JWKS})
@@ -228,7 +235,7 @@ func buildHandler(ctx context.Context, cfg *Config, logger *slog.Logger, issuer 
 		IssuedLogLevel: issuedLevel,
 		Issuer:         issuer, TokenEndpoint: tokenEndpoint, TrustDomains: cfg.TrustDomains, Keys: ring,
 		Authenticators: auths, SubjectHandlers: handlers, Replay: replay, Policy: policy,
-		Registry: reg, Logger: logger, Skew: cfg.Skew, ReadyChecks: readyChecks,
+		Registry: reg, Logger: logger, Skew: cfg.Skew, ReadyChecks: readyChecks, Auditor: auditor,
 	}
 	if tcfg.Decider, err = openDecider(cfg.AuthZEN); err != nil {
 		return nil, err

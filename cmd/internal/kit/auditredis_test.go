@@ -1,0 +1,104 @@
+package kit
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/audit"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
+	"github.com/dialogtrust/dialogtrust/keys"
+)
+
+// Issue 26: replicas share one Redis stream, each a writer of its own chain in it; the
+// stream, read back as the operator guide says (redis-cli XRANGE, the trail's lines
+// kept), verifies against the replicas' key.
+func TestIssue26AuditRedisStreamSharedByReplicas(t *testing.T) {
+	addr := testkit.RedisAddr(t)
+	prefix := fmt.Sprintf("audit-test-%d:", time.Now().UnixNano())
+	k, _ := keys.Generate(keys.ES256)
+	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	var logs []*audit.Log
+	var servers []*Server
+	for i := 0; i < 2; i++ {
+		st, err := OpenStore(StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{addr}, Prefix: prefix}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &Server{}
+		s.OnClose(st.Close)
+		l, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkRedis, Writer: fmt.Sprintf("tts-%d", i)}, st, ringKey{k}, nil, logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs, servers = append(logs, l), append(servers, s)
+	}
+	for i := 0; i < 10; i++ {
+		if err := logs[i%2].Append(&audit.Entry{Decision: audit.Issued, Txn: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range servers {
+		s.Close()
+	}
+	client, _ := RedisClient(RedisConfig{Addrs: []string{addr}})
+	defer client.Close()
+	stream := prefix + "audit"
+	defer client.Del(context.Background(), stream)
+	var trail bytes.Buffer
+	if cli, err := exec.LookPath("redis-cli"); err == nil {
+		host, port, _ := net.SplitHostPort(addr)
+		out, err := exec.Command(cli, "-h", host, "-p", port, "--raw", "XRANGE", stream, "-", "+").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(line, `{"v":1,`) {
+				trail.WriteString(line + "\n")
+			}
+		}
+	} else {
+		msgs, err := client.XRange(context.Background(), stream, "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			trail.WriteString(m.Values["l"].(string) + "\n")
+		}
+	}
+	vs, _ := audit.Verifiers([]*keys.PublicKey{k.Public()})
+	rep, err := audit.Verify([]audit.Input{{Name: stream, R: &trail}}, nil, vs)
+	if err != nil || !rep.OK() || rep.Records != 10 || rep.Writers != 2 || rep.CheckpointsVerified != 2 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+}
+
+// A stream that does not answer is an error: the endpoint refuses the issuance.
+func TestIssue26AuditRedisDownIsAnError(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := ln.Addr().String()
+	ln.Close()
+	st, err := OpenStore(StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{dead}, Timeout: 200 * time.Millisecond}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k, _ := keys.Generate(keys.ES256)
+	l, err := OpenAudit(context.Background(), &Server{}, &AuditConfig{Sink: AuditSinkRedis}, st, ringKey{k}, nil, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(&audit.Entry{Decision: audit.Issued}); err == nil {
+		t.Fatal("a record the stream did not take was not an error")
+	}
+	if _, err := OpenAudit(context.Background(), &Server{}, &AuditConfig{Sink: AuditSinkRedis}, &Store{}, ringKey{k}, nil, nil); err == nil {
+		t.Fatal("the redis sink opened without a Redis store")
+	}
+}
