@@ -72,4 +72,3 @@ func peerTyps(typs []string, idjag bool) []string {
 	}
 	return append(slices.Clone(typs), chaining.IDJAGTyp)
 }
-
