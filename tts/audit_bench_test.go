@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -55,53 +54,10 @@ func auditIssuerParts(b *testing.B, bc benchCase, with bool) (mint func() string
 func BenchmarkIssueAuditRatio(b *testing.B) {
 	for _, bc := range benchCases {
 		b.Run(bc.name, func(b *testing.B) {
-			mint0, prepare0, serve0 := auditIssuerParts(b, bc, false)
-			mint1, prepare1, serve1 := auditIssuerParts(b, bc, true)
-			p0, p1 := make([]string, b.N), make([]string, b.N)
-			for i := range p0 {
-				p0[i], p1[i] = mint0(), mint1()
-			}
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			var without, with, cpuWithout, cpuWith time.Duration
-			cw, cwo := make([]time.Duration, b.N), make([]time.Duration, b.N)
-			_, cpuOK := threadCPU()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				for k := range 2 {
-					if (i+k)%2 == 0 {
-						req, rec := prepare0(p0[i])
-						c0, _ := threadCPU()
-						t0 := time.Now()
-						serve0(req, rec)
-						without += time.Since(t0)
-						c1, _ := threadCPU()
-						cwo[i] = c1 - c0
-						cpuWithout += cwo[i]
-					} else {
-						req, rec := prepare1(p1[i])
-						c0, _ := threadCPU()
-						t0 := time.Now()
-						serve1(req, rec)
-						with += time.Since(t0)
-						c1, _ := threadCPU()
-						cw[i] = c1 - c0
-						cpuWith += cw[i]
-					}
-				}
-			}
-			b.StopTimer()
-			n := float64(b.N)
-			b.ReportMetric(float64(without.Nanoseconds())/n, "without-ns/op")
-			b.ReportMetric(float64(with.Nanoseconds())/n, "with-ns/op")
-			b.ReportMetric(100*float64(with)/float64(without), "audit-wall-%")
-			if cpuOK {
-				b.ReportMetric(float64(cpuWithout.Nanoseconds())/n, "without-cpu-ns/op")
-				b.ReportMetric(float64(cpuWith.Nanoseconds())/n, "with-cpu-ns/op")
-				b.ReportMetric(100*float64(cpuWith)/float64(cpuWithout), "audit-cpu-%")
-				b.ReportMetric(100*float64(median(cw))/float64(median(cwo)), "audit-cpu-median-%")
-			}
+			var without, with benchSide
+			without.mint, without.prepare, without.serve = auditIssuerParts(b, bc, false)
+			with.mint, with.prepare, with.serve = auditIssuerParts(b, bc, true)
+			interleavedRatio(b, "audit", without, with)
 		})
 	}
 }

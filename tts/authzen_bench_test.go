@@ -97,52 +97,66 @@ func BenchmarkIssueAuthZENRatio(b *testing.B) {
 	for _, bc := range benchCases {
 		b.Run(bc.name, func(b *testing.B) {
 			c, asked := allowPDP(b)
-			mint0, prepare0, serve0 := zenIssuerParts(b, bc, nil)
-			mint1, prepare1, serve1 := zenIssuerParts(b, bc, c)
-			p0, p1 := make([]string, b.N), make([]string, b.N)
-			for i := range p0 {
-				p0[i], p1[i] = mint0(), mint1()
-			}
-			// The handler runs on this goroutine (httptest recorder), locked to its thread,
-			// so the thread's CPU time around serve is the server CPU of one token.
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			var without, with, cpuWithout, cpuWith time.Duration
-			// Per-request CPU times too, for the medians: on a shared machine a few
-			// requests pay for a GC cycle or a descheduled sibling thread, and the mean
-			// carries that noise into the ratio; the median does not.
-			cw, cwo := make([]time.Duration, b.N), make([]time.Duration, b.N)
-			_, cpuOK := threadCPU()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				// The two alternate which goes first, so that neither always follows
-				// the other's garbage.
-				for k := range 2 {
-					if (i+k)%2 == 0 {
-						wall, cpu := serveTimed(prepare0, serve0, p0[i])
-						without, cwo[i], cpuWithout = without+wall, cpu, cpuWithout+cpu
-					} else {
-						wall, cpu := serveTimed(prepare1, serve1, p1[i])
-						with, cw[i], cpuWith = with+wall, cpu, cpuWith+cpu
-					}
-				}
-			}
-			b.StopTimer()
+			var without, with benchSide
+			without.mint, without.prepare, without.serve = zenIssuerParts(b, bc, nil)
+			with.mint, with.prepare, with.serve = zenIssuerParts(b, bc, c)
+			interleavedRatio(b, "authzen", without, with)
 			if *asked != 1 {
 				b.Fatalf("the PDP was asked %d times: the cache was not warm", *asked)
 			}
-			n := float64(b.N)
-			b.ReportMetric(float64(without.Nanoseconds())/n, "without-ns/op")
-			b.ReportMetric(float64(with.Nanoseconds())/n, "with-ns/op")
-			b.ReportMetric(100*float64(with)/float64(without), "authzen-wall-%")
-			if cpuOK {
-				b.ReportMetric(float64(cpuWithout.Nanoseconds())/n, "without-cpu-ns/op")
-				b.ReportMetric(float64(cpuWith.Nanoseconds())/n, "with-cpu-ns/op")
-				b.ReportMetric(100*float64(cpuWith)/float64(cpuWithout), "authzen-cpu-%")
-				b.ReportMetric(100*float64(median(cw))/float64(median(cwo)), "authzen-cpu-median-%")
-			}
 		})
+	}
+}
+
+// benchSide is one side of an interleaved comparison: the issuer parts of
+// issuerParts without its send.
+type benchSide struct {
+	mint    func() string
+	prepare func(string) (*http.Request, *httptest.ResponseRecorder)
+	serve   func(*http.Request, *httptest.ResponseRecorder)
+}
+
+// interleavedRatio serves b.N tokens at each side on the same machine and moment, the
+// two alternating which goes first so that neither always follows the other's garbage,
+// and reports each side's wall and thread CPU per token and their ratios (name-wall-%,
+// name-cpu-%, name-cpu-median-%). The handler runs on this goroutine (httptest
+// recorder), locked to its thread, so the thread's CPU time around serve is the server
+// CPU of one token. The medians too: on a shared machine a few requests pay for a GC
+// cycle or a descheduled sibling thread, and the mean carries that noise into the
+// ratio; the median does not.
+func interleavedRatio(b *testing.B, name string, s0, s1 benchSide) {
+	p0, p1 := make([]string, b.N), make([]string, b.N)
+	for i := range p0 {
+		p0[i], p1[i] = s0.mint(), s1.mint()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var without, with, cpuWithout, cpuWith time.Duration
+	cw, cwo := make([]time.Duration, b.N), make([]time.Duration, b.N)
+	_, cpuOK := threadCPU()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k := range 2 {
+			if (i+k)%2 == 0 {
+				wall, cpu := serveTimed(s0.prepare, s0.serve, p0[i])
+				without, cwo[i], cpuWithout = without+wall, cpu, cpuWithout+cpu
+			} else {
+				wall, cpu := serveTimed(s1.prepare, s1.serve, p1[i])
+				with, cw[i], cpuWith = with+wall, cpu, cpuWith+cpu
+			}
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(without.Nanoseconds())/n, "without-ns/op")
+	b.ReportMetric(float64(with.Nanoseconds())/n, "with-ns/op")
+	b.ReportMetric(100*float64(with)/float64(without), name+"-wall-%")
+	if cpuOK {
+		b.ReportMetric(float64(cpuWithout.Nanoseconds())/n, "without-cpu-ns/op")
+		b.ReportMetric(float64(cpuWith.Nanoseconds())/n, "with-cpu-ns/op")
+		b.ReportMetric(100*float64(cpuWith)/float64(cpuWithout), name+"-cpu-%")
+		b.ReportMetric(100*float64(median(cw))/float64(median(cwo)), name+"-cpu-median-%")
 	}
 }
 
