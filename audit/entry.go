@@ -10,9 +10,23 @@ import (
 )
 
 // Decisions of a record.
+//
+// Token endpoints write Issued and Refused; receivers and ingresses (when they audit)
+// Accepted and Refused; the revocations admin API Revoked and Lifted.
 const (
-	Issued  = "issued"
-	Refused = "refused"
+	Issued   = "issued"
+	Refused  = "refused"
+	Accepted = "accepted"
+	Revoked  = "revoked"
+	Lifted   = "lifted"
+)
+
+// Handlers of records other than the token endpoints' (whose handler is the oauth
+// handler's name: tts, chaining_grants, chaining_access_tokens).
+const (
+	HandlerReceiver    = "receiver"
+	HandlerIngress     = "ingress"
+	HandlerRevocations = "revocations"
 )
 
 // Version is the record and checkpoint line format's version (v).
@@ -51,6 +65,18 @@ type Entry struct {
 	Scopes        []string `json:"scopes,omitempty"`
 	Audience      []string `json:"aud,omitempty"`
 	KID           string   `json:"kid,omitempty"`
+	// Hop is the handoff hop of a request that carried a handoff offer (receivers and
+	// ingresses).
+	Hop string `json:"hop,omitempty"`
+	// Operation is what a request at a receiver or ingress asked for, as authorization
+	// saw it (for example "tools/call get_weather").
+	Operation string `json:"op,omitempty"`
+	// TargetKind and Target are what a revocation record revoked or lifted (dialog,
+	// workload, txn; the revoke package's kinds) and Reason the administrator's reason.
+	// Requester is the administrator.
+	TargetKind string `json:"target_kind,omitempty"`
+	Target     string `json:"target,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 }
 
 // FromRecord is the entry of one token endpoint outcome. For an issuance it reads the

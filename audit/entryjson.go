@@ -68,5 +68,10 @@ func (e *Entry) AppendJSON(b []byte) []byte {
 	list("scopes", e.Scopes)
 	list("aud", e.Audience)
 	str("kid", e.KID)
+	str("hop", e.Hop)
+	str("op", e.Operation)
+	str("target_kind", e.TargetKind)
+	str("target", e.Target)
+	str("reason", e.Reason)
 	return append(b, '}')
 }

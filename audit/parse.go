@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/dialogtrust/dialogtrust/internal/netjson"
 )
 
 // MaxLine bounds a line of the trail (a record or a checkpoint), in octets; a longer
@@ -80,4 +82,23 @@ func isHexHash(s string) bool {
 		}
 	}
 	return true
+}
+
+// ParseRecord reads one record line (without its newline) of a trail this project
+// wrote, for readers of the trail such as the operator's page: exact member names, no
+// member twice, at most MaxLine octets. A checkpoint line is refused; so is an unknown
+// member, since a trail holds only what Entry names. It does not verify the chain:
+// that is Verify's.
+func ParseRecord(b []byte) (Entry, error) {
+	var e Entry
+	if len(b) > MaxLine {
+		return e, fmt.Errorf("line over %d octets", MaxLine)
+	}
+	if _, err := netjson.DecodeOnlyKnown(b, &e); err != nil {
+		return Entry{}, err
+	}
+	if e.V != Version || e.Writer == "" || e.Seq == 0 || e.Decision == "" {
+		return Entry{}, errors.New("not a record of this trail (v, w, seq, decision)")
+	}
+	return e, nil
 }
