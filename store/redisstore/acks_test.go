@@ -55,13 +55,15 @@ func TestRedisReplicaAcks(t *testing.T) {
 	if err := replica.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	err := r.Claim(ctx, "unacked", time.Minute)
 	if errcode.CodeOf(err) != errcode.StoreUnavailable || errcode.KindOf(err) != errcode.Incomplete {
 		t.Fatalf("claim without the replica's acknowledgement: %v", err)
 	}
-	if d := time.Since(start); d > 450*time.Millisecond {
-		t.Errorf("the refusal took %s (ack timeout 200ms, store timeout 500ms)", d)
+	// Refused by WAIT's answer (too few acknowledgements), not by a timeout of the
+	// store's own: the claim reached Redis and its answer was read. (A latency bound
+	// here flaked on a loaded machine: correctness, not speed, is asserted.)
+	if !strings.Contains(err.Error(), "acknowledged by 0 of the 1 replicas") {
+		t.Fatalf("refused for another reason than the missing acknowledgement: %v", err)
 	}
 	if err := replica.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
