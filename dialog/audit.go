@@ -54,6 +54,9 @@ func WithAuditHandler(name string) ReceiverOption {
 	return func(r *Receiver) { r.auditHandler = name }
 }
 
+// Audits reports whether the receiver writes audit records (WithAuditor).
+func (rc *Receiver) Audits() bool { return rc.auditor != nil }
+
 type requestIDKey struct{}
 
 // WithRequestID returns ctx carrying the request id that WithAuditor's records of the
