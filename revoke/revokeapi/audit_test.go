@@ -74,7 +74,6 @@ func verifiedRecords(t *testing.T, l *audit.Log, path string, k *keys.PrivateKey
 	return out
 }
 
-
 // Issue 26 ("revocations ... are audited"): a revocation and its lift are each one
 // record of the trail, which audit.Verify accepts, naming the administrator, what
 // changed and why.
