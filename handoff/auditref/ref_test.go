@@ -36,7 +36,7 @@ type fixedKey struct{ k *keys.PrivateKey }
 
 func (f fixedKey) Active() *keys.PrivateKey { return f.k }
 
-func genKey(t *testing.T, alg string) *keys.PrivateKey {
+func genKey(t testing.TB, alg string) *keys.PrivateKey {
 	t.Helper()
 	k, err := keys.Generate(alg)
 	if err != nil {
@@ -45,7 +45,7 @@ func genKey(t *testing.T, alg string) *keys.PrivateKey {
 	return k
 }
 
-func verifiers(t *testing.T, ks ...*keys.PrivateKey) note.Verifiers {
+func verifiers(t testing.TB, ks ...*keys.PrivateKey) note.Verifiers {
 	t.Helper()
 	var pub []*keys.PublicKey
 	for _, k := range ks {
@@ -60,7 +60,7 @@ func verifiers(t *testing.T, ks ...*keys.PrivateKey) note.Verifiers {
 
 // trailRef writes three records to a log signed by k (writer tts-a) and returns the
 // reference to its checkpoint and the sink.
-func trailRef(t *testing.T, k *keys.PrivateKey) (handoff.ContextRef, *memSink) {
+func trailRef(t testing.TB, k *keys.PrivateKey) (handoff.ContextRef, *memSink) {
 	t.Helper()
 	sink := &memSink{}
 	l, err := audit.New(sink, fixedKey{k}, audit.WithWriter("tts-a"))
