@@ -30,7 +30,8 @@ import (
 //     token's issuance names the same value as issued_token_sha256;
 //   - rule and op: the authorization rule that decided and the operation it was asked
 //     about ("tools/call get_weather"), when WithAuthorizer ran;
-//   - hop: the handoff hop of a verified offer (or of a delegator's canceled status).
+//   - hop: the handoff hop of an offer whose signature verified, accepted or refused
+//     (or of a delegator's canceled status).
 //
 // A refusal before the sender's proof verified (no proof, a bad signature, an
 // untrusted WIT) is recorded with its code, kind, status and request id only: an
@@ -75,6 +76,8 @@ type auditFacts struct {
 	// verified.
 	txnSHA256 string
 	rule, op  string
+	// hop is the hop of an offer whose signature verified, whatever its outcome.
+	hop string
 }
 
 // requestID is the request id of r's records, set on w when the receiver chose it.
@@ -115,7 +118,9 @@ func (rc *Receiver) record(id string, v *Verified, err error) *audit.Entry {
 			e.Dialog = c.Dialog()
 		}
 	}
-	e.Hop = hopOf(v.Handoff, v.Cancel)
+	if e.Hop = hopOf(v.Handoff, v.Cancel); e.Hop == "" {
+		e.Hop = v.audit.hop
+	}
 	return e
 }
 
