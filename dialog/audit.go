@@ -46,7 +46,12 @@ import (
 // the handler ran (response_not_signable over the bound) are not the receiver's: the
 // request was accepted.
 func WithAuditor(a audit.Appender, self identifier.ID) ReceiverOption {
-	return func(r *Receiver) { r.auditor, r.auditSelf = a, self.String() }
+	return func(r *Receiver) {
+		r.auditor = a
+		if !self.IsZero() {
+			r.auditSelf = self.String()
+		}
+	}
 }
 
 // WithAuditHandler names the handler of WithAuditor's records (default
@@ -96,8 +101,10 @@ func (rc *Receiver) record(id string, v *Verified, err error) *audit.Entry {
 		handler = audit.HandlerReceiver
 	}
 	// Time is left to the Log, whose clock stamps it.
-	e := &audit.Entry{Decision: audit.Accepted, Handler: handler, RequestID: id,
-		Audience: []string{rc.auditSelf}}
+	e := &audit.Entry{Decision: audit.Accepted, Handler: handler, RequestID: id}
+	if rc.auditSelf != "" {
+		e.Audience = []string{rc.auditSelf}
+	}
 	if err != nil {
 		e.Decision, e.Code, e.Kind, e.Status = audit.Refused, string(errcode.CodeOf(err)), errcode.KindOf(err).String(), problem.Status(err)
 	}
