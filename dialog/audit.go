@@ -18,7 +18,8 @@ import (
 // WithAuditor has the Middleware write one record of the audit trail (issue 26; package
 // audit, docs/operator.md "The audit trail") for every request it answers: decision
 // "accepted" for a request that passed every check, written before the handler sees
-// it, or "refused" with the refusal's code, kind and status. Off by default.
+// it, or "refused" with the refusal's code, kind and status (problem.Status's, also
+// for a refusal sent as a JSON-RPC error on 200). Off by default.
 //
 // A record names what the receiver verified, and nothing it did not:
 //   - requester: the sender (the WIT's sub), once its proof over the fields verified;
