@@ -23,5 +23,10 @@
 // tree head or signature does not hold, and a tail cut after a checkpoint kept
 // elsewhere (the .checkpoint file beside the log, or any copy of a checkpoint line).
 //
+// Receivers and ingresses (dialog.WithAuditor) and the revocations admin API
+// (revokeapi.Config.Auditor) write their records through Appender, which Log
+// implements; Log.SignedCheckpoint gives the latest signed head, which package
+// handoff/auditref names in a handoff's context references.
+//
 // Read first: log.go (the writer), then entry.go, verify.go.
 package audit

@@ -77,6 +77,9 @@ type Entry struct {
 	TargetKind string `json:"target_kind,omitempty"`
 	Target     string `json:"target,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+	// Linked is a dialog revocation's "with the dialogs linked from it" (revoke
+	// .Revocation.Linked): what it revoked reaches further than Target.
+	Linked bool `json:"linked,omitempty"`
 }
 
 // FromRecord is the entry of one token endpoint outcome. For an issuance it reads the

@@ -73,5 +73,8 @@ func (e *Entry) AppendJSON(b []byte) []byte {
 	str("target_kind", e.TargetKind)
 	str("target", e.Target)
 	str("reason", e.Reason)
+	if e.Linked {
+		b = append(b, `,"linked":true`...)
+	}
 	return append(b, '}')
 }

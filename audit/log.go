@@ -92,6 +92,9 @@ type Log struct {
 	lastCP time.Time
 	cpSize uint64
 	closed bool
+	// lastNote is the signed note of the latest checkpoint written, pendingNote that
+	// of the checkpoint line being written (head.go).
+	lastNote, pendingNote []byte
 }
 
 var hasher = rfc6962.DefaultHasher
@@ -239,7 +242,7 @@ func (l *Log) writeCheckpointLocked(line []byte) error {
 			return err
 		}
 	}
-	l.cpSize, l.lastCP = l.seq, l.now()
+	l.cpSize, l.lastCP, l.lastNote = l.seq, l.now(), l.pendingNote
 	return nil
 }
 
@@ -273,6 +276,7 @@ func (l *Log) checkpointLineLocked() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.pendingNote = signed
 	cl := checkpointLine{V: Version, Writer: l.writer, Checkpoint: string(signed)}
 	for _, h := range l.tree.Hashes() {
 		cl.Range = append(cl.Range, base64.StdEncoding.EncodeToString(h))

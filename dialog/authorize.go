@@ -76,7 +76,10 @@ func (rc *Receiver) authorize(ctx context.Context, r *http.Request, v *Verified,
 	if err != nil {
 		return err
 	}
-	_, err = authz.Check(ctx, rc.authorizer, req)
+	dec, err := authz.Check(ctx, rc.authorizer, req)
+	if rc.auditor != nil {
+		v.audit.rule, v.audit.op = dec.Rule, strings.TrimSpace(op.Method+" "+op.Name)
+	}
 	return err
 }
 

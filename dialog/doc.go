@@ -3,7 +3,8 @@
 //
 // Read receiver.go first (Receiver: the checks of section 12 and the Verified result),
 // then context.go (the Dialog-Context field), registry.go (stateful dialogs),
-// provenance.go (section 9) and response.go (response signing). handoff.go wires the
+// provenance.go (section 9), response.go (response signing) and audit.go (one audit
+// record per request, WithAuditor, issue 26). handoff.go wires the
 // handoff receiver into the checks; where the host protocols carry handoffs is package
 // hostproto's.
 //

@@ -280,6 +280,9 @@ func (rc *Receiver) receiveHandoffIn(r *http.Request, v *Verified, body []byte) 
 		}
 	}
 	d, err := rc.handoffs.Receive(r.Context(), in)
+	if rc.auditor != nil {
+		v.audit.hop = hopOf(d, nil) // a verified offer's hop, refused or not
+	}
 	if err != nil {
 		// A rejection, or a retransmission, with a status to send: section 5.1 and
 		// 5.3 answer it in the host protocol's reply. The handoff receiver sets Reply

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dialogtrust/dialogtrust/audit"
 	"github.com/dialogtrust/dialogtrust/authz"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
@@ -66,6 +67,9 @@ type Verified struct {
 	// WithHandoffsIn): checked and recorded, its StopWork saying whether work that was
 	// taken is to stop. nil without one.
 	Cancel *handoff.CancelResult
+
+	// audit holds what WithAuditor's record names beyond the members above.
+	audit auditFacts
 }
 
 // Forward returns the provenance a forwarder sends with its next request in the same
@@ -108,6 +112,11 @@ type Receiver struct {
 	place          func(body []byte) (*hostproto.Carried, error)
 	authorizer     authz.Decider
 	revocations    *revoke.Checker
+	// auditor, auditSelf and auditHandler are WithAuditor's and WithAuditHandler's
+	// (audit.go).
+	auditor      audit.Appender
+	auditSelf    string
+	auditHandler string
 	// metadata is WithResourceMetadata's; published it checked and encoded, and
 	// challenge the WWW-Authenticate of 401s (resourcemetadata.go).
 	metadata  *ResourceMetadata
@@ -203,7 +212,7 @@ func NewReceiver(opts ...ReceiverOption) (*Receiver, error) {
 // Verify runs section 12 on r and returns what it verified. Every rejection is an
 // *errcode.Error whose kind says whether a check failed or could not be completed.
 func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, error) {
-	v, _, err := rc.verify(ctx, r)
+	v, _, err := rc.verify(ctx, r, &Verified{})
 	return v, err
 }
 
@@ -211,8 +220,9 @@ func (rc *Receiver) Verify(ctx context.Context, r *http.Request) (*Verified, err
 // answer it with and what was verified before it (the proof and the Dialog-Context,
 // with which the answer is signed and echoed); with a refusal at the handoff step that
 // has no status, the statusless reply naming the JSON-RPC request (nil otherwise).
-func (rc *Receiver) verify(ctx context.Context, r *http.Request) (*Verified, *handoffReply, error) {
-	v, reply, err := rc.verifyRequest(ctx, r, &Verified{})
+// into receives what was verified, refused or not (the audit record's facts).
+func (rc *Receiver) verify(ctx context.Context, r *http.Request, into *Verified) (*Verified, *handoffReply, error) {
+	v, reply, err := rc.verifyRequest(ctx, r, into)
 	if err != nil {
 		if reply != nil && reply.status != nil {
 			return v, reply, err
@@ -272,6 +282,10 @@ func (rc *Receiver) verifyRequest(ctx context.Context, r *http.Request, v *Verif
 		return nil, nil, errcode.New(errcode.MissingCredential, "the request carries no WIMSE proof")
 	}
 
+	if rc.auditor != nil {
+		// The proof covers the Txn-Token field: its hash names what this sender presented.
+		v.audit.txnSHA256 = txnTokenSHA256(r.Header)
+	}
 	dc, err := FromHeader(r.Header)
 	if err != nil {
 		return nil, nil, err
@@ -436,20 +450,35 @@ func hasWPT(h http.Header) bool {
 // credential checks before it answer with the problem document and HTTP status.
 func (rc *Receiver) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v, reply, err := rc.verify(r.Context(), r)
+		seen := &Verified{}
+		v, reply, err := rc.verify(r.Context(), r, seen)
+		var id string
+		if rc.auditor != nil {
+			id = requestID(w, r)
+		}
 		next := next
 		switch {
 		case reply != nil && reply.status != nil:
 			// A refused handoff with a signed status (handoff-context 5.1, 5.3): the
 			// handler does not run, and the status goes back in the host protocol's
 			// reply, signed like any response.
-			noteRefusal(r, err)
+			rc.refused(r, id, seen, err)
 			next = reply
 		case err != nil:
-			noteRefusal(r, err)
+			rc.refused(r, id, seen, err)
 			reply.writeError(rc.challenged(w), err)
 			return
 		default:
+			if v.Signature != nil && v.Signature.SignResponse && rc.responseSigner == nil {
+				break // refused below, before the handler: not accepted
+			}
+			if rc.auditor != nil {
+				if err := rc.auditAccepted(id, v); err != nil {
+					noteRefusal(r, err)
+					problem.Write(w, err)
+					return
+				}
+			}
 			r = r.WithContext(context.WithValue(r.Context(), verifiedKey{}, v))
 		}
 		if v.Signature == nil || (rc.responseSigner == nil && !v.Signature.SignResponse) {
@@ -461,7 +490,7 @@ func (rc *Receiver) Middleware(next http.Handler) http.Handler {
 		}
 		if rc.responseSigner == nil {
 			err := errcode.New(errcode.ResponseNotSignable, "the client requires a signed response and this server has no response signer")
-			noteRefusal(r, err)
+			rc.refused(r, id, v, err)
 			problem.Write(w, err)
 			return
 		}

@@ -32,4 +32,12 @@ const (
 	// AuditTruncated: a checkpoint covers more records than the files hold: the tail
 	// was cut after the checkpoint was made.
 	AuditTruncated Code = "audit_truncated"
+	// CheckpointRefInvalid: a handoff context reference that names an audit checkpoint
+	// (package handoff/auditref) is not one: its proof is missing, not text, over the
+	// bound, not a signed note whose text is a checkpoint of a dialogtrust audit trail,
+	// or its origin names a writer the delegate does not expect.
+	CheckpointRefInvalid Code = "checkpoint_ref_invalid"
+	// CheckpointRefMismatch: a checkpoint reference's dig is not the SHA-256 of its
+	// proof, the signed note: one of them was changed.
+	CheckpointRefMismatch Code = "checkpoint_ref_mismatch"
 )

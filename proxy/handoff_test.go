@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/agent"
+	"github.com/dialogtrust/dialogtrust/audit"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
@@ -18,6 +20,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/proxy"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/tokenhash"
 	"github.com/dialogtrust/dialogtrust/tts"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -33,11 +36,14 @@ func TestIngressHandoffInMCP(t *testing.T) {
 	t1Key, _ := keys.Generate(keys.ES256)
 	trust := handoff.NewStaticTrust()
 	var hr *handoff.Receiver
+	trail := &lineSink{}
+	auditLog, err := audit.New(trail, staticKey{t1Key}, audit.WithWriter("t1"))
+	mustOK(t, err)
 	p := newPair(t, pairOptions{receiver: func(t1 identifier.ID) []dialog.ReceiverOption {
 		mustOK(t, trust.Bind(t1.String(), t1Key.Public()))
 		hr = handoff.NewReceiver(t1.String(), trust, store.NewMemoryRecords(),
 			handoff.WithStatusKey(t1Key), handoff.WithGrantRequired(), handoff.WithRecordsLostAt(time.Time{}))
-		return []dialog.ReceiverOption{dialog.WithHandoffs(hr, nil)}
+		return []dialog.ReceiverOption{dialog.WithHandoffs(hr, nil), dialog.WithAuditor(auditLog, t1), dialog.WithAuditHandler(audit.HandlerIngress)}
 	}, ingress: func(c *proxy.IngressConfig) { c.Handoffs = hr },
 		app: func(w http.ResponseWriter, _ *http.Request, _ []byte) { mcpResult(w, "") }})
 	mustOK(t, trust.Bind(p.a1.String(), a1Key.Public()))
@@ -52,9 +58,13 @@ func TestIngressHandoffInMCP(t *testing.T) {
 	tok, err := tokens.TxnToken(ctx, "D1")
 	mustOK(t, err)
 
+	var hops []string
 	send := func(dlgOfOffer *dialog.Context) (int, []byte) {
 		offer, err := agent.OfferWithCredential(ctx, del, tok, dlgOfOffer, handoff.OfferRequest{Offer: handoff.Offer{Aud: p.t1.String()}})
 		mustOK(t, err)
+		vo, err := handoff.VerifyOffer(ctx, trust, offer.Offer, 0)
+		mustOK(t, err)
+		hops = append(hops, vo.Hop)
 		params, err := handoff.PutMCPRequest([]byte(`{"name":"book_hotel","arguments":{}}`), offer)
 		mustOK(t, err)
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": json.RawMessage(params)})
@@ -99,4 +109,41 @@ func TestIngressHandoffInMCP(t *testing.T) {
 	if u.Status.State != handoff.StateAccepted {
 		t.Fatalf("status %s, want accepted", u.Status.State)
 	}
+	// Issue 26: the ingress's trail names each offer's hop, the rejected one's with its
+	// refusal, and the accepted one's.
+	recs := trail.records(t)
+	if len(recs) != 2 || recs[0].Decision != audit.Refused || recs[0].Hop != hops[0] || recs[1].Decision != audit.Accepted ||
+		recs[1].Hop != hops[1] || recs[1].Operation != "" || recs[1].SubjectSHA256 != tokenhash.Of(tok) {
+		t.Fatalf("records %+v, hops %v", recs, hops)
+	}
 }
+
+// lineSink keeps an audit log's lines.
+type lineSink struct {
+	mu    sync.Mutex
+	lines [][]byte
+}
+
+func (s *lineSink) Write(line []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lines = append(s.lines, bytes.Clone(line))
+	return nil
+}
+
+func (s *lineSink) records(t *testing.T) []audit.Entry {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []audit.Entry
+	for _, l := range s.lines {
+		if e, err := audit.ParseRecord(bytes.TrimSuffix(l, []byte("\n"))); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+type staticKey struct{ k *keys.PrivateKey }
+
+func (s staticKey) Active() *keys.PrivateKey { return s.k }

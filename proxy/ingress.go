@@ -13,6 +13,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/internal/reqid"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
@@ -164,6 +165,10 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Always first: a copy of a Verified* field from the client must never reach the
 	// application, whether or not the request verifies, in any spelling it reads.
 	cleanIngressRequest(r.Header)
+	if in.receiver.Audits() {
+		// One request id for the receiver's record and the ingress's own (refuse).
+		r = r.WithContext(dialog.WithRequestID(r.Context(), reqid.Set(w, r)))
+	}
 	r = in.withRefusalLog(r)
 	if !normalPath(r.URL.Path) {
 		// A dot segment could leave the application's base path once appended to it.

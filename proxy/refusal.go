@@ -120,9 +120,14 @@ func (in *Ingress) withRefusalLog(r *http.Request) *http.Request {
 }
 
 // refuse answers the caller with err, with the receiver's challenge on a 401, and logs
-// it.
+// it; with an audited receiver (dialog.WithAuditor, ingress.audit) it writes its
+// record too: a refusal before the receiver ran (a path not in normal form, a body
+// over the bound, a boundary's precheck) names nothing verified, one after it (the
+// boundary's access token, the application unreachable) follows the receiver's
+// "accepted" record of the same request id.
 func (in *Ingress) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	in.logRefusal(r, err)
+	in.receiver.AuditRefusal(r, err)
 	in.receiver.WriteRefusal(w, err)
 }
 

@@ -2,7 +2,7 @@
 // admin listener: GET lists the live revocations, POST makes one, DELETE lifts one, at
 // one path (Path). `dialogtrust revoke` is its client (Client).
 //
-// Read handler.go first (the order of the checks), then client.go.
+// Read handler.go first (the order of the checks), then audit.go and client.go.
 //
 // It is a boundary, attacked from outside. Every request is authenticated before any
 // octet of its body is read: by mutual TLS (a workload identity certificate chaining to
@@ -17,4 +17,7 @@
 // a trust domain the TTS does not serve is not this domain's to revoke (not_authorized);
 // dialogs and transactions are revoked in this domain's store only, so a revocation
 // never reaches another domain's services.
+//
+// With Config.Auditor every change is a record of the TTS's audit trail, written before
+// the change is made; a change without its record is refused (audit.go).
 package revokeapi

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/audit"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
@@ -51,6 +52,10 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives each change and each refusal (default: discard).
 	Logger *slog.Logger
+	// Auditor, when set, writes every change (a revocation, a lift) to the audit trail
+	// before the store makes it (audit.go): a change whose record cannot be written is
+	// refused (audit_unavailable, 503) and not made. The TTS gives it its own trail.
+	Auditor audit.Appender
 }
 
 // Handler serves the API.
@@ -269,7 +274,14 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, admin identifier.
 		h.refuse(w, r, admin.String(), err)
 		return
 	}
+	change := h.change(r, audit.Revoked, admin, rev.Kind, rev.ID)
+	change.Reason, change.Linked, change.Status = rev.Reason, rev.Linked, http.StatusCreated
+	if err := h.audit(r, change); err != nil {
+		h.refuse(w, r, admin.String(), err)
+		return
+	}
 	if err := h.cfg.Store.Put(r.Context(), rev); err != nil {
+		h.auditFailed(r, change, err)
 		h.refuse(w, r, admin.String(), err)
 		return
 	}
@@ -290,8 +302,15 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, admin identifie
 		h.refuse(w, r, admin.String(), err)
 		return
 	}
+	change := h.change(r, audit.Lifted, admin, kind, ids[0])
+	change.Status = http.StatusOK
+	if err := h.audit(r, change); err != nil {
+		h.refuse(w, r, admin.String(), err)
+		return
+	}
 	ok, err := h.cfg.Store.Delete(r.Context(), kind, ids[0])
 	if err != nil {
+		h.auditFailed(r, change, err)
 		h.refuse(w, r, admin.String(), err)
 		return
 	}

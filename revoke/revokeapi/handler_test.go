@@ -31,7 +31,11 @@ type world struct {
 	read        atomic.Int64      // octets of request bodies the handler read
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { t.Helper(); return newWorldWith(t, nil) }
+
+// newWorldWith is newWorld with more of the handler's configuration set by configure
+// (nil: none), before the handler is built.
+func newWorldWith(t *testing.T, configure func(*revokeapi.Config)) *world {
 	t.Helper()
 	w := &world{clock: testkit.NewClock(testkit.Epoch)}
 	a := testkit.NewDomain(t, "a.example", keys.ES256, w.clock)
@@ -46,14 +50,18 @@ func newWorld(t *testing.T) *world {
 	w.store = revoke.NewMemory(revoke.WithClock(w.clock.Now))
 	w.srv = httptest.NewUnstartedServer(nil)
 	w.url = "http://" + w.srv.Listener.Addr().String() + revokeapi.Path
-	h, err := revokeapi.New(revokeapi.Config{
+	cfg := revokeapi.Config{
 		Store:        w.store,
 		Signatures:   httpsig.NewVerifier(a.Validator(), httpsig.WithAudiences(w.url), httpsig.WithReplay(store.NewMemory(store.WithClock(w.clock.Now))), httpsig.WithClock(w.clock.Now)),
 		Admins:       []identifier.ID{w.admin.ID},
 		TrustDomains: []string{"a.example"},
 		DefaultTTL:   time.Hour,
 		Now:          w.clock.Now,
-	})
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	h, err := revokeapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -374,6 +374,11 @@ func buildIngress(ctx context.Context, cfg *Config, s *kit.Server, src wit.Sourc
 	} else if checker != nil {
 		opts = append(opts, dialog.WithRevocations(checker))
 	}
+	auditOpts, err := ingressAudit(ctx, s, cfg, st, logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opts = append(opts, auditOpts...)
 	authorizer, err := ingressAuthorizer(cfg, logger)
 	if err != nil {
 		return nil, nil, nil, err

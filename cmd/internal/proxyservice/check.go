@@ -189,6 +189,9 @@ func checkProxy(cfg *Config) error {
 		if err := in.Revocations.Check("ingress.revocations", in.Store, false); err != nil {
 			return err
 		}
+		if err := checkIngressAudit(cfg); err != nil {
+			return err
+		}
 		if err := in.Store.Check(); err != nil {
 			return fmt.Errorf("ingress.%w", err)
 		}

@@ -260,6 +260,9 @@ type IngressConfig struct {
 	// TTS (issue 26; dialog.WithRevocations), read from store (which must be the
 	// TTS's Redis).
 	Revocations kit.RevocationsConfig `yaml:"revocations"`
+	// Audit writes one audit record per request the ingress answers (issue 26;
+	// audit.go).
+	Audit *IngressAuditConfig `yaml:"audit"`
 }
 
 // IngressBoundaryConfig: a boundary-facing ingress (dialog-binding section 11 steps 3

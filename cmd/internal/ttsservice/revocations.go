@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/audit"
 	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
@@ -87,8 +88,9 @@ func checkRevocations(cfg *Config) error {
 
 // openRevocations opens the checker the TTS consults and, when configured, serves the
 // admin API on its own listener, its WIT + HTTP signature callers verified with the
-// TTS's own WIT trust and replay store.
-func openRevocations(s *kit.Server, st *kit.Store, cfg *Config, wits *wit.Validator, replay store.Replay, logger *slog.Logger) (*revoke.Checker, error) {
+// TTS's own WIT trust and replay store, every change it makes written first to the
+// TTS's audit trail when there is one (auditor nil: none).
+func openRevocations(s *kit.Server, st *kit.Store, cfg *Config, wits *wit.Validator, replay store.Replay, auditor audit.Appender, logger *slog.Logger) (*revoke.Checker, error) {
 	if cfg.Revocations == nil {
 		return nil, nil
 	}
@@ -146,6 +148,7 @@ func openRevocations(s *kit.Server, st *kit.Store, cfg *Config, wits *wit.Valida
 		AllowedOrigins: a.AllowedOrigins,
 		DefaultTTL:     ttl,
 		Logger:         logger,
+		Auditor:        auditor,
 	})
 	if err != nil {
 		_ = ln.Close()
@@ -183,6 +186,8 @@ func parseCerts(b []byte) ([]*x509.Certificate, error) {
 type opened struct {
 	server *kit.Server
 	store  *kit.Store
+	// audit is the TTS's audit trail (nil without an audit section; openAudit).
+	audit audit.Appender
 }
 
 // revocations is openRevocations on what build opened (nil when buildHandler runs
@@ -191,5 +196,5 @@ func (o *opened) revocations(cfg *Config, wits *wit.Validator, replay store.Repl
 	if o == nil {
 		return nil, nil
 	}
-	return openRevocations(o.server, o.store, cfg, wits, replay, logger)
+	return openRevocations(o.server, o.store, cfg, wits, replay, o.audit, logger)
 }
