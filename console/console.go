@@ -431,4 +431,3 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, data an
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(b.String()))
 }
-

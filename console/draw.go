@@ -35,14 +35,14 @@ type Node struct {
 
 // Edge is one record's arrow.
 type Edge struct {
-	N                int
-	From, To         string
-	X1, X2, Y        int
-	LabelX, LabelY   int
-	Label, Title     string
-	Class            string
-	Self             bool
-	LoopPath         string
+	N              int
+	From, To       string
+	X1, X2, Y      int
+	LabelX, LabelY int
+	Label, Title   string
+	Class          string
+	Self           bool
+	LoopPath       string
 }
 
 // draw lays out rows (revocation records are listed, not drawn).
