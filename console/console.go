@@ -87,12 +87,7 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	pages, err := template.New("").Funcs(template.FuncMap{
-		"show":      show,
-		"cut":       cut,
-		"dialogURL": func(id string) string { return dialogPath + url.PathEscape(id) },
-		"join":      func(s []string) string { return show(strings.Join(s, ", ")) },
-	}).ParseFS(templateFS, "templates/*.html")
+	pages, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +106,17 @@ func New(cfg Config) (*Console, error) {
 	})
 	c.mux = m
 	return c, nil
+}
+
+// parsePages parses the embedded templates with the functions that show the trail's
+// strings (show, cut) and make the page's own links (dialogURL).
+func parsePages() (*template.Template, error) {
+	return template.New("").Funcs(template.FuncMap{
+		"show":      show,
+		"cut":       cut,
+		"dialogURL": func(id string) string { return dialogPath + url.PathEscape(id) },
+		"join":      func(s []string) string { return show(strings.Join(s, ", ")) },
+	}).ParseFS(templateFS, "templates/*.html")
 }
 
 // ServeHTTP sets the headers of every answer, then routes.
