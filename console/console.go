@@ -100,7 +100,14 @@ func New(cfg Config) (*Console, error) {
 	m.HandleFunc("POST /admin/dialogs/{dlg}/lift", c.lift)
 	m.HandleFunc("GET /admin/login", c.login)
 	m.HandleFunc("POST /admin/logout", c.logout)
-	m.Handle("GET /admin/assets/", http.StripPrefix(assetsPath, http.FileServerFS(assets)))
+	files := http.StripPrefix(assetsPath, http.FileServerFS(assets))
+	m.HandleFunc("GET /admin/assets/{file}", func(w http.ResponseWriter, r *http.Request) {
+		if f := r.PathValue("file"); f == "" || strings.HasPrefix(f, ".") {
+			c.fail(w, r, errcode.New(errcode.NoRoute, "no such page"))
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, errcode.New(errcode.NoRoute, "no such page"))
 	})
