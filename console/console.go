@@ -122,7 +122,9 @@ func parsePages() (*template.Template, error) {
 		"show":      show,
 		"cut":       cut,
 		"dialogURL": func(id string) string { return dialogPath + url.PathEscape(id) },
-		"join":      func(s []string) string { return show(strings.Join(s, ", ")) },
+		// linkable: a dialog id the page could open (a longer one is shown, not linked).
+		"linkable": func(id string) bool { return id != "" && len(id) <= MaxDialogID },
+		"join":      func(s []string) string { return cut(strings.Join(s, ", "), 256) },
 	}).ParseFS(templateFS, "templates/*.html")
 }
 
@@ -244,14 +246,15 @@ func (c *Console) recent(ctx context.Context) ([]audit.Entry, []revoke.Revocatio
 }
 
 type indexPage struct {
-	Viewer   *viewer
-	Title    string
-	NoTrail  string
-	Dialogs  []Summary
-	Records  int
-	Revoked  []revoke.Revocation
-	Max      int
-	MaxShown int
+	Viewer      *viewer
+	Title       string
+	NoTrail     string
+	Dialogs     []Summary
+	Records     int
+	Revoked     []revoke.Revocation
+	MoreRevoked int
+	Max         int
+	MaxShown    int
 }
 
 func (c *Console) index(w http.ResponseWriter, r *http.Request) {
@@ -267,6 +270,9 @@ func (c *Console) index(w http.ResponseWriter, r *http.Request) {
 	}
 	p := indexPage{Viewer: v, Title: "Recent dialogs", Dialogs: summaries(entries, revs), Records: len(entries), Revoked: revs,
 		Max: c.cfg.MaxRecords, MaxShown: maxDialogs}
+	if len(p.Revoked) > maxDialogs {
+		p.Revoked, p.MoreRevoked = p.Revoked[:maxDialogs], len(p.Revoked)-maxDialogs
+	}
 	if c.cfg.Trail == nil {
 		p.NoTrail = c.cfg.NoTrail
 	}
