@@ -124,7 +124,7 @@ func parsePages() (*template.Template, error) {
 		"dialogURL": func(id string) string { return dialogPath + url.PathEscape(id) },
 		// linkable: a dialog id the page could open (a longer one is shown, not linked).
 		"linkable": func(id string) bool { return id != "" && len(id) <= MaxDialogID },
-		"join":      func(s []string) string { return cut(strings.Join(s, ", "), 256) },
+		"join":     func(s []string) string { return cut(strings.Join(s, ", "), 256) },
 	}).ParseFS(templateFS, "templates/*.html")
 }
 
