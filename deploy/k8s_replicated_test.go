@@ -3,12 +3,9 @@ package deploy
 import (
 	"bytes"
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -397,23 +394,5 @@ func TestKustomizeBuildReplicated(t *testing.T) {
 			t.Errorf("%s: %v; want a private file (mode 0600)", k, err)
 		}
 	}
-	roots := x509.NewCertPool()
-	ca, err := os.ReadFile(filepath.Join(s, "ca.crt"))
-	if err != nil || !roots.AppendCertsFromPEM(ca) {
-		t.Fatalf("ca.crt: %v", err)
-	}
-	for _, svc := range []string{"wit-issuer", "tts"} {
-		pair, err := tls.LoadX509KeyPair(filepath.Join(s, svc+".crt"), filepath.Join(s, svc+".key"))
-		if err != nil {
-			t.Fatalf("%s: %v", svc, err)
-		}
-		cfg := readServiceConfig(t, filepath.Join(overlay, "config", svc+".yaml"))
-		iss, err := url.Parse(cfg.str("issuer"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pair.Leaf.Verify(x509.VerifyOptions{DNSName: iss.Hostname(), Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
-			t.Errorf("%s certificate for %s: %v", svc, iss.Hostname(), err)
-		}
-	}
+	checkServingCerts(t, s, filepath.Join(overlay, "config"))
 }

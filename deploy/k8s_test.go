@@ -1090,24 +1090,8 @@ func checkGenerated(t *testing.T, overlay string) {
 	for _, d := range []string{"a", "b"} {
 		dir := filepath.Join(overlay, d)
 		s := filepath.Join(dir, "secrets")
-		roots := x509.NewCertPool()
-		ca, err := os.ReadFile(filepath.Join(s, "ca.crt"))
-		if err != nil || !roots.AppendCertsFromPEM(ca) {
-			t.Fatalf("%s/ca.crt: %v", s, err)
-		}
+		roots := checkServingCerts(t, s, filepath.Join(dir, "config"))
 		for _, svc := range []string{"wit-issuer", "tts"} {
-			pair, err := tls.LoadX509KeyPair(filepath.Join(s, svc+".crt"), filepath.Join(s, svc+".key"))
-			if err != nil {
-				t.Fatalf("%s: %v", svc, err)
-			}
-			cfg := readServiceConfig(t, filepath.Join(dir, "config", svc+".yaml"))
-			u, err := url.Parse(cfg.str("issuer"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := pair.Leaf.Verify(x509.VerifyOptions{DNSName: u.Hostname(), Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
-				t.Errorf("%s.example %s certificate for %s: %v", d, svc, u.Hostname(), err)
-			}
 			for _, f := range []string{svc + ".key", svc + "-signing-key.jwk"} {
 				if st, err := os.Stat(filepath.Join(s, f)); err != nil || st.Mode().Perm()&0o077 != 0 {
 					t.Errorf("%s/%s: %v; want a private file (mode 0600)", s, f, err)
