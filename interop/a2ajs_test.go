@@ -114,7 +114,7 @@ func (p *a2aParties) offer(t *testing.T, dlg string) *handoff.Handoff {
 // unchanged; the reply is a 1.0 SendMessage result ({"message": ...}).
 func TestA2AJS_ServerReadsOurA2A10Offer(t *testing.T) {
 	node := nodeBinary(t)
-	port := proc.FreeLoopbackPort(t)
+	port := testkit.FreePort(t)
 	srv := proc.StartProcess(t, "a2a-js server", node, jsDir, []string{"server.mjs", strconv.Itoa(port)}, nil)
 	endpoint := srv.WaitLine(t, "listening ", 30*time.Second)
 

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
 )
 
@@ -221,7 +222,7 @@ func TestMCPConformanceThroughProxies(t *testing.T) {
 	node := node22(t)
 	scenarios := conformanceScenarios(t, node)
 
-	srv := proc.StartProcess(t, "everything server", node, conformanceDir, []string{"everything-server.mjs", strconv.Itoa(proc.FreeLoopbackPort(t))}, nil)
+	srv := proc.StartProcess(t, "everything server", node, conformanceDir, []string{"everything-server.mjs", strconv.Itoa(testkit.FreePort(t))}, nil)
 	serverURL := srv.WaitLine(t, "listening ", 30*time.Second)
 
 	// (a) Directly: every scenario passes, with no warning but the known ones.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/proxy"
@@ -324,7 +325,7 @@ func dlgOf(t *testing.T, value string) string {
 // port, and returns it and the URL it prints that it listens on.
 func startJSApp(t *testing.T, node, name, script string) (*proc.Program, string) {
 	t.Helper()
-	p := proc.StartProcess(t, name, node, jsDir, []string{script, strconv.Itoa(proc.FreeLoopbackPort(t)), jsPlannerID}, nil)
+	p := proc.StartProcess(t, name, node, jsDir, []string{script, strconv.Itoa(testkit.FreePort(t)), jsPlannerID}, nil)
 	return p, p.WaitLine(t, "listening ", 30*time.Second)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
 )
@@ -263,7 +264,7 @@ func (h *harness) startSentinel(t *testing.T, primary string) *redisProc {
 	host, port, _ := strings.Cut(primary, ":")
 	dir := t.TempDir()
 	for attempt := range 3 {
-		p := freePort(t)
+		p := testkit.FreePort(t)
 		conf := filepath.Join(dir, "sentinel-"+strconv.Itoa(p)+".conf")
 		text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndaemonize no\ndir %s\nloglevel warning\n"+
 			"sentinel monitor %s %s %s 2\n"+

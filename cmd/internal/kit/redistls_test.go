@@ -17,6 +17,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/cmd/internal/kit/kittest"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 )
 
 // These tests start redis-server processes of their own (TLS and passwords cannot be
@@ -42,23 +43,13 @@ func redisServerBin(t *testing.T) string {
 // server says it accepts connections.
 func startTLSRedis(t *testing.T, ca *kittest.CA, certFile, keyFile string, extra ...string) string {
 	t.Helper()
-	port := freeTestPort(t)
+	port := testkit.FreePort(t)
 	args := append([]string{"--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", t.TempDir(),
 		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", ca.CertFile,
 		"--loglevel", "notice"}, extra...)
 	runRedis(t, args, "Ready to accept connections")
 	return "127.0.0.1:" + strconv.Itoa(port)
-}
-
-func freeTestPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // runRedis starts redis-server with args, killed when the test ends, and returns once
@@ -234,7 +225,7 @@ func TestRedisSentinelTLSAndPasswords(t *testing.T) {
 	const primaryPassword, sentinelPassword = "primary-password", "sentinel-password"
 	primary := startTLSRedis(t, ca, srvCert, srvKey, "--tls-auth-clients", "no", "--requirepass", primaryPassword)
 	_, primaryPort, _ := net.SplitHostPort(primary)
-	port := freeTestPort(t)
+	port := testkit.FreePort(t)
 	conf := filepath.Join(dir, "sentinel.conf")
 	text := "port 0\ntls-port " + strconv.Itoa(port) + "\nbind 127.0.0.1\ndaemonize no\ndir " + dir + "\nloglevel notice\n" +
 		"tls-cert-file " + srvCert + "\ntls-key-file " + srvKey + "\ntls-ca-cert-file " + ca.CertFile + "\n" +
