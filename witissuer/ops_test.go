@@ -16,6 +16,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -111,21 +112,7 @@ func kidOf(t *testing.T, tok string) string {
 
 func (h *harness) jwksKIDs(t *testing.T) []string {
 	t.Helper()
-	res, err := h.client(nil).Get(h.url + witissuer.PathJWKS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	set, err := keys.ParseJWKS(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kids []string
-	for _, k := range set.Keys() {
-		kids = append(kids, k.KID())
-	}
-	return kids
+	return testkit.JWKSKIDs(t, h.client(nil), h.url+witissuer.PathJWKS)
 }
 
 // creds-02 section 3 (multiple keys for rotation) and WIT-1: rotation publishes before
