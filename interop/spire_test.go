@@ -654,15 +654,11 @@ func (s *spire) httpClient(svid func() (*x509svid.SVID, error)) *http.Client {
 // witBundle fetches the issuer's JWKS over hc as go-spiffe's WIT bundle.
 func (s *spire) witBundle(t *testing.T, hc *http.Client) *witbundle.Bundle {
 	t.Helper()
-	res, err := hc.Get(s.issuerURL + witissuer.PathJWKS)
+	req, err := http.NewRequest(http.MethodGet, s.issuerURL+witissuer.PathJWKS, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, b := testkit.Do(t, hc, req)
 	wb, err := spiffeadapter.BundleFromJWKS(spiffeid.RequireTrustDomainFromString(spireTD), b)
 	if err != nil {
 		t.Fatal(err)
