@@ -147,3 +147,13 @@ func Interleave(b *testing.B, prepare func(i int), first, second func()) (inFirs
 	b.StopTimer()
 	return inFirst, inSecond
 }
+
+// NewKey generates a private key for alg; a failure fails the test.
+func NewKey(t testing.TB, alg string) *keys.PrivateKey {
+	t.Helper()
+	k, err := keys.Generate(alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
