@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -339,25 +338,11 @@ func keyIn(keys map[string]string, key string) bool {
 // holds the SHA-256 of the services' password, that the key ring secrets are long
 // enough, and the serving certificates. Without kubectl it skips.
 func TestKustomizeBuildReplicated(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl not installed; the rendered overlay is not checked")
-	}
-	tree := filepath.Join(t.TempDir(), "k8s")
-	if err := os.CopyFS(tree, os.DirFS(k8sDir)); err != nil {
-		t.Fatal(err)
-	}
+	kubectl, tree := kustomizeTree(t)
 	overlay := filepath.Join(tree, "overlays", "replicated")
 	os.RemoveAll(filepath.Join(overlay, "secrets"))
 	os.RemoveAll(filepath.Join(overlay, "workloads"))
-	generated := false
-	if _, err := exec.LookPath("openssl"); err == nil {
-		runGenerate(t, overlay)
-		generated = true
-	} else {
-		t.Log("openssl not installed: placeholder files instead of generate.sh")
-		placeholdersIn(t, overlay)
-	}
+	generated := generateOr(t, overlay, placeholdersIn)
 	u, counts := renderOverlay(t, kubectl, overlay, "rendered replicated")
 	for kind, n := range map[string]int{"Deployment": 2, "StatefulSet": 1, "Service": 3, "PodDisruptionBudget": 2,
 		"NetworkPolicy": 1, "ConfigMap": 4, "Secret": 6} {
