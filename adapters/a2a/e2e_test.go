@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2asrv"
 
 	dialoga2a "github.com/dialogtrust/dialogtrust/adapters/a2a"
@@ -36,6 +37,16 @@ func (w *world) serveHotel(t *testing.T, work dialoga2a.Work, opts ...dialog.Rec
 
 func booked(_ context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
 	return a2a.NewMessageForTask(a2a.MessageRoleAgent, rc, a2a.TextPart{Text: "booked"}), nil
+}
+
+// openHotel serves the hotel with work and connects the planner to it in a new dialog,
+// its requests seen by rec; it returns the hotel's URL, what the executor saw, the
+// dialog and the client.
+func (w *world) openHotel(t *testing.T, work dialoga2a.Work, rec *adaptertest.Recorder) (string, *adaptertest.Seen, *dialog.Context, *a2aclient.Client) {
+	t.Helper()
+	url, s := w.serveHotel(t, work)
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	return url, s, dc, w.client(t, url, dc, rec)
 }
 
 // offerMessage signs an offer to the hotel in dc, bound to the Txn-Token the request
@@ -109,9 +120,7 @@ func TestA2ASec6_OfferAcceptedAndCompleted(t *testing.T) {
 // without the executor; the same offer from another workload gets no status (8.4).
 func TestA2ASec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 	w := newWorld(t)
-	url, s := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	c := w.client(t, url, dc, &adaptertest.Recorder{})
+	url, s, dc, c := w.openHotel(t, booked, &adaptertest.Recorder{})
 	m, h, ctx := w.offerMessage(t, dc)
 	first, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
 	adaptertest.MustOK(t, err)
@@ -193,18 +202,11 @@ func TestA2ASec6_CancelStopsTheWork(t *testing.T) {
 // Dialog-Context is refused (handoff_policy) and the executor never runs.
 func TestA2ASec5_1_WrongContextIDRefused(t *testing.T) {
 	w := newWorld(t)
-	url, s := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
 	rec := &adaptertest.Recorder{}
-	c := w.client(t, url, dc, rec)
+	_, s, dc, c := w.openHotel(t, booked, rec)
 	m, _, ctx := w.offerMessage(t, dc)
 	m.ContextID = adaptertest.NewDialog(t, w.Planner.ID).DLG()
-	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
-	if err == nil {
-		t.Fatalf("a message with another contextId was answered: %s", jsonOf(res))
-	}
-	wantSDKRefusal(t, err, rec, errcode.HandoffPolicy)
-	s.WantRuns(t, 0)
+	wantMessageRefused(t, c, ctx, m, rec, s, errcode.HandoffPolicy, "a message with another contextId")
 }
 
 // Section 6: a handoff where an A2A 0.3 receiver does not read one (here under the MCP
@@ -212,21 +214,14 @@ func TestA2ASec5_1_WrongContextIDRefused(t *testing.T) {
 // unchecked, and the executor never runs.
 func TestA2ASec6_UnplacedHandoffRefused(t *testing.T) {
 	w := newWorld(t)
-	url, s := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
 	rec := &adaptertest.Recorder{}
-	c := w.client(t, url, dc, rec)
+	_, s, dc, c := w.openHotel(t, booked, rec)
 	h, ctx := w.Offer(t, dc)
 	v, err := h.MetaValue()
 	adaptertest.MustOK(t, err)
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "book"})
 	m.Metadata = map[string]any{handoff.MCPMetaKey: v}
-	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
-	if err == nil {
-		t.Fatalf("a message with an unplaced handoff was answered: %s", jsonOf(res))
-	}
-	wantSDKRefusal(t, err, rec, errcode.HandoffUnplaced)
-	s.WantRuns(t, 0)
+	wantMessageRefused(t, c, ctx, m, rec, s, errcode.HandoffUnplaced, "a message with an unplaced handoff")
 }
 
 // Dialog-binding section 7 over a2a-go: a Dialog-Context changed after the request was
@@ -304,9 +299,7 @@ func TestA2ASec5_4_FailedWorkFailsTheTask(t *testing.T) {
 // task carries no status.
 func TestA2AMessageWithoutHandoff(t *testing.T) {
 	w := newWorld(t)
-	url, s := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	c := w.client(t, url, dc, &adaptertest.Recorder{})
+	_, s, dc, c := w.openHotel(t, booked, &adaptertest.Recorder{})
 	res, err := c.SendMessage(context.Background(), &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "hello"})})
 	adaptertest.MustOK(t, err)
 	task, ok := res.(*a2a.Task)
@@ -388,9 +381,7 @@ func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
 // "working", then "completed" in the final event (Table 1).
 func TestA2ASec6_StreamCarriesStatuses(t *testing.T) {
 	w := newWorld(t)
-	url, _ := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	c := w.client(t, url, dc, &adaptertest.Recorder{})
+	_, _, dc, c := w.openHotel(t, booked, &adaptertest.Recorder{})
 	m, _, ctx := w.offerMessage(t, dc)
 	var states []handoff.State
 	for ev, err := range c.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: m}) {
@@ -412,6 +403,18 @@ func TestA2ASec6_StreamCarriesStatuses(t *testing.T) {
 	if !slices.Equal(states, []handoff.State{handoff.StateAccepted, handoff.StateCompleted}) {
 		t.Fatalf("the stream carried the statuses %v", states)
 	}
+}
+
+// wantMessageRefused sends m in ctx and wants it refused with code (wantSDKRefusal)
+// before the executor ran; what names the message in the failure.
+func wantMessageRefused(t *testing.T, c *a2aclient.Client, ctx context.Context, m *a2a.Message, rec *adaptertest.Recorder, s *adaptertest.Seen, code errcode.Code, what string) {
+	t.Helper()
+	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
+	if err == nil {
+		t.Fatalf("%s was answered: %s", what, jsonOf(res))
+	}
+	wantSDKRefusal(t, err, rec, code)
+	s.WantRuns(t, 0)
 }
 
 // wantSDKRefusal checks that a2a-go surfaces a refusal at the handoff step as the
