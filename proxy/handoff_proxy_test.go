@@ -81,6 +81,17 @@ func newHandoffPair(t *testing.T, o handoffOptions) *handoffPair {
 	return hp
 }
 
+// wantStated checks the delegate's record of hop: it holds state and the last status,
+// for a retransmission (section 5.3).
+func (hp *handoffPair) wantStated(t *testing.T, hop, state string) {
+	t.Helper()
+	rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), hop)
+	mustOK(t, err)
+	if rec.State != state || rec.LastStatus == nil {
+		t.Fatalf("the delegate recorded %+v", rec)
+	}
+}
+
 // send posts a JSON-RPC body to the egress asking for an offer in a new dialog.
 func (hp *handoffPair) send(t *testing.T, body string, fields map[string]string) (*http.Response, []byte) {
 	t.Helper()
@@ -377,11 +388,7 @@ func TestHandoffSection6JSONRPCErrorCarriesNoStatus(t *testing.T) {
 	if res.StatusCode != 200 || !strings.Contains(string(body), "no rooms") || res.Header.Get(proxy.HandoffStatusField) != "" || res.Header.Get(proxy.HandoffHopField) == "" {
 		t.Fatalf("%d %s %v", res.StatusCode, body, res.Header)
 	}
-	rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), res.Header.Get(proxy.HandoffHopField))
-	mustOK(t, err)
-	if rec.State != string(handoff.StateFailed) || rec.LastStatus == nil {
-		t.Fatalf("the delegate recorded %+v", rec)
-	}
+	hp.wantStated(t, res.Header.Get(proxy.HandoffHopField), string(handoff.StateFailed))
 }
 
 // The egress's refusals of the handoff fields and of bodies it cannot put an offer

@@ -301,11 +301,7 @@ func TestHandoffIngressEventStreamRefused(t *testing.T) {
 				t.Fatal("a status or the stream for a refused reply")
 			}
 			if tc.stated != "" {
-				rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), hp.app.last().Header.Get(proxy.VerifiedHandoffHopField))
-				mustOK(t, err)
-				if rec.State != tc.stated || rec.LastStatus == nil {
-					t.Fatalf("the delegate recorded %+v", rec)
-				}
+				hp.wantStated(t, hp.app.last().Header.Get(proxy.VerifiedHandoffHopField), tc.stated)
 			}
 		})
 	}
@@ -322,11 +318,7 @@ func TestHandoffSection6EventStreamErrorCarriesNoStatus(t *testing.T) {
 	if res.StatusCode != 200 || string(body) != stream || res.Header.Get(proxy.HandoffStatusField) != "" || res.Header.Get(proxy.HandoffHopField) == "" {
 		t.Fatalf("%d %q %v", res.StatusCode, body, res.Header)
 	}
-	rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), res.Header.Get(proxy.HandoffHopField))
-	mustOK(t, err)
-	if rec.State != string(handoff.StateFailed) || rec.LastStatus == nil {
-		t.Fatalf("the delegate recorded %+v", rec)
-	}
+	hp.wantStated(t, res.Header.Get(proxy.HandoffHopField), string(handoff.StateFailed))
 }
 
 // One reading of Content-Type (hostproto.IsEventStream, as dialog's receiver reads it):
