@@ -81,6 +81,19 @@ func newHandoffPair(t *testing.T, o handoffOptions) *handoffPair {
 	return hp
 }
 
+// forgeCompleted replaces the delegate's status st in body with a "completed" one, the
+// same but for its state and reason, signed by forger.
+func (hp *handoffPair) forgeCompleted(t *testing.T, forger *keys.PrivateKey, st *handoff.Signed, body []byte) []byte {
+	t.Helper()
+	vs, err := handoff.VerifyStatusSignature(context.Background(), hp.trust, *st, 0)
+	mustOK(t, err)
+	forged := *vs.Status
+	forged.State, forged.Reason = handoff.StateCompleted, nil
+	fs, err := handoff.SignStatus(forger, handoff.JWS, &forged)
+	mustOK(t, err)
+	return bytes.Replace(body, []byte(st.Text()), []byte(fs.Text()), 1)
+}
+
 // wantStated checks the delegate's record of hop: it holds state and the last status,
 // for a retransmission (section 5.3).
 func (hp *handoffPair) wantStated(t *testing.T, hop, state string) {
@@ -278,13 +291,7 @@ func TestHandoffSection5_6TamperedStatusRefused(t *testing.T) {
 		if err != nil || st == nil {
 			return body
 		}
-		vs, err := handoff.VerifyStatusSignature(context.Background(), hp.trust, *st, 0)
-		mustOK(t, err)
-		forged := *vs.Status
-		forged.State, forged.Reason = handoff.StateCompleted, nil
-		fs, err := handoff.SignStatus(forger, handoff.JWS, &forged)
-		mustOK(t, err)
-		return bytes.Replace(body, []byte(st.Text()), []byte(fs.Text()), 1)
+		return hp.forgeCompleted(t, forger, st, body)
 	}
 	res, body := hp.send(t, toolsCall, nil)
 	if code := errcode.CodeOf(problem.Read(res.StatusCode, body)); code != errcode.HandoffUntrustedKey && code != errcode.HandoffBadSignature {

@@ -175,13 +175,7 @@ func TestHandoffSection5_6EventStreamRefused(t *testing.T) {
 		}{
 			{"forged status", func(body []byte) []byte {
 				st := eventStatus(t, sseData(sseEvents(body)[1]))
-				vs, err := handoff.VerifyStatusSignature(context.Background(), hp.trust, *st, 0)
-				mustOK(t, err)
-				forged := *vs.Status
-				forged.State, forged.Reason = handoff.StateCompleted, nil
-				fs, err := handoff.SignStatus(forger, handoff.JWS, &forged)
-				mustOK(t, err)
-				return bytes.Replace(body, []byte(st.Text()), []byte(fs.Text()), 1)
+				return hp.forgeCompleted(t, forger, st, body)
 			}, []errcode.Code{errcode.HandoffUntrustedKey, errcode.HandoffBadSignature}},
 			{"no response event", func([]byte) []byte {
 				return []byte(v.noResponse)
