@@ -68,21 +68,15 @@ func (w *world) offerMessage(t *testing.T, dc *dialog.Context) (*a2a.Message, *h
 func TestA2ASec6_OfferAcceptedAndCompleted(t *testing.T) {
 	w := newWorld(t)
 	var requested []string
-	url, s := w.serveHotel(t, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
+	_, s, dc, c := w.openHotel(t, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
 		if ext, ok := a2asrv.ExtensionsFrom(ctx); ok {
 			requested = ext.RequestedURIs()
 		}
 		return booked(ctx, rc)
-	})
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	c := w.client(t, url, dc, &adaptertest.Recorder{})
+	}, &adaptertest.Recorder{})
 	m, h, ctx := w.offerMessage(t, dc)
 	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
-	adaptertest.MustOK(t, err)
-	task, ok := res.(*a2a.Task)
-	if !ok || task.Status.State != a2a.TaskStateCompleted {
-		t.Fatalf("reply %s", jsonOf(res))
-	}
+	task := wantTask(t, res, err, a2a.TaskStateCompleted)
 	if task.Status.Message == nil || len(task.Status.Message.Parts) != 1 {
 		t.Fatalf("the agent's answer is not the status message: %s", jsonOf(task.Status))
 	}
@@ -166,19 +160,13 @@ func TestA2ASec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 func TestA2ASec6_CancelStopsTheWork(t *testing.T) {
 	w := newWorld(t)
 	work := adaptertest.NewBlocking()
-	url, _ := w.serveHotel(t, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
+	_, _, dc, c := w.openHotel(t, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
 		return nil, work.Run(ctx)
-	})
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	c := w.client(t, url, dc, &adaptertest.Recorder{})
+	}, &adaptertest.Recorder{})
 	m, h, ctx := w.offerMessage(t, dc)
 	blocking := false
 	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m, Config: &a2a.MessageSendConfig{Blocking: &blocking}})
-	adaptertest.MustOK(t, err)
-	task, ok := res.(*a2a.Task)
-	if !ok || task.Status.State != a2a.TaskStateWorking {
-		t.Fatalf("reply %s, want a working task", jsonOf(res))
-	}
+	task := wantTask(t, res, err, a2a.TaskStateWorking)
 	if st, err := dialoga2a.TaskStatus(task); err != nil || st == nil {
 		t.Fatalf("the working task carries no accepted status (%v)", err)
 	} else if u, err := w.Delegator.HandleStatus(context.Background(), *st); err != nil || u.Status.State != handoff.StateAccepted {
@@ -269,18 +257,12 @@ func TestA2ATable1_TaskStates(t *testing.T) {
 // "failed" status (no effect) in TaskStatus.message and not the work's error.
 func TestA2ASec5_4_FailedWorkFailsTheTask(t *testing.T) {
 	w := newWorld(t)
-	url, _ := w.serveHotel(t, func(context.Context, *a2asrv.RequestContext) (*a2a.Message, error) {
+	_, _, dc, c := w.openHotel(t, func(context.Context, *a2asrv.RequestContext) (*a2a.Message, error) {
 		return nil, errors.New("no rooms: internal detail")
-	})
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	c := w.client(t, url, dc, &adaptertest.Recorder{})
+	}, &adaptertest.Recorder{})
 	m, _, ctx := w.offerMessage(t, dc)
 	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
-	adaptertest.MustOK(t, err)
-	task, ok := res.(*a2a.Task)
-	if !ok || task.Status.State != a2a.TaskStateFailed {
-		t.Fatalf("reply %s, want a failed task", jsonOf(res))
-	}
+	task := wantTask(t, res, err, a2a.TaskStateFailed)
 	if got := jsonOf(task); strings.Contains(got, "internal detail") {
 		t.Fatalf("the work's error left the agent: %s", got)
 	}
@@ -301,11 +283,7 @@ func TestA2AMessageWithoutHandoff(t *testing.T) {
 	w := newWorld(t)
 	_, s, dc, c := w.openHotel(t, booked, &adaptertest.Recorder{})
 	res, err := c.SendMessage(context.Background(), &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "hello"})})
-	adaptertest.MustOK(t, err)
-	task, ok := res.(*a2a.Task)
-	if !ok || task.Status.State != a2a.TaskStateCompleted {
-		t.Fatalf("reply %s", jsonOf(res))
-	}
+	wantTask(t, res, err, a2a.TaskStateCompleted)
 	if st, err := dialoga2a.ReplyStatus(res); err != nil || st != nil {
 		t.Fatalf("a status without a handoff: %v %v", st, err)
 	}
@@ -322,7 +300,7 @@ func TestA2AMessageWithoutHandoff(t *testing.T) {
 func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
 	w := newWorld(t)
 	started, stopped := make(chan struct{}), make(chan error, 1)
-	url, s := w.serveHotel(t, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
+	url, s, dc, c := w.openHotel(t, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
 		if rc.StoredTask != nil {
 			return booked(ctx, rc)
 		}
@@ -330,9 +308,7 @@ func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
 		<-ctx.Done()
 		stopped <- ctx.Err()
 		return nil, ctx.Err()
-	})
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	c := w.client(t, url, dc, &adaptertest.Recorder{})
+	}, &adaptertest.Recorder{})
 	m, _, ctx := w.offerMessage(t, dc)
 	blocking := false
 	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m, Config: &a2a.MessageSendConfig{Blocking: &blocking}})
@@ -403,6 +379,17 @@ func TestA2ASec6_StreamCarriesStatuses(t *testing.T) {
 	if !slices.Equal(states, []handoff.State{handoff.StateAccepted, handoff.StateCompleted}) {
 		t.Fatalf("the stream carried the statuses %v", states)
 	}
+}
+
+// wantTask wants the reply to a message to be a task in state, and returns it.
+func wantTask(t *testing.T, res a2a.SendMessageResult, err error, state a2a.TaskState) *a2a.Task {
+	t.Helper()
+	adaptertest.MustOK(t, err)
+	task, ok := res.(*a2a.Task)
+	if !ok || task.Status.State != state {
+		t.Fatalf("reply %s, want a %s task", jsonOf(res), state)
+	}
+	return task
 }
 
 // wantMessageRefused sends m in ctx and wants it refused with code (wantSDKRefusal)
