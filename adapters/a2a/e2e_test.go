@@ -217,9 +217,7 @@ func TestA2ASec6_UnplacedHandoffRefused(t *testing.T) {
 func TestA2ASec7_TamperedDialogContextRefused(t *testing.T) {
 	w := newWorld(t)
 	url, s := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	other := adaptertest.NewDialog(t, w.Planner.ID)
-	rec := &adaptertest.Recorder{Edit: adaptertest.SwapsDialog(other)}
+	dc, rec := w.TamperedDialog(t)
 	c := w.client(t, url, dc, rec)
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "book"})
 	if res, err := c.SendMessage(context.Background(), &a2a.MessageSendParams{Message: m}); err == nil {

@@ -206,9 +206,7 @@ func TestMCPSec6_UnplacedHandoffRefused(t *testing.T) {
 func TestMCPSec7_TamperedDialogContextRefused(t *testing.T) {
 	w := newWorld(t)
 	url, s := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	other := adaptertest.NewDialog(t, w.Planner.ID)
-	rec := &adaptertest.Recorder{Edit: adaptertest.SwapsDialog(other)}
+	dc, rec := w.TamperedDialog(t)
 	if _, err := w.session(t, url, dc, rec); err == nil {
 		t.Fatal("a session was made with a tampered Dialog-Context")
 	}
