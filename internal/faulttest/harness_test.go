@@ -62,13 +62,7 @@ func setup(t *testing.T) *harness {
 	if os.Getenv(envEnable) != "1" {
 		t.Skipf("fault tests run only with %s=1 (see .ci/fault)", envEnable)
 	}
-	redis, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not found (%v): with CI=true and %s=1 the fault tests must run", err, envEnable)
-		}
-		t.Skipf("redis-server not found: %v", err)
-	}
+	redis := testkit.RedisServer(t)
 	binOnce.Do(buildBinaries)
 	if binErr != nil {
 		t.Fatal(binErr)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -226,13 +225,7 @@ func setupRedis(t *testing.T) *harness {
 	if os.Getenv(envEnable) != "1" {
 		t.Skipf("fault tests run only with %s=1 (see .ci/fault)", envEnable)
 	}
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not found (%v): with CI=true and %s=1 the fault tests must run", err, envEnable)
-		}
-		t.Skipf("redis-server not found: %v", err)
-	}
+	bin := testkit.RedisServer(t)
 	before := loadAvg()
 	t.Cleanup(func() { figure(t, "machine load average (1 min): %s at the start, %s at the end", before, loadAvg()) })
 	return &harness{redis: bin}

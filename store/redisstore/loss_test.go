@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -35,14 +34,7 @@ func startOwnRedis(t *testing.T) *ownRedis { return startOwnRedisArgs(t) }
 // startOwnRedisArgs is startOwnRedis with extra redis-server arguments.
 func startOwnRedisArgs(t *testing.T, extra ...string) *ownRedis {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-server is not on PATH and CI=true")
-		}
-		t.Skip("redis-server is not on PATH")
-	}
-	_ = bin
+	testkit.RedisServer(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -24,19 +24,6 @@ import (
 // switched on in the shared DIALOGTRUST_TEST_REDIS server): they skip without
 // redis-server, or with one built without TLS, except under CI=true, where they fail.
 
-// redisServerBin is the redis-server to start, or the test skips (fails under CI).
-func redisServerBin(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not found (%v): under CI=true the Redis TLS tests must run", err)
-		}
-		t.Skipf("redis-server not found: %v", err)
-	}
-	return bin
-}
-
 // startTLSRedis starts redis-server on a free loopback TLS port only (no plain port),
 // with the server certificate of ca and extra arguments (passwords, ACL users, client
 // authentication); it is killed when the test ends. It returns host:port once the
@@ -56,7 +43,7 @@ func startTLSRedis(t *testing.T, ca *kittest.CA, certFile, keyFile string, extra
 // it logs readyLine (a server: it accepts connections; a sentinel: it monitors).
 func runRedis(t *testing.T, args []string, readyLine string) {
 	t.Helper()
-	bin := redisServerBin(t)
+	bin := testkit.RedisServer(t)
 	cmd := exec.Command(bin, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
