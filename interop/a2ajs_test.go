@@ -44,16 +44,12 @@ const jsDir = "js"
 // nodeBinary returns node, with the SDK installed next to the scripts.
 func nodeBinary(t *testing.T) string {
 	t.Helper()
-	missing := func(format string, args ...any) {
-		t.Helper()
-		testkit.PeerMissing(t, format, args...)
-	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		missing("node is not on PATH: %v", err)
+		testkit.PeerMissing(t, "node is not on PATH: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(jsDir, "node_modules", "@a2a-js", "sdk", "package.json")); err != nil {
-		missing("@a2a-js/sdk is not installed (run `npm ci` in interop/js): %v", err)
+		testkit.PeerMissing(t, "@a2a-js/sdk is not installed (run `npm ci` in interop/js): %v", err)
 	}
 	return node
 }
