@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 )
 
 // fakePDP is an httptest PDP: metadata at the well-known URL of its identifier, an
@@ -66,17 +68,10 @@ func (p *fakePDP) lastRequest() map[string]any {
 	return p.last
 }
 
-// clock is a settable clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
+// newClock is the settable clock of the decision cache tests.
+func newClock() *testkit.Clock {
+	return testkit.NewClock(time.Date(2026, 1, 11, 12, 0, 0, 0, time.UTC))
 }
-
-func newClock() *clock { return &clock{now: time.Date(2026, 1, 11, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 func mustClient(t *testing.T, pdp string, opts ...Option) *Client {
 	t.Helper()

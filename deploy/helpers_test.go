@@ -2,8 +2,11 @@ package deploy
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -244,4 +247,60 @@ func (c serviceConfig) files() map[string]string {
 	}
 	walk("", c.raw)
 	return out
+}
+
+// checkServingCerts checks generate.sh's serving certificates: secrets/ca.crt holds the
+// CA, and the wit-issuer's and the TTS's certificates in secrets chain to it and are good
+// for the host of the issuer their configuration in configDir names. It returns the CA.
+func checkServingCerts(t testing.TB, secrets, configDir string) *x509.CertPool {
+	t.Helper()
+	roots := x509.NewCertPool()
+	ca, err := os.ReadFile(filepath.Join(secrets, "ca.crt"))
+	if err != nil || !roots.AppendCertsFromPEM(ca) {
+		t.Fatalf("%s/ca.crt: %v", secrets, err)
+	}
+	for _, svc := range []string{"wit-issuer", "tts"} {
+		pair, err := tls.LoadX509KeyPair(filepath.Join(secrets, svc+".crt"), filepath.Join(secrets, svc+".key"))
+		if err != nil {
+			t.Fatalf("%s: %v", svc, err)
+		}
+		cfg := readServiceConfig(t, filepath.Join(configDir, svc+".yaml"))
+		u, err := url.Parse(cfg.str("issuer"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pair.Leaf.Verify(x509.VerifyOptions{DNSName: u.Hostname(), Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+			t.Errorf("%s: %s certificate for %s: %v", secrets, svc, u.Hostname(), err)
+		}
+	}
+	return roots
+}
+
+// kustomizeTree returns kubectl and a copy of deploy/k8s to render overlays in (the
+// tests write generate.sh's files into it, never into the working tree); without
+// kubectl the test skips.
+func kustomizeTree(t *testing.T) (kubectl, tree string) {
+	t.Helper()
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl not installed; the rendered overlay is not checked")
+	}
+	tree = filepath.Join(t.TempDir(), "k8s")
+	if err := os.CopyFS(tree, os.DirFS(k8sDir)); err != nil {
+		t.Fatal(err)
+	}
+	return kubectl, tree
+}
+
+// generateOr runs generate.sh in overlay and reports true; without openssl it writes
+// placeholder files with placeholders instead and reports false.
+func generateOr(t *testing.T, overlay string, placeholders func(*testing.T, string)) bool {
+	t.Helper()
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Log("openssl not installed: placeholder files instead of generate.sh")
+		placeholders(t, overlay)
+		return false
+	}
+	runGenerate(t, overlay)
+	return true
 }

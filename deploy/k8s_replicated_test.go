@@ -3,14 +3,10 @@ package deploy
 import (
 	"bytes"
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -342,25 +338,11 @@ func keyIn(keys map[string]string, key string) bool {
 // holds the SHA-256 of the services' password, that the key ring secrets are long
 // enough, and the serving certificates. Without kubectl it skips.
 func TestKustomizeBuildReplicated(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl not installed; the rendered overlay is not checked")
-	}
-	tree := filepath.Join(t.TempDir(), "k8s")
-	if err := os.CopyFS(tree, os.DirFS(k8sDir)); err != nil {
-		t.Fatal(err)
-	}
+	kubectl, tree := kustomizeTree(t)
 	overlay := filepath.Join(tree, "overlays", "replicated")
 	os.RemoveAll(filepath.Join(overlay, "secrets"))
 	os.RemoveAll(filepath.Join(overlay, "workloads"))
-	generated := false
-	if _, err := exec.LookPath("openssl"); err == nil {
-		runGenerate(t, overlay)
-		generated = true
-	} else {
-		t.Log("openssl not installed: placeholder files instead of generate.sh")
-		placeholdersIn(t, overlay)
-	}
+	generated := generateOr(t, overlay, placeholdersIn)
 	u, counts := renderOverlay(t, kubectl, overlay, "rendered replicated")
 	for kind, n := range map[string]int{"Deployment": 2, "StatefulSet": 1, "Service": 3, "PodDisruptionBudget": 2,
 		"NetworkPolicy": 1, "ConfigMap": 4, "Secret": 6} {
@@ -397,23 +379,5 @@ func TestKustomizeBuildReplicated(t *testing.T) {
 			t.Errorf("%s: %v; want a private file (mode 0600)", k, err)
 		}
 	}
-	roots := x509.NewCertPool()
-	ca, err := os.ReadFile(filepath.Join(s, "ca.crt"))
-	if err != nil || !roots.AppendCertsFromPEM(ca) {
-		t.Fatalf("ca.crt: %v", err)
-	}
-	for _, svc := range []string{"wit-issuer", "tts"} {
-		pair, err := tls.LoadX509KeyPair(filepath.Join(s, svc+".crt"), filepath.Join(s, svc+".key"))
-		if err != nil {
-			t.Fatalf("%s: %v", svc, err)
-		}
-		cfg := readServiceConfig(t, filepath.Join(overlay, "config", svc+".yaml"))
-		iss, err := url.Parse(cfg.str("issuer"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pair.Leaf.Verify(x509.VerifyOptions{DNSName: iss.Hostname(), Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
-			t.Errorf("%s certificate for %s: %v", svc, iss.Hostname(), err)
-		}
-	}
+	checkServingCerts(t, s, filepath.Join(overlay, "config"))
 }

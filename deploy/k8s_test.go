@@ -935,28 +935,14 @@ func TestKubernetesManifestsRejectUnknownFields(t *testing.T) {
 // one generated for the workload. Without kubectl the test skips: kustomize is not part
 // of CI's requirements; TestKubernetesManifests checks the sources either way.
 func TestKustomizeBuild(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl not installed; the rendered overlay is not checked")
-	}
-	tree := filepath.Join(t.TempDir(), "k8s")
-	if err := os.CopyFS(tree, os.DirFS(k8sDir)); err != nil {
-		t.Fatal(err)
-	}
+	kubectl, tree := kustomizeTree(t)
 	overlay := filepath.Join(tree, "overlays", "two-domains")
 	// Never read keys a developer generated in the working tree.
 	for _, d := range []string{"a", "b"} {
 		os.RemoveAll(filepath.Join(overlay, d, "secrets"))
 		os.RemoveAll(filepath.Join(overlay, d, "workloads"))
 	}
-	generated := false
-	if _, err := exec.LookPath("openssl"); err == nil {
-		runGenerate(t, overlay)
-		generated = true
-	} else {
-		t.Log("openssl not installed: placeholder files instead of generate.sh")
-		placeholders(t, overlay)
-	}
+	generated := generateOr(t, overlay, placeholders)
 
 	u, counts := renderOverlay(t, kubectl, overlay, "rendered two-domains")
 	for _, ns := range []string{"dialogtrust-a", "dialogtrust-b"} {
@@ -1090,24 +1076,8 @@ func checkGenerated(t *testing.T, overlay string) {
 	for _, d := range []string{"a", "b"} {
 		dir := filepath.Join(overlay, d)
 		s := filepath.Join(dir, "secrets")
-		roots := x509.NewCertPool()
-		ca, err := os.ReadFile(filepath.Join(s, "ca.crt"))
-		if err != nil || !roots.AppendCertsFromPEM(ca) {
-			t.Fatalf("%s/ca.crt: %v", s, err)
-		}
+		roots := checkServingCerts(t, s, filepath.Join(dir, "config"))
 		for _, svc := range []string{"wit-issuer", "tts"} {
-			pair, err := tls.LoadX509KeyPair(filepath.Join(s, svc+".crt"), filepath.Join(s, svc+".key"))
-			if err != nil {
-				t.Fatalf("%s: %v", svc, err)
-			}
-			cfg := readServiceConfig(t, filepath.Join(dir, "config", svc+".yaml"))
-			u, err := url.Parse(cfg.str("issuer"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := pair.Leaf.Verify(x509.VerifyOptions{DNSName: u.Hostname(), Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
-				t.Errorf("%s.example %s certificate for %s: %v", d, svc, u.Hostname(), err)
-			}
 			for _, f := range []string{svc + ".key", svc + "-signing-key.jwk"} {
 				if st, err := os.Stat(filepath.Join(s, f)); err != nil || st.Mode().Perm()&0o077 != 0 {
 					t.Errorf("%s/%s: %v; want a private file (mode 0600)", s, f, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/authz"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
@@ -143,7 +144,7 @@ func TestIssue25_ReceiverAllowsOnlyTheToolsOfItsRules(t *testing.T) {
 	}
 	// Another sender, a plain HTTP body: the problem document, 403.
 	res, _, err = f.agentLax(f.t1, agent.Forwarded(f.txnToken(t, "D3", "a.example")), proof.HTTPSig).Start(ctx, post(t, url), "D3")
-	wantProblem(t, res, err, errcode.NotAuthorized)
+	testkit.WantProblem(t, res, err, errcode.NotAuthorized)
 	if calls.Load() != 1 {
 		t.Fatal("a refused request reached the handler")
 	}
@@ -169,7 +170,7 @@ func TestIssue25_ReceiverUndecidedRefuses(t *testing.T) {
 	rules, _ := authz.NewRules([]authz.Rule{{Name: "broken", Allow: `txn.nope == "x"`}})
 	f.authzServer(t, rules)
 	res, _, err = a1.Start(ctx, post(t, f.a2Srv.URL+"/mcp"), "D1")
-	wantProblem(t, res, err, errcode.DecisionUnavailable)
+	testkit.WantProblem(t, res, err, errcode.DecisionUnavailable)
 	if calls.Load() != 0 {
 		t.Fatal("an undecided request reached the handler")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
@@ -42,9 +43,9 @@ func TestDialogBindingSec5_RefusedRequestTakesNoDialog(t *testing.T) {
 	// T1 proposes D9 as its own dialog, first without a Txn-Token, then with a token
 	// recorded for another dialog: both refused.
 	res, _, err := f.agentLax(f.t1, nil, proof.HTTPSig).Start(ctx, post(t, aud), "D9")
-	wantProblem(t, res, err, errcode.MissingCredential)
+	testkit.WantProblem(t, res, err, errcode.MissingCredential)
 	res, _, err = f.agentLax(f.t1, agent.Forwarded(f.txnToken(t, "D8", "a.example")), proof.HTTPSig).Start(ctx, post(t, aud), "D9")
-	wantProblem(t, res, err, errcode.DialogMismatch)
+	testkit.WantProblem(t, res, err, errcode.DialogMismatch)
 	if rec, err := reg.Lookup(ctx, "D9"); err != nil || rec != nil {
 		t.Fatalf("a refused request left the dialog record %+v (%v)", rec, err)
 	}

@@ -127,18 +127,6 @@ func post(t *testing.T, url string) *http.Request {
 	return req
 }
 
-func wantProblem(t *testing.T, res *http.Response, err error, code errcode.Code) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("transport error %v, want a %s rejection", err, code)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	if got := errcode.CodeOf(problem.Read(res.StatusCode, body)); got != code {
-		t.Fatalf("status %d code %s (%s), want %s", res.StatusCode, got, body, code)
-	}
-}
-
 // Figure 3: A1 starts D1 with A2; A2 calls the tool in D1 with a Txn-Token recording
 // D1 and the provenance of A1's hop; the tool verifies who sent it (A2), what it may do
 // (the Txn-Token), which dialog (D1), that the three agree, and that A1 initiated D1.
@@ -208,12 +196,12 @@ func TestDialogBindingFigure3_Refusals(t *testing.T) {
 	// Section 13, dialog-bound authorization: a token recorded for D2 used in D1.
 	other := f.agentLax(f.a2, agent.Forwarded(f.txnToken(t, "D2", "a.example")), proof.HTTPSig)
 	res, err := other.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), d1, nil)
-	wantProblem(t, res, err, errcode.DialogMismatch)
+	testkit.WantProblem(t, res, err, errcode.DialogMismatch)
 
 	// A token for another trust domain.
 	foreign := f.agentLax(f.a2, agent.Forwarded(f.txnToken(t, "D1", "b.example")), proof.HTTPSig)
 	res, err = foreign.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), d1, nil)
-	wantProblem(t, res, err, errcode.AudienceMismatch)
+	testkit.WantProblem(t, res, err, errcode.AudienceMismatch)
 
 	// Section 7: an intermediary modifies Dialog-Context after A2 signed.
 	a2 := f.agentLax(f.a2, agent.Forwarded(f.txnToken(t, "D1", "a.example")), proof.HTTPSig)
@@ -221,25 +209,25 @@ func TestDialogBindingFigure3_Refusals(t *testing.T) {
 		r.Header.Set(dialog.HeaderName, `dlg="D1", initiator="wimse://a.example/agent/a2"`)
 	})
 	res, err = a2.Continue(ctx, post(t, f.toolSrv.URL+"/invoke"), d1, nil)
-	wantProblem(t, res, err, errcode.InvalidSignature)
+	testkit.WantProblem(t, res, err, errcode.InvalidSignature)
 
 	// Section 7: Dialog-Context added after signing: not covered.
 	plain := f.agentLax(f.a2, nil, proof.HTTPSig)
 	plain.Client.Transport.(*agent.Transport).Base = rewrite(func(r *http.Request) { d1.Set(r.Header) })
 	res, err = plain.Client.Do(post(t, f.toolSrv.URL+"/invoke"))
-	wantProblem(t, res, err, errcode.DialogContextNotCovered)
+	testkit.WantProblem(t, res, err, errcode.DialogContextNotCovered)
 
 	// Section 5: A2 proposes a dialog naming A1 as initiator (forged initiator) at A2's
 	// own peer... here at A2: the sender is not the named initiator of an unknown dialog.
 	forger := f.agentLax(f.t1, nil, proof.HTTPSig)
 	res, err = forger.Continue(ctx, post(t, f.a2Srv.URL+"/task"), d1, nil)
-	wantProblem(t, res, err, errcode.InitiatorMismatch)
+	testkit.WantProblem(t, res, err, errcode.InitiatorMismatch)
 
 	// With WPT, Dialog-Context added after the proof was made: dth missing.
 	wptAgent := f.agent(f.a2, nil, proof.WPT)
 	wptAgent.Client.Transport.(*agent.Transport).Base = rewrite(func(r *http.Request) { d1.Set(r.Header) })
 	res, err = wptAgent.Client.Do(post(t, f.toolSrv.URL+"/invoke"))
-	wantProblem(t, res, err, errcode.DialogContextBindingMismatch)
+	testkit.WantProblem(t, res, err, errcode.DialogContextBindingMismatch)
 }
 
 // Section 5: the dialog identifier must not be in use by another initiator.
@@ -253,7 +241,7 @@ func TestDialogBindingSec5_DialogInUse(t *testing.T) {
 	res.Body.Close()
 	<-f.seen
 	res, _, err = f.agentLax(f.t1, nil, proof.HTTPSig).Start(ctx, post(t, f.a2Srv.URL+"/task"), "D7")
-	wantProblem(t, res, err, errcode.DialogInUse)
+	testkit.WantProblem(t, res, err, errcode.DialogInUse)
 }
 
 type rewrite func(*http.Request)

@@ -2,7 +2,6 @@ package dialog
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/loopback"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/wpt"
@@ -163,7 +163,7 @@ func checkURL(what, raw string) (*url.URL, error) {
 	}
 	switch {
 	case u.Scheme == "https":
-	case u.Scheme == "http" && loopbackHost(u.Hostname()):
+	case u.Scheme == "http" && loopback.IsHost(u.Hostname()):
 	default:
 		return nil, errcode.New(errcode.InvalidRequest, "%s %q: https is required (http only to a loopback host)", what, errcode.Cut(raw))
 	}
@@ -171,14 +171,6 @@ func checkURL(what, raw string) (*url.URL, error) {
 		return nil, errcode.New(errcode.InvalidRequest, "%s %q: no fragment and no user information", what, errcode.Cut(raw))
 	}
 	return u, nil
-}
-
-func loopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // normalPath: absolute, without dot or empty segments.

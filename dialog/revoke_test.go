@@ -10,6 +10,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/store"
@@ -61,7 +62,7 @@ func TestIssue26_ReceiverRefusesRevoked(t *testing.T) {
 	f.revokeNow(t, s, revoke.Dialog, "D1")
 	f.clock.Advance(2 * time.Second)
 	res, err = send("D1")
-	wantProblem(t, res, err, errcode.DialogRevoked)
+	testkit.WantProblem(t, res, err, errcode.DialogRevoked)
 	if res.StatusCode != http.StatusForbidden {
 		t.Fatalf("status %d", res.StatusCode)
 	}
@@ -75,7 +76,7 @@ func TestIssue26_ReceiverRefusesRevoked(t *testing.T) {
 	f.revokeNow(t, s, revoke.Txn, "97053963-771d-49cc-a4e3-20aad399c312")
 	f.clock.Advance(2 * time.Second)
 	res, err = send("D3")
-	wantProblem(t, res, err, errcode.TxnRevoked)
+	testkit.WantProblem(t, res, err, errcode.TxnRevoked)
 	if rec, _ := reg.Lookup(ctx, "D3"); rec != nil {
 		t.Fatal("a revoked request established its dialog")
 	}
@@ -85,7 +86,7 @@ func TestIssue26_ReceiverRefusesRevoked(t *testing.T) {
 	f.revokeNow(t, s, revoke.Workload, f.a1.ID.String())
 	f.clock.Advance(2 * time.Second)
 	res, err = send("D4")
-	wantProblem(t, res, err, errcode.WorkloadRevoked)
+	testkit.WantProblem(t, res, err, errcode.WorkloadRevoked)
 	if calls.Load() != 2 {
 		t.Fatalf("%d requests reached the handler, want the 2 not revoked", calls.Load())
 	}
@@ -104,7 +105,7 @@ func TestIssue26_ReceiverFailsClosed(t *testing.T) {
 	calls, _ := f.revokeServer(t, downStore{revoke.NewMemory()}, time.Second)
 	a1 := f.agentLax(f.a1, agent.Forwarded(f.txnToken(t, "D1", "a.example")), proof.HTTPSig)
 	res, err := inDialog(t, a1, post(t, f.a2Srv.URL+"/task"), "D1")
-	wantProblem(t, res, err, errcode.StoreUnavailable)
+	testkit.WantProblem(t, res, err, errcode.StoreUnavailable)
 	if res.StatusCode != http.StatusServiceUnavailable || calls.Load() != 0 {
 		t.Fatalf("status %d, %d calls", res.StatusCode, calls.Load())
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/proof"
 )
 
@@ -49,7 +50,7 @@ func TestDialogBindingSec12_MissingVerifierCouldNotComplete(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := f.agentLax(f.a2, tc.tokens, proof.HTTPSig).Continue(ctx, post(t, aud), dc, tc.prov)
-			wantProblem(t, res, err, tc.code)
+			testkit.WantProblem(t, res, err, tc.code)
 			if res.StatusCode != http.StatusServiceUnavailable {
 				t.Fatalf("status %d, want 503", res.StatusCode)
 			}

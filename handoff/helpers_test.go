@@ -85,6 +85,17 @@ func (w *world) newOffer(iss, aud string) *Offer {
 	return &Offer{Hop: NewHopID(), Dialog: "ctx-7c1e", Iss: iss, Aud: aud, Iat: now, Exp: now + 120}
 }
 
+// acceptedOffer has r receive a new offer from planner to coder and wants it accepted;
+// it returns the offer and the handoff that carried it.
+func (w *world) acceptedOffer(t *testing.T, r *Receiver) (*Offer, *Handoff) {
+	t.Helper()
+	o := w.newOffer(planner, coder)
+	h := &Handoff{Offer: w.sign(o)}
+	d, err := receive(r, h)
+	wantAccept(t, d, err)
+	return o, h
+}
+
 func (w *world) sign(o *Offer) Signed {
 	w.t.Helper()
 	s, err := SignOffer(w.key(o.Iss), w.form, o)

@@ -270,14 +270,11 @@ func TestSec5_6_EquivocationBeforeExp(t *testing.T) {
 	forEachForm(t, func(t *testing.T, w *world) {
 		var flags []Flag
 		r, _ := w.receiver(coder, WithFlags(func(f Flag) { flags = append(flags, f) }))
-		o := w.newOffer(planner, coder)
-		first := &Handoff{Offer: w.sign(o)}
-		d, err := receive(r, first)
-		wantAccept(t, d, err)
+		o, first := w.acceptedOffer(t, r)
 		o2 := *o
 		o2.Task = String("something else")
 		second := &Handoff{Offer: w.sign(&o2)}
-		d, err = receive(r, second)
+		d, err := receive(r, second)
 		if d.Outcome != OutcomeEquivocation || d.Reason != ReasonEquivocation || !d.Flagged || len(flags) != 1 {
 			t.Fatalf("%+v %v", d, err)
 		}
@@ -303,16 +300,14 @@ func TestSec5_6_EquivocationAfterExp(t *testing.T) {
 	forEachForm(t, func(t *testing.T, w *world) {
 		ctx := context.Background()
 		r, _ := w.receiver(coder)
-		o := w.newOffer(planner, coder)
-		d, err := receive(r, &Handoff{Offer: w.sign(o)})
-		wantAccept(t, d, err)
+		o, _ := w.acceptedOffer(t, r)
 		if _, err := r.Accept(ctx, planner, o.Hop); err != nil {
 			t.Fatal(err)
 		}
 		w.clock.Advance(10 * time.Minute)
 		o2 := *o
 		o2.Dialog = "ctx-other"
-		d, err = receive(r, &Handoff{Offer: w.sign(&o2)})
+		d, err := receive(r, &Handoff{Offer: w.sign(&o2)})
 		if d.Outcome != OutcomeEquivocation || d.Reply != nil || !d.StopWork {
 			t.Fatalf("%+v %v", d, err)
 		}

@@ -180,11 +180,8 @@ func TestSec5_2_Freshness(t *testing.T) {
 func TestSec5_2_ReplayAndRemembering(t *testing.T) {
 	forEachForm(t, func(t *testing.T, w *world) {
 		r, recs := w.receiver(coder)
-		o := w.newOffer(planner, coder)
-		h := &Handoff{Offer: w.sign(o)}
+		o, h := w.acceptedOffer(t, r)
 		d, err := receive(r, h)
-		wantAccept(t, d, err)
-		d, err = receive(r, h)
 		if d.Outcome != OutcomeRetransmission || !hasCause(err, errcode.HandoffRetransmission) {
 			t.Fatalf("replay: %s %v", d.Outcome, err)
 		}
@@ -232,12 +229,9 @@ func TestSec5_3_RetransmissionAnsweredWithIdenticalStatus(t *testing.T) {
 	forEachForm(t, func(t *testing.T, w *world) {
 		ctx := context.Background()
 		r, _ := w.receiver(coder)
-		o := w.newOffer(planner, coder)
-		h := &Handoff{Offer: w.sign(o)}
-		d, err := receive(r, h)
-		wantAccept(t, d, err)
+		o, h := w.acceptedOffer(t, r)
 		// Not decided yet: nothing to send.
-		d, _ = r.Receive(ctx, Inbound{Handoff: h, AuthenticatedSender: planner})
+		d, _ := r.Receive(ctx, Inbound{Handoff: h, AuthenticatedSender: planner})
 		if d.Outcome != OutcomeRetransmission || d.Reply != nil || d.Withheld {
 			t.Fatalf("undecided retransmission: %+v", d)
 		}
@@ -487,10 +481,7 @@ func TestSec5_2_IncompleteCheckForgetsThePair(t *testing.T) {
 func TestSec5_4_OperatorForgetsHop(t *testing.T) {
 	forEachForm(t, func(t *testing.T, w *world) {
 		r, _ := w.receiver(coder)
-		o := w.newOffer(planner, coder)
-		h := &Handoff{Offer: w.sign(o)}
-		d, err := receive(r, h)
-		wantAccept(t, d, err)
+		o, h := w.acceptedOffer(t, r)
 		if _, err := r.Accept(context.Background(), planner, o.Hop); err != nil {
 			t.Fatal(err)
 		}
@@ -498,7 +489,7 @@ func TestSec5_4_OperatorForgetsHop(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantCode(t, r.Forget(context.Background(), planner, o.Hop), errcode.HandoffOfferMismatch)
-		d, err = receive(r, h)
+		d, err := receive(r, h)
 		wantAccept(t, d, err)
 	})
 }

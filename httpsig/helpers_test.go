@@ -15,6 +15,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dunglas/httpsfv"
@@ -35,8 +36,7 @@ type party struct {
 // fixture is one trust domain with a client and a server, and a clock tests move.
 type fixture struct {
 	t         testing.TB
-	mu        sync.Mutex
-	now       time.Time
+	clk       *testkit.Clock
 	issuerKey *keys.PrivateKey
 	validator *wit.Validator
 	client    party
@@ -45,7 +45,7 @@ type fixture struct {
 
 func newFixture(t testing.TB, alg string) *fixture {
 	t.Helper()
-	f := &fixture{t: t, now: time.Unix(1_800_000_000, 0)}
+	f := &fixture{t: t, clk: testkit.NewClock(time.Unix(1_800_000_000, 0))}
 	var err error
 	if f.issuerKey, err = keys.Generate(alg); err != nil {
 		t.Fatal(err)
@@ -57,17 +57,9 @@ func newFixture(t testing.TB, alg string) *fixture {
 	return f
 }
 
-func (f *fixture) clock() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
+func (f *fixture) clock() time.Time { return f.clk.Now() }
 
-func (f *fixture) advance(d time.Duration) {
-	f.mu.Lock()
-	f.now = f.now.Add(d)
-	f.mu.Unlock()
-}
+func (f *fixture) advance(d time.Duration) { f.clk.Advance(d) }
 
 func (f *fixture) party(alg, sub string) party { return f.partyTTL(alg, sub, time.Hour) }
 

@@ -44,19 +44,12 @@ const jsDir = "js"
 // nodeBinary returns node, with the SDK installed next to the scripts.
 func nodeBinary(t *testing.T) string {
 	t.Helper()
-	missing := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format, args...)
-	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		missing("node is not on PATH: %v", err)
+		testkit.PeerMissing(t, "node is not on PATH: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(jsDir, "node_modules", "@a2a-js", "sdk", "package.json")); err != nil {
-		missing("@a2a-js/sdk is not installed (run `npm ci` in interop/js): %v", err)
+		testkit.PeerMissing(t, "@a2a-js/sdk is not installed (run `npm ci` in interop/js): %v", err)
 	}
 	return node
 }
@@ -114,7 +107,7 @@ func (p *a2aParties) offer(t *testing.T, dlg string) *handoff.Handoff {
 // unchanged; the reply is a 1.0 SendMessage result ({"message": ...}).
 func TestA2AJS_ServerReadsOurA2A10Offer(t *testing.T) {
 	node := nodeBinary(t)
-	port := proc.FreeLoopbackPort(t)
+	port := testkit.FreePort(t)
 	srv := proc.StartProcess(t, "a2a-js server", node, jsDir, []string{"server.mjs", strconv.Itoa(port)}, nil)
 	endpoint := srv.WaitLine(t, "listening ", 30*time.Second)
 

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
 )
 
@@ -57,10 +58,7 @@ func node22(t *testing.T) string {
 	missing := func(format string, args ...any) {
 		t.Helper()
 		format += " (run `npm ci` in interop/conformance)"
-		if os.Getenv("CI") == "true" {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format, args...)
+		testkit.PeerMissing(t, format, args...)
 	}
 	node, err := filepath.Abs(filepath.Join(conformanceDir, "node_modules", "node", "bin", "node"))
 	if err != nil {
@@ -221,7 +219,7 @@ func TestMCPConformanceThroughProxies(t *testing.T) {
 	node := node22(t)
 	scenarios := conformanceScenarios(t, node)
 
-	srv := proc.StartProcess(t, "everything server", node, conformanceDir, []string{"everything-server.mjs", strconv.Itoa(proc.FreeLoopbackPort(t))}, nil)
+	srv := proc.StartProcess(t, "everything server", node, conformanceDir, []string{"everything-server.mjs", strconv.Itoa(testkit.FreePort(t))}, nil)
 	serverURL := srv.WaitLine(t, "listening ", 30*time.Second)
 
 	// (a) Directly: every scenario passes, with no warning but the known ones.

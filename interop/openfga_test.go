@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/authz"
 	"github.com/dialogtrust/dialogtrust/authzen"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/interop/internal/openfga"
 	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -30,19 +30,6 @@ const openfgaModel = `{"schema_version":"1.1","type_definitions":[
  "conditions":{"user_dialog":{"name":"user_dialog",
   "expression":"initiator.startsWith(\"wimse://a.example/user/\") && initiator_proved",
   "parameters":{"initiator":{"type_name":"TYPE_NAME_STRING"},"initiator_proved":{"type_name":"TYPE_NAME_BOOL"}}}}}`
-
-// testClock is a settable clock for the decision cache.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 func startOpenFGAStore(t *testing.T) (*openfga.Server, *openfga.Store) {
 	t.Helper()
@@ -68,7 +55,7 @@ func TestOpenFGA_AuthZENDecider(t *testing.T) {
 	if err := st.Write(ctx, travel); err != nil {
 		t.Fatal(err)
 	}
-	clk := &testClock{now: time.Date(2026, 1, 11, 12, 0, 0, 0, time.UTC)}
+	clk := testkit.NewClock(time.Date(2026, 1, 11, 12, 0, 0, 0, time.UTC))
 	cl, err := authzen.New(st.PDP(), authzen.WithMetadataURL(st.MetadataURL()), authzen.WithEscapedIDs(),
 		authzen.WithClock(clk.Now), authzen.WithCache(100, time.Minute))
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
-	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/wpt"
@@ -119,7 +118,7 @@ func TestRFC9728DiscoveryTypeScriptSDKProxyIngress(t *testing.T) {
 		http.Error(w, "the application was asked", http.StatusTeapot)
 	}))
 	defer app.Close()
-	port := strconv.Itoa(proc.FreeLoopbackPort(t))
+	port := strconv.Itoa(testkit.FreePort(t))
 	base := "http://127.0.0.1:" + port
 	yaml := d.common(jsHotelID) + fmt.Sprintf(`ingress:
   listen: 127.0.0.1:%[1]s

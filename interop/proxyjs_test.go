@@ -15,6 +15,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/proxy"
@@ -48,10 +49,7 @@ func jsSDKs(t *testing.T) string {
 	t.Helper()
 	node := nodeBinary(t)
 	if _, err := os.Stat(filepath.Join(jsDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("@modelcontextprotocol/sdk is not installed (run `npm ci` in interop/js): %v", err)
-		}
-		t.Skipf("@modelcontextprotocol/sdk is not installed (run `npm ci` in interop/js): %v", err)
+		testkit.PeerMissing(t, "@modelcontextprotocol/sdk is not installed (run `npm ci` in interop/js): %v", err)
 	}
 	return node
 }
@@ -324,7 +322,7 @@ func dlgOf(t *testing.T, value string) string {
 // port, and returns it and the URL it prints that it listens on.
 func startJSApp(t *testing.T, node, name, script string) (*proc.Program, string) {
 	t.Helper()
-	p := proc.StartProcess(t, name, node, jsDir, []string{script, strconv.Itoa(proc.FreeLoopbackPort(t)), jsPlannerID}, nil)
+	p := proc.StartProcess(t, name, node, jsDir, []string{script, strconv.Itoa(testkit.FreePort(t)), jsPlannerID}, nil)
 	return p, p.WaitLine(t, "listening ", 30*time.Second)
 }
 

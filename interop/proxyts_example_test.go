@@ -56,7 +56,7 @@ func TestProxyTypeScriptExamples(t *testing.T) {
 
 	t.Run("dev --proxies --app", func(t *testing.T) {
 		tool, appURL := startTool(t)
-		egress := "127.0.0.1:" + strconv.Itoa(proc.FreeLoopbackPort(t))
+		egress := "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
 		home := t.TempDir()
 		dev := proc.StartProcess(t, "dialogtrust dev", bin, t.TempDir(), []string{"dev", "--proxies", "--app", appURL, "--egress-addr", egress},
 			[]string{"HOME=" + home, "XDG_CACHE_HOME=" + home})

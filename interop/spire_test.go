@@ -31,6 +31,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 	"github.com/dialogtrust/dialogtrust/witissuer/spiffeadapter"
@@ -235,7 +236,7 @@ func (s *spire) proxy(t *testing.T) {
 		_, _ = io.WriteString(w, "done")
 	}))
 	defer up.Close()
-	ops, egress := proc.FreeLoopbackPort(t), proc.FreeLoopbackPort(t)
+	ops, egress := testkit.FreePort(t), testkit.FreePort(t)
 	conf := filepath.Join(s.dir, "proxy.yaml")
 	writeFile(t, conf, fmt.Sprintf(`listen: 127.0.0.1:%d
 trust_domains: [%s]
@@ -653,15 +654,11 @@ func (s *spire) httpClient(svid func() (*x509svid.SVID, error)) *http.Client {
 // witBundle fetches the issuer's JWKS over hc as go-spiffe's WIT bundle.
 func (s *spire) witBundle(t *testing.T, hc *http.Client) *witbundle.Bundle {
 	t.Helper()
-	res, err := hc.Get(s.issuerURL + witissuer.PathJWKS)
+	req, err := http.NewRequest(http.MethodGet, s.issuerURL+witissuer.PathJWKS, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, b := testkit.Do(t, hc, req)
 	wb, err := spiffeadapter.BundleFromJWKS(spiffeid.RequireTrustDomainFromString(spireTD), b)
 	if err != nil {
 		t.Fatal(err)
@@ -697,7 +694,7 @@ func startSpire(t *testing.T, serverBin, agentBin string) *spire {
 		}
 	}
 
-	s.fedPort = proc.FreeLoopbackPort(t)
+	s.fedPort = testkit.FreePort(t)
 	a := s.startServer(t, "a", spireTD, fmt.Sprintf(`
   federation {
     bundle_endpoint {
@@ -715,7 +712,7 @@ func startSpire(t *testing.T, serverBin, agentBin string) *spire {
 	a.register(t, spireWorkloadB, filepath.Join(dir, "bin", "workload-b"), time.Hour)
 	s.agentSock = a.startAgent(t)
 
-	port := proc.FreeLoopbackPort(t)
+	port := testkit.FreePort(t)
 	s.issuerURL = fmt.Sprintf("https://127.0.0.1:%d", port)
 	issuerConf := filepath.Join(dir, "wit-issuer.yaml")
 	writeFile(t, issuerConf, fmt.Sprintf(`listen: 127.0.0.1:%d
@@ -766,7 +763,7 @@ const spireAgentID = "/agent"
 // and makes a join token for its agent.
 func (s *spire) startServer(t *testing.T, name, td, extra string) *spireDomain {
 	t.Helper()
-	d := &spireDomain{s: s, name: name, td: td, dir: filepath.Join(s.dir, name), port: proc.FreeLoopbackPort(t)}
+	d := &spireDomain{s: s, name: name, td: td, dir: filepath.Join(s.dir, name), port: testkit.FreePort(t)}
 	d.sock = filepath.Join(d.dir, "server.sock")
 	if err := os.MkdirAll(d.dir, 0o700); err != nil {
 		t.Fatal(err)

@@ -10,20 +10,12 @@ import (
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 )
 
 var b64 = base64.RawURLEncoding
-
-func mustKey(t testing.TB, alg string) *keys.PrivateKey {
-	t.Helper()
-	k, err := keys.Generate(alg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 func set(t testing.TB, ks ...*keys.PublicKey) keys.KeySet {
 	t.Helper()
@@ -58,7 +50,7 @@ func wantCode(t *testing.T, err error, code errcode.Code) {
 
 func TestSignVerifyRoundTrip(t *testing.T) {
 	for _, alg := range []string{keys.ES256, keys.EdDSA, keys.Ed25519} {
-		k := mustKey(t, alg)
+		k := testkit.NewKey(t, alg)
 		tok, err := jose.Sign("wit+jwt", k, true, []byte(`{"a":1}`))
 		if err != nil {
 			t.Fatal(err)
@@ -76,7 +68,7 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 // RFC 8725 section 3.11 / wimse.md 2.5 step 3: explicit typing, compared
 // case-insensitively, with or without "application/".
 func TestRFC8725Sec3_11_ExplicitTypeRequired(t *testing.T) {
-	k := mustKey(t, keys.ES256)
+	k := testkit.NewKey(t, keys.ES256)
 	ks := set(t, k.Public())
 	for typ, ok := range map[string]bool{
 		"wit+jwt": true, "WIT+JWT": true, "application/wit+jwt": true, "Application/Wit+Jwt": true,
@@ -101,7 +93,7 @@ func TestRFC8725Sec3_11_ExplicitTypeRequired(t *testing.T) {
 
 // creds-02 section 5.1 / wimse.md 2.5 step 4: alg "none" MUST NOT be used.
 func TestCreds02Sec5_1_AlgNoneRejected(t *testing.T) {
-	k := mustKey(t, keys.ES256)
+	k := testkit.NewKey(t, keys.ES256)
 	for _, alg := range []string{"none", "None", "NONE"} {
 		hb, _ := json.Marshal(map[string]any{"typ": "wit+jwt", "alg": alg, "kid": k.KID()})
 		tok := b64.EncodeToString(hb) + "." + b64.EncodeToString([]byte("{}")) + "."
@@ -119,7 +111,7 @@ func TestCreds02Sec5_1_AlgNoneRejected(t *testing.T) {
 // wimse.md 2.5 step 4: never a MAC. The classic attack signs HS256 with the public key
 // as the HMAC secret; it must fail before any signature check.
 func TestCreds02Sec5_1_HMACWithPublicKeyAsSecretRejected(t *testing.T) {
-	k := mustKey(t, keys.ES256)
+	k := testkit.NewKey(t, keys.ES256)
 	pubJSON, _ := json.Marshal(k.Public())
 	for _, alg := range []string{"HS256", "HS384", "HS512"} {
 		hb, _ := json.Marshal(map[string]any{"typ": "wit+jwt", "alg": alg, "kid": k.KID()})
@@ -137,8 +129,8 @@ func TestCreds02Sec5_1_HMACWithPublicKeyAsSecretRejected(t *testing.T) {
 // wimse.md WIT-1: keys never come from the token. A token that carries its own key in
 // jwk (or points at one with jku/x5u/x5c) is refused even though that key signed it.
 func TestCreds02Sec3_KeyHeadersRejected(t *testing.T) {
-	trusted := mustKey(t, keys.ES256)
-	attacker := mustKey(t, keys.ES256)
+	trusted := testkit.NewKey(t, keys.ES256)
+	attacker := testkit.NewKey(t, keys.ES256)
 	attackerJWK, _ := json.Marshal(attacker.Public())
 	for name, val := range map[string]any{
 		"jwk": json.RawMessage(attackerJWK), "jku": "https://attacker.example/jwks", "x5u": "https://attacker.example/cert", "x5c": []string{"MIIB"},
@@ -150,7 +142,7 @@ func TestCreds02Sec3_KeyHeadersRejected(t *testing.T) {
 }
 
 func TestCritRejected(t *testing.T) {
-	k := mustKey(t, keys.EdDSA)
+	k := testkit.NewKey(t, keys.EdDSA)
 	tok := handMade(t, map[string]any{"typ": "wit+jwt", "alg": "EdDSA", "crit": []string{"exp"}, "exp": 1}, "{}", k)
 	_, err := jose.Verify(context.Background(), tok, jose.Options{Typ: "wit+jwt"}, set(t, k.Public()))
 	wantCode(t, err, errcode.UnsupportedCritical)
@@ -158,7 +150,7 @@ func TestCritRejected(t *testing.T) {
 
 // Key selection is by kid only, from trust configuration.
 func TestKeyChosenByKidFromTrustOnly(t *testing.T) {
-	a, b := mustKey(t, keys.ES256), mustKey(t, keys.ES256)
+	a, b := testkit.NewKey(t, keys.ES256), testkit.NewKey(t, keys.ES256)
 	ks := set(t, a.Public(), b.Public())
 	tok, _ := jose.Sign("wit+jwt", a, true, []byte("{}"))
 	if _, err := jose.Verify(context.Background(), tok, jose.Options{Typ: "wit+jwt"}, ks); err != nil {
@@ -181,8 +173,8 @@ func TestKeyChosenByKidFromTrustOnly(t *testing.T) {
 // Exactly one algorithm per key: an EdDSA token is never checked with an ES256 key,
 // and the allow-list is enforced.
 func TestAlgTiedToKey(t *testing.T) {
-	ec := mustKey(t, keys.ES256)
-	ed := mustKey(t, keys.EdDSA)
+	ec := testkit.NewKey(t, keys.ES256)
+	ed := testkit.NewKey(t, keys.EdDSA)
 	tok := handMade(t, map[string]any{"typ": "wit+jwt", "alg": "EdDSA", "kid": ec.KID()}, "{}", ed)
 	_, err := jose.Verify(context.Background(), tok, jose.Options{Typ: "wit+jwt"}, set(t, ec.Public()))
 	wantCode(t, err, errcode.UnsupportedAlg)
@@ -200,7 +192,7 @@ func TestAlgTiedToKey(t *testing.T) {
 
 // EdDSA and Ed25519 name one algorithm; with ExactAlg (the WPT rule) the names must match.
 func TestEd25519AlgNames(t *testing.T) {
-	k := mustKey(t, keys.EdDSA)
+	k := testkit.NewKey(t, keys.EdDSA)
 	renamed := handMade(t, map[string]any{"typ": "wpt+jwt", "alg": "Ed25519"}, "{}", k)
 	if _, err := jose.Verify(context.Background(), renamed, jose.Options{Typ: "wpt+jwt"}, k.Public()); err != nil {
 		t.Fatalf("Ed25519 name refused for an EdDSA key: %v", err)
@@ -210,7 +202,7 @@ func TestEd25519AlgNames(t *testing.T) {
 }
 
 func TestMalformedAndBounded(t *testing.T) {
-	k := mustKey(t, keys.ES256)
+	k := testkit.NewKey(t, keys.ES256)
 	good, _ := jose.Sign("wit+jwt", k, true, []byte("{}"))
 	parts := strings.Split(good, ".")
 	cases := map[string]struct {
@@ -268,7 +260,7 @@ func FuzzParse(f *testing.F) {
 // P-256 key it is refused, and so is "Ed448" on an Ed25519 key, before any signature
 // is checked.
 func TestRFC9864Sec2_Ed25519NameOnlyForEd25519Keys(t *testing.T) {
-	ec, ed := mustKey(t, keys.ES256), mustKey(t, keys.EdDSA)
+	ec, ed := testkit.NewKey(t, keys.ES256), testkit.NewKey(t, keys.EdDSA)
 	onP256 := handMade(t, map[string]any{"typ": "wit+jwt", "alg": "Ed25519", "kid": ec.KID()}, "{}", ed)
 	_, err := jose.Verify(context.Background(), onP256, jose.Options{Typ: "wit+jwt"}, set(t, ec.Public()))
 	wantCode(t, err, errcode.UnsupportedAlg)
@@ -287,7 +279,7 @@ func TestRFC9864Sec2_Ed25519NameOnlyForEd25519Keys(t *testing.T) {
 // a token under the other name for an Ed25519 key, as the key rule (VerifyWith) does;
 // it admits no other algorithm (Ed448, ES256), and the key must still be Ed25519.
 func TestRFC9864Sec2_AllowListAdmitsBothNamesOfEd25519(t *testing.T) {
-	ed, ec := mustKey(t, keys.EdDSA), mustKey(t, keys.ES256)
+	ed, ec := testkit.NewKey(t, keys.EdDSA), testkit.NewKey(t, keys.ES256)
 	ctx := context.Background()
 	for _, c := range []struct{ allowed, alg string }{
 		{keys.EdDSA, keys.Ed25519},
@@ -320,7 +312,7 @@ func TestRFC9864Sec2_AllowListAdmitsBothNamesOfEd25519(t *testing.T) {
 // Issue 24 point 4: a compact JWS of three parts with one of them empty is reported as
 // such, not as a token that lacks parts: an empty signature (an unsigned token) says so.
 func TestIssue24EmptyPartNamed(t *testing.T) {
-	k := mustKey(t, keys.ES256)
+	k := testkit.NewKey(t, keys.ES256)
 	good, _ := jose.Sign("wit+jwt", k, true, []byte("{}"))
 	parts := strings.Split(good, ".")
 	for tok, want := range map[string]string{

@@ -223,6 +223,14 @@ func SaveRingState(path string, s RingState) error {
 	if err != nil {
 		return err
 	}
+	return WritePrivateFile(path, b)
+}
+
+// WritePrivateFile writes b and a newline to path with mode 0600, also over an existing
+// file (os.WriteFile would keep its wider mode): a temporary file of mode 0600 in the
+// same directory, synced, then renamed over path, so a crash leaves the old content or
+// the new, never half of either, and no one else can ever read the new.
+func WritePrivateFile(path string, b []byte) error {
 	base := filepath.Base(path)
 	ext := filepath.Ext(base)
 	f, err := os.CreateTemp(filepath.Dir(path), "."+strings.TrimSuffix(base, ext)+"-*"+ext)

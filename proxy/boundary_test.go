@@ -654,15 +654,7 @@ func TestDialogBindingSec11_BoundaryRouteNeedsDialog(t *testing.T) {
 // is refused (grant_binding_mismatch). The application is reached by none.
 func TestDialogBindingSec11_BoundaryIngressRefusals(t *testing.T) {
 	bw := newBoundary(t)
-	var at string
-	bw.tamperB1 = func(r *http.Request) {
-		if a := r.Header.Get("Authorization"); a != "" {
-			at = strings.TrimPrefix(a, "Bearer ")
-		}
-	}
-	if res, body := bw.call(t, "/b1", `{}`); res.StatusCode != 200 {
-		t.Fatalf("%d %s", res.StatusCode, body)
-	}
+	at := bw.accessToken(t)
 	hits := bw.app.hits()
 	// A workload of domain A other than A2, signing its own request in a dialog of its
 	// own, with A2's access token.

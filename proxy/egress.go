@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -20,6 +19,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/loopback"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
@@ -255,21 +255,13 @@ func CheckUpstream(raw string, plainHTTP bool) (*url.URL, error) {
 	switch u.Scheme {
 	case "https":
 	case "http":
-		if !plainHTTP && !isLoopbackHost(u.Hostname()) {
+		if !plainHTTP && !loopback.IsHost(u.Hostname()) {
 			return nil, errcode.New(errcode.InvalidRequest, "upstream %q: plain HTTP only to loopback (or with plain HTTP allowed for the route)", errcode.Cut(raw))
 		}
 	default:
 		return nil, errcode.New(errcode.InvalidRequest, "upstream %q: scheme must be https or http", errcode.Cut(raw))
 	}
 	return u, nil
-}
-
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // normalPath reports whether p is absolute and has no dot segment or empty segment

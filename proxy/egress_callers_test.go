@@ -96,6 +96,17 @@ func expectRefused(t *testing.T, what string, res *http.Response, body []byte, s
 	}
 }
 
+// expectHostOrOriginRefused checks the refusal of a request whose Host is not allowed
+// (421 host_not_allowed) or, withOrigin, whose Origin is not (403 origin_not_allowed).
+func expectHostOrOriginRefused(t *testing.T, what string, res *http.Response, body []byte, withOrigin bool) {
+	t.Helper()
+	if withOrigin {
+		expectRefused(t, what, res, body, http.StatusForbidden, errcode.OriginNotAllowed)
+		return
+	}
+	expectRefused(t, what, res, body, http.StatusMisdirectedRequest, errcode.HostNotAllowed)
+}
+
 // nothingDone checks that no Txn-Token was fetched, no WIT taken to sign, nothing sent
 // to the ingress and nothing reached the application.
 func nothingDone(t *testing.T, p *pair, w *watch) {
@@ -222,11 +233,7 @@ func TestIssue22Point6AllowedHostsAndOrigins(t *testing.T) {
 		"origin of another port": {"a1-egress.internal", http.Header{"Origin": {"http://localhost:3001"}}},
 	} {
 		res, body := callAs(t, http.DefaultClient, srv.URL+"/t1", c.host, c.h)
-		code, status := errcode.HostNotAllowed, http.StatusMisdirectedRequest
-		if c.h != nil {
-			code, status = errcode.OriginNotAllowed, http.StatusForbidden
-		}
-		expectRefused(t, what, res, body, status, code)
+		expectHostOrOriginRefused(t, what, res, body, c.h != nil)
 	}
 	nothingDone(t, p, w)
 	for what, c := range map[string]struct {
@@ -334,11 +341,7 @@ func TestIssue22Point6UnixSocket(t *testing.T) {
 		"a rebound name":         {strict, "evil.example.com", nil},
 	} {
 		res, body := callAs(t, c.c, "http://egress/t1", c.host, c.h)
-		code, status := errcode.HostNotAllowed, http.StatusMisdirectedRequest
-		if c.h != nil {
-			code, status = errcode.OriginNotAllowed, http.StatusForbidden
-		}
-		expectRefused(t, what, res, body, status, code)
+		expectHostOrOriginRefused(t, what, res, body, c.h != nil)
 	}
 	nothingDone(t, p, w)
 	for what, c := range map[string]struct {

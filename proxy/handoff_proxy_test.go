@@ -81,6 +81,30 @@ func newHandoffPair(t *testing.T, o handoffOptions) *handoffPair {
 	return hp
 }
 
+// forgeCompleted replaces the delegate's status st in body with a "completed" one, the
+// same but for its state and reason, signed by forger.
+func (hp *handoffPair) forgeCompleted(t *testing.T, forger *keys.PrivateKey, st *handoff.Signed, body []byte) []byte {
+	t.Helper()
+	vs, err := handoff.VerifyStatusSignature(context.Background(), hp.trust, *st, 0)
+	mustOK(t, err)
+	forged := *vs.Status
+	forged.State, forged.Reason = handoff.StateCompleted, nil
+	fs, err := handoff.SignStatus(forger, handoff.JWS, &forged)
+	mustOK(t, err)
+	return bytes.Replace(body, []byte(st.Text()), []byte(fs.Text()), 1)
+}
+
+// wantStated checks the delegate's record of hop: it holds state and the last status,
+// for a retransmission (section 5.3).
+func (hp *handoffPair) wantStated(t *testing.T, hop, state string) {
+	t.Helper()
+	rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), hop)
+	mustOK(t, err)
+	if rec.State != state || rec.LastStatus == nil {
+		t.Fatalf("the delegate recorded %+v", rec)
+	}
+}
+
 // send posts a JSON-RPC body to the egress asking for an offer in a new dialog.
 func (hp *handoffPair) send(t *testing.T, body string, fields map[string]string) (*http.Response, []byte) {
 	t.Helper()
@@ -267,13 +291,7 @@ func TestHandoffSection5_6TamperedStatusRefused(t *testing.T) {
 		if err != nil || st == nil {
 			return body
 		}
-		vs, err := handoff.VerifyStatusSignature(context.Background(), hp.trust, *st, 0)
-		mustOK(t, err)
-		forged := *vs.Status
-		forged.State, forged.Reason = handoff.StateCompleted, nil
-		fs, err := handoff.SignStatus(forger, handoff.JWS, &forged)
-		mustOK(t, err)
-		return bytes.Replace(body, []byte(st.Text()), []byte(fs.Text()), 1)
+		return hp.forgeCompleted(t, forger, st, body)
 	}
 	res, body := hp.send(t, toolsCall, nil)
 	if code := errcode.CodeOf(problem.Read(res.StatusCode, body)); code != errcode.HandoffUntrustedKey && code != errcode.HandoffBadSignature {
@@ -377,11 +395,7 @@ func TestHandoffSection6JSONRPCErrorCarriesNoStatus(t *testing.T) {
 	if res.StatusCode != 200 || !strings.Contains(string(body), "no rooms") || res.Header.Get(proxy.HandoffStatusField) != "" || res.Header.Get(proxy.HandoffHopField) == "" {
 		t.Fatalf("%d %s %v", res.StatusCode, body, res.Header)
 	}
-	rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), res.Header.Get(proxy.HandoffHopField))
-	mustOK(t, err)
-	if rec.State != string(handoff.StateFailed) || rec.LastStatus == nil {
-		t.Fatalf("the delegate recorded %+v", rec)
-	}
+	hp.wantStated(t, res.Header.Get(proxy.HandoffHopField), string(handoff.StateFailed))
 }
 
 // The egress's refusals of the handoff fields and of bodies it cannot put an offer

@@ -175,13 +175,7 @@ func TestHandoffSection5_6EventStreamRefused(t *testing.T) {
 		}{
 			{"forged status", func(body []byte) []byte {
 				st := eventStatus(t, sseData(sseEvents(body)[1]))
-				vs, err := handoff.VerifyStatusSignature(context.Background(), hp.trust, *st, 0)
-				mustOK(t, err)
-				forged := *vs.Status
-				forged.State, forged.Reason = handoff.StateCompleted, nil
-				fs, err := handoff.SignStatus(forger, handoff.JWS, &forged)
-				mustOK(t, err)
-				return bytes.Replace(body, []byte(st.Text()), []byte(fs.Text()), 1)
+				return hp.forgeCompleted(t, forger, st, body)
 			}, []errcode.Code{errcode.HandoffUntrustedKey, errcode.HandoffBadSignature}},
 			{"no response event", func([]byte) []byte {
 				return []byte(v.noResponse)
@@ -301,11 +295,7 @@ func TestHandoffIngressEventStreamRefused(t *testing.T) {
 				t.Fatal("a status or the stream for a refused reply")
 			}
 			if tc.stated != "" {
-				rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), hp.app.last().Header.Get(proxy.VerifiedHandoffHopField))
-				mustOK(t, err)
-				if rec.State != tc.stated || rec.LastStatus == nil {
-					t.Fatalf("the delegate recorded %+v", rec)
-				}
+				hp.wantStated(t, hp.app.last().Header.Get(proxy.VerifiedHandoffHopField), tc.stated)
 			}
 		})
 	}
@@ -322,11 +312,7 @@ func TestHandoffSection6EventStreamErrorCarriesNoStatus(t *testing.T) {
 	if res.StatusCode != 200 || string(body) != stream || res.Header.Get(proxy.HandoffStatusField) != "" || res.Header.Get(proxy.HandoffHopField) == "" {
 		t.Fatalf("%d %q %v", res.StatusCode, body, res.Header)
 	}
-	rec, err := hp.hr.Lookup(context.Background(), hp.a1.String(), res.Header.Get(proxy.HandoffHopField))
-	mustOK(t, err)
-	if rec.State != string(handoff.StateFailed) || rec.LastStatus == nil {
-		t.Fatalf("the delegate recorded %+v", rec)
-	}
+	hp.wantStated(t, res.Header.Get(proxy.HandoffHopField), string(handoff.StateFailed))
 }
 
 // One reading of Content-Type (hostproto.IsEventStream, as dialog's receiver reads it):

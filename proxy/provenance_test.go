@@ -334,26 +334,27 @@ func TestDialogBindingSec9_ProxyTamperedProvenanceRefusedByTool(t *testing.T) {
 // Section 9: a hop proved with a WPT leaves no signature base to record, so the
 // ingress gives its application nothing to forward (the request itself verifies).
 func TestDialogBindingSec9_ProxyWPTHopNotForwardable(t *testing.T) {
-	f := newFigure2(t)
-	_, v := f.startD1(t, "/a2wpt")
-	if r := f.app2.last(); r.Header.Get(proxy.VerifiedProofField) != "wpt" {
-		t.Fatalf("A2's application: %v", r.Header)
-	}
-	if v != "" {
-		t.Fatalf("a WPT hop was given provenance to forward: %q", v)
-	}
+	wantNoProvenance(t, "/a2wpt", "wpt", "a WPT hop was given provenance to forward")
 }
 
 // The provenance to forward carries the earlier hops' signature bases, the sender's WIT
 // and Txn-Token among them: an ingress hands it to its application only when configured
 // to (IngressConfig.ForwardProvenance), and otherwise keeps every credential from it.
 func TestDialogBindingSec9_ProxyProvenanceOnlyWhenConfigured(t *testing.T) {
+	wantNoProvenance(t, "/a2off", "httpsig", "an ingress without ForwardProvenance handed on provenance")
+}
+
+// wantNoProvenance starts D1 through A2's route and checks that A2's application got
+// a request verified with proofMethod and no provenance to forward; what says what a
+// forwardable value would mean.
+func wantNoProvenance(t *testing.T, route, proofMethod, what string) {
+	t.Helper()
 	f := newFigure2(t)
-	_, v := f.startD1(t, "/a2off")
-	if r := f.app2.last(); r.Header.Get(proxy.VerifiedProofField) != "httpsig" {
+	_, v := f.startD1(t, route)
+	if r := f.app2.last(); r.Header.Get(proxy.VerifiedProofField) != proofMethod {
 		t.Fatalf("A2's application: %v", r.Header)
 	}
 	if v != "" {
-		t.Fatalf("an ingress without ForwardProvenance handed on provenance: %q", v)
+		t.Fatalf("%s: %q", what, v)
 	}
 }

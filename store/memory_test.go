@@ -12,32 +12,30 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/store/storetest"
 )
 
-// fakeClock is a time source that moves only when told to.
-type fakeClock struct{ ns atomic.Int64 }
-
-func newFakeClock() *fakeClock {
-	c := &fakeClock{}
-	c.ns.Store(time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC).UnixNano())
-	return c
+// newFakeClock is a time source that moves only when told to.
+func newFakeClock() *testkit.Clock {
+	return testkit.NewClock(time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC))
 }
 
-func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
-func (c *fakeClock) options() []store.MemoryOption {
+// memOptions: a memory store on clock c.
+func memOptions(c *testkit.Clock) []store.MemoryOption {
 	return []store.MemoryOption{store.WithClock(c.Now)}
 }
-func (c *fakeClock) withMax(n int) []store.MemoryOption {
-	return append(c.options(), store.WithMaxEntries(n))
+
+// withMax: a memory store on clock c that holds at most n entries.
+func withMax(c *testkit.Clock, n int) []store.MemoryOption {
+	return append(memOptions(c), store.WithMaxEntries(n))
 }
 
 func TestMemoryContract(t *testing.T) {
 	storetest.RunReplay(t, func(t *testing.T) (store.Replay, func(time.Duration)) {
 		c := newFakeClock()
-		m := store.NewMemory(c.options()...)
+		m := store.NewMemory(memOptions(c)...)
 		t.Cleanup(func() { store.CheckInvariants(t, m) })
 		return m, c.Advance
 	})
@@ -46,7 +44,7 @@ func TestMemoryContract(t *testing.T) {
 func TestMemoryFullRefusesAndKeepsLiveClaims(t *testing.T) {
 	c := newFakeClock()
 	const max = 8
-	m := store.NewMemory(c.withMax(max)...)
+	m := store.NewMemory(withMax(c, max)...)
 	for i := range max {
 		storetest.MustClaim(t, m, fmt.Sprintf("live-%d", i), time.Minute)
 	}
@@ -70,7 +68,7 @@ func TestMemoryFullRefusesAndKeepsLiveClaims(t *testing.T) {
 func TestMemoryFloodOfLiveKeysStaysBounded(t *testing.T) {
 	c := newFakeClock()
 	const max, workers, perWorker = 100, 20, 500
-	m := store.NewMemory(c.withMax(max)...)
+	m := store.NewMemory(withMax(c, max)...)
 	var ok, full atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -102,7 +100,7 @@ func TestMemoryFloodOfLiveKeysStaysBounded(t *testing.T) {
 func TestMemoryExpiredEntriesFreeCapacity(t *testing.T) {
 	c := newFakeClock()
 	const max = 64
-	m := store.NewMemory(c.withMax(max)...)
+	m := store.NewMemory(withMax(c, max)...)
 	// Ten times the capacity over time: only possible if expired claims are evicted,
 	// including those in shards that the new keys do not touch.
 	for round := range 10 {
@@ -117,7 +115,7 @@ func TestMemoryExpiredEntriesFreeCapacity(t *testing.T) {
 	}
 	store.CheckInvariants(t, m)
 	// Mixed lifetimes: a long-lived claim survives pressure from short-lived ones.
-	m = store.NewMemory(c.withMax(4)...)
+	m = store.NewMemory(withMax(c, 4)...)
 	storetest.MustClaim(t, m, "long", time.Hour)
 	for i := range 100 {
 		storetest.MustClaim(t, m, fmt.Sprintf("short-%d", i), time.Millisecond)
@@ -129,7 +127,7 @@ func TestMemoryExpiredEntriesFreeCapacity(t *testing.T) {
 
 func TestMemoryLazyEvictionFreesMemory(t *testing.T) {
 	c := newFakeClock()
-	m := store.NewMemory(c.options()...)
+	m := store.NewMemory(memOptions(c)...)
 	for i := range 50_000 {
 		storetest.MustClaim(t, m, fmt.Sprintf("burst-%d", i), time.Second)
 	}
@@ -154,7 +152,7 @@ func TestMemoryBytesPerEntry(t *testing.T) {
 	}
 	c := newFakeClock()
 	const n = 50_000
-	m := store.NewMemory(c.withMax(n)...)
+	m := store.NewMemory(withMax(c, n)...)
 	pad := strings.Repeat("x", 1024)
 	before := heapInUse()
 	for i := range n {
@@ -180,7 +178,7 @@ func heapInUse() uint64 {
 
 func TestMemoryHugeTTLDoesNotWrap(t *testing.T) {
 	c := newFakeClock()
-	m := store.NewMemory(c.options()...)
+	m := store.NewMemory(memOptions(c)...)
 	c.Advance(time.Hour) // so that now + ttl would overflow
 	storetest.MustClaim(t, m, "forever-ish", time.Duration(math.MaxInt64))
 	c.Advance(100 * 365 * 24 * time.Hour)
@@ -190,7 +188,7 @@ func TestMemoryHugeTTLDoesNotWrap(t *testing.T) {
 
 func TestMemoryClockBeforeStart(t *testing.T) {
 	c := newFakeClock()
-	m := store.NewMemory(c.options()...)
+	m := store.NewMemory(memOptions(c)...)
 	c.Advance(-time.Hour) // a wall clock stepped back
 	storetest.MustClaim(t, m, "early", time.Minute)
 	storetest.WantReplayed(t, m.Claim(context.Background(), "early", time.Minute), "claim before start")
@@ -213,7 +211,7 @@ func TestMemoryOptionDefaults(t *testing.T) {
 // a moving clock and a store that keeps filling up.
 func TestMemoryConcurrentMixedLoad(t *testing.T) {
 	c := newFakeClock()
-	m := store.NewMemory(c.withMax(256)...)
+	m := store.NewMemory(withMax(c, 256)...)
 	var wg sync.WaitGroup
 	for w := range 16 {
 		wg.Go(func() {

@@ -33,16 +33,9 @@ func (s *Server) first(ctx context.Context, tr *oauth.TokenRequest, req *oauth.C
 	if !known {
 		return nil, at(stageScope, errcode.New(errcode.ScopeUnknown, "the scope of the subject token cannot be determined, so no scope can be granted (TT section 13.14)"))
 	}
-	scope, err := grantScope(tr.Scope, subjectScope, rule, "the subject token's")
+	scope, computed, err := ruleGrant(tr.Scope, subjectScope, rule, "the subject token's", vars)
 	if err != nil {
 		return nil, err
-	}
-	if scope, err = rule.conds.Narrow(rule.Name, vars, scope); err != nil {
-		return nil, at(stageScope, err)
-	}
-	computed, err := rule.conds.Members(rule.Name, vars)
-	if err != nil {
-		return nil, at(stagePolicy, err)
 	}
 	for _, name := range immutableNames {
 		if _, ok := tr.RequestDetails[name]; ok {
@@ -123,16 +116,9 @@ func (s *Server) replacement(ctx context.Context, tr *oauth.TokenRequest, req *o
 	if tr.Audience != in.Aud[0] {
 		return nil, at(stageSubject, errcode.New(errcode.ImmutableClaimChanged, "a replacement keeps the trust domain %q of its input (aud never changes)", in.Aud[0]))
 	}
-	scope, err := grantScope(tr.Scope, in.ScopeList(), rule, "the input Txn-Token's")
+	scope, computed, err := ruleGrant(tr.Scope, in.ScopeList(), rule, "the input Txn-Token's", vars)
 	if err != nil {
 		return nil, err
-	}
-	if scope, err = rule.conds.Narrow(rule.Name, vars, scope); err != nil {
-		return nil, at(stageScope, err)
-	}
-	computed, err := rule.conds.Members(rule.Name, vars)
-	if err != nil {
-		return nil, at(stagePolicy, err)
 	}
 	if err := notEmbedded(tr.SubjectToken, tr.RequestDetails, tr.RequestContext); err != nil {
 		return nil, err
@@ -280,6 +266,24 @@ func grantScope(requested, allowed []string, rule *Rule, whose string) ([]string
 		}
 	}
 	return requested, nil
+}
+
+// ruleGrant is what rule grants of the requested scope, for a first Txn-Token and a
+// replacement alike: grantScope, narrowed by the rule's conditions, and the tctx members
+// they compute from vars.
+func ruleGrant(requested, allowed []string, rule *Rule, whose string, vars *condition.Input) ([]string, map[string]json.RawMessage, error) {
+	scope, err := grantScope(requested, allowed, rule, whose)
+	if err != nil {
+		return nil, nil, err
+	}
+	if scope, err = rule.conds.Narrow(rule.Name, vars, scope); err != nil {
+		return nil, nil, at(stageScope, err)
+	}
+	computed, err := rule.conds.Members(rule.Name, vars)
+	if err != nil {
+		return nil, nil, at(stagePolicy, err)
+	}
+	return scope, computed, nil
 }
 
 // notEmbedded refuses context that carries the subject token itself (oauth.md 1.5 step

@@ -280,15 +280,6 @@ func cnfOf(t testing.TB, k *keys.PrivateKey) json.RawMessage {
 	return b
 }
 
-func mustKey(t testing.TB, alg string) *keys.PrivateKey {
-	t.Helper()
-	k, err := keys.Generate(alg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
 // remoteSet is a verifier's view of the JWKS the issuer serves, over TLS, through
 // keys.NewRemoteSet (the JWKS URL configured out of band, WIT-1).
 func (h *harness) remoteSet(ctx context.Context) *keys.RemoteSet {

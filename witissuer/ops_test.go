@@ -16,6 +16,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/oauth"
@@ -34,7 +35,7 @@ func TestCreds02Sec9_3_BundleReloadAppliesToResumedSessions(t *testing.T) {
 	cfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true}}
 	post := func() (result, bool) {
-		body, _ := json.Marshal(h.request(mustKey(t, keys.ES256), witissuer.RequestParams{}))
+		body, _ := json.Marshal(h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{}))
 		req, _ := http.NewRequest(http.MethodPost, h.url+witissuer.PathWIT, strings.NewReader(string(body)))
 		req.Header.Set("Content-Type", "application/json")
 		res, err := c.Do(req)
@@ -80,11 +81,11 @@ func TestCreds02Sec9_3_BundleReloadAppliesToResumedSessions(t *testing.T) {
 		t.Fatalf("after the CA left the bundle: %d, resumed %v", r.status, resumed)
 	}
 	// With the harness reader, for the code.
-	wantRefused(t, h.post(h.client(cert), h.request(mustKey(t, keys.ES256), witissuer.RequestParams{})), 401, errcode.InvalidSignature)
+	wantRefused(t, h.post(h.client(cert), h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{})), 401, errcode.InvalidSignature)
 	// The new CA's workloads get in.
 	now := h.clock.Now()
 	fresh := newCA.svid(t, "spiffe://example.org/ns/a", now.Add(-time.Hour), now.Add(time.Hour))
-	if r := h.post(h.client(&fresh), h.request(mustKey(t, keys.ES256), witissuer.RequestParams{})); r.status != 200 {
+	if r := h.post(h.client(&fresh), h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{})); r.status != 200 {
 		t.Fatalf("new CA: %d %s", r.status, r.code)
 	}
 
@@ -95,7 +96,7 @@ func TestCreds02Sec9_3_BundleReloadAppliesToResumedSessions(t *testing.T) {
 	if _, err := h.bundles.Reload(); err == nil {
 		t.Fatal("a broken bundle file loaded")
 	}
-	if r := h.post(h.client(&fresh), h.request(mustKey(t, keys.ES256), witissuer.RequestParams{})); r.status != 200 {
+	if r := h.post(h.client(&fresh), h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{})); r.status != 200 {
 		t.Fatalf("after a failed reload: %d %s", r.status, r.code)
 	}
 }
@@ -111,21 +112,7 @@ func kidOf(t *testing.T, tok string) string {
 
 func (h *harness) jwksKIDs(t *testing.T) []string {
 	t.Helper()
-	res, err := h.client(nil).Get(h.url + witissuer.PathJWKS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	set, err := keys.ParseJWKS(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kids []string
-	for _, k := range set.Keys() {
-		kids = append(kids, k.KID())
-	}
-	return kids
+	return testkit.JWKSKIDs(t, h.client(nil), h.url+witissuer.PathJWKS)
 }
 
 // creds-02 section 3 (multiple keys for rotation) and WIT-1: rotation publishes before
@@ -139,7 +126,7 @@ func TestCreds02Sec3_RotationPublishBeforeUse(t *testing.T) {
 	c := h.client(h.svid("spiffe://example.org/ns/a"))
 	issue := func() string {
 		t.Helper()
-		r := h.post(c, h.request(mustKey(t, keys.ES256), witissuer.RequestParams{}))
+		r := h.post(c, h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{}))
 		if r.status != 200 {
 			t.Fatalf("%d %s", r.status, r.code)
 		}
@@ -219,7 +206,7 @@ func TestCreds02Sec3_RotationPublishBeforeUse(t *testing.T) {
 func TestWITIssuerOpsEndpoints(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	c := h.client(h.svid("spiffe://example.org/ns/a"))
-	body := h.request(mustKey(t, keys.ES256), witissuer.RequestParams{})
+	body := h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{})
 	if r := h.post(c, body); r.status != 200 {
 		t.Fatal(r.code)
 	}
@@ -280,7 +267,7 @@ func TestCreds02WIT5_LogsNeverContainTokensOrProofs(t *testing.T) {
 	}})
 	c := h.client(nil)
 	var secrets []string
-	body := h.request(mustKey(t, keys.ES256), witissuer.RequestParams{Subject: "wimse://example.org/dev/a"})
+	body := h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{Subject: "wimse://example.org/dev/a"})
 	r := h.post(c, body)
 	if r.status != 200 {
 		t.Fatal(r.code)
@@ -289,7 +276,7 @@ func TestCreds02WIT5_LogsNeverContainTokensOrProofs(t *testing.T) {
 	hashes := []string{tokenhash.Of(r.resp.WIT)}
 	wantRefused(t, h.post(c, body), 401, errcode.Replayed)
 
-	b2 := h.request(mustKey(t, keys.ES256), witissuer.RequestParams{})
+	b2 := h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{})
 	a, _ := oauth.NewClientAssertion(h.assertKey, h.assertID, issuerID, time.Minute, h.clock.Now())
 	b2.ClientAssertionType, b2.ClientAssertion = witissuer.ClientAssertionTypeJWTBearer, a
 	r = h.post(c, b2)
@@ -356,21 +343,21 @@ func TestCreds02Sec9_4_ClientSourceAgainstIssuer(t *testing.T) {
 
 	// A refusal carries the issuer's code.
 	cl.Subject = "spiffe://example.org/ns/b"
-	if _, err := cl.Request(ctx, mustKey(t, keys.ES256)); errcode.CodeOf(err) != errcode.SubjectNotAllowed {
+	if _, err := cl.Request(ctx, testkit.NewKey(t, keys.ES256)); errcode.CodeOf(err) != errcode.SubjectNotAllowed {
 		t.Fatalf("refusal: %v", err)
 	}
 
 	// The assertion method through the client.
 	ac := &witissuer.Client{Endpoint: cl.Endpoint, Audience: issuerID, HTTPClient: h.client(nil), Now: h.clock.Now}
 	ac.Assertion = witissuer.AssertionFunc(h.assertKey, ac, h.assertID, time.Minute)
-	res, err := ac.Request(ctx, mustKey(t, keys.EdDSA))
+	res, err := ac.Request(ctx, testkit.NewKey(t, keys.EdDSA))
 	if err != nil || res.Sub != h.assertID.String() {
 		t.Fatalf("assertion client: %v", err)
 	}
 
 	// An unreachable issuer is "could not be completed".
 	dead := &witissuer.Client{Endpoint: "http://127.0.0.1:1/v1/wit", Audience: issuerID}
-	if _, err := dead.Request(ctx, mustKey(t, keys.ES256)); errcode.CodeOf(err) != errcode.IssuerUnavailable || errcode.KindOf(err) != errcode.Incomplete {
+	if _, err := dead.Request(ctx, testkit.NewKey(t, keys.ES256)); errcode.CodeOf(err) != errcode.IssuerUnavailable || errcode.KindOf(err) != errcode.Incomplete {
 		t.Fatalf("dead issuer: %v", err)
 	}
 }
@@ -390,19 +377,19 @@ func TestDiscoverRefusesForeignLinks(t *testing.T) {
 func TestClientRefusesWITForAnotherKey(t *testing.T) {
 	d := newDomainIssuer(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		other := mustKey(t, keys.ES256)
+		other := testkit.NewKey(t, keys.ES256)
 		tok, c, _ := d.Issue(identifier.MustParse("wimse://example.org/a"), other.Public(), time.Hour)
 		_ = json.NewEncoder(w).Encode(witissuer.Response{WIT: tok, ExpiresAt: int64(*c.Exp), Sub: c.Sub})
 	}))
 	defer srv.Close()
 	cl := &witissuer.Client{Endpoint: srv.URL, Audience: issuerID, HTTPClient: srv.Client()}
-	if _, err := cl.Request(context.Background(), mustKey(t, keys.ES256)); errcode.CodeOf(err) != errcode.InvalidClaim {
+	if _, err := cl.Request(context.Background(), testkit.NewKey(t, keys.ES256)); errcode.CodeOf(err) != errcode.InvalidClaim {
 		t.Fatalf("got %v", err)
 	}
 }
 
 func newDomainIssuer(t *testing.T) *wit.Issuer {
-	k := mustKey(t, keys.ES256)
+	k := testkit.NewKey(t, keys.ES256)
 	return wit.NewIssuer(issuerID, func() *keys.PrivateKey { return k })
 }
 
@@ -411,7 +398,7 @@ func newDomainIssuer(t *testing.T) *wit.Issuer {
 func TestIssuedLogLevel(t *testing.T) {
 	h := newHarness(t, harnessOpts{issuedLevel: slog.LevelDebug})
 	c := h.client(nil)
-	b := h.request(mustKey(t, keys.ES256), witissuer.RequestParams{})
+	b := h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{})
 	a, _ := oauth.NewClientAssertion(h.assertKey, h.assertID, issuerID, time.Minute, h.clock.Now())
 	b.ClientAssertionType, b.ClientAssertion = witissuer.ClientAssertionTypeJWTBearer, a
 	if r := h.post(c, b); r.status != 200 {

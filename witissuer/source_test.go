@@ -16,6 +16,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/internal/testkit/fakeworkloadapi"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
@@ -58,7 +59,7 @@ func TestClientTLSConfigFromSourceFollowsRotation(t *testing.T) {
 	}
 	defer src.Close()
 	c := sourceClient(h, src, serverID)
-	r, err := c.Request(ctx, mustKey(t, "ES256"))
+	r, err := c.Request(ctx, testkit.NewKey(t, "ES256"))
 	if err != nil || r.Sub != first {
 		t.Fatalf("first SVID: %+v, %v", r, err)
 	}
@@ -71,7 +72,7 @@ func TestClientTLSConfigFromSourceFollowsRotation(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the source heard of no update")
 	}
-	r, err = c.Request(ctx, mustKey(t, "ES256"))
+	r, err = c.Request(ctx, testkit.NewKey(t, "ES256"))
 	if err != nil || r.Sub != second {
 		t.Fatalf("after the rotation: %+v, %v, want a WIT for %s", r, err, second)
 	}
@@ -84,7 +85,7 @@ func TestClientTLSConfigFromSourceFollowsRotation(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the source heard of no update")
 	}
-	if _, err := c.Request(ctx, mustKey(t, "ES256")); errcode.CodeOf(err) != errcode.InvalidSignature {
+	if _, err := c.Request(ctx, testkit.NewKey(t, "ES256")); errcode.CodeOf(err) != errcode.InvalidSignature {
 		t.Fatalf("issuer verified against a bundle without its CA: %v, want %s", err, errcode.InvalidSignature)
 	}
 
@@ -145,7 +146,7 @@ func TestClientTLSConfigFromSourceUnavailable(t *testing.T) {
 		"no bundle":   {svid: good},
 		"good (ctrl)": {svid: good, bundle: bundle},
 	} {
-		_, err := sourceClient(h, src, serverID).Request(context.Background(), mustKey(t, "ES256"))
+		_, err := sourceClient(h, src, serverID).Request(context.Background(), testkit.NewKey(t, "ES256"))
 		want := errcode.SVIDUnavailable
 		if name == "good (ctrl)" {
 			want = ""

@@ -42,7 +42,7 @@ func TestCreds02Sec6_1_SVIDGetsWITForItsSPIFFEID(t *testing.T) {
 	const id = "spiffe://example.org/ns/prod/sa/orders"
 	c := h.client(h.svid(id))
 	for _, alg := range []string{keys.ES256, keys.EdDSA, keys.Ed25519} {
-		k := mustKey(t, alg)
+		k := testkit.NewKey(t, alg)
 		r := h.post(c, h.request(k, witissuer.RequestParams{}))
 		if r.status != http.StatusOK {
 			t.Fatalf("%s: %d %s", alg, r.status, r.code)
@@ -91,7 +91,7 @@ func TestWITIssuerRefusals(t *testing.T) {
 	const id = "spiffe://example.org/ns/prod/sa/orders"
 	good := h.client(h.svid(id))
 	now := h.clock.Now()
-	k := mustKey(t, keys.ES256)
+	k := testkit.NewKey(t, keys.ES256)
 	claims := func(mut func(m map[string]any)) map[string]any {
 		m := map[string]any{"aud": issuerID, "iat": now.Unix(), "jti": "j-" + time.Now().String(), "cnf": map[string]any{"jwk": cnfOf(t, k)}}
 		if mut != nil {
@@ -115,15 +115,15 @@ func TestWITIssuerRefusals(t *testing.T) {
 		{"expired SVID", h.client(ptr(h.ca.svid(t, id, now.Add(-2*time.Hour), now.Add(-time.Second)))),
 			h.request(k, witissuer.RequestParams{}), 401, errcode.CertificateNotValid},
 		{"proof signed by another key than the one to certify", good,
-			rawRequest(t, witissuer.RequestType, mustKey(t, keys.ES256), claims(nil)), 401, errcode.InvalidSignature},
+			rawRequest(t, witissuer.RequestType, testkit.NewKey(t, keys.ES256), claims(nil)), 401, errcode.InvalidSignature},
 		{"proof alg differs from cnf.jwk.alg", good,
-			rawRequest(t, witissuer.RequestType, mustKey(t, keys.EdDSA), claims(nil)), 401, errcode.UnsupportedAlg},
+			rawRequest(t, witissuer.RequestType, testkit.NewKey(t, keys.EdDSA), claims(nil)), 401, errcode.UnsupportedAlg},
 		{"subject the policy does not allow", good,
 			h.request(k, witissuer.RequestParams{Subject: "spiffe://example.org/ns/prod/sa/payments"}), 403, errcode.SubjectNotAllowed},
 		{"mapped subject under another path", good,
 			h.request(k, witissuer.RequestParams{Subject: "wimse://example.org/ns/prod/sa/payments"}), 403, errcode.SubjectNotAllowed},
 		{"algorithm the policy does not allow", good,
-			h.request(mustKey(t, keys.EdDSA), witissuer.RequestParams{}), 403, errcode.AlgNotAllowed},
+			h.request(testkit.NewKey(t, keys.EdDSA), witissuer.RequestParams{}), 403, errcode.AlgNotAllowed},
 		{"lifetime over the maximum", good,
 			h.request(k, witissuer.RequestParams{TTL: time.Hour + time.Second}), 403, errcode.LifetimeTooLong},
 		{"audience of another issuer", good,
@@ -182,13 +182,13 @@ func ptr[T any](v T) *T { return &v }
 func TestWITIssuerReplayedProof(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	c := h.client(h.svid("spiffe://example.org/ns/a"))
-	body := h.request(mustKey(t, keys.ES256), witissuer.RequestParams{JTI: "same"})
+	body := h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{JTI: "same"})
 	if r := h.post(c, body); r.status != 200 {
 		t.Fatalf("first: %d %s", r.status, r.code)
 	}
 	wantRefused(t, h.post(c, body), 401, errcode.Replayed)
 	other := h.client(h.svid("spiffe://example.org/ns/b"))
-	if r := h.post(other, h.request(mustKey(t, keys.ES256), witissuer.RequestParams{JTI: "same"})); r.status != 200 {
+	if r := h.post(other, h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{JTI: "same"})); r.status != 200 {
 		t.Fatalf("other sender, same jti: %d %s", r.status, r.code)
 	}
 }
@@ -208,7 +208,7 @@ func (failingStore) Ping(context.Context) error {
 func TestWITIssuerStoreUnavailable(t *testing.T) {
 	h := newHarness(t, harnessOpts{replay: failingStore{}})
 	c := h.client(h.svid("spiffe://example.org/ns/a"))
-	wantRefused(t, h.post(c, h.request(mustKey(t, keys.ES256), witissuer.RequestParams{})), 503, errcode.StoreUnavailable)
+	wantRefused(t, h.post(c, h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{})), 503, errcode.StoreUnavailable)
 	res, err := c.Get(h.url + witissuer.PathReadyz)
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +225,7 @@ func TestWITIssuerPresentInvalidCredentialDoesNotFallThrough(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	now := h.clock.Now()
 	foreign := newCA(t, now).svid(t, "spiffe://example.org/ns/a", now.Add(-time.Hour), now.Add(time.Hour))
-	k := mustKey(t, keys.ES256)
+	k := testkit.NewKey(t, keys.ES256)
 	body := h.request(k, witissuer.RequestParams{Subject: h.assertID.String()})
 	a, err := oauth.NewClientAssertion(h.assertKey, h.assertID, issuerID, time.Minute, now)
 	if err != nil {
@@ -260,7 +260,7 @@ func TestWITIssuerAssertionMethod(t *testing.T) {
 		return handMade(t, map[string]any{"typ": typ, "alg": key.Alg(), "kid": key.KID()}, m, key)
 	}
 	body := func(a string) witissuer.RequestBody {
-		b := h.request(mustKey(t, keys.ES256), witissuer.RequestParams{})
+		b := h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{})
 		b.ClientAssertionType, b.ClientAssertion = witissuer.ClientAssertionTypeJWTBearer, a
 		return b
 	}
@@ -273,7 +273,7 @@ func TestWITIssuerAssertionMethod(t *testing.T) {
 		t.Fatalf("first use: %d %s", r.status, r.code)
 	}
 	unregistered := identifier.MustParse("wimse://example.org/batch/other")
-	stranger := mustKey(t, keys.EdDSA)
+	stranger := testkit.NewKey(t, keys.EdDSA)
 	cases := []struct {
 		name   string
 		body   witissuer.RequestBody
@@ -313,15 +313,15 @@ func TestWITIssuerDevMethod(t *testing.T) {
 		return []witissuer.Route{{Path: witissuer.PathWIT, Methods: []witissuer.Authenticator{d}}}
 	}})
 	c := h.client(nil)
-	r := h.post(c, h.request(mustKey(t, keys.ES256), witissuer.RequestParams{Subject: "wimse://example.org/dev/agent"}))
+	r := h.post(c, h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{Subject: "wimse://example.org/dev/agent"}))
 	if r.status != 200 || r.resp.Sub != "wimse://example.org/dev/agent" {
 		t.Fatalf("listed: %d %s", r.status, r.code)
 	}
 	if !strings.Contains(h.logs.String(), `"level":"WARN","msg":"DEVELOPMENT MODE`) {
 		t.Fatalf("no development-mode warning in the log: %s", h.logs.String())
 	}
-	wantRefused(t, h.post(c, h.request(mustKey(t, keys.ES256), witissuer.RequestParams{Subject: "wimse://example.org/prod/agent"})), 401, errcode.Unauthenticated)
-	wantRefused(t, h.post(c, h.request(mustKey(t, keys.ES256), witissuer.RequestParams{})), 401, errcode.Unauthenticated)
+	wantRefused(t, h.post(c, h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{Subject: "wimse://example.org/prod/agent"})), 401, errcode.Unauthenticated)
+	wantRefused(t, h.post(c, h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{})), 401, errcode.Unauthenticated)
 	// A prefix that does not end in "/" would match across a segment boundary.
 	if _, err := witissuer.NewDev(nil, []string{"wimse://example.org/dev"}); err == nil {
 		t.Fatal("prefix without a trailing slash accepted")
@@ -367,7 +367,7 @@ func TestWITIssuerRedisReplayShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	cert := a.svid("spiffe://example.org/ns/a")
-	body := a.request(mustKey(t, keys.ES256), witissuer.RequestParams{})
+	body := a.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{})
 	if r := a.post(a.client(cert), body); r.status != 200 {
 		t.Fatalf("issuer a: %d %s", r.status, r.code)
 	}

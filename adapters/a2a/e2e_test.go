@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2asrv"
 
 	dialoga2a "github.com/dialogtrust/dialogtrust/adapters/a2a"
@@ -38,6 +39,16 @@ func booked(_ context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) 
 	return a2a.NewMessageForTask(a2a.MessageRoleAgent, rc, a2a.TextPart{Text: "booked"}), nil
 }
 
+// openHotel serves the hotel with work and connects the planner to it in a new dialog,
+// its requests seen by rec; it returns the hotel's URL, what the executor saw, the
+// dialog and the client.
+func (w *world) openHotel(t *testing.T, work dialoga2a.Work, rec *adaptertest.Recorder) (string, *adaptertest.Seen, *dialog.Context, *a2aclient.Client) {
+	t.Helper()
+	url, s := w.serveHotel(t, work)
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	return url, s, dc, w.client(t, url, dc, rec)
+}
+
 // offerMessage signs an offer to the hotel in dc, bound to the Txn-Token the request
 // carries (section 5.7), and returns the message and the context to send it with.
 func (w *world) offerMessage(t *testing.T, dc *dialog.Context) (*a2a.Message, *handoff.Handoff, context.Context) {
@@ -57,21 +68,15 @@ func (w *world) offerMessage(t *testing.T, dc *dialog.Context) (*a2a.Message, *h
 func TestA2ASec6_OfferAcceptedAndCompleted(t *testing.T) {
 	w := newWorld(t)
 	var requested []string
-	url, s := w.serveHotel(t, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
+	_, s, dc, c := w.openHotel(t, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
 		if ext, ok := a2asrv.ExtensionsFrom(ctx); ok {
 			requested = ext.RequestedURIs()
 		}
 		return booked(ctx, rc)
-	})
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	c := w.client(t, url, dc, &adaptertest.Recorder{})
+	}, &adaptertest.Recorder{})
 	m, h, ctx := w.offerMessage(t, dc)
 	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
-	adaptertest.MustOK(t, err)
-	task, ok := res.(*a2a.Task)
-	if !ok || task.Status.State != a2a.TaskStateCompleted {
-		t.Fatalf("reply %s", jsonOf(res))
-	}
+	task := wantTask(t, res, err, a2a.TaskStateCompleted)
 	if task.Status.Message == nil || len(task.Status.Message.Parts) != 1 {
 		t.Fatalf("the agent's answer is not the status message: %s", jsonOf(task.Status))
 	}
@@ -109,9 +114,7 @@ func TestA2ASec6_OfferAcceptedAndCompleted(t *testing.T) {
 // without the executor; the same offer from another workload gets no status (8.4).
 func TestA2ASec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 	w := newWorld(t)
-	url, s := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	c := w.client(t, url, dc, &adaptertest.Recorder{})
+	url, s, dc, c := w.openHotel(t, booked, &adaptertest.Recorder{})
 	m, h, ctx := w.offerMessage(t, dc)
 	first, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
 	adaptertest.MustOK(t, err)
@@ -157,19 +160,13 @@ func TestA2ASec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 func TestA2ASec6_CancelStopsTheWork(t *testing.T) {
 	w := newWorld(t)
 	work := adaptertest.NewBlocking()
-	url, _ := w.serveHotel(t, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
+	_, _, dc, c := w.openHotel(t, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
 		return nil, work.Run(ctx)
-	})
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	c := w.client(t, url, dc, &adaptertest.Recorder{})
+	}, &adaptertest.Recorder{})
 	m, h, ctx := w.offerMessage(t, dc)
 	blocking := false
 	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m, Config: &a2a.MessageSendConfig{Blocking: &blocking}})
-	adaptertest.MustOK(t, err)
-	task, ok := res.(*a2a.Task)
-	if !ok || task.Status.State != a2a.TaskStateWorking {
-		t.Fatalf("reply %s, want a working task", jsonOf(res))
-	}
+	task := wantTask(t, res, err, a2a.TaskStateWorking)
 	if st, err := dialoga2a.TaskStatus(task); err != nil || st == nil {
 		t.Fatalf("the working task carries no accepted status (%v)", err)
 	} else if u, err := w.Delegator.HandleStatus(context.Background(), *st); err != nil || u.Status.State != handoff.StateAccepted {
@@ -193,18 +190,11 @@ func TestA2ASec6_CancelStopsTheWork(t *testing.T) {
 // Dialog-Context is refused (handoff_policy) and the executor never runs.
 func TestA2ASec5_1_WrongContextIDRefused(t *testing.T) {
 	w := newWorld(t)
-	url, s := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
 	rec := &adaptertest.Recorder{}
-	c := w.client(t, url, dc, rec)
+	_, s, dc, c := w.openHotel(t, booked, rec)
 	m, _, ctx := w.offerMessage(t, dc)
 	m.ContextID = adaptertest.NewDialog(t, w.Planner.ID).DLG()
-	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
-	if err == nil {
-		t.Fatalf("a message with another contextId was answered: %s", jsonOf(res))
-	}
-	wantSDKRefusal(t, err, rec, errcode.HandoffPolicy)
-	s.WantRuns(t, 0)
+	wantMessageRefused(t, c, ctx, m, rec, s, errcode.HandoffPolicy, "a message with another contextId")
 }
 
 // Section 6: a handoff where an A2A 0.3 receiver does not read one (here under the MCP
@@ -212,21 +202,14 @@ func TestA2ASec5_1_WrongContextIDRefused(t *testing.T) {
 // unchecked, and the executor never runs.
 func TestA2ASec6_UnplacedHandoffRefused(t *testing.T) {
 	w := newWorld(t)
-	url, s := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
 	rec := &adaptertest.Recorder{}
-	c := w.client(t, url, dc, rec)
+	_, s, dc, c := w.openHotel(t, booked, rec)
 	h, ctx := w.Offer(t, dc)
 	v, err := h.MetaValue()
 	adaptertest.MustOK(t, err)
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "book"})
 	m.Metadata = map[string]any{handoff.MCPMetaKey: v}
-	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
-	if err == nil {
-		t.Fatalf("a message with an unplaced handoff was answered: %s", jsonOf(res))
-	}
-	wantSDKRefusal(t, err, rec, errcode.HandoffUnplaced)
-	s.WantRuns(t, 0)
+	wantMessageRefused(t, c, ctx, m, rec, s, errcode.HandoffUnplaced, "a message with an unplaced handoff")
 }
 
 // Dialog-binding section 7 over a2a-go: a Dialog-Context changed after the request was
@@ -234,9 +217,7 @@ func TestA2ASec6_UnplacedHandoffRefused(t *testing.T) {
 func TestA2ASec7_TamperedDialogContextRefused(t *testing.T) {
 	w := newWorld(t)
 	url, s := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	other := adaptertest.NewDialog(t, w.Planner.ID)
-	rec := &adaptertest.Recorder{Edit: adaptertest.SwapsDialog(other)}
+	dc, rec := w.TamperedDialog(t)
 	c := w.client(t, url, dc, rec)
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "book"})
 	if res, err := c.SendMessage(context.Background(), &a2a.MessageSendParams{Message: m}); err == nil {
@@ -274,18 +255,12 @@ func TestA2ATable1_TaskStates(t *testing.T) {
 // "failed" status (no effect) in TaskStatus.message and not the work's error.
 func TestA2ASec5_4_FailedWorkFailsTheTask(t *testing.T) {
 	w := newWorld(t)
-	url, _ := w.serveHotel(t, func(context.Context, *a2asrv.RequestContext) (*a2a.Message, error) {
+	_, _, dc, c := w.openHotel(t, func(context.Context, *a2asrv.RequestContext) (*a2a.Message, error) {
 		return nil, errors.New("no rooms: internal detail")
-	})
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	c := w.client(t, url, dc, &adaptertest.Recorder{})
+	}, &adaptertest.Recorder{})
 	m, _, ctx := w.offerMessage(t, dc)
 	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
-	adaptertest.MustOK(t, err)
-	task, ok := res.(*a2a.Task)
-	if !ok || task.Status.State != a2a.TaskStateFailed {
-		t.Fatalf("reply %s, want a failed task", jsonOf(res))
-	}
+	task := wantTask(t, res, err, a2a.TaskStateFailed)
 	if got := jsonOf(task); strings.Contains(got, "internal detail") {
 		t.Fatalf("the work's error left the agent: %s", got)
 	}
@@ -304,15 +279,9 @@ func TestA2ASec5_4_FailedWorkFailsTheTask(t *testing.T) {
 // task carries no status.
 func TestA2AMessageWithoutHandoff(t *testing.T) {
 	w := newWorld(t)
-	url, s := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	c := w.client(t, url, dc, &adaptertest.Recorder{})
+	_, s, dc, c := w.openHotel(t, booked, &adaptertest.Recorder{})
 	res, err := c.SendMessage(context.Background(), &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "hello"})})
-	adaptertest.MustOK(t, err)
-	task, ok := res.(*a2a.Task)
-	if !ok || task.Status.State != a2a.TaskStateCompleted {
-		t.Fatalf("reply %s", jsonOf(res))
-	}
+	wantTask(t, res, err, a2a.TaskStateCompleted)
 	if st, err := dialoga2a.ReplyStatus(res); err != nil || st != nil {
 		t.Fatalf("a status without a handoff: %v %v", st, err)
 	}
@@ -329,7 +298,7 @@ func TestA2AMessageWithoutHandoff(t *testing.T) {
 func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
 	w := newWorld(t)
 	started, stopped := make(chan struct{}), make(chan error, 1)
-	url, s := w.serveHotel(t, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
+	url, s, dc, c := w.openHotel(t, func(ctx context.Context, rc *a2asrv.RequestContext) (*a2a.Message, error) {
 		if rc.StoredTask != nil {
 			return booked(ctx, rc)
 		}
@@ -337,9 +306,7 @@ func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
 		<-ctx.Done()
 		stopped <- ctx.Err()
 		return nil, ctx.Err()
-	})
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	c := w.client(t, url, dc, &adaptertest.Recorder{})
+	}, &adaptertest.Recorder{})
 	m, _, ctx := w.offerMessage(t, dc)
 	blocking := false
 	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m, Config: &a2a.MessageSendConfig{Blocking: &blocking}})
@@ -388,9 +355,7 @@ func TestA2ATaskOwnedByItsWorkload(t *testing.T) {
 // "working", then "completed" in the final event (Table 1).
 func TestA2ASec6_StreamCarriesStatuses(t *testing.T) {
 	w := newWorld(t)
-	url, _ := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	c := w.client(t, url, dc, &adaptertest.Recorder{})
+	_, _, dc, c := w.openHotel(t, booked, &adaptertest.Recorder{})
 	m, _, ctx := w.offerMessage(t, dc)
 	var states []handoff.State
 	for ev, err := range c.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: m}) {
@@ -412,6 +377,29 @@ func TestA2ASec6_StreamCarriesStatuses(t *testing.T) {
 	if !slices.Equal(states, []handoff.State{handoff.StateAccepted, handoff.StateCompleted}) {
 		t.Fatalf("the stream carried the statuses %v", states)
 	}
+}
+
+// wantTask wants the reply to a message to be a task in state, and returns it.
+func wantTask(t *testing.T, res a2a.SendMessageResult, err error, state a2a.TaskState) *a2a.Task {
+	t.Helper()
+	adaptertest.MustOK(t, err)
+	task, ok := res.(*a2a.Task)
+	if !ok || task.Status.State != state {
+		t.Fatalf("reply %s, want a %s task", jsonOf(res), state)
+	}
+	return task
+}
+
+// wantMessageRefused sends m in ctx and wants it refused with code (wantSDKRefusal)
+// before the executor ran; what names the message in the failure.
+func wantMessageRefused(t *testing.T, c *a2aclient.Client, ctx context.Context, m *a2a.Message, rec *adaptertest.Recorder, s *adaptertest.Seen, code errcode.Code, what string) {
+	t.Helper()
+	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: m})
+	if err == nil {
+		t.Fatalf("%s was answered: %s", what, jsonOf(res))
+	}
+	wantSDKRefusal(t, err, rec, code)
+	s.WantRuns(t, 0)
 }
 
 // wantSDKRefusal checks that a2a-go surfaces a refusal at the handoff step as the

@@ -91,6 +91,17 @@ func callCanceled(t *testing.T, cs *mcp.ClientSession, ctx context.Context, p *m
 	work.WantCanceled(t)
 }
 
+// openHotel serves the hotel with work and connects the planner to it in a new dialog;
+// it returns the hotel's URL, what the tool saw, the dialog and the session.
+func (w *world) openHotel(t *testing.T, work mcp.ToolHandler) (string, *adaptertest.Seen, *dialog.Context, *mcp.ClientSession) {
+	t.Helper()
+	url, s := w.serveHotel(t, work)
+	dc := adaptertest.NewDialog(t, w.Planner.ID)
+	cs, err := w.session(t, url, dc, &adaptertest.Recorder{})
+	adaptertest.MustOK(t, err)
+	return url, s, dc, cs
+}
+
 // offerCall signs an offer to the hotel in dc, bound to the Txn-Token the call carries
 // (section 5.7), and returns the call params and the context to call with.
 func (w *world) offerCall(t *testing.T, dc *dialog.Context) (*mcp.CallToolParams, *handoff.Handoff, context.Context) {
@@ -106,10 +117,7 @@ func (w *world) offerCall(t *testing.T, dc *dialog.Context) (*mcp.CallToolParams
 // every MCP HTTP request was proved and carried the Dialog-Context and a Txn-Token.
 func TestMCPSec6_OfferAcceptedAndCompleted(t *testing.T) {
 	w := newWorld(t)
-	url, s := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	cs, err := w.session(t, url, dc, &adaptertest.Recorder{})
-	adaptertest.MustOK(t, err)
+	_, s, dc, cs := w.openHotel(t, booked)
 	p, h, ctx := w.offerCall(t, dc)
 	requests := w.callCompleted(t, cs, ctx, p, s, dc, h)
 	if len(requests) < 3 { // initialize, notifications/initialized, tools/call
@@ -121,10 +129,7 @@ func TestMCPSec6_OfferAcceptedAndCompleted(t *testing.T) {
 // identical octets of the last status, answered from the records without the tool.
 func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 	w := newWorld(t)
-	url, s := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	cs, err := w.session(t, url, dc, &adaptertest.Recorder{})
-	adaptertest.MustOK(t, err)
+	url, s, dc, cs := w.openHotel(t, booked)
 	p, h, ctx := w.offerCall(t, dc)
 	first, err := cs.CallTool(ctx, p)
 	adaptertest.MustOK(t, err)
@@ -169,10 +174,7 @@ func TestMCPSec5_3_RetransmissionGetsIdenticalStatus(t *testing.T) {
 func TestMCPSec6_CancelStopsTheWork(t *testing.T) {
 	w := newWorld(t)
 	work := adaptertest.NewBlocking()
-	url, _ := w.serveHotel(t, blockingTool(work))
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	cs, err := w.session(t, url, dc, &adaptertest.Recorder{})
-	adaptertest.MustOK(t, err)
+	_, _, dc, cs := w.openHotel(t, blockingTool(work))
 	p, h, ctx := w.offerCall(t, dc)
 	callCanceled(t, cs, ctx, p, work)
 	w.WantCanceledAtBothEnds(t, h)
@@ -204,9 +206,7 @@ func TestMCPSec6_UnplacedHandoffRefused(t *testing.T) {
 func TestMCPSec7_TamperedDialogContextRefused(t *testing.T) {
 	w := newWorld(t)
 	url, s := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	other := adaptertest.NewDialog(t, w.Planner.ID)
-	rec := &adaptertest.Recorder{Edit: adaptertest.SwapsDialog(other)}
+	dc, rec := w.TamperedDialog(t)
 	if _, err := w.session(t, url, dc, rec); err == nil {
 		t.Fatal("a session was made with a tampered Dialog-Context")
 	}
@@ -218,10 +218,7 @@ func TestMCPSec7_TamperedDialogContextRefused(t *testing.T) {
 // and the tool does not run; the owner's own requests go on.
 func TestMCPSessionOwnedByItsWorkload(t *testing.T) {
 	w := newWorld(t)
-	url, s := w.serveHotel(t, booked)
-	dc := adaptertest.NewDialog(t, w.Planner.ID)
-	cs, err := w.session(t, url, dc, &adaptertest.Recorder{})
-	adaptertest.MustOK(t, err)
+	url, s, dc, cs := w.openHotel(t, booked)
 	other := w.Dom.Workload("/agent/other")
 	call := func(src wit.Source) (int, string) {
 		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"book_hotel","arguments":{}}}`))

@@ -177,28 +177,11 @@ func witRequestTransport(svid, svidKey, bundle, serverID string, useSVID bool) (
 }
 
 // writePrivateJWK writes key with mode 0600, also when the file exists already
-// (os.WriteFile would keep an existing file's wider mode): a temporary file in the same
-// directory, renamed over the target.
+// (keys.WritePrivateFile).
 func writePrivateJWK(path string, key *keys.PrivateKey) error {
 	b, err := json.Marshal(key)
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".wit-key-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return keys.WritePrivateFile(path, b)
 }

@@ -58,6 +58,15 @@ func (w *World) WantCanceledAtBothEnds(t *testing.T, h *handoff.Handoff) {
 	}
 }
 
+// TamperedDialog is a dialog of the planner and a Recorder that, as an intermediary
+// would after the planner signed, puts another dialog of the planner's in the
+// Dialog-Context of every request (dialog-binding section 7).
+func (w *World) TamperedDialog(tb testing.TB) (*dialog.Context, *Recorder) {
+	tb.Helper()
+	dc := NewDialog(tb, w.Planner.ID)
+	return dc, &Recorder{Edit: SwapsDialog(NewDialog(tb, w.Planner.ID))}
+}
+
 // SwapsDialog is a Recorder edit that replaces, after signing, the Dialog-Context of
 // every request that carries one with other's: tampering the signature must catch.
 func SwapsDialog(other *dialog.Context) func(*http.Request) {

@@ -73,40 +73,50 @@ func algName(alg string) string {
 	return "Ed25519"
 }
 
-// BenchmarkWITVerify: one raw verification's worth of work plus parsing and checks.
-func BenchmarkWITVerify(b *testing.B) {
+// perAlg runs f as one sub-benchmark per algorithm (named by algName, then suffix) with
+// the workload /agent/a1 of a.example, its clock at testkit.Epoch.
+func perAlg(b *testing.B, suffix string, f func(b *testing.B, clock *testkit.Clock, d *testkit.Domain, w *testkit.Workload)) {
 	for _, alg := range []string{keys.ES256, keys.EdDSA} {
-		b.Run(algName(alg), func(b *testing.B) {
+		b.Run(algName(alg)+suffix, func(b *testing.B) {
 			clock := testkit.NewClock(testkit.Epoch)
 			d := testkit.NewDomain(b, "a.example", alg, clock)
-			w := d.Workload(b, "/agent/a1", alg)
-			v := d.Validator()
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := v.Validate(ctx, w.WIT); err != nil {
-					b.Fatal(err)
-				}
-			}
+			f(b, clock, d, d.Workload(b, "/agent/a1", alg))
 		})
 	}
 }
 
-func BenchmarkWPTMint(b *testing.B) {
-	for _, alg := range []string{keys.ES256, keys.EdDSA} {
-		b.Run(algName(alg), func(b *testing.B) {
-			clock := testkit.NewClock(testkit.Epoch)
-			d := testkit.NewDomain(b, "a.example", alg, clock)
-			w := d.Workload(b, "/agent/a1", alg)
-			txn, dc := "txn.token.value", `dlg="D1", initiator="wimse://a.example/agent/a1"`
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := wpt.New(w.Key, w.WIT, "https://tool.a.example/invoke", wpt.Bound{TxnToken: &txn, DialogContext: &dc}, wpt.WithClock(clock.Now)); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+// validatorOpts: a validated-WIT cache when cached, else none.
+func validatorOpts(cached bool) []wit.ValidatorOption {
+	if cached {
+		return []wit.ValidatorOption{wit.WithCache(1024, time.Minute)}
 	}
+	return nil
+}
+
+// BenchmarkWITVerify: one raw verification's worth of work plus parsing and checks.
+func BenchmarkWITVerify(b *testing.B) {
+	perAlg(b, "", func(b *testing.B, clock *testkit.Clock, d *testkit.Domain, w *testkit.Workload) {
+		v := d.Validator()
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := v.Validate(ctx, w.WIT); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkWPTMint(b *testing.B) {
+	perAlg(b, "", func(b *testing.B, clock *testkit.Clock, d *testkit.Domain, w *testkit.Workload) {
+		txn, dc := "txn.token.value", `dlg="D1", initiator="wimse://a.example/agent/a1"`
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := wpt.New(w.Key, w.WIT, "https://tool.a.example/invoke", wpt.Bound{TxnToken: &txn, DialogContext: &dc}, wpt.WithClock(clock.Now)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkWITPlusWPTVerify is the receiver's proof path: validate the WIT, then the WPT
@@ -119,93 +129,74 @@ func BenchmarkWITPlusWPTVerify(b *testing.B) { benchWITPlusWPT(b, false) }
 func BenchmarkWITPlusWPTVerifyCached(b *testing.B) { benchWITPlusWPT(b, true) }
 
 func benchWITPlusWPT(b *testing.B, cached bool) {
-	for _, alg := range []string{keys.ES256, keys.EdDSA} {
-		b.Run(algName(alg), func(b *testing.B) {
-			clock := testkit.NewClock(testkit.Epoch)
-			d := testkit.NewDomain(b, "a.example", alg, clock)
-			w := d.Workload(b, "/agent/a1", alg)
-			txn, dc := "txn.token.value", `dlg="D1", initiator="wimse://a.example/agent/a1"`
-			bound := wpt.Bound{TxnToken: &txn, DialogContext: &dc}
-			p, _ := wpt.New(w.Key, w.WIT, "https://tool.a.example/invoke", bound, wpt.WithClock(clock.Now), wpt.WithTTL(time.Minute))
-			var vopts []wit.ValidatorOption
-			if cached {
-				vopts = append(vopts, wit.WithCache(1024, time.Minute))
+	perAlg(b, "", func(b *testing.B, clock *testkit.Clock, d *testkit.Domain, w *testkit.Workload) {
+		txn, dc := "txn.token.value", `dlg="D1", initiator="wimse://a.example/agent/a1"`
+		bound := wpt.Bound{TxnToken: &txn, DialogContext: &dc}
+		p, _ := wpt.New(w.Key, w.WIT, "https://tool.a.example/invoke", bound, wpt.WithClock(clock.Now), wpt.WithTTL(time.Minute))
+		v := wpt.NewVerifier(d.Validator(validatorOpts(cached)...), wpt.WithAudiences("https://tool.a.example/invoke"))
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := v.Verify(ctx, w.WIT, p, bound); err != nil {
+				b.Fatal(err)
 			}
-			v := wpt.NewVerifier(d.Validator(vopts...), wpt.WithAudiences("https://tool.a.example/invoke"))
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := v.Verify(ctx, w.WIT, p, bound); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
-func signedRequest(b *testing.B, w *testkit.Workload, clock *testkit.Clock) (*http.Request, []byte) {
-	body := []byte(`{"task":"book","amount":100}`)
-	req := httptest.NewRequest("POST", "https://tool.a.example/invoke", bytes.NewReader(body))
+// benchBody is the body of the benchmark request.
+var benchBody = []byte(`{"task":"book","amount":100}`)
+
+// benchRequest is the benchmark request to the tool, not yet signed.
+func benchRequest() *http.Request {
+	req := httptest.NewRequest("POST", "https://tool.a.example/invoke", bytes.NewReader(benchBody))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Txn-Token", "txn.token.value")
 	req.Header.Set("Dialog-Context", `dlg="D1", initiator="wimse://a.example/agent/a1"`)
+	return req
+}
+
+// signedRequest is benchRequest signed by w; it returns the body for each reuse.
+func signedRequest(b *testing.B, w *testkit.Workload, clock *testkit.Clock) (*http.Request, []byte) {
+	req := benchRequest()
 	if _, err := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithClock(clock.Now)).SignRequest(req, "https://tool.a.example/invoke"); err != nil {
 		b.Fatal(err)
 	}
-	return req, body
+	return req, benchBody
 }
 
 func BenchmarkRequestSign(b *testing.B) {
-	for _, alg := range []string{keys.ES256, keys.EdDSA} {
-		b.Run(algName(alg), func(b *testing.B) {
-			clock := testkit.NewClock(testkit.Epoch)
-			d := testkit.NewDomain(b, "a.example", alg, clock)
-			w := d.Workload(b, "/agent/a1", alg)
-			s := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithClock(clock.Now))
-			body := []byte(`{"task":"book","amount":100}`)
-			b.ReportAllocs()
-			for b.Loop() {
-				req := httptest.NewRequest("POST", "https://tool.a.example/invoke", bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Txn-Token", "txn.token.value")
-				req.Header.Set("Dialog-Context", `dlg="D1", initiator="wimse://a.example/agent/a1"`)
-				if _, err := s.SignRequest(req, "https://tool.a.example/invoke"); err != nil {
-					b.Fatal(err)
-				}
+	perAlg(b, "", func(b *testing.B, clock *testkit.Clock, d *testkit.Domain, w *testkit.Workload) {
+		s := httpsig.NewSigner(w.Key, w.WIT, httpsig.WithClock(clock.Now))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.SignRequest(benchRequest(), "https://tool.a.example/invoke"); err != nil {
+				b.Fatal(err)
 			}
-		})
-	}
+		}
+	})
 }
 
 // BenchmarkRequestVerify is the receiver's WIT + HTTP signature path (cold: no WIT
 // cache; two raw verifications) and warm (WIT cached; one raw verification).
 func BenchmarkRequestVerify(b *testing.B) {
 	for _, cached := range []bool{false, true} {
-		for _, alg := range []string{keys.ES256, keys.EdDSA} {
-			name := algName(alg) + "/cold"
-			if cached {
-				name = algName(alg) + "/cached"
-			}
-			b.Run(name, func(b *testing.B) {
-				clock := testkit.NewClock(testkit.Epoch)
-				d := testkit.NewDomain(b, "a.example", alg, clock)
-				w := d.Workload(b, "/agent/a1", alg)
-				req, body := signedRequest(b, w, clock)
-				var vopts []wit.ValidatorOption
-				if cached {
-					vopts = append(vopts, wit.WithCache(1024, time.Minute))
-				}
-				v := httpsig.NewVerifier(d.Validator(vopts...), httpsig.WithAudiences("https://tool.a.example/invoke"))
-				ctx := context.Background()
-				b.ReportAllocs()
-				for b.Loop() {
-					req.Body = io.NopCloser(bytes.NewReader(body))
-					if _, err := v.VerifyRequest(ctx, req); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
+		name := "/cold"
+		if cached {
+			name = "/cached"
 		}
+		perAlg(b, name, func(b *testing.B, clock *testkit.Clock, d *testkit.Domain, w *testkit.Workload) {
+			req, body := signedRequest(b, w, clock)
+			v := httpsig.NewVerifier(d.Validator(validatorOpts(cached)...), httpsig.WithAudiences("https://tool.a.example/invoke"))
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				req.Body = io.NopCloser(bytes.NewReader(body))
+				if _, err := v.VerifyRequest(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -215,24 +206,19 @@ func BenchmarkRequestVerify(b *testing.B) {
 // benchmarks. The difference from RawVerify is the hashing of the longer message;
 // RequestVerify/cached minus this is the non-crypto work of the path.
 func BenchmarkSignatureBaseCrypto(b *testing.B) {
-	for _, alg := range []string{keys.ES256, keys.EdDSA} {
-		b.Run(algName(alg), func(b *testing.B) {
-			clock := testkit.NewClock(testkit.Epoch)
-			d := testkit.NewDomain(b, "a.example", alg, clock)
-			w := d.Workload(b, "/agent/a1", alg)
-			req, body := signedRequest(b, w, clock)
-			v := httpsig.NewVerifier(d.Validator(), httpsig.WithAudiences("https://tool.a.example/invoke"))
-			req.Body = io.NopCloser(bytes.NewReader(body))
-			res, err := v.VerifyRequest(context.Background(), req)
-			if err != nil {
-				b.Fatal(err)
+	perAlg(b, "", func(b *testing.B, clock *testkit.Clock, d *testkit.Domain, w *testkit.Workload) {
+		req, body := signedRequest(b, w, clock)
+		v := httpsig.NewVerifier(d.Validator(), httpsig.WithAudiences("https://tool.a.example/invoke"))
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		res, err := v.VerifyRequest(context.Background(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if !res.WIT.Key.Verify(res.Base, res.Signature) {
+				b.Fatal("verify")
 			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if !res.WIT.Key.Verify(res.Base, res.Signature) {
-					b.Fatal("verify")
-				}
-			}
-		})
-	}
+		}
+	})
 }

@@ -127,18 +127,8 @@ func benchVerifyRatio(b *testing.B, proof, alg string, cached bool) {
 		floor = func() { witFloor(); proofFloor() }
 	}
 	path() // a cached path starts warm
-	var inPath, inFloor time.Duration
 	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		path()
-		t1 := time.Now()
-		floor()
-		inPath += t1.Sub(t0)
-		inFloor += time.Since(t1)
-	}
-	b.StopTimer()
+	inPath, inFloor := testkit.Interleave(b, nil, path, floor)
 	b.ReportMetric(float64(inPath.Nanoseconds())/float64(b.N), "path-ns/op")
 	b.ReportMetric(float64(inFloor.Nanoseconds())/float64(b.N), "raw-ns/op")
 	b.ReportMetric(float64(inPath)/float64(inFloor), "ratio-x")

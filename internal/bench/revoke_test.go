@@ -65,18 +65,8 @@ func benchRevocationCheckRatio(b *testing.B, alg string) {
 	}
 	verify()
 	check() // the snapshot is taken before the timer starts, as a running receiver's is
-	var inVerify, inCheck time.Duration
 	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		verify()
-		t1 := time.Now()
-		check()
-		inVerify += t1.Sub(t0)
-		inCheck += time.Since(t1)
-	}
-	b.StopTimer()
+	inVerify, inCheck := testkit.Interleave(b, nil, verify, check)
 	ratio := float64(inCheck) / float64(inVerify)
 	b.ReportMetric(float64(inVerify.Nanoseconds())/float64(b.N), "verify-ns/op")
 	b.ReportMetric(float64(inCheck.Nanoseconds())/float64(b.N), "check-ns/op")

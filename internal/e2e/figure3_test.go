@@ -14,6 +14,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -45,18 +46,6 @@ func post(t *testing.T, url string) *http.Request {
 	mustOK(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	return req
-}
-
-func wantProblem(t *testing.T, res *http.Response, err error, code errcode.Code) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("transport error %v, want a %s rejection", err, code)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	if got := errcode.CodeOf(problem.Read(res.StatusCode, body)); got != code {
-		t.Fatalf("status %d code %s (%s), want %s", res.StatusCode, got, body, code)
-	}
 }
 
 // establish runs step 0 (A1 starts D1 with A2, the first request carrying the first
@@ -130,7 +119,7 @@ func TestDialogBindingFigure3_Refusals(t *testing.T) {
 	mustOK(t, err)
 	a2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(other), proof.HTTPSig, false)
 	res, err := a2.Continue(ctx, post(t, f.t1.url), dc, nil)
-	wantProblem(t, res, err, errcode.DialogMismatch)
+	testkit.WantProblem(t, res, err, errcode.DialogMismatch)
 
 	// A hop rewrites Dialog-Context after A2 signed.
 	tampered := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), proof.HTTPSig, false)
@@ -138,13 +127,13 @@ func TestDialogBindingFigure3_Refusals(t *testing.T) {
 		r.Header.Set(dialog.HeaderName, strings.Replace(dc.Value(), dc.DLG(), dc.DLG()+"x", 1))
 	})
 	res, err = tampered.Continue(ctx, post(t, f.t1.url), dc, nil)
-	wantProblem(t, res, err, errcode.InvalidSignature)
+	testkit.WantProblem(t, res, err, errcode.InvalidSignature)
 
 	// Dialog-Context added after signing: not covered by the signature.
 	uncovered := f.a.caller(f.a2.id, f.a2.src, nil, proof.HTTPSig, false)
 	uncovered.Client.Transport.(*agent.Transport).Base = rewrite(func(r *http.Request) { dc.Set(r.Header) })
 	res, err = uncovered.Client.Do(post(t, f.t1.url))
-	wantProblem(t, res, err, errcode.DialogContextNotCovered)
+	testkit.WantProblem(t, res, err, errcode.DialogContextNotCovered)
 
 	// The tool names D1 with A1 as initiator and sends it to A2 as if it were A1's:
 	// D1 exists at A2, so the forged request must prove A1 as origin; at a fresh
@@ -152,7 +141,7 @@ func TestDialogBindingFigure3_Refusals(t *testing.T) {
 	forged, _ := dialog.New("D-forged", f.a1.id)
 	forger := f.a.caller(f.t1.id, f.t1.src, nil, proof.HTTPSig, false)
 	res, err = forger.Continue(ctx, post(t, f.a2.url), forged, nil)
-	wantProblem(t, res, err, errcode.InitiatorMismatch)
+	testkit.WantProblem(t, res, err, errcode.InitiatorMismatch)
 }
 
 type rewrite func(*http.Request)
@@ -181,7 +170,7 @@ func TestDialogBindingSec13_Origin(t *testing.T) {
 	forgedProv, err := self.Forward()
 	mustOK(t, err)
 	res, err = a2.Continue(context.Background(), post(t, f.t1.url), dc, forgedProv)
-	wantProblem(t, res, err, errcode.InitiatorMismatch)
+	testkit.WantProblem(t, res, err, errcode.InitiatorMismatch)
 }
 
 // Section 13, Integrity: a hop cannot change the dialog context without breaking a
@@ -197,7 +186,7 @@ func TestDialogBindingSec13_Integrity(t *testing.T) {
 	mustOK(t, err)
 	a2 := f.a.caller(f.a2.id, f.a2.src, nil, proof.HTTPSig, false)
 	res, err := a2.Continue(context.Background(), post(t, f.t1.url), changed, prov)
-	wantProblem(t, res, err, errcode.ProvenanceDialogMismatch)
+	testkit.WantProblem(t, res, err, errcode.ProvenanceDialogMismatch)
 }
 
 // Section 13, Sender binding: the receiver learns which workload presented the
@@ -210,7 +199,7 @@ func TestDialogBindingSec13_SenderBinding(t *testing.T) {
 	dc.Set(req.Header)
 	req.Header.Set("Txn-Token", atA2.TxnToken)
 	res, err := http.DefaultClient.Do(req)
-	wantProblem(t, res, err, errcode.MissingCredential)
+	testkit.WantProblem(t, res, err, errcode.MissingCredential)
 	// Another workload presenting the token is identified as itself.
 	tool := f.a.caller(f.t1.id, f.t1.src, agent.Forwarded(atA2.TxnToken), proof.HTTPSig, false)
 	res, err = tool.Continue(context.Background(), post(t, f.t1.url), dc, nil)
@@ -229,13 +218,13 @@ func TestDialogBindingSec13_DialogBoundAuthorization(t *testing.T) {
 	d2, _ := dialog.New("D2", f.a2.id)
 	a2 := f.a.caller(f.a2.id, f.a2.src, agent.Forwarded(atA2.TxnToken), proof.HTTPSig, false)
 	res, err := a2.Continue(context.Background(), post(t, f.t1.url), d2, nil)
-	wantProblem(t, res, err, errcode.DialogMismatch)
+	testkit.WantProblem(t, res, err, errcode.DialogMismatch)
 	// No Dialog-Context at all, same token.
 	req := post(t, f.t1.url)
 	req = req.WithContext(agent.WithTxnTokenSource(context.Background(), agent.Forwarded(atA2.TxnToken)))
 	req.Header.Set("Txn-Token", atA2.TxnToken)
 	res, err = a2.Client.Do(req)
-	wantProblem(t, res, err, errcode.DialogMismatch)
+	testkit.WantProblem(t, res, err, errcode.DialogMismatch)
 }
 
 // Section 13, Response binding: a signed response cannot be moved to another request,

@@ -6,21 +6,15 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
-	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/store"
-	"github.com/dialogtrust/dialogtrust/txntoken"
-	"github.com/dialogtrust/dialogtrust/wit"
 )
 
 // A carriage is how the offer rides in the request (handoff-context section 6): in an
@@ -63,34 +57,7 @@ var carriages = []carriage{
 // newStatusFixture is newHandoffFixture with the carriage's extractor: A2 delegates to
 // A3 in dialog D1, A3's receiver middleware checks the offer.
 func newStatusFixture(t *testing.T, c carriage, extra ...dialog.ReceiverOption) (*handoffFixture, *dialog.Verified, *dialog.Context) {
-	f := newFigure3(t)
-	atA2, dc := f.establish(t)
-	a2Key, _ := keys.Generate(keys.ES256)
-	a3Key, _ := keys.Generate(keys.ES256)
-	trust := handoff.NewStaticTrust()
-	mustOK(t, trust.Bind(f.a2.id.String(), a2Key.Public()))
-	id3, src3 := f.a.workload(t, "/agent/a3")
-	mustOK(t, trust.Bind(id3.String(), a3Key.Public()))
-	d, err := handoff.NewDelegator(handoff.DelegatorConfig{Self: f.a2.id.String(), Key: a2Key, Trust: trust})
-	mustOK(t, err)
-
-	p := &participant{id: id3, src: src3, seen: make(chan *dialog.Verified, 16)}
-	srv := httptest.NewUnstartedServer(nil)
-	p.url = "http://" + srv.Listener.Addr().String() + "/a2a"
-	rc, err := dialog.NewReceiver(append([]dialog.ReceiverOption{
-		dialog.WithHTTPSignatures(httpsig.NewVerifier(wit.NewValidator(f.a.trust), httpsig.WithAudiences(p.url), httpsig.WithReplay(store.NewMemory()))),
-		dialog.WithTxnTokens(txntoken.NewVerifier(f.a.ttsKeys, "a.example")),
-		dialog.WithHandoffs(handoff.NewReceiver(id3.String(), trust, store.NewMemoryRecords(), handoff.WithStatusKey(a3Key), handoff.WithGrantRequired(),
-			handoff.WithRecordsLostAt(time.Time{})), c.extract),
-	}, extra...)...)
-	mustOK(t, err)
-	srv.Config.Handler = rc.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.seen <- dialog.FromRequest(r)
-		io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{}}`)
-	}))
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return &handoffFixture{figure3: f, delegator: d, a3: p}, atA2, dc
+	return newDelegateFixture(t, c.extract, 7, extra...)
 }
 
 // sendAs posts body to A3 in dc, signed by the workload (id, src) with Txn-Tokens from

@@ -10,6 +10,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/proof"
 )
 
@@ -44,7 +45,7 @@ func TestHandoffSec5_1_Step5_HostDialogIsCompared(t *testing.T) {
 	<-h.a3.seen
 	body, _ = agent.A2AMessageSend(2, message("D2"), offerFor(atA2.TxnToken))
 	res, err = h.send(t, ctx, body, dc, tokens)
-	wantProblem(t, res, err, errcode.HandoffPolicy)
+	testkit.WantProblem(t, res, err, errcode.HandoffPolicy)
 
 	// Without Dialog-Context (a bearer credential, no Txn-Token): the offer for D1 is
 	// compared with the contextId, and refused without one.
@@ -61,7 +62,7 @@ func TestHandoffSec5_1_Step5_HostDialogIsCompared(t *testing.T) {
 	wantRejected(t, h, res, err, handoff.ReasonPolicy)
 	body, _ = agent.A2AMessageSend(4, message(""), offerFor(bearer))
 	res, err = withoutContext(body)
-	wantProblem(t, res, err, errcode.HandoffPolicy)
+	testkit.WantProblem(t, res, err, errcode.HandoffPolicy)
 	body, _ = agent.A2AMessageSend(5, message(dc.DLG()), offerFor(bearer))
 	res, err = withoutContext(body)
 	mustOK(t, err)

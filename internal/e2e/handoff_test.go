@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -32,6 +33,13 @@ type handoffFixture struct {
 }
 
 func newHandoffFixture(t *testing.T) (*handoffFixture, *dialog.Verified, *dialog.Context) {
+	return newDelegateFixture(t, nil, 1)
+}
+
+// newDelegateFixture builds the handoff fixture: A3's receiver reads offers with extract
+// (nil: the receiver's own reading) and the options extra, and A3 answers every request
+// with an empty JSON-RPC result of id replyID.
+func newDelegateFixture(t *testing.T, extract dialog.HandoffExtractor, replyID int, extra ...dialog.ReceiverOption) (*handoffFixture, *dialog.Verified, *dialog.Context) {
 	f := newFigure3(t)
 	atA2, dc := f.establish(t)
 	a2Key, _ := keys.Generate(keys.ES256)
@@ -46,18 +54,17 @@ func newHandoffFixture(t *testing.T) (*handoffFixture, *dialog.Verified, *dialog
 	p := &participant{id: id3, src: src3, seen: make(chan *dialog.Verified, 16)}
 	srv := httptest.NewUnstartedServer(nil)
 	p.url = "http://" + srv.Listener.Addr().String() + "/a2a"
-	wits := wit.NewValidator(f.a.trust)
-	rc, err := dialog.NewReceiver(
-		dialog.WithHTTPSignatures(httpsig.NewVerifier(wits, httpsig.WithAudiences(p.url), httpsig.WithReplay(store.NewMemory()))),
+	rc, err := dialog.NewReceiver(append([]dialog.ReceiverOption{
+		dialog.WithHTTPSignatures(httpsig.NewVerifier(wit.NewValidator(f.a.trust), httpsig.WithAudiences(p.url), httpsig.WithReplay(store.NewMemory()))),
 		dialog.WithTxnTokens(txntoken.NewVerifier(f.a.ttsKeys, "a.example")),
 		// The keys are this test's own: no offer predates the records (section 8.4).
 		dialog.WithHandoffs(handoff.NewReceiver(id3.String(), trust, store.NewMemoryRecords(), handoff.WithStatusKey(a3Key), handoff.WithGrantRequired(),
-			handoff.WithRecordsLostAt(time.Time{})), nil),
-	)
+			handoff.WithRecordsLostAt(time.Time{})), extract),
+	}, extra...)...)
 	mustOK(t, err)
 	srv.Config.Handler = rc.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.seen <- dialog.FromRequest(r)
-		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%d,"result":{}}`, replyID)
 	}))
 	srv.Start()
 	t.Cleanup(srv.Close)

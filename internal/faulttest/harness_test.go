@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 )
 
@@ -61,13 +62,7 @@ func setup(t *testing.T) *harness {
 	if os.Getenv(envEnable) != "1" {
 		t.Skipf("fault tests run only with %s=1 (see .ci/fault)", envEnable)
 	}
-	redis, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not found (%v): with CI=true and %s=1 the fault tests must run", err, envEnable)
-		}
-		t.Skipf("redis-server not found: %v", err)
-	}
+	redis := testkit.RedisServer(t)
 	binOnce.Do(buildBinaries)
 	if binErr != nil {
 		t.Fatal(binErr)
@@ -274,17 +269,6 @@ func rssKiB(pid int) (int64, error) {
 	return 0, errors.New("no VmRSS")
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // redisProc is a redis-server on a loopback port.
 type redisProc struct {
 	*proc
@@ -307,7 +291,7 @@ func (h *harness) startRedis(t *testing.T, port int, dir string, persistent bool
 	for attempt := 0; attempt < 3; attempt++ {
 		p := port
 		if p == 0 {
-			p = freePort(t)
+			p = testkit.FreePort(t)
 		}
 		args := []string{"--port", strconv.Itoa(p), "--bind", "127.0.0.1", "--save", "", "--daemonize", "no", "--dir", dir, "--loglevel", "warning"}
 		if persistent {

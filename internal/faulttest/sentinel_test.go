@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/store/redisstore"
 )
@@ -225,13 +225,7 @@ func setupRedis(t *testing.T) *harness {
 	if os.Getenv(envEnable) != "1" {
 		t.Skipf("fault tests run only with %s=1 (see .ci/fault)", envEnable)
 	}
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not found (%v): with CI=true and %s=1 the fault tests must run", err, envEnable)
-		}
-		t.Skipf("redis-server not found: %v", err)
-	}
+	bin := testkit.RedisServer(t)
 	before := loadAvg()
 	t.Cleanup(func() { figure(t, "machine load average (1 min): %s at the start, %s at the end", before, loadAvg()) })
 	return &harness{redis: bin}
@@ -263,7 +257,7 @@ func (h *harness) startSentinel(t *testing.T, primary string) *redisProc {
 	host, port, _ := strings.Cut(primary, ":")
 	dir := t.TempDir()
 	for attempt := range 3 {
-		p := freePort(t)
+		p := testkit.FreePort(t)
 		conf := filepath.Join(dir, "sentinel-"+strconv.Itoa(p)+".conf")
 		text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndaemonize no\ndir %s\nloglevel warning\n"+
 			"sentinel monitor %s %s %s 2\n"+

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/store/storetest"
 )
 
@@ -34,14 +34,7 @@ func startOwnRedis(t *testing.T) *ownRedis { return startOwnRedisArgs(t) }
 // startOwnRedisArgs is startOwnRedis with extra redis-server arguments.
 func startOwnRedisArgs(t *testing.T, extra ...string) *ownRedis {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-server is not on PATH and CI=true")
-		}
-		t.Skip("redis-server is not on PATH")
-	}
-	_ = bin
+	testkit.RedisServer(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -91,15 +84,10 @@ func (r *ownRedis) kill() {
 	}
 }
 
-type testClock struct{ ns atomic.Int64 }
-
-func newTestClock() *testClock {
-	c := &testClock{}
-	c.ns.Store(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).UnixNano())
-	return c
+// newTestClock is the settable clock of the loss tests.
+func newTestClock() *testkit.Clock {
+	return testkit.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 }
-func (c *testClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 func wantLost(t *testing.T, err error, what string) {
 	t.Helper()
@@ -119,7 +107,7 @@ func TestRedisRestartWithoutPersistenceIsSeen(t *testing.T) {
 	defer client.Close()
 	var losses []LossEvent
 	var lossMu sync.Mutex
-	a := NewReplay(client, WithLossQuarantine(2*time.Minute), WithClock(clock.now), WithLossHook(func(e LossEvent) {
+	a := NewReplay(client, WithLossQuarantine(2*time.Minute), WithClock(clock.Now), WithLossHook(func(e LossEvent) {
 		lossMu.Lock()
 		defer lossMu.Unlock()
 		losses = append(losses, e)
@@ -146,8 +134,8 @@ func TestRedisRestartWithoutPersistenceIsSeen(t *testing.T) {
 			t.Errorf("tag %d reported twice", e.Tag)
 		}
 		seen[e.Tag] = true
-		if !e.Until.Equal(clock.now().Add(2 * time.Minute).Truncate(time.Millisecond)) {
-			t.Errorf("quarantine until %v, want %v", e.Until, clock.now().Add(2*time.Minute))
+		if !e.Until.Equal(clock.Now().Add(2 * time.Minute).Truncate(time.Millisecond)) {
+			t.Errorf("quarantine until %v, want %v", e.Until, clock.Now().Add(2*time.Minute))
 		}
 	}
 	if len(losses) == 0 {
@@ -156,13 +144,13 @@ func TestRedisRestartWithoutPersistenceIsSeen(t *testing.T) {
 	lossMu.Unlock()
 	// A broker started after the restart honours the quarantine the first one recorded
 	// in the tags it saw.
-	b := NewReplay(NewClient([]string{srv.addr()}, false), WithLossQuarantine(2*time.Minute), WithClock(clock.now))
+	b := NewReplay(NewClient([]string{srv.addr()}, false), WithLossQuarantine(2*time.Minute), WithClock(clock.Now))
 	for _, j := range jtis {
 		wantLost(t, b.Claim(ctx, j, time.Minute), "replay at a new broker of "+j)
 	}
 	// Once every claim made before the loss has expired, claims work again, with
 	// replay protection.
-	clock.advance(2*time.Minute + time.Second)
+	clock.Advance(2*time.Minute + time.Second)
 	for _, j := range jtis {
 		storetest.MustClaim(t, b, j, time.Minute)
 		storetest.WantReplayed(t, a.Claim(ctx, j, time.Minute), "after the quarantine, "+j+" again")
@@ -174,7 +162,7 @@ func TestRedisRestartWithoutPersistenceIsSeen(t *testing.T) {
 func TestRedisQuarantineCoversLongestClaim(t *testing.T) {
 	client, prefix := newTestRedis(t, testRedisAddr(t))
 	clock := newTestClock()
-	r := NewReplay(client, WithPrefix(prefix), WithLossQuarantine(time.Second), WithClock(clock.now))
+	r := NewReplay(client, WithPrefix(prefix), WithLossQuarantine(time.Second), WithClock(clock.Now))
 	ctx := context.Background()
 	storetest.MustClaim(t, r, "long", 10*time.Minute)
 	tag, k := r.keyTag("long")
@@ -183,9 +171,9 @@ func TestRedisQuarantineCoversLongestClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantLost(t, r.Claim(ctx, "long", 10*time.Minute), "replay after the loss")
-	clock.advance(5 * time.Minute)
+	clock.Advance(5 * time.Minute)
 	wantLost(t, r.Claim(ctx, "long", 10*time.Minute), "5 minutes later (the claim lived 10)")
-	clock.advance(5*time.Minute + 2*time.Second)
+	clock.Advance(5*time.Minute + 2*time.Second)
 	storetest.MustClaim(t, r, "long", 10*time.Minute)
 }
 
@@ -195,14 +183,14 @@ func TestRedisQuarantineCoversLongestClaim(t *testing.T) {
 func TestRedisLossSeenLateThroughAFreshEpoch(t *testing.T) {
 	client, prefix := newTestRedis(t, testRedisAddr(t))
 	clock := newTestClock()
-	a := NewReplay(client, WithPrefix(prefix), WithLossQuarantine(time.Minute), WithClock(clock.now))
+	a := NewReplay(client, WithPrefix(prefix), WithLossQuarantine(time.Minute), WithClock(clock.Now))
 	ctx := context.Background()
 	storetest.MustClaim(t, a, "k1", time.Minute)
 	tag, k := a.keyTag("k1")
 	if err := client.Del(ctx, a.epochKey(tag), k).Err(); err != nil {
 		t.Fatal(err)
 	}
-	fresh := NewReplay(client, WithPrefix(prefix), WithLossQuarantine(time.Minute), WithClock(clock.now))
+	fresh := NewReplay(client, WithPrefix(prefix), WithLossQuarantine(time.Minute), WithClock(clock.Now))
 	storetest.MustClaim(t, fresh, "k1", time.Minute) // accepted: nothing told the new broker
 	same := ""
 	for i := 0; same == ""; i++ {
@@ -249,7 +237,7 @@ func TestRedisEpochReadFailureDoesNotFailClaims(t *testing.T) {
 	hook := &failFirstPipeline{}
 	client.AddHook(hook)
 	clock := newTestClock()
-	r := NewReplay(client, WithPrefix(prefix), WithClock(clock.now))
+	r := NewReplay(client, WithPrefix(prefix), WithClock(clock.Now))
 	storetest.MustClaim(t, r, "first", time.Minute)
 	if !hook.failed.Load() || r.learned.Load() {
 		t.Fatalf("the first read of the epochs did not fail as arranged (failed %v, learned %v)", hook.failed.Load(), r.learned.Load())
@@ -263,7 +251,7 @@ func TestRedisEpochReadFailureDoesNotFailClaims(t *testing.T) {
 	if r.learned.Load() {
 		t.Fatal("the epochs were read again within a second")
 	}
-	clock.advance(time.Second) // the once-a-second limit, passed
+	clock.Advance(time.Second) // the once-a-second limit, passed
 	storetest.MustClaim(t, r, "second", time.Minute)
 	if !r.learned.Load() {
 		t.Fatal("the epochs were not read again")

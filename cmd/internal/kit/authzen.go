@@ -4,13 +4,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/authzen"
+	"github.com/dialogtrust/dialogtrust/internal/loopback"
 )
 
 // Defaults of an authzen section.
@@ -71,7 +71,7 @@ func (c *AuthZENConfig) Check(section string) error {
 		if err != nil || p.Host == "" || (p.Scheme != "https" && p.Scheme != "http") {
 			return fmt.Errorf("%s.%s: %q is not an absolute http(s) URL", section, name, u)
 		}
-		if p.Scheme == "http" && !loopbackHost(p.Hostname()) {
+		if p.Scheme == "http" && !loopback.IsHost(p.Hostname()) {
 			return fmt.Errorf("%s.%s: %q: a PDP is asked over https (http only on a loopback address)", section, name, u)
 		}
 	}
@@ -83,14 +83,6 @@ func (c *AuthZENConfig) Check(section string) error {
 		return fmt.Errorf("%s: %w", section, err)
 	}
 	return nil
-}
-
-func loopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 func (c *AuthZENConfig) options(now func() time.Time) []authzen.Option {

@@ -17,24 +17,12 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/cmd/internal/kit/kittest"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 )
 
 // These tests start redis-server processes of their own (TLS and passwords cannot be
 // switched on in the shared DIALOGTRUST_TEST_REDIS server): they skip without
 // redis-server, or with one built without TLS, except under CI=true, where they fail.
-
-// redisServerBin is the redis-server to start, or the test skips (fails under CI).
-func redisServerBin(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not found (%v): under CI=true the Redis TLS tests must run", err)
-		}
-		t.Skipf("redis-server not found: %v", err)
-	}
-	return bin
-}
 
 // startTLSRedis starts redis-server on a free loopback TLS port only (no plain port),
 // with the server certificate of ca and extra arguments (passwords, ACL users, client
@@ -42,7 +30,7 @@ func redisServerBin(t *testing.T) string {
 // server says it accepts connections.
 func startTLSRedis(t *testing.T, ca *kittest.CA, certFile, keyFile string, extra ...string) string {
 	t.Helper()
-	port := freeTestPort(t)
+	port := testkit.FreePort(t)
 	args := append([]string{"--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", t.TempDir(),
 		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", ca.CertFile,
@@ -51,21 +39,11 @@ func startTLSRedis(t *testing.T, ca *kittest.CA, certFile, keyFile string, extra
 	return "127.0.0.1:" + strconv.Itoa(port)
 }
 
-func freeTestPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // runRedis starts redis-server with args, killed when the test ends, and returns once
 // it logs readyLine (a server: it accepts connections; a sentinel: it monitors).
 func runRedis(t *testing.T, args []string, readyLine string) {
 	t.Helper()
-	bin := redisServerBin(t)
+	bin := testkit.RedisServer(t)
 	cmd := exec.Command(bin, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -234,7 +212,7 @@ func TestRedisSentinelTLSAndPasswords(t *testing.T) {
 	const primaryPassword, sentinelPassword = "primary-password", "sentinel-password"
 	primary := startTLSRedis(t, ca, srvCert, srvKey, "--tls-auth-clients", "no", "--requirepass", primaryPassword)
 	_, primaryPort, _ := net.SplitHostPort(primary)
-	port := freeTestPort(t)
+	port := testkit.FreePort(t)
 	conf := filepath.Join(dir, "sentinel.conf")
 	text := "port 0\ntls-port " + strconv.Itoa(port) + "\nbind 127.0.0.1\ndaemonize no\ndir " + dir + "\nloglevel notice\n" +
 		"tls-cert-file " + srvCert + "\ntls-key-file " + srvKey + "\ntls-ca-cert-file " + ca.CertFile + "\n" +

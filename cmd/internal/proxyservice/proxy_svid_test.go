@@ -10,7 +10,6 @@ import (
 	"log"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,12 +135,7 @@ func TestProxyWorkloadAPI(t *testing.T) {
 	t.Cleanup(func() { // runs after the proxy's stop, registered below
 		waitFor(t, "the proxy to close its Workload API stream", func() bool { return api.Streams() == 0 })
 	})
-	seen := make(chan http.Header, 1)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen <- r.Header.Clone()
-		io.WriteString(w, "done")
-	}))
-	defer up.Close()
+	up, seen := headersApp(t)
 	urls := startProxy(t, fmt.Sprintf(`listen: 127.0.0.1:0
 trust_domains: [a.example]
 workload:

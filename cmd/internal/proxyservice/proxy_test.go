@@ -225,17 +225,24 @@ func expectCheckConfig(t *testing.T, name, yaml, want string) {
 	}
 }
 
-// A pair of proxy commands, a1's egress and t1's ingress, between a Go client and an
-// application: the application sees the verified sender and dialog, and the
-// operational routes answer.
-func TestProxyCommandPair(t *testing.T) {
-	witURL, ttsURL := proxyDomain(t)
+// headersApp is an application that answers "done" and passes the header of each
+// request it gets on seen (up to four unread); it stops when the test ends.
+func headersApp(t *testing.T) (*httptest.Server, chan http.Header) {
 	seen := make(chan http.Header, 4)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen <- r.Header.Clone()
 		io.WriteString(w, "done")
 	}))
-	defer app.Close()
+	t.Cleanup(app.Close)
+	return app, seen
+}
+
+// A pair of proxy commands, a1's egress and t1's ingress, between a Go client and an
+// application: the application sees the verified sender and dialog, and the
+// operational routes answer.
+func TestProxyCommandPair(t *testing.T) {
+	witURL, ttsURL := proxyDomain(t)
+	app, seen := headersApp(t)
 	in := startProxy(t, ingressYAML(witURL, ttsURL, app.URL))
 	out := startProxy(t, egressYAML(witURL, ttsURL, in["ingress"]+"/invoke"))
 
@@ -332,12 +339,7 @@ func TestProxyPythonHTTPXToStarlette(t *testing.T) {
 func TestProxyIngressSharedRedis(t *testing.T) {
 	addr := testkit.RedisAddr(t)
 	witURL, ttsURL := proxyDomain(t)
-	seen := make(chan http.Header, 4)
-	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen <- r.Header.Clone()
-		io.WriteString(w, "done")
-	}))
-	defer app.Close()
+	app, seen := headersApp(t)
 	prefix := fmt.Sprintf("proxytest:%d:", time.Now().UnixNano())
 	shared := strings.Replace(ingressYAML(witURL, ttsURL, app.URL), "  sign_responses: true\n",
 		"  sign_responses: true\n  stateful: true\n  store: {type: redis, redis: {addrs: [\""+addr+"\"], prefix: \""+prefix+"\"}}\n", 1)

@@ -34,19 +34,21 @@ func upstreamTimeoutYAML(egress, route, ingress string) (string, string) {
 }
 
 func TestProxyCheckConfigUpstreamTimeout(t *testing.T) {
-	for _, v := range []string{"90s", "10m"} {
-		e, in := upstreamTimeoutYAML(v, "", v)
-		expectCheckConfig(t, "egress "+v, e, "")
-		expectCheckConfig(t, "ingress "+v, in, "")
-		e, _ = upstreamTimeoutYAML("", v, "")
-		expectCheckConfig(t, "route "+v, e, "")
-	}
-	for _, v := range []string{"0s", "-1s"} {
-		e, in := upstreamTimeoutYAML(v, "", v)
-		expectCheckConfig(t, "egress "+v, e, "egress.upstream_timeout: must be positive")
-		expectCheckConfig(t, "ingress "+v, in, "ingress.upstream_timeout: must be positive")
-		e, _ = upstreamTimeoutYAML("", v, "")
-		expectCheckConfig(t, "route "+v, e, "egress.routes[0].upstream_timeout: must be positive")
+	for _, c := range []struct {
+		v       string
+		refused bool // a duration that is not positive
+	}{{"90s", false}, {"10m", false}, {"0s", true}, {"-1s", true}} {
+		want := func(member string) string {
+			if c.refused {
+				return member + ": must be positive"
+			}
+			return ""
+		}
+		e, in := upstreamTimeoutYAML(c.v, "", c.v)
+		expectCheckConfig(t, "egress "+c.v, e, want("egress.upstream_timeout"))
+		expectCheckConfig(t, "ingress "+c.v, in, want("ingress.upstream_timeout"))
+		e, _ = upstreamTimeoutYAML("", c.v, "")
+		expectCheckConfig(t, "route "+c.v, e, want("egress.routes[0].upstream_timeout"))
 	}
 	e, _ := upstreamTimeoutYAML("5", "", "")
 	expectCheckConfig(t, "a number without a unit", e, "upstream_timeout")

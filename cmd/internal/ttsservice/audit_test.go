@@ -151,25 +151,13 @@ func TestIssue26AuditFailureRefusesIssuance(t *testing.T) {
 	ctx := context.Background()
 	da := newWITDomain(t, "a.example")
 	addr := freeLoopback(t)
-	cfg := `development: true
-listen: ` + addr + `
-trust_domains: [a.example]
-wits:
-  - {trust_domain: a.example, jwks_file: ` + da.file + `}
-subject_tokens:
-  self_signed: {enabled: true}
-policy:
-  rules:
-    - workload: "wimse://a.example/"
-audit:
+	cfg := domainAYAML(da, addr) + `audit:
   sink: file
   path: /dev/full
 `
 	proc := start(t, []string{"--config", testkit.WriteTemp(t, "tts.yaml", cfg)}, nil)
 	a2, a2Key, a2WIT := da.workload(t, "/agent/a2")
-	ss, _ := txntoken.NewSelfSignedToken(a2Key, a2, "alice@a.example", "http://"+addr, "trip.read", 5*time.Minute, time.Now())
-	_, err := (&txntoken.Client{TokenEndpoint: proc.URL + tts.PathToken, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
-		txntoken.Request{Audience: "a.example", Scope: "trip.read", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned})
+	_, err := selfSignedTxn(ctx, a2, a2Key, a2WIT, "http://"+addr, proc.URL+tts.PathToken, "trip.read", "")
 	if errcode.CodeOf(err) != errcode.AuditUnavailable || errcode.KindOf(err) != errcode.Incomplete {
 		t.Fatalf("issued without an audit record, or refused otherwise: %v", err)
 	}

@@ -60,9 +60,7 @@ func TestChainingTwoDomains(t *testing.T) {
 	mdA, mdB := discoverTwoDomains(t, ctx, procA, procB)
 
 	a2, a2Key, a2WIT := da.workload(t, "/agent/a2")
-	ss, _ := txntoken.NewSelfSignedToken(a2Key, a2, "alice@a.example", urlA, "trip.read trip.book", 5*time.Minute, time.Now())
-	txn, err := (&txntoken.Client{TokenEndpoint: mdA.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
-		txntoken.Request{Audience: "a.example", Scope: "trip.read trip.book", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D1-cmd"})
+	txn, err := selfSignedTxn(ctx, a2, a2Key, a2WIT, urlA, mdA.TokenEndpoint, "trip.read trip.book", "D1-cmd")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,17 +83,7 @@ func TestChainingTwoDomains(t *testing.T) {
 // mapping A's subjects under the prefix "a.example:".
 func twoDomainConfigs(da, db *witDomain, addrA, addrB string) (cfgA, cfgB string) {
 	urlA, urlB := "http://"+addrA, "http://"+addrB
-	cfgA = `development: true
-listen: ` + addrA + `
-trust_domains: [a.example]
-wits:
-  - {trust_domain: a.example, jwks_file: ` + da.file + `}
-subject_tokens:
-  self_signed: {enabled: true}
-policy:
-  rules:
-    - workload: "wimse://a.example/"
-chaining:
+	cfgA = domainAYAML(da, addrA) + `chaining:
   peers:
     - issuer: ` + urlB + `
       audiences: [as.b.example]

@@ -11,9 +11,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/oauth"
-	"github.com/dialogtrust/dialogtrust/proof"
-	"github.com/dialogtrust/dialogtrust/tts"
-	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // ID-JAG configured in two tts processes (docs/tts.md, "ID-JAG"): TTS A issues ID-JAGs
@@ -64,9 +61,7 @@ func TestIDJAGTwoDomains(t *testing.T) {
 		return at
 	}
 	// A Txn-Token as the subject (the Fletcher profile).
-	ss, _ := txntoken.NewSelfSignedToken(a2Key, a2, "alice@a.example", urlA, "trip.read trip.book", 5*time.Minute, time.Now())
-	txn, err := (&txntoken.Client{TokenEndpoint: mdA.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
-		txntoken.Request{Audience: "a.example", Scope: "trip.read trip.book", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned})
+	txn, err := selfSignedTxn(ctx, a2, a2Key, a2WIT, urlA, mdA.TokenEndpoint, "trip.read trip.book", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,25 +13,12 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/oauth"
-	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
-	"github.com/dialogtrust/dialogtrust/tts"
-	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 func revocationsYAML(da *witDomain, addr, admin string) string {
-	return `development: true
-listen: ` + addr + `
-trust_domains: [a.example]
-wits:
-  - {trust_domain: a.example, jwks_file: ` + da.file + `}
-subject_tokens:
-  self_signed: {enabled: true}
-policy:
-  rules:
-    - workload: "wimse://a.example/"
-revocations:
+	return domainAYAML(da, addr) + `revocations:
   enabled: true
   bound: 2s
   admin:
@@ -56,9 +43,7 @@ func TestIssue26_TTSAdminAPIConfigured(t *testing.T) {
 	}
 	a1, a1Key, a1WIT := da.workload(t, "/agent/a1")
 	request := func(dlg string) error {
-		ss, _ := txntoken.NewSelfSignedToken(a1Key, a1, "alice@a.example", md.Issuer, "trip.read", 5*time.Minute, time.Now())
-		_, err := (&txntoken.Client{TokenEndpoint: md.TokenEndpoint, WIT: a1WIT, Key: a1Key, Proof: proof.WPT}).Request(ctx,
-			txntoken.Request{Audience: "a.example", Scope: "trip.read", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: dlg})
+		_, err := selfSignedTxn(ctx, a1, a1Key, a1WIT, md.Issuer, md.TokenEndpoint, "trip.read", dlg)
 		return err
 	}
 	if err := request("D1"); err != nil {
@@ -147,9 +132,7 @@ func TestIssue26_ChainingGrantRefusedInRevokedDialog(t *testing.T) {
 	procA := start(t, []string{"--config", testkit.WriteTemp(t, "tts.yaml", cfgA)}, nil)
 	mdA, mdB := discoverTwoDomains(t, ctx, procA, procB)
 	a2, a2Key, a2WIT := da.workload(t, "/agent/a2")
-	ss, _ := txntoken.NewSelfSignedToken(a2Key, a2, "alice@a.example", "http://"+addrA, "trip.read trip.book", 5*time.Minute, time.Now())
-	txn, err := (&txntoken.Client{TokenEndpoint: mdA.TokenEndpoint, WIT: a2WIT, Key: a2Key, Proof: proof.WPT}).Request(ctx,
-		txntoken.Request{Audience: "a.example", Scope: "trip.read trip.book", SubjectToken: ss, SubjectTokenType: tts.TokenTypeSelfSigned, Dialog: "D1-cmd"})
+	txn, err := selfSignedTxn(ctx, a2, a2Key, a2WIT, "http://"+addrA, mdA.TokenEndpoint, "trip.read trip.book", "D1-cmd")
 	if err != nil {
 		t.Fatal(err)
 	}

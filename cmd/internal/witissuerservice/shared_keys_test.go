@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
-	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
 
@@ -22,26 +21,7 @@ func TestSharedKeysTwoReplicas(t *testing.T) {
 		"store: {type: redis, redis: {addrs: [\"" + addr + "\"], prefix: \"" + prefix + "\"}}\n" +
 		"auth: {dev: {prefixes: [\"wimse://example.org/\"]}}\nroutes: [{path: /v1/wit, methods: [dev]}]\n"
 	conf := testkit.WriteTemp(t, "c.yaml", body)
-	jwks := func(url string) []string {
-		res, err := http.Get(url + witissuer.PathJWKS)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, err := io.ReadAll(res.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		set, err := keys.ParseJWKS(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var kids []string
-		for _, k := range set.Keys() {
-			kids = append(kids, k.KID())
-		}
-		return kids
-	}
+	jwks := func(url string) []string { return testkit.JWKSKIDs(t, http.DefaultClient, url+witissuer.PathJWKS) }
 	a := start(t, []string{"--config", conf, "--listen", "127.0.0.1:0"}, nil)
 	defer a.Stop()
 	b := start(t, []string{"--config", conf, "--listen", "127.0.0.1:0"}, nil)

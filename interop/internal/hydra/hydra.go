@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
 )
 
@@ -77,7 +78,7 @@ log:
 func Start(t testing.TB, bin string) *Server {
 	t.Helper()
 	dir := t.TempDir()
-	public, admin := proc.FreeLoopbackPort(t), proc.FreeLoopbackPort(t)
+	public, admin := testkit.FreePort(t), testkit.FreePort(t)
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	cfg := proc.WriteFile(t, dir, "hydra.yaml", Config(public, admin, hex.EncodeToString(b[:])))

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
 )
 
@@ -34,7 +35,7 @@ type Server struct {
 // ends.
 func Start(t testing.TB, bin string) *Server {
 	t.Helper()
-	httpPort, grpcPort := proc.FreeLoopbackPort(t), proc.FreeLoopbackPort(t)
+	httpPort, grpcPort := testkit.FreePort(t), testkit.FreePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
 	p := proc.StartProcess(t, "openfga", bin, t.TempDir(), []string{"run",
 		"--experimentals=authzen", "--authzen-base-url=" + base,

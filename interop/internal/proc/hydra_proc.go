@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -201,18 +200,6 @@ func (p *Program) WaitHTTP(t testing.TB, url string, timeout time.Duration) {
 		}
 		time.Sleep(100 * time.Millisecond) // polling interval, not a wait for expiry
 	}
-}
-
-// FreeLoopbackPort returns a TCP port on 127.0.0.1 that was free a moment ago, for a
-// peer that must be told its port before it starts (its issuer URL names it).
-func FreeLoopbackPort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // BuildBinaries runs `go build -o dir/ pkgs...` in the current directory (the interop

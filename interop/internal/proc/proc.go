@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 )
 
 // stopGrace is how long a process has to exit after SIGTERM before it is killed.
@@ -124,10 +126,7 @@ func Binary(t testing.TB, env string) string {
 	t.Helper()
 	p := os.Getenv(env)
 	if p == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set (source .ci/peers)", env)
-		}
-		t.Skipf("%s is not set (source .ci/peers to build the peers)", env)
+		testkit.PeerMissing(t, "%s is not set (source .ci/peers to build the peers)", env)
 	}
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("%s: %v", env, err)
