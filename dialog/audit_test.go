@@ -16,6 +16,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/internal/reqid"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tokenhash"
@@ -123,7 +124,7 @@ func TestIssue26_ReceiverAuditsEveryRequest(t *testing.T) {
 	garbage.Header.Set("Dialog-Context", `dlg="D9", initiator="wimse://a.example/agent/evil"`)
 	garbage.Header.Set("Txn-Token", tok)
 	res, err = http.DefaultClient.Do(garbage)
-	wantProblem(t, res, err, errcode.MissingCredential)
+	testkit.WantProblem(t, res, err, errcode.MissingCredential)
 	if calls.Load() != 1 {
 		t.Fatalf("%d calls", calls.Load())
 	}
@@ -169,7 +170,7 @@ func TestIssue26_ReceiverRefusesWithoutItsRecord(t *testing.T) {
 	sink.fail = true
 	a1 := f.agentLax(f.a1, agent.Forwarded(f.txnToken(t, "D1", "a.example")), proof.HTTPSig)
 	res, err := withTxn(t, a1, rpc(t, f.a2Srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"book"}}`), "D1")
-	wantProblem(t, res, err, errcode.AuditUnavailable)
+	testkit.WantProblem(t, res, err, errcode.AuditUnavailable)
 	if res.StatusCode != http.StatusServiceUnavailable || calls.Load() != 0 {
 		t.Fatalf("status %d, %d calls", res.StatusCode, calls.Load())
 	}
