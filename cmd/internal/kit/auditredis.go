@@ -3,6 +3,7 @@ package kit
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,6 +32,14 @@ type redisStreamSink struct {
 	client  redis.UniversalClient
 	key     string
 	timeout time.Duration
+
+	// single is the client of a single node or of Sentinel's primary: the writes go
+	// on a connection the sink holds (as the replay store's claims do,
+	// store/redisstore/heldconn.go), which skips go-redis's pool check (one
+	// recvfrom system call per command). A Cluster client keeps its pool.
+	single *redis.Client
+	mu     sync.Mutex  // the Log writes one batch at a time; this keeps conn safe anyway
+	conn   *redis.Conn // nil: take a fresh one at the next write
 }
 
 func newRedisStreamSink(st *Store, stream string) (*redisStreamSink, error) {
@@ -47,7 +56,8 @@ func newRedisStreamSink(st *Store, stream string) (*redisStreamSink, error) {
 	if timeout <= 0 {
 		timeout = redisstore.DefaultTimeout
 	}
-	return &redisStreamSink{client: st.client, key: stream, timeout: timeout}, nil
+	single, _ := st.client.(*redis.Client)
+	return &redisStreamSink{client: st.client, key: stream, timeout: timeout, single: single}, nil
 }
 
 // Write implements audit.Sink (a checkpoint line).
@@ -72,5 +82,41 @@ func (s *redisStreamSink) WriteBatch(lines [][]byte) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	return s.client.XAdd(ctx, &redis.XAddArgs{Stream: s.key, Values: []any{"l", v}}).Err()
+	if s.single == nil {
+		return s.client.XAdd(ctx, &redis.XAddArgs{Stream: s.key, Values: []any{"l", v}}).Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		s.conn = s.single.Conn()
+	}
+	cmd := redis.NewStringCmd(ctx, "xadd", s.key, "*", "l", v)
+	_ = s.conn.Process(ctx, noRetry{cmd})
+	if err := cmd.Err(); err != nil {
+		// Whatever failed, the connection is not used again. No retry: a batch whose
+		// reply was lost may have been added, and a second XADD would add it twice.
+		_ = s.conn.Close()
+		s.conn = nil
+		return err
+	}
+	return nil
+}
+
+// noRetry is a command go-redis runs once (its retries would go to the same held
+// connection).
+type noRetry struct{ *redis.StringCmd }
+
+func (noRetry) NoRetry() bool { return true }
+
+// Close releases the held connection (the Log closes its sink; the client is the
+// store's).
+func (s *redisStreamSink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return nil
+	}
+	err := s.conn.Close()
+	s.conn = nil
+	return err
 }
