@@ -115,3 +115,15 @@ func (l *Log) writeBatchLocked(bs BatchSink, batch []*Entry) error {
 	l.maybeCheckpointLocked()
 	return nil
 }
+
+// Waiting is the number of records waiting for a group commit (a gauge of the sink's
+// backlog): 0 when nothing is queued behind the write under way.
+func (l *Log) Waiting() int {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	n := 0
+	for _, g := range l.groups {
+		n += len(g.recs)
+	}
+	return n
+}
