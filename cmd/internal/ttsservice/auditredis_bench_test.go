@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dialogtrust/dialogtrust/audit"
 	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
@@ -30,8 +33,9 @@ import (
 // BenchmarkIssueAuditRedisCPU: the server CPU per token of the audit trail's sinks at
 // the TTS (issue 26: at most 10% more), the TTS built as main builds it (its
 // configuration, buildHandler, kit.OpenAudit) with store.type redis, which the redis
-// sink needs, in three sides: no audit section, `sink: file`, `sink: redis` (the
-// group-committed stream sink). conc goroutines serve tokens at once (1: one request
+// sink needs, in four sides: no audit section, `sink: file`, `sink: redis` (the
+// group-committed stream sink), and the Redis sink before group commit (unbatched:
+// one XADD per record through the pool, under the Log's lock). conc goroutines serve tokens at once (1: one request
 // at a time; 4, 16, 64: a loaded TTS), through the handler (httptest, WPT proofs minted
 // and requests built before the clock). Each iteration is a round of conc × 8 tokens
 // on each side, the sides' order rotating; a round's CPU is the process's (getrusage:
@@ -95,7 +99,9 @@ store:
 		"audience": {"a.example"}, "scope": {"trip.read"}, "subject_token": {subject}, "subject_token_type": {oauth.TokenTypeSelfSigned},
 		"request_details": {`{"dlg":"7f3c9a2e-5b1d-4e8a-9c6f-0d2b8e4a1f37"}`}}.Encode()
 	var stream string
-	side := func(audit *kit.AuditConfig) *auditBenchSide {
+	// side builds a TTS with the audit section ac; or, with ac nil and unbatched, an
+	// audit.Log on the sink before group commit (xaddSink), for the before/after ratio.
+	side := func(ac *kit.AuditConfig, unbatched bool) *auditBenchSide {
 		cfg, _, err := configSpec.Load([]string{"--config", file}, nil, io.Discard)
 		if err != nil {
 			b.Fatal(err)
@@ -103,7 +109,7 @@ store:
 		if err := validate(cfg); err != nil {
 			b.Fatal(err)
 		}
-		cfg.Audit = audit
+		cfg.Audit = ac
 		s := &kit.Server{}
 		b.Cleanup(s.Close)
 		st, err := kit.OpenStoreOn(s, cfg.Store, logger)
@@ -115,11 +121,24 @@ store:
 		if err != nil {
 			b.Fatal(err)
 		}
+		if unbatched {
+			c, err := kit.RedisClient(cfg.Store.Redis)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.OnClose(func() { c.Del(context.Background(), prefix+"unbatched"); c.Close() })
+			l, err := audit.New(xaddSink{c, prefix + "unbatched"}, ring, audit.WithCheckpointInterval(time.Second), audit.WithLogger(logger))
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.OnClose(func() { _ = l.Close() })
+			auditor = l
+		}
 		h, err := buildHandler(ctx, cfg, logger, issuer, ring, st.Replay, nil, nil, auditor)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if audit != nil && audit.Sink == kit.AuditSinkRedis {
+		if ac != nil && ac.Sink == kit.AuditSinkRedis {
 			stream = prefix + "audit"
 			s.OnClose(func() {
 				c, _ := kit.RedisClient(cfg.Store.Redis)
@@ -147,10 +166,11 @@ store:
 		bs.serve(bs.prepare()) // warms the WIT and subject caches
 		return bs
 	}
-	none := side(nil)
-	file1 := side(&kit.AuditConfig{Sink: kit.AuditSinkFile, Path: filepath.Join(b.TempDir(), "a.log"), CheckpointInterval: time.Second})
-	redis1 := side(&kit.AuditConfig{Sink: kit.AuditSinkRedis, CheckpointInterval: time.Second})
-	sides := []*auditBenchSide{none, file1, redis1}
+	none := side(nil, false)
+	file1 := side(&kit.AuditConfig{Sink: kit.AuditSinkFile, Path: filepath.Join(b.TempDir(), "a.log"), CheckpointInterval: time.Second}, false)
+	redis1 := side(&kit.AuditConfig{Sink: kit.AuditSinkRedis, CheckpointInterval: time.Second}, false)
+	before := side(nil, true)
+	sides := []*auditBenchSide{none, file1, redis1, before}
 	n := conc * auditBenchPerWorker
 	round := func(s *auditBenchSide) time.Duration {
 		reqs, recs := make([]*http.Request, n), make([]*httptest.ResponseRecorder, n)
@@ -196,12 +216,28 @@ store:
 	b.ReportMetric(100*mean(redis1)/mean(none), "redis-cpu-%")
 	b.ReportMetric(100*med(file1)/med(none), "file-cpu-median-%")
 	b.ReportMetric(100*med(redis1)/med(none), "redis-cpu-median-%")
+	b.ReportMetric(mean(before), "unbatched-cpu-ns/token")
+	b.ReportMetric(100*mean(before)/mean(none), "unbatched-cpu-%")
+	b.ReportMetric(100*med(before)/med(none), "unbatched-cpu-median-%")
 	c, _ := kit.RedisClient(kit.RedisConfig{Addrs: []string{addr}})
 	defer c.Close()
 	if entries, err := c.XLen(ctx, stream).Result(); err == nil && entries > 0 {
 		b.ReportMetric(float64(b.N*n+1)/float64(entries), "records/xadd")
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// xaddSink is the Redis sink before group commit: one XADD per line through the
+// client's pool, under the Log's lock (BenchmarkIssueAuditRedisCPU's "before").
+type xaddSink struct {
+	c   redis.UniversalClient
+	key string
+}
+
+func (x xaddSink) Write(line []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return x.c.XAdd(ctx, &redis.XAddArgs{Stream: x.key, Values: []any{"l", line[:len(line)-1]}}).Err()
 }
 
 func processCPU() time.Duration {
