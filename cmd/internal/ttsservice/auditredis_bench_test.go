@@ -2,6 +2,7 @@ package ttsservice
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,9 +34,10 @@ import (
 // BenchmarkIssueAuditRedisCPU: the server CPU per token of the audit trail's sinks at
 // the TTS (issue 26: at most 10% more), the TTS built as main builds it (its
 // configuration, buildHandler, kit.OpenAudit) with store.type redis, which the redis
-// sink needs, in four sides: no audit section, `sink: file`, `sink: redis` (the
-// group-committed stream sink), and the Redis sink before group commit (unbatched:
-// one XADD per record through the pool, under the Log's lock). conc goroutines serve tokens at once (1: one request
+// sink needs, in five sides: no audit section, `sink: file`, `sink: redis` (the
+// group-committed stream sink), the Redis sink before group commit (unbatched: one
+// XADD per record through the pool, under the Log's lock), and the floor of a record
+// sent alone (one bare XADD per token on a held connection, no record built). conc goroutines serve tokens at once (1: one request
 // at a time; 4, 16, 64: a loaded TTS), through the handler (httptest, WPT proofs minted
 // and requests built before the clock). Each iteration is a round of conc × 8 tokens
 // on each side, the sides' order rotating; a round's CPU is the process's (getrusage:
@@ -99,9 +101,11 @@ store:
 		"audience": {"a.example"}, "scope": {"trip.read"}, "subject_token": {subject}, "subject_token_type": {oauth.TokenTypeSelfSigned},
 		"request_details": {`{"dlg":"7f3c9a2e-5b1d-4e8a-9c6f-0d2b8e4a1f37"}`}}.Encode()
 	var stream string
-	// side builds a TTS with the audit section ac; or, with ac nil and unbatched, an
-	// audit.Log on the sink before group commit (xaddSink), for the before/after ratio.
-	side := func(ac *kit.AuditConfig, unbatched bool) *auditBenchSide {
+	// side builds a TTS with the audit section ac; or, with ac nil, an audit.Log on
+	// the sink before group commit (xaddSink, unbatched), for the before/after ratio,
+	// or an Auditor that only sends one XADD of a fixed line on a held connection
+	// (floorAuditor, floor), a record's round trip and nothing else.
+	side := func(ac *kit.AuditConfig, variant string) *auditBenchSide {
 		cfg, _, err := configSpec.Load([]string{"--config", file}, nil, io.Discard)
 		if err != nil {
 			b.Fatal(err)
@@ -121,18 +125,26 @@ store:
 		if err != nil {
 			b.Fatal(err)
 		}
-		if unbatched {
+		if variant != "" {
 			c, err := kit.RedisClient(cfg.Store.Redis)
 			if err != nil {
 				b.Fatal(err)
 			}
-			s.OnClose(func() { c.Del(context.Background(), prefix+"unbatched"); c.Close() })
-			l, err := audit.New(xaddSink{c, prefix + "unbatched"}, ring, audit.WithCheckpointInterval(time.Second), audit.WithLogger(logger))
-			if err != nil {
-				b.Fatal(err)
+			key := prefix + variant
+			s.OnClose(func() { c.Del(context.Background(), key); c.Close() })
+			if variant == "unbatched" {
+				l, err := audit.New(xaddSink{c, key}, ring, audit.WithCheckpointInterval(time.Second), audit.WithLogger(logger))
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.OnClose(func() { _ = l.Close() })
+				auditor = l
+			} else {
+				conn := c.(*redis.Client).Conn()
+				s.OnClose(func() { conn.Close() })
+				line, _ := json.Marshal(audit.Entry{Decision: audit.Issued, Handler: "tts", Txn: "7f3c9a2e-5b1d-4e8a-9c6f-0d2b8e4a1f37", Requester: "wimse://a.example/agent/a1"})
+				auditor = &floorAuditor{conn: conn, key: key, line: line}
 			}
-			s.OnClose(func() { _ = l.Close() })
-			auditor = l
 		}
 		h, err := buildHandler(ctx, cfg, logger, issuer, ring, st.Replay, nil, nil, auditor)
 		if err != nil {
@@ -166,11 +178,12 @@ store:
 		bs.serve(bs.prepare()) // warms the WIT and subject caches
 		return bs
 	}
-	none := side(nil, false)
-	file1 := side(&kit.AuditConfig{Sink: kit.AuditSinkFile, Path: filepath.Join(b.TempDir(), "a.log"), CheckpointInterval: time.Second}, false)
-	redis1 := side(&kit.AuditConfig{Sink: kit.AuditSinkRedis, CheckpointInterval: time.Second}, false)
-	before := side(nil, true)
-	sides := []*auditBenchSide{none, file1, redis1, before}
+	none := side(nil, "")
+	file1 := side(&kit.AuditConfig{Sink: kit.AuditSinkFile, Path: filepath.Join(b.TempDir(), "a.log"), CheckpointInterval: time.Second}, "")
+	redis1 := side(&kit.AuditConfig{Sink: kit.AuditSinkRedis, CheckpointInterval: time.Second}, "")
+	before := side(nil, "unbatched")
+	floor := side(nil, "floor")
+	sides := []*auditBenchSide{none, file1, redis1, before, floor}
 	n := conc * auditBenchPerWorker
 	round := func(s *auditBenchSide) time.Duration {
 		reqs, recs := make([]*http.Request, n), make([]*httptest.ResponseRecorder, n)
@@ -219,6 +232,8 @@ store:
 	b.ReportMetric(mean(before), "unbatched-cpu-ns/token")
 	b.ReportMetric(100*mean(before)/mean(none), "unbatched-cpu-%")
 	b.ReportMetric(100*med(before)/med(none), "unbatched-cpu-median-%")
+	b.ReportMetric(100*mean(floor)/mean(none), "floor-cpu-%")
+	b.ReportMetric(100*med(floor)/med(none), "floor-cpu-median-%")
 	c, _ := kit.RedisClient(kit.RedisConfig{Addrs: []string{addr}})
 	defer c.Close()
 	if entries, err := c.XLen(ctx, stream).Result(); err == nil && entries > 0 {
@@ -238,6 +253,24 @@ func (x xaddSink) Write(line []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	return x.c.XAdd(ctx, &redis.XAddArgs{Stream: x.key, Values: []any{"l", line[:len(line)-1]}}).Err()
+}
+
+// floorAuditor sends one XADD of a fixed line per token on a held connection, the
+// round trip of a lone record without the record (BenchmarkIssueAuditRedisCPU's
+// floor); requests take turns on the connection.
+type floorAuditor struct {
+	mu   sync.Mutex
+	conn *redis.Conn
+	key  string
+	line []byte
+}
+
+func (f *floorAuditor) Audit(*oauth.Record) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return f.conn.XAdd(ctx, &redis.XAddArgs{Stream: f.key, Values: []any{"l", f.line}}).Err()
 }
 
 func processCPU() time.Duration {
