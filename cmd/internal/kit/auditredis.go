@@ -40,7 +40,14 @@ type redisStreamSink struct {
 	single *redis.Client
 	mu     sync.Mutex  // the Log writes one batch at a time; this keeps conn safe anyway
 	conn   *redis.Conn // nil: take a fresh one at the next write
+	used   time.Time   // conn's last write
+	now    func() time.Time
 }
+
+// heldIdle is how long the held connection may sit unused before it goes back to the
+// pool: under load it carries every write without the pool's check; after a pause
+// the next write takes a checked one.
+const heldIdle = time.Second
 
 func newRedisStreamSink(st *Store, stream string) (*redisStreamSink, error) {
 	if st == nil || st.client == nil {
@@ -57,7 +64,7 @@ func newRedisStreamSink(st *Store, stream string) (*redisStreamSink, error) {
 		timeout = redisstore.DefaultTimeout
 	}
 	single, _ := st.client.(*redis.Client)
-	return &redisStreamSink{client: st.client, key: stream, timeout: timeout, single: single}, nil
+	return &redisStreamSink{client: st.client, key: stream, timeout: timeout, single: single, now: time.Now}, nil
 }
 
 // Write implements audit.Sink (a checkpoint line).
@@ -82,15 +89,24 @@ func (s *redisStreamSink) WriteBatch(lines [][]byte) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
+	cmd := redis.NewStringCmd(ctx, "xadd", s.key, "*", "l", v)
 	if s.single == nil {
-		return s.client.XAdd(ctx, &redis.XAddArgs{Stream: s.key, Values: []any{"l", v}}).Err()
+		_ = s.client.Process(ctx, noRetry{cmd})
+		return cmd.Err()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.now()
+	if s.conn != nil && now.Sub(s.used) > heldIdle {
+		// Idle a while: Redis may have closed it (a restart, a failover, its idle
+		// timeout). Back to the pool, whose check finds that before the write.
+		_ = s.conn.Close()
+		s.conn = nil
+	}
 	if s.conn == nil {
 		s.conn = s.single.Conn()
 	}
-	cmd := redis.NewStringCmd(ctx, "xadd", s.key, "*", "l", v)
+	s.used = now
 	_ = s.conn.Process(ctx, noRetry{cmd})
 	if err := cmd.Err(); err != nil {
 		// Whatever failed, the connection is not used again. No retry: a batch whose
@@ -102,8 +118,8 @@ func (s *redisStreamSink) WriteBatch(lines [][]byte) error {
 	return nil
 }
 
-// noRetry is a command go-redis runs once (its retries would go to the same held
-// connection).
+// noRetry is a command go-redis runs once: a retry after a reply lost would add the
+// entry twice (and, on the held connection, go to the connection that failed).
 type noRetry struct{ *redis.StringCmd }
 
 func (noRetry) NoRetry() bool { return true }

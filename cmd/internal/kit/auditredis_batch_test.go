@@ -125,6 +125,19 @@ type cutProxy struct {
 	ln     net.Listener
 	target string
 	mode   atomic.Int32 // 0 none, 1 cutRequest, 2 dropReply
+
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+// closeAll closes the connections open now, as a Redis restart does.
+func (p *cutProxy) closeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
 }
 
 const (
@@ -158,6 +171,9 @@ func (p *cutProxy) serve(c net.Conn) {
 		return
 	}
 	defer r.Close()
+	p.mu.Lock()
+	p.conns = append(p.conns, c, r)
+	p.mu.Unlock()
 	go func() { _, _ = io.Copy(c, r) }()
 	buf := make([]byte, 64<<10)
 	for {
@@ -349,6 +365,48 @@ func TestIssue26AuditRedisLostReplyIsFound(t *testing.T) {
 		}
 	}
 	if rep.OK() || inserted < 10 {
+		t.Fatalf("%+v", rep)
+	}
+}
+
+// The sink's held connection goes back to the pool after a pause: a connection Redis
+// closed meanwhile (a restart, its idle timeout) is found by the pool's check, and
+// the next record is taken, not refused.
+func TestIssue26AuditRedisHeldConnectionAfterPause(t *testing.T) {
+	addr := testkit.RedisAddr(t)
+	p := newCutProxy(t, addr)
+	prefix := fmt.Sprintf("audit-pause-%d:", time.Now().UnixNano())
+	st, err := OpenStore(StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{p.ln.Addr().String()}, Prefix: prefix}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rs, err := newRedisStreamSink(st, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Date(2026, 12, 5, 4, 0, 0, 0, time.UTC)
+	rs.now = func() time.Time { return clock }
+	k, _ := keys.Generate(keys.ES256)
+	l, err := audit.New(rs, ringKey{k}, audit.WithWriter("tts-0"), audit.WithLogger(slog.New(slog.NewJSONHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := prefix + "audit"
+	defer delStream(addr, stream)
+	if err := l.Append(&audit.Entry{Decision: audit.Issued}); err != nil {
+		t.Fatal(err)
+	}
+	p.closeAll()
+	clock = clock.Add(heldIdle + time.Millisecond)
+	if err := l.Append(&audit.Entry{Decision: audit.Issued}); err != nil {
+		t.Fatalf("the record after a pause was refused: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	trail, _ := exportStream(t, addr, stream)
+	if rep := verifyStream(t, trail, k); !rep.OK() || rep.Records != 2 {
 		t.Fatalf("%+v", rep)
 	}
 }
