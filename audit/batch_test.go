@@ -114,6 +114,9 @@ func TestIssue26GroupCommitLoneRecordGoesAtOnce(t *testing.T) {
 	if rep := verifyMem(t, l, k, s); !rep.OK() || rep.Records != 1 {
 		t.Fatalf("%+v", rep)
 	}
+	if err := l.Append(&Entry{Decision: Issued}); err == nil {
+		t.Fatal("a closed log took a record")
+	}
 }
 
 // Records that come while a write is under way share the next write, in the order
