@@ -15,7 +15,10 @@
 // github.com/transparency-dev/merkle) signed with the service's active key (ES256 or
 // Ed25519: note.go adapts package keys to note's Signer and Verifier).
 //
-// The Redis stream sink shared by replicas lives with the Redis client, in
+// A sink whose write is a network round trip implements BatchSink: the Log then
+// commits records in groups (batch.go), the records of concurrent requests in one
+// write, each Append returning once its group is taken, in chain order. The Redis
+// stream sink shared by replicas is one; it lives with the Redis client, in
 // cmd/internal/kit (this package imports no Redis).
 //
 // Verify (verify.go) reads files of records and checkpoints and reports, each with its
@@ -28,5 +31,5 @@
 // implements; Log.SignedCheckpoint gives the latest signed head, which package
 // handoff/auditref names in a handoff's context references.
 //
-// Read first: log.go (the writer), then entry.go, verify.go.
+// Read first: log.go (the writer), then entry.go, batch.go, verify.go.
 package audit

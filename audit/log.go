@@ -74,8 +74,8 @@ func WithCheckpointInterval(d time.Duration) Option { return func(l *Log) { l.in
 func WithLogger(lg *slog.Logger) Option { return func(l *Log) { l.logger = lg } }
 
 // Log is one writer of the trail: it appends records chained to each other and
-// checkpoints. It is safe for concurrent use; records are written one at a time, in
-// sequence order.
+// checkpoints. It is safe for concurrent use; records are written in sequence order,
+// one at a time, or over a BatchSink in groups (batch.go).
 type Log struct {
 	mu       sync.Mutex
 	sink     Sink
@@ -95,9 +95,18 @@ type Log struct {
 	// lastNote is the signed note of the latest checkpoint written, pendingNote that
 	// of the checkpoint line being written (head.go).
 	lastNote, pendingNote []byte
+
+	// The group commit's groups waiting for their turn (batch.go), for a BatchSink;
+	// writing while one has it.
+	qmu     sync.Mutex
+	groups  []*group
+	writing bool
 }
 
 var hasher = rfc6962.DefaultHasher
+
+// timeFormat is the format of a record's time.
+const timeFormat = time.RFC3339Nano
 
 var rangeFactory = &compact.RangeFactory{Hash: hasher.HashChildren}
 
@@ -159,6 +168,9 @@ func (l *Log) Audit(rec *oauth.Record) error {
 // was not written; a checkpoint that fails is logged, and tried again at the next
 // record.
 func (l *Log) Append(e *Entry) error {
+	if bs, ok := l.sink.(BatchSink); ok {
+		return l.appendBatched(bs, e)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -166,7 +178,7 @@ func (l *Log) Append(e *Entry) error {
 	}
 	e.V, e.Writer, e.Seq, e.Prev = Version, l.writer, l.seq+1, l.prev
 	if e.Time == "" {
-		e.Time = l.now().UTC().Format(time.RFC3339Nano)
+		e.Time = l.now().UTC().Format(timeFormat)
 	}
 	line := append(e.AppendJSON(make([]byte, 0, 768)), '\n')
 	if r, ok := l.sink.(rotator); ok && r.Full(len(line)) {
@@ -184,12 +196,18 @@ func (l *Log) Append(e *Entry) error {
 	if err := l.tree.Append(leaf, nil); err != nil {
 		return err
 	}
+	l.maybeCheckpointLocked()
+	return nil
+}
+
+// maybeCheckpointLocked appends a checkpoint when the interval has passed; a failure
+// is logged, and tried again at the next record.
+func (l *Log) maybeCheckpointLocked() {
 	if l.now().Sub(l.lastCP) >= l.interval {
 		if err := l.checkpointLocked(); err != nil {
 			l.logger.Error("audit checkpoint not written", "error", err, "writer", l.writer, "size", l.seq)
 		}
 	}
-	return nil
 }
 
 // rotateLocked ends the full file with a checkpoint, starts the next, and opens it
