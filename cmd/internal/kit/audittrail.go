@@ -3,6 +3,8 @@ package kit
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/dialogtrust/dialogtrust/console"
 )
@@ -31,7 +33,9 @@ func AuditTrail(c *AuditConfig, st *Store) (console.Trail, string, error) {
 // redisTrail reads the stream's latest entries.
 type redisTrail struct{ s *redisStreamSink }
 
-// Recent implements console.Trail: XREVRANGE key + - COUNT max, oldest first.
+// Recent implements console.Trail: the latest max lines of the stream, oldest first.
+// An entry holds one group commit's records, one per line (auditredis.go), so
+// XREVRANGE asks for at most max entries and the lines are cut to max.
 func (t redisTrail) Recent(ctx context.Context, max int) ([][]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.s.timeout)
 	defer cancel()
@@ -39,11 +43,20 @@ func (t redisTrail) Recent(ctx context.Context, max int) ([][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit stream: %w", err)
 	}
-	out := make([][]byte, 0, len(msgs))
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if l, ok := msgs[i].Values["l"].(string); ok {
-			out = append(out, []byte(l))
+	var newest [][]byte // newest first
+	for _, m := range msgs {
+		v, ok := m.Values["l"].(string)
+		if !ok {
+			continue
+		}
+		lines := strings.Split(strings.TrimSuffix(v, "\n"), "\n")
+		for i := len(lines) - 1; i >= 0 && len(newest) < max; i-- {
+			newest = append(newest, []byte(lines[i]))
+		}
+		if len(newest) == max {
+			break
 		}
 	}
-	return out, nil
+	slices.Reverse(newest)
+	return newest, nil
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,4 +72,21 @@ func TestIssue26AuditTrailReadBack(t *testing.T) {
 	defer st.Close()
 	defer st.client.Del(context.Background(), prefix+"audit")
 	check("redis", &AuditConfig{Sink: AuditSinkRedis}, st)
+	// A group commit's entry holds several lines: each is a line of the trail, and the
+	// count asked for is of lines, not of entries.
+	sink, err := newRedisStreamSink(st, prefix+"audit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.WriteBatch([][]byte{[]byte("g1\n"), []byte("g2\n"), []byte("g3\n")}); err != nil {
+		t.Fatal(err)
+	}
+	tr, _, _ := AuditTrail(&AuditConfig{Sink: AuditSinkRedis}, st)
+	lines, err := tr.Recent(context.Background(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("%q", lines); !strings.HasPrefix(got, `["{`) || !strings.HasSuffix(got, `" "g1" "g2" "g3"]`) {
+		t.Errorf("the latest 4 lines of a stream whose last entry holds three: %s", got)
+	}
 }
