@@ -305,9 +305,11 @@ func TestAttackPage_EveryRouteWithoutAValidSession(t *testing.T) {
 		}
 	}
 	creds := map[string]func(*http.Request){
-		"none":                  func(*http.Request) {},
-		"bearer":                func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+outCookie) },
-		"forged cookie":         func(r *http.Request) { r.Header.Set("Cookie", "dialogtrust-session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA") },
+		"none":   func(*http.Request) {},
+		"bearer": func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+outCookie) },
+		"forged cookie": func(r *http.Request) {
+			r.Header.Set("Cookie", "dialogtrust-session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+		},
 		"host-prefixed cookie":  func(r *http.Request) { r.Header.Set("Cookie", "__Host-dialogtrust-session="+outCookie) },
 		"signed-out session":    func(r *http.Request) { r.Header.Set("Cookie", "dialogtrust-session="+outCookie) },
 		"expired session":       func(r *http.Request) { r.Header.Set("Cookie", "dialogtrust-session="+oldCookie) },
