@@ -275,7 +275,7 @@ func TestIssue26Point5_SecurityHeadersEverywhere(t *testing.T) {
 	for _, p := range []string{"/admin/", "/admin/dialogs/x", "/admin/assets/console.css", "/admin/nope", "/admin/login?code=x"} {
 		a := get(t, b, w.base+p, nil)
 		h := a.header
-		if h.Get("Content-Security-Policy") != console.CSP || h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Referrer-Policy") != "no-referrer" ||
+		if h.Get("Content-Security-Policy") != console.CSP || h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Referrer-Policy") != "same-origin" ||
 			h.Get("Cache-Control") != "no-store" || h.Get("Cross-Origin-Opener-Policy") != "same-origin" || h.Get("Cross-Origin-Resource-Policy") != "same-origin" {
 			t.Errorf("%s (%d): headers %v", p, a.status, h)
 		}

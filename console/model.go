@@ -12,9 +12,10 @@ import (
 
 // Bounds of what a page shows: the trail is read bounded too (Config.MaxRecords).
 const (
-	// MaxDialogID bounds the dialog id of a page's path, in octets (a dialog id is at
-	// most 128; a trail record may hold a longer, refused one).
-	MaxDialogID = 256
+	// MaxDialogID bounds the dialog id of a page's path, in octets: what a revocation's
+	// id may be (a dialog id is at most 128; a trail record may hold a longer, refused
+	// one).
+	MaxDialogID = revoke.MaxIDLen
 	maxDialogs  = 200 // dialogs listed on the index
 	maxRows     = 300 // records of one dialog drawn and listed
 	maxNodes    = 12  // workloads drawn; the rest share one column
