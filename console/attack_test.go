@@ -10,6 +10,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -40,6 +45,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
 	"github.com/dialogtrust/dialogtrust/store"
+	"github.com/dialogtrust/dialogtrust/wic"
 )
 
 // syncBuffer is a log destination the server's goroutines write to.
@@ -923,4 +929,145 @@ func xmlDecoder(s string) *xml.Decoder {
 	d.Strict = true
 	d.Entity = xml.HTMLEntity
 	return d
+}
+
+// tlsAtkWorld is an admin listener over TLS: administrators may present a workload
+// identity certificate of the CA the listener trusts (mutual TLS, no cookie needed).
+type tlsAtkWorld struct {
+	base  string
+	store *revoke.Memory
+	srv   *httptest.Server
+	caKey *ecdsa.PrivateKey
+	caDER []byte
+	api   string
+}
+
+func newTLSAtkWorld(t *testing.T) *tlsAtkWorld {
+	t.Helper()
+	now := time.Now()
+	w := &tlsAtkWorld{store: revoke.NewMemory()}
+	w.caKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	var err error
+	if w.caDER, err = wic.NewCA(w.caKey, now.Add(-time.Hour), now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(w.caDER)
+	w.srv = httptest.NewUnstartedServer(nil)
+	w.srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
+	w.base = "https://" + w.srv.Listener.Addr().String()
+	w.api = w.base + revokeapi.Path
+	logins, err := console.NewLogins(w.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := revokeapi.New(revokeapi.Config{Store: w.store, CertRoots: []*x509.Certificate{ca},
+		Admins: []identifier.ID{identifier.MustParse("wimse://a.example/ops/alice")}, TrustDomains: []string{"a.example"}, DefaultTTL: time.Hour, Sessions: logins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := console.New(console.Config{API: api, Logins: logins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.srv.Config.Handler = console.Routes(api, page)
+	w.srv.StartTLS()
+	t.Cleanup(w.srv.Close)
+	return w
+}
+
+// browser presents the certificate of id issued by caKey/caDER (none when caKey is nil).
+func (w *tlsAtkWorld) browser(t *testing.T, caKey *ecdsa.PrivateKey, caDER []byte, id string) *http.Client {
+	t.Helper()
+	tr := w.srv.Client().Transport.(*http.Transport).Clone()
+	if caKey != nil {
+		now := time.Now()
+		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		der, err := wic.IssueWIC(caKey, caDER, k.Public(), identifier.MustParse(id), now.Add(-time.Hour), now.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.TLSClientConfig.Certificates = []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: k}}
+	}
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Transport: tr, Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// Mutual TLS on the page: another CA's certificate naming the administrator, this CA's
+// certificate for another trust domain's administrator or for a workload that is not an
+// administrator, and no certificate: the page opens for none of them, and none revokes.
+// The administrator's certificate opens it, but a cross-site form post with that
+// certificate (a browser sends it to any site's form) is refused, and so is another
+// certificate's CSRF token. Under TLS the login cookie is __Host-, Secure, Path=/.
+func TestAttackPage_MutualTLS(t *testing.T) {
+	w := newTLSAtkWorld(t)
+	otherKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	otherDER, err := wic.NewCA(otherKey, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	urlenc := map[string]string{"Origin": w.base, "Content-Type": "application/x-www-form-urlencoded"}
+	for name, b := range map[string]*http.Client{
+		"another CA's administrator":      w.browser(t, otherKey, otherDER, "wimse://a.example/ops/alice"),
+		"b.example's /ops/alice":          w.browser(t, w.caKey, w.caDER, "wimse://b.example/ops/alice"),
+		"a workload, no administrator":    w.browser(t, w.caKey, w.caDER, "wimse://a.example/agent/a1"),
+		"an administrator's sibling path": w.browser(t, w.caKey, w.caDER, "wimse://a.example/ops/alice/x"),
+		"no certificate":                  w.browser(t, nil, nil, ""),
+	} {
+		for _, rt := range [][2]string{{"GET", "/admin/"}, {"GET", "/admin/dialogs/D1"}, {"POST", "/admin/dialogs/D1/revoke"}} {
+			var body io.Reader
+			if rt[0] == "POST" {
+				body = strings.NewReader("csrf=x&reason=y")
+			}
+			a := atkDo(t, b, atkReq(t, rt[0], w.base+rt[1], body, urlenc))
+			if a.status < 400 || strings.Contains(a.body, `name="csrf"`) {
+				t.Errorf("%s %s with %s: %d", rt[0], rt[1], name, a.status)
+			}
+			pageHeaders(t, name+" "+rt[1], a.header)
+		}
+		req := atkReq(t, http.MethodPost, w.base+revokeapi.SessionsPath, strings.NewReader("{}"), map[string]string{"Content-Type": "application/json"})
+		if a := atkDo(t, b, req); a.status < 400 {
+			t.Errorf("%s got a login link: %d", name, a.status)
+		}
+	}
+	admin := w.browser(t, w.caKey, w.caDER, "wimse://a.example/ops/alice")
+	a := atkDo(t, admin, atkReq(t, http.MethodGet, w.base+"/admin/dialogs/D1", nil, nil))
+	m := atkCSRFRE.FindStringSubmatch(a.body)
+	if a.status != 200 || m == nil {
+		t.Fatalf("the administrator's certificate: %d", a.status)
+	}
+	tok := html.UnescapeString(m[1])
+	other := w.browser(t, w.caKey, w.caDER, "wimse://a.example/ops/alice") // the same administrator, another certificate
+	for name, c := range map[string]struct {
+		b    *http.Client
+		hdr  map[string]string
+		form string
+	}{
+		"cross-site":           {admin, map[string]string{"Origin": "https://evil.example", "Content-Type": "application/x-www-form-urlencoded"}, url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()},
+		"no origin":            {admin, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()},
+		"no token":             {admin, urlenc, url.Values{"reason": {"x"}}.Encode()},
+		"another cert's token": {other, urlenc, url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()},
+		"text/plain":           {admin, map[string]string{"Origin": w.base, "Content-Type": "text/plain"}, url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()},
+	} {
+		if a := atkDo(t, c.b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke", strings.NewReader(c.form), c.hdr)); a.status < 400 {
+			t.Errorf("%s: %d", name, a.status)
+		}
+	}
+	if l, _ := w.store.List(context.Background()); len(l) != 0 {
+		t.Fatalf("revoked: %+v", l)
+	}
+	if a := atkDo(t, admin, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke", strings.NewReader(url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()), urlenc)); a.status != 303 {
+		t.Errorf("the administrator's own form post: %d %s", a.status, a.code)
+	}
+	// The login link's cookie under TLS.
+	a = atkDo(t, admin, atkReq(t, http.MethodPost, w.base+revokeapi.SessionsPath, strings.NewReader("{}"), map[string]string{"Content-Type": "application/json"}))
+	var s revokeapi.Session
+	if err := json.Unmarshal([]byte(a.body), &s); err != nil || s.LoginURL == "" {
+		t.Fatalf("a login link over mutual TLS: %d %s", a.status, a.body)
+	}
+	a = atkDo(t, w.browser(t, nil, nil, ""), atkReq(t, http.MethodGet, s.LoginURL, nil, nil))
+	cs := (&http.Response{Header: a.header}).Cookies()
+	if a.status != 303 || len(cs) != 1 || cs[0].Name != "__Host-dialogtrust-session" || !cs[0].Secure || !cs[0].HttpOnly || cs[0].Path != "/" || cs[0].Domain != "" ||
+		cs[0].SameSite != http.SameSiteStrictMode {
+		t.Errorf("the session cookie under TLS: %d %+v", a.status, cs)
+	}
 }
