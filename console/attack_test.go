@@ -584,15 +584,32 @@ var hostile = []string{
 func checkHostile(t *testing.T, what, body string) {
 	t.Helper()
 	z := html.NewTokenizer(strings.NewReader(body))
+	var open []string // elements opened and not yet closed: the page is well-formed
+	void := map[string]bool{"meta": true, "link": true, "input": true, "br": true, "hr": true, "img": true, "wbr": true, "col": true, "area": true, "base": true, "source": true}
 	for {
 		tt := z.Next()
 		if tt == html.ErrorToken {
 			if z.Err() != io.EOF {
 				t.Errorf("%s: tokenizer: %v", what, z.Err())
 			}
+			if len(open) != 0 && strings.HasPrefix(body, "<!DOCTYPE html>") {
+				t.Errorf("%s: elements left open: %q", what, open)
+			}
 			break
 		}
 		tok := z.Token()
+		switch tt {
+		case html.StartTagToken:
+			if !void[tok.Data] {
+				open = append(open, tok.Data)
+			}
+		case html.EndTagToken:
+			if n := len(open); n == 0 || open[n-1] != tok.Data {
+				t.Errorf("%s: </%s> closes %q", what, tok.Data, open)
+			} else {
+				open = open[:n-1]
+			}
+		}
 		switch tt {
 		case html.StartTagToken, html.SelfClosingTagToken:
 			switch strings.ToLower(tok.Data) {
@@ -1069,5 +1086,37 @@ func TestAttackPage_MutualTLS(t *testing.T) {
 	if a.status != 303 || len(cs) != 1 || cs[0].Name != "__Host-dialogtrust-session" || !cs[0].Secure || !cs[0].HttpOnly || cs[0].Path != "/" || cs[0].Domain != "" ||
 		cs[0].SameSite != http.SameSiteStrictMode {
 		t.Errorf("the session cookie under TLS: %d %+v", a.status, cs)
+	}
+}
+
+// One login link opened by many browsers at once (a link leaked to a chat whose
+// previews race the operator): exactly one session is opened.
+func TestAttackPage_LoginLinkRace(t *testing.T) {
+	w := newAtkWorld(t)
+	for range 5 {
+		link := w.loginURL(t, w.admin)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		won := 0
+		for range 24 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := atkBrowser(t).Get(link)
+				if err != nil {
+					return
+				}
+				res.Body.Close()
+				if res.StatusCode == http.StatusSeeOther && len(res.Cookies()) > 0 {
+					mu.Lock()
+					won++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if won != 1 {
+			t.Errorf("one login link opened %d sessions", won)
+		}
 	}
 }
