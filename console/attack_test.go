@@ -68,15 +68,14 @@ func (s *syncBuffer) String() string {
 
 // atkWorld is an admin listener (API and page) over a trail file, with its log kept.
 type atkWorld struct {
-	clock                *testkit.Clock
-	store                *revoke.Memory
-	base, api, trail     string
-	seq                  uint64
-	admin, bob, user     *testkit.Workload
-	foreignAdmin         *testkit.Workload // b.example's /ops/alice: WITs trusted, not an administrator here
-	log                  *syncBuffer
-	logins               *console.Logins
-	signatureCredentials func(*http.Request) // signs a request to the API's URL as the administrator
+	clock            *testkit.Clock
+	store            *revoke.Memory
+	base, api, trail string
+	seq              uint64
+	admin, bob, user *testkit.Workload
+	foreignAdmin     *testkit.Workload // b.example's /ops/alice: WITs trusted, not an administrator here
+	log              *syncBuffer
+	logins           *console.Logins
 }
 
 func newAtkWorld(t *testing.T) *atkWorld {
