@@ -27,6 +27,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
@@ -52,7 +53,7 @@ func attackerTrail(t *testing.T, ctx context.Context, cancel context.CancelFunc,
 	bin := proc.BuildBinaries(t, "github.com/dialogtrust/dialogtrust/cmd/tts", "github.com/dialogtrust/dialogtrust/cmd/wit-issuer")
 	dir := t.TempDir()
 	witURL := startDevWITIssuer(t, bin, dir, "a.example")
-	admin := fmt.Sprintf("127.0.0.1:%d", proc.FreeLoopbackPort(t))
+	admin := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
 	p := &attackPage{base: "http://" + admin}
 	cfg := proc.WriteFile(t, dir, "tts.yaml", devTTSConfig("a.example", witURL)+`subject_tokens:
   self_signed: {enabled: true}
