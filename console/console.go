@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"html/template"
-	"io/fs"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -93,7 +92,6 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	c := &Console{cfg: cfg, pages: pages, key: []byte(random())}
-	assets, _ := fs.Sub(assetFS, "assets")
 	m := http.NewServeMux()
 	m.HandleFunc("GET /admin/{$}", c.index)
 	m.HandleFunc("GET /admin/dialogs/{dlg}", c.dialog)
@@ -101,14 +99,7 @@ func New(cfg Config) (*Console, error) {
 	m.HandleFunc("POST /admin/dialogs/{dlg}/lift", c.lift)
 	m.HandleFunc("GET /admin/login", c.login)
 	m.HandleFunc("POST /admin/logout", c.logout)
-	files := http.StripPrefix(assetsPath, http.FileServerFS(assets))
-	m.HandleFunc("GET /admin/assets/{file}", func(w http.ResponseWriter, r *http.Request) {
-		if f := r.PathValue("file"); f == "" || strings.HasPrefix(f, ".") {
-			c.fail(w, r, errcode.New(errcode.NoRoute, "no such page"))
-			return
-		}
-		files.ServeHTTP(w, r)
-	})
+	m.HandleFunc("GET /admin/assets/{file}", c.asset)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, errcode.New(errcode.NoRoute, "no such page"))
 	})
