@@ -113,7 +113,7 @@ func parsePages() (*template.Template, error) {
 	return template.New("").Funcs(template.FuncMap{
 		"show":      show,
 		"cut":       cut,
-		"dialogURL": func(id string) string { return dialogPath + url.PathEscape(id) },
+		"dialogURL": dialogURL,
 		// linkable: a dialog id the page could open (a longer one is shown, not linked).
 		"linkable": func(id string) bool { return id != "" && len(id) <= MaxDialogID },
 		"join":     func(s []string) string { return cut(strings.Join(s, ", "), 256) },
@@ -280,9 +280,10 @@ type dialogPage struct {
 	NoTrail string
 }
 
-// dialogID is the page's dialog: one path segment, at most MaxDialogID octets.
+// dialogID is the page's dialog: one path segment (dialogSegment), at most MaxDialogID
+// octets.
 func dialogID(r *http.Request) (string, error) {
-	id := r.PathValue("dlg")
+	id := dialogFromSegment(r.PathValue("dlg"))
 	if id == "" || len(id) > MaxDialogID {
 		return "", errcode.New(errcode.InvalidRequest, "a dialog id is 1 to %d octets", MaxDialogID)
 	}
@@ -343,7 +344,7 @@ func (c *Console) revoke(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	http.Redirect(w, r, dialogPath+url.PathEscape(id), http.StatusSeeOther)
+	http.Redirect(w, r, dialogURL(id), http.StatusSeeOther)
 }
 
 // lift is the page's lift button: revokeapi's Lift, as the API's DELETE calls it.
@@ -362,7 +363,7 @@ func (c *Console) lift(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	http.Redirect(w, r, dialogPath+url.PathEscape(id), http.StatusSeeOther)
+	http.Redirect(w, r, dialogURL(id), http.StatusSeeOther)
 }
 
 // login spends a one-time code and opens a new session: a cookie the browser brought is
