@@ -168,6 +168,11 @@ func (c *Console) who(r *http.Request) (*viewer, error) {
 	if !ok || !c.cfg.API.IsAdmin(s.admin) {
 		return nil, errcode.New(errcode.MissingCredential, "the session is unknown or over: open a new login link (dialogtrust revoke page)")
 	}
+	// At every request, not only at sign-in: a session opened before its administrator
+	// was revoked ends with the revocation (workload_revoked).
+	if err := c.cfg.API.Admit(r.Context(), s.admin); err != nil {
+		return nil, err
+	}
 	return &viewer{Admin: s.admin.String(), admin: s.admin, CSRF: s.csrf, Cookie: true, cookie: ck.Value}, nil
 }
 
@@ -382,8 +387,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	admin, err := c.cfg.Logins.consume(codes[0])
-	if err == nil && !c.cfg.API.IsAdmin(admin) {
-		err = errcode.New(errcode.NotAuthorized, "%s is not an administrator", admin)
+	if err == nil {
+		err = c.cfg.API.Admit(r.Context(), admin)
 	}
 	if err != nil {
 		c.fail(w, r, err)

@@ -22,6 +22,10 @@
 // dialogs and transactions are revoked in this domain's store only, so a revocation
 // never reaches another domain's services.
 //
+// An administrator whose workload is under a live revocation is refused at every
+// request, the page's included (Admit, admit.go: workload_revoked; store_unavailable
+// when the revocations cannot be read).
+//
 // With Config.Auditor every change is a record of the TTS's audit trail, written before
 // the change is made; a change without its record is refused (audit.go).
 package revokeapi

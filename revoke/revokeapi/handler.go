@@ -58,6 +58,10 @@ type Config struct {
 	// before the store makes it (audit.go): a change whose record cannot be written is
 	// refused (audit_unavailable, 503) and not made. The TTS gives it its own trail.
 	Auditor audit.Appender
+	// Checker is the TTS's revocation checker over Store (the one its token endpoint
+	// consults): an administrator whose workload it finds revoked is refused (Admit).
+	// Nil: a checker of Store made by New.
+	Checker *revoke.Checker
 	// Sessions, when set, serves POST SessionsPath: an administrator, authenticated as
 	// for the rest of the API, asks for a one-time login link to the operator's page
 	// (package console).
@@ -80,7 +84,10 @@ type Session struct {
 }
 
 // Handler serves the API.
-type Handler struct{ cfg Config }
+type Handler struct {
+	cfg     Config
+	checker *revoke.Checker
+}
 
 // New checks cfg and returns its Handler.
 func New(cfg Config) (*Handler, error) {
@@ -107,7 +114,11 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{cfg: cfg}, nil
+	checker := cfg.Checker
+	if checker == nil {
+		checker = revoke.NewChecker(cfg.Store, revoke.WithClock(cfg.Now))
+	}
+	return &Handler{cfg: cfg, checker: checker}, nil
 }
 
 // Request is the body of a POST.
@@ -132,8 +143,9 @@ type Deleted struct {
 
 // ServeHTTP checks, in order: the path and method; the origin (CSRF); a POST's media
 // type and declared length; the caller's credential (mutual TLS, else the signature's
-// fields); that the caller is an administrator; only then the body (the signature's
-// Content-Digest and nonce, within MaxBody), the revocation, and its trust domain.
+// fields); that the caller is an administrator whose workload is not revoked (Admit);
+// only then the body (the signature's Content-Digest and nonce, within MaxBody), the
+// revocation, and its trust domain.
 // The change is made last.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
@@ -175,8 +187,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, "", err)
 		return
 	}
-	if !h.IsAdmin(admin) {
-		h.refuse(w, r, admin.String(), errcode.New(errcode.NotAuthorized, "%s is not an administrator of revocations", admin))
+	if err := h.Admit(r.Context(), admin); err != nil {
+		h.refuse(w, r, admin.String(), err)
 		return
 	}
 	body, err := finish()
@@ -211,8 +223,8 @@ func (h *Handler) CertAdmin(r *http.Request) (admin identifier.ID, ok bool, err 
 	if err != nil {
 		return identifier.ID{}, true, err
 	}
-	if !h.IsAdmin(id) {
-		return identifier.ID{}, true, errcode.New(errcode.NotAuthorized, "%s is not an administrator of revocations", id)
+	if err := h.Admit(r.Context(), id); err != nil {
+		return identifier.ID{}, true, err
 	}
 	return id, true, nil
 }
@@ -319,8 +331,8 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, admin identifier.
 // (trust domain, lifetime, Validate) before the store is written, and logged with
 // the administrator's identity.
 func (h *Handler) Revoke(ctx context.Context, admin identifier.ID, req Request) (revoke.Revocation, error) {
-	if !h.IsAdmin(admin) {
-		return revoke.Revocation{}, errcode.New(errcode.NotAuthorized, "%s is not an administrator of revocations", admin)
+	if err := h.Admit(ctx, admin); err != nil {
+		return revoke.Revocation{}, err
 	}
 	if err := h.checkDomain(req.Kind, req.ID); err != nil {
 		return revoke.Revocation{}, err
@@ -346,6 +358,7 @@ func (h *Handler) Revoke(ctx context.Context, admin identifier.ID, req Request) 
 		h.auditFailed(ctx, change, err)
 		return revoke.Revocation{}, err
 	}
+	h.checker.Notify() // in force for the next request here, whatever the bound
 	h.cfg.Logger.InfoContext(ctx, "revoked", "kind", string(rev.Kind), "id", rev.ID, "linked", rev.Linked,
 		"reason", rev.Reason, "by", rev.By, "expires", rev.Expires)
 	return rev, nil
@@ -374,8 +387,8 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, admin identifie
 // Lift lifts the revocation of kind and id for the authenticated administrator
 // admin (the API's DELETE and the operator's page); it reports whether one was live.
 func (h *Handler) Lift(ctx context.Context, admin identifier.ID, kind revoke.Kind, id string) (bool, error) {
-	if !h.IsAdmin(admin) {
-		return false, errcode.New(errcode.NotAuthorized, "%s is not an administrator of revocations", admin)
+	if err := h.Admit(ctx, admin); err != nil {
+		return false, err
 	}
 	if !revoke.ValidKind(kind) || id == "" || len(id) > revoke.MaxIDLen {
 		return false, errcode.New(errcode.InvalidRequest, "DELETE takes one kind and one id")
@@ -393,6 +406,7 @@ func (h *Handler) Lift(ctx context.Context, admin identifier.ID, kind revoke.Kin
 		h.auditFailed(ctx, change, err)
 		return false, err
 	}
+	h.checker.Notify()
 	h.cfg.Logger.InfoContext(ctx, "revocation lifted", "kind", string(kind), "id", id, "by", admin.String(), "was_live", ok)
 	return ok, nil
 }

@@ -148,6 +148,7 @@ func openRevocations(s *kit.Server, st *kit.Store, cfg *Config, wits *wit.Valida
 	}
 	api, err := revokeapi.New(revokeapi.Config{
 		Store:          rs,
+		Checker:        checker,
 		Signatures:     httpsig.NewVerifier(wits, httpsig.WithAudiences(url), httpsig.WithReplay(replay)),
 		CertRoots:      roots,
 		Admins:         admins,
