@@ -962,12 +962,9 @@ func newTLSAtkWorld(t *testing.T) *tlsAtkWorld {
 	t.Helper()
 	now := time.Now()
 	w := &tlsAtkWorld{store: revoke.NewMemory()}
-	w.caKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	var err error
-	if w.caDER, err = wic.NewCA(w.caKey, now.Add(-time.Hour), now.Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(w.caDER)
+	// The anchors of client certificates name their trust domain (revokeapi.CertBundles).
+	var ca *x509.Certificate
+	w.caKey, w.caDER, ca = testkit.NewTrustDomainCA(t, "a.example", now.Add(-time.Hour), now.Add(time.Hour))
 	w.srv = httptest.NewUnstartedServer(nil)
 	w.srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
 	w.base = "https://" + w.srv.Listener.Addr().String()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/console"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
 	"github.com/dialogtrust/dialogtrust/wic"
@@ -26,14 +27,9 @@ import (
 // are refused. Under TLS a login link's cookie is __Host-, Secure, Path=/.
 func TestIssue26Point3_MutualTLSAndHostCookie(t *testing.T) {
 	now := time.Now()
+	// The anchors of client certificates name their trust domain (revokeapi.CertBundles).
 	newCA := func() (*ecdsa.PrivateKey, []byte, *x509.Certificate) {
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		der, err := wic.NewCA(k, now.Add(-time.Hour), now.Add(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, _ := x509.ParseCertificate(der)
-		return k, der, c
+		return testkit.NewTrustDomainCA(t, "a.example", now.Add(-time.Hour), now.Add(time.Hour))
 	}
 	caKey, caDER, caCert := newCA()
 	otherKey, otherDER, _ := newCA()

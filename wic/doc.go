@@ -1,7 +1,8 @@
 // Package wic issues and verifies X.509 Workload Identity Certificates (WICs).
 //
-// Read verify.go first (Verify and its options), then der.go (issuing: NewCA,
-// IssueWIC).
+// Read verify.go first (Verify and its options), then anchors.go (BundlesOf: anchors
+// grouped by the trust domain each names, for VerifyWithBundles), then der.go (issuing:
+// NewCA, IssueWIC).
 //
 // Specifications:
 //   - draft-ietf-wimse-mutual-tls-02 section 3: a workload authenticates in TLS with a

@@ -6,7 +6,7 @@
 //
 // It is a boundary, attacked from outside. Every request is authenticated before any
 // octet of its body is read: by mutual TLS (a workload identity certificate chaining to
-// the configured roots, package wic) or by a WIT with a WIMSE HTTP signature
+// the configured roots of its own identifier's trust domain, anchors.go, package wic) or by a WIT with a WIMSE HTTP signature
 // (http-signature-07; package httpsig: the signature's audience is the API's URL, its
 // nonce is claimed once) from a workload the configuration names as an administrator.
 // The API accepts no bearer secret and no cookie: the operator's page (package console)

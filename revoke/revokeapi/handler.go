@@ -21,6 +21,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/wic"
+	"github.com/spiffe/go-spiffe/v2/bundle/x509bundle"
 )
 
 // Path is where the API is served.
@@ -37,7 +38,8 @@ type Config struct {
 	// URL and it must claim nonces (httpsig.WithReplay). Nil: not accepted.
 	Signatures *httpsig.Verifier
 	// CertRoots are the anchors of administrators' workload identity certificates
-	// (mutual TLS). Empty: not accepted.
+	// (mutual TLS), each naming its trust domain in its one URI SAN (spiffe://td), each
+	// of one of TrustDomains (CertBundles). Empty: not accepted.
 	CertRoots []*x509.Certificate
 	// Admins are the workloads allowed to use the API.
 	Admins []identifier.ID
@@ -87,6 +89,8 @@ type Session struct {
 type Handler struct {
 	cfg     Config
 	checker *revoke.Checker
+	// bundles are CertRoots by trust domain (nil: no client certificates).
+	bundles *x509bundle.Set
 }
 
 // New checks cfg and returns its Handler.
@@ -114,11 +118,18 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	var bundles *x509bundle.Set
+	if len(cfg.CertRoots) > 0 {
+		var err error
+		if bundles, err = CertBundles(cfg.CertRoots, cfg.TrustDomains); err != nil {
+			return nil, err
+		}
+	}
 	checker := cfg.Checker
 	if checker == nil {
 		checker = revoke.NewChecker(cfg.Store, revoke.WithClock(cfg.Now))
 	}
-	return &Handler{cfg: cfg, checker: checker}, nil
+	return &Handler{cfg: cfg, checker: checker, bundles: bundles}, nil
 }
 
 // Request is the body of a POST.
@@ -267,7 +278,8 @@ func (h *Handler) authenticate(r *http.Request) (identifier.ID, func() ([]byte, 
 		for _, c := range r.TLS.PeerCertificates[1:] {
 			inter = append(inter, c.Raw)
 		}
-		id, err := wic.Verify(r.TLS.PeerCertificates[0].Raw, inter, h.cfg.CertRoots, h.cfg.Now(),
+		// The anchors of the identifier's own trust domain only (CertBundles).
+		id, err := wic.VerifyWithBundles(r.TLS.PeerCertificates[0].Raw, inter, h.bundles, h.cfg.Now(),
 			wic.WithKeyUsages(x509.ExtKeyUsageClientAuth))
 		if err != nil {
 			return identifier.ID{}, nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
 	"github.com/dialogtrust/dialogtrust/wic"
@@ -24,14 +25,9 @@ import (
 // another CA, and no certificate are refused.
 func TestIssue26_AdminMutualTLS(t *testing.T) {
 	now := time.Now()
+	// The anchors of client certificates name their trust domain (revokeapi.CertBundles).
 	newCA := func() (*ecdsa.PrivateKey, []byte, *x509.Certificate) {
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		der, err := wic.NewCA(k, now.Add(-time.Hour), now.Add(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, _ := x509.ParseCertificate(der)
-		return k, der, c
+		return testkit.NewTrustDomainCA(t, "a.example", now.Add(-time.Hour), now.Add(time.Hour))
 	}
 	caKey, caDER, caCert := newCA()
 	otherKey, otherDER, _ := newCA()

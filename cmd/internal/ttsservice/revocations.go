@@ -77,6 +77,11 @@ func checkRevocations(cfg *Config) error {
 	if a.ClientCAFile != "" && a.TLS.CertFile == "" {
 		return fmt.Errorf("revocations.admin.client_ca_file needs revocations.admin.tls")
 	}
+	if a.ClientCAFile != "" {
+		if _, err := clientCAs(a.ClientCAFile, cfg.TrustDomains); err != nil {
+			return err
+		}
+	}
 	if !cfg.Development && a.TLS.CertFile == "" && !kit.IsLoopback(a.Listen, "localhost") {
 		return fmt.Errorf("revocations.admin: a listener off the loopback interface needs tls")
 	}
@@ -110,12 +115,8 @@ func openRevocations(s *kit.Server, st *kit.Store, cfg *Config, wits *wit.Valida
 		}
 		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
 		if a.ClientCAFile != "" {
-			pemBytes, err := os.ReadFile(a.ClientCAFile)
-			if err != nil {
-				return nil, fmt.Errorf("revocations.admin.client_ca_file: %w", err)
-			}
-			if roots, err = parseCerts(pemBytes); err != nil {
-				return nil, fmt.Errorf("revocations.admin.client_ca_file: %w", err)
+			if roots, err = clientCAs(a.ClientCAFile, cfg.TrustDomains); err != nil {
+				return nil, err
 			}
 			// Requested, verified by the handler (wic): a caller may sign instead.
 			tlsCfg.ClientAuth = tls.RequestClientCert
@@ -171,6 +172,25 @@ func openRevocations(s *kit.Server, st *kit.Store, cfg *Config, wits *wit.Valida
 	s.HandleMoreOn(ln, tlsCfg, h, logger)
 	logger.Info("revocations admin API", "url", url, "administrators", a.Administrators)
 	return checker, nil
+}
+
+// clientCAs reads revocations.admin.client_ca_file: one CA or more per trust domain,
+// each naming its trust domain in its URI SAN (spiffe://td), each of a trust domain
+// the TTS serves (revokeapi.CertBundles), so that -check-config refuses what the API
+// would.
+func clientCAs(file string, trustDomains []string) ([]*x509.Certificate, error) {
+	pemBytes, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("revocations.admin.client_ca_file: %w", err)
+	}
+	roots, err := parseCerts(pemBytes)
+	if err != nil {
+		return nil, fmt.Errorf("revocations.admin.client_ca_file: %w", err)
+	}
+	if _, err := revokeapi.CertBundles(roots, trustDomains); err != nil {
+		return nil, fmt.Errorf("revocations.admin.client_ca_file %s: %w", file, err)
+	}
+	return roots, nil
 }
 
 // parseCerts reads every CERTIFICATE block of a PEM file.
