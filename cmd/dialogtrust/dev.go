@@ -111,6 +111,13 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	// their lines whole (and a writer that is not safe for concurrent use, such as a
 	// test's buffer, safe).
 	stderr = &lockedWriter{w: stderr}
+	// In text, the services' lines wait until dev's are printed (heldWriter).
+	var held *heldWriter
+	if o.logFormat == kit.LogText {
+		held = holdWrites(stderr)
+		defer held.release()
+		stderr = held
+	}
 	if o.adminAddr == "" {
 		o.adminAddr = "127.0.0.1:0"
 	}
@@ -179,6 +186,7 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	// first error; a listen error names the flag of the address. Every return after
 	// the directory is made goes through it.
 	stopAll := func(first error) error {
+		held.release()
 		cancel()
 		for ; running > 0; running-- {
 			if r := <-done; r.err != nil && first == nil {
@@ -247,6 +255,7 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 		return stopAll(err)
 	}
 	printDev(stdout, o.command, devURLs{wit: witURL, tts: ttsURL, peer: peerURL, peerWIT: peerWITURL, admin: devAdminURL(adminAddr)}, dir, time.Since(o.started), pair)
+	held.release()
 	if o.ready != nil {
 		o.ready(dir)
 	}
