@@ -344,6 +344,16 @@ const (
 	TxnRevoked Code = "txn_revoked"
 )
 
+// Codes of the operator's page (package console, issue 26).
+const (
+	// LoginCodeInvalid: the page's one-time login code is unknown, was used already, or
+	// expired. HTTP 401; ask for a new link.
+	LoginCodeInvalid Code = "login_code_invalid"
+	// CSRFTokenInvalid: a form post of the page without its session's token, or with
+	// another. HTTP 403; nothing is changed.
+	CSRFTokenInvalid Code = "csrf_token_invalid"
+)
+
 // Codes for conditions (package condition, issue 25): an operator's CEL expression
 // that could not be evaluated. The rule refuses; it never allows what it cannot decide.
 const (

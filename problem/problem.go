@@ -61,7 +61,7 @@ func Status(err error) int {
 		return http.StatusNotFound
 	case errcode.HostNotAllowed:
 		return http.StatusMisdirectedRequest
-	case errcode.OriginNotAllowed, errcode.NotAuthorized,
+	case errcode.OriginNotAllowed, errcode.NotAuthorized, errcode.CSRFTokenInvalid,
 		errcode.DialogRevoked, errcode.WorkloadRevoked, errcode.TxnRevoked:
 		return http.StatusForbidden
 	case errcode.Internal, errcode.Unmapped:

@@ -67,6 +67,7 @@ var helps = map[string]helpText{
 	"revoke":                {summary: "revoke a dialog, a workload or a transaction at the TTS's admin API", example: "revoke --admin https://tts.a.example:8444/admin/revocations --wit @ops.wit --key ops.jwk --dialog D1 --reason runaway", doc: "docs/cli.md#dialogtrust-revoke"},
 	"revoke list":           {summary: "list the live revocations", example: "revoke list --admin https://tts.a.example:8444/admin/revocations --wit @ops.wit --key ops.jwk", doc: "docs/cli.md#dialogtrust-revoke"},
 	"revoke lift":           {summary: "lift a revocation", example: "revoke lift --admin https://tts.a.example:8444/admin/revocations --wit @ops.wit --key ops.jwk --dialog D1", doc: "docs/cli.md#dialogtrust-revoke"},
+	"revoke page":           {summary: "print a one-time login link to the operator's page", example: "revoke page --admin https://tts.a.example:8444/admin/revocations --wit @ops.wit --key ops.jwk", doc: "docs/cli.md#dialogtrust-revoke-page"},
 	"conformance":           {summary: "run the WIMSE conformance vectors (default: the wimsey ones built in)", example: "conformance", doc: "docs/cli.md#dialogtrust-conformance"},
 	"demo":                  {summary: "two trust domains end to end: a picture of who called whom, every check, what it proved", example: "demo --report demo.html", doc: "docs/cli.md#dialogtrust-demo"},
 	"proxy":                 {summary: "egress and ingress proxies for agents in any language", example: "proxy --config proxy.yaml --check-config", doc: "docs/proxy.md"},

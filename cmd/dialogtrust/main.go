@@ -43,6 +43,7 @@ var commands = []command{
 	{"revoke", "--admin URL --wit WIT --key FILE (--dialog D [--linked] | --workload ID | --txn T) [--reason R] [--ttl D] [--timeout 30s]", revokeRun},
 	{"revoke list", "--admin URL --wit WIT --key FILE [--timeout 30s]", revokeList},
 	{"revoke lift", "--admin URL --wit WIT --key FILE (--dialog D | --workload ID | --txn T) [--timeout 30s]", revokeLift},
+	{"revoke page", "--admin URL --wit WIT --key FILE [--timeout 30s]", revokePage},
 	{"policy test", "[--quiet] POLICY REQUESTS", policyTest},
 	{"audit verify", "[--key JWKS_FILE] [--checkpoint FILE]... [--json] FILE...", auditVerify},
 	{"conformance", "[--dir DIR]", conformanceRun},

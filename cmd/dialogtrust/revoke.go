@@ -161,3 +161,28 @@ func printJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// revokePage: dialogtrust revoke page. It asks the admin API for a one-time login link
+// to the operator's page (POST /admin/sessions, signed like every revoke command) and
+// prints it: open it in a browser within a minute; it works once.
+func revokePage(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("revoke page", stderr)
+	a := addAdminFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	c, ctx, cancel, err := a.client(fs, stdin)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	s, err := c.NewSession(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(stdout, s.LoginURL+"\n"); err != nil {
+		return err
+	}
+	_, err = io.WriteString(stderr, "Open this link in your browser before "+s.ExpiresAt.Local().Format(time.TimeOnly)+": it works once.\n")
+	return err
+}

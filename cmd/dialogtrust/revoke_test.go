@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/console"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
@@ -81,5 +82,40 @@ func TestIssue26RevokeAgainstAdminAPI(t *testing.T) {
 	}
 	if l, _ := st.List(t.Context()); len(l) != 0 {
 		t.Fatalf("after lift %+v", l)
+	}
+}
+
+// Issue 26: dialogtrust revoke page prints the one-time login link the admin API mints
+// for the signed-in administrator, and nothing for a workload that is not one.
+func TestIssue26RevokePagePrintsLoginLink(t *testing.T) {
+	clock := testkit.NewClock(time.Now())
+	d := testkit.NewDomain(t, "a.example", keys.ES256, clock)
+	ops, a1 := d.Workload(t, "/ops/alice", keys.ES256), d.Workload(t, "/agent/a1", keys.ES256)
+	srv := httptest.NewUnstartedServer(nil)
+	base := "http://" + srv.Listener.Addr().String()
+	logins, err := console.NewLogins(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := revokeapi.New(revokeapi.Config{Store: revoke.NewMemory(), Signatures: httpsig.NewVerifier(d.Validator(), httpsig.WithAudiences(base+revokeapi.Path), httpsig.WithReplay(store.NewMemory())),
+		Admins: []identifier.ID{ops.ID}, TrustDomains: []string{"a.example"}, DefaultTTL: time.Hour, Sessions: logins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = h
+	srv.Start()
+	defer srv.Close()
+	cli := func(w *testkit.Workload) (int, string, string) {
+		k, _ := json.Marshal(w.Key)
+		var out, errb strings.Builder
+		code := run([]string{"revoke", "page", "--admin", base + revokeapi.Path, "--wit", w.WIT, "--key", testkit.WriteTemp(t, "k.jwk", string(k))}, strings.NewReader(""), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, errs := cli(ops)
+	if code != 0 || !strings.HasPrefix(out, base+"/admin/login?code=") || strings.Count(out, "\n") != 1 || !strings.Contains(errs, "works once") {
+		t.Fatalf("revoke page: %d %q %q", code, out, errs)
+	}
+	if code, out, errs := cli(a1); code == 0 || out != "" || !strings.Contains(errs, "not_authorized") {
+		t.Fatalf("not an administrator: %d %q %q", code, out, errs)
 	}
 }

@@ -49,6 +49,19 @@ func (c *Client) List(ctx context.Context) ([]revoke.Revocation, error) {
 	return out.Revocations, c.do(ctx, http.MethodGet, c.URL, nil, http.StatusOK, &out)
 }
 
+// NewSession asks for a one-time login link to the operator's page (POST
+// SessionsPath beside the API's URL, signed with the API's URL as its audience, like
+// every request of this client). The link works once, within a minute: open it in the
+// browser at once.
+func (c *Client) NewSession(ctx context.Context) (*Session, error) {
+	base, ok := strings.CutSuffix(c.URL, Path)
+	if !ok {
+		return nil, errcode.New(errcode.InvalidRequest, "the admin URL %q does not end in %s", errcode.Cut(c.URL), Path)
+	}
+	var out Session
+	return &out, c.do(ctx, http.MethodPost, base+SessionsPath, []byte("{}"), http.StatusCreated, &out)
+}
+
 func (c *Client) do(ctx context.Context, method, u string, body []byte, want int, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 	if err != nil {

@@ -1,6 +1,6 @@
 // Package revokeapi is the admin API of revocations (issue 26), served on the TTS's
 // admin listener: GET lists the live revocations, POST makes one, DELETE lifts one, at
-// one path (Path). `dialogtrust revoke` is its client (Client).
+// one path (Path); POST SessionsPath mints a login link to the operator's page. `dialogtrust revoke` is its client (Client).
 //
 // Read handler.go first (the order of the checks), then client.go.
 //
@@ -9,7 +9,11 @@
 // the configured roots, package wic) or by a WIT with a WIMSE HTTP signature
 // (http-signature-07; package httpsig: the signature's audience is the API's URL, its
 // nonce is claimed once) from a workload the configuration names as an administrator.
-// There is no bearer secret and no cookie. Cross-site request forgery finds nothing to
+// The API accepts no bearer secret and no cookie: the operator's page (package console)
+// accepts its session cookie on its own routes only, always with its CSRF token, and
+// revokes through Handler.Revoke, the one path of the API's POST too. POST SessionsPath
+// (body {}, authenticated as above) gives an administrator a one-time login link to that
+// page (Client.NewSession, `dialogtrust revoke page`). Cross-site request forgery finds nothing to
 // ride on and is refused besides: a request with an Origin other than the configured
 // ones, or a Sec-Fetch-Site other than same-origin or none, is origin_not_allowed, and a
 // POST must be application/json, which no HTML form can send. The body is bounded

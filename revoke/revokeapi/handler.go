@@ -1,6 +1,7 @@
 package revokeapi
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/json"
 	"io"
@@ -51,6 +52,25 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives each change and each refusal (default: discard).
 	Logger *slog.Logger
+	// Sessions, when set, serves POST SessionsPath: an administrator, authenticated as
+	// for the rest of the API, asks for a one-time login link to the operator's page
+	// (package console).
+	Sessions Sessions
+}
+
+// SessionsPath is where an administrator asks for a login link to the operator's page.
+const SessionsPath = "/admin/sessions"
+
+// Sessions mints one-time login links to the operator's page for an administrator.
+type Sessions interface {
+	NewLogin(admin identifier.ID) (Session, error)
+}
+
+// Session is the answer to a POST on SessionsPath.
+type Session struct {
+	// LoginURL is the page's one-time login link: it works once, for a short time.
+	LoginURL  string    `json:"login_url"`
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // Handler serves the API.
@@ -113,12 +133,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	// The answers hold operator-chosen strings (ids, reasons): never sniffed as HTML.
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if r.URL.Path != Path {
+	sessions := r.URL.Path == SessionsPath && h.cfg.Sessions != nil
+	if r.URL.Path != Path && !sessions {
 		h.refuse(w, r, "", errcode.New(errcode.NoRoute, "no such admin path"))
 		return
 	}
-	switch r.Method {
-	case http.MethodGet, http.MethodPost, http.MethodDelete:
+	switch {
+	case sessions && r.Method == http.MethodPost:
+	case sessions:
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	case r.Method == http.MethodGet, r.Method == http.MethodPost, r.Method == http.MethodDelete:
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -143,7 +169,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, "", err)
 		return
 	}
-	if !slices.ContainsFunc(h.cfg.Admins, admin.Equal) {
+	if !h.IsAdmin(admin) {
 		h.refuse(w, r, admin.String(), errcode.New(errcode.NotAuthorized, "%s is not an administrator of revocations", admin))
 		return
 	}
@@ -152,14 +178,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, admin.String(), err)
 		return
 	}
-	switch r.Method {
-	case http.MethodGet:
+	switch {
+	case sessions:
+		h.newSession(w, r, admin, body)
+	case r.Method == http.MethodGet:
 		h.list(w, r, admin)
-	case http.MethodPost:
+	case r.Method == http.MethodPost:
 		h.post(w, r, admin, body)
-	case http.MethodDelete:
+	case r.Method == http.MethodDelete:
 		h.delete(w, r, admin)
 	}
+}
+
+// IsAdmin reports whether id is one of the configured administrators.
+func (h *Handler) IsAdmin(id identifier.ID) bool { return slices.ContainsFunc(h.cfg.Admins, id.Equal) }
+
+// CertAdmin is the administrator a request's client certificate (mutual TLS) proves,
+// for the operator's page: ok is false when the request has no certificate or client
+// certificates are not accepted; err when the certificate does not verify or does not
+// name an administrator.
+func (h *Handler) CertAdmin(r *http.Request) (admin identifier.ID, ok bool, err error) {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 || len(h.cfg.CertRoots) == 0 {
+		return identifier.ID{}, false, nil
+	}
+	id, _, err := h.authenticate(r)
+	if err != nil {
+		return identifier.ID{}, true, err
+	}
+	if !h.IsAdmin(id) {
+		return identifier.ID{}, true, errcode.New(errcode.NotAuthorized, "%s is not an administrator of revocations", id)
+	}
+	return id, true, nil
 }
 
 // checkOrigin refuses what a browser sends on another site's behalf.
@@ -251,52 +300,100 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, admin identifier.
 		h.refuse(w, r, admin.String(), err)
 		return
 	}
-	if err := h.checkDomain(req.Kind, req.ID); err != nil {
+	rev, err := h.Revoke(r.Context(), admin, req)
+	if err != nil {
 		h.refuse(w, r, admin.String(), err)
 		return
+	}
+	writeJSON(w, http.StatusCreated, rev)
+}
+
+// Revoke makes the revocation req for the authenticated administrator admin: the
+// one path of every revocation (the API's POST and the operator's page), checked
+// (trust domain, lifetime, Validate) before the store is written, and logged with
+// the administrator's identity.
+func (h *Handler) Revoke(ctx context.Context, admin identifier.ID, req Request) (revoke.Revocation, error) {
+	if !h.IsAdmin(admin) {
+		return revoke.Revocation{}, errcode.New(errcode.NotAuthorized, "%s is not an administrator of revocations", admin)
+	}
+	if err := h.checkDomain(req.Kind, req.ID); err != nil {
+		return revoke.Revocation{}, err
 	}
 	ttl := h.cfg.DefaultTTL
 	if req.TTLSeconds != 0 {
 		if req.TTLSeconds < 0 || req.TTLSeconds > int64(revoke.MaxLifetime/time.Second) {
-			h.refuse(w, r, admin.String(), errcode.New(errcode.InvalidRequest, "ttl_seconds must be positive and at most %d", int64(revoke.MaxLifetime/time.Second)))
-			return
+			return revoke.Revocation{}, errcode.New(errcode.InvalidRequest, "ttl_seconds must be positive and at most %d", int64(revoke.MaxLifetime/time.Second))
 		}
 		ttl = time.Duration(req.TTLSeconds) * time.Second
 	}
 	now := h.cfg.Now()
 	rev := revoke.Revocation{Kind: req.Kind, ID: req.ID, Linked: req.Linked, Reason: req.Reason, By: admin.String(), Created: now, Expires: now.Add(ttl)}
 	if err := rev.Validate(); err != nil {
-		h.refuse(w, r, admin.String(), err)
-		return
+		return revoke.Revocation{}, err
 	}
-	if err := h.cfg.Store.Put(r.Context(), rev); err != nil {
-		h.refuse(w, r, admin.String(), err)
-		return
+	if err := h.cfg.Store.Put(ctx, rev); err != nil {
+		return revoke.Revocation{}, err
 	}
-	h.cfg.Logger.InfoContext(r.Context(), "revoked", "kind", string(rev.Kind), "id", rev.ID, "linked", rev.Linked,
+	h.cfg.Logger.InfoContext(ctx, "revoked", "kind", string(rev.Kind), "id", rev.ID, "linked", rev.Linked,
 		"reason", rev.Reason, "by", rev.By, "expires", rev.Expires)
-	writeJSON(w, http.StatusCreated, rev)
+	return rev, nil
+}
+
+// List lists the live revocations.
+func (h *Handler) List(ctx context.Context) ([]revoke.Revocation, error) {
+	return h.cfg.Store.List(ctx)
 }
 
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request, admin identifier.ID) {
 	q := r.URL.Query()
 	kinds, ids := q["kind"], q["id"]
-	if len(kinds) != 1 || len(ids) != 1 || len(q) != 2 || !revoke.ValidKind(revoke.Kind(kinds[0])) || ids[0] == "" || len(ids[0]) > revoke.MaxIDLen {
+	if len(kinds) != 1 || len(ids) != 1 || len(q) != 2 {
 		h.refuse(w, r, admin.String(), errcode.New(errcode.InvalidRequest, "DELETE takes one kind and one id"))
 		return
 	}
-	kind := revoke.Kind(kinds[0])
-	if err := h.checkDomain(kind, ids[0]); err != nil {
-		h.refuse(w, r, admin.String(), err)
-		return
-	}
-	ok, err := h.cfg.Store.Delete(r.Context(), kind, ids[0])
+	ok, err := h.Lift(r.Context(), admin, revoke.Kind(kinds[0]), ids[0])
 	if err != nil {
 		h.refuse(w, r, admin.String(), err)
 		return
 	}
-	h.cfg.Logger.InfoContext(r.Context(), "revocation lifted", "kind", kinds[0], "id", ids[0], "by", admin.String(), "was_live", ok)
 	writeJSON(w, http.StatusOK, Deleted{Deleted: ok})
+}
+
+// Lift lifts the revocation of kind and id for the authenticated administrator
+// admin (the API's DELETE and the operator's page); it reports whether one was live.
+func (h *Handler) Lift(ctx context.Context, admin identifier.ID, kind revoke.Kind, id string) (bool, error) {
+	if !h.IsAdmin(admin) {
+		return false, errcode.New(errcode.NotAuthorized, "%s is not an administrator of revocations", admin)
+	}
+	if !revoke.ValidKind(kind) || id == "" || len(id) > revoke.MaxIDLen {
+		return false, errcode.New(errcode.InvalidRequest, "DELETE takes one kind and one id")
+	}
+	if err := h.checkDomain(kind, id); err != nil {
+		return false, err
+	}
+	ok, err := h.cfg.Store.Delete(ctx, kind, id)
+	if err != nil {
+		return false, err
+	}
+	h.cfg.Logger.InfoContext(ctx, "revocation lifted", "kind", string(kind), "id", id, "by", admin.String(), "was_live", ok)
+	return ok, nil
+}
+
+// newSession answers POST SessionsPath: a body of exactly {} (signed, so bound to
+// this request), and a one-time login link for admin.
+func (h *Handler) newSession(w http.ResponseWriter, r *http.Request, admin identifier.ID, body []byte) {
+	var empty struct{}
+	if n, err := netjson.DecodeOnlyKnown(body, &empty); err != nil || strings.TrimSpace(string(body[n:])) != "" {
+		h.refuse(w, r, admin.String(), errcode.New(errcode.InvalidRequest, "the body of a session request is {}"))
+		return
+	}
+	s, err := h.cfg.Sessions.NewLogin(admin)
+	if err != nil {
+		h.refuse(w, r, admin.String(), err)
+		return
+	}
+	h.cfg.Logger.InfoContext(r.Context(), "page login link issued", "by", admin.String(), "expires", s.ExpiresAt)
+	writeJSON(w, http.StatusCreated, s)
 }
 
 // ParseRequest reads a POST body: one JSON object of Request's members, each at most

@@ -29,6 +29,7 @@ type world struct {
 	admin, user *testkit.Workload
 	foreign     *testkit.Workload // of b.example, whose WITs the API trusts
 	read        atomic.Int64      // octets of request bodies the handler read
+	logins      fakeLogins
 }
 
 func newWorld(t *testing.T) *world {
@@ -53,6 +54,7 @@ func newWorld(t *testing.T) *world {
 		TrustDomains: []string{"a.example"},
 		DefaultTTL:   time.Hour,
 		Now:          w.clock.Now,
+		Sessions:     &w.logins,
 	})
 	if err != nil {
 		t.Fatal(err)

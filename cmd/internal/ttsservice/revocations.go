@@ -45,6 +45,8 @@ type RevocationsAdminConfig struct {
 	// DefaultTTL is a revocation's lifetime when the request names none (default 24h;
 	// at least the longest lifetime of a token that could be used in it).
 	DefaultTTL time.Duration `yaml:"default_ttl"`
+	// Page is the operator's page on this listener (page.go).
+	Page *PageConfig `yaml:"page"`
 }
 
 // DefaultRevocationTTL is revocations.admin.default_ttl's default.
@@ -82,7 +84,7 @@ func checkRevocations(cfg *Config) error {
 			return fmt.Errorf("revocations.admin.administrators %q: %w", s, err)
 		}
 	}
-	return nil
+	return checkPage(a)
 }
 
 // openRevocations opens the checker the TTS consults and, when configured, serves the
@@ -137,6 +139,11 @@ func openRevocations(s *kit.Server, st *kit.Store, cfg *Config, wits *wit.Valida
 		}
 		url = scheme + ln.Addr().String() + revokeapi.Path
 	}
+	logins, err := pageLogins(a, url)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
 	api, err := revokeapi.New(revokeapi.Config{
 		Store:          rs,
 		Signatures:     httpsig.NewVerifier(wits, httpsig.WithAudiences(url), httpsig.WithReplay(replay)),
@@ -146,12 +153,18 @@ func openRevocations(s *kit.Server, st *kit.Store, cfg *Config, wits *wit.Valida
 		AllowedOrigins: a.AllowedOrigins,
 		DefaultTTL:     ttl,
 		Logger:         logger,
+		Sessions:       sessionsOf(logins),
 	})
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
 	}
-	s.HandleMoreOn(ln, tlsCfg, api, logger)
+	h, err := servePage(api, logins, cfg, st, logger)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	s.HandleMoreOn(ln, tlsCfg, h, logger)
 	logger.Info("revocations admin API", "url", url, "administrators", a.Administrators)
 	return checker, nil
 }

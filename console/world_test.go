@@ -1,0 +1,220 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dialogtrust/dialogtrust/audit"
+	"github.com/dialogtrust/dialogtrust/console"
+	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
+	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/revoke"
+	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
+	"github.com/dialogtrust/dialogtrust/store"
+)
+
+// world is an admin listener serving the API and the page, over a trail file the test
+// writes itself.
+type world struct {
+	clock       *testkit.Clock
+	store       *revoke.Memory
+	srv         *httptest.Server
+	base, api   string
+	trail       string
+	seq         uint64
+	admin, user *testkit.Workload
+	foreign     *testkit.Workload // an administrator's path in b.example, whose WITs are trusted
+}
+
+func newWorld(t *testing.T, maxRecords int) *world {
+	t.Helper()
+	w := &world{clock: testkit.NewClock(time.Now().Truncate(time.Second))}
+	a := testkit.NewDomain(t, "a.example", keys.ES256, w.clock)
+	b := testkit.NewDomain(t, "b.example", keys.ES256, w.clock)
+	setB, err := keys.NewStaticSet(b.Key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Trust.AddTrustDomain("b.example", setB)
+	w.admin, w.user = a.Workload(t, "/ops/alice", keys.ES256), a.Workload(t, "/agent/a1", keys.ES256)
+	w.foreign = b.Workload(t, "/ops/alice", keys.ES256)
+	w.store = revoke.NewMemory(revoke.WithClock(w.clock.Now))
+	w.trail = filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(w.trail, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.srv = httptest.NewUnstartedServer(nil)
+	w.base = "http://" + w.srv.Listener.Addr().String()
+	w.api = w.base + revokeapi.Path
+	logins, err := console.NewLogins(w.base, console.WithClock(w.clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := revokeapi.New(revokeapi.Config{
+		Store:        w.store,
+		Signatures:   httpsig.NewVerifier(a.Validator(), httpsig.WithAudiences(w.api), httpsig.WithReplay(store.NewMemory(store.WithClock(w.clock.Now))), httpsig.WithClock(w.clock.Now)),
+		Admins:       []identifier.ID{w.admin.ID, identifier.MustParse("wimse://a.example/ops/bob")},
+		TrustDomains: []string{"a.example"},
+		DefaultTTL:   time.Hour,
+		Now:          w.clock.Now,
+		Sessions:     logins,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := console.New(console.Config{API: api, Logins: logins, Trail: console.FileTrail{Path: w.trail}, MaxRecords: maxRecords})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.srv.Config.Handler = console.Routes(api, page)
+	w.srv.Start()
+	t.Cleanup(w.srv.Close)
+	return w
+}
+
+// write appends records to the trail (v, w, seq and time are filled in).
+func (w *world) write(t *testing.T, es ...audit.Entry) {
+	t.Helper()
+	f, err := os.OpenFile(w.trail, os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, e := range es {
+		w.seq++
+		e.V, e.Writer, e.Seq = audit.Version, "tts-1", w.seq
+		if e.Time == "" {
+			e.Time = w.clock.Now().UTC().Add(time.Duration(w.seq) * time.Millisecond).Format(time.RFC3339Nano)
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (w *world) client(wl *testkit.Workload) *revokeapi.Client {
+	return &revokeapi.Client{URL: w.api, Signer: httpsig.NewSigner(wl.Key, wl.WIT, httpsig.WithClock(w.clock.Now))}
+}
+
+// browser is an HTTP client with a cookie jar that does not follow redirects.
+func browser(t *testing.T) *http.Client {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// signIn opens a login link as wl in a new browser.
+func (w *world) signIn(t *testing.T, wl *testkit.Workload) *http.Client {
+	t.Helper()
+	s, err := w.client(wl).NewSession(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := browser(t)
+	res := get(t, b, s.LoginURL, nil)
+	if res.status != http.StatusSeeOther || res.header.Get("Location") != "/admin/" {
+		t.Fatalf("login: %d %s %s", res.status, res.header.Get("Location"), res.code)
+	}
+	return b
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   string
+	code   string
+}
+
+var codeRE = regexp.MustCompile(`data-code="([a-z_]+)"`)
+
+func do(t *testing.T, c *http.Client, req *http.Request) answer {
+	t.Helper()
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	a := answer{status: res.StatusCode, header: res.Header, body: string(b)}
+	if m := codeRE.FindStringSubmatch(a.body); m != nil {
+		a.code = m[1]
+	}
+	return a
+}
+
+func get(t *testing.T, c *http.Client, u string, hdr map[string]string) answer {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	return do(t, c, req)
+}
+
+func post(t *testing.T, c *http.Client, u string, form url.Values, hdr map[string]string) answer {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range hdr {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	return do(t, c, req)
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf is the token of the page at u.
+func csrf(t *testing.T, c *http.Client, u string) string {
+	t.Helper()
+	a := get(t, c, u, nil)
+	m := csrfRE.FindStringSubmatch(a.body)
+	if a.status != 200 || m == nil {
+		t.Fatalf("GET %s: %d, no csrf token", u, a.status)
+	}
+	return m[1]
+}
+
+func (w *world) live(t *testing.T) []revoke.Revocation {
+	t.Helper()
+	l, err := w.store.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// dialogOf is a small dialog: a Txn-Token issued to a1 for b1, a request at b1's
+// receiver accepted, one refused.
+func dialogOf(dlg string) []audit.Entry {
+	return []audit.Entry{
+		{Decision: audit.Issued, Handler: "tts", Dialog: dlg, Txn: "t1", ReqWL: "wimse://a.example/agent/a1", Requester: "wimse://a.example/agent/a1",
+			Audience: []string{"wimse://a.example/agent/b1"}, Scopes: []string{"trip.read"}, IssuedSHA256: "AAAAissuedtokenhash0000000000000000000000000", Rule: "r0"},
+		{Decision: audit.Accepted, Handler: audit.HandlerReceiver, Dialog: dlg, Requester: "wimse://a.example/agent/a1",
+			Audience: []string{"wimse://a.example/agent/b1"}, Operation: "tools/call get_weather", Hop: "1", SubjectSHA256: "AAAAissuedtokenhash0000000000000000000000000"},
+		{Decision: audit.Refused, Handler: audit.HandlerIngress, Code: "not_authorized", Dialog: dlg, Requester: "wimse://a.example/agent/b1",
+			Audience: []string{"wimse://a.example/agent/c1"}, Operation: "tools/call book"},
+	}
+}
