@@ -249,12 +249,14 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 		}
 		pair = p
 	}
-	// The operator's WIT comes from the WIT issuer, ready now; the admin API shares the
-	// TTS's readiness.
-	if err := startDevOperator(ctx, witURL, dir, stderr); err != nil {
+	// The operator's WIT comes from the WIT issuer, ready now; the admin API and the
+	// page share the TTS's readiness.
+	login, err := startDevOperator(ctx, witURL, devAdminURL(adminAddr), dir, stderr)
+	if err != nil {
 		return stopAll(err)
 	}
-	printDev(stdout, o.command, devURLs{wit: witURL, tts: ttsURL, peer: peerURL, peerWIT: peerWITURL, admin: devAdminURL(adminAddr)}, dir, time.Since(o.started), pair)
+	printDev(stdout, o.command, devURLs{wit: witURL, tts: ttsURL, peer: peerURL, peerWIT: peerWITURL, admin: devAdminURL(adminAddr),
+		page: devPageURL(adminAddr), login: login.LoginURL}, dir, time.Since(o.started), pair)
 	held.release()
 	if o.ready != nil {
 		o.ready(dir)
@@ -454,8 +456,9 @@ const (
 // devURLs are the base URLs of dev's services.
 type devURLs struct {
 	wit, tts, peer, peerWIT string
-	// admin is the revocations admin API's URL.
-	admin string
+	// admin is the revocations admin API's URL; page the operator's page's, and login
+	// the operator's first one-time login link to it.
+	admin, page, login string
 }
 
 // printDev prints the URLs and the next commands; every file they write is in dir.
@@ -475,7 +478,8 @@ func printDev(w io.Writer, command string, u devURLs, dir string, took time.Dura
 		"  TTS         " + ttsURL + "  (token endpoint " + ttsURL + tts.PathToken + "; AS A: grants for " + devPeerDomain + ")",
 		"  peer TTS    " + peerURL + "  (" + devPeerDomain + "; AS B: token endpoint " + peerURL + tts.PathToken + ")",
 		"  peer WIT    " + u.peerWIT + "  (" + devPeerDomain + "'s WIT issuer; JWKS " + u.peerWIT + witissuer.PathJWKS + ")",
-		"  operator    " + u.admin + "  (revocations admin API; its administrator " + devOperator + "'s WIT and key are in files)",
+		"  operator    " + u.page + "  (the operator's page; sign in once, within a minute: " + u.login + ")",
+		"  admin API   " + u.admin + "  (revocations; its administrator " + devOperator + "'s WIT and key are in files)",
 		"  audit       " + filepath.Join(dir, devAuditDir, "tts.log") + "  (the TTS's audit trail, checkpointed every " + devCheckpointInterval.String() +
 			"; peer.log beside it: the peer TTS's)",
 		"  files       " + dir + "  (removed on exit)",
@@ -505,7 +509,9 @@ func printDev(w io.Writer, command string, u devURLs, dir string, took time.Dura
 			" --subject-token-type access_token --scope " + devScope + " --audience " + devPeerDomain + " --dialog " + devLinkedDialog + " > " + peerTxnFile,
 		"  # 9. verify it as a receiver in " + devPeerDomain + " does, and that it is for dialog " + devLinkedDialog + " (the subject still " + devSubject + ")",
 		"  " + command + " txn verify --jwks " + peerURL + tts.PathJWKS + " --audience " + devPeerDomain + " --dialog " + devLinkedDialog + " @" + peerTxnFile,
-		"  # 10. as the operator " + devOperator + ", revoke dialog " + devDialog + " at the TTS: step 3 run again is refused (dialog_revoked)",
+		"  # 10. as the operator " + devOperator + ", a new one-time login link to the operator's page (D1 is among its recent dialogs)",
+		"  " + command + " revoke page --admin " + u.admin + " --wit @" + opWITFile + " --key " + opKey,
+		"  # 11. as the operator, revoke dialog " + devDialog + " at the TTS: step 3 run again is refused (dialog_revoked)",
 		"  " + command + " revoke --admin " + u.admin + " --wit @" + opWITFile + " --key " + opKey + " --dialog " + devDialog,
 		"",
 		"Ctrl-C stops the four services and removes " + dir + ".",

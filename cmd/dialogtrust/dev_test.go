@@ -312,7 +312,7 @@ func checkDevStopped(t *testing.T, stop func() error, cache string, urls []strin
 
 // devCommandCount is how many commands dev prints without --proxies; devFiles, the
 // files they write into the run's directory.
-const devCommandCount = 10
+const devCommandCount = 11
 
 var devFiles = []string{"a1.jwk", "a1.wit", "a1.txn", "a1.grant", "a1.at", "b1.jwk", "b1.wit", "b1.txn"}
 

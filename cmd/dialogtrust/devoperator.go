@@ -10,8 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/console"
+	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
 	"github.com/dialogtrust/dialogtrust/witissuer"
@@ -46,8 +49,9 @@ func devAuditConfig(path, writer string) string {
 
 // devOperatorConfig is def, dev.local's TTS configuration, with what the operator
 // needs added: the audit trail at auditPath, and revocations (in the TTS's memory
-// store: it alone enforces them) with the admin API on adminAddr, administered by
-// devOperator. Loopback without TLS, as a development configuration may.
+// store: it alone enforces them) with the admin API and the operator's page (package
+// console, reading that trail) on adminAddr, administered by devOperator. Loopback
+// without TLS, as a development configuration may.
 func devOperatorConfig(def []byte, adminAddr, auditPath string) []byte {
 	return fmt.Appendf(slices.Clip(def), `
 # Added by dialogtrust dev: the audit trail, revocations and their admin API (issue 26).
@@ -56,6 +60,7 @@ func devOperatorConfig(def []byte, adminAddr, auditPath string) []byte {
   admin:
     listen: %q
     administrators: [%q]
+    page: {enabled: true}
 `, devAuditConfig(auditPath, "tts"), adminAddr, devOperator)
 }
 
@@ -81,22 +86,33 @@ func devOperatorCredential(ctx context.Context, witURL, dir string, key *keys.Pr
 
 // startDevOperator makes the operator's key, writes it to dir/operator.jwk (mode
 // 0600), gets its first WIT, and keeps the WIT fresh until ctx ends (refreshDevOperator).
-func startDevOperator(ctx context.Context, witURL, dir string, stderr io.Writer) error {
+// It returns the operator's first one-time login link to the page of the admin API at
+// adminURL, asked for as `dialogtrust revoke page` does, with the operator's WIT and key.
+func startDevOperator(ctx context.Context, witURL, adminURL, dir string, stderr io.Writer) (*revokeapi.Session, error) {
 	key, err := keys.Generate(keys.ES256)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := writePrivateJWK(filepath.Join(dir, devOperatorKeyFile), key); err != nil {
-		return err
+		return nil, err
 	}
 	exp, err := devOperatorCredential(ctx, witURL, dir, key)
 	if err != nil {
-		return fmt.Errorf("the operator's WIT: %w", err)
+		return nil, fmt.Errorf("the operator's WIT: %w", err)
 	}
 	go refreshDevOperator(ctx, exp, time.Now, time.After, func() (time.Time, error) {
 		return devOperatorCredential(ctx, witURL, dir, key)
 	}, stderr)
-	return nil
+	wit, err := os.ReadFile(filepath.Join(dir, devOperatorWITFile))
+	if err != nil {
+		return nil, err
+	}
+	c := &revokeapi.Client{URL: adminURL, Signer: httpsig.NewSigner(key, strings.TrimSpace(string(wit))), HTTP: &http.Client{Timeout: 10 * time.Second}}
+	s, err := c.NewSession(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("a login link to the operator's page: %w", err)
+	}
+	return s, nil
 }
 
 // devOperatorRetry is how soon a refresh that failed is tried again.
@@ -151,8 +167,11 @@ func writeFileAtomic(path string, b []byte) error {
 	return os.Rename(f.Name(), path)
 }
 
-// devAdminURL is the revocations admin API's URL on adminAddr.
+// devAdminURL is the revocations admin API's URL on adminAddr; devPageURL the
+// operator's page's.
 func devAdminURL(adminAddr string) string { return "http://" + adminAddr + revokeapi.Path }
+
+func devPageURL(adminAddr string) string { return "http://" + adminAddr + console.Prefix }
 
 // devTTSResult is how dev.local's TTS ended: a listen error on adminAddr, its admin
 // listener, names --admin-addr, any other --tts-addr.

@@ -23,10 +23,12 @@ import (
 // TestIssue26DevOperator: dev runs what the operator needs (issue 26). Its TTS serves
 // the revocations admin API on the printed loopback URL, which refuses a caller
 // without credentials; the operator's WIT and key are in the run's directory, mode
-// 0600. The printed tenth command, run as printed with those files, revokes dialog D1
-// (a workload that is not the administrator is refused), and the TTS then refuses a
-// Txn-Token in D1 (dialog_revoked) within the revocation bound, while another dialog
-// still gets one. The TTS's audit trail in the run's directory holds the issuance in
+// 0600. The printed one-time link signs in to the operator's page (303 and a session
+// cookie) once only, and the page then lists dialog D1 that the printed commands made;
+// the tenth command, run as printed, prints another link that signs in. The eleventh,
+// run as printed with the operator's files, revokes D1 (a workload that is not the
+// administrator is refused), and the TTS then refuses a Txn-Token in D1
+// (dialog_revoked) within the revocation bound, while another dialog still gets one. The TTS's audit trail in the run's directory holds the issuance in
 // D1 and the refusal, no whole token, and verifies with `dialogtrust audit verify`
 // against the TTS's JWKS, its checkpoints' signatures checked.
 func TestIssue26DevOperator(t *testing.T) {
@@ -36,12 +38,16 @@ func TestIssue26DevOperator(t *testing.T) {
 		copyDir(t, filepath.Join(dir, devAuditDir), trail)
 	}})
 	text := out.String()
-	m := regexp.MustCompile(`(?m)^  operator    (http://127\.0\.0\.1:\d+/admin/revocations)  `).FindStringSubmatch(text)
+	m := regexp.MustCompile(`(?m)^  admin API   (http://127\.0\.0\.1:\d+/admin/revocations)  `).FindStringSubmatch(text)
 	tm := regexp.MustCompile(`(?m)^  TTS         (http://\S+)`).FindStringSubmatch(text)
-	if m == nil || tm == nil {
-		t.Fatalf("no admin API or TTS URL in:\n%s", text)
+	pm := regexp.MustCompile(`(?m)^  operator    (http://127\.0\.0\.1:\d+/admin/)  \(the operator's page; sign in once, within a minute: (http://\S+)\)$`).FindStringSubmatch(text)
+	if m == nil || tm == nil || pm == nil {
+		t.Fatalf("no admin API, TTS or page URL in:\n%s", text)
 	}
-	adminURL, ttsURL := m[1], tm[1]
+	adminURL, ttsURL, pageURL, login := m[1], tm[1], pm[1], pm[2]
+	if !strings.HasPrefix(login, pageURL) || strings.TrimSuffix(adminURL, "/admin/revocations") != strings.TrimSuffix(pageURL, "/admin/") {
+		t.Fatalf("the page %s, its link %s and the API %s are not on one listener", pageURL, login, adminURL)
+	}
 	if !strings.Contains(text, "  audit       "+filepath.Join(dir, devAuditDir, "tts.log")+"  ") {
 		t.Errorf("the audit trail's file is not printed:\n%s", text)
 	}
@@ -72,9 +78,21 @@ func TestIssue26DevOperator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	revokeCmd := cmds[9]
+	// The printed link signs in, once; the page lists D1.
+	cookie := devPageLogin(t, login)
+	if again := devPageGet(t, login, nil); again.StatusCode == http.StatusSeeOther {
+		t.Fatalf("the one-time link signed in twice")
+	}
+	if page := devPageGet(t, pageURL, cookie); page.StatusCode != http.StatusOK || !strings.Contains(page.body, ">"+devDialog+"<") {
+		t.Fatalf("the operator's page: %d, D1 not listed:\n%s", page.StatusCode, page.body)
+	}
+	if cmds[9] != "dialogtrust revoke page --admin "+adminURL+" --wit @"+filepath.Join(dir, devOperatorWITFile)+" --key "+filepath.Join(dir, devOperatorKeyFile) {
+		t.Fatalf("the tenth command: %q", cmds[9])
+	}
+	devPageLogin(t, strings.TrimSpace(runDevCommands(t, cmds[9:10], dir)[0]))
+	revokeCmd := cmds[10]
 	if !strings.HasPrefix(revokeCmd, "dialogtrust revoke --admin "+adminURL+" ") || !strings.HasSuffix(revokeCmd, " --dialog "+devDialog) {
-		t.Fatalf("the tenth command: %q", revokeCmd)
+		t.Fatalf("the eleventh command: %q", revokeCmd)
 	}
 	// a1 is no administrator: its own WIT and key do not revoke.
 	a1 := strings.NewReplacer(filepath.Join(dir, devOperatorWITFile), filepath.Join(dir, "a1.wit"), filepath.Join(dir, devOperatorKeyFile), filepath.Join(dir, "a1.jwk"))
@@ -239,4 +257,41 @@ func TestIssue26DevHeldLines(t *testing.T) {
 	}
 	var none *heldWriter
 	none.release() // json: nothing held
+}
+
+// devPageAnswer is an answer of the operator's page, its body read.
+type devPageAnswer struct {
+	*http.Response
+	body string
+}
+
+// devPageGet gets u with cookie (when set), following no redirect.
+func devPageGet(t *testing.T, u string, cookie *http.Cookie) devPageAnswer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cookie != nil {
+		req.AddCookie(cookie)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return devPageAnswer{resp, string(b)}
+}
+
+// devPageLogin opens a one-time login link: 303 to the page and a session cookie,
+// which it returns.
+func devPageLogin(t *testing.T, link string) *http.Cookie {
+	t.Helper()
+	a := devPageGet(t, link, nil)
+	if a.StatusCode != http.StatusSeeOther || len(a.Cookies()) == 0 || !a.Cookies()[0].HttpOnly {
+		t.Fatalf("GET %s: %s %v\n%s", link, a.Status, a.Cookies(), a.body)
+	}
+	return a.Cookies()[0]
 }
