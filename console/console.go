@@ -87,12 +87,7 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	pages, err := template.New("").Funcs(template.FuncMap{
-		"show":      show,
-		"cut":       cut,
-		"dialogURL": func(id string) string { return dialogPath + url.PathEscape(id) },
-		"join":      func(s []string) string { return show(strings.Join(s, ", ")) },
-	}).ParseFS(templateFS, "templates/*.html")
+	pages, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +100,14 @@ func New(cfg Config) (*Console, error) {
 	m.HandleFunc("POST /admin/dialogs/{dlg}/lift", c.lift)
 	m.HandleFunc("GET /admin/login", c.login)
 	m.HandleFunc("POST /admin/logout", c.logout)
-	m.Handle("GET /admin/assets/", http.StripPrefix(assetsPath, http.FileServerFS(assets)))
+	files := http.StripPrefix(assetsPath, http.FileServerFS(assets))
+	m.HandleFunc("GET /admin/assets/{file}", func(w http.ResponseWriter, r *http.Request) {
+		if f := r.PathValue("file"); f == "" || strings.HasPrefix(f, ".") {
+			c.fail(w, r, errcode.New(errcode.NoRoute, "no such page"))
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, errcode.New(errcode.NoRoute, "no such page"))
 	})
@@ -113,12 +115,29 @@ func New(cfg Config) (*Console, error) {
 	return c, nil
 }
 
+// parsePages parses the embedded templates with the functions that show the trail's
+// strings (show, cut) and make the page's own links (dialogURL).
+func parsePages() (*template.Template, error) {
+	return template.New("").Funcs(template.FuncMap{
+		"show":      show,
+		"cut":       cut,
+		"dialogURL": func(id string) string { return dialogPath + url.PathEscape(id) },
+		// linkable: a dialog id the page could open (a longer one is shown, not linked).
+		"linkable": func(id string) bool { return id != "" && len(id) <= MaxDialogID },
+		"join":     func(s []string) string { return cut(strings.Join(s, ", "), 256) },
+	}).ParseFS(templateFS, "templates/*.html")
+}
+
 // ServeHTTP sets the headers of every answer, then routes.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", CSP)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a browser sends "Origin: null"
+	// with the page's own form posts, and the origin check needs the real one. No page
+	// links off the origin, and a login link's code is gone from the address by the
+	// time the page loads (303).
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
@@ -227,14 +246,15 @@ func (c *Console) recent(ctx context.Context) ([]audit.Entry, []revoke.Revocatio
 }
 
 type indexPage struct {
-	Viewer   *viewer
-	Title    string
-	NoTrail  string
-	Dialogs  []Summary
-	Records  int
-	Revoked  []revoke.Revocation
-	Max      int
-	MaxShown int
+	Viewer      *viewer
+	Title       string
+	NoTrail     string
+	Dialogs     []Summary
+	Records     int
+	Revoked     []revoke.Revocation
+	MoreRevoked int
+	Max         int
+	MaxShown    int
 }
 
 func (c *Console) index(w http.ResponseWriter, r *http.Request) {
@@ -250,6 +270,9 @@ func (c *Console) index(w http.ResponseWriter, r *http.Request) {
 	}
 	p := indexPage{Viewer: v, Title: "Recent dialogs", Dialogs: summaries(entries, revs), Records: len(entries), Revoked: revs,
 		Max: c.cfg.MaxRecords, MaxShown: maxDialogs}
+	if len(p.Revoked) > maxDialogs {
+		p.Revoked, p.MoreRevoked = p.Revoked[:maxDialogs], len(p.Revoked)-maxDialogs
+	}
 	if c.cfg.Trail == nil {
 		p.NoTrail = c.cfg.NoTrail
 	}

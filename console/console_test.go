@@ -1,12 +1,14 @@
 package console_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/audit"
 	"github.com/dialogtrust/dialogtrust/console"
 	"github.com/dialogtrust/dialogtrust/revoke"
 )
@@ -275,12 +277,47 @@ func TestIssue26Point5_SecurityHeadersEverywhere(t *testing.T) {
 	for _, p := range []string{"/admin/", "/admin/dialogs/x", "/admin/assets/console.css", "/admin/nope", "/admin/login?code=x"} {
 		a := get(t, b, w.base+p, nil)
 		h := a.header
-		if h.Get("Content-Security-Policy") != console.CSP || h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Referrer-Policy") != "no-referrer" ||
+		if h.Get("Content-Security-Policy") != console.CSP || h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Referrer-Policy") != "same-origin" ||
 			h.Get("Cache-Control") != "no-store" || h.Get("Cross-Origin-Opener-Policy") != "same-origin" || h.Get("Cross-Origin-Resource-Policy") != "same-origin" {
 			t.Errorf("%s (%d): headers %v", p, a.status, h)
 		}
 	}
 	if a := get(t, b, w.base+"/admin/assets/console.css", nil); a.status != 200 || !strings.HasPrefix(a.header.Get("Content-Type"), "text/css") {
 		t.Errorf("the style sheet: %d %s", a.status, a.header.Get("Content-Type"))
+	}
+	if a := get(t, b, w.base+"/admin/assets/", nil); a.status != 404 || a.code != "no_route" || strings.Contains(a.body, "<pre>") {
+		t.Errorf("the assets are listed: %d", a.status)
+	}
+}
+
+// Issue 26 point 5: the size of a page is bounded whatever the trail holds: records
+// of almost MaxLine with 8 KiB names, each of another workload, in one dialog and in
+// many, and 300 live revocations.
+func TestIssue26Point5_PageSizeBounded(t *testing.T) {
+	w := newWorld(t, 2000)
+	big := func(i int) string { return fmt.Sprintf("wimse://a.example/%05d/", i) + strings.Repeat("x", 8<<10) }
+	var es []audit.Entry
+	for i := range 2000 {
+		dlg := "D"
+		if i%2 == 1 {
+			dlg = fmt.Sprintf("E%d-%s", i, strings.Repeat("y", 100))
+		}
+		es = append(es, audit.Entry{Decision: audit.Refused, Handler: audit.HandlerIngress, Dialog: dlg, Requester: big(i), Audience: []string{big(i + 1)},
+			Code: strings.Repeat("c", 1000), Operation: big(i), Hop: big(i), LinkedFrom: big(i)})
+	}
+	w.write(t, es...)
+	for i := range 300 {
+		if err := w.store.Put(t.Context(), revoke.Revocation{Kind: revoke.Dialog, ID: fmt.Sprintf("R%d", i), Reason: strings.Repeat("r", 500), By: "x",
+			Created: w.clock.Now(), Expires: w.clock.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := w.signIn(t, w.admin)
+	for _, p := range []string{"/admin/", "/admin/dialogs/D"} {
+		a := get(t, b, w.base+p, nil)
+		if a.status != 200 || len(a.body) > 1<<20 || !strings.Contains(a.body, `data-dialog="E1999-`) && !strings.Contains(a.body, `<g class="edge refused"`) {
+			t.Errorf("%s: %d, %d octets", p, a.status, len(a.body))
+		}
+		t.Logf("%s: %d octets from a trail of %d MiB", p, len(a.body), 2000*5*8/1024)
 	}
 }

@@ -25,7 +25,7 @@
 //     an attacker may have chosen), the picture is SVG drawn on the server, the one style
 //     sheet is embedded; there is no script. Every answer carries a Content-Security-Policy
 //     that allows nothing else (default-src 'none'), frame-ancestors 'none', nosniff,
-//     no-referrer and no-store.
+//     no-store, and a same-origin referrer policy (no referrer leaves the origin).
 //   - Everything read is bounded: the records read from the trail, the dialog id, the
 //     dialogs and records drawn, a form's body.
 package console

@@ -120,7 +120,7 @@ func edgeLabel(r Row) (label, title string) {
 		parts = append(parts, "token "+r.Issued+"…")
 	}
 	whole := fmt.Sprintf("#%d %s: %s → %s, %s", r.N, r.Handler, r.From, strings.Join(r.To, ", "), strings.Join(parts, ", "))
-	return cut(strings.Join(parts, " · "), labelMax+10), show(whole)
+	return cut(strings.Join(parts, " · "), labelMax+10), cut(whole, 512)
 }
 
 // show makes s safe to read: control, format (bidirectional overrides, zero-width) and

@@ -12,12 +12,14 @@ import (
 
 // Bounds of what a page shows: the trail is read bounded too (Config.MaxRecords).
 const (
-	// MaxDialogID bounds the dialog id of a page's path, in octets (a dialog id is at
-	// most 128; a trail record may hold a longer, refused one).
-	MaxDialogID = 256
+	// MaxDialogID bounds the dialog id of a page's path, in octets: what a revocation's
+	// id may be (a dialog id is at most 128; a trail record may hold a longer, refused
+	// one).
+	MaxDialogID = revoke.MaxIDLen
 	maxDialogs  = 200 // dialogs listed on the index
 	maxRows     = 300 // records of one dialog drawn and listed
 	maxNodes    = 12  // workloads drawn; the rest share one column
+	maxListed   = 16  // workloads, domains and linked dialogs listed per dialog on the index
 )
 
 // Summary is one dialog on the index.
@@ -27,7 +29,9 @@ type Summary struct {
 	last                       time.Time
 	Issued, Refused, Accepted  int
 	Workloads, Domains, Linked []string
-	Revoked                    bool
+	// MoreWorkloads and MoreLinked count what the lists leave out (maxListed).
+	MoreWorkloads, MoreLinked int
+	Revoked                   bool
 }
 
 // Row is one record of a dialog, as the page lists and draws it.
@@ -135,6 +139,22 @@ func addUnique(s []string, v ...string) []string {
 	return s
 }
 
+// addBounded is addUnique up to maxListed; what does not fit is counted in more
+// (a value may be counted twice: "more" is at least).
+func addBounded(s []string, more *int, v ...string) []string {
+	for _, x := range v {
+		if x == "" || slices.Contains(s, x) {
+			continue
+		}
+		if len(s) >= maxListed {
+			*more++
+			continue
+		}
+		s = append(s, x)
+	}
+	return s
+}
+
 // revokedSet is the dialogs a live revocation covers directly, and those whose
 // linked dialogs it covers too.
 func revokedSet(revs []revoke.Revocation) (direct map[string]*revoke.Revocation) {
@@ -188,9 +208,9 @@ func summaries(entries []audit.Entry, revs []revoke.Revocation) []Summary {
 			s.Accepted++
 		}
 		if e.Handler != audit.HandlerRevocations {
-			s.Workloads = addUnique(s.Workloads, e.ReqWL, e.Requester)
-			s.Workloads = addUnique(s.Workloads, e.Audience...)
-			s.Linked = addUnique(s.Linked, e.LinkedFrom)
+			s.Workloads = addBounded(s.Workloads, &s.MoreWorkloads, e.ReqWL, e.Requester)
+			s.Workloads = addBounded(s.Workloads, &s.MoreWorkloads, e.Audience...)
+			s.Linked = addBounded(s.Linked, &s.MoreLinked, e.LinkedFrom)
 		}
 	}
 	direct := revokedSet(revs)

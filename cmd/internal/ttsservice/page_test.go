@@ -65,7 +65,7 @@ func TestIssue26_TTSPageConfigured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(s.LoginURL, base+"/admin/login?code=") || s.ExpiresAt.Sub(time.Now()) > console.LoginTTL {
+	if !strings.HasPrefix(s.LoginURL, base+"/admin/login?code=") || time.Until(s.ExpiresAt) > console.LoginTTL {
 		t.Fatalf("login link %+v", s)
 	}
 	jar, _ := cookiejar.New(nil)
