@@ -57,7 +57,8 @@ func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	ttsAddr := fs.String("tts-addr", "127.0.0.1:0", "loopback host:port of the TTS (port 0: a free one)")
 	peerAddr := fs.String("peer-addr", "127.0.0.1:0", "loopback host:port of the peer domain's TTS, AS B of identity chaining (port 0: a free one)")
 	peerWITAddr := fs.String("peer-wit-addr", "127.0.0.1:0", "loopback host:port of the peer domain's WIT issuer (port 0: a free one)")
-	adminAddr := fs.String("admin-addr", "127.0.0.1:0", "loopback host:port of the TTS's revocations admin API (port 0: a free one)")
+	adminAddr := fs.String("admin-addr", "127.0.0.1:0", "loopback host:port of the TTS's revocations admin API and operator's page (port 0: a free one)")
+	openPage := fs.Bool("open", false, "open the operator's page in the browser (with "+devBrowserCommand()+"), signed in with the one-time link")
 	logFormat := fs.String("log-format", "", "the services' logs on standard error: text or json (default: text on a terminal, else json)")
 	proxies := fs.Bool("proxies", false, "also run a proxy pair on free loopback ports: an egress for "+devWorkload+" routing to an ingress in front of an echo application")
 	app := fs.String("app", "", "with --proxies: the URL of your own HTTP application (such as http://127.0.0.1:8000), put behind the ingress in place of the echo application")
@@ -80,7 +81,8 @@ func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	// reaching this process, the services must not outlive it.
 	go stopWhenOrphaned(ctx, cancel, os.Getppid(), os.Getppid, kit.Ticker(ctx, time.Second))
 	return runDev(ctx, devOptions{witAddr: *witAddr, ttsAddr: *ttsAddr, peerAddr: *peerAddr, peerWITAddr: *peerWITAddr, adminAddr: *adminAddr, proxies: *proxies,
-		pair: devPairOptions{app: *app, egressAddr: *egressAddr}, logFormat: format, command: devCommand(), started: time.Now()}, stdout, stderr)
+		pair: devPairOptions{app: *app, egressAddr: *egressAddr}, logFormat: format, command: devCommand(), started: time.Now(),
+		open: devOpener(*openPage)}, stdout, stderr)
 }
 
 type devOptions struct {
@@ -100,6 +102,8 @@ type devOptions struct {
 	cacheDir string
 	// ready, if set, hears the directory of the run once the commands are printed.
 	ready func(dir string)
+	// open, if set, opens the operator's page's one-time login link (--open).
+	open func(link string) error
 	// stopped, if set, hears the directory of the run once every service has stopped
 	// (the audit trails closed with their last checkpoint), before it is removed.
 	stopped func(dir string)
@@ -258,6 +262,11 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	printDev(stdout, o.command, devURLs{wit: witURL, tts: ttsURL, peer: peerURL, peerWIT: peerWITURL, admin: devAdminURL(adminAddr),
 		page: devPageURL(adminAddr), login: login.LoginURL}, dir, time.Since(o.started), pair)
 	held.release()
+	if o.open != nil {
+		if err := o.open(login.LoginURL); err != nil {
+			fmt.Fprintf(stderr, "dialogtrust dev: the operator's page was not opened (open the link above): %v\n", err)
+		}
+	}
 	if o.ready != nil {
 		o.ready(dir)
 	}

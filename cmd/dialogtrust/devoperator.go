@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -180,4 +182,31 @@ func devTTSResult(err error, adminAddr string) devResult {
 		return devResult{"--admin-addr", err}
 	}
 	return devResult{"--tts-addr", err}
+}
+
+// devBrowserCommand is the command that opens a URL in the user's browser: open on
+// macOS, xdg-open elsewhere.
+func devBrowserCommand() string {
+	if runtime.GOOS == "darwin" {
+		return "open"
+	}
+	return "xdg-open"
+}
+
+// devOpener is dev's --open: when on, a function that opens a link with
+// devBrowserCommand, without waiting for the browser. The link is on that command's
+// line, which other local users may read while it runs: like everything of dev, it is
+// for development only.
+func devOpener(on bool) func(link string) error {
+	if !on {
+		return nil
+	}
+	return func(link string) error {
+		cmd := exec.Command(devBrowserCommand(), link)
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		go func() { _ = cmd.Wait() }()
+		return nil
+	}
 }

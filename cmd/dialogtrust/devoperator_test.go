@@ -295,3 +295,35 @@ func devPageLogin(t *testing.T, link string) *http.Cookie {
 	}
 	return a.Cookies()[0]
 }
+
+// dev --open hands the operator's page's one-time link, the one it printed, to the
+// browser command (here a stand-in on PATH that writes down its argument), which can
+// still sign in with it.
+func TestIssue26DevOpen(t *testing.T) {
+	bin, got := t.TempDir(), filepath.Join(t.TempDir(), "opened")
+	script := "#!/bin/sh\nprintf '%s' \"$1\" > " + shellQuote(got) + ".tmp && mv " + shellQuote(got) + ".tmp " + shellQuote(got) + "\n"
+	if err := os.WriteFile(filepath.Join(bin, devBrowserCommand()), []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, _, _ := startDevRun(t, devOptions{cacheDir: t.TempDir(), open: devOpener(true)})
+	pm := regexp.MustCompile(`sign in once, within a minute: (http://\S+)\)`).FindStringSubmatch(out.String())
+	if pm == nil {
+		t.Fatalf("no login link in:\n%s", out.String())
+	}
+	var link []byte
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var err error
+		if link, err = os.ReadFile(got); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // an external process's effect, not a clock
+	}
+	if string(link) != pm[1] {
+		t.Fatalf("the browser was given %q, want the printed link %q", link, pm[1])
+	}
+	devPageLogin(t, string(link))
+	if devOpener(false) != nil {
+		t.Fatal("an opener without --open")
+	}
+}
