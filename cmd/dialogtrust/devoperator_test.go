@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -137,6 +138,10 @@ func TestIssue26DevOperator(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("stop: %v", err)
+	}
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(strings.TrimSuffix(pageURL, "/admin/"), "http://"), time.Second); err == nil {
+		c.Close()
+		t.Errorf("the admin listener %s still accepts connections after dev stopped", pageURL)
 	}
 
 	log := filepath.Join(trail, "tts.log")
