@@ -50,7 +50,9 @@ const (
 // removing the directory it made for the files of those commands. With --proxies it
 // also runs a proxy pair (docs/proxy.md): an egress for the workload of the printed
 // commands routing to an ingress in front of an echo application, and prints a curl
-// command that goes through both.
+// command that goes through both. dev.local's TTS also keeps an audit trail, enforces
+// revocations and serves the admin API and the operator's page, for an operator whose
+// WIT and key dev keeps in the run's directory (devoperator.go, issue 26).
 func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("dev", stderr)
 	witAddr := fs.String("wit-addr", "127.0.0.1:0", "loopback host:port of the WIT issuer (port 0: a free one)")
