@@ -50,13 +50,17 @@ const (
 // removing the directory it made for the files of those commands. With --proxies it
 // also runs a proxy pair (docs/proxy.md): an egress for the workload of the printed
 // commands routing to an ingress in front of an echo application, and prints a curl
-// command that goes through both.
+// command that goes through both. dev.local's TTS also keeps an audit trail, enforces
+// revocations and serves the admin API and the operator's page, for an operator whose
+// WIT and key dev keeps in the run's directory (devoperator.go, issue 26).
 func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("dev", stderr)
 	witAddr := fs.String("wit-addr", "127.0.0.1:0", "loopback host:port of the WIT issuer (port 0: a free one)")
 	ttsAddr := fs.String("tts-addr", "127.0.0.1:0", "loopback host:port of the TTS (port 0: a free one)")
 	peerAddr := fs.String("peer-addr", "127.0.0.1:0", "loopback host:port of the peer domain's TTS, AS B of identity chaining (port 0: a free one)")
 	peerWITAddr := fs.String("peer-wit-addr", "127.0.0.1:0", "loopback host:port of the peer domain's WIT issuer (port 0: a free one)")
+	adminAddr := fs.String("admin-addr", "127.0.0.1:0", "loopback host:port of the TTS's revocations admin API and operator's page (port 0: a free one)")
+	openPage := fs.Bool("open", false, "open the operator's page in the browser (with "+devBrowserCommand()+"), signed in with the one-time link")
 	logFormat := fs.String("log-format", "", "the services' logs on standard error: text or json (default: text on a terminal, else json)")
 	proxies := fs.Bool("proxies", false, "also run a proxy pair on free loopback ports: an egress for "+devWorkload+" routing to an ingress in front of an echo application")
 	app := fs.String("app", "", "with --proxies: the URL of your own HTTP application (such as http://127.0.0.1:8000), put behind the ingress in place of the echo application")
@@ -78,12 +82,15 @@ func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	// Under `go run` the parent is the go command: if it is killed without a signal
 	// reaching this process, the services must not outlive it.
 	go stopWhenOrphaned(ctx, cancel, os.Getppid(), os.Getppid, kit.Ticker(ctx, time.Second))
-	return runDev(ctx, devOptions{witAddr: *witAddr, ttsAddr: *ttsAddr, peerAddr: *peerAddr, peerWITAddr: *peerWITAddr, proxies: *proxies,
-		pair: devPairOptions{app: *app, egressAddr: *egressAddr}, logFormat: format, command: devCommand(), started: time.Now()}, stdout, stderr)
+	return runDev(ctx, devOptions{witAddr: *witAddr, ttsAddr: *ttsAddr, peerAddr: *peerAddr, peerWITAddr: *peerWITAddr, adminAddr: *adminAddr, proxies: *proxies,
+		pair: devPairOptions{app: *app, egressAddr: *egressAddr}, logFormat: format, command: devCommand(), started: time.Now(),
+		open: devOpener(*openPage)}, stdout, stderr)
 }
 
 type devOptions struct {
 	witAddr, ttsAddr, peerAddr, peerWITAddr string
+	// adminAddr is where dev.local's TTS serves its revocations admin API (devoperator.go).
+	adminAddr string
 	// proxies also runs the proxy pair (startDevPair), configured by pair.
 	proxies bool
 	pair    devPairOptions
@@ -97,6 +104,11 @@ type devOptions struct {
 	cacheDir string
 	// ready, if set, hears the directory of the run once the commands are printed.
 	ready func(dir string)
+	// open, if set, opens the operator's page's one-time login link (--open).
+	open func(link string) error
+	// stopped, if set, hears the directory of the run once every service has stopped
+	// (the audit trails closed with their last checkpoint), before it is removed.
+	stopped func(dir string)
 }
 
 // runDev is dev until ctx ends; tests call it.
@@ -105,8 +117,18 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	// their lines whole (and a writer that is not safe for concurrent use, such as a
 	// test's buffer, safe).
 	stderr = &lockedWriter{w: stderr}
-	flags := []string{"--wit-addr", "--tts-addr", "--peer-addr", "--peer-wit-addr"}
-	for i, addr := range []string{o.witAddr, o.ttsAddr, o.peerAddr, o.peerWITAddr} {
+	// In text, the services' lines wait until dev's are printed (heldWriter).
+	var held *heldWriter
+	if o.logFormat == kit.LogText {
+		held = holdWrites(stderr)
+		defer held.release()
+		stderr = held
+	}
+	if o.adminAddr == "" {
+		o.adminAddr = "127.0.0.1:0"
+	}
+	flags := []string{"--wit-addr", "--tts-addr", "--peer-addr", "--peer-wit-addr", "--admin-addr"}
+	for i, addr := range []string{o.witAddr, o.ttsAddr, o.peerAddr, o.peerWITAddr, o.adminAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			return usageError{flags[i] + ": " + err.Error()}
 		}
@@ -118,13 +140,18 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	if err := o.pair.check(o.proxies); err != nil {
 		return err
 	}
-	addrs, err := freePorts(flags, o.witAddr, o.ttsAddr, o.peerAddr, o.peerWITAddr)
+	addrs, err := freePorts(flags, o.witAddr, o.ttsAddr, o.peerAddr, o.peerWITAddr, o.adminAddr)
 	if err != nil {
 		return err
 	}
-	witAddr, ttsAddr, peerAddr, peerWITAddr := addrs[0], addrs[1], addrs[2], addrs[3]
+	witAddr, ttsAddr, peerAddr, peerWITAddr, adminAddr := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4]
 	dir, removeDir, err := devDir(o.cacheDir)
 	if err != nil {
+		return err
+	}
+	auditDir := filepath.Join(dir, devAuditDir)
+	if err := os.Mkdir(auditDir, 0o700); err != nil {
+		_ = removeDir()
 		return err
 	}
 	witURL, ttsURL, peerURL, peerWITURL := "http://"+witAddr, "http://"+ttsAddr, "http://"+peerAddr, "http://"+peerWITAddr
@@ -142,13 +169,13 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	// --config: dev.local's is cmd/tts's default with identity chaining added, the
 	// peer's its own (devPeerConfig).
 	tp := devProgram(ttsservice.Program, o.logFormat)
-	tp.Config.Default = devChainingConfig(tp.Config.Default, peerURL)
+	tp.Config.Default = devOperatorConfig(devChainingConfig(tp.Config.Default, peerURL), adminAddr, filepath.Join(auditDir, "tts.log"))
 	ttsEnv := []string{ttsservice.EnvPrefix + "WIT_JWKS_URL=" + witURL + witissuer.PathJWKS}
 	go func() {
-		done <- devResult{"--tts-addr", kit.Run(ctx, tp, devArgs(ttsAddr, o.logFormat), ttsEnv, stderr, stderr, nil)}
+		done <- devTTSResult(kit.Run(ctx, tp, devArgs(ttsAddr, o.logFormat), ttsEnv, stderr, stderr, nil), adminAddr)
 	}()
 	pp := devProgram(ttsservice.Program, o.logFormat)
-	pp.Config.Default = devPeerConfig(peerAddr, witURL, ttsURL, peerWITURL)
+	pp.Config.Default = devPeerConfig(peerAddr, witURL, ttsURL, peerWITURL, filepath.Join(auditDir, "peer.log"))
 	go func() {
 		done <- devResult{"--peer-addr", kit.Run(ctx, pp, devArgs(peerAddr, o.logFormat), nil, stderr, stderr, nil)}
 	}()
@@ -165,11 +192,15 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	// first error; a listen error names the flag of the address. Every return after
 	// the directory is made goes through it.
 	stopAll := func(first error) error {
+		held.release()
 		cancel()
 		for ; running > 0; running-- {
 			if r := <-done; r.err != nil && first == nil {
 				first = flagError(r)
 			}
+		}
+		if o.stopped != nil {
+			o.stopped(dir)
 		}
 		if err := removeDir(); err != nil {
 			fmt.Fprintf(stderr, "dialogtrust dev: stopped; could not remove %s: %v\n", dir, err)
@@ -224,7 +255,20 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 		}
 		pair = p
 	}
-	printDev(stdout, o.command, devURLs{wit: witURL, tts: ttsURL, peer: peerURL, peerWIT: peerWITURL}, dir, time.Since(o.started), pair)
+	// The operator's WIT comes from the WIT issuer, ready now; the admin API and the
+	// page share the TTS's readiness.
+	login, err := startDevOperator(ctx, witURL, devAdminURL(adminAddr), dir, stderr)
+	if err != nil {
+		return stopAll(err)
+	}
+	printDev(stdout, o.command, devURLs{wit: witURL, tts: ttsURL, peer: peerURL, peerWIT: peerWITURL, admin: devAdminURL(adminAddr),
+		page: devPageURL(adminAddr), login: login.LoginURL}, dir, time.Since(o.started), pair)
+	held.release()
+	if o.open != nil {
+		if err := o.open(login.LoginURL); err != nil {
+			fmt.Fprintf(stderr, "dialogtrust dev: the operator's page was not opened (open the link above): %v\n", err)
+		}
+	}
 	if o.ready != nil {
 		o.ready(dir)
 	}
@@ -265,7 +309,7 @@ chaining:
 // them, typ at+jwt, its own keys, aud peer.local), and its one policy rule admits
 // peer.local's workloads, with those and nothing else as subjects, to a Txn-Token for
 // the linked dialog (Figure 5 step 4); dev.local's workloads get none here.
-func devPeerConfig(peerAddr, witURL, ttsURL, peerWITURL string) []byte {
+func devPeerConfig(peerAddr, witURL, ttsURL, peerWITURL, auditPath string) []byte {
 	return fmt.Appendf(nil, `development: true
 listen: %q
 trust_domains: [%s]
@@ -288,8 +332,8 @@ chaining:
     audience: %s
     peers:
       - {issuer: %q, scopes: [%s]}
-`, peerAddr, devPeerDomain, devTrustDomain, witURL+witissuer.PathJWKS, devPeerDomain, peerWITURL+witissuer.PathJWKS, devPeerDomain,
-		ttsURL, ttsURL+tts.PathJWKS, devPeerDomain, ttsURL, devScope)
+%s`, peerAddr, devPeerDomain, devTrustDomain, witURL+witissuer.PathJWKS, devPeerDomain, peerWITURL+witissuer.PathJWKS, devPeerDomain,
+		ttsURL, ttsURL+tts.PathJWKS, devPeerDomain, ttsURL, devScope, devAuditConfig(auditPath, "peer"))
 }
 
 // devPeerWITConfig is the configuration of the peer domain's WIT issuer: wit-issuer's
@@ -423,6 +467,9 @@ const (
 // devURLs are the base URLs of dev's services.
 type devURLs struct {
 	wit, tts, peer, peerWIT string
+	// admin is the revocations admin API's URL; page the operator's page's, and login
+	// the operator's first one-time login link to it.
+	admin, page, login string
 }
 
 // printDev prints the URLs and the next commands; every file they write is in dir.
@@ -433,6 +480,7 @@ func printDev(w io.Writer, command string, u devURLs, dir string, took time.Dura
 	file := func(name string) string { return shellQuote(filepath.Join(dir, name)) }
 	key, witFile, txnFile, grantFile, atFile := file("a1.jwk"), file("a1.wit"), file("a1.txn"), file("a1.grant"), file("a1.at")
 	peerKey, peerWITFile, peerTxnFile := file("b1.jwk"), file("b1.wit"), file("b1.txn")
+	opKey, opWITFile := file(devOperatorKeyFile), file(devOperatorWITFile)
 	lines := []string{
 		"dialogtrust dev: a DEVELOPMENT trust domain (" + devTrustDomain + ") on loopback, with a peer domain (" + devPeerDomain +
 			") for identity chaining. It authenticates NOBODY: never use it for anything real.",
@@ -441,6 +489,10 @@ func printDev(w io.Writer, command string, u devURLs, dir string, took time.Dura
 		"  TTS         " + ttsURL + "  (token endpoint " + ttsURL + tts.PathToken + "; AS A: grants for " + devPeerDomain + ")",
 		"  peer TTS    " + peerURL + "  (" + devPeerDomain + "; AS B: token endpoint " + peerURL + tts.PathToken + ")",
 		"  peer WIT    " + u.peerWIT + "  (" + devPeerDomain + "'s WIT issuer; JWKS " + u.peerWIT + witissuer.PathJWKS + ")",
+		"  operator    " + u.page + "  (the operator's page; sign in once, within a minute: " + u.login + ")",
+		"  admin API   " + u.admin + "  (revocations; its administrator " + devOperator + "'s WIT and key are in files)",
+		"  audit       " + filepath.Join(dir, devAuditDir, "tts.log") + "  (the TTS's audit trail, checkpointed every " + devCheckpointInterval.String() +
+			"; peer.log beside it: the peer TTS's)",
 		"  files       " + dir + "  (removed on exit)",
 		"",
 		fmt.Sprintf("Ready in %.1fs. Next, in another terminal, from this directory:", took.Seconds()),
@@ -468,13 +520,17 @@ func printDev(w io.Writer, command string, u devURLs, dir string, took time.Dura
 			" --subject-token-type access_token --scope " + devScope + " --audience " + devPeerDomain + " --dialog " + devLinkedDialog + " > " + peerTxnFile,
 		"  # 9. verify it as a receiver in " + devPeerDomain + " does, and that it is for dialog " + devLinkedDialog + " (the subject still " + devSubject + ")",
 		"  " + command + " txn verify --jwks " + peerURL + tts.PathJWKS + " --audience " + devPeerDomain + " --dialog " + devLinkedDialog + " @" + peerTxnFile,
+		"  # 10. as the operator " + devOperator + ", a new one-time login link to the operator's page (D1 is among its recent dialogs)",
+		"  " + command + " revoke page --admin " + u.admin + " --wit @" + opWITFile + " --key " + opKey,
+		"  # 11. as the operator, revoke dialog " + devDialog + " at the TTS: step 3 run again is refused (dialog_revoked)",
+		"  " + command + " revoke --admin " + u.admin + " --wit @" + opWITFile + " --key " + opKey + " --dialog " + devDialog,
 		"",
 		"Ctrl-C stops the four services and removes " + dir + ".",
 	}
 	if pair != nil {
 		// After the peer WIT issuer's line; and the command before the last two lines (the
 		// blank one and Ctrl-C's), which then names everything it stops.
-		lines = slices.Insert(lines, 6,
+		lines = slices.Insert(lines, slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "  operator ") }),
 			"  egress      http://"+pair.egress+"  (proxy for "+devWorkload+": "+devPairPrefix+"/... to the ingress)  ops http://"+pair.egressOps,
 			"  ingress     http://"+pair.ingress+"  (proxy for "+devTool+", in front of "+pair.behind()+")  ops http://"+pair.ingressOps)
 		lines = slices.Insert(lines, len(lines)-2, pair.curlLines()...)

@@ -55,13 +55,21 @@ func startDevWith(t *testing.T, cacheDir string, proxies bool) (out *testkit.Syn
 // startDevOptions is startDevWith, the pair configured by pair (--app, --egress-addr).
 func startDevOptions(t *testing.T, cacheDir string, proxies bool, pair devPairOptions) (out *testkit.SyncBuffer, dir string, stop func() error) {
 	t.Helper()
+	return startDevRun(t, devOptions{proxies: proxies, pair: pair, cacheDir: cacheDir})
+}
+
+// startDevRun is startDevOptions with o's other options (such as stopped); the
+// addresses are free loopback ports, the command "dialogtrust".
+func startDevRun(t *testing.T, o devOptions) (out *testkit.SyncBuffer, dir string, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out = &testkit.SyncBuffer{}
 	readyc := make(chan string, 1)
 	errc := make(chan error, 1)
+	o.witAddr, o.ttsAddr, o.peerAddr, o.peerWITAddr, o.adminAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	o.command, o.started, o.ready = "dialogtrust", time.Now(), func(d string) { readyc <- d }
 	go func() {
-		errc <- runDev(ctx, devOptions{witAddr: "127.0.0.1:0", ttsAddr: "127.0.0.1:0", peerAddr: "127.0.0.1:0", peerWITAddr: "127.0.0.1:0", proxies: proxies, pair: pair, command: "dialogtrust",
-			started: time.Now(), cacheDir: cacheDir, ready: func(d string) { readyc <- d }}, out, &testkit.SyncBuffer{})
+		errc <- runDev(ctx, o, out, &testkit.SyncBuffer{})
 	}()
 	var stopped bool
 	var stopErr error
@@ -304,7 +312,7 @@ func checkDevStopped(t *testing.T, stop func() error, cache string, urls []strin
 
 // devCommandCount is how many commands dev prints without --proxies; devFiles, the
 // files they write into the run's directory.
-const devCommandCount = 9
+const devCommandCount = 11
 
 var devFiles = []string{"a1.jwk", "a1.wit", "a1.txn", "a1.grant", "a1.at", "b1.jwk", "b1.wit", "b1.txn"}
 
@@ -409,6 +417,8 @@ func TestDevUsageErrors(t *testing.T) {
 		{[]string{"dev", "--peer-addr", busy.Addr().String()}, "usage error: --peer-addr: listen tcp " + busy.Addr().String()},
 		{[]string{"dev", "--peer-wit-addr", "0.0.0.0:8083"}, "usage error: --peer-wit-addr: 0.0.0.0:8083 is not a loopback"},
 		{[]string{"dev", "--peer-wit-addr", busy.Addr().String()}, "usage error: --peer-wit-addr: listen tcp " + busy.Addr().String()},
+		{[]string{"dev", "--admin-addr", "0.0.0.0:8444"}, "usage error: --admin-addr: 0.0.0.0:8444 is not a loopback"},
+		{[]string{"dev", "--admin-addr", busy.Addr().String()}, "usage error: --admin-addr: revocations.admin.listen: listen tcp " + busy.Addr().String()},
 		{[]string{"dev", "extra"}, "usage error: unexpected argument extra"},
 	} {
 		_, errOut, code := dt(t, "", c.args...)

@@ -103,14 +103,14 @@ func (p *devPair) appLines() []string {
 	}
 }
 
-// curlLines are the tenth printed command, the curl through the pair, and its comment.
+// curlLines are the twelfth printed command, the curl through the pair, and its comment.
 func (p *devPair) curlLines() []string {
 	shows := "and the echo application shows the Dialogtrust-Verified-* fields it was given (curl -i: the dialog's Dialog-Context)"
 	if p.app != "" {
 		shows = "and your application gets the Dialogtrust-Verified-* fields above (curl -i: the dialog's Dialog-Context)"
 	}
 	return []string{
-		"  # 10. plain HTTP through the proxy pair: the egress starts a dialog and signs as " + devWorkload + ", the ingress verifies",
+		"  # 12. plain HTTP through the proxy pair: the egress starts a dialog and signs as " + devWorkload + ", the ingress verifies",
 		"  #     " + shows,
 		"  " + devPairCurl(p),
 	}

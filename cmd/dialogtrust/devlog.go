@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"os"
+	"sync"
 
 	"golang.org/x/term"
 
@@ -41,4 +44,49 @@ func devProgram[C any](p kit.Program[C], format string) kit.Program[C] {
 // devArgs is the service runner's command line for a service of dev on addr.
 func devArgs(addr, format string) []string {
 	return []string{"--listen", addr, "--log-format", format}
+}
+
+// devHoldMax bounds what heldWriter keeps: past it, the lines go out at once.
+const devHoldMax = 1 << 20
+
+// heldWriter keeps the services' lines until release, in text: what the services log
+// while dev starts (their audit trail and admin API lines, the operator's WIT being
+// issued) follows dev's own lines at a terminal instead of pushing them up. It is safe
+// for concurrent use.
+type heldWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	held *bytes.Buffer // nil once released
+}
+
+func holdWrites(w io.Writer) *heldWriter { return &heldWriter{w: w, held: &bytes.Buffer{}} }
+
+func (h *heldWriter) Write(b []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held != nil {
+		if h.held.Len()+len(b) <= devHoldMax {
+			return h.held.Write(b)
+		}
+		h.releaseLocked()
+	}
+	return h.w.Write(b)
+}
+
+// release writes what was held and lets every later line through; a nil h does
+// nothing (json: nothing is held).
+func (h *heldWriter) release() {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.releaseLocked()
+}
+
+func (h *heldWriter) releaseLocked() {
+	if h.held != nil {
+		_, _ = h.w.Write(h.held.Bytes())
+		h.held = nil
+	}
 }

@@ -42,11 +42,13 @@ func TestIssue24Point6DevLogFormat(t *testing.T) {
 }
 
 // runDevLogs runs dev in the process with its logs in format until it is ready, stops
-// it, and returns its standard output and error.
+// it, and returns its standard output and what it wrote on standard error before its
+// standard output.
 func runDevLogs(t *testing.T, format string) (stdout, stderr string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errb := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
+	errb := &testkit.SyncBuffer{}
+	out := &firstWriteMark{mark: errb}
 	readyc, errc := make(chan string, 1), make(chan error, 1)
 	go func() {
 		errc <- runDev(ctx, devOptions{witAddr: "127.0.0.1:0", ttsAddr: "127.0.0.1:0", peerAddr: "127.0.0.1:0", peerWITAddr: "127.0.0.1:0",
@@ -61,13 +63,30 @@ func runDevLogs(t *testing.T, format string) (stdout, stderr string) {
 		cancel()
 		t.Fatal("dev not ready in 30s")
 	}
-	// What a person sees before the next commands: the services' lines written so far.
-	before := errb.String()
+	// What a person sees before the next commands: the services' lines written before
+	// dev's own.
+	before := errb.String()[:out.at]
 	cancel()
 	if err := <-errc; err != nil {
 		t.Fatalf("dev: %v", err)
 	}
 	return out.String(), before
+}
+
+// firstWriteMark is dev's standard output in runDevLogs: it notes how much had been
+// written to mark (standard error) when its first write came.
+type firstWriteMark struct {
+	testkit.SyncBuffer
+	mark   *testkit.SyncBuffer
+	at     int
+	marked bool
+}
+
+func (f *firstWriteMark) Write(b []byte) (int, error) {
+	if !f.marked {
+		f.at, f.marked = len(f.mark.String()), true
+	}
+	return f.SyncBuffer.Write(b)
 }
 
 // TestIssue24Point6DevTerminalOutput: in text (a terminal), nothing of the four

@@ -21,7 +21,7 @@ type command struct {
 }
 
 var commands = []command{
-	{"dev", "[--wit-addr 127.0.0.1:0] [--tts-addr 127.0.0.1:0] [--peer-addr 127.0.0.1:0] [--peer-wit-addr 127.0.0.1:0] [--proxies [--app URL] [--egress-addr 127.0.0.1:0]] [--log-format text|json]", devRun},
+	{"dev", "[--wit-addr 127.0.0.1:0] [--tts-addr 127.0.0.1:0] [--peer-addr 127.0.0.1:0] [--peer-wit-addr 127.0.0.1:0] [--admin-addr 127.0.0.1:0] [--open] [--proxies [--app URL] [--egress-addr 127.0.0.1:0]] [--log-format text|json]", devRun},
 	{"key generate", "--alg ES256|EdDSA|Ed25519 [--out FILE [--force]]", keyGenerate},
 	{"key public", "[--in FILE]", keyPublic},
 	{"wit issue", "--issuer-key FILE --iss URI --sub ID --cnf-key FILE [--ttl 1h]", witIssue},
