@@ -2,8 +2,6 @@ package console_test
 
 import (
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"net/http"
@@ -18,7 +16,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
-	"github.com/dialogtrust/dialogtrust/wic"
 )
 
 // Issue 26 point 3 (a): a browser presenting an administrator's workload identity
@@ -34,12 +31,7 @@ func TestIssue26Point3_MutualTLSAndHostCookie(t *testing.T) {
 	caKey, caDER, caCert := newCA()
 	otherKey, otherDER, _ := newCA()
 	cert := func(ck *ecdsa.PrivateKey, cder []byte, id string) tls.Certificate {
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		der, err := wic.IssueWIC(ck, cder, k.Public(), identifier.MustParse(id), now.Add(-time.Hour), now.Add(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}
+		return testkit.NewWICCert(t, ck, cder, id, now.Add(-time.Hour), now.Add(time.Hour))
 	}
 	st := revoke.NewMemory()
 	srv := httptest.NewUnstartedServer(nil)
@@ -58,12 +50,9 @@ func TestIssue26Point3_MutualTLSAndHostCookie(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Config.Handler = console.Routes(api, page)
-	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	defer srv.Close()
+	testkit.StartClientCertTLS(t, srv)
 	client := func(certs ...tls.Certificate) *http.Client {
-		tr := srv.Client().Transport.(*http.Transport).Clone()
-		tr.TLSClientConfig.Certificates = certs
+		tr := testkit.ClientCertTransport(srv, certs...)
 		return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	alice := client(cert(caKey, caDER, "wimse://a.example/ops/alice"))

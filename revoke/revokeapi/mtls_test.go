@@ -3,8 +3,6 @@ package revokeapi_test
 import (
 	"context"
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"net/http"
@@ -17,7 +15,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
-	"github.com/dialogtrust/dialogtrust/wic"
 )
 
 // Issue 26: an administrator authenticates with a workload identity certificate
@@ -32,12 +29,7 @@ func TestIssue26_AdminMutualTLS(t *testing.T) {
 	caKey, caDER, caCert := newCA()
 	otherKey, otherDER, _ := newCA()
 	cert := func(ck *ecdsa.PrivateKey, cder []byte, id string) tls.Certificate {
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		der, err := wic.IssueWIC(ck, cder, k.Public(), identifier.MustParse(id), now.Add(-time.Hour), now.Add(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}
+		return testkit.NewWICCert(t, ck, cder, id, now.Add(-time.Hour), now.Add(time.Hour))
 	}
 	st := revoke.NewMemory()
 	h, err := revokeapi.New(revokeapi.Config{Store: st, CertRoots: []*x509.Certificate{caCert},
@@ -46,12 +38,9 @@ func TestIssue26_AdminMutualTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(h)
-	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	defer srv.Close()
+	testkit.StartClientCertTLS(t, srv)
 	client := func(certs ...tls.Certificate) *revokeapi.Client {
-		tr := srv.Client().Transport.(*http.Transport).Clone()
-		tr.TLSClientConfig.Certificates = certs
+		tr := testkit.ClientCertTransport(srv, certs...)
 		return &revokeapi.Client{URL: srv.URL + revokeapi.Path, HTTP: &http.Client{Transport: tr}}
 	}
 	ctx := context.Background()
