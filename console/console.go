@@ -326,6 +326,33 @@ func (c *Console) dialog(w http.ResponseWriter, r *http.Request) {
 
 // revoke is the page's revoke button: revokeapi's Revoke, as the API's POST calls it.
 func (c *Console) revoke(w http.ResponseWriter, r *http.Request) {
+	c.dialogAction(w, r, func(ctx context.Context, admin identifier.ID, id string, f url.Values) error {
+		req := revokeapi.Request{Kind: revoke.Dialog, ID: id, Reason: f.Get("reason"), Linked: f.Get("linked") == "on"}
+		if s := strings.TrimSpace(f.Get("ttl")); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil || d < time.Second {
+				return errcode.New(errcode.InvalidRequest, "ttl is a duration such as 1h")
+			}
+			req.TTLSeconds = int64(d / time.Second)
+		}
+		_, err := c.cfg.API.Revoke(ctx, admin, req)
+		return err
+	})
+}
+
+// lift is the page's lift button: revokeapi's Lift, as the API's DELETE calls it.
+func (c *Console) lift(w http.ResponseWriter, r *http.Request) {
+	c.dialogAction(w, r, func(ctx context.Context, admin identifier.ID, id string, _ url.Values) error {
+		_, err := c.cfg.API.Lift(ctx, admin, revoke.Dialog, id)
+		return err
+	})
+}
+
+// dialogAction is one button of a dialog's page: the form is checked (session, CSRF
+// token, origin) and the dialog id read before act runs with the administrator, in a
+// context carrying the request's id for the audit record; then the browser goes back
+// to the dialog's page.
+func (c *Console) dialogAction(w http.ResponseWriter, r *http.Request, act func(ctx context.Context, admin identifier.ID, id string, f url.Values) error) {
 	v, f, err := c.form(w, r)
 	if err != nil {
 		c.fail(w, r, err)
@@ -336,35 +363,7 @@ func (c *Console) revoke(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	req := revokeapi.Request{Kind: revoke.Dialog, ID: id, Reason: f.Get("reason"), Linked: f.Get("linked") == "on"}
-	if s := strings.TrimSpace(f.Get("ttl")); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d < time.Second {
-			c.fail(w, r, errcode.New(errcode.InvalidRequest, "ttl is a duration such as 1h"))
-			return
-		}
-		req.TTLSeconds = int64(d / time.Second)
-	}
-	if _, err := c.cfg.API.Revoke(revokeapi.WithRequestID(r.Context(), reqid.From(r)), v.admin, req); err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	http.Redirect(w, r, dialogURL(id), http.StatusSeeOther)
-}
-
-// lift is the page's lift button: revokeapi's Lift, as the API's DELETE calls it.
-func (c *Console) lift(w http.ResponseWriter, r *http.Request) {
-	v, _, err := c.form(w, r)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	id, err := dialogID(r)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	if _, err := c.cfg.API.Lift(revokeapi.WithRequestID(r.Context(), reqid.From(r)), v.admin, revoke.Dialog, id); err != nil {
+	if err := act(revokeapi.WithRequestID(r.Context(), reqid.From(r)), v.admin, id, f); err != nil {
 		c.fail(w, r, err)
 		return
 	}
