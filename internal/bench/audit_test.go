@@ -31,7 +31,7 @@ func (o oneKey) Active() *keys.PrivateKey { return o.k }
 // runs the same HTTP-signed request through two receivers alike but for the auditor,
 // one after the other, the order alternating, and measures each Middleware call (the
 // request verified, the record written, an empty handler) with the serving thread's
-// CPU clock (threadCPU: user and system time, so the write(2) counts; wall time where
+// CPU clock (testkit.ThreadCPU: user and system time, so the write(2) counts; wall time where
 // it cannot be read), as the TTS's audit ratio does. "signature" is the cheapest real
 // path (the WIT cached, a Dialog-Context, no Txn-Token), where the record weighs most;
 // "signature+txn" adds a Txn-Token the receiver verifies and the record names (its
@@ -103,11 +103,11 @@ func benchReceiverAudit(b *testing.B, alg string, withTxn bool) {
 		r := req.Clone(ctx)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		rec := httptest.NewRecorder()
-		c0, cpu := threadCPU()
+		c0, cpu := testkit.ThreadCPU()
 		t0 := time.Now()
 		h.ServeHTTP(rec, r)
 		el := time.Since(t0)
-		if c1, ok := threadCPU(); cpu && ok {
+		if c1, ok := testkit.ThreadCPU(); cpu && ok {
 			el = c1 - c0
 		}
 		if rec.Code != http.StatusOK {
