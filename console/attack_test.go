@@ -26,7 +26,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -41,89 +40,21 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
-	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
-	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/wic"
 )
 
-// syncBuffer is a log destination the server's goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // atkWorld is an admin listener (API and page) over a trail file, with its log kept.
 type atkWorld struct {
-	clock            *testkit.Clock
-	store            *revoke.Memory
-	base, api, trail string
-	seq              uint64
-	admin, bob, user *testkit.Workload
-	foreignAdmin     *testkit.Workload // b.example's /ops/alice: WITs trusted, not an administrator here
-	log              *syncBuffer
-	logins           *console.Logins
+	*world
+	log *testkit.SyncBuffer
 }
 
 func newAtkWorld(t *testing.T) *atkWorld {
 	t.Helper()
-	w := &atkWorld{clock: testkit.NewClock(time.Now().Truncate(time.Second)), log: &syncBuffer{}}
-	a := testkit.NewDomain(t, "a.example", keys.ES256, w.clock)
-	b := testkit.NewDomain(t, "b.example", keys.ES256, w.clock)
-	setB, err := keys.NewStaticSet(b.Key.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Trust.AddTrustDomain("b.example", setB)
-	w.admin, w.bob, w.user = a.Workload(t, "/ops/alice", keys.ES256), a.Workload(t, "/ops/bob", keys.ES256), a.Workload(t, "/agent/a1", keys.ES256)
-	w.foreignAdmin = b.Workload(t, "/ops/alice", keys.ES256)
-	w.store = revoke.NewMemory(revoke.WithClock(w.clock.Now))
-	w.trail = filepath.Join(t.TempDir(), "audit.log")
-	if err := os.WriteFile(w.trail, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(nil)
-	w.base = "http://" + srv.Listener.Addr().String()
-	w.api = w.base + revokeapi.Path
-	logger := slog.New(slog.NewJSONHandler(w.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	w.logins, err = console.NewLogins(w.base, console.WithClock(w.clock.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := revokeapi.New(revokeapi.Config{
-		Store:        w.store,
-		Signatures:   httpsig.NewVerifier(a.Validator(), httpsig.WithAudiences(w.api), httpsig.WithReplay(store.NewMemory(store.WithClock(w.clock.Now))), httpsig.WithClock(w.clock.Now)),
-		Admins:       []identifier.ID{w.admin.ID, w.bob.ID},
-		TrustDomains: []string{"a.example"},
-		DefaultTTL:   time.Hour,
-		Now:          w.clock.Now,
-		Sessions:     w.logins,
-		Logger:       logger,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, err := console.New(console.Config{API: api, Logins: w.logins, Trail: console.FileTrail{Path: w.trail}, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = console.Routes(api, page)
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return w
+	log := &testkit.SyncBuffer{}
+	return &atkWorld{world: newLoggedWorld(t, 0, slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))), log: log}
 }
 
 // writeRaw appends raw lines to the trail.
@@ -154,13 +85,9 @@ func (w *atkWorld) writeEntries(t *testing.T, es ...audit.Entry) {
 	w.writeRaw(t, lines...)
 }
 
-func (w *atkWorld) apiClient(wl *testkit.Workload) *revokeapi.Client {
-	return &revokeapi.Client{URL: w.api, Signer: httpsig.NewSigner(wl.Key, wl.WIT, httpsig.WithClock(w.clock.Now))}
-}
-
 func (w *atkWorld) loginURL(t *testing.T, wl *testkit.Workload) string {
 	t.Helper()
-	s, err := w.apiClient(wl).NewSession(context.Background())
+	s, err := w.client(wl).NewSession(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +251,7 @@ func TestAttackPage_EveryRouteWithoutAValidSession(t *testing.T) {
 		"expired session":       func(r *http.Request) { r.Header.Set("Cookie", "dialogtrust-session="+oldCookie) },
 		"huge cookie":           func(r *http.Request) { r.Header.Set("Cookie", "dialogtrust-session="+strings.Repeat("A", 6000)) },
 		"admin's signature":     sign(w.admin),
-		"foreign admin's sig":   sign(w.foreignAdmin),
+		"foreign admin's sig":   sign(w.foreign),
 		"non-admin's signature": sign(w.user),
 		"cookie in the query":   func(r *http.Request) { r.URL.RawQuery = "session=" + outCookie + "&csrf=" + tok },
 	}
@@ -713,7 +640,7 @@ func TestAttackPage_XSSThroughTrailAndReasons(t *testing.T) {
 		pageHeaders(t, "revoke "+dlg, a.header)
 		checkHostile(t, "revoke answer "+dlg, a.body)
 		// A revocation made through the API with the hostile reason, when valid.
-		_, _ = w.apiClient(w.admin).Revoke(context.Background(), revokeapi.Request{Kind: revoke.Txn, ID: cutT(p), Reason: cutT(p)})
+		_, _ = w.client(w.admin).Revoke(context.Background(), revokeapi.Request{Kind: revoke.Txn, ID: cutT(p), Reason: cutT(p)})
 	}
 	pages := []string{"/admin/", "/admin/dialogs/D1"}
 	for i, p := range hostile {
@@ -851,21 +778,21 @@ func TestAttackPage_RevokeAnotherDomainsWorkload(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, id := range []string{"wimse://b.example/agent/x", "spiffe://b.example/agent/x", "wimse://A.EXAMPLE.evil/agent/x", "wimse://a.example.b.example/x", "wimse://b.example/../a.example/x"} {
-		if _, err := w.apiClient(w.admin).Revoke(ctx, revokeapi.Request{Kind: revoke.Workload, ID: id, Reason: "x"}); err == nil {
+		if _, err := w.client(w.admin).Revoke(ctx, revokeapi.Request{Kind: revoke.Workload, ID: id, Reason: "x"}); err == nil {
 			t.Errorf("the API revoked workload %s", id)
 		}
-		if _, err := w.apiClient(w.admin).Lift(ctx, revoke.Workload, id); err == nil {
+		if _, err := w.client(w.admin).Lift(ctx, revoke.Workload, id); err == nil {
 			t.Errorf("the API lifted workload %s", id)
 		}
 	}
 	// Another domain's administrator, whose WITs this TTS trusts, is nobody here.
-	if _, err := w.apiClient(w.foreignAdmin).Revoke(ctx, revokeapi.Request{Kind: revoke.Dialog, ID: "D2", Reason: "x"}); err == nil {
+	if _, err := w.client(w.foreign).Revoke(ctx, revokeapi.Request{Kind: revoke.Dialog, ID: "D2", Reason: "x"}); err == nil {
 		t.Error("another domain's administrator revoked a dialog")
 	}
-	if _, err := w.apiClient(w.foreignAdmin).NewSession(ctx); err == nil {
+	if _, err := w.client(w.foreign).NewSession(ctx); err == nil {
 		t.Error("another domain's administrator got a login link")
 	}
-	if _, err := w.apiClient(w.user).NewSession(ctx); err == nil {
+	if _, err := w.client(w.user).NewSession(ctx); err == nil {
 		t.Error("a workload that is no administrator got a login link")
 	}
 	for _, r := range w.live(t) {
@@ -892,7 +819,7 @@ func TestAttackPage_Bounds(t *testing.T) {
 		t.Errorf("%d login links outstanding", n)
 	}
 	w.clock.Advance(console.LoginTTL)
-	if _, err := w.apiClient(w.admin).NewSession(context.Background()); err != nil {
+	if _, err := w.client(w.admin).NewSession(context.Background()); err != nil {
 		t.Errorf("after the links expired: %v", err)
 	}
 	// Sessions: the page's own sign-ins, bounded.

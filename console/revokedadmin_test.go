@@ -20,7 +20,7 @@ func TestPage_RevokedAdministratorsOpenSessionIsRefused(t *testing.T) {
 	b, _ := w.signedIn(t, w.bob)
 	tok := w.csrfOf(t, b, "/admin/dialogs/D1")
 	link := w.loginURL(t, w.bob)
-	if _, err := w.apiClient(w.admin).Revoke(context.Background(), revokeapi.Request{Kind: revoke.Workload, ID: w.bob.ID.String(), Reason: "key stolen"}); err != nil {
+	if _, err := w.client(w.admin).Revoke(context.Background(), revokeapi.Request{Kind: revoke.Workload, ID: w.bob.ID.String(), Reason: "key stolen"}); err != nil {
 		t.Fatal(err)
 	}
 	form := func(path string) *http.Request {

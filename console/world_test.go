@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -27,19 +28,26 @@ import (
 )
 
 // world is an admin listener serving the API and the page, over a trail file the test
-// writes itself.
+// writes itself. Its administrators are alice and bob of a.example.
 type world struct {
-	clock       *testkit.Clock
-	store       *revoke.Memory
-	srv         *httptest.Server
-	base, api   string
-	trail       string
-	seq         uint64
-	admin, user *testkit.Workload
-	foreign     *testkit.Workload // an administrator's path in b.example, whose WITs are trusted
+	clock            *testkit.Clock
+	store            *revoke.Memory
+	srv              *httptest.Server
+	base, api        string
+	trail            string
+	seq              uint64
+	admin, bob, user *testkit.Workload
+	foreign          *testkit.Workload // an administrator's path in b.example, whose WITs are trusted
+	logins           *console.Logins
 }
 
 func newWorld(t *testing.T, maxRecords int) *world {
+	t.Helper()
+	return newLoggedWorld(t, maxRecords, nil)
+}
+
+// newLoggedWorld is newWorld whose API and page log to logger (nil: their default).
+func newLoggedWorld(t *testing.T, maxRecords int, logger *slog.Logger) *world {
 	t.Helper()
 	w := &world{clock: testkit.NewClock(time.Now().Truncate(time.Second))}
 	a := testkit.NewDomain(t, "a.example", keys.ES256, w.clock)
@@ -49,7 +57,7 @@ func newWorld(t *testing.T, maxRecords int) *world {
 		t.Fatal(err)
 	}
 	a.Trust.AddTrustDomain("b.example", setB)
-	w.admin, w.user = a.Workload(t, "/ops/alice", keys.ES256), a.Workload(t, "/agent/a1", keys.ES256)
+	w.admin, w.bob, w.user = a.Workload(t, "/ops/alice", keys.ES256), a.Workload(t, "/ops/bob", keys.ES256), a.Workload(t, "/agent/a1", keys.ES256)
 	w.foreign = b.Workload(t, "/ops/alice", keys.ES256)
 	w.store = revoke.NewMemory(revoke.WithClock(w.clock.Now))
 	w.trail = filepath.Join(t.TempDir(), "audit.log")
@@ -59,23 +67,24 @@ func newWorld(t *testing.T, maxRecords int) *world {
 	w.srv = httptest.NewUnstartedServer(nil)
 	w.base = "http://" + w.srv.Listener.Addr().String()
 	w.api = w.base + revokeapi.Path
-	logins, err := console.NewLogins(w.base, console.WithClock(w.clock.Now))
+	w.logins, err = console.NewLogins(w.base, console.WithClock(w.clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	api, err := revokeapi.New(revokeapi.Config{
 		Store:        w.store,
 		Signatures:   httpsig.NewVerifier(a.Validator(), httpsig.WithAudiences(w.api), httpsig.WithReplay(store.NewMemory(store.WithClock(w.clock.Now))), httpsig.WithClock(w.clock.Now)),
-		Admins:       []identifier.ID{w.admin.ID, identifier.MustParse("wimse://a.example/ops/bob")},
+		Admins:       []identifier.ID{w.admin.ID, w.bob.ID},
 		TrustDomains: []string{"a.example"},
 		DefaultTTL:   time.Hour,
 		Now:          w.clock.Now,
-		Sessions:     logins,
+		Sessions:     w.logins,
+		Logger:       logger,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := console.New(console.Config{API: api, Logins: logins, Trail: console.FileTrail{Path: w.trail}, MaxRecords: maxRecords})
+	page, err := console.New(console.Config{API: api, Logins: w.logins, Trail: console.FileTrail{Path: w.trail}, MaxRecords: maxRecords, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
