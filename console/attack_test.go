@@ -877,12 +877,13 @@ func xmlDecoder(s string) *xml.Decoder {
 // tlsAtkWorld is an admin listener over TLS: administrators may present a workload
 // identity certificate of the CA the listener trusts (mutual TLS, no cookie needed).
 type tlsAtkWorld struct {
-	base  string
-	store *revoke.Memory
-	srv   *httptest.Server
-	caKey *ecdsa.PrivateKey
-	caDER []byte
-	api   string
+	base   string
+	store  *revoke.Memory
+	srv    *httptest.Server
+	caKey  *ecdsa.PrivateKey
+	caDER  []byte
+	api    string
+	logins *console.Logins
 }
 
 func newTLSAtkWorld(t *testing.T) *tlsAtkWorld {
@@ -893,13 +894,13 @@ func newTLSAtkWorld(t *testing.T) *tlsAtkWorld {
 	var ca *x509.Certificate
 	w.caKey, w.caDER, ca = testkit.NewTrustDomainCA(t, "a.example", now.Add(-time.Hour), now.Add(time.Hour))
 	w.srv = httptest.NewUnstartedServer(nil)
-	w.srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
 	w.base = "https://" + w.srv.Listener.Addr().String()
 	w.api = w.base + revokeapi.Path
 	logins, err := console.NewLogins(w.base)
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.logins = logins
 	api, err := revokeapi.New(revokeapi.Config{Store: w.store, CertRoots: []*x509.Certificate{ca},
 		Admins: []identifier.ID{identifier.MustParse("wimse://a.example/ops/alice")}, TrustDomains: []string{"a.example"}, DefaultTTL: time.Hour, Sessions: logins})
 	if err != nil {
@@ -910,24 +911,19 @@ func newTLSAtkWorld(t *testing.T) *tlsAtkWorld {
 		t.Fatal(err)
 	}
 	w.srv.Config.Handler = console.Routes(api, page)
-	w.srv.StartTLS()
-	t.Cleanup(w.srv.Close)
+	testkit.StartClientCertTLS(t, w.srv)
 	return w
 }
 
 // browser presents the certificate of id issued by caKey/caDER (none when caKey is nil).
 func (w *tlsAtkWorld) browser(t *testing.T, caKey *ecdsa.PrivateKey, caDER []byte, id string) *http.Client {
 	t.Helper()
-	tr := w.srv.Client().Transport.(*http.Transport).Clone()
+	var certs []tls.Certificate
 	if caKey != nil {
 		now := time.Now()
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		der, err := wic.IssueWIC(caKey, caDER, k.Public(), identifier.MustParse(id), now.Add(-time.Hour), now.Add(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr.TLSClientConfig.Certificates = []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: k}}
+		certs = append(certs, testkit.NewWICCert(t, caKey, caDER, id, now.Add(-time.Hour), now.Add(time.Hour)))
 	}
+	tr := testkit.ClientCertTransport(w.srv, certs...)
 	jar, _ := cookiejar.New(nil)
 	return &http.Client{Transport: tr, Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
