@@ -1,14 +1,11 @@
 package kit
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -48,35 +45,12 @@ func TestIssue26AuditRedisStreamSharedByReplicas(t *testing.T) {
 	for _, s := range servers {
 		s.Close()
 	}
-	client, _ := RedisClient(RedisConfig{Addrs: []string{addr}})
-	defer client.Close()
 	stream := prefix + "audit"
-	defer client.Del(context.Background(), stream)
-	var trail bytes.Buffer
-	if cli, err := exec.LookPath("redis-cli"); err == nil {
-		host, port, _ := net.SplitHostPort(addr)
-		out, err := exec.Command(cli, "-h", host, "-p", port, "--raw", "XRANGE", stream, "-", "+").Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.HasPrefix(line, `{"v":1,`) {
-				trail.WriteString(line + "\n")
-			}
-		}
-	} else {
-		msgs, err := client.XRange(context.Background(), stream, "-", "+").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range msgs {
-			trail.WriteString(m.Values["l"].(string) + "\n")
-		}
-	}
-	vs, _ := audit.Verifiers([]*keys.PublicKey{k.Public()})
-	rep, err := audit.Verify([]audit.Input{{Name: stream, R: &trail}}, nil, vs)
-	if err != nil || !rep.OK() || rep.Records != 10 || rep.Writers != 2 || rep.CheckpointsVerified != 2 {
-		t.Fatalf("%+v %v", rep, err)
+	defer delStream(addr, stream)
+	trail, _ := exportStream(t, addr, stream)
+	rep := verifyStream(t, trail, k)
+	if !rep.OK() || rep.Records != 10 || rep.Writers != 2 || rep.CheckpointsVerified != 2 {
+		t.Fatalf("%+v", rep)
 	}
 }
 
