@@ -13,11 +13,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// fixedKey is a KeySource with one key.
-type fixedKey struct{ k *keys.PrivateKey }
-
-func (f fixedKey) Active() *keys.PrivateKey { return f.k }
-
 // clock advances a second at every call.
 type clock struct{ t time.Time }
 

@@ -53,17 +53,13 @@ func (s *memSink) records(t *testing.T) []audit.Entry {
 	return out
 }
 
-type fixedKey struct{ k *keys.PrivateKey }
-
-func (f fixedKey) Active() *keys.PrivateKey { return f.k }
-
 // auditServer puts A2 behind a receiver that authorizes with d and audits to a log on
 // a memSink; the handler counts its calls and the records written before it ran.
 func (f *figure3) auditServer(t *testing.T, d authz.Decider) (*memSink, *audit.Log, *keys.PrivateKey, *atomic.Int32, chan int) {
 	t.Helper()
 	k, _ := keys.Generate(keys.ES256)
 	sink := &memSink{}
-	l, err := audit.New(sink, fixedKey{k}, audit.WithWriter("a2"), audit.WithClock(f.clock.Now))
+	l, err := audit.New(sink, audit.FixedKey(k), audit.WithWriter("a2"), audit.WithClock(f.clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestIngressHandoffInMCP(t *testing.T) {
 	trust := handoff.NewStaticTrust()
 	var hr *handoff.Receiver
 	trail := &lineSink{}
-	auditLog, err := audit.New(trail, staticKey{t1Key}, audit.WithWriter("t1"))
+	auditLog, err := audit.New(trail, audit.FixedKey(t1Key), audit.WithWriter("t1"))
 	mustOK(t, err)
 	p := newPair(t, pairOptions{receiver: func(t1 identifier.ID) []dialog.ReceiverOption {
 		mustOK(t, trust.Bind(t1.String(), t1Key.Public()))
@@ -143,7 +143,3 @@ func (s *lineSink) records(t *testing.T) []audit.Entry {
 	}
 	return out
 }
-
-type staticKey struct{ k *keys.PrivateKey }
-
-func (s staticKey) Active() *keys.PrivateKey { return s.k }

@@ -32,10 +32,6 @@ func (s *memSink) Write(line []byte) error {
 	return nil
 }
 
-type fixedKey struct{ k *keys.PrivateKey }
-
-func (f fixedKey) Active() *keys.PrivateKey { return f.k }
-
 func genKey(t testing.TB, alg string) *keys.PrivateKey {
 	t.Helper()
 	k, err := keys.Generate(alg)
@@ -63,7 +59,7 @@ func verifiers(t testing.TB, ks ...*keys.PrivateKey) note.Verifiers {
 func trailRef(t testing.TB, k *keys.PrivateKey) (handoff.ContextRef, *memSink) {
 	t.Helper()
 	sink := &memSink{}
-	l, err := audit.New(sink, fixedKey{k}, audit.WithWriter("tts-a"))
+	l, err := audit.New(sink, audit.FixedKey(k), audit.WithWriter("tts-a"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,10 +21,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
-type oneKey struct{ k *keys.PrivateKey }
-
-func (o oneKey) Active() *keys.PrivateKey { return o.k }
-
 // BenchmarkReceiverAuditRatio is issue 26's question for receivers: what does
 // dialog.WithAuditor (one record per request, to a file sink: one write(2) per
 // record, a signed checkpoint every second) add to a receiver's verify? Each iteration
@@ -90,7 +86,7 @@ func benchReceiverAudit(b *testing.B, alg string, withTxn bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := audit.New(sink, oneKey{self.Key}, audit.WithWriter("t1"), audit.WithCheckpointInterval(time.Second))
+	l, err := audit.New(sink, audit.FixedKey(self.Key), audit.WithWriter("t1"), audit.WithCheckpointInterval(time.Second))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,10 +16,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
 )
 
-type fixedKey struct{ k *keys.PrivateKey }
-
-func (f fixedKey) Active() *keys.PrivateKey { return f.k }
-
 // auditedWorld is a world whose API writes to an audit file; it returns the log, its
 // path and the checkpoint key.
 func auditedWorld(t *testing.T, store revoke.Store) (*world, *audit.Log, string, *keys.PrivateKey) {
@@ -33,7 +29,7 @@ func auditedWorld(t *testing.T, store revoke.Store) (*world, *audit.Log, string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := audit.New(sink, fixedKey{k}, audit.WithWriter("tts-0"))
+	l, err := audit.New(sink, audit.FixedKey(k), audit.WithWriter("tts-0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +112,7 @@ func TestIssue26_RevocationRefusedWhenAuditFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := audit.New(failingSink{}, fixedKey{k})
+	l, err := audit.New(failingSink{}, audit.FixedKey(k))
 	if err != nil {
 		t.Fatal(err)
 	}

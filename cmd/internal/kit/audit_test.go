@@ -49,17 +49,13 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
-type ringKey struct{ k *keys.PrivateKey }
-
-func (r ringKey) Active() *keys.PrivateKey { return r.k }
-
 // The stdout sink writes records and, when the server closes, a last checkpoint: what
 // a collector keeps verifies.
 func TestOpenAuditStdoutClosesWithCheckpoint(t *testing.T) {
 	k, _ := keys.Generate(keys.ES256)
 	out := &lockedBuffer{}
 	s := &Server{}
-	l, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkStdout, Writer: "w1"}, nil, ringKey{k}, out, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	l, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkStdout, Writer: "w1"}, nil, audit.FixedKey(k), out, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +70,7 @@ func TestOpenAuditStdoutClosesWithCheckpoint(t *testing.T) {
 	if err != nil || !rep.OK() || rep.Records != 3 || rep.CheckpointsVerified != 1 {
 		t.Fatalf("%+v %v\n%s", rep, err, out.b.String())
 	}
-	if none, err := OpenAudit(context.Background(), s, nil, nil, ringKey{k}, out, nil); none != nil || err != nil {
+	if none, err := OpenAudit(context.Background(), s, nil, nil, audit.FixedKey(k), out, nil); none != nil || err != nil {
 		t.Fatalf("no section: %v %v", none, err)
 	}
 }

@@ -80,7 +80,7 @@ func TestIssue26AuditRedisGroupCommitKeepsChainOrder(t *testing.T) {
 		}
 		s := &Server{}
 		s.OnClose(st.Close)
-		l, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkRedis, Writer: fmt.Sprintf("tts-%d", i)}, st, ringKey{k}, nil, logger)
+		l, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkRedis, Writer: fmt.Sprintf("tts-%d", i)}, st, audit.FixedKey(k), nil, logger)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,7 +289,7 @@ func proxiedLog(t *testing.T, addr string, mode int32) (l *audit.Log, h *holding
 	}
 	h = &holdingSink{BatchSink: &armingSink{BatchSink: rs, p: p, n: 10, mode: mode}}
 	k, _ = keys.Generate(keys.ES256)
-	l, err = audit.New(h, ringKey{k}, audit.WithWriter("tts-0"), audit.WithLogger(slog.New(slog.NewJSONHandler(io.Discard, nil))))
+	l, err = audit.New(h, audit.FixedKey(k), audit.WithWriter("tts-0"), audit.WithLogger(slog.New(slog.NewJSONHandler(io.Discard, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +388,7 @@ func TestIssue26AuditRedisHeldConnectionAfterPause(t *testing.T) {
 	clock := time.Date(2026, 12, 5, 4, 0, 0, 0, time.UTC)
 	rs.now = func() time.Time { return clock }
 	k, _ := keys.Generate(keys.ES256)
-	l, err := audit.New(rs, ringKey{k}, audit.WithWriter("tts-0"), audit.WithLogger(slog.New(slog.NewJSONHandler(io.Discard, nil))))
+	l, err := audit.New(rs, audit.FixedKey(k), audit.WithWriter("tts-0"), audit.WithLogger(slog.New(slog.NewJSONHandler(io.Discard, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestIssue26AuditRedisStreamSharedByReplicas(t *testing.T) {
 		}
 		s := &Server{}
 		s.OnClose(st.Close)
-		l, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkRedis, Writer: fmt.Sprintf("tts-%d", i)}, st, ringKey{k}, nil, logger)
+		l, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkRedis, Writer: fmt.Sprintf("tts-%d", i)}, st, audit.FixedKey(k), nil, logger)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,14 +65,14 @@ func TestIssue26AuditRedisDownIsAnError(t *testing.T) {
 	}
 	defer st.Close()
 	k, _ := keys.Generate(keys.ES256)
-	l, err := OpenAudit(context.Background(), &Server{}, &AuditConfig{Sink: AuditSinkRedis}, st, ringKey{k}, nil, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	l, err := OpenAudit(context.Background(), &Server{}, &AuditConfig{Sink: AuditSinkRedis}, st, audit.FixedKey(k), nil, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Append(&audit.Entry{Decision: audit.Issued}); err == nil {
 		t.Fatal("a record the stream did not take was not an error")
 	}
-	if _, err := OpenAudit(context.Background(), &Server{}, &AuditConfig{Sink: AuditSinkRedis}, &Store{}, ringKey{k}, nil, nil); err == nil {
+	if _, err := OpenAudit(context.Background(), &Server{}, &AuditConfig{Sink: AuditSinkRedis}, &Store{}, audit.FixedKey(k), nil, nil); err == nil {
 		t.Fatal("the redis sink opened without a Redis store")
 	}
 }
