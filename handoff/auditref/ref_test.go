@@ -1,13 +1,11 @@
 package auditref_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,22 +13,11 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/handoff/auditref"
+	"github.com/dialogtrust/dialogtrust/internal/testkit/audittest"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
 	"golang.org/x/mod/sumdb/note"
 )
-
-type memSink struct {
-	mu    sync.Mutex
-	lines [][]byte
-}
-
-func (s *memSink) Write(line []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lines = append(s.lines, bytes.Clone(line))
-	return nil
-}
 
 func genKey(t testing.TB, alg string) *keys.PrivateKey {
 	t.Helper()
@@ -56,9 +43,9 @@ func verifiers(t testing.TB, ks ...*keys.PrivateKey) note.Verifiers {
 
 // trailRef writes three records to a log signed by k (writer tts-a) and returns the
 // reference to its checkpoint and the sink.
-func trailRef(t testing.TB, k *keys.PrivateKey) (handoff.ContextRef, *memSink) {
+func trailRef(t testing.TB, k *keys.PrivateKey) (handoff.ContextRef, *audittest.Sink) {
 	t.Helper()
-	sink := &memSink{}
+	sink := &audittest.Sink{}
 	l, err := audit.New(sink, audit.FixedKey(k), audit.WithWriter("tts-a"))
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +75,8 @@ func TestIssue26_CheckpointRefIsTheTrailsSignedNote(t *testing.T) {
 	var line struct {
 		Checkpoint string `json:"checkpoint"`
 	}
-	last := sink.lines[len(sink.lines)-1]
+	lines := sink.Lines()
+	last := lines[len(lines)-1]
 	if err := json.Unmarshal(last, &line); err != nil || line.Checkpoint == "" {
 		t.Fatalf("the last line is not a checkpoint: %s", last)
 	}
