@@ -40,7 +40,7 @@ func TestAttackPage_DotSegmentDialogIDsCanBeOpenedAndRevoked(t *testing.T) {
 		w.writeEntries(t, atkDialog(dlg)...)
 	}
 	b, _ := w.signedIn(t, w.admin)
-	idx := atkDo(t, b, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil))
+	idx := do(t, b, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil))
 	doc, err := html.Parse(strings.NewReader(idx.body))
 	if err != nil {
 		t.Fatal(err)
@@ -75,9 +75,9 @@ func TestAttackPage_DotSegmentDialogIDsCanBeOpenedAndRevoked(t *testing.T) {
 			continue
 		}
 		target := resolve(t, w.base+"/admin/", href)
-		a := atkDo(t, b, atkReq(t, http.MethodGet, w.base+target, nil, nil))
+		a := do(t, b, atkReq(t, http.MethodGet, w.base+target, nil, nil))
 		if a.status/100 == 3 {
-			a = atkDo(t, b, atkReq(t, http.MethodGet, w.base+resolve(t, w.base+target, a.header.Get("Location")), nil, nil))
+			a = do(t, b, atkReq(t, http.MethodGet, w.base+resolve(t, w.base+target, a.header.Get("Location")), nil, nil))
 		}
 		d, _ := html.Parse(strings.NewReader(a.body))
 		if got := text(find(d, "dialog-id")); a.status != 200 || got != dlg {
@@ -91,7 +91,7 @@ func TestAttackPage_DotSegmentDialogIDsCanBeOpenedAndRevoked(t *testing.T) {
 		}
 		action := resolve(t, w.base+target, attr(form, "action"))
 		tok := w.csrfOf(t, b, target)
-		r := atkDo(t, b, atkReq(t, http.MethodPost, w.base+action, strings.NewReader(url.Values{"csrf": {tok}, "reason": {"runaway"}}.Encode()),
+		r := do(t, b, atkReq(t, http.MethodPost, w.base+action, strings.NewReader(url.Values{"csrf": {tok}, "reason": {"runaway"}}.Encode()),
 			map[string]string{"Origin": w.base, "Content-Type": "application/x-www-form-urlencoded"}))
 		revoked := false
 		for _, l := range w.live(t) {
@@ -109,7 +109,7 @@ func TestAttackPage_DotSegmentDialogIDsCanBeOpenedAndRevoked(t *testing.T) {
 func TestAttackPage_AssetErrorsKeepThePageHeaders(t *testing.T) {
 	w := newAtkWorld(t)
 	for _, p := range []string{"/admin/assets/..%2f..%2fconsole.go", "/admin/assets/%2e%2e/console.go", "/admin/assets/nope.css", "/admin/assets/%00"} {
-		a := atkDo(t, http.DefaultClient, atkReq(t, http.MethodGet, w.base+p, nil, nil))
+		a := do(t, http.DefaultClient, atkReq(t, http.MethodGet, w.base+p, nil, nil))
 		if a.status < 400 {
 			t.Errorf("%s: %d", p, a.status)
 		}

@@ -26,7 +26,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -107,7 +106,7 @@ func atkBrowser(t *testing.T) *http.Client {
 func (w *atkWorld) signedIn(t *testing.T, wl *testkit.Workload) (*http.Client, string) {
 	t.Helper()
 	b := atkBrowser(t)
-	r := atkDo(t, b, atkReq(t, http.MethodGet, w.loginURL(t, wl), nil, nil))
+	r := do(t, b, atkReq(t, http.MethodGet, w.loginURL(t, wl), nil, nil))
 	if r.status != http.StatusSeeOther {
 		t.Fatalf("login: %d %s", r.status, r.code)
 	}
@@ -123,16 +122,6 @@ func (w *atkWorld) signedIn(t *testing.T, wl *testkit.Workload) (*http.Client, s
 	return b, cookie
 }
 
-type atkAnswer struct {
-	status int
-	header http.Header
-	body   string
-	code   string
-}
-
-var atkCodeRE = regexp.MustCompile(`data-code="([a-z_]+)"`)
-var atkCSRFRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
-
 func atkReq(t *testing.T, method, u string, body io.Reader, hdr map[string]string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(method, u, body)
@@ -145,45 +134,14 @@ func atkReq(t *testing.T, method, u string, body io.Reader, hdr map[string]strin
 	return req
 }
 
-func atkDo(t *testing.T, c *http.Client, req *http.Request) atkAnswer {
-	t.Helper()
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	a := atkAnswer{status: res.StatusCode, header: res.Header, body: string(b)}
-	if m := atkCodeRE.FindStringSubmatch(a.body); m != nil {
-		a.code = m[1]
-	}
-	if a.code == "" && strings.HasPrefix(res.Header.Get("Content-Type"), "application/problem+json") {
-		var p struct {
-			Code string `json:"code"`
-		}
-		_ = json.Unmarshal(b, &p)
-		a.code = p.Code
-	}
-	return a
-}
-
 func (w *atkWorld) csrfOf(t *testing.T, b *http.Client, path string) string {
 	t.Helper()
-	a := atkDo(t, b, atkReq(t, http.MethodGet, w.base+path, nil, nil))
-	m := atkCSRFRE.FindStringSubmatch(a.body)
+	a := do(t, b, atkReq(t, http.MethodGet, w.base+path, nil, nil))
+	m := csrfRE.FindStringSubmatch(a.body)
 	if a.status != 200 || m == nil {
 		t.Fatalf("GET %s: %d, no csrf token", path, a.status)
 	}
 	return html.UnescapeString(m[1])
-}
-
-func (w *atkWorld) live(t *testing.T) []revoke.Revocation {
-	t.Helper()
-	l, err := w.store.List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
 }
 
 // pageHeaders are the headers every answer of the page carries, refusals included.
@@ -226,7 +184,7 @@ func TestAttackPage_EveryRouteWithoutAValidSession(t *testing.T) {
 	// A session that signs out, and one that expires.
 	out, outCookie := w.signedIn(t, w.admin)
 	tok := w.csrfOf(t, out, "/admin/")
-	if a := atkDo(t, out, atkReq(t, http.MethodPost, w.base+"/admin/logout", strings.NewReader(url.Values{"csrf": {tok}}.Encode()),
+	if a := do(t, out, atkReq(t, http.MethodPost, w.base+"/admin/logout", strings.NewReader(url.Values{"csrf": {tok}}.Encode()),
 		map[string]string{"Origin": w.base, "Content-Type": "application/x-www-form-urlencoded"})); a.status != 200 {
 		t.Fatalf("sign out: %d %s", a.status, a.code)
 	}
@@ -269,7 +227,7 @@ func TestAttackPage_EveryRouteWithoutAValidSession(t *testing.T) {
 			}
 			req := atkReq(t, rt.method, w.base+rt.path, body, hdr)
 			cred(req)
-			a := atkDo(t, http.DefaultClient, req)
+			a := do(t, http.DefaultClient, req)
 			what := fmt.Sprintf("%s %s with %s", rt.method, rt.path, name)
 			if a.status < 400 || strings.Contains(a.body, "wimse://a.example/agent") || strings.Contains(a.body, `name="csrf"`) {
 				t.Errorf("%s: %d %s", what, a.status, a.code)
@@ -290,8 +248,8 @@ func TestAttackPage_EveryRouteWithoutAValidSession(t *testing.T) {
 // answer carries Referrer-Policy: no-referrer so the code never leaves in a Referer.
 func TestAttackPage_LoginLink(t *testing.T) {
 	w := newAtkWorld(t)
-	get := func(b *http.Client, u string, hdr map[string]string) atkAnswer {
-		return atkDo(t, b, atkReq(t, http.MethodGet, u, nil, hdr))
+	get := func(b *http.Client, u string, hdr map[string]string) answer {
+		return do(t, b, atkReq(t, http.MethodGet, u, nil, hdr))
 	}
 	// Reuse.
 	link := w.loginURL(t, w.admin)
@@ -337,7 +295,7 @@ func TestAttackPage_LoginLink(t *testing.T) {
 	// OPTIONS spends nothing and sets no cookie; HEAD is GET's twin (it spends the code
 	// like GET and sends the same redirect, never a body).
 	link = w.loginURL(t, w.admin)
-	opt := atkDo(t, atkBrowser(t), atkReq(t, http.MethodOptions, link, nil, nil))
+	opt := do(t, atkBrowser(t), atkReq(t, http.MethodOptions, link, nil, nil))
 	if opt.status < 400 || opt.header.Get("Set-Cookie") != "" {
 		t.Errorf("OPTIONS on the login link: %d %q", opt.status, opt.header.Get("Set-Cookie"))
 	}
@@ -346,7 +304,7 @@ func TestAttackPage_LoginLink(t *testing.T) {
 		t.Errorf("the link after an OPTIONS: %d %s", a.status, a.code)
 	}
 	link = w.loginURL(t, w.admin)
-	head := atkDo(t, atkBrowser(t), atkReq(t, http.MethodHead, link, nil, nil))
+	head := do(t, atkBrowser(t), atkReq(t, http.MethodHead, link, nil, nil))
 	if head.status != 303 || head.header.Get("Location") != "/admin/" || head.body != "" {
 		t.Errorf("HEAD on the login link: %d %q", head.status, head.header.Get("Location"))
 	}
@@ -420,7 +378,7 @@ func TestAttackPage_CSRF(t *testing.T) {
 			for k, v := range c.hdr {
 				hdr[k] = v
 			}
-			a := atkDo(t, b, atkReq(t, http.MethodPost, w.base+path, strings.NewReader(c.body), hdr))
+			a := do(t, b, atkReq(t, http.MethodPost, w.base+path, strings.NewReader(c.body), hdr))
 			if a.status < 400 {
 				t.Errorf("%s %s: %d", path, c.name, a.status)
 			}
@@ -429,18 +387,18 @@ func TestAttackPage_CSRF(t *testing.T) {
 		// Two Origin headers, the good one first.
 		req := atkReq(t, http.MethodPost, w.base+path, strings.NewReader(form), map[string]string{"Content-Type": urlenc})
 		req.Header["Origin"] = []string{w.base, "https://evil.example"}
-		if a := atkDo(t, b, req); a.status < 400 {
+		if a := do(t, b, req); a.status < 400 {
 			t.Errorf("%s two origins: %d", path, a.status)
 		}
 		// The token in the query string only.
-		a := atkDo(t, b, atkReq(t, http.MethodPost, w.base+path+"?csrf="+url.QueryEscape(tok)+"&reason=q", strings.NewReader("reason=q"),
+		a := do(t, b, atkReq(t, http.MethodPost, w.base+path+"?csrf="+url.QueryEscape(tok)+"&reason=q", strings.NewReader("reason=q"),
 			map[string]string{"Origin": w.base, "Content-Type": urlenc}))
 		if a.status != 403 {
 			t.Errorf("%s token in the query: %d %s", path, a.status, a.code)
 		}
 		// A GET that asks to be a POST.
 		for _, h := range []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"} {
-			a := atkDo(t, b, atkReq(t, http.MethodGet, w.base+path+"?csrf="+url.QueryEscape(tok)+"&reason=o", nil, map[string]string{h: "POST", "Origin": w.base}))
+			a := do(t, b, atkReq(t, http.MethodGet, w.base+path+"?csrf="+url.QueryEscape(tok)+"&reason=o", nil, map[string]string{h: "POST", "Origin": w.base}))
 			if a.status < 400 {
 				t.Errorf("%s GET with %s: %d", path, h, a.status)
 			}
@@ -458,19 +416,19 @@ func TestAttackPage_CSRF(t *testing.T) {
 		if m == http.MethodDelete {
 			u += "?kind=dialog&id=D1"
 		}
-		a := atkDo(t, b, atkReq(t, m, u, body, map[string]string{"Content-Type": "application/json", "Origin": w.base, "Sec-Fetch-Site": "same-origin",
+		a := do(t, b, atkReq(t, m, u, body, map[string]string{"Content-Type": "application/json", "Origin": w.base, "Sec-Fetch-Site": "same-origin",
 			"X-CSRF-Token": tok}))
 		if a.status != 401 && a.status != 403 {
 			t.Errorf("the JSON API (%s) with only the page's cookie: %d %s", m, a.status, a.code)
 		}
 	}
-	if a := atkDo(t, b, atkReq(t, http.MethodPost, w.base+revokeapi.SessionsPath, strings.NewReader(`{}`), map[string]string{"Content-Type": "application/json"})); a.status != 401 {
+	if a := do(t, b, atkReq(t, http.MethodPost, w.base+revokeapi.SessionsPath, strings.NewReader(`{}`), map[string]string{"Content-Type": "application/json"})); a.status != 401 {
 		t.Errorf("a login link asked for with only the page's cookie: %d %s", a.status, a.code)
 	}
 	if l := w.live(t); len(l) != 0 {
 		t.Errorf("revoked by a forged request: %+v", l)
 	}
-	if a := atkDo(t, b, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil)); a.status != 200 {
+	if a := do(t, b, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil)); a.status != 200 {
 		t.Errorf("the operator was signed out by a forged request: %d", a.status)
 	}
 }
@@ -635,7 +593,7 @@ func TestAttackPage_XSSThroughTrailAndReasons(t *testing.T) {
 	for i, p := range hostile {
 		dlg := fmt.Sprintf("X%d", i)
 		tok := w.csrfOf(t, b, "/admin/dialogs/"+dlg)
-		a := atkDo(t, b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/"+dlg+"/revoke", strings.NewReader(url.Values{"csrf": {tok}, "reason": {p}}.Encode()),
+		a := do(t, b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/"+dlg+"/revoke", strings.NewReader(url.Values{"csrf": {tok}, "reason": {p}}.Encode()),
 			map[string]string{"Origin": w.base, "Content-Type": "application/x-www-form-urlencoded"}))
 		pageHeaders(t, "revoke "+dlg, a.header)
 		checkHostile(t, "revoke answer "+dlg, a.body)
@@ -650,7 +608,7 @@ func TestAttackPage_XSSThroughTrailAndReasons(t *testing.T) {
 		}
 	}
 	for _, pg := range pages {
-		a := atkDo(t, b, atkReq(t, http.MethodGet, w.base+pg, nil, nil))
+		a := do(t, b, atkReq(t, http.MethodGet, w.base+pg, nil, nil))
 		if a.status >= 500 {
 			t.Errorf("%s: %d", pg, a.status)
 		}
@@ -696,7 +654,7 @@ func TestAttackPage_PathTricksAndLogInjection(t *testing.T) {
 			for k, v := range hdr {
 				req.Header.Set(k, v)
 			}
-			a := atkDo(t, b, req)
+			a := do(t, b, req)
 			what := m + " " + cutT(p)
 			if a.status >= 500 {
 				t.Errorf("%s: %d", what, a.status)
@@ -754,13 +712,13 @@ func TestAttackPage_RevokeAnotherDomainsWorkload(t *testing.T) {
 	tok := w.csrfOf(t, b, "/admin/dialogs/D1")
 	hdr := map[string]string{"Origin": w.base, "Content-Type": "application/x-www-form-urlencoded"}
 	for _, p := range []string{"/admin/workloads/wimse:%2F%2Fb.example%2Fagent%2Fx/revoke", "/admin/txns/t1/revoke", "/admin/revocations/revoke", "/admin/dialogs/D1/revoke/x"} {
-		a := atkDo(t, b, atkReq(t, http.MethodPost, w.base+p, strings.NewReader(url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()), hdr))
+		a := do(t, b, atkReq(t, http.MethodPost, w.base+p, strings.NewReader(url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()), hdr))
 		if a.status != 404 {
 			t.Errorf("POST %s: %d %s", p, a.status, a.code)
 		}
 	}
 	// Smuggled kind and id in the form: the path's dialog is revoked, as a dialog.
-	a := atkDo(t, b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke",
+	a := do(t, b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke",
 		strings.NewReader(url.Values{"csrf": {tok}, "reason": {"x"}, "kind": {"workload"}, "id": {"wimse://b.example/agent/x"}, "by": {"wimse://a.example/ops/bob"}}.Encode()), hdr))
 	if a.status != 303 {
 		t.Fatalf("revoke: %d %s", a.status, a.code)
@@ -769,7 +727,7 @@ func TestAttackPage_RevokeAnotherDomainsWorkload(t *testing.T) {
 		t.Errorf("stored %+v", l)
 	}
 	// The dialog id of a workload of another domain: it is a dialog id, not a workload.
-	a = atkDo(t, b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/"+url.PathEscape("wimse://b.example/agent/x")+"/revoke",
+	a = do(t, b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/"+url.PathEscape("wimse://b.example/agent/x")+"/revoke",
 		strings.NewReader(url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()), hdr))
 	for _, r := range w.live(t) {
 		if r.Kind != revoke.Dialog {
@@ -832,11 +790,11 @@ func TestAttackPage_Bounds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := atkDo(t, atkBrowser(t), atkReq(t, http.MethodGet, l.LoginURL, nil, nil)); a.status != 303 {
+		if a := do(t, atkBrowser(t), atkReq(t, http.MethodGet, l.LoginURL, nil, nil)); a.status != 303 {
 			t.Fatalf("login %d: %d", s, a.status)
 		}
 		if s > 0 && s%256 == 0 {
-			if a := atkDo(t, first, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil)); a.status != 200 {
+			if a := do(t, first, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil)); a.status != 200 {
 				break // the oldest went: sessions are bounded
 			}
 		}
@@ -857,7 +815,7 @@ func TestAttackPage_Bounds(t *testing.T) {
 	w.writeRaw(t, lines...)
 	b, _ := w.signedIn(t, w.admin)
 	for _, p := range []string{"/admin/", "/admin/dialogs/BIG"} {
-		a := atkDo(t, b, atkReq(t, http.MethodGet, w.base+p, nil, nil))
+		a := do(t, b, atkReq(t, http.MethodGet, w.base+p, nil, nil))
 		if a.status != 200 || len(a.body) > 4<<20 {
 			t.Errorf("%s over a big trail: %d, %d octets", p, a.status, len(a.body))
 		}
@@ -954,20 +912,20 @@ func TestAttackPage_MutualTLS(t *testing.T) {
 			if rt[0] == "POST" {
 				body = strings.NewReader("csrf=x&reason=y")
 			}
-			a := atkDo(t, b, atkReq(t, rt[0], w.base+rt[1], body, urlenc))
+			a := do(t, b, atkReq(t, rt[0], w.base+rt[1], body, urlenc))
 			if a.status < 400 || strings.Contains(a.body, `name="csrf"`) {
 				t.Errorf("%s %s with %s: %d", rt[0], rt[1], name, a.status)
 			}
 			pageHeaders(t, name+" "+rt[1], a.header)
 		}
 		req := atkReq(t, http.MethodPost, w.base+revokeapi.SessionsPath, strings.NewReader("{}"), map[string]string{"Content-Type": "application/json"})
-		if a := atkDo(t, b, req); a.status < 400 {
+		if a := do(t, b, req); a.status < 400 {
 			t.Errorf("%s got a login link: %d", name, a.status)
 		}
 	}
 	admin := w.browser(t, w.caKey, w.caDER, "wimse://a.example/ops/alice")
-	a := atkDo(t, admin, atkReq(t, http.MethodGet, w.base+"/admin/dialogs/D1", nil, nil))
-	m := atkCSRFRE.FindStringSubmatch(a.body)
+	a := do(t, admin, atkReq(t, http.MethodGet, w.base+"/admin/dialogs/D1", nil, nil))
+	m := csrfRE.FindStringSubmatch(a.body)
 	if a.status != 200 || m == nil {
 		t.Fatalf("the administrator's certificate: %d", a.status)
 	}
@@ -984,23 +942,23 @@ func TestAttackPage_MutualTLS(t *testing.T) {
 		"another cert's token": {other, urlenc, url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()},
 		"text/plain":           {admin, map[string]string{"Origin": w.base, "Content-Type": "text/plain"}, url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()},
 	} {
-		if a := atkDo(t, c.b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke", strings.NewReader(c.form), c.hdr)); a.status < 400 {
+		if a := do(t, c.b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke", strings.NewReader(c.form), c.hdr)); a.status < 400 {
 			t.Errorf("%s: %d", name, a.status)
 		}
 	}
 	if l, _ := w.store.List(context.Background()); len(l) != 0 {
 		t.Fatalf("revoked: %+v", l)
 	}
-	if a := atkDo(t, admin, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke", strings.NewReader(url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()), urlenc)); a.status != 303 {
+	if a := do(t, admin, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke", strings.NewReader(url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()), urlenc)); a.status != 303 {
 		t.Errorf("the administrator's own form post: %d %s", a.status, a.code)
 	}
 	// The login link's cookie under TLS.
-	a = atkDo(t, admin, atkReq(t, http.MethodPost, w.base+revokeapi.SessionsPath, strings.NewReader("{}"), map[string]string{"Content-Type": "application/json"}))
+	a = do(t, admin, atkReq(t, http.MethodPost, w.base+revokeapi.SessionsPath, strings.NewReader("{}"), map[string]string{"Content-Type": "application/json"}))
 	var s revokeapi.Session
 	if err := json.Unmarshal([]byte(a.body), &s); err != nil || s.LoginURL == "" {
 		t.Fatalf("a login link over mutual TLS: %d %s", a.status, a.body)
 	}
-	a = atkDo(t, w.browser(t, nil, nil, ""), atkReq(t, http.MethodGet, s.LoginURL, nil, nil))
+	a = do(t, w.browser(t, nil, nil, ""), atkReq(t, http.MethodGet, s.LoginURL, nil, nil))
 	cs := (&http.Response{Header: a.header}).Cookies()
 	if a.status != 303 || len(cs) != 1 || cs[0].Name != "__Host-dialogtrust-session" || !cs[0].Secure || !cs[0].HttpOnly || cs[0].Path != "/" || cs[0].Domain != "" ||
 		cs[0].SameSite != http.SameSiteStrictMode {

@@ -38,7 +38,7 @@ func TestPage_RevokedAdministratorsOpenSessionIsRefused(t *testing.T) {
 		if what == "login" {
 			c = atkBrowser(t)
 		}
-		if a := atkDo(t, c, req); a.status != http.StatusForbidden || a.code != "workload_revoked" {
+		if a := do(t, c, req); a.status != http.StatusForbidden || a.code != "workload_revoked" {
 			t.Errorf("%s: the revoked administrator's session got %d %q", what, a.status, a.code)
 		}
 	}
@@ -47,7 +47,7 @@ func TestPage_RevokedAdministratorsOpenSessionIsRefused(t *testing.T) {
 	}
 	// The other administrator is not affected.
 	a, _ := w.signedIn(t, w.admin)
-	if r := atkDo(t, a, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil)); r.status != http.StatusOK {
+	if r := do(t, a, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil)); r.status != http.StatusOK {
 		t.Errorf("the other administrator: %d %s", r.status, r.code)
 	}
 }

@@ -146,6 +146,8 @@ func (w *world) signIn(t *testing.T, wl *testkit.Workload) *http.Client {
 	return b
 }
 
+// answer is what a test reads of a response: the code is the page's data-code or the
+// API's problem code.
 type answer struct {
 	status int
 	header http.Header
@@ -166,6 +168,13 @@ func do(t *testing.T, c *http.Client, req *http.Request) answer {
 	a := answer{status: res.StatusCode, header: res.Header, body: string(b)}
 	if m := codeRE.FindStringSubmatch(a.body); m != nil {
 		a.code = m[1]
+	}
+	if a.code == "" && strings.HasPrefix(res.Header.Get("Content-Type"), "application/problem+json") {
+		var p struct {
+			Code string `json:"code"`
+		}
+		_ = json.Unmarshal(b, &p)
+		a.code = p.Code
 	}
 	return a
 }
