@@ -18,15 +18,6 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { c.t = c.t.Add(time.Second); return c.t }
 
-func newKey(t testing.TB, alg string) *keys.PrivateKey {
-	t.Helper()
-	k, err := keys.Generate(alg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
 func verifiersOf(t testing.TB, ks ...*keys.PrivateKey) note.Verifiers {
 	t.Helper()
 	var pub []*keys.PublicKey

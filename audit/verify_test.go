@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 )
 
 func TestAuditVerifyIntactTrail(t *testing.T) {
 	for _, alg := range []string{"ES256", "EdDSA"} {
 		t.Run(alg, func(t *testing.T) {
-			k := newKey(t, alg)
+			k := testkit.NewKey(t, alg)
 			path := trail(t, t.TempDir(), k, 20)
 			rep := verifyFiles(t, verifiersOf(t, k), []string{path + CheckpointSuffix}, path)
 			if !rep.OK() || rep.Records != 20 || rep.Checkpoints < 3 || !rep.SignaturesChecked {
@@ -29,7 +30,7 @@ func TestAuditVerifyIntactTrail(t *testing.T) {
 
 // Issue 26 acceptance: each kind of tampering found by `audit verify`.
 func TestAuditVerifyFindsRemovedRecord(t *testing.T) {
-	k := newKey(t, "ES256")
+	k := testkit.NewKey(t, "ES256")
 	path := trail(t, t.TempDir(), k, 10)
 	ls := lines(t, path)
 	ri := recordIndexes(ls)
@@ -43,7 +44,7 @@ func TestAuditVerifyFindsRemovedRecord(t *testing.T) {
 }
 
 func TestAuditVerifyFindsAlteredRecord(t *testing.T) {
-	k := newKey(t, "ES256")
+	k := testkit.NewKey(t, "ES256")
 	path := trail(t, t.TempDir(), k, 10)
 	ls := lines(t, path)
 	ri := recordIndexes(ls)
@@ -59,7 +60,7 @@ func TestAuditVerifyFindsAlteredRecord(t *testing.T) {
 // An attacker who edits a record and recomputes the chain after it is found by the
 // signed checkpoints, which only the service's key makes.
 func TestAuditVerifyFindsAlteredRecordWithRecomputedChain(t *testing.T) {
-	k := newKey(t, "ES256")
+	k := testkit.NewKey(t, "ES256")
 	path := trail(t, t.TempDir(), k, 10)
 	ls := lines(t, path)
 	ri := recordIndexes(ls)
@@ -92,7 +93,7 @@ func rechain(t *testing.T, ls [][]byte, ri []int) {
 }
 
 func TestAuditVerifyFindsReorderedRecords(t *testing.T) {
-	k := newKey(t, "ES256")
+	k := testkit.NewKey(t, "ES256")
 	path := trail(t, t.TempDir(), k, 10)
 	ls := lines(t, path)
 	ri := recordIndexes(ls)
@@ -108,7 +109,7 @@ func TestAuditVerifyFindsReorderedRecords(t *testing.T) {
 }
 
 func TestAuditVerifyFindsInsertedRecord(t *testing.T) {
-	k := newKey(t, "ES256")
+	k := testkit.NewKey(t, "ES256")
 	path := trail(t, t.TempDir(), k, 10)
 	ls := lines(t, path)
 	ri := recordIndexes(ls)
@@ -129,7 +130,7 @@ func TestAuditVerifyFindsInsertedRecord(t *testing.T) {
 }
 
 func TestAuditVerifyFindsTailCutAfterCheckpoint(t *testing.T) {
-	k := newKey(t, "ES256")
+	k := testkit.NewKey(t, "ES256")
 	path := trail(t, t.TempDir(), k, 10)
 	ls := lines(t, path)
 	ri := recordIndexes(ls)
@@ -142,7 +143,7 @@ func TestAuditVerifyFindsTailCutAfterCheckpoint(t *testing.T) {
 }
 
 func TestAuditVerifyFindsForgedCheckpoint(t *testing.T) {
-	k, other := newKey(t, "ES256"), newKey(t, "ES256")
+	k, other := testkit.NewKey(t, "ES256"), testkit.NewKey(t, "ES256")
 	path := trail(t, t.TempDir(), other, 10)
 	rep := verifyFiles(t, verifiersOf(t, k), nil, path)
 	wantFinding(t, rep, errcode.AuditCheckpointSignature)
@@ -154,7 +155,7 @@ func TestAuditVerifyFindsForgedCheckpoint(t *testing.T) {
 }
 
 func TestAuditVerifyFindsMalformedLine(t *testing.T) {
-	k := newKey(t, "ES256")
+	k := testkit.NewKey(t, "ES256")
 	path := trail(t, t.TempDir(), k, 3)
 	ls := append(lines(t, path), []byte(`{"v":1,"w":"tts-0"}`), bytes.Repeat([]byte("x"), MaxLine+10))
 	writeLines(t, path, ls)
@@ -165,7 +166,7 @@ func TestAuditVerifyFindsMalformedLine(t *testing.T) {
 }
 
 func TestAuditRotationKeepsChain(t *testing.T) {
-	k := newKey(t, "ES256")
+	k := testkit.NewKey(t, "ES256")
 	dir := t.TempDir()
 	path := trail(t, dir, k, 40, func(l *Log) {
 		l.sink.(*FileSink).maxSize = 2048
@@ -196,7 +197,7 @@ func TestAuditRotationKeepsChain(t *testing.T) {
 }
 
 func TestAuditRestartAnchorsToLastRecord(t *testing.T) {
-	k := newKey(t, "ES256")
+	k := testkit.NewKey(t, "ES256")
 	dir := t.TempDir()
 	path := trail(t, dir, k, 5)
 	trail(t, dir, k, 5, WithWriter("tts-1"))
