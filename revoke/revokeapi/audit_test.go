@@ -1,16 +1,15 @@
 package revokeapi_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/audit"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit/audittest"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
@@ -49,25 +48,7 @@ func verifiedRecords(t *testing.T, l *audit.Log, path string, k *keys.PrivateKey
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := audit.Verifiers([]*keys.PublicKey{k.Public()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := audit.Verify([]audit.Input{{Name: "audit.log", R: bytes.NewReader(b)}}, nil, vs)
-	if err != nil || !rep.OK() || rep.CheckpointsVerified == 0 {
-		t.Fatalf("Verify = %+v, %v", rep, err)
-	}
-	var out []audit.Entry
-	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		if e, err := audit.ParseRecord(line); err == nil {
-			out = append(out, e)
-		}
-	}
-	return out
+	return audittest.VerifiedFile(t, path, k)
 }
 
 // Issue 26 ("revocations ... are audited"): a revocation and its lift are each one
