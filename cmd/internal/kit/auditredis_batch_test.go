@@ -70,20 +70,10 @@ func TestIssue26AuditRedisGroupCommitKeepsChainOrder(t *testing.T) {
 	addr := testkit.RedisAddr(t)
 	prefix := fmt.Sprintf("audit-batch-%d:", time.Now().UnixNano())
 	k, _ := keys.Generate(keys.ES256)
-	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	var wg sync.WaitGroup
 	var servers []*Server
 	for i := range 2 {
-		st, err := OpenStore(StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{addr}, Prefix: prefix}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := &Server{}
-		s.OnClose(st.Close)
-		l, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkRedis, Writer: fmt.Sprintf("tts-%d", i)}, st, audit.FixedKey(k), nil, logger)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l, s := replicaAudit(t, addr, prefix, i, k)
 		servers = append(servers, s)
 		for range 16 {
 			wg.Go(func() {

@@ -14,6 +14,23 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 )
 
+// replicaAudit is replica i's audit log (writer tts-i) on the Redis stream under prefix,
+// opened as the TTS opens it: its store, its server (closing it closes both).
+func replicaAudit(t *testing.T, addr, prefix string, i int, k *keys.PrivateKey) (*audit.Log, *Server) {
+	t.Helper()
+	st, err := OpenStore(StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{addr}, Prefix: prefix}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{}
+	s.OnClose(st.Close)
+	l, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkRedis, Writer: fmt.Sprintf("tts-%d", i)}, st, audit.FixedKey(k), nil, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, s
+}
+
 // Issue 26: replicas share one Redis stream, each a writer of its own chain in it; the
 // stream, read back as the operator guide says (redis-cli XRANGE, the trail's lines
 // kept), verifies against the replicas' key.
@@ -21,20 +38,10 @@ func TestIssue26AuditRedisStreamSharedByReplicas(t *testing.T) {
 	addr := testkit.RedisAddr(t)
 	prefix := fmt.Sprintf("audit-test-%d:", time.Now().UnixNano())
 	k, _ := keys.Generate(keys.ES256)
-	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	var logs []*audit.Log
 	var servers []*Server
 	for i := 0; i < 2; i++ {
-		st, err := OpenStore(StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{addr}, Prefix: prefix}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := &Server{}
-		s.OnClose(st.Close)
-		l, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkRedis, Writer: fmt.Sprintf("tts-%d", i)}, st, audit.FixedKey(k), nil, logger)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l, s := replicaAudit(t, addr, prefix, i, k)
 		logs, servers = append(logs, l), append(servers, s)
 	}
 	for i := 0; i < 10; i++ {
