@@ -30,6 +30,8 @@ type world struct {
 	foreign     *testkit.Workload // of b.example, whose WITs the API trusts
 	read        atomic.Int64      // octets of request bodies the handler read
 	logins      fakeLogins
+	domain      *testkit.Domain // a.example, whose workloads the tests make
+	api         *revokeapi.Handler
 }
 
 func newWorld(t *testing.T) *world { t.Helper(); return newWorldWith(t, nil) }
@@ -46,6 +48,7 @@ func newWorldWith(t *testing.T, configure func(*revokeapi.Config)) *world {
 		t.Fatal(err)
 	}
 	a.Trust.AddTrustDomain("b.example", setB)
+	w.domain = a
 	w.admin, w.user = a.Workload(t, "/ops/alice", keys.ES256), a.Workload(t, "/agent/a1", keys.ES256)
 	w.foreign = b.Workload(t, "/ops/alice", keys.ES256)
 	w.store = revoke.NewMemory(revoke.WithClock(w.clock.Now))
@@ -67,6 +70,7 @@ func newWorldWith(t *testing.T, configure func(*revokeapi.Config)) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.api = h
 	w.srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		r.Body = countingBody{r.Body, &w.read}
 		h.ServeHTTP(rw, r)
