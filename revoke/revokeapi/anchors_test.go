@@ -5,12 +5,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"math/big"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"testing"
 	"time"
@@ -87,29 +84,21 @@ func TestAdminMutualTLS_ACAVouchesForItsOwnTrustDomainOnly(t *testing.T) {
 	now := time.Now()
 	aKey, aDER, aCA := testkit.NewTrustDomainCA(t, "a.example", now.Add(-time.Hour), now.Add(time.Hour))
 	bKey, bDER, bCA := testkit.NewTrustDomainCA(t, "b.example", now.Add(-time.Hour), now.Add(time.Hour))
-	leaf := func(ck *ecdsa.PrivateKey, cder []byte, id string) tls.Certificate {
-		return testkit.NewWICCert(t, ck, cder, id, now.Add(-time.Hour), now.Add(time.Hour))
-	}
 	st := revoke.NewMemory()
 	h, err := revokeapi.New(revokeapi.Config{Store: st, CertRoots: []*x509.Certificate{aCA, bCA}, TrustDomains: []string{"a.example", "b.example"},
 		Admins: []identifier.ID{identifier.MustParse("wimse://a.example/ops/alice"), identifier.MustParse("wimse://b.example/ops/bob")}, DefaultTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(h)
-	testkit.StartClientCertTLS(t, srv)
-	client := func(c tls.Certificate) *revokeapi.Client {
-		tr := testkit.ClientCertTransport(srv, c)
-		return &revokeapi.Client{URL: srv.URL + revokeapi.Path, HTTP: &http.Client{Transport: tr}}
-	}
+	client := mtlsAPI(t, h)
 	ctx := context.Background()
-	if _, err := client(leaf(aKey, aDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "a", Reason: "x"}); err != nil {
+	if _, err := client(wicCert(t, aKey, aDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "a", Reason: "x"}); err != nil {
 		t.Fatalf("a.example's CA for a.example's administrator: %v", err)
 	}
-	if _, err := client(leaf(bKey, bDER, "wimse://b.example/ops/bob")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "b", Reason: "x"}); err != nil {
+	if _, err := client(wicCert(t, bKey, bDER, "wimse://b.example/ops/bob")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "b", Reason: "x"}); err != nil {
 		t.Fatalf("b.example's CA for b.example's administrator: %v", err)
 	}
-	_, err = client(leaf(bKey, bDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Dialog, ID: "D1", Reason: "b.example says so"})
+	_, err = client(wicCert(t, bKey, bDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Dialog, ID: "D1", Reason: "b.example says so"})
 	if err == nil || errcode.KindOf(err) != errcode.Failed {
 		t.Errorf("b.example's CA for a.example's administrator: %v", err)
 	}

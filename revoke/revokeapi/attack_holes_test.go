@@ -3,10 +3,7 @@ package revokeapi_test
 import (
 	"context"
 	"crypto/ecdsa"
-	"crypto/tls"
 	"crypto/x509"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -29,26 +26,18 @@ func TestAttackAPI_MTLSAnotherDomainsCACannotNameOurAdministrator(t *testing.T) 
 	}
 	aKey, aDER, aCert := newCA("a.example")
 	bKey, bDER, bCert := newCA("b.example")
-	leaf := func(ck *ecdsa.PrivateKey, cder []byte, id string) tls.Certificate {
-		return testkit.NewWICCert(t, ck, cder, id, now.Add(-time.Hour), now.Add(time.Hour))
-	}
 	st := revoke.NewMemory()
 	h, err := revokeapi.New(revokeapi.Config{Store: st, CertRoots: []*x509.Certificate{aCert, bCert},
 		Admins: []identifier.ID{identifier.MustParse("wimse://a.example/ops/alice")}, TrustDomains: []string{"a.example"}, DefaultTTL: time.Hour})
 	if err != nil {
 		return // the configuration is refused: nothing to attack
 	}
-	srv := httptest.NewUnstartedServer(h)
-	testkit.StartClientCertTLS(t, srv)
-	client := func(c tls.Certificate) *revokeapi.Client {
-		tr := testkit.ClientCertTransport(srv, c)
-		return &revokeapi.Client{URL: srv.URL + revokeapi.Path, HTTP: &http.Client{Transport: tr}}
-	}
+	client := mtlsAPI(t, h)
 	ctx := context.Background()
-	if _, err := client(leaf(aKey, aDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "ours", Reason: "x"}); err != nil {
+	if _, err := client(wicCert(t, aKey, aDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "ours", Reason: "x"}); err != nil {
 		t.Fatalf("our own CA's administrator: %v", err)
 	}
-	if _, err := client(leaf(bKey, bDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Dialog, ID: "D1", Reason: "b.example says so"}); err == nil {
+	if _, err := client(wicCert(t, bKey, bDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Dialog, ID: "D1", Reason: "b.example says so"}); err == nil {
 		t.Error("b.example's CA vouched for a.example's administrator: a dialog of a.example was revoked")
 	}
 	if l, _ := st.List(ctx); len(l) != 1 {
