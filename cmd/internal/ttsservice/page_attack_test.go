@@ -81,9 +81,8 @@ func TestAttackTTSPage_HostileRecordsThroughTheTokenEndpoint(t *testing.T) {
 		res.Body.Close()
 	}
 	// An administrator signs in and reads every page.
-	_, adminKey, adminWIT := da.workload(t, "/ops/alice")
 	base := "http://" + admAddr
-	api := &revokeapi.Client{URL: base + revokeapi.Path, Signer: httpsig.NewSigner(adminKey, adminWIT)}
+	api := da.operator(t, admAddr)
 	s, err := api.NewSession(ctx)
 	if err != nil {
 		t.Fatal(err)
