@@ -86,16 +86,7 @@ func TestIssue26AuditRedisGroupCommitKeepsChainOrder(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	for _, s := range servers {
-		s.Close()
-	}
-	stream := prefix + "audit"
-	defer delStream(addr, stream)
-	trail, entries := exportStream(t, addr, stream)
-	rep := verifyStream(t, trail, k)
-	if !rep.OK() || rep.Records != 800 || rep.Writers != 2 || rep.CheckpointsVerified != 2 {
-		t.Fatalf("%+v", rep)
-	}
+	entries := replicasStream(t, servers, addr, prefix, k, 800)
 	if entries >= 800 {
 		t.Fatalf("%d entries for 800 records: no XADD carried more than one", entries)
 	}

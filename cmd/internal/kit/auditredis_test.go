@@ -31,6 +31,25 @@ func replicaAudit(t *testing.T, addr, prefix string, i int, k *keys.PrivateKey) 
 	return l, s
 }
 
+// replicasStream closes the replicas' servers (their logs checkpoint and close), reads
+// their stream under prefix back and verifies it with k: records records of two
+// writers, each with its closing checkpoint. It returns the stream's entries; the
+// stream is deleted at the test's end.
+func replicasStream(t *testing.T, servers []*Server, addr, prefix string, k *keys.PrivateKey, records int) int {
+	t.Helper()
+	for _, s := range servers {
+		s.Close()
+	}
+	stream := prefix + "audit"
+	t.Cleanup(func() { delStream(addr, stream) })
+	trail, entries := exportStream(t, addr, stream)
+	rep := verifyStream(t, trail, k)
+	if !rep.OK() || rep.Records != records || rep.Writers != 2 || rep.CheckpointsVerified != 2 {
+		t.Fatalf("%+v", rep)
+	}
+	return entries
+}
+
 // Issue 26: replicas share one Redis stream, each a writer of its own chain in it; the
 // stream, read back as the operator guide says (redis-cli XRANGE, the trail's lines
 // kept), verifies against the replicas' key.
@@ -49,16 +68,7 @@ func TestIssue26AuditRedisStreamSharedByReplicas(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, s := range servers {
-		s.Close()
-	}
-	stream := prefix + "audit"
-	defer delStream(addr, stream)
-	trail, _ := exportStream(t, addr, stream)
-	rep := verifyStream(t, trail, k)
-	if !rep.OK() || rep.Records != 10 || rep.Writers != 2 || rep.CheckpointsVerified != 2 {
-		t.Fatalf("%+v", rep)
-	}
+	replicasStream(t, servers, addr, prefix, k, 10)
 }
 
 // A stream that does not answer is an error: the endpoint refuses the issuance.
