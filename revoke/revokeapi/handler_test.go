@@ -72,7 +72,7 @@ func newWorldWith(t *testing.T, configure func(*revokeapi.Config)) *world {
 	}
 	w.api = h
 	w.srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		r.Body = countingBody{r.Body, &w.read}
+		r.Body = testkit.CountingBody{R: r.Body, N: &w.read}
 		h.ServeHTTP(rw, r)
 	})
 	w.srv.Start()
@@ -92,19 +92,6 @@ func (w *world) live(t *testing.T) []revoke.Revocation {
 	}
 	return l
 }
-
-// countingBody counts the octets read from it: a refused request must read none.
-type countingBody struct {
-	r io.ReadCloser
-	n *atomic.Int64
-}
-
-func (c countingBody) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
-func (c countingBody) Close() error { return c.r.Close() }
 
 func send(t *testing.T, req *http.Request) (int, errcode.Code) {
 	t.Helper()
