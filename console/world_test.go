@@ -52,11 +52,7 @@ func newLoggedWorld(t *testing.T, maxRecords int, logger *slog.Logger) *world {
 	w := &world{clock: testkit.NewClock(time.Now().Truncate(time.Second))}
 	a := testkit.NewDomain(t, "a.example", keys.ES256, w.clock)
 	b := testkit.NewDomain(t, "b.example", keys.ES256, w.clock)
-	setB, err := keys.NewStaticSet(b.Key.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Trust.AddTrustDomain("b.example", setB)
+	a.TrustWITsOf(t, b)
 	w.admin, w.bob, w.user = a.Workload(t, "/ops/alice", keys.ES256), a.Workload(t, "/ops/bob", keys.ES256), a.Workload(t, "/agent/a1", keys.ES256)
 	w.foreign = b.Workload(t, "/ops/alice", keys.ES256)
 	w.store = revoke.NewMemory(revoke.WithClock(w.clock.Now))
@@ -67,6 +63,7 @@ func newLoggedWorld(t *testing.T, maxRecords int, logger *slog.Logger) *world {
 	w.srv = httptest.NewUnstartedServer(nil)
 	w.base = "http://" + w.srv.Listener.Addr().String()
 	w.api = w.base + revokeapi.Path
+	var err error
 	w.logins, err = console.NewLogins(w.base, console.WithClock(w.clock.Now))
 	if err != nil {
 		t.Fatal(err)

@@ -43,11 +43,7 @@ func newWorldWith(t *testing.T, configure func(*revokeapi.Config)) *world {
 	w := &world{clock: testkit.NewClock(testkit.Epoch)}
 	a := testkit.NewDomain(t, "a.example", keys.ES256, w.clock)
 	b := testkit.NewDomain(t, "b.example", keys.ES256, w.clock)
-	setB, err := keys.NewStaticSet(b.Key.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Trust.AddTrustDomain("b.example", setB)
+	a.TrustWITsOf(t, b)
 	w.domain = a
 	w.admin, w.user = a.Workload(t, "/ops/alice", keys.ES256), a.Workload(t, "/agent/a1", keys.ES256)
 	w.foreign = b.Workload(t, "/ops/alice", keys.ES256)
