@@ -3,7 +3,6 @@ package console_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
@@ -24,6 +23,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
+	"github.com/dialogtrust/dialogtrust/revoke/revoketest"
 	"github.com/dialogtrust/dialogtrust/store"
 )
 
@@ -156,12 +156,7 @@ var codeRE = regexp.MustCompile(`data-code="([a-z_]+)"`)
 
 func do(t *testing.T, c *http.Client, req *http.Request) answer {
 	t.Helper()
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+	res, b := testkit.Do(t, c, req)
 	a := answer{status: res.StatusCode, header: res.Header, body: string(b)}
 	if m := codeRE.FindStringSubmatch(a.body); m != nil {
 		a.code = m[1]
@@ -212,13 +207,10 @@ func csrf(t *testing.T, c *http.Client, u string) string {
 	return m[1]
 }
 
+// live are the revocations in the world's store.
 func (w *world) live(t *testing.T) []revoke.Revocation {
 	t.Helper()
-	l, err := w.store.List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return revoketest.MustList(t, w.store)
 }
 
 // dialogOf is a small dialog: a Txn-Token issued to a1 for b1, a request at b1's

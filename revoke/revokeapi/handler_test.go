@@ -18,6 +18,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
+	"github.com/dialogtrust/dialogtrust/revoke/revoketest"
 	"github.com/dialogtrust/dialogtrust/store"
 )
 
@@ -80,13 +81,10 @@ func (w *world) client(wl *testkit.Workload) *revokeapi.Client {
 	return &revokeapi.Client{URL: w.url, Signer: httpsig.NewSigner(wl.Key, wl.WIT, httpsig.WithClock(w.clock.Now))}
 }
 
+// live are the revocations in the world's store.
 func (w *world) live(t *testing.T) []revoke.Revocation {
 	t.Helper()
-	l, err := w.store.List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return revoketest.MustList(t, w.store)
 }
 
 func send(t *testing.T, req *http.Request) (int, errcode.Code) {
