@@ -25,7 +25,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -54,21 +53,6 @@ func newAtkWorld(t *testing.T) *atkWorld {
 	t.Helper()
 	log := &testkit.SyncBuffer{}
 	return &atkWorld{world: newLoggedWorld(t, 0, slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))), log: log}
-}
-
-// writeRaw appends raw lines to the trail.
-func (w *atkWorld) writeRaw(t *testing.T, lines ...[]byte) {
-	t.Helper()
-	f, err := os.OpenFile(w.trail, os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, l := range lines {
-		if _, err := f.Write(append(l, '\n')); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // writeEntries appends records as the audit writer would (v, w, seq, time filled in).

@@ -94,11 +94,7 @@ func newLoggedWorld(t *testing.T, maxRecords int, logger *slog.Logger) *world {
 // write appends records to the trail (v, w, seq and time are filled in).
 func (w *world) write(t *testing.T, es ...audit.Entry) {
 	t.Helper()
-	f, err := os.OpenFile(w.trail, os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	var lines [][]byte
 	for _, e := range es {
 		w.seq++
 		e.V, e.Writer, e.Seq = audit.Version, "tts-1", w.seq
@@ -109,7 +105,21 @@ func (w *world) write(t *testing.T, es ...audit.Entry) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.Write(append(b, '\n')); err != nil {
+		lines = append(lines, b)
+	}
+	w.writeRaw(t, lines...)
+}
+
+// writeRaw appends raw lines to the trail.
+func (w *world) writeRaw(t *testing.T, lines ...[]byte) {
+	t.Helper()
+	f, err := os.OpenFile(w.trail, os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, l := range lines {
+		if _, err := f.Write(append(l, '\n')); err != nil {
 			t.Fatal(err)
 		}
 	}
