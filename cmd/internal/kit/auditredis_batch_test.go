@@ -279,19 +279,16 @@ func proxiedLog(t *testing.T, addr string, mode int32) (l *audit.Log, h *holding
 	return l, h, k, stream
 }
 
-// A batch whose XADD Redis never took whole (the connection cut in the middle of the
-// command) refuses every issuance in it, leaves nothing of it in the stream, and the
-// writer's chain goes on from the last record Redis took: the export verifies
-// without a finding, with exactly the records whose issuance went ahead.
-func TestIssue26AuditRedisCutBatchRefusesEveryRecord(t *testing.T) {
-	addr := testkit.RedisAddr(t)
-	l, h, k, stream := proxiedLog(t, addr, cutRequest)
+// refusedGroupThen: every record of a group of ten (the batch named what) is refused;
+// then n records are taken, the log closes, and the stream is read back.
+func refusedGroupThen(t *testing.T, l *audit.Log, h *holdingSink, addr, stream, what string, n int) *bytes.Buffer {
+	t.Helper()
 	for i, err := range groupOfTen(t, l, h) {
 		if err == nil {
-			t.Fatalf("record %d of the cut batch was taken", i)
+			t.Fatalf("record %d of the %s counted as taken", i, what)
 		}
 	}
-	for range 2 {
+	for range n {
 		if err := l.Append(&audit.Entry{Decision: audit.Issued, Txn: "after"}); err != nil {
 			t.Fatal(err)
 		}
@@ -300,6 +297,17 @@ func TestIssue26AuditRedisCutBatchRefusesEveryRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	trail, _ := exportStream(t, addr, stream)
+	return trail
+}
+
+// A batch whose XADD Redis never took whole (the connection cut in the middle of the
+// command) refuses every issuance in it, leaves nothing of it in the stream, and the
+// writer's chain goes on from the last record Redis took: the export verifies
+// without a finding, with exactly the records whose issuance went ahead.
+func TestIssue26AuditRedisCutBatchRefusesEveryRecord(t *testing.T) {
+	addr := testkit.RedisAddr(t)
+	l, h, k, stream := proxiedLog(t, addr, cutRequest)
+	trail := refusedGroupThen(t, l, h, addr, stream, "cut batch", 2)
 	if strings.Contains(trail.String(), `"txn":"batch"`) {
 		t.Fatal("a record of the refused batch is in the stream")
 	}
@@ -317,20 +325,7 @@ func TestIssue26AuditRedisCutBatchRefusesEveryRecord(t *testing.T) {
 func TestIssue26AuditRedisLostReplyIsFound(t *testing.T) {
 	addr := testkit.RedisAddr(t)
 	l, h, k, stream := proxiedLog(t, addr, dropReply)
-	for i, err := range groupOfTen(t, l, h) {
-		if err == nil {
-			t.Fatalf("record %d of the batch whose reply was lost counted as taken", i)
-		}
-	}
-	for range 10 {
-		if err := l.Append(&audit.Entry{Decision: audit.Issued, Txn: "after"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	trail, _ := exportStream(t, addr, stream)
+	trail := refusedGroupThen(t, l, h, addr, stream, "batch whose reply was lost", 10)
 	if n := strings.Count(trail.String(), `"txn":"batch"`); n != 10 {
 		t.Fatalf("%d records of the batch in the stream, want 10 (Redis took it)", n)
 	}
