@@ -260,20 +260,33 @@ func (c *Console) index(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
+	c.show(w, r, "index.html", func(entries []audit.Entry, revs []revoke.Revocation) any {
+		p := indexPage{Viewer: v, Title: "Recent dialogs", Dialogs: summaries(entries, revs), Records: len(entries), Revoked: revs,
+			Max: c.cfg.MaxRecords, MaxShown: maxDialogs, NoTrail: c.noTrail()}
+		if len(p.Revoked) > maxDialogs {
+			p.Revoked, p.MoreRevoked = p.Revoked[:maxDialogs], len(p.Revoked)-maxDialogs
+		}
+		return p
+	})
+}
+
+// show renders the page build makes of the trail's latest records and the live
+// revocations (every view shows them); when either cannot be read, the page's error.
+func (c *Console) show(w http.ResponseWriter, r *http.Request, name string, build func(entries []audit.Entry, revs []revoke.Revocation) any) {
 	entries, revs, err := c.recent(r.Context())
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	p := indexPage{Viewer: v, Title: "Recent dialogs", Dialogs: summaries(entries, revs), Records: len(entries), Revoked: revs,
-		Max: c.cfg.MaxRecords, MaxShown: maxDialogs}
-	if len(p.Revoked) > maxDialogs {
-		p.Revoked, p.MoreRevoked = p.Revoked[:maxDialogs], len(p.Revoked)-maxDialogs
+	c.render(w, http.StatusOK, name, build(entries, revs))
+}
+
+// noTrail is the page's note where the TTS keeps no trail the page can read.
+func (c *Console) noTrail() string {
+	if c.cfg.Trail != nil {
+		return ""
 	}
-	if c.cfg.Trail == nil {
-		p.NoTrail = c.cfg.NoTrail
-	}
-	c.render(w, http.StatusOK, "index.html", p)
+	return c.cfg.NoTrail
 }
 
 type dialogPage struct {
@@ -306,22 +319,15 @@ func (c *Console) dialog(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	entries, revs, err := c.recent(r.Context())
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	d, found := dialog(id, entries, revs)
-	if !found {
-		d.ID = id
-		d.Revocation = revokedFor(id, nil, revokedSet(revs))
-		d.Revoked = d.Revocation != nil
-	}
-	p := dialogPage{Viewer: v, Title: "Dialog " + cut(id, 60), Dialog: d, Found: found, ID: id}
-	if c.cfg.Trail == nil {
-		p.NoTrail = c.cfg.NoTrail
-	}
-	c.render(w, http.StatusOK, "dialog.html", p)
+	c.show(w, r, "dialog.html", func(entries []audit.Entry, revs []revoke.Revocation) any {
+		d, found := dialog(id, entries, revs)
+		if !found {
+			d.ID = id
+			d.Revocation = revokedFor(id, nil, revokedSet(revs))
+			d.Revoked = d.Revocation != nil
+		}
+		return dialogPage{Viewer: v, Title: "Dialog " + cut(id, 60), Dialog: d, Found: found, ID: id, NoTrail: c.noTrail()}
+	})
 }
 
 // revoke is the page's revoke button: revokeapi's Revoke, as the API's POST calls it.
