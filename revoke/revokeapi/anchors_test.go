@@ -17,7 +17,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
-	"github.com/dialogtrust/dialogtrust/wic"
 )
 
 // caWithURIs is a CA whose URI SANs are uris (none, a path, several: what an anchor of
@@ -49,12 +48,7 @@ func TestCertBundles_AnchorNamesAServedTrustDomain(t *testing.T) {
 	now := time.Now()
 	_, _, a := testkit.NewTrustDomainCA(t, "a.example", now.Add(-time.Hour), now.Add(time.Hour))
 	_, _, c := testkit.NewTrustDomainCA(t, "c.example", now.Add(-time.Hour), now.Add(time.Hour))
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	vectorsDER, err := wic.NewCA(key, now.Add(-time.Hour), now.Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	noName, _ := x509.ParseCertificate(vectorsDER)
+	_, noName := testkit.NewCANamingNoTrustDomain(t, now.Add(-time.Hour), now.Add(time.Hour))
 	served := []string{"a.example", "b.example"}
 	for name, roots := range map[string][]*x509.Certificate{
 		"no URI SAN":               {a, noName},
