@@ -60,9 +60,7 @@ func (w *atkWorld) writeEntries(t *testing.T, es ...audit.Entry) {
 	t.Helper()
 	var lines [][]byte
 	for _, e := range es {
-		w.seq++
-		e.V, e.Writer, e.Seq = audit.Version, "tts-1", w.seq
-		e.Time = w.clock.Now().UTC().Add(time.Duration(w.seq) * time.Millisecond).Format(time.RFC3339Nano)
+		w.stamp(&e)
 		lines = append(lines, e.AppendJSON(nil))
 	}
 	w.writeRaw(t, lines...)

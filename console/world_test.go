@@ -96,11 +96,7 @@ func (w *world) write(t *testing.T, es ...audit.Entry) {
 	t.Helper()
 	var lines [][]byte
 	for _, e := range es {
-		w.seq++
-		e.V, e.Writer, e.Seq = audit.Version, "tts-1", w.seq
-		if e.Time == "" {
-			e.Time = w.clock.Now().UTC().Add(time.Duration(w.seq) * time.Millisecond).Format(time.RFC3339Nano)
-		}
+		w.stamp(&e)
 		b, err := json.Marshal(e)
 		if err != nil {
 			t.Fatal(err)
@@ -108,6 +104,15 @@ func (w *world) write(t *testing.T, es ...audit.Entry) {
 		lines = append(lines, b)
 	}
 	w.writeRaw(t, lines...)
+}
+
+// stamp fills in what the audit writer would: v, w, seq, and time where e has none.
+func (w *world) stamp(e *audit.Entry) {
+	w.seq++
+	e.V, e.Writer, e.Seq = audit.Version, "tts-1", w.seq
+	if e.Time == "" {
+		e.Time = w.clock.Now().UTC().Add(time.Duration(w.seq) * time.Millisecond).Format(time.RFC3339Nano)
+	}
 }
 
 // writeRaw appends raw lines to the trail.
