@@ -308,25 +308,15 @@ func dialogID(r *http.Request) (string, error) {
 	return id, nil
 }
 
-// dialogOf is the request's dialog id; where it is not one, the page's error is
-// answered and ok is false.
-func (c *Console) dialogOf(w http.ResponseWriter, r *http.Request) (id string, ok bool) {
-	id, err := dialogID(r)
-	if err != nil {
-		c.fail(w, r, err)
-		return "", false
-	}
-	return id, true
-}
-
 func (c *Console) dialog(w http.ResponseWriter, r *http.Request) {
 	v, err := c.who(r)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	id, ok := c.dialogOf(w, r)
-	if !ok {
+	id, err := dialogID(r)
+	if err != nil {
+		c.fail(w, r, err)
 		return
 	}
 	c.show(w, r, "dialog.html", func(entries []audit.Entry, revs []revoke.Revocation) any {
@@ -374,8 +364,9 @@ func (c *Console) dialogAction(w http.ResponseWriter, r *http.Request, act func(
 		c.fail(w, r, err)
 		return
 	}
-	id, ok := c.dialogOf(w, r)
-	if !ok {
+	id, err := dialogID(r)
+	if err != nil {
+		c.fail(w, r, err)
 		return
 	}
 	if err := act(revokeapi.WithRequestID(r.Context(), reqid.From(r)), v.admin, id, f); err != nil {
