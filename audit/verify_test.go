@@ -28,15 +28,23 @@ func TestAuditVerifyIntactTrail(t *testing.T) {
 	}
 }
 
-// Issue 26 acceptance: each kind of tampering found by `audit verify`.
-func TestAuditVerifyFindsRemovedRecord(t *testing.T) {
+// tampered writes a trail of ten records signed by a fresh key, lets edit change its
+// lines (ri: the indexes of the record lines) and verifies what edit returns, without
+// kept checkpoints.
+func tampered(t *testing.T, edit func(ls [][]byte, ri []int) [][]byte) *Report {
+	t.Helper()
 	k := testkit.NewKey(t, "ES256")
 	path := trail(t, t.TempDir(), k, 10)
 	ls := lines(t, path)
-	ri := recordIndexes(ls)
-	ls = slices.Delete(ls, ri[4], ri[4]+1)
-	writeLines(t, path, ls)
-	rep := verifyFiles(t, verifiersOf(t, k), nil, path)
+	writeLines(t, path, edit(ls, recordIndexes(ls)))
+	return verifyFiles(t, verifiersOf(t, k), nil, path)
+}
+
+// Issue 26 acceptance: each kind of tampering found by `audit verify`.
+func TestAuditVerifyFindsRemovedRecord(t *testing.T) {
+	rep := tampered(t, func(ls [][]byte, ri []int) [][]byte {
+		return slices.Delete(ls, ri[4], ri[4]+1)
+	})
 	wantFinding(t, rep, errcode.AuditRecordRemoved)
 	if slices.Contains(codes(rep), errcode.AuditRecordAltered) {
 		t.Fatalf("a removal reported as an alteration: %v", rep.Findings)
@@ -44,13 +52,10 @@ func TestAuditVerifyFindsRemovedRecord(t *testing.T) {
 }
 
 func TestAuditVerifyFindsAlteredRecord(t *testing.T) {
-	k := testkit.NewKey(t, "ES256")
-	path := trail(t, t.TempDir(), k, 10)
-	ls := lines(t, path)
-	ri := recordIndexes(ls)
-	ls[ri[3]] = bytes.Replace(ls[ri[3]], []byte(`"decision":"issued"`), []byte(`"decision":"refused"`), 1)
-	writeLines(t, path, ls)
-	rep := verifyFiles(t, verifiersOf(t, k), nil, path)
+	rep := tampered(t, func(ls [][]byte, ri []int) [][]byte {
+		ls[ri[3]] = bytes.Replace(ls[ri[3]], []byte(`"decision":"issued"`), []byte(`"decision":"refused"`), 1)
+		return ls
+	})
 	wantFinding(t, rep, errcode.AuditRecordAltered)
 	if f := rep.Findings[0]; f.Seq != 4 {
 		t.Fatalf("finding names record %d, want 4: %v", f.Seq, rep.Findings)
@@ -60,14 +65,11 @@ func TestAuditVerifyFindsAlteredRecord(t *testing.T) {
 // An attacker who edits a record and recomputes the chain after it is found by the
 // signed checkpoints, which only the service's key makes.
 func TestAuditVerifyFindsAlteredRecordWithRecomputedChain(t *testing.T) {
-	k := testkit.NewKey(t, "ES256")
-	path := trail(t, t.TempDir(), k, 10)
-	ls := lines(t, path)
-	ri := recordIndexes(ls)
-	ls[ri[1]] = bytes.Replace(ls[ri[1]], []byte(`"decision":"issued"`), []byte(`"decision":"refused"`), 1)
-	rechain(t, ls, ri)
-	writeLines(t, path, ls)
-	rep := verifyFiles(t, verifiersOf(t, k), nil, path)
+	rep := tampered(t, func(ls [][]byte, ri []int) [][]byte {
+		ls[ri[1]] = bytes.Replace(ls[ri[1]], []byte(`"decision":"issued"`), []byte(`"decision":"refused"`), 1)
+		rechain(t, ls, ri)
+		return ls
+	})
 	if slices.Contains(codes(rep), errcode.AuditRecordAltered) {
 		t.Fatalf("the chain was recomputed, yet found altered: %v", rep.Findings)
 	}
@@ -93,13 +95,10 @@ func rechain(t *testing.T, ls [][]byte, ri []int) {
 }
 
 func TestAuditVerifyFindsReorderedRecords(t *testing.T) {
-	k := testkit.NewKey(t, "ES256")
-	path := trail(t, t.TempDir(), k, 10)
-	ls := lines(t, path)
-	ri := recordIndexes(ls)
-	ls[ri[5]], ls[ri[6]] = ls[ri[6]], ls[ri[5]]
-	writeLines(t, path, ls)
-	rep := verifyFiles(t, verifiersOf(t, k), nil, path)
+	rep := tampered(t, func(ls [][]byte, ri []int) [][]byte {
+		ls[ri[5]], ls[ri[6]] = ls[ri[6]], ls[ri[5]]
+		return ls
+	})
 	wantFinding(t, rep, errcode.AuditRecordReordered)
 	for _, c := range codes(rep) {
 		if c != errcode.AuditRecordReordered {
@@ -109,23 +108,21 @@ func TestAuditVerifyFindsReorderedRecords(t *testing.T) {
 }
 
 func TestAuditVerifyFindsInsertedRecord(t *testing.T) {
-	k := testkit.NewKey(t, "ES256")
-	path := trail(t, t.TempDir(), k, 10)
-	ls := lines(t, path)
-	ri := recordIndexes(ls)
-	// A forged record 5 that names record 4 correctly, put before the real one.
-	var m map[string]any
-	if err := json.Unmarshal(ls[ri[4]], &m); err != nil {
-		t.Fatal(err)
-	}
-	m["txn"], m["decision"] = "forged", "issued"
-	forged, _ := json.Marshal(m)
-	ls = slices.Insert(ls, ri[4], forged)
-	writeLines(t, path, ls)
-	rep := verifyFiles(t, verifiersOf(t, k), nil, path)
+	at := 0 // the forged line's index
+	rep := tampered(t, func(ls [][]byte, ri []int) [][]byte {
+		// A forged record 5 that names record 4 correctly, put before the real one.
+		var m map[string]any
+		if err := json.Unmarshal(ls[ri[4]], &m); err != nil {
+			t.Fatal(err)
+		}
+		m["txn"], m["decision"] = "forged", "issued"
+		forged, _ := json.Marshal(m)
+		at = ri[4]
+		return slices.Insert(ls, at, forged)
+	})
 	wantFinding(t, rep, errcode.AuditRecordInserted)
-	if f := rep.Findings[0]; f.Line != ri[4]+1 || f.Code != errcode.AuditRecordInserted {
-		t.Fatalf("first finding %v, want the forged line %d", f, ri[4]+1)
+	if f := rep.Findings[0]; f.Line != at+1 || f.Code != errcode.AuditRecordInserted {
+		t.Fatalf("first finding %v, want the forged line %d", f, at+1)
 	}
 }
 
