@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 )
 
 // memBatchSink is a BatchSink in memory: a batch is taken whole (its lines appended to
@@ -61,7 +63,7 @@ func (s *memBatchSink) hold() (entered, release chan struct{}) {
 
 func newBatchLog(t *testing.T, s *memBatchSink) (*Log, *fixedKey) {
 	t.Helper()
-	k := fixedKey{newKey(t, "EdDSA")}
+	k := fixedKey{testkit.NewKey(t, "EdDSA")}
 	l, err := New(s, k, WithWriter("tts-0"), WithCheckpointInterval(time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +203,7 @@ func TestIssue26GroupCommitBatchBounded(t *testing.T) {
 // sink's order; a checkpoint now and then lands between batches.
 func TestIssue26GroupCommitConcurrentAppendsFormOneChain(t *testing.T) {
 	s := &memBatchSink{}
-	k := fixedKey{newKey(t, "ES256")}
+	k := fixedKey{testkit.NewKey(t, "ES256")}
 	l, err := New(s, k, WithWriter("tts-0"), WithCheckpointInterval(time.Nanosecond))
 	if err != nil {
 		t.Fatal(err)

@@ -5,12 +5,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 )
 
 // Records appended from many goroutines (the endpoint serves requests concurrently)
 // form one chain: every number once, in file order, and the trail verifies.
 func TestAuditConcurrentAppendsFormOneChain(t *testing.T) {
-	k := newKey(t, "EdDSA")
+	k := testkit.NewKey(t, "EdDSA")
 	path := filepath.Join(t.TempDir(), "audit.log")
 	sink, err := OpenFile(path, 16<<10*8, nil)
 	if err != nil {

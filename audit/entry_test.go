@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/jose"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/tokenhash"
@@ -41,7 +42,7 @@ func TestAuditRecordHoldsHashesNeverTokens(t *testing.T) {
 	refused := &oauth.Record{Handler: "tts", Status: 400, Err: errcode.New(errcode.WorkloadNotAllowed, "no"), Code: errcode.WorkloadNotAllowed,
 		Request: &oauth.TokenRequest{SubjectToken: subject, Audience: "b.example", Scope: []string{"read"}}}
 	sink := &memSink{}
-	l, err := New(sink, fixedKey{newKey(t, "ES256")}, WithClock(func() time.Time { return time.Unix(1e9, 0) }))
+	l, err := New(sink, fixedKey{testkit.NewKey(t, "ES256")}, WithClock(func() time.Time { return time.Unix(1e9, 0) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestAuditRecordHoldsHashesNeverTokens(t *testing.T) {
 // the chain stays where it was: the next record written takes the number.
 func TestAuditSinkFailureIsReported(t *testing.T) {
 	sink := &memSink{err: errors.New("disk full")}
-	l, err := New(sink, fixedKey{newKey(t, "ES256")})
+	l, err := New(sink, fixedKey{testkit.NewKey(t, "ES256")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package audit
 import (
 	"bytes"
 	"testing"
+
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 )
 
 // FuzzParseLine: any line parses or is refused, within MaxLine, without a panic.
@@ -20,7 +22,7 @@ func FuzzParseLine(f *testing.F) {
 // FuzzVerify: any input (bounded: the fuzzer's inputs stay small; lines over MaxLine
 // are findings) gives a report or a read error, never a panic.
 func FuzzVerify(f *testing.F) {
-	k := newKey(f, "ES256")
+	k := testkit.NewKey(f, "ES256")
 	f.Add(bytes.Join(lines(f, trail(f, f.TempDir(), k, 5)), []byte("\n")))
 	vs := verifiersOf(f, k)
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -13,24 +13,10 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// fixedKey is a KeySource with one key.
-type fixedKey struct{ k *keys.PrivateKey }
-
-func (f fixedKey) Active() *keys.PrivateKey { return f.k }
-
 // clock advances a second at every call.
 type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { c.t = c.t.Add(time.Second); return c.t }
-
-func newKey(t testing.TB, alg string) *keys.PrivateKey {
-	t.Helper()
-	k, err := keys.Generate(alg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 func verifiersOf(t testing.TB, ks ...*keys.PrivateKey) note.Verifiers {
 	t.Helper()

@@ -320,3 +320,11 @@ func (l *Log) Close() error {
 	}
 	return err
 }
+
+// FixedKey is the KeySource of one key that does not rotate (an ingress's key file, a
+// test's key).
+func FixedKey(k *keys.PrivateKey) KeySource { return fixedKey{k} }
+
+type fixedKey struct{ k *keys.PrivateKey }
+
+func (f fixedKey) Active() *keys.PrivateKey { return f.k }

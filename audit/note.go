@@ -38,42 +38,54 @@ func keyHash(name string, pub *keys.PublicKey) uint32 {
 	return binary.BigEndian.Uint32(h[:4])
 }
 
-type noteSigner struct {
-	k    *keys.PrivateKey
+// noteKey is what a signer and a verifier of one key both name: the key's note name
+// and its key hash.
+type noteKey struct {
 	name string
 	hash uint32
+}
+
+func newNoteKey(pub *keys.PublicKey) (noteKey, error) {
+	name, err := noteName(pub.KID())
+	if err != nil {
+		return noteKey{}, err
+	}
+	return noteKey{name: name, hash: keyHash(name, pub)}, nil
+}
+
+func (n noteKey) Name() string    { return n.name }
+func (n noteKey) KeyHash() uint32 { return n.hash }
+
+type noteSigner struct {
+	noteKey
+	k *keys.PrivateKey
 }
 
 // NoteSigner is a note.Signer over k.
 func NoteSigner(k *keys.PrivateKey) (note.Signer, error) {
-	name, err := noteName(k.KID())
+	nk, err := newNoteKey(k.Public())
 	if err != nil {
 		return nil, err
 	}
-	return &noteSigner{k: k, name: name, hash: keyHash(name, k.Public())}, nil
+	return &noteSigner{noteKey: nk, k: k}, nil
 }
 
-func (s *noteSigner) Name() string                    { return s.name }
-func (s *noteSigner) KeyHash() uint32                 { return s.hash }
 func (s *noteSigner) Sign(msg []byte) ([]byte, error) { return s.k.Sign(msg) }
 
 type noteVerifier struct {
-	k    *keys.PublicKey
-	name string
-	hash uint32
+	noteKey
+	k *keys.PublicKey
 }
 
 // NoteVerifier is a note.Verifier over k.
 func NoteVerifier(k *keys.PublicKey) (note.Verifier, error) {
-	name, err := noteName(k.KID())
+	nk, err := newNoteKey(k)
 	if err != nil {
 		return nil, err
 	}
-	return &noteVerifier{k: k, name: name, hash: keyHash(name, k)}, nil
+	return &noteVerifier{noteKey: nk, k: k}, nil
 }
 
-func (v *noteVerifier) Name() string                { return v.name }
-func (v *noteVerifier) KeyHash() uint32             { return v.hash }
 func (v *noteVerifier) Verify(msg, sig []byte) bool { return v.k.Verify(msg, sig) }
 
 // Verifiers is note.Verifiers over a set of public keys (a JWKS).

@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 )
 
 func TestAuditVerifyIntactTrail(t *testing.T) {
 	for _, alg := range []string{"ES256", "EdDSA"} {
 		t.Run(alg, func(t *testing.T) {
-			k := newKey(t, alg)
+			k := testkit.NewKey(t, alg)
 			path := trail(t, t.TempDir(), k, 20)
 			rep := verifyFiles(t, verifiersOf(t, k), []string{path + CheckpointSuffix}, path)
 			if !rep.OK() || rep.Records != 20 || rep.Checkpoints < 3 || !rep.SignaturesChecked {
@@ -27,15 +28,23 @@ func TestAuditVerifyIntactTrail(t *testing.T) {
 	}
 }
 
-// Issue 26 acceptance: each kind of tampering found by `audit verify`.
-func TestAuditVerifyFindsRemovedRecord(t *testing.T) {
-	k := newKey(t, "ES256")
+// tampered writes a trail of ten records signed by a fresh key, lets edit change its
+// lines (ri: the indexes of the record lines) and verifies what edit returns, without
+// kept checkpoints.
+func tampered(t *testing.T, edit func(ls [][]byte, ri []int) [][]byte) *Report {
+	t.Helper()
+	k := testkit.NewKey(t, "ES256")
 	path := trail(t, t.TempDir(), k, 10)
 	ls := lines(t, path)
-	ri := recordIndexes(ls)
-	ls = slices.Delete(ls, ri[4], ri[4]+1)
-	writeLines(t, path, ls)
-	rep := verifyFiles(t, verifiersOf(t, k), nil, path)
+	writeLines(t, path, edit(ls, recordIndexes(ls)))
+	return verifyFiles(t, verifiersOf(t, k), nil, path)
+}
+
+// Issue 26 acceptance: each kind of tampering found by `audit verify`.
+func TestAuditVerifyFindsRemovedRecord(t *testing.T) {
+	rep := tampered(t, func(ls [][]byte, ri []int) [][]byte {
+		return slices.Delete(ls, ri[4], ri[4]+1)
+	})
 	wantFinding(t, rep, errcode.AuditRecordRemoved)
 	if slices.Contains(codes(rep), errcode.AuditRecordAltered) {
 		t.Fatalf("a removal reported as an alteration: %v", rep.Findings)
@@ -43,13 +52,10 @@ func TestAuditVerifyFindsRemovedRecord(t *testing.T) {
 }
 
 func TestAuditVerifyFindsAlteredRecord(t *testing.T) {
-	k := newKey(t, "ES256")
-	path := trail(t, t.TempDir(), k, 10)
-	ls := lines(t, path)
-	ri := recordIndexes(ls)
-	ls[ri[3]] = bytes.Replace(ls[ri[3]], []byte(`"decision":"issued"`), []byte(`"decision":"refused"`), 1)
-	writeLines(t, path, ls)
-	rep := verifyFiles(t, verifiersOf(t, k), nil, path)
+	rep := tampered(t, func(ls [][]byte, ri []int) [][]byte {
+		ls[ri[3]] = bytes.Replace(ls[ri[3]], []byte(`"decision":"issued"`), []byte(`"decision":"refused"`), 1)
+		return ls
+	})
 	wantFinding(t, rep, errcode.AuditRecordAltered)
 	if f := rep.Findings[0]; f.Seq != 4 {
 		t.Fatalf("finding names record %d, want 4: %v", f.Seq, rep.Findings)
@@ -59,14 +65,11 @@ func TestAuditVerifyFindsAlteredRecord(t *testing.T) {
 // An attacker who edits a record and recomputes the chain after it is found by the
 // signed checkpoints, which only the service's key makes.
 func TestAuditVerifyFindsAlteredRecordWithRecomputedChain(t *testing.T) {
-	k := newKey(t, "ES256")
-	path := trail(t, t.TempDir(), k, 10)
-	ls := lines(t, path)
-	ri := recordIndexes(ls)
-	ls[ri[1]] = bytes.Replace(ls[ri[1]], []byte(`"decision":"issued"`), []byte(`"decision":"refused"`), 1)
-	rechain(t, ls, ri)
-	writeLines(t, path, ls)
-	rep := verifyFiles(t, verifiersOf(t, k), nil, path)
+	rep := tampered(t, func(ls [][]byte, ri []int) [][]byte {
+		ls[ri[1]] = bytes.Replace(ls[ri[1]], []byte(`"decision":"issued"`), []byte(`"decision":"refused"`), 1)
+		rechain(t, ls, ri)
+		return ls
+	})
 	if slices.Contains(codes(rep), errcode.AuditRecordAltered) {
 		t.Fatalf("the chain was recomputed, yet found altered: %v", rep.Findings)
 	}
@@ -92,13 +95,10 @@ func rechain(t *testing.T, ls [][]byte, ri []int) {
 }
 
 func TestAuditVerifyFindsReorderedRecords(t *testing.T) {
-	k := newKey(t, "ES256")
-	path := trail(t, t.TempDir(), k, 10)
-	ls := lines(t, path)
-	ri := recordIndexes(ls)
-	ls[ri[5]], ls[ri[6]] = ls[ri[6]], ls[ri[5]]
-	writeLines(t, path, ls)
-	rep := verifyFiles(t, verifiersOf(t, k), nil, path)
+	rep := tampered(t, func(ls [][]byte, ri []int) [][]byte {
+		ls[ri[5]], ls[ri[6]] = ls[ri[6]], ls[ri[5]]
+		return ls
+	})
 	wantFinding(t, rep, errcode.AuditRecordReordered)
 	for _, c := range codes(rep) {
 		if c != errcode.AuditRecordReordered {
@@ -108,28 +108,26 @@ func TestAuditVerifyFindsReorderedRecords(t *testing.T) {
 }
 
 func TestAuditVerifyFindsInsertedRecord(t *testing.T) {
-	k := newKey(t, "ES256")
-	path := trail(t, t.TempDir(), k, 10)
-	ls := lines(t, path)
-	ri := recordIndexes(ls)
-	// A forged record 5 that names record 4 correctly, put before the real one.
-	var m map[string]any
-	if err := json.Unmarshal(ls[ri[4]], &m); err != nil {
-		t.Fatal(err)
-	}
-	m["txn"], m["decision"] = "forged", "issued"
-	forged, _ := json.Marshal(m)
-	ls = slices.Insert(ls, ri[4], forged)
-	writeLines(t, path, ls)
-	rep := verifyFiles(t, verifiersOf(t, k), nil, path)
+	at := 0 // the forged line's index
+	rep := tampered(t, func(ls [][]byte, ri []int) [][]byte {
+		// A forged record 5 that names record 4 correctly, put before the real one.
+		var m map[string]any
+		if err := json.Unmarshal(ls[ri[4]], &m); err != nil {
+			t.Fatal(err)
+		}
+		m["txn"], m["decision"] = "forged", "issued"
+		forged, _ := json.Marshal(m)
+		at = ri[4]
+		return slices.Insert(ls, at, forged)
+	})
 	wantFinding(t, rep, errcode.AuditRecordInserted)
-	if f := rep.Findings[0]; f.Line != ri[4]+1 || f.Code != errcode.AuditRecordInserted {
-		t.Fatalf("first finding %v, want the forged line %d", f, ri[4]+1)
+	if f := rep.Findings[0]; f.Line != at+1 || f.Code != errcode.AuditRecordInserted {
+		t.Fatalf("first finding %v, want the forged line %d", f, at+1)
 	}
 }
 
 func TestAuditVerifyFindsTailCutAfterCheckpoint(t *testing.T) {
-	k := newKey(t, "ES256")
+	k := testkit.NewKey(t, "ES256")
 	path := trail(t, t.TempDir(), k, 10)
 	ls := lines(t, path)
 	ri := recordIndexes(ls)
@@ -142,7 +140,7 @@ func TestAuditVerifyFindsTailCutAfterCheckpoint(t *testing.T) {
 }
 
 func TestAuditVerifyFindsForgedCheckpoint(t *testing.T) {
-	k, other := newKey(t, "ES256"), newKey(t, "ES256")
+	k, other := testkit.NewKey(t, "ES256"), testkit.NewKey(t, "ES256")
 	path := trail(t, t.TempDir(), other, 10)
 	rep := verifyFiles(t, verifiersOf(t, k), nil, path)
 	wantFinding(t, rep, errcode.AuditCheckpointSignature)
@@ -154,7 +152,7 @@ func TestAuditVerifyFindsForgedCheckpoint(t *testing.T) {
 }
 
 func TestAuditVerifyFindsMalformedLine(t *testing.T) {
-	k := newKey(t, "ES256")
+	k := testkit.NewKey(t, "ES256")
 	path := trail(t, t.TempDir(), k, 3)
 	ls := append(lines(t, path), []byte(`{"v":1,"w":"tts-0"}`), bytes.Repeat([]byte("x"), MaxLine+10))
 	writeLines(t, path, ls)
@@ -165,7 +163,7 @@ func TestAuditVerifyFindsMalformedLine(t *testing.T) {
 }
 
 func TestAuditRotationKeepsChain(t *testing.T) {
-	k := newKey(t, "ES256")
+	k := testkit.NewKey(t, "ES256")
 	dir := t.TempDir()
 	path := trail(t, dir, k, 40, func(l *Log) {
 		l.sink.(*FileSink).maxSize = 2048
@@ -196,7 +194,7 @@ func TestAuditRotationKeepsChain(t *testing.T) {
 }
 
 func TestAuditRestartAnchorsToLastRecord(t *testing.T) {
-	k := newKey(t, "ES256")
+	k := testkit.NewKey(t, "ES256")
 	dir := t.TempDir()
 	path := trail(t, dir, k, 5)
 	trail(t, dir, k, 5, WithWriter("tts-1"))

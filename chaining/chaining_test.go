@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -571,20 +570,6 @@ func TestSubjectMap(t *testing.T) {
 	}
 }
 
-// countingBody counts the octets read from a request's own body.
-type countingBody struct {
-	r io.ReadCloser
-	n *atomic.Int64
-}
-
-func (c countingBody) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
-
-func (c countingBody) Close() error { return c.r.Close() }
-
 // A token request's body is read once and parsed once, whichever grant serves it: the
 // TTS's token exchange, AS A's grant, AS B's jwt-bearer redemption, or none (refused).
 // The authenticators get a reader over the octets already read (Content-Digest).
@@ -597,7 +582,7 @@ func TestTokenRequestBodyReadAndParsedOnce(t *testing.T) {
 			mu.Lock()
 			lengths = append(lengths, r.ContentLength)
 			mu.Unlock()
-			r.Body = countingBody{r: r.Body, n: &read}
+			r.Body = testkit.CountingBody{R: r.Body, N: &read}
 			h.ServeHTTP(w, r)
 		})
 	}})

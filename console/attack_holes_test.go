@@ -40,7 +40,7 @@ func TestAttackPage_DotSegmentDialogIDsCanBeOpenedAndRevoked(t *testing.T) {
 		w.writeEntries(t, atkDialog(dlg)...)
 	}
 	b, _ := w.signedIn(t, w.admin)
-	idx := atkDo(t, b, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil))
+	idx := do(t, b, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil))
 	doc, err := html.Parse(strings.NewReader(idx.body))
 	if err != nil {
 		t.Fatal(err)
@@ -48,11 +48,11 @@ func TestAttackPage_DotSegmentDialogIDsCanBeOpenedAndRevoked(t *testing.T) {
 	links := map[string]string{} // dialog -> href on the index
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {
-		if n.Type == html.ElementNode && n.Data == "tr" && atkAttr(n, "data-dialog") != "" {
+		if n.Type == html.ElementNode && n.Data == "tr" && attr(n, "data-dialog") != "" {
 			var a func(*html.Node) string
 			a = func(m *html.Node) string {
-				if m.Type == html.ElementNode && m.Data == "a" && atkAttr(m, "class") == "dlg" {
-					return atkAttr(m, "href")
+				if m.Type == html.ElementNode && m.Data == "a" && attr(m, "class") == "dlg" {
+					return attr(m, "href")
 				}
 				for c := m.FirstChild; c != nil; c = c.NextSibling {
 					if h := a(c); h != "" {
@@ -61,7 +61,7 @@ func TestAttackPage_DotSegmentDialogIDsCanBeOpenedAndRevoked(t *testing.T) {
 				}
 				return ""
 			}
-			links[atkAttr(n, "data-dialog")] = a(n)
+			links[attr(n, "data-dialog")] = a(n)
 		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			walk(c)
@@ -75,23 +75,23 @@ func TestAttackPage_DotSegmentDialogIDsCanBeOpenedAndRevoked(t *testing.T) {
 			continue
 		}
 		target := resolve(t, w.base+"/admin/", href)
-		a := atkDo(t, b, atkReq(t, http.MethodGet, w.base+target, nil, nil))
+		a := do(t, b, atkReq(t, http.MethodGet, w.base+target, nil, nil))
 		if a.status/100 == 3 {
-			a = atkDo(t, b, atkReq(t, http.MethodGet, w.base+resolve(t, w.base+target, a.header.Get("Location")), nil, nil))
+			a = do(t, b, atkReq(t, http.MethodGet, w.base+resolve(t, w.base+target, a.header.Get("Location")), nil, nil))
 		}
 		d, _ := html.Parse(strings.NewReader(a.body))
-		if got := atkText(atkFind(d, "dialog-id")); a.status != 200 || got != dlg {
+		if got := text(find(d, "dialog-id")); a.status != 200 || got != dlg {
 			t.Errorf("dialog %q: its link %q leads a browser to %s, which shows %q (%d)", dlg, href, target, got, a.status)
 			continue
 		}
-		form := atkFind(d, "revoke")
+		form := find(d, "revoke")
 		if form == nil {
 			t.Errorf("dialog %q: no revoke form", dlg)
 			continue
 		}
-		action := resolve(t, w.base+target, atkAttr(form, "action"))
+		action := resolve(t, w.base+target, attr(form, "action"))
 		tok := w.csrfOf(t, b, target)
-		r := atkDo(t, b, atkReq(t, http.MethodPost, w.base+action, strings.NewReader(url.Values{"csrf": {tok}, "reason": {"runaway"}}.Encode()),
+		r := do(t, b, atkReq(t, http.MethodPost, w.base+action, strings.NewReader(url.Values{"csrf": {tok}, "reason": {"runaway"}}.Encode()),
 			map[string]string{"Origin": w.base, "Content-Type": "application/x-www-form-urlencoded"}))
 		revoked := false
 		for _, l := range w.live(t) {
@@ -109,48 +109,10 @@ func TestAttackPage_DotSegmentDialogIDsCanBeOpenedAndRevoked(t *testing.T) {
 func TestAttackPage_AssetErrorsKeepThePageHeaders(t *testing.T) {
 	w := newAtkWorld(t)
 	for _, p := range []string{"/admin/assets/..%2f..%2fconsole.go", "/admin/assets/%2e%2e/console.go", "/admin/assets/nope.css", "/admin/assets/%00"} {
-		a := atkDo(t, http.DefaultClient, atkReq(t, http.MethodGet, w.base+p, nil, nil))
+		a := do(t, http.DefaultClient, atkReq(t, http.MethodGet, w.base+p, nil, nil))
 		if a.status < 400 {
 			t.Errorf("%s: %d", p, a.status)
 		}
 		pageHeaders(t, p, a.header)
 	}
-}
-
-func atkAttr(n *html.Node, k string) string {
-	for _, a := range n.Attr {
-		if a.Key == k {
-			return a.Val
-		}
-	}
-	return ""
-}
-
-func atkFind(n *html.Node, id string) *html.Node {
-	if n == nil {
-		return nil
-	}
-	if n.Type == html.ElementNode && atkAttr(n, "id") == id {
-		return n
-	}
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if f := atkFind(c, id); f != nil {
-			return f
-		}
-	}
-	return nil
-}
-
-func atkText(n *html.Node) string {
-	if n == nil {
-		return ""
-	}
-	if n.Type == html.TextNode {
-		return n.Data
-	}
-	var b strings.Builder
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		b.WriteString(atkText(c))
-	}
-	return b.String()
 }

@@ -25,9 +25,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -41,104 +38,21 @@ import (
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
-	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
-	"github.com/dialogtrust/dialogtrust/store"
 	"github.com/dialogtrust/dialogtrust/wic"
 )
 
-// syncBuffer is a log destination the server's goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // atkWorld is an admin listener (API and page) over a trail file, with its log kept.
 type atkWorld struct {
-	clock            *testkit.Clock
-	store            *revoke.Memory
-	base, api, trail string
-	seq              uint64
-	admin, bob, user *testkit.Workload
-	foreignAdmin     *testkit.Workload // b.example's /ops/alice: WITs trusted, not an administrator here
-	log              *syncBuffer
-	logins           *console.Logins
+	*world
+	log *testkit.SyncBuffer
 }
 
 func newAtkWorld(t *testing.T) *atkWorld {
 	t.Helper()
-	w := &atkWorld{clock: testkit.NewClock(time.Now().Truncate(time.Second)), log: &syncBuffer{}}
-	a := testkit.NewDomain(t, "a.example", keys.ES256, w.clock)
-	b := testkit.NewDomain(t, "b.example", keys.ES256, w.clock)
-	setB, err := keys.NewStaticSet(b.Key.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Trust.AddTrustDomain("b.example", setB)
-	w.admin, w.bob, w.user = a.Workload(t, "/ops/alice", keys.ES256), a.Workload(t, "/ops/bob", keys.ES256), a.Workload(t, "/agent/a1", keys.ES256)
-	w.foreignAdmin = b.Workload(t, "/ops/alice", keys.ES256)
-	w.store = revoke.NewMemory(revoke.WithClock(w.clock.Now))
-	w.trail = filepath.Join(t.TempDir(), "audit.log")
-	if err := os.WriteFile(w.trail, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(nil)
-	w.base = "http://" + srv.Listener.Addr().String()
-	w.api = w.base + revokeapi.Path
-	logger := slog.New(slog.NewJSONHandler(w.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	w.logins, err = console.NewLogins(w.base, console.WithClock(w.clock.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := revokeapi.New(revokeapi.Config{
-		Store:        w.store,
-		Signatures:   httpsig.NewVerifier(a.Validator(), httpsig.WithAudiences(w.api), httpsig.WithReplay(store.NewMemory(store.WithClock(w.clock.Now))), httpsig.WithClock(w.clock.Now)),
-		Admins:       []identifier.ID{w.admin.ID, w.bob.ID},
-		TrustDomains: []string{"a.example"},
-		DefaultTTL:   time.Hour,
-		Now:          w.clock.Now,
-		Sessions:     w.logins,
-		Logger:       logger,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, err := console.New(console.Config{API: api, Logins: w.logins, Trail: console.FileTrail{Path: w.trail}, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = console.Routes(api, page)
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return w
-}
-
-// writeRaw appends raw lines to the trail.
-func (w *atkWorld) writeRaw(t *testing.T, lines ...[]byte) {
-	t.Helper()
-	f, err := os.OpenFile(w.trail, os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, l := range lines {
-		if _, err := f.Write(append(l, '\n')); err != nil {
-			t.Fatal(err)
-		}
-	}
+	log := &testkit.SyncBuffer{}
+	return &atkWorld{world: newLoggedWorld(t, 0, slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))), log: log}
 }
 
 // writeEntries appends records as the audit writer would (v, w, seq, time filled in).
@@ -146,21 +60,15 @@ func (w *atkWorld) writeEntries(t *testing.T, es ...audit.Entry) {
 	t.Helper()
 	var lines [][]byte
 	for _, e := range es {
-		w.seq++
-		e.V, e.Writer, e.Seq = audit.Version, "tts-1", w.seq
-		e.Time = w.clock.Now().UTC().Add(time.Duration(w.seq) * time.Millisecond).Format(time.RFC3339Nano)
+		w.stamp(&e)
 		lines = append(lines, e.AppendJSON(nil))
 	}
 	w.writeRaw(t, lines...)
 }
 
-func (w *atkWorld) apiClient(wl *testkit.Workload) *revokeapi.Client {
-	return &revokeapi.Client{URL: w.api, Signer: httpsig.NewSigner(wl.Key, wl.WIT, httpsig.WithClock(w.clock.Now))}
-}
-
 func (w *atkWorld) loginURL(t *testing.T, wl *testkit.Workload) string {
 	t.Helper()
-	s, err := w.apiClient(wl).NewSession(context.Background())
+	s, err := w.client(wl).NewSession(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +88,7 @@ func atkBrowser(t *testing.T) *http.Client {
 func (w *atkWorld) signedIn(t *testing.T, wl *testkit.Workload) (*http.Client, string) {
 	t.Helper()
 	b := atkBrowser(t)
-	r := atkDo(t, b, atkReq(t, http.MethodGet, w.loginURL(t, wl), nil, nil))
+	r := do(t, b, atkReq(t, http.MethodGet, w.loginURL(t, wl), nil, nil))
 	if r.status != http.StatusSeeOther {
 		t.Fatalf("login: %d %s", r.status, r.code)
 	}
@@ -196,16 +104,6 @@ func (w *atkWorld) signedIn(t *testing.T, wl *testkit.Workload) (*http.Client, s
 	return b, cookie
 }
 
-type atkAnswer struct {
-	status int
-	header http.Header
-	body   string
-	code   string
-}
-
-var atkCodeRE = regexp.MustCompile(`data-code="([a-z_]+)"`)
-var atkCSRFRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
-
 func atkReq(t *testing.T, method, u string, body io.Reader, hdr map[string]string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(method, u, body)
@@ -218,45 +116,14 @@ func atkReq(t *testing.T, method, u string, body io.Reader, hdr map[string]strin
 	return req
 }
 
-func atkDo(t *testing.T, c *http.Client, req *http.Request) atkAnswer {
-	t.Helper()
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	a := atkAnswer{status: res.StatusCode, header: res.Header, body: string(b)}
-	if m := atkCodeRE.FindStringSubmatch(a.body); m != nil {
-		a.code = m[1]
-	}
-	if a.code == "" && strings.HasPrefix(res.Header.Get("Content-Type"), "application/problem+json") {
-		var p struct {
-			Code string `json:"code"`
-		}
-		_ = json.Unmarshal(b, &p)
-		a.code = p.Code
-	}
-	return a
-}
-
 func (w *atkWorld) csrfOf(t *testing.T, b *http.Client, path string) string {
 	t.Helper()
-	a := atkDo(t, b, atkReq(t, http.MethodGet, w.base+path, nil, nil))
-	m := atkCSRFRE.FindStringSubmatch(a.body)
+	a := do(t, b, atkReq(t, http.MethodGet, w.base+path, nil, nil))
+	m := csrfRE.FindStringSubmatch(a.body)
 	if a.status != 200 || m == nil {
 		t.Fatalf("GET %s: %d, no csrf token", path, a.status)
 	}
 	return html.UnescapeString(m[1])
-}
-
-func (w *atkWorld) live(t *testing.T) []revoke.Revocation {
-	t.Helper()
-	l, err := w.store.List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
 }
 
 // pageHeaders are the headers every answer of the page carries, refusals included.
@@ -299,7 +166,7 @@ func TestAttackPage_EveryRouteWithoutAValidSession(t *testing.T) {
 	// A session that signs out, and one that expires.
 	out, outCookie := w.signedIn(t, w.admin)
 	tok := w.csrfOf(t, out, "/admin/")
-	if a := atkDo(t, out, atkReq(t, http.MethodPost, w.base+"/admin/logout", strings.NewReader(url.Values{"csrf": {tok}}.Encode()),
+	if a := do(t, out, atkReq(t, http.MethodPost, w.base+"/admin/logout", strings.NewReader(url.Values{"csrf": {tok}}.Encode()),
 		map[string]string{"Origin": w.base, "Content-Type": "application/x-www-form-urlencoded"})); a.status != 200 {
 		t.Fatalf("sign out: %d %s", a.status, a.code)
 	}
@@ -324,7 +191,7 @@ func TestAttackPage_EveryRouteWithoutAValidSession(t *testing.T) {
 		"expired session":       func(r *http.Request) { r.Header.Set("Cookie", "dialogtrust-session="+oldCookie) },
 		"huge cookie":           func(r *http.Request) { r.Header.Set("Cookie", "dialogtrust-session="+strings.Repeat("A", 6000)) },
 		"admin's signature":     sign(w.admin),
-		"foreign admin's sig":   sign(w.foreignAdmin),
+		"foreign admin's sig":   sign(w.foreign),
 		"non-admin's signature": sign(w.user),
 		"cookie in the query":   func(r *http.Request) { r.URL.RawQuery = "session=" + outCookie + "&csrf=" + tok },
 	}
@@ -342,7 +209,7 @@ func TestAttackPage_EveryRouteWithoutAValidSession(t *testing.T) {
 			}
 			req := atkReq(t, rt.method, w.base+rt.path, body, hdr)
 			cred(req)
-			a := atkDo(t, http.DefaultClient, req)
+			a := do(t, http.DefaultClient, req)
 			what := fmt.Sprintf("%s %s with %s", rt.method, rt.path, name)
 			if a.status < 400 || strings.Contains(a.body, "wimse://a.example/agent") || strings.Contains(a.body, `name="csrf"`) {
 				t.Errorf("%s: %d %s", what, a.status, a.code)
@@ -363,8 +230,8 @@ func TestAttackPage_EveryRouteWithoutAValidSession(t *testing.T) {
 // answer carries Referrer-Policy: no-referrer so the code never leaves in a Referer.
 func TestAttackPage_LoginLink(t *testing.T) {
 	w := newAtkWorld(t)
-	get := func(b *http.Client, u string, hdr map[string]string) atkAnswer {
-		return atkDo(t, b, atkReq(t, http.MethodGet, u, nil, hdr))
+	get := func(b *http.Client, u string, hdr map[string]string) answer {
+		return do(t, b, atkReq(t, http.MethodGet, u, nil, hdr))
 	}
 	// Reuse.
 	link := w.loginURL(t, w.admin)
@@ -410,7 +277,7 @@ func TestAttackPage_LoginLink(t *testing.T) {
 	// OPTIONS spends nothing and sets no cookie; HEAD is GET's twin (it spends the code
 	// like GET and sends the same redirect, never a body).
 	link = w.loginURL(t, w.admin)
-	opt := atkDo(t, atkBrowser(t), atkReq(t, http.MethodOptions, link, nil, nil))
+	opt := do(t, atkBrowser(t), atkReq(t, http.MethodOptions, link, nil, nil))
 	if opt.status < 400 || opt.header.Get("Set-Cookie") != "" {
 		t.Errorf("OPTIONS on the login link: %d %q", opt.status, opt.header.Get("Set-Cookie"))
 	}
@@ -419,7 +286,7 @@ func TestAttackPage_LoginLink(t *testing.T) {
 		t.Errorf("the link after an OPTIONS: %d %s", a.status, a.code)
 	}
 	link = w.loginURL(t, w.admin)
-	head := atkDo(t, atkBrowser(t), atkReq(t, http.MethodHead, link, nil, nil))
+	head := do(t, atkBrowser(t), atkReq(t, http.MethodHead, link, nil, nil))
 	if head.status != 303 || head.header.Get("Location") != "/admin/" || head.body != "" {
 		t.Errorf("HEAD on the login link: %d %q", head.status, head.header.Get("Location"))
 	}
@@ -493,7 +360,7 @@ func TestAttackPage_CSRF(t *testing.T) {
 			for k, v := range c.hdr {
 				hdr[k] = v
 			}
-			a := atkDo(t, b, atkReq(t, http.MethodPost, w.base+path, strings.NewReader(c.body), hdr))
+			a := do(t, b, atkReq(t, http.MethodPost, w.base+path, strings.NewReader(c.body), hdr))
 			if a.status < 400 {
 				t.Errorf("%s %s: %d", path, c.name, a.status)
 			}
@@ -502,18 +369,18 @@ func TestAttackPage_CSRF(t *testing.T) {
 		// Two Origin headers, the good one first.
 		req := atkReq(t, http.MethodPost, w.base+path, strings.NewReader(form), map[string]string{"Content-Type": urlenc})
 		req.Header["Origin"] = []string{w.base, "https://evil.example"}
-		if a := atkDo(t, b, req); a.status < 400 {
+		if a := do(t, b, req); a.status < 400 {
 			t.Errorf("%s two origins: %d", path, a.status)
 		}
 		// The token in the query string only.
-		a := atkDo(t, b, atkReq(t, http.MethodPost, w.base+path+"?csrf="+url.QueryEscape(tok)+"&reason=q", strings.NewReader("reason=q"),
+		a := do(t, b, atkReq(t, http.MethodPost, w.base+path+"?csrf="+url.QueryEscape(tok)+"&reason=q", strings.NewReader("reason=q"),
 			map[string]string{"Origin": w.base, "Content-Type": urlenc}))
 		if a.status != 403 {
 			t.Errorf("%s token in the query: %d %s", path, a.status, a.code)
 		}
 		// A GET that asks to be a POST.
 		for _, h := range []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"} {
-			a := atkDo(t, b, atkReq(t, http.MethodGet, w.base+path+"?csrf="+url.QueryEscape(tok)+"&reason=o", nil, map[string]string{h: "POST", "Origin": w.base}))
+			a := do(t, b, atkReq(t, http.MethodGet, w.base+path+"?csrf="+url.QueryEscape(tok)+"&reason=o", nil, map[string]string{h: "POST", "Origin": w.base}))
 			if a.status < 400 {
 				t.Errorf("%s GET with %s: %d", path, h, a.status)
 			}
@@ -531,19 +398,19 @@ func TestAttackPage_CSRF(t *testing.T) {
 		if m == http.MethodDelete {
 			u += "?kind=dialog&id=D1"
 		}
-		a := atkDo(t, b, atkReq(t, m, u, body, map[string]string{"Content-Type": "application/json", "Origin": w.base, "Sec-Fetch-Site": "same-origin",
+		a := do(t, b, atkReq(t, m, u, body, map[string]string{"Content-Type": "application/json", "Origin": w.base, "Sec-Fetch-Site": "same-origin",
 			"X-CSRF-Token": tok}))
 		if a.status != 401 && a.status != 403 {
 			t.Errorf("the JSON API (%s) with only the page's cookie: %d %s", m, a.status, a.code)
 		}
 	}
-	if a := atkDo(t, b, atkReq(t, http.MethodPost, w.base+revokeapi.SessionsPath, strings.NewReader(`{}`), map[string]string{"Content-Type": "application/json"})); a.status != 401 {
+	if a := do(t, b, atkReq(t, http.MethodPost, w.base+revokeapi.SessionsPath, strings.NewReader(`{}`), map[string]string{"Content-Type": "application/json"})); a.status != 401 {
 		t.Errorf("a login link asked for with only the page's cookie: %d %s", a.status, a.code)
 	}
 	if l := w.live(t); len(l) != 0 {
 		t.Errorf("revoked by a forged request: %+v", l)
 	}
-	if a := atkDo(t, b, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil)); a.status != 200 {
+	if a := do(t, b, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil)); a.status != 200 {
 		t.Errorf("the operator was signed out by a forged request: %d", a.status)
 	}
 }
@@ -708,12 +575,12 @@ func TestAttackPage_XSSThroughTrailAndReasons(t *testing.T) {
 	for i, p := range hostile {
 		dlg := fmt.Sprintf("X%d", i)
 		tok := w.csrfOf(t, b, "/admin/dialogs/"+dlg)
-		a := atkDo(t, b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/"+dlg+"/revoke", strings.NewReader(url.Values{"csrf": {tok}, "reason": {p}}.Encode()),
+		a := do(t, b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/"+dlg+"/revoke", strings.NewReader(url.Values{"csrf": {tok}, "reason": {p}}.Encode()),
 			map[string]string{"Origin": w.base, "Content-Type": "application/x-www-form-urlencoded"}))
 		pageHeaders(t, "revoke "+dlg, a.header)
 		checkHostile(t, "revoke answer "+dlg, a.body)
 		// A revocation made through the API with the hostile reason, when valid.
-		_, _ = w.apiClient(w.admin).Revoke(context.Background(), revokeapi.Request{Kind: revoke.Txn, ID: cutT(p), Reason: cutT(p)})
+		_, _ = w.client(w.admin).Revoke(context.Background(), revokeapi.Request{Kind: revoke.Txn, ID: cutT(p), Reason: cutT(p)})
 	}
 	pages := []string{"/admin/", "/admin/dialogs/D1"}
 	for i, p := range hostile {
@@ -723,7 +590,7 @@ func TestAttackPage_XSSThroughTrailAndReasons(t *testing.T) {
 		}
 	}
 	for _, pg := range pages {
-		a := atkDo(t, b, atkReq(t, http.MethodGet, w.base+pg, nil, nil))
+		a := do(t, b, atkReq(t, http.MethodGet, w.base+pg, nil, nil))
 		if a.status >= 500 {
 			t.Errorf("%s: %d", pg, a.status)
 		}
@@ -769,7 +636,7 @@ func TestAttackPage_PathTricksAndLogInjection(t *testing.T) {
 			for k, v := range hdr {
 				req.Header.Set(k, v)
 			}
-			a := atkDo(t, b, req)
+			a := do(t, b, req)
 			what := m + " " + cutT(p)
 			if a.status >= 500 {
 				t.Errorf("%s: %d", what, a.status)
@@ -827,13 +694,13 @@ func TestAttackPage_RevokeAnotherDomainsWorkload(t *testing.T) {
 	tok := w.csrfOf(t, b, "/admin/dialogs/D1")
 	hdr := map[string]string{"Origin": w.base, "Content-Type": "application/x-www-form-urlencoded"}
 	for _, p := range []string{"/admin/workloads/wimse:%2F%2Fb.example%2Fagent%2Fx/revoke", "/admin/txns/t1/revoke", "/admin/revocations/revoke", "/admin/dialogs/D1/revoke/x"} {
-		a := atkDo(t, b, atkReq(t, http.MethodPost, w.base+p, strings.NewReader(url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()), hdr))
+		a := do(t, b, atkReq(t, http.MethodPost, w.base+p, strings.NewReader(url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()), hdr))
 		if a.status != 404 {
 			t.Errorf("POST %s: %d %s", p, a.status, a.code)
 		}
 	}
 	// Smuggled kind and id in the form: the path's dialog is revoked, as a dialog.
-	a := atkDo(t, b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke",
+	a := do(t, b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke",
 		strings.NewReader(url.Values{"csrf": {tok}, "reason": {"x"}, "kind": {"workload"}, "id": {"wimse://b.example/agent/x"}, "by": {"wimse://a.example/ops/bob"}}.Encode()), hdr))
 	if a.status != 303 {
 		t.Fatalf("revoke: %d %s", a.status, a.code)
@@ -842,7 +709,7 @@ func TestAttackPage_RevokeAnotherDomainsWorkload(t *testing.T) {
 		t.Errorf("stored %+v", l)
 	}
 	// The dialog id of a workload of another domain: it is a dialog id, not a workload.
-	a = atkDo(t, b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/"+url.PathEscape("wimse://b.example/agent/x")+"/revoke",
+	a = do(t, b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/"+url.PathEscape("wimse://b.example/agent/x")+"/revoke",
 		strings.NewReader(url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()), hdr))
 	for _, r := range w.live(t) {
 		if r.Kind != revoke.Dialog {
@@ -851,21 +718,21 @@ func TestAttackPage_RevokeAnotherDomainsWorkload(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, id := range []string{"wimse://b.example/agent/x", "spiffe://b.example/agent/x", "wimse://A.EXAMPLE.evil/agent/x", "wimse://a.example.b.example/x", "wimse://b.example/../a.example/x"} {
-		if _, err := w.apiClient(w.admin).Revoke(ctx, revokeapi.Request{Kind: revoke.Workload, ID: id, Reason: "x"}); err == nil {
+		if _, err := w.client(w.admin).Revoke(ctx, revokeapi.Request{Kind: revoke.Workload, ID: id, Reason: "x"}); err == nil {
 			t.Errorf("the API revoked workload %s", id)
 		}
-		if _, err := w.apiClient(w.admin).Lift(ctx, revoke.Workload, id); err == nil {
+		if _, err := w.client(w.admin).Lift(ctx, revoke.Workload, id); err == nil {
 			t.Errorf("the API lifted workload %s", id)
 		}
 	}
 	// Another domain's administrator, whose WITs this TTS trusts, is nobody here.
-	if _, err := w.apiClient(w.foreignAdmin).Revoke(ctx, revokeapi.Request{Kind: revoke.Dialog, ID: "D2", Reason: "x"}); err == nil {
+	if _, err := w.client(w.foreign).Revoke(ctx, revokeapi.Request{Kind: revoke.Dialog, ID: "D2", Reason: "x"}); err == nil {
 		t.Error("another domain's administrator revoked a dialog")
 	}
-	if _, err := w.apiClient(w.foreignAdmin).NewSession(ctx); err == nil {
+	if _, err := w.client(w.foreign).NewSession(ctx); err == nil {
 		t.Error("another domain's administrator got a login link")
 	}
-	if _, err := w.apiClient(w.user).NewSession(ctx); err == nil {
+	if _, err := w.client(w.user).NewSession(ctx); err == nil {
 		t.Error("a workload that is no administrator got a login link")
 	}
 	for _, r := range w.live(t) {
@@ -892,7 +759,7 @@ func TestAttackPage_Bounds(t *testing.T) {
 		t.Errorf("%d login links outstanding", n)
 	}
 	w.clock.Advance(console.LoginTTL)
-	if _, err := w.apiClient(w.admin).NewSession(context.Background()); err != nil {
+	if _, err := w.client(w.admin).NewSession(context.Background()); err != nil {
 		t.Errorf("after the links expired: %v", err)
 	}
 	// Sessions: the page's own sign-ins, bounded.
@@ -905,11 +772,11 @@ func TestAttackPage_Bounds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := atkDo(t, atkBrowser(t), atkReq(t, http.MethodGet, l.LoginURL, nil, nil)); a.status != 303 {
+		if a := do(t, atkBrowser(t), atkReq(t, http.MethodGet, l.LoginURL, nil, nil)); a.status != 303 {
 			t.Fatalf("login %d: %d", s, a.status)
 		}
 		if s > 0 && s%256 == 0 {
-			if a := atkDo(t, first, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil)); a.status != 200 {
+			if a := do(t, first, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil)); a.status != 200 {
 				break // the oldest went: sessions are bounded
 			}
 		}
@@ -930,7 +797,7 @@ func TestAttackPage_Bounds(t *testing.T) {
 	w.writeRaw(t, lines...)
 	b, _ := w.signedIn(t, w.admin)
 	for _, p := range []string{"/admin/", "/admin/dialogs/BIG"} {
-		a := atkDo(t, b, atkReq(t, http.MethodGet, w.base+p, nil, nil))
+		a := do(t, b, atkReq(t, http.MethodGet, w.base+p, nil, nil))
 		if a.status != 200 || len(a.body) > 4<<20 {
 			t.Errorf("%s over a big trail: %d, %d octets", p, a.status, len(a.body))
 		}
@@ -950,12 +817,13 @@ func xmlDecoder(s string) *xml.Decoder {
 // tlsAtkWorld is an admin listener over TLS: administrators may present a workload
 // identity certificate of the CA the listener trusts (mutual TLS, no cookie needed).
 type tlsAtkWorld struct {
-	base  string
-	store *revoke.Memory
-	srv   *httptest.Server
-	caKey *ecdsa.PrivateKey
-	caDER []byte
-	api   string
+	base   string
+	store  *revoke.Memory
+	srv    *httptest.Server
+	caKey  *ecdsa.PrivateKey
+	caDER  []byte
+	api    string
+	logins *console.Logins
 }
 
 func newTLSAtkWorld(t *testing.T) *tlsAtkWorld {
@@ -966,13 +834,13 @@ func newTLSAtkWorld(t *testing.T) *tlsAtkWorld {
 	var ca *x509.Certificate
 	w.caKey, w.caDER, ca = testkit.NewTrustDomainCA(t, "a.example", now.Add(-time.Hour), now.Add(time.Hour))
 	w.srv = httptest.NewUnstartedServer(nil)
-	w.srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
 	w.base = "https://" + w.srv.Listener.Addr().String()
 	w.api = w.base + revokeapi.Path
 	logins, err := console.NewLogins(w.base)
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.logins = logins
 	api, err := revokeapi.New(revokeapi.Config{Store: w.store, CertRoots: []*x509.Certificate{ca},
 		Admins: []identifier.ID{identifier.MustParse("wimse://a.example/ops/alice")}, TrustDomains: []string{"a.example"}, DefaultTTL: time.Hour, Sessions: logins})
 	if err != nil {
@@ -983,24 +851,19 @@ func newTLSAtkWorld(t *testing.T) *tlsAtkWorld {
 		t.Fatal(err)
 	}
 	w.srv.Config.Handler = console.Routes(api, page)
-	w.srv.StartTLS()
-	t.Cleanup(w.srv.Close)
+	testkit.StartClientCertTLS(t, w.srv)
 	return w
 }
 
 // browser presents the certificate of id issued by caKey/caDER (none when caKey is nil).
 func (w *tlsAtkWorld) browser(t *testing.T, caKey *ecdsa.PrivateKey, caDER []byte, id string) *http.Client {
 	t.Helper()
-	tr := w.srv.Client().Transport.(*http.Transport).Clone()
+	var certs []tls.Certificate
 	if caKey != nil {
 		now := time.Now()
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		der, err := wic.IssueWIC(caKey, caDER, k.Public(), identifier.MustParse(id), now.Add(-time.Hour), now.Add(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr.TLSClientConfig.Certificates = []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: k}}
+		certs = append(certs, testkit.NewWICCert(t, caKey, caDER, id, now.Add(-time.Hour), now.Add(time.Hour)))
 	}
+	tr := testkit.ClientCertTransport(w.srv, certs...)
 	jar, _ := cookiejar.New(nil)
 	return &http.Client{Transport: tr, Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
@@ -1031,20 +894,20 @@ func TestAttackPage_MutualTLS(t *testing.T) {
 			if rt[0] == "POST" {
 				body = strings.NewReader("csrf=x&reason=y")
 			}
-			a := atkDo(t, b, atkReq(t, rt[0], w.base+rt[1], body, urlenc))
+			a := do(t, b, atkReq(t, rt[0], w.base+rt[1], body, urlenc))
 			if a.status < 400 || strings.Contains(a.body, `name="csrf"`) {
 				t.Errorf("%s %s with %s: %d", rt[0], rt[1], name, a.status)
 			}
 			pageHeaders(t, name+" "+rt[1], a.header)
 		}
 		req := atkReq(t, http.MethodPost, w.base+revokeapi.SessionsPath, strings.NewReader("{}"), map[string]string{"Content-Type": "application/json"})
-		if a := atkDo(t, b, req); a.status < 400 {
+		if a := do(t, b, req); a.status < 400 {
 			t.Errorf("%s got a login link: %d", name, a.status)
 		}
 	}
 	admin := w.browser(t, w.caKey, w.caDER, "wimse://a.example/ops/alice")
-	a := atkDo(t, admin, atkReq(t, http.MethodGet, w.base+"/admin/dialogs/D1", nil, nil))
-	m := atkCSRFRE.FindStringSubmatch(a.body)
+	a := do(t, admin, atkReq(t, http.MethodGet, w.base+"/admin/dialogs/D1", nil, nil))
+	m := csrfRE.FindStringSubmatch(a.body)
 	if a.status != 200 || m == nil {
 		t.Fatalf("the administrator's certificate: %d", a.status)
 	}
@@ -1061,23 +924,23 @@ func TestAttackPage_MutualTLS(t *testing.T) {
 		"another cert's token": {other, urlenc, url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()},
 		"text/plain":           {admin, map[string]string{"Origin": w.base, "Content-Type": "text/plain"}, url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()},
 	} {
-		if a := atkDo(t, c.b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke", strings.NewReader(c.form), c.hdr)); a.status < 400 {
+		if a := do(t, c.b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke", strings.NewReader(c.form), c.hdr)); a.status < 400 {
 			t.Errorf("%s: %d", name, a.status)
 		}
 	}
 	if l, _ := w.store.List(context.Background()); len(l) != 0 {
 		t.Fatalf("revoked: %+v", l)
 	}
-	if a := atkDo(t, admin, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke", strings.NewReader(url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()), urlenc)); a.status != 303 {
+	if a := do(t, admin, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke", strings.NewReader(url.Values{"csrf": {tok}, "reason": {"x"}}.Encode()), urlenc)); a.status != 303 {
 		t.Errorf("the administrator's own form post: %d %s", a.status, a.code)
 	}
 	// The login link's cookie under TLS.
-	a = atkDo(t, admin, atkReq(t, http.MethodPost, w.base+revokeapi.SessionsPath, strings.NewReader("{}"), map[string]string{"Content-Type": "application/json"}))
+	a = do(t, admin, atkReq(t, http.MethodPost, w.base+revokeapi.SessionsPath, strings.NewReader("{}"), map[string]string{"Content-Type": "application/json"}))
 	var s revokeapi.Session
 	if err := json.Unmarshal([]byte(a.body), &s); err != nil || s.LoginURL == "" {
 		t.Fatalf("a login link over mutual TLS: %d %s", a.status, a.body)
 	}
-	a = atkDo(t, w.browser(t, nil, nil, ""), atkReq(t, http.MethodGet, s.LoginURL, nil, nil))
+	a = do(t, w.browser(t, nil, nil, ""), atkReq(t, http.MethodGet, s.LoginURL, nil, nil))
 	cs := (&http.Response{Header: a.header}).Cookies()
 	if a.status != 303 || len(cs) != 1 || cs[0].Name != "__Host-dialogtrust-session" || !cs[0].Secure || !cs[0].HttpOnly || cs[0].Path != "/" || cs[0].Domain != "" ||
 		cs[0].SameSite != http.SameSiteStrictMode {

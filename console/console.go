@@ -260,20 +260,33 @@ func (c *Console) index(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
+	c.show(w, r, "index.html", func(entries []audit.Entry, revs []revoke.Revocation) any {
+		p := indexPage{Viewer: v, Title: "Recent dialogs", Dialogs: summaries(entries, revs), Records: len(entries), Revoked: revs,
+			Max: c.cfg.MaxRecords, MaxShown: maxDialogs, NoTrail: c.noTrail()}
+		if len(p.Revoked) > maxDialogs {
+			p.Revoked, p.MoreRevoked = p.Revoked[:maxDialogs], len(p.Revoked)-maxDialogs
+		}
+		return p
+	})
+}
+
+// show renders the page build makes of the trail's latest records and the live
+// revocations (every view shows them); when either cannot be read, the page's error.
+func (c *Console) show(w http.ResponseWriter, r *http.Request, name string, build func(entries []audit.Entry, revs []revoke.Revocation) any) {
 	entries, revs, err := c.recent(r.Context())
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	p := indexPage{Viewer: v, Title: "Recent dialogs", Dialogs: summaries(entries, revs), Records: len(entries), Revoked: revs,
-		Max: c.cfg.MaxRecords, MaxShown: maxDialogs}
-	if len(p.Revoked) > maxDialogs {
-		p.Revoked, p.MoreRevoked = p.Revoked[:maxDialogs], len(p.Revoked)-maxDialogs
+	c.render(w, http.StatusOK, name, build(entries, revs))
+}
+
+// noTrail is the page's note where the TTS keeps no trail the page can read.
+func (c *Console) noTrail() string {
+	if c.cfg.Trail != nil {
+		return ""
 	}
-	if c.cfg.Trail == nil {
-		p.NoTrail = c.cfg.NoTrail
-	}
-	c.render(w, http.StatusOK, "index.html", p)
+	return c.cfg.NoTrail
 }
 
 type dialogPage struct {
@@ -306,26 +319,46 @@ func (c *Console) dialog(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	entries, revs, err := c.recent(r.Context())
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	d, found := dialog(id, entries, revs)
-	if !found {
-		d.ID = id
-		d.Revocation = revokedFor(id, nil, revokedSet(revs))
-		d.Revoked = d.Revocation != nil
-	}
-	p := dialogPage{Viewer: v, Title: "Dialog " + cut(id, 60), Dialog: d, Found: found, ID: id}
-	if c.cfg.Trail == nil {
-		p.NoTrail = c.cfg.NoTrail
-	}
-	c.render(w, http.StatusOK, "dialog.html", p)
+	c.show(w, r, "dialog.html", func(entries []audit.Entry, revs []revoke.Revocation) any {
+		d, found := dialog(id, entries, revs)
+		if !found {
+			d.ID = id
+			d.Revocation = revokedFor(id, nil, revokedSet(revs))
+			d.Revoked = d.Revocation != nil
+		}
+		return dialogPage{Viewer: v, Title: "Dialog " + cut(id, 60), Dialog: d, Found: found, ID: id, NoTrail: c.noTrail()}
+	})
 }
 
 // revoke is the page's revoke button: revokeapi's Revoke, as the API's POST calls it.
 func (c *Console) revoke(w http.ResponseWriter, r *http.Request) {
+	c.dialogAction(w, r, func(ctx context.Context, admin identifier.ID, id string, f url.Values) error {
+		req := revokeapi.Request{Kind: revoke.Dialog, ID: id, Reason: f.Get("reason"), Linked: f.Get("linked") == "on"}
+		if s := strings.TrimSpace(f.Get("ttl")); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil || d < time.Second {
+				return errcode.New(errcode.InvalidRequest, "ttl is a duration such as 1h")
+			}
+			req.TTLSeconds = int64(d / time.Second)
+		}
+		_, err := c.cfg.API.Revoke(ctx, admin, req)
+		return err
+	})
+}
+
+// lift is the page's lift button: revokeapi's Lift, as the API's DELETE calls it.
+func (c *Console) lift(w http.ResponseWriter, r *http.Request) {
+	c.dialogAction(w, r, func(ctx context.Context, admin identifier.ID, id string, _ url.Values) error {
+		_, err := c.cfg.API.Lift(ctx, admin, revoke.Dialog, id)
+		return err
+	})
+}
+
+// dialogAction is one button of a dialog's page: the form is checked (session, CSRF
+// token, origin) and the dialog id read before act runs with the administrator, in a
+// context carrying the request's id for the audit record; then the browser goes back
+// to the dialog's page.
+func (c *Console) dialogAction(w http.ResponseWriter, r *http.Request, act func(ctx context.Context, admin identifier.ID, id string, f url.Values) error) {
 	v, f, err := c.form(w, r)
 	if err != nil {
 		c.fail(w, r, err)
@@ -336,35 +369,7 @@ func (c *Console) revoke(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	req := revokeapi.Request{Kind: revoke.Dialog, ID: id, Reason: f.Get("reason"), Linked: f.Get("linked") == "on"}
-	if s := strings.TrimSpace(f.Get("ttl")); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d < time.Second {
-			c.fail(w, r, errcode.New(errcode.InvalidRequest, "ttl is a duration such as 1h"))
-			return
-		}
-		req.TTLSeconds = int64(d / time.Second)
-	}
-	if _, err := c.cfg.API.Revoke(revokeapi.WithRequestID(r.Context(), reqid.From(r)), v.admin, req); err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	http.Redirect(w, r, dialogURL(id), http.StatusSeeOther)
-}
-
-// lift is the page's lift button: revokeapi's Lift, as the API's DELETE calls it.
-func (c *Console) lift(w http.ResponseWriter, r *http.Request) {
-	v, _, err := c.form(w, r)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	id, err := dialogID(r)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	if _, err := c.cfg.API.Lift(revokeapi.WithRequestID(r.Context(), reqid.From(r)), v.admin, revoke.Dialog, id); err != nil {
+	if err := act(revokeapi.WithRequestID(r.Context(), reqid.From(r)), v.admin, id, f); err != nil {
 		c.fail(w, r, err)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/audit"
 	"github.com/dialogtrust/dialogtrust/console"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/revoke"
 )
 
@@ -231,12 +232,7 @@ func TestIssue26Point5_CSRFRefused(t *testing.T) {
 	// The JSON API with only the page's cookie.
 	req, _ := http.NewRequest(http.MethodPost, w.api, strings.NewReader(`{"kind":"dialog","id":"D1","reason":"r"}`))
 	req.Header.Set("Content-Type", "application/json")
-	res, err := b.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != 401 {
+	if res, _ := testkit.Do(t, b, req); res.StatusCode != 401 {
 		t.Errorf("the JSON API with the page's cookie: %d", res.StatusCode)
 	}
 	if l := w.live(t); len(l) != 0 {

@@ -2,23 +2,15 @@ package console_test
 
 import (
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/dialogtrust/dialogtrust/console"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
-	"github.com/dialogtrust/dialogtrust/revoke"
-	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
-	"github.com/dialogtrust/dialogtrust/wic"
 )
 
 // Issue 26 point 3 (a): a browser presenting an administrator's workload identity
@@ -27,45 +19,17 @@ import (
 // are refused. Under TLS a login link's cookie is __Host-, Secure, Path=/.
 func TestIssue26Point3_MutualTLSAndHostCookie(t *testing.T) {
 	now := time.Now()
-	// The anchors of client certificates name their trust domain (revokeapi.CertBundles).
-	newCA := func() (*ecdsa.PrivateKey, []byte, *x509.Certificate) {
-		return testkit.NewTrustDomainCA(t, "a.example", now.Add(-time.Hour), now.Add(time.Hour))
-	}
-	caKey, caDER, caCert := newCA()
-	otherKey, otherDER, _ := newCA()
-	cert := func(ck *ecdsa.PrivateKey, cder []byte, id string) tls.Certificate {
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		der, err := wic.IssueWIC(ck, cder, k.Public(), identifier.MustParse(id), now.Add(-time.Hour), now.Add(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}
-	}
-	st := revoke.NewMemory()
-	srv := httptest.NewUnstartedServer(nil)
-	base := "https://" + srv.Listener.Addr().String()
-	logins, err := console.NewLogins(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := revokeapi.New(revokeapi.Config{Store: st, CertRoots: []*x509.Certificate{caCert},
-		Admins: []identifier.ID{identifier.MustParse("wimse://a.example/ops/alice")}, TrustDomains: []string{"a.example"}, DefaultTTL: time.Hour, Sessions: logins})
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, err := console.New(console.Config{API: api, Logins: logins})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = console.Routes(api, page)
-	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	defer srv.Close()
+	w := newTLSAtkWorld(t)
+	st, base, logins := w.store, w.base, w.logins
+	// Another CA of the same trust domain, which the listener does not trust.
+	otherKey, otherDER, _ := testkit.NewTrustDomainCA(t, "a.example", now.Add(-time.Hour), now.Add(time.Hour))
 	client := func(certs ...tls.Certificate) *http.Client {
-		tr := srv.Client().Transport.(*http.Transport).Clone()
-		tr.TLSClientConfig.Certificates = certs
-		return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		return &http.Client{Transport: testkit.ClientCertTransport(w.srv, certs...), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
+	cert := func(ck *ecdsa.PrivateKey, cder []byte, id string) tls.Certificate {
+		return testkit.NewWICCert(t, ck, cder, id, now.Add(-time.Hour), now.Add(time.Hour))
+	}
+	caKey, caDER := w.caKey, w.caDER
 	alice := client(cert(caKey, caDER, "wimse://a.example/ops/alice"))
 	a := get(t, alice, base+"/admin/dialogs/D1", nil)
 	if a.status != 200 || !strings.Contains(a.body, "(client certificate)") || !strings.Contains(a.body, "no audit trail") && !strings.Contains(a.body, `id="notfound"`) {

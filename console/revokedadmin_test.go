@@ -20,7 +20,7 @@ func TestPage_RevokedAdministratorsOpenSessionIsRefused(t *testing.T) {
 	b, _ := w.signedIn(t, w.bob)
 	tok := w.csrfOf(t, b, "/admin/dialogs/D1")
 	link := w.loginURL(t, w.bob)
-	if _, err := w.apiClient(w.admin).Revoke(context.Background(), revokeapi.Request{Kind: revoke.Workload, ID: w.bob.ID.String(), Reason: "key stolen"}); err != nil {
+	if _, err := w.client(w.admin).Revoke(context.Background(), revokeapi.Request{Kind: revoke.Workload, ID: w.bob.ID.String(), Reason: "key stolen"}); err != nil {
 		t.Fatal(err)
 	}
 	form := func(path string) *http.Request {
@@ -38,7 +38,7 @@ func TestPage_RevokedAdministratorsOpenSessionIsRefused(t *testing.T) {
 		if what == "login" {
 			c = atkBrowser(t)
 		}
-		if a := atkDo(t, c, req); a.status != http.StatusForbidden || a.code != "workload_revoked" {
+		if a := do(t, c, req); a.status != http.StatusForbidden || a.code != "workload_revoked" {
 			t.Errorf("%s: the revoked administrator's session got %d %q", what, a.status, a.code)
 		}
 	}
@@ -47,7 +47,7 @@ func TestPage_RevokedAdministratorsOpenSessionIsRefused(t *testing.T) {
 	}
 	// The other administrator is not affected.
 	a, _ := w.signedIn(t, w.admin)
-	if r := atkDo(t, a, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil)); r.status != http.StatusOK {
+	if r := do(t, a, atkReq(t, http.MethodGet, w.base+"/admin/", nil, nil)); r.status != http.StatusOK {
 		t.Errorf("the other administrator: %d %s", r.status, r.code)
 	}
 }

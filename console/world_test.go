@@ -3,7 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
-	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -23,33 +23,37 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
+	"github.com/dialogtrust/dialogtrust/revoke/revoketest"
 	"github.com/dialogtrust/dialogtrust/store"
 )
 
 // world is an admin listener serving the API and the page, over a trail file the test
-// writes itself.
+// writes itself. Its administrators are alice and bob of a.example.
 type world struct {
-	clock       *testkit.Clock
-	store       *revoke.Memory
-	srv         *httptest.Server
-	base, api   string
-	trail       string
-	seq         uint64
-	admin, user *testkit.Workload
-	foreign     *testkit.Workload // an administrator's path in b.example, whose WITs are trusted
+	clock            *testkit.Clock
+	store            *revoke.Memory
+	srv              *httptest.Server
+	base, api        string
+	trail            string
+	seq              uint64
+	admin, bob, user *testkit.Workload
+	foreign          *testkit.Workload // an administrator's path in b.example, whose WITs are trusted
+	logins           *console.Logins
 }
 
 func newWorld(t *testing.T, maxRecords int) *world {
 	t.Helper()
+	return newLoggedWorld(t, maxRecords, nil)
+}
+
+// newLoggedWorld is newWorld whose API and page log to logger (nil: their default).
+func newLoggedWorld(t *testing.T, maxRecords int, logger *slog.Logger) *world {
+	t.Helper()
 	w := &world{clock: testkit.NewClock(time.Now().Truncate(time.Second))}
 	a := testkit.NewDomain(t, "a.example", keys.ES256, w.clock)
 	b := testkit.NewDomain(t, "b.example", keys.ES256, w.clock)
-	setB, err := keys.NewStaticSet(b.Key.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Trust.AddTrustDomain("b.example", setB)
-	w.admin, w.user = a.Workload(t, "/ops/alice", keys.ES256), a.Workload(t, "/agent/a1", keys.ES256)
+	a.TrustWITsOf(t, b)
+	w.admin, w.bob, w.user = a.Workload(t, "/ops/alice", keys.ES256), a.Workload(t, "/ops/bob", keys.ES256), a.Workload(t, "/agent/a1", keys.ES256)
 	w.foreign = b.Workload(t, "/ops/alice", keys.ES256)
 	w.store = revoke.NewMemory(revoke.WithClock(w.clock.Now))
 	w.trail = filepath.Join(t.TempDir(), "audit.log")
@@ -59,23 +63,25 @@ func newWorld(t *testing.T, maxRecords int) *world {
 	w.srv = httptest.NewUnstartedServer(nil)
 	w.base = "http://" + w.srv.Listener.Addr().String()
 	w.api = w.base + revokeapi.Path
-	logins, err := console.NewLogins(w.base, console.WithClock(w.clock.Now))
+	var err error
+	w.logins, err = console.NewLogins(w.base, console.WithClock(w.clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	api, err := revokeapi.New(revokeapi.Config{
 		Store:        w.store,
 		Signatures:   httpsig.NewVerifier(a.Validator(), httpsig.WithAudiences(w.api), httpsig.WithReplay(store.NewMemory(store.WithClock(w.clock.Now))), httpsig.WithClock(w.clock.Now)),
-		Admins:       []identifier.ID{w.admin.ID, identifier.MustParse("wimse://a.example/ops/bob")},
+		Admins:       []identifier.ID{w.admin.ID, w.bob.ID},
 		TrustDomains: []string{"a.example"},
 		DefaultTTL:   time.Hour,
 		Now:          w.clock.Now,
-		Sessions:     logins,
+		Sessions:     w.logins,
+		Logger:       logger,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := console.New(console.Config{API: api, Logins: logins, Trail: console.FileTrail{Path: w.trail}, MaxRecords: maxRecords})
+	page, err := console.New(console.Config{API: api, Logins: w.logins, Trail: console.FileTrail{Path: w.trail}, MaxRecords: maxRecords, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,22 +94,37 @@ func newWorld(t *testing.T, maxRecords int) *world {
 // write appends records to the trail (v, w, seq and time are filled in).
 func (w *world) write(t *testing.T, es ...audit.Entry) {
 	t.Helper()
+	var lines [][]byte
+	for _, e := range es {
+		w.stamp(&e)
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, b)
+	}
+	w.writeRaw(t, lines...)
+}
+
+// stamp fills in what the audit writer would: v, w, seq, and time where e has none.
+func (w *world) stamp(e *audit.Entry) {
+	w.seq++
+	e.V, e.Writer, e.Seq = audit.Version, "tts-1", w.seq
+	if e.Time == "" {
+		e.Time = w.clock.Now().UTC().Add(time.Duration(w.seq) * time.Millisecond).Format(time.RFC3339Nano)
+	}
+}
+
+// writeRaw appends raw lines to the trail.
+func (w *world) writeRaw(t *testing.T, lines ...[]byte) {
+	t.Helper()
 	f, err := os.OpenFile(w.trail, os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	for _, e := range es {
-		w.seq++
-		e.V, e.Writer, e.Seq = audit.Version, "tts-1", w.seq
-		if e.Time == "" {
-			e.Time = w.clock.Now().UTC().Add(time.Duration(w.seq) * time.Millisecond).Format(time.RFC3339Nano)
-		}
-		b, err := json.Marshal(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.Write(append(b, '\n')); err != nil {
+	for _, l := range lines {
+		if _, err := f.Write(append(l, '\n')); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,6 +158,8 @@ func (w *world) signIn(t *testing.T, wl *testkit.Workload) *http.Client {
 	return b
 }
 
+// answer is what a test reads of a response: the code is the page's data-code or the
+// API's problem code.
 type answer struct {
 	status int
 	header http.Header
@@ -148,15 +171,17 @@ var codeRE = regexp.MustCompile(`data-code="([a-z_]+)"`)
 
 func do(t *testing.T, c *http.Client, req *http.Request) answer {
 	t.Helper()
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+	res, b := testkit.Do(t, c, req)
 	a := answer{status: res.StatusCode, header: res.Header, body: string(b)}
 	if m := codeRE.FindStringSubmatch(a.body); m != nil {
 		a.code = m[1]
+	}
+	if a.code == "" && strings.HasPrefix(res.Header.Get("Content-Type"), "application/problem+json") {
+		var p struct {
+			Code string `json:"code"`
+		}
+		_ = json.Unmarshal(b, &p)
+		a.code = p.Code
 	}
 	return a
 }
@@ -197,13 +222,10 @@ func csrf(t *testing.T, c *http.Client, u string) string {
 	return m[1]
 }
 
+// live are the revocations in the world's store.
 func (w *world) live(t *testing.T) []revoke.Revocation {
 	t.Helper()
-	l, err := w.store.List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return revoketest.MustList(t, w.store)
 }
 
 // dialogOf is a small dialog: a Txn-Token issued to a1 for b1, a request at b1's

@@ -3,10 +3,8 @@ package dialog_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -17,53 +15,17 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/internal/reqid"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
+	"github.com/dialogtrust/dialogtrust/internal/testkit/audittest"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/tokenhash"
 )
 
-// memSink keeps the lines of an audit log; fail makes it refuse them.
-type memSink struct {
-	mu    sync.Mutex
-	lines [][]byte
-	fail  bool
-}
-
-func (s *memSink) Write(line []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.fail {
-		return errors.New("disk full")
-	}
-	s.lines = append(s.lines, bytes.Clone(line))
-	return nil
-}
-
-// records are the record lines so far, parsed.
-func (s *memSink) records(t *testing.T) []audit.Entry {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []audit.Entry
-	for _, l := range s.lines {
-		if e, err := audit.ParseRecord(bytes.TrimSuffix(l, []byte("\n"))); err == nil {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-type fixedKey struct{ k *keys.PrivateKey }
-
-func (f fixedKey) Active() *keys.PrivateKey { return f.k }
-
-// auditServer puts A2 behind a receiver that authorizes with d and audits to a log on
-// a memSink; the handler counts its calls and the records written before it ran.
-func (f *figure3) auditServer(t *testing.T, d authz.Decider) (*memSink, *audit.Log, *keys.PrivateKey, *atomic.Int32, chan int) {
+func (f *figure3) auditServer(t *testing.T, d authz.Decider) (*audittest.Sink, *audit.Log, *keys.PrivateKey, *atomic.Int32, chan int) {
 	t.Helper()
 	k, _ := keys.Generate(keys.ES256)
-	sink := &memSink{}
-	l, err := audit.New(sink, fixedKey{k}, audit.WithWriter("a2"), audit.WithClock(f.clock.Now))
+	sink := &audittest.Sink{}
+	l, err := audit.New(sink, audit.FixedKey(k), audit.WithWriter("a2"), audit.WithClock(f.clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +34,7 @@ func (f *figure3) auditServer(t *testing.T, d authz.Decider) (*memSink, *audit.L
 	rc := f.receiver(t, f.a2Srv.URL+"/mcp", f.a2, false, dialog.WithAuthorizer(d), dialog.WithAuditor(l, f.a2.ID))
 	f.a2Srv.Config.Handler = rc.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
-		before <- len(sink.records(t))
+		before <- len(sink.Records(t))
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	}))
@@ -135,11 +97,11 @@ func TestIssue26_ReceiverAuditsEveryRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := audit.Verify([]audit.Input{{Name: "a2", R: bytes.NewReader(bytes.Join(sink.lines, nil))}}, nil, vs)
+	rep, err := audit.Verify([]audit.Input{{Name: "a2", R: bytes.NewReader(bytes.Join(sink.Lines(), nil))}}, nil, vs)
 	if err != nil || !rep.OK() || rep.Records != 3 || rep.CheckpointsVerified != 1 {
 		t.Fatalf("Verify = %+v %v", rep, err)
 	}
-	recs := sink.records(t)
+	recs := sink.Records(t)
 	acc, ref, gar := recs[0], recs[1], recs[2]
 	if acc.Decision != audit.Accepted || acc.Handler != audit.HandlerReceiver || acc.Requester != f.a1.ID.String() ||
 		len(acc.Audience) != 1 || acc.Audience[0] != f.a2.ID.String() || acc.Dialog != "D1" || acc.Txn != "97053963-771d-49cc-a4e3-20aad399c312" ||
@@ -167,7 +129,7 @@ func TestIssue26_ReceiverRefusesWithoutItsRecord(t *testing.T) {
 	sink, _, _, calls, _ := f.auditServer(t, authz.DeciderFunc(func(context.Context, *authz.Request) (authz.Decision, error) {
 		return authz.Decision{Allow: true, Rule: "all"}, nil
 	}))
-	sink.fail = true
+	sink.Fail()
 	a1 := f.agentLax(f.a1, agent.Forwarded(f.txnToken(t, "D1", "a.example")), proof.HTTPSig)
 	res, err := withTxn(t, a1, rpc(t, f.a2Srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"book"}}`), "D1")
 	testkit.WantProblem(t, res, err, errcode.AuditUnavailable)

@@ -53,40 +53,39 @@ func TestIssue26_ReceiverRefusesRevoked(t *testing.T) {
 		res, _, err := a1.Start(ctx, post(t, url), dlg)
 		return res, err
 	}
-	res, err := send("D1")
-	if err != nil || res.StatusCode != 200 {
-		t.Fatalf("before revocation: %v %v", err, res)
+	accepted := func(dlg, what string) {
+		t.Helper()
+		res, err := send(dlg)
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("%s: %v %v", what, err, res)
+		}
+		res.Body.Close()
 	}
-	res.Body.Close()
+	// refused revokes (kind, id) and, once the bound has passed, sends in dlg.
+	refused := func(kind revoke.Kind, id, dlg string, code errcode.Code) *http.Response {
+		t.Helper()
+		f.revokeNow(t, s, kind, id)
+		f.clock.Advance(2 * time.Second)
+		res, err := send(dlg)
+		testkit.WantProblem(t, res, err, code)
+		return res
+	}
+	accepted("D1", "before revocation")
 
-	f.revokeNow(t, s, revoke.Dialog, "D1")
-	f.clock.Advance(2 * time.Second)
-	res, err = send("D1")
-	testkit.WantProblem(t, res, err, errcode.DialogRevoked)
-	if res.StatusCode != http.StatusForbidden {
+	if res := refused(revoke.Dialog, "D1", "D1", errcode.DialogRevoked); res.StatusCode != http.StatusForbidden {
 		t.Fatalf("status %d", res.StatusCode)
 	}
-	res, err = send("D2")
-	if err != nil || res.StatusCode != 200 {
-		t.Fatalf("another dialog: %v %v", err, res)
-	}
-	res.Body.Close()
+	accepted("D2", "another dialog")
 
 	// The figure's Txn-Tokens all carry one txn: revoking it refuses D3 too.
-	f.revokeNow(t, s, revoke.Txn, "97053963-771d-49cc-a4e3-20aad399c312")
-	f.clock.Advance(2 * time.Second)
-	res, err = send("D3")
-	testkit.WantProblem(t, res, err, errcode.TxnRevoked)
+	refused(revoke.Txn, "97053963-771d-49cc-a4e3-20aad399c312", "D3", errcode.TxnRevoked)
 	if rec, _ := reg.Lookup(ctx, "D3"); rec != nil {
 		t.Fatal("a revoked request established its dialog")
 	}
 	if _, err := s.Delete(ctx, revoke.Txn, "97053963-771d-49cc-a4e3-20aad399c312"); err != nil {
 		t.Fatal(err)
 	}
-	f.revokeNow(t, s, revoke.Workload, f.a1.ID.String())
-	f.clock.Advance(2 * time.Second)
-	res, err = send("D4")
-	testkit.WantProblem(t, res, err, errcode.WorkloadRevoked)
+	refused(revoke.Workload, f.a1.ID.String(), "D4", errcode.WorkloadRevoked)
 	if calls.Load() != 2 {
 		t.Fatalf("%d requests reached the handler, want the 2 not revoked", calls.Load())
 	}

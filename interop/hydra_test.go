@@ -80,15 +80,7 @@ func startHydraDomains(t *testing.T) *hydraDomains {
 	// agents name it by the logical name b.example-as. The second peer is the same Hydra
 	// named by its issuer identifier, which our own AS B would accept as aud but Hydra
 	// does not: the refusal test uses it.
-	ttsACfg := proc.WriteFile(t, dir, "tts-a.yaml", devTTSConfig("a.example", d.witURL)+fmt.Sprintf(`subject_tokens:
-  self_signed: {enabled: true}
-policy:
-  lifetime: 5m
-  rules:
-    - workload: "wimse://a.example/"
-      subject_token_types: [self_signed, txn_token]
-      details: ["*"]
-chaining:
+	ttsACfg := proc.WriteFile(t, dir, "tts-a.yaml", devTTSConfig("a.example", d.witURL)+selfSignedPolicyYAML+fmt.Sprintf(`chaining:
   peers:
     - issuer: %[1]q
       audiences: [b.example-as]
@@ -240,21 +232,8 @@ type workload struct {
 
 func (d *hydraDomains) workload(t *testing.T, id string) workload {
 	t.Helper()
-	ctx := context.Background()
-	key, err := keys.Generate(keys.ES256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wc, _, err := witissuer.NewClient(ctx, nil, d.witURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wc.Subject = id
-	w, err := wc.Request(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return workload{id: identifier.MustParse(id), wit: w.WIT, key: key}
+	wit, key := devWorkload(t, d.witURL, id)
+	return workload{id: identifier.MustParse(id), wit: wit, key: key}
 }
 
 // chainingClient is the agent's chaining.Client; its transport authenticates it to

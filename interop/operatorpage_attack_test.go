@@ -11,37 +11,20 @@ package interop
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-
-	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/testkit"
-	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
-	"github.com/dialogtrust/dialogtrust/oauth"
-	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
-	"github.com/dialogtrust/dialogtrust/txntoken"
 )
 
 // attackPage is an operator's page over a trail an attacker wrote, open in chromium.
 type attackPage struct {
-	base     string
-	browser  context.Context
-	mu       sync.Mutex
-	requests []string
-	alerts   []string
-	consoled []string
+	*pageBrowser
+	base    string
+	browser context.Context
 }
 
 // attackerTrail starts a tts (page on, audit file) and its development wit-issuer,
@@ -50,72 +33,19 @@ type attackPage struct {
 func attackerTrail(t *testing.T, ctx context.Context, cancel context.CancelFunc, asks map[string][][2]string) *attackPage {
 	t.Helper()
 	chromium := chromiumBinary(t)
-	bin := proc.BuildBinaries(t, "github.com/dialogtrust/dialogtrust/cmd/tts", "github.com/dialogtrust/dialogtrust/cmd/wit-issuer")
-	dir := t.TempDir()
-	witURL := startDevWITIssuer(t, bin, dir, "a.example")
-	admin := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
-	p := &attackPage{base: "http://" + admin}
-	cfg := proc.WriteFile(t, dir, "tts.yaml", devTTSConfig("a.example", witURL)+`subject_tokens:
-  self_signed: {enabled: true}
-policy:
-  lifetime: 5m
-  rules:
-    - workload: "wimse://a.example/"
-      subject_token_types: [self_signed, txn_token]
-      details: ["*"]
-revocations:
-  enabled: true
-  bound: 2s
-  admin:
-    listen: `+admin+`
-    administrators: ["wimse://a.example/ops/alice"]
-    page: {enabled: true}
-audit:
-  sink: file
-  path: `+filepath.Join(dir, "audit.log")+`
-log: {level: info}
-`)
-	md := startTTS(t, bin, dir, "tts", cfg)
-	a1 := "wimse://a.example/agent/a1"
-	a1WIT, a1Key := devWorkload(t, witURL, a1)
+	w := startPageTTS(t)
+	ask := w.agent(t, "wimse://a.example/agent/a1", "mallory@a.example")
 	for dlg, as := range asks {
 		for _, a := range as {
-			ss, err := txntoken.NewSelfSignedToken(a1Key, identifier.MustParse(a1), "mallory@a.example", md.Issuer, a[1], 5*time.Minute, time.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _ = (&txntoken.Client{TokenEndpoint: md.TokenEndpoint, WIT: a1WIT, Key: a1Key}).Request(ctx, txntoken.Request{Audience: a[0],
-				Scope: a[1], SubjectToken: ss, SubjectTokenType: oauth.TokenTypeSelfSigned, Dialog: dlg})
+			_ = ask(ctx, dlg, a[0], a[1])
 		}
 	}
-	opsWIT, opsKey := devWorkload(t, witURL, "wimse://a.example/ops/alice")
-	api := &revokeapi.Client{URL: p.base + revokeapi.Path, Signer: httpsig.NewSigner(opsKey, opsWIT)}
-	login, err := api.NewSession(ctx)
+	login, err := w.operator(t).NewSession(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.UserDataDir(filepath.Join(dir, "profile")), chromedp.WindowSize(1400, 1000))...)
-	t.Cleanup(cancelAlloc)
-	browser, cancelBrowser := chromedp.NewContext(alloc)
-	t.Cleanup(cancelBrowser)
-	p.browser = browser
-	if err := chromedp.Listen(browser, func(ev any) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		switch e := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			p.requests = append(p.requests, e.Request.URL)
-		case *page.EventJavascriptDialogOpening:
-			p.alerts = append(p.alerts, e.Message)
-			cancel()
-		case *runtime.EventConsoleAPICalled:
-			p.consoled = append(p.consoled, string(e.Type))
-		}
-	}); err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
+	b := openChromium(t, ctx, cancel, chromium, w.dir)
+	p := &attackPage{pageBrowser: b, base: w.base, browser: b.ctx}
 	p.open(t, login.LoginURL, "#dialogs")
 	return p
 }
@@ -171,19 +101,7 @@ func (p *attackPage) check(t *testing.T, what string) hostileResult {
 
 func (p *attackPage) done(t *testing.T) {
 	t.Helper()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.alerts) != 0 || len(p.consoled) != 0 {
-		t.Errorf("dialogs %q and console calls %q: something ran", p.alerts, p.consoled)
-	}
-	for _, u := range p.requests {
-		if !strings.HasPrefix(u, p.base+"/admin/") {
-			t.Errorf("the page made a request to %s", u)
-		}
-	}
-	if len(p.requests) < 3 {
-		t.Errorf("only %d requests seen: the listener saw too little to prove anything", len(p.requests))
-	}
+	p.ranNothing(t, p.base, 3)
 }
 
 // TestAttackPage_HostileTrailInChromium: records the attacker wrote through the token

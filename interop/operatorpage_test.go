@@ -15,31 +15,20 @@ package interop
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/httpsig"
-	"github.com/dialogtrust/dialogtrust/identifier"
-	"github.com/dialogtrust/dialogtrust/internal/testkit"
-	"github.com/dialogtrust/dialogtrust/interop/internal/proc"
 	"github.com/dialogtrust/dialogtrust/keys"
-	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
-	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/witissuer"
 )
 
@@ -103,47 +92,15 @@ func TestIssue26_OperatorPageInChromium(t *testing.T) {
 	chromium := chromiumBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	bin := proc.BuildBinaries(t, "github.com/dialogtrust/dialogtrust/cmd/tts", "github.com/dialogtrust/dialogtrust/cmd/wit-issuer")
-	dir := t.TempDir()
-	witURL := startDevWITIssuer(t, bin, dir, "a.example")
-	admin := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
-	base := "http://" + admin
-	cfg := proc.WriteFile(t, dir, "tts.yaml", devTTSConfig("a.example", witURL)+`subject_tokens:
-  self_signed: {enabled: true}
-policy:
-  lifetime: 5m
-  rules:
-    - workload: "wimse://a.example/"
-      subject_token_types: [self_signed, txn_token]
-      details: ["*"]
-revocations:
-  enabled: true
-  bound: 2s
-  admin:
-    listen: `+admin+`
-    administrators: ["wimse://a.example/ops/alice"]
-    page: {enabled: true}
-audit:
-  sink: file
-  path: `+filepath.Join(dir, "audit.log")+`
-log: {level: info}
-`)
-	md := startTTS(t, bin, dir, "tts", cfg)
+	w := startPageTTS(t)
+	dir, base := w.dir, w.base
 
 	// The dialog: a1 gets two Txn-Tokens in it for a.example; a request for another
 	// trust domain's audience is refused.
 	const dlg = "trip-7f3c9a2e"
 	a1 := "wimse://a.example/agent/a1"
-	a1WIT, a1Key := devWorkload(t, witURL, a1)
-	request := func(audience string) error {
-		ss, err := txntoken.NewSelfSignedToken(a1Key, identifier.MustParse(a1), "alice@a.example", md.Issuer, "trip.read", 5*time.Minute, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = (&txntoken.Client{TokenEndpoint: md.TokenEndpoint, WIT: a1WIT, Key: a1Key}).Request(ctx, txntoken.Request{Audience: audience,
-			Scope: "trip.read", SubjectToken: ss, SubjectTokenType: oauth.TokenTypeSelfSigned, Dialog: dlg})
-		return err
-	}
+	ask := w.agent(t, a1, "alice@a.example")
+	request := func(audience string) error { return ask(ctx, dlg, audience, "trip.read") }
 	for range 2 {
 		if err := request("a.example"); err != nil {
 			t.Fatal(err)
@@ -155,8 +112,7 @@ log: {level: info}
 
 	// The operator: a login link through the admin API, with the operator's own WIT
 	// and signature; and an attacker's dialog id and reason, revoked through the API.
-	opsWIT, opsKey := devWorkload(t, witURL, "wimse://a.example/ops/alice")
-	api := &revokeapi.Client{URL: base + revokeapi.Path, Signer: httpsig.NewSigner(opsKey, opsWIT)}
+	api := w.operator(t)
 	const evilID = `"><svg onload=window.__pwned=1;alert(1)>`
 	const evilReason = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=1;alert(1)</script>` + "\u202E"
 	if _, err := api.Revoke(ctx, revokeapi.Request{Kind: revoke.Dialog, ID: evilID, Reason: evilReason}); err != nil {
@@ -167,29 +123,8 @@ log: {level: info}
 		t.Fatal(err)
 	}
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.UserDataDir(filepath.Join(dir, "profile")), chromedp.WindowSize(1400, 1000))...)
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(alloc)
-	defer cancelBrowser()
-	var mu sync.Mutex
-	var requests, alerts, consoled []string
-	if err := chromedp.Listen(browser, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			requests = append(requests, e.Request.URL)
-		case *page.EventJavascriptDialogOpening:
-			alerts = append(alerts, e.Message)
-			cancel() // a script ran: stop here (the dialog would block the page)
-		case *runtime.EventConsoleAPICalled:
-			consoled = append(consoled, string(e.Type))
-		}
-	}); err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
+	pb := openChromium(t, ctx, cancel, chromium, dir)
+	browser := pb.ctx
 	// step bounds one browser step: a page that does not show what is awaited fails
 	// the test in 30 seconds, not at the test's deadline.
 	step := func() context.Context {
@@ -200,9 +135,9 @@ log: {level: info}
 	read := func(u, wait string) pageDOM {
 		t.Helper()
 		if err := chromedp.Do(step(), chromedp.Navigate(u), chromedp.WaitVisible(wait)); err != nil {
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("chromium: %s: %v (script dialogs opened: %q)", u, err, alerts)
+			pb.mu.Lock()
+			defer pb.mu.Unlock()
+			t.Fatalf("chromium: %s: %v (script dialogs opened: %q)", u, err, pb.alerts)
 		}
 		dom, err := chromedp.Run(browser, chromedp.Evaluate[pageDOM](readPage))
 		if err != nil {
@@ -276,19 +211,7 @@ log: {level: info}
 			t.Errorf("%s: %d scripts, pwned %v", p.Title, p.Scripts, p.Pwned)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(alerts) != 0 || len(consoled) != 0 {
-		t.Errorf("dialogs %q and console calls %q: something ran", alerts, consoled)
-	}
-	for _, u := range requests {
-		if !strings.HasPrefix(u, base+"/admin/") {
-			t.Errorf("the page made a request to %s", u)
-		}
-	}
-	if len(requests) < 5 {
-		t.Errorf("only %d requests seen: the network listener saw too little for the check above to prove anything", len(requests))
-	}
+	pb.ranNothing(t, base, 5)
 }
 
 func revokedBy(l []revoke.Revocation, id, by, reason string) bool {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit/audittest"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/proxy"
@@ -36,8 +36,8 @@ func TestIngressHandoffInMCP(t *testing.T) {
 	t1Key, _ := keys.Generate(keys.ES256)
 	trust := handoff.NewStaticTrust()
 	var hr *handoff.Receiver
-	trail := &lineSink{}
-	auditLog, err := audit.New(trail, staticKey{t1Key}, audit.WithWriter("t1"))
+	trail := &audittest.Sink{}
+	auditLog, err := audit.New(trail, audit.FixedKey(t1Key), audit.WithWriter("t1"))
 	mustOK(t, err)
 	p := newPair(t, pairOptions{receiver: func(t1 identifier.ID) []dialog.ReceiverOption {
 		mustOK(t, trust.Bind(t1.String(), t1Key.Public()))
@@ -111,39 +111,9 @@ func TestIngressHandoffInMCP(t *testing.T) {
 	}
 	// Issue 26: the ingress's trail names each offer's hop, the rejected one's with its
 	// refusal, and the accepted one's.
-	recs := trail.records(t)
+	recs := trail.Records(t)
 	if len(recs) != 2 || recs[0].Decision != audit.Refused || recs[0].Hop != hops[0] || recs[1].Decision != audit.Accepted ||
 		recs[1].Hop != hops[1] || recs[1].Operation != "" || recs[1].SubjectSHA256 != tokenhash.Of(tok) {
 		t.Fatalf("records %+v, hops %v", recs, hops)
 	}
 }
-
-// lineSink keeps an audit log's lines.
-type lineSink struct {
-	mu    sync.Mutex
-	lines [][]byte
-}
-
-func (s *lineSink) Write(line []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lines = append(s.lines, bytes.Clone(line))
-	return nil
-}
-
-func (s *lineSink) records(t *testing.T) []audit.Entry {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []audit.Entry
-	for _, l := range s.lines {
-		if e, err := audit.ParseRecord(bytes.TrimSuffix(l, []byte("\n"))); err == nil {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-type staticKey struct{ k *keys.PrivateKey }
-
-func (s staticKey) Active() *keys.PrivateKey { return s.k }

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revoketest"
 )
 
-func put(t *testing.T, s revoke.Store, c *clock, k revoke.Kind, id string, linked bool) {
+func put(t *testing.T, s revoke.Store, c *testkit.Clock, k revoke.Kind, id string, linked bool) {
 	t.Helper()
 	now := c.Now()
 	revoketest.MustPut(t, s, revoke.Revocation{Kind: k, ID: id, Linked: linked, Reason: "secret reason", Created: now, Expires: now.Add(time.Hour)})

@@ -20,7 +20,7 @@ import (
 // BenchmarkIssueAuditRatio runs the whole handler (as BenchmarkIssueTxnToken, warm WIT
 // and subject caches) without and with an audit.Log on a file (one write(2) per record,
 // a signed checkpoint every second), interleaved one request each in turn, and reports
-// audit-cpu-% = 100 × with / without from the serving thread's CPU time (threadCPU)
+// audit-cpu-% = 100 × with / without from the serving thread's CPU time (testkit.ThreadCPU)
 // and its median per request (audit-cpu-median-%), as the AuthZEN ratio does.
 
 // benchAudit, when set, makes benchEnv's TTS write an audit trail.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/authzen"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 )
 
 // The AuthZEN path's cost at the TTS (issue 25: with a warm decision cache at most 10%
@@ -22,7 +23,7 @@ import (
 // authzen.Client whose cache holds the decision (the PDP, an httptest server, is asked
 // once before the clock starts). BenchmarkIssueAuthZENRatio runs the two interleaved,
 // one request each in turn, and reports authzen-cpu-% = 100 × with / without, from the
-// serving thread's CPU time (threadCPU; authzen-wall-% from wall time): the number the
+// serving thread's CPU time (testkit.ThreadCPU; authzen-wall-% from wall time): the number the
 // 10% budget is about, unaffected by what else the machine runs.
 
 // allowPDP is an httptest PDP that allows everything and counts what it is asked.
@@ -84,11 +85,11 @@ func BenchmarkIssueAuthZEN(b *testing.B) {
 // the wall time and the thread's CPU time it took.
 func serveTimed(prepare func(string) (*http.Request, *httptest.ResponseRecorder), serve func(*http.Request, *httptest.ResponseRecorder), proof string) (wall, cpu time.Duration) {
 	req, rec := prepare(proof)
-	c0, _ := threadCPU()
+	c0, _ := testkit.ThreadCPU()
 	t0 := time.Now()
 	serve(req, rec)
 	wall = time.Since(t0)
-	c1, _ := threadCPU()
+	c1, _ := testkit.ThreadCPU()
 	return wall, c1 - c0
 }
 
@@ -133,7 +134,7 @@ func interleavedRatio(b *testing.B, name string, s0, s1 benchSide) {
 	defer runtime.UnlockOSThread()
 	var without, with, cpuWithout, cpuWith time.Duration
 	cw, cwo := make([]time.Duration, b.N), make([]time.Duration, b.N)
-	_, cpuOK := threadCPU()
+	_, cpuOK := testkit.ThreadCPU()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/oauth"
 )
 
@@ -83,14 +84,14 @@ func BenchmarkIssuePolicyRatio(b *testing.B) {
 			defer runtime.UnlockOSThread()
 			var ty, tc time.Duration
 			cy, cc := make([]time.Duration, b.N), make([]time.Duration, b.N)
-			_, cpuOK := threadCPU()
+			_, cpuOK := testkit.ThreadCPU()
 			one := func(prep func(string) (*http.Request, *httptest.ResponseRecorder), serve func(*http.Request, *httptest.ResponseRecorder), proof string, wall, cpu *time.Duration) {
 				req, rec := prep(proof)
-				c0, _ := threadCPU()
+				c0, _ := testkit.ThreadCPU()
 				t0 := time.Now()
 				serve(req, rec)
 				*wall += time.Since(t0)
-				c1, _ := threadCPU()
+				c1, _ := testkit.ThreadCPU()
 				*cpu = c1 - c0
 			}
 			b.ResetTimer()

@@ -3,7 +3,6 @@ package tts
 import (
 	"context"
 	"crypto/rand"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -160,12 +159,7 @@ func TestIssue26_RevocationAcrossReplicasRedis(t *testing.T) {
 		if _, err := httpsig.NewSigner(a1.Key, a1.WIT, httpsig.WithClock(rw.e.clock.Now)).SignRequest(req, tg.url); err != nil {
 			t.Fatal(err)
 		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
+		res, b := testkit.Do(t, http.DefaultClient, req)
 		if res.StatusCode == 200 {
 			return ""
 		}

@@ -14,10 +14,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/keys"
 )
 
-type oneKey struct{ k *keys.PrivateKey }
-
-func (o oneKey) Active() *keys.PrivateKey { return o.k }
-
 // auditTrail writes a trail of n records under dir and the JWKS of its key.
 func auditTrail(t *testing.T, dir string, n int) (path, jwks string) {
 	t.Helper()
@@ -28,7 +24,7 @@ func auditTrail(t *testing.T, dir string, n int) (path, jwks string) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
-	l, err := audit.New(sink, oneKey{k}, audit.WithWriter("tts-0"), audit.WithCheckpointInterval(2*time.Second),
+	l, err := audit.New(sink, audit.FixedKey(k), audit.WithWriter("tts-0"), audit.WithCheckpointInterval(2*time.Second),
 		audit.WithClock(func() time.Time { now = now.Add(time.Second); return now }))
 	if err != nil {
 		t.Fatal(err)

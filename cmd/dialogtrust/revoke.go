@@ -53,6 +53,16 @@ func (a *adminFlags) client(fs *flag.FlagSet, stdin io.Reader) (*revokeapi.Clien
 	return &revokeapi.Client{URL: *a.admin, Signer: httpsig.NewSigner(key, wit), HTTP: &http.Client{Timeout: *a.timeout}}, ctx, cancel, nil
 }
 
+// call runs one exchange with the admin API: the client of the flags, within --timeout.
+func (a *adminFlags) call(fs *flag.FlagSet, stdin io.Reader, exchange func(context.Context, *revokeapi.Client) error) error {
+	c, ctx, cancel, err := a.client(fs, stdin)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return exchange(ctx, c)
+}
+
 // revokeRun: dialogtrust revoke. It asks the TTS's admin API to revoke one dialog
 // (with the dialogs linked from it, where the link is known: --linked), workload or
 // transaction, and prints the revocation as stored.
@@ -76,16 +86,13 @@ func revokeRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return usageError{"--ttl: a positive number of whole seconds"}
 	}
 	req.Reason, req.TTLSeconds = *reason, int64(*ttl/time.Second)
-	c, ctx, cancel, err := a.client(fs, stdin)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	r, err := c.Revoke(ctx, req)
-	if err != nil {
-		return err
-	}
-	return printJSON(stdout, r)
+	return a.call(fs, stdin, func(ctx context.Context, c *revokeapi.Client) error {
+		r, err := c.Revoke(ctx, req)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, r)
+	})
 }
 
 // revocationRequest is the one subject of --dialog, --workload and --txn.
@@ -118,16 +125,13 @@ func revokeList(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	c, ctx, cancel, err := a.client(fs, stdin)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	l, err := c.List(ctx)
-	if err != nil {
-		return err
-	}
-	return printJSON(stdout, revokeapi.List{Revocations: l})
+	return a.call(fs, stdin, func(ctx context.Context, c *revokeapi.Client) error {
+		l, err := c.List(ctx)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, revokeapi.List{Revocations: l})
+	})
 }
 
 // revokeLift: dialogtrust revoke lift. It lifts one revocation.
@@ -144,16 +148,13 @@ func revokeLift(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	c, ctx, cancel, err := a.client(fs, stdin)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	ok, err := c.Lift(ctx, req.Kind, req.ID)
-	if err != nil {
-		return err
-	}
-	return printJSON(stdout, revokeapi.Deleted{Deleted: ok})
+	return a.call(fs, stdin, func(ctx context.Context, c *revokeapi.Client) error {
+		ok, err := c.Lift(ctx, req.Kind, req.ID)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, revokeapi.Deleted{Deleted: ok})
+	})
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -171,18 +172,15 @@ func revokePage(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	c, ctx, cancel, err := a.client(fs, stdin)
-	if err != nil {
+	return a.call(fs, stdin, func(ctx context.Context, c *revokeapi.Client) error {
+		s, err := c.NewSession(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(stdout, s.LoginURL+"\n"); err != nil {
+			return err
+		}
+		_, err = io.WriteString(stderr, "Open this link in your browser before "+s.ExpiresAt.Local().Format(time.TimeOnly)+": it works once.\n")
 		return err
-	}
-	defer cancel()
-	s, err := c.NewSession(ctx)
-	if err != nil {
-		return err
-	}
-	if _, err := io.WriteString(stdout, s.LoginURL+"\n"); err != nil {
-		return err
-	}
-	_, err = io.WriteString(stderr, "Open this link in your browser before "+s.ExpiresAt.Local().Format(time.TimeOnly)+": it works once.\n")
-	return err
+	})
 }

@@ -1,13 +1,11 @@
 package auditref_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,43 +13,17 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/handoff/auditref"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
+	"github.com/dialogtrust/dialogtrust/internal/testkit/audittest"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/store"
 	"golang.org/x/mod/sumdb/note"
 )
 
-type memSink struct {
-	mu    sync.Mutex
-	lines [][]byte
-}
-
-func (s *memSink) Write(line []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lines = append(s.lines, bytes.Clone(line))
-	return nil
-}
-
-type fixedKey struct{ k *keys.PrivateKey }
-
-func (f fixedKey) Active() *keys.PrivateKey { return f.k }
-
-func genKey(t testing.TB, alg string) *keys.PrivateKey {
+// verifiers verify checkpoints signed by k.
+func verifiers(t testing.TB, k *keys.PrivateKey) note.Verifiers {
 	t.Helper()
-	k, err := keys.Generate(alg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func verifiers(t testing.TB, ks ...*keys.PrivateKey) note.Verifiers {
-	t.Helper()
-	var pub []*keys.PublicKey
-	for _, k := range ks {
-		pub = append(pub, k.Public())
-	}
-	vs, err := audit.Verifiers(pub)
+	vs, err := audit.Verifiers([]*keys.PublicKey{k.Public()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,10 +32,10 @@ func verifiers(t testing.TB, ks ...*keys.PrivateKey) note.Verifiers {
 
 // trailRef writes three records to a log signed by k (writer tts-a) and returns the
 // reference to its checkpoint and the sink.
-func trailRef(t testing.TB, k *keys.PrivateKey) (handoff.ContextRef, *memSink) {
+func trailRef(t testing.TB, k *keys.PrivateKey) (handoff.ContextRef, *audittest.Sink) {
 	t.Helper()
-	sink := &memSink{}
-	l, err := audit.New(sink, fixedKey{k}, audit.WithWriter("tts-a"))
+	sink := &audittest.Sink{}
+	l, err := audit.New(sink, audit.FixedKey(k), audit.WithWriter("tts-a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,12 +59,13 @@ func trailRef(t testing.TB, k *keys.PrivateKey) (handoff.ContextRef, *memSink) {
 // octet, and dig the SHA-256 of those octets; it verifies with the writer's key and
 // names the writer, size and root.
 func TestIssue26_CheckpointRefIsTheTrailsSignedNote(t *testing.T) {
-	k := genKey(t, keys.ES256)
+	k := testkit.NewKey(t, keys.ES256)
 	ref, sink := trailRef(t, k)
 	var line struct {
 		Checkpoint string `json:"checkpoint"`
 	}
-	last := sink.lines[len(sink.lines)-1]
+	lines := sink.Lines()
+	last := lines[len(lines)-1]
 	if err := json.Unmarshal(last, &line); err != nil || line.Checkpoint == "" {
 		t.Fatalf("the last line is not a checkpoint: %s", last)
 	}
@@ -112,7 +85,7 @@ func TestIssue26_CheckpointRefIsTheTrailsSignedNote(t *testing.T) {
 // the delegate whose reference policy requires it reports it verified and accepts.
 func TestIssue26_CheckpointRefCarriedInSignedOffer(t *testing.T) {
 	for _, form := range []handoff.Form{handoff.JWS, handoff.COSE} {
-		auditKey := genKey(t, keys.ES256)
+		auditKey := testkit.NewKey(t, keys.ES256)
 		ref, _ := trailRef(t, auditKey)
 		d := offerWith(t, form, ref, auditref.Verifier{Keys: verifiers(t, auditKey), Writers: []string{"tts-a"}})
 		if d.Outcome != handoff.OutcomeAccepted || len(d.Refs) != 1 || d.Refs[0].Outcome != handoff.RefVerified {
@@ -127,7 +100,7 @@ func offerWith(t *testing.T, form handoff.Form, ref handoff.ContextRef, v handof
 	t.Helper()
 	ctx := context.Background()
 	const planner, coder = "wimse://a.example/agent/planner", "wimse://a.example/agent/coder"
-	pk := genKey(t, keys.ES256)
+	pk := testkit.NewKey(t, keys.ES256)
 	trust := handoff.NewStaticTrust()
 	if err := trust.Bind(planner, pk.Public()); err != nil {
 		t.Fatal(err)
@@ -164,7 +137,7 @@ func offerWith(t *testing.T, form handoff.Form, ref handoff.ContextRef, v handof
 // a writer not expected or a proof that is not a note (checkpoint_ref_invalid); a
 // delegate requiring the reference rejects the offer that carries a tampered one.
 func TestIssue26_CheckpointRefTamperedRefused(t *testing.T) {
-	k := genKey(t, keys.ES256)
+	k := testkit.NewKey(t, keys.ES256)
 	good, _ := trailRef(t, k)
 	vs := verifiers(t, k)
 	proof := good.Proof.(string)
@@ -192,7 +165,7 @@ func TestIssue26_CheckpointRefTamperedRefused(t *testing.T) {
 		"proof changed":     {tampered, vs, nil, errcode.CheckpointRefMismatch, errcode.Failed},
 		"dig changed":       {otherDig, vs, nil, errcode.CheckpointRefMismatch, errcode.Failed},
 		"dig recomputed":    {redigested, vs, nil, errcode.AuditCheckpointSignature, errcode.Failed},
-		"unknown key":       {good, verifiers(t, genKey(t, keys.ES256)), nil, errcode.AuditCheckpointSignature, errcode.Incomplete},
+		"unknown key":       {good, verifiers(t, testkit.NewKey(t, keys.ES256)), nil, errcode.AuditCheckpointSignature, errcode.Incomplete},
 		"unexpected writer": {good, vs, []string{"tts-b"}, errcode.CheckpointRefInvalid, errcode.Failed},
 		"not a note":        {notNote, vs, nil, errcode.CheckpointRefInvalid, errcode.Failed},
 		"proof not text":    {notText, vs, nil, errcode.CheckpointRefInvalid, errcode.Failed},

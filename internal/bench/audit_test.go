@@ -21,17 +21,13 @@ import (
 	"github.com/dialogtrust/dialogtrust/wit"
 )
 
-type oneKey struct{ k *keys.PrivateKey }
-
-func (o oneKey) Active() *keys.PrivateKey { return o.k }
-
 // BenchmarkReceiverAuditRatio is issue 26's question for receivers: what does
 // dialog.WithAuditor (one record per request, to a file sink: one write(2) per
 // record, a signed checkpoint every second) add to a receiver's verify? Each iteration
 // runs the same HTTP-signed request through two receivers alike but for the auditor,
 // one after the other, the order alternating, and measures each Middleware call (the
 // request verified, the record written, an empty handler) with the serving thread's
-// CPU clock (threadCPU: user and system time, so the write(2) counts; wall time where
+// CPU clock (testkit.ThreadCPU: user and system time, so the write(2) counts; wall time where
 // it cannot be read), as the TTS's audit ratio does. "signature" is the cheapest real
 // path (the WIT cached, a Dialog-Context, no Txn-Token), where the record weighs most;
 // "signature+txn" adds a Txn-Token the receiver verifies and the record names (its
@@ -90,7 +86,7 @@ func benchReceiverAudit(b *testing.B, alg string, withTxn bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := audit.New(sink, oneKey{self.Key}, audit.WithWriter("t1"), audit.WithCheckpointInterval(time.Second))
+	l, err := audit.New(sink, audit.FixedKey(self.Key), audit.WithWriter("t1"), audit.WithCheckpointInterval(time.Second))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,11 +99,11 @@ func benchReceiverAudit(b *testing.B, alg string, withTxn bool) {
 		r := req.Clone(ctx)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		rec := httptest.NewRecorder()
-		c0, cpu := threadCPU()
+		c0, cpu := testkit.ThreadCPU()
 		t0 := time.Now()
 		h.ServeHTTP(rec, r)
 		el := time.Since(t0)
-		if c1, ok := threadCPU(); cpu && ok {
+		if c1, ok := testkit.ThreadCPU(); cpu && ok {
 			el = c1 - c0
 		}
 		if rec.Code != http.StatusOK {

@@ -53,12 +53,7 @@ func TestHandoffSec6_A2A10MethodsAreChecked(t *testing.T) {
 			if m := env.Result.Message; m.Role != "ROLE_AGENT" || m.ContextID != dc.DLG() || m.MessageID == "" || len(m.Parts) == 0 {
 				t.Fatalf("A2A 1.0 result %s", reply)
 			}
-			st, err := agent.HandoffStatus(reply)
-			if err != nil || st == nil {
-				t.Fatalf("no status in the reply (%v): %s", err, reply)
-			}
-			u, err := h.delegator.HandleStatus(context.Background(), *st)
-			mustOK(t, err)
+			u := h.handledStatus(t, reply, "no status in the reply")
 			if u.Status.State != handoff.StateRejected {
 				t.Fatalf("status %s", u.Status.State)
 			}

@@ -126,12 +126,7 @@ func TestHandoffSec5_1_RejectedStatusInReply(t *testing.T) {
 			h, _, dc, _, code, reply := rejectedOffer(t, c)
 			noHandler(t, h)
 			wantReplyShape(t, c, code, reply, errcode.HandoffPolicy, http.StatusForbidden)
-			st, err := agent.HandoffStatus(reply)
-			if err != nil || st == nil {
-				t.Fatalf("no status in the reply (%v): %s", err, reply)
-			}
-			u, err := h.delegator.HandleStatus(context.Background(), *st)
-			mustOK(t, err)
+			u := h.handledStatus(t, reply, "no status in the reply")
 			if u.Status.State != handoff.StateRejected || u.Status.ReasonValue() != handoff.ReasonPolicy {
 				t.Fatalf("status %s reason %s, want rejected policy", u.Status.State, u.Status.ReasonValue())
 			}
@@ -269,12 +264,7 @@ func TestHandoffSec5_1_RefusalOfAnEstablishingRequestCarriesNoStatus(t *testing.
 			code, reply = h.sendAs(t, h.a2, nil, offer(), d9)
 			noHandler(t, h)
 			wantReplyShape(t, c, code, reply, errcode.HandoffGrantMismatch, http.StatusForbidden)
-			st, err := agent.HandoffStatus(reply)
-			if err != nil || st == nil {
-				t.Fatalf("no status in the reply in an existing dialog (%v): %s", err, reply)
-			}
-			u, err := h.delegator.HandleStatus(context.Background(), *st)
-			mustOK(t, err)
+			u := h.handledStatus(t, reply, "no status in the reply in an existing dialog")
 			if u.Status.State != handoff.StateRejected {
 				t.Fatalf("state %s, want rejected", u.Status.State)
 			}

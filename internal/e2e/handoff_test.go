@@ -32,6 +32,20 @@ type handoffFixture struct {
 	a3        *participant
 }
 
+// handledStatus is the signed status in a host protocol's reply, as the delegator
+// verified and applied it; a reply without one (what names it) or a status refused
+// fails the test.
+func (h *handoffFixture) handledStatus(t *testing.T, reply []byte, what string) *handoff.StatusUpdate {
+	t.Helper()
+	st, err := agent.HandoffStatus(reply)
+	if err != nil || st == nil {
+		t.Fatalf("%s (%v): %s", what, err, reply)
+	}
+	u, err := h.delegator.HandleStatus(context.Background(), *st)
+	mustOK(t, err)
+	return u
+}
+
 func newHandoffFixture(t *testing.T) (*handoffFixture, *dialog.Verified, *dialog.Context) {
 	return newDelegateFixture(t, nil, 1)
 }

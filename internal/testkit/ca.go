@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/dialogtrust/dialogtrust/wic"
 )
 
 // NewTrustDomainCA is a P-256 CA of trust domain td valid from notBefore to notAfter,
@@ -38,4 +40,24 @@ func NewTrustDomainCA(t testing.TB, td string, notBefore, notAfter time.Time) (*
 		t.Fatal(err)
 	}
 	return k, der, c
+}
+
+// NewCANamingNoTrustDomain is a P-256 CA as wic.NewCA makes it, valid from notBefore
+// to notAfter: no URI SAN, so it names no trust domain (an anchor the administrators'
+// client certificates must not have).
+func NewCANamingNoTrustDomain(t testing.TB, notBefore, notAfter time.Time) ([]byte, *x509.Certificate) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := wic.NewCA(k, notBefore, notAfter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der, c
 }

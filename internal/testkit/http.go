@@ -3,6 +3,7 @@ package testkit
 import (
 	"io"
 	"net/http"
+	"sync/atomic"
 	"testing"
 )
 
@@ -33,3 +34,20 @@ func Do(t testing.TB, c *http.Client, req *http.Request) (*http.Response, []byte
 	}
 	return res, b
 }
+
+// CountingBody is a request body that adds the octets read from R to N: a test that
+// no body is read before a request is authenticated reads N.
+type CountingBody struct {
+	R io.ReadCloser
+	N *atomic.Int64
+}
+
+// Read reads from R, counting.
+func (c CountingBody) Read(p []byte) (int, error) {
+	n, err := c.R.Read(p)
+	c.N.Add(int64(n))
+	return n, err
+}
+
+// Close closes R.
+func (c CountingBody) Close() error { return c.R.Close() }

@@ -63,6 +63,17 @@ func NewDomain(tb testing.TB, td, alg string, clock *Clock) *Domain {
 	return &Domain{Name: td, Key: k, Issuer: iss, Trust: trust, Clock: clock}
 }
 
+// TrustWITsOf makes d's trust accept the WITs of other's issuer too (a federation):
+// other's workloads authenticate where d's validators check.
+func (d *Domain) TrustWITsOf(tb testing.TB, other *Domain) {
+	tb.Helper()
+	set, err := keys.NewStaticSet(other.Key.Public())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	d.Trust.AddTrustDomain(other.Name, set)
+}
+
 // Validator returns a WIT validator for this domain's trust and clock.
 func (d *Domain) Validator(opts ...wit.ValidatorOption) *wit.Validator {
 	return wit.NewValidator(d.Trust, append([]wit.ValidatorOption{wit.WithClock(d.Clock.Now)}, opts...)...)

@@ -5,12 +5,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"math/big"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"testing"
 	"time"
@@ -20,7 +17,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
-	"github.com/dialogtrust/dialogtrust/wic"
 )
 
 // caWithURIs is a CA whose URI SANs are uris (none, a path, several: what an anchor of
@@ -52,12 +48,7 @@ func TestCertBundles_AnchorNamesAServedTrustDomain(t *testing.T) {
 	now := time.Now()
 	_, _, a := testkit.NewTrustDomainCA(t, "a.example", now.Add(-time.Hour), now.Add(time.Hour))
 	_, _, c := testkit.NewTrustDomainCA(t, "c.example", now.Add(-time.Hour), now.Add(time.Hour))
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	vectorsDER, err := wic.NewCA(key, now.Add(-time.Hour), now.Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	noName, _ := x509.ParseCertificate(vectorsDER)
+	_, noName := testkit.NewCANamingNoTrustDomain(t, now.Add(-time.Hour), now.Add(time.Hour))
 	served := []string{"a.example", "b.example"}
 	for name, roots := range map[string][]*x509.Certificate{
 		"no URI SAN":               {a, noName},
@@ -87,37 +78,21 @@ func TestAdminMutualTLS_ACAVouchesForItsOwnTrustDomainOnly(t *testing.T) {
 	now := time.Now()
 	aKey, aDER, aCA := testkit.NewTrustDomainCA(t, "a.example", now.Add(-time.Hour), now.Add(time.Hour))
 	bKey, bDER, bCA := testkit.NewTrustDomainCA(t, "b.example", now.Add(-time.Hour), now.Add(time.Hour))
-	leaf := func(ck *ecdsa.PrivateKey, cder []byte, id string) tls.Certificate {
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		der, err := wic.IssueWIC(ck, cder, k.Public(), identifier.MustParse(id), now.Add(-time.Hour), now.Add(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}
-	}
 	st := revoke.NewMemory()
 	h, err := revokeapi.New(revokeapi.Config{Store: st, CertRoots: []*x509.Certificate{aCA, bCA}, TrustDomains: []string{"a.example", "b.example"},
 		Admins: []identifier.ID{identifier.MustParse("wimse://a.example/ops/alice"), identifier.MustParse("wimse://b.example/ops/bob")}, DefaultTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	defer srv.Close()
-	client := func(c tls.Certificate) *revokeapi.Client {
-		tr := srv.Client().Transport.(*http.Transport).Clone()
-		tr.TLSClientConfig.Certificates = []tls.Certificate{c}
-		return &revokeapi.Client{URL: srv.URL + revokeapi.Path, HTTP: &http.Client{Transport: tr}}
-	}
+	client := mtlsAPI(t, h)
 	ctx := context.Background()
-	if _, err := client(leaf(aKey, aDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "a", Reason: "x"}); err != nil {
+	if _, err := client(wicCert(t, aKey, aDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "a", Reason: "x"}); err != nil {
 		t.Fatalf("a.example's CA for a.example's administrator: %v", err)
 	}
-	if _, err := client(leaf(bKey, bDER, "wimse://b.example/ops/bob")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "b", Reason: "x"}); err != nil {
+	if _, err := client(wicCert(t, bKey, bDER, "wimse://b.example/ops/bob")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "b", Reason: "x"}); err != nil {
 		t.Fatalf("b.example's CA for b.example's administrator: %v", err)
 	}
-	_, err = client(leaf(bKey, bDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Dialog, ID: "D1", Reason: "b.example says so"})
+	_, err = client(wicCert(t, bKey, bDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Dialog, ID: "D1", Reason: "b.example says so"})
 	if err == nil || errcode.KindOf(err) != errcode.Failed {
 		t.Errorf("b.example's CA for a.example's administrator: %v", err)
 	}

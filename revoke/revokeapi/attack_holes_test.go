@@ -3,22 +3,14 @@ package revokeapi_test
 import (
 	"context"
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
-	"github.com/dialogtrust/dialogtrust/wic"
 )
 
 // Mutual TLS with the anchors of two trust domains in client_ca_file (a federation
@@ -30,48 +22,22 @@ import (
 func TestAttackAPI_MTLSAnotherDomainsCACannotNameOurAdministrator(t *testing.T) {
 	now := time.Now()
 	newCA := func(td string) (*ecdsa.PrivateKey, []byte, *x509.Certificate) {
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		u, _ := url.Parse("spiffe://" + td)
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(now.UnixNano()), Subject: pkix.Name{CommonName: td + " CA"}, URIs: []*url.URL{u},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-			KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, k.Public(), k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, _ := x509.ParseCertificate(der)
-		return k, der, c
+		return testkit.NewTrustDomainCA(t, td, now.Add(-time.Hour), now.Add(time.Hour))
 	}
 	aKey, aDER, aCert := newCA("a.example")
 	bKey, bDER, bCert := newCA("b.example")
-	leaf := func(ck *ecdsa.PrivateKey, cder []byte, id string) tls.Certificate {
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		der, err := wic.IssueWIC(ck, cder, k.Public(), identifier.MustParse(id), now.Add(-time.Hour), now.Add(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}
-	}
 	st := revoke.NewMemory()
 	h, err := revokeapi.New(revokeapi.Config{Store: st, CertRoots: []*x509.Certificate{aCert, bCert},
 		Admins: []identifier.ID{identifier.MustParse("wimse://a.example/ops/alice")}, TrustDomains: []string{"a.example"}, DefaultTTL: time.Hour})
 	if err != nil {
 		return // the configuration is refused: nothing to attack
 	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	defer srv.Close()
-	client := func(c tls.Certificate) *revokeapi.Client {
-		tr := srv.Client().Transport.(*http.Transport).Clone()
-		tr.TLSClientConfig.Certificates = []tls.Certificate{c}
-		return &revokeapi.Client{URL: srv.URL + revokeapi.Path, HTTP: &http.Client{Transport: tr}}
-	}
+	client := mtlsAPI(t, h)
 	ctx := context.Background()
-	if _, err := client(leaf(aKey, aDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "ours", Reason: "x"}); err != nil {
+	if _, err := client(wicCert(t, aKey, aDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "ours", Reason: "x"}); err != nil {
 		t.Fatalf("our own CA's administrator: %v", err)
 	}
-	if _, err := client(leaf(bKey, bDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Dialog, ID: "D1", Reason: "b.example says so"}); err == nil {
+	if _, err := client(wicCert(t, bKey, bDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Dialog, ID: "D1", Reason: "b.example says so"}); err == nil {
 		t.Error("b.example's CA vouched for a.example's administrator: a dialog of a.example was revoked")
 	}
 	if l, _ := st.List(ctx); len(l) != 1 {

@@ -1,24 +1,19 @@
 package revokeapi_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/audit"
 	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/internal/testkit/audittest"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
 )
-
-type fixedKey struct{ k *keys.PrivateKey }
-
-func (f fixedKey) Active() *keys.PrivateKey { return f.k }
 
 // auditedWorld is a world whose API writes to an audit file; it returns the log, its
 // path and the checkpoint key.
@@ -33,7 +28,7 @@ func auditedWorld(t *testing.T, store revoke.Store) (*world, *audit.Log, string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := audit.New(sink, fixedKey{k}, audit.WithWriter("tts-0"))
+	l, err := audit.New(sink, audit.FixedKey(k), audit.WithWriter("tts-0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,25 +48,7 @@ func verifiedRecords(t *testing.T, l *audit.Log, path string, k *keys.PrivateKey
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := audit.Verifiers([]*keys.PublicKey{k.Public()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := audit.Verify([]audit.Input{{Name: "audit.log", R: bytes.NewReader(b)}}, nil, vs)
-	if err != nil || !rep.OK() || rep.CheckpointsVerified == 0 {
-		t.Fatalf("Verify = %+v, %v", rep, err)
-	}
-	var out []audit.Entry
-	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		if e, err := audit.ParseRecord(line); err == nil {
-			out = append(out, e)
-		}
-	}
-	return out
+	return audittest.VerifiedFile(t, path, k)
 }
 
 // Issue 26 ("revocations ... are audited"): a revocation and its lift are each one
@@ -116,7 +93,7 @@ func TestIssue26_RevocationRefusedWhenAuditFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := audit.New(failingSink{}, fixedKey{k})
+	l, err := audit.New(failingSink{}, audit.FixedKey(k))
 	if err != nil {
 		t.Fatal(err)
 	}

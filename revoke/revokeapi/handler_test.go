@@ -18,6 +18,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
+	"github.com/dialogtrust/dialogtrust/revoke/revoketest"
 	"github.com/dialogtrust/dialogtrust/store"
 )
 
@@ -30,6 +31,8 @@ type world struct {
 	foreign     *testkit.Workload // of b.example, whose WITs the API trusts
 	read        atomic.Int64      // octets of request bodies the handler read
 	logins      fakeLogins
+	domain      *testkit.Domain // a.example, whose workloads the tests make
+	api         *revokeapi.Handler
 }
 
 func newWorld(t *testing.T) *world { t.Helper(); return newWorldWith(t, nil) }
@@ -41,11 +44,8 @@ func newWorldWith(t *testing.T, configure func(*revokeapi.Config)) *world {
 	w := &world{clock: testkit.NewClock(testkit.Epoch)}
 	a := testkit.NewDomain(t, "a.example", keys.ES256, w.clock)
 	b := testkit.NewDomain(t, "b.example", keys.ES256, w.clock)
-	setB, err := keys.NewStaticSet(b.Key.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Trust.AddTrustDomain("b.example", setB)
+	a.TrustWITsOf(t, b)
+	w.domain = a
 	w.admin, w.user = a.Workload(t, "/ops/alice", keys.ES256), a.Workload(t, "/agent/a1", keys.ES256)
 	w.foreign = b.Workload(t, "/ops/alice", keys.ES256)
 	w.store = revoke.NewMemory(revoke.WithClock(w.clock.Now))
@@ -67,8 +67,9 @@ func newWorldWith(t *testing.T, configure func(*revokeapi.Config)) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.api = h
 	w.srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		r.Body = countingBody{r.Body, &w.read}
+		r.Body = testkit.CountingBody{R: r.Body, N: &w.read}
 		h.ServeHTTP(rw, r)
 	})
 	w.srv.Start()
@@ -80,27 +81,11 @@ func (w *world) client(wl *testkit.Workload) *revokeapi.Client {
 	return &revokeapi.Client{URL: w.url, Signer: httpsig.NewSigner(wl.Key, wl.WIT, httpsig.WithClock(w.clock.Now))}
 }
 
+// live are the revocations in the world's store.
 func (w *world) live(t *testing.T) []revoke.Revocation {
 	t.Helper()
-	l, err := w.store.List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return revoketest.MustList(t, w.store)
 }
-
-// countingBody counts the octets read from it: a refused request must read none.
-type countingBody struct {
-	r io.ReadCloser
-	n *atomic.Int64
-}
-
-func (c countingBody) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
-func (c countingBody) Close() error { return c.r.Close() }
 
 func send(t *testing.T, req *http.Request) (int, errcode.Code) {
 	t.Helper()

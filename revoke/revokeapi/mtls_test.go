@@ -3,8 +3,6 @@ package revokeapi_test
 import (
 	"context"
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"net/http"
@@ -17,7 +15,6 @@ import (
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/revoke"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
-	"github.com/dialogtrust/dialogtrust/wic"
 )
 
 // Issue 26: an administrator authenticates with a workload identity certificate
@@ -31,37 +28,21 @@ func TestIssue26_AdminMutualTLS(t *testing.T) {
 	}
 	caKey, caDER, caCert := newCA()
 	otherKey, otherDER, _ := newCA()
-	cert := func(ck *ecdsa.PrivateKey, cder []byte, id string) tls.Certificate {
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		der, err := wic.IssueWIC(ck, cder, k.Public(), identifier.MustParse(id), now.Add(-time.Hour), now.Add(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}
-	}
 	st := revoke.NewMemory()
 	h, err := revokeapi.New(revokeapi.Config{Store: st, CertRoots: []*x509.Certificate{caCert},
 		Admins: []identifier.ID{identifier.MustParse("wimse://a.example/ops/alice")}, TrustDomains: []string{"a.example"}, DefaultTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	defer srv.Close()
-	client := func(certs ...tls.Certificate) *revokeapi.Client {
-		tr := srv.Client().Transport.(*http.Transport).Clone()
-		tr.TLSClientConfig.Certificates = certs
-		return &revokeapi.Client{URL: srv.URL + revokeapi.Path, HTTP: &http.Client{Transport: tr}}
-	}
+	client := mtlsAPI(t, h)
 	ctx := context.Background()
-	if _, err := client(cert(caKey, caDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "t1", Reason: "x"}); err != nil {
+	if _, err := client(wicCert(t, caKey, caDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "t1", Reason: "x"}); err != nil {
 		t.Fatalf("administrator's certificate: %v", err)
 	}
-	if _, err := client(cert(caKey, caDER, "wimse://a.example/agent/a1")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "t2", Reason: "x"}); !errcode.Is(err, errcode.NotAuthorized) {
+	if _, err := client(wicCert(t, caKey, caDER, "wimse://a.example/agent/a1")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "t2", Reason: "x"}); !errcode.Is(err, errcode.NotAuthorized) {
 		t.Fatalf("another workload's certificate: %v", err)
 	}
-	if _, err := client(cert(otherKey, otherDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "t3", Reason: "x"}); err == nil || errcode.KindOf(err) != errcode.Failed {
+	if _, err := client(wicCert(t, otherKey, otherDER, "wimse://a.example/ops/alice")).Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "t3", Reason: "x"}); err == nil || errcode.KindOf(err) != errcode.Failed {
 		t.Fatalf("a certificate of another CA: %v", err)
 	}
 	if _, err := client().Revoke(ctx, revokeapi.Request{Kind: revoke.Txn, ID: "t4", Reason: "x"}); !errcode.Is(err, errcode.MissingCredential) {
@@ -69,5 +50,22 @@ func TestIssue26_AdminMutualTLS(t *testing.T) {
 	}
 	if l, _ := st.List(ctx); len(l) != 1 || l[0].ID != "t1" || l[0].By != "wimse://a.example/ops/alice" {
 		t.Fatalf("stored %+v", l)
+	}
+}
+
+// wicCert is a client certificate for id, issued by the CA (ck, cder), valid for the
+// hour around now.
+func wicCert(t *testing.T, ck *ecdsa.PrivateKey, cder []byte, id string) tls.Certificate {
+	now := time.Now()
+	return testkit.NewWICCert(t, ck, cder, id, now.Add(-time.Hour), now.Add(time.Hour))
+}
+
+// mtlsAPI serves h under TLS, asking for client certificates as the admin listener
+// does; its clients present certs.
+func mtlsAPI(t *testing.T, h http.Handler) func(certs ...tls.Certificate) *revokeapi.Client {
+	srv := httptest.NewUnstartedServer(h)
+	testkit.StartClientCertTLS(t, srv)
+	return func(certs ...tls.Certificate) *revokeapi.Client {
+		return &revokeapi.Client{URL: srv.URL + revokeapi.Path, HTTP: &http.Client{Transport: testkit.ClientCertTransport(srv, certs...)}}
 	}
 }

@@ -3,7 +3,6 @@ package revokeapi_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/problem"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
 )
@@ -64,12 +64,7 @@ func TestIssue26Point3_SessionsOnlyForAuthenticatedAdministrators(t *testing.T) 
 				t.Fatal(err)
 			}
 		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
+		res, b := testkit.Do(t, http.DefaultClient, req)
 		return res.StatusCode, errcode.CodeOf(problem.Read(res.StatusCode, b))
 	}
 	for _, c := range []struct {

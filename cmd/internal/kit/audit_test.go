@@ -1,16 +1,15 @@
 package kit
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dialogtrust/dialogtrust/audit"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
 )
 
@@ -38,28 +37,13 @@ func TestAuditConfigCheck(t *testing.T) {
 	}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-type ringKey struct{ k *keys.PrivateKey }
-
-func (r ringKey) Active() *keys.PrivateKey { return r.k }
-
 // The stdout sink writes records and, when the server closes, a last checkpoint: what
 // a collector keeps verifies.
 func TestOpenAuditStdoutClosesWithCheckpoint(t *testing.T) {
 	k, _ := keys.Generate(keys.ES256)
-	out := &lockedBuffer{}
+	out := &testkit.SyncBuffer{}
 	s := &Server{}
-	l, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkStdout, Writer: "w1"}, nil, ringKey{k}, out, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	l, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkStdout, Writer: "w1"}, nil, audit.FixedKey(k), out, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +54,11 @@ func TestOpenAuditStdoutClosesWithCheckpoint(t *testing.T) {
 	}
 	s.Close()
 	vs, _ := audit.Verifiers([]*keys.PublicKey{k.Public()})
-	rep, err := audit.Verify([]audit.Input{{Name: "stdout", R: bytes.NewReader(out.b.Bytes())}}, nil, vs)
+	rep, err := audit.Verify([]audit.Input{{Name: "stdout", R: strings.NewReader(out.String())}}, nil, vs)
 	if err != nil || !rep.OK() || rep.Records != 3 || rep.CheckpointsVerified != 1 {
-		t.Fatalf("%+v %v\n%s", rep, err, out.b.String())
+		t.Fatalf("%+v %v\n%s", rep, err, out.String())
 	}
-	if none, err := OpenAudit(context.Background(), s, nil, nil, ringKey{k}, out, nil); none != nil || err != nil {
+	if none, err := OpenAudit(context.Background(), s, nil, nil, audit.FixedKey(k), out, nil); none != nil || err != nil {
 		t.Fatalf("no section: %v %v", none, err)
 	}
 }

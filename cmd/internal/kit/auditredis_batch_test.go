@@ -70,20 +70,10 @@ func TestIssue26AuditRedisGroupCommitKeepsChainOrder(t *testing.T) {
 	addr := testkit.RedisAddr(t)
 	prefix := fmt.Sprintf("audit-batch-%d:", time.Now().UnixNano())
 	k, _ := keys.Generate(keys.ES256)
-	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	var wg sync.WaitGroup
 	var servers []*Server
 	for i := range 2 {
-		st, err := OpenStore(StoreConfig{Type: "redis", Redis: RedisConfig{Addrs: []string{addr}, Prefix: prefix}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := &Server{}
-		s.OnClose(st.Close)
-		l, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkRedis, Writer: fmt.Sprintf("tts-%d", i)}, st, ringKey{k}, nil, logger)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l, s := replicaAudit(t, addr, prefix, i, k)
 		servers = append(servers, s)
 		for range 16 {
 			wg.Go(func() {
@@ -96,16 +86,7 @@ func TestIssue26AuditRedisGroupCommitKeepsChainOrder(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	for _, s := range servers {
-		s.Close()
-	}
-	stream := prefix + "audit"
-	defer delStream(addr, stream)
-	trail, entries := exportStream(t, addr, stream)
-	rep := verifyStream(t, trail, k)
-	if !rep.OK() || rep.Records != 800 || rep.Writers != 2 || rep.CheckpointsVerified != 2 {
-		t.Fatalf("%+v", rep)
-	}
+	entries := replicasStream(t, servers, addr, prefix, k, 800)
 	if entries >= 800 {
 		t.Fatalf("%d entries for 800 records: no XADD carried more than one", entries)
 	}
@@ -289,13 +270,34 @@ func proxiedLog(t *testing.T, addr string, mode int32) (l *audit.Log, h *holding
 	}
 	h = &holdingSink{BatchSink: &armingSink{BatchSink: rs, p: p, n: 10, mode: mode}}
 	k, _ = keys.Generate(keys.ES256)
-	l, err = audit.New(h, ringKey{k}, audit.WithWriter("tts-0"), audit.WithLogger(slog.New(slog.NewJSONHandler(io.Discard, nil))))
+	l, err = audit.New(h, audit.FixedKey(k), audit.WithWriter("tts-0"), audit.WithLogger(slog.New(slog.NewJSONHandler(io.Discard, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	stream = prefix + "audit"
 	t.Cleanup(func() { delStream(addr, stream) })
 	return l, h, k, stream
+}
+
+// refusedGroupThen: every record of a group of ten (the batch named what) is refused;
+// then n records are taken, the log closes, and the stream is read back.
+func refusedGroupThen(t *testing.T, l *audit.Log, h *holdingSink, addr, stream, what string, n int) *bytes.Buffer {
+	t.Helper()
+	for i, err := range groupOfTen(t, l, h) {
+		if err == nil {
+			t.Fatalf("record %d of the %s counted as taken", i, what)
+		}
+	}
+	for range n {
+		if err := l.Append(&audit.Entry{Decision: audit.Issued, Txn: "after"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	trail, _ := exportStream(t, addr, stream)
+	return trail
 }
 
 // A batch whose XADD Redis never took whole (the connection cut in the middle of the
@@ -305,20 +307,7 @@ func proxiedLog(t *testing.T, addr string, mode int32) (l *audit.Log, h *holding
 func TestIssue26AuditRedisCutBatchRefusesEveryRecord(t *testing.T) {
 	addr := testkit.RedisAddr(t)
 	l, h, k, stream := proxiedLog(t, addr, cutRequest)
-	for i, err := range groupOfTen(t, l, h) {
-		if err == nil {
-			t.Fatalf("record %d of the cut batch was taken", i)
-		}
-	}
-	for range 2 {
-		if err := l.Append(&audit.Entry{Decision: audit.Issued, Txn: "after"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	trail, _ := exportStream(t, addr, stream)
+	trail := refusedGroupThen(t, l, h, addr, stream, "cut batch", 2)
 	if strings.Contains(trail.String(), `"txn":"batch"`) {
 		t.Fatal("a record of the refused batch is in the stream")
 	}
@@ -336,20 +325,7 @@ func TestIssue26AuditRedisCutBatchRefusesEveryRecord(t *testing.T) {
 func TestIssue26AuditRedisLostReplyIsFound(t *testing.T) {
 	addr := testkit.RedisAddr(t)
 	l, h, k, stream := proxiedLog(t, addr, dropReply)
-	for i, err := range groupOfTen(t, l, h) {
-		if err == nil {
-			t.Fatalf("record %d of the batch whose reply was lost counted as taken", i)
-		}
-	}
-	for range 10 {
-		if err := l.Append(&audit.Entry{Decision: audit.Issued, Txn: "after"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	trail, _ := exportStream(t, addr, stream)
+	trail := refusedGroupThen(t, l, h, addr, stream, "batch whose reply was lost", 10)
 	if n := strings.Count(trail.String(), `"txn":"batch"`); n != 10 {
 		t.Fatalf("%d records of the batch in the stream, want 10 (Redis took it)", n)
 	}
@@ -388,7 +364,7 @@ func TestIssue26AuditRedisHeldConnectionAfterPause(t *testing.T) {
 	clock := time.Date(2026, 12, 5, 4, 0, 0, 0, time.UTC)
 	rs.now = func() time.Time { return clock }
 	k, _ := keys.Generate(keys.ES256)
-	l, err := audit.New(rs, ringKey{k}, audit.WithWriter("tts-0"), audit.WithLogger(slog.New(slog.NewJSONHandler(io.Discard, nil))))
+	l, err := audit.New(rs, audit.FixedKey(k), audit.WithWriter("tts-0"), audit.WithLogger(slog.New(slog.NewJSONHandler(io.Discard, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,12 +87,12 @@ func benchAuditSinks(b *testing.B, conc int) {
 		b.Fatal(err)
 	}
 	counted := &countingBatchSink{BatchSink: rs}
-	rl, err := audit.New(counted, ringKey{k}, audit.WithCheckpointInterval(time.Second), audit.WithLogger(logger))
+	rl, err := audit.New(counted, audit.FixedKey(k), audit.WithCheckpointInterval(time.Second), audit.WithLogger(logger))
 	if err != nil {
 		b.Fatal(err)
 	}
 	s.OnClose(func() { _ = rl.Close() })
-	fl, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkFile, Path: filepath.Join(b.TempDir(), "a.log"), CheckpointInterval: time.Second}, nil, ringKey{k}, nil, logger)
+	fl, err := OpenAudit(context.Background(), s, &AuditConfig{Sink: AuditSinkFile, Path: filepath.Join(b.TempDir(), "a.log"), CheckpointInterval: time.Second}, nil, audit.FixedKey(k), nil, logger)
 	if err != nil {
 		b.Fatal(err)
 	}

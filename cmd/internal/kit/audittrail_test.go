@@ -25,7 +25,7 @@ func TestIssue26AuditTrailReadBack(t *testing.T) {
 	check := func(name string, c *AuditConfig, st *Store) {
 		t.Helper()
 		s := &Server{}
-		l, err := OpenAudit(context.Background(), s, c, st, ringKey{k}, io.Discard, logger)
+		l, err := OpenAudit(context.Background(), s, c, st, audit.FixedKey(k), io.Discard, logger)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,11 +46,6 @@ func checkIngressAudit(cfg *Config) error {
 	return nil
 }
 
-// staticKey is an audit.KeySource of one key.
-type staticKey struct{ k *keys.PrivateKey }
-
-func (s staticKey) Active() *keys.PrivateKey { return s.k }
-
 // ingressAudit opens ingress.audit's trail on st (the ingress's store) and returns the
 // receiver's options that write to it (none without the section).
 func ingressAudit(ctx context.Context, s *kit.Server, cfg *Config, st *kit.Store, logger *slog.Logger) ([]dialog.ReceiverOption, error) {
@@ -75,7 +70,7 @@ func ingressAudit(ctx context.Context, s *kit.Server, cfg *Config, st *kit.Store
 	if err != nil {
 		return nil, fmt.Errorf("ingress.audit: workload.id: %w", err)
 	}
-	l, err := kit.OpenAudit(ctx, s, &a.AuditConfig, st, staticKey{key}, nil, logger)
+	l, err := kit.OpenAudit(ctx, s, &a.AuditConfig, st, audit.FixedKey(key), nil, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package proxyservice
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/audit"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
+	"github.com/dialogtrust/dialogtrust/internal/testkit/audittest"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
 )
@@ -60,23 +60,9 @@ func TestIssue26_ProxyIngressAudit(t *testing.T) {
 			t.Fatalf("unauthenticated: %d %s", res.StatusCode, body)
 		}
 	})
-	b, err := os.ReadFile(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := audit.Verifiers([]*keys.PublicKey{k.Public()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := audit.Verify([]audit.Input{{Name: logPath, R: bytes.NewReader(b)}}, nil, vs)
-	if err != nil || !rep.OK() || rep.Records != 2 || rep.CheckpointsVerified == 0 {
-		t.Fatalf("Verify = %+v, %v", rep, err)
-	}
-	var recs []audit.Entry
-	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		if e, err := audit.ParseRecord(line); err == nil {
-			recs = append(recs, e)
-		}
+	recs := audittest.VerifiedFile(t, logPath, k)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2", len(recs))
 	}
 	acc, ref := recs[0], recs[1]
 	if acc.Decision != audit.Accepted || acc.Handler != audit.HandlerIngress || acc.Requester != "wimse://a.example/agent/a1" ||

@@ -1,9 +1,6 @@
 package ttsservice
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/pem"
 	"strings"
 	"testing"
@@ -11,7 +8,6 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/cmd/internal/kit"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
-	"github.com/dialogtrust/dialogtrust/wic"
 )
 
 // Issue 26 (attack suite: another domain's CA names our administrator): -check-config
@@ -29,11 +25,7 @@ func TestIssue26_AdminClientCAFileNamesServedTrustDomains(t *testing.T) {
 	}
 	_, aDER, _ := testkit.NewTrustDomainCA(t, "a.example", now.Add(-time.Hour), now.Add(time.Hour))
 	_, bDER, _ := testkit.NewTrustDomainCA(t, "b.example", now.Add(-time.Hour), now.Add(time.Hour))
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	noNameDER, err := wic.NewCA(k, now.Add(-time.Hour), now.Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	noNameDER, _ := testkit.NewCANamingNoTrustDomain(t, now.Add(-time.Hour), now.Add(time.Hour))
 	da := newWITDomain(t, "a.example")
 	check := func(caFile string) error {
 		y := revocationsYAML(da, "127.0.0.1:0", "127.0.0.1:0") + "    tls: {cert_file: /nonexistent/admin.crt, key_file: /nonexistent/admin.key}\n    client_ca_file: " + caFile + "\n"

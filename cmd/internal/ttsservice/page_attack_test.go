@@ -81,9 +81,8 @@ func TestAttackTTSPage_HostileRecordsThroughTheTokenEndpoint(t *testing.T) {
 		res.Body.Close()
 	}
 	// An administrator signs in and reads every page.
-	_, adminKey, adminWIT := da.workload(t, "/ops/alice")
 	base := "http://" + admAddr
-	api := &revokeapi.Client{URL: base + revokeapi.Path, Signer: httpsig.NewSigner(adminKey, adminWIT)}
+	api := da.operator(t, admAddr)
 	s, err := api.NewSession(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -142,12 +141,7 @@ func TestAttackTTSPage_HostileRecordsThroughTheTokenEndpoint(t *testing.T) {
 	// The API with only the page's cookie.
 	req, _ := http.NewRequest(http.MethodPost, base+revokeapi.Path, strings.NewReader(`{"kind":"dialog","id":"Dlegit","reason":"cookie"}`))
 	req.Header.Set("Content-Type", "application/json")
-	res, err := b.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != 401 {
+	if res, _ := testkit.Do(t, b, req); res.StatusCode != 401 {
 		t.Errorf("the API with the page's cookie: %d", res.StatusCode)
 	}
 	if l, err := api.List(ctx); err != nil || len(l) != 0 {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/dialogtrust/dialogtrust/audit"
-	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/oauth"
 	"github.com/dialogtrust/dialogtrust/revoke"
@@ -27,8 +26,7 @@ func TestIssue26_TTSRevocationsInAuditTrail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, adminKey, adminWIT := da.workload(t, "/ops/alice")
-	api := &revokeapi.Client{URL: "http://" + admAddr + revokeapi.Path, Signer: httpsig.NewSigner(adminKey, adminWIT)}
+	api := da.operator(t, admAddr)
 	if _, err := api.Revoke(ctx, revokeapi.Request{Kind: revoke.Workload, ID: "wimse://a.example/agent/a9", Reason: "tricked"}); err != nil {
 		t.Fatal(err)
 	}

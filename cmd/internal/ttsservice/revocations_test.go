@@ -49,8 +49,7 @@ func TestIssue26_TTSAdminAPIConfigured(t *testing.T) {
 	if err := request("D1"); err != nil {
 		t.Fatal(err)
 	}
-	_, adminKey, adminWIT := da.workload(t, "/ops/alice")
-	api := &revokeapi.Client{URL: "http://" + admAddr + revokeapi.Path, Signer: httpsig.NewSigner(adminKey, adminWIT)}
+	api := da.operator(t, admAddr)
 	if _, err := api.Revoke(ctx, revokeapi.Request{Kind: revoke.Dialog, ID: "D1", Reason: "runaway"}); err != nil {
 		t.Fatal(err)
 	}
@@ -86,21 +85,12 @@ func TestIssue26_TTSAdminAPIConfigured(t *testing.T) {
 func TestIssue26_TTSAdminAPIConfigChecked(t *testing.T) {
 	da := newWITDomain(t, "a.example")
 	base := revocationsYAML(da, "127.0.0.1:0", "127.0.0.1:0")
-	for name, y := range map[string]string{
+	wantRevocationsRefused(t, map[string]string{
 		"no administrators": strings.Replace(base, `administrators: ["wimse://a.example/ops/alice"]`, `administrators: []`, 1),
 		"bad administrator": strings.Replace(base, `wimse://a.example/ops/alice`, `not an id`, 1),
 		"off loopback":      strings.Replace(strings.Replace(base, "development: true\n", "", 1), "listen: 127.0.0.1:0\n    administrators", "listen: 0.0.0.0:0\n    administrators", 1),
 		"disabled":          strings.Replace(base, "  enabled: true\n  bound", "  enabled: false\n  bound", 1),
-	} {
-		cfg := &Config{}
-		if err := kit.ParseYAML([]byte(y), cfg); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		applyDefaults(cfg)
-		if err := checkRevocations(cfg); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
+	})
 }
 
 // The configuration the tests above refuse is otherwise good.
@@ -155,4 +145,28 @@ func TestIssue26_ChainingGrantRefusedInRevokedDialog(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// wantRevocationsRefused: each configuration of ys (by name) parses, and its
+// revocations section is refused.
+func wantRevocationsRefused(t *testing.T, ys map[string]string) {
+	t.Helper()
+	for name, y := range ys {
+		cfg := &Config{}
+		if err := kit.ParseYAML([]byte(y), cfg); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		applyDefaults(cfg)
+		if err := checkRevocations(cfg); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// operator is the administrator /ops/alice's client of the admin API on admAddr,
+// signing with its WIT and key.
+func (d *witDomain) operator(t *testing.T, admAddr string) *revokeapi.Client {
+	t.Helper()
+	_, key, wit := d.workload(t, "/ops/alice")
+	return &revokeapi.Client{URL: "http://" + admAddr + revokeapi.Path, Signer: httpsig.NewSigner(key, wit)}
 }
