@@ -100,8 +100,8 @@ func delStream(addr, stream string) {
 
 // cutProxy forwards TCP to Redis; armed, it breaks the connection carrying the next
 // command: cutRequest forwards half of its octets (Redis never sees a whole
-// command), dropReply forwards it whole and closes before the reply (Redis took it,
-// the client does not know).
+// command), dropReply forwards it whole and closes the client's side when Redis
+// answers it, before the reply is copied back (Redis took it, the client does not know).
 type cutProxy struct {
 	ln     net.Listener
 	target string
@@ -155,7 +155,27 @@ func (p *cutProxy) serve(c net.Conn) {
 	p.mu.Lock()
 	p.conns = append(p.conns, c, r)
 	p.mu.Unlock()
-	go func() { _, _ = io.Copy(c, r) }()
+	// dropping: the command now forwarded is the armed one; its reply (the first octets
+	// Redis sends after it: Redis has then run the whole command, however many reads
+	// it came in) is not copied back, and the client's side is closed instead.
+	var dropping atomic.Bool
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := r.Read(buf)
+			if err != nil {
+				return
+			}
+			if dropping.Load() {
+				c.(*net.TCPConn).SetLinger(0)
+				c.Close()
+				return
+			}
+			if _, err := c.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}()
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := c.Read(buf)
@@ -167,24 +187,12 @@ func (p *cutProxy) serve(c net.Conn) {
 			_, _ = r.Write(buf[:n/2])
 			return
 		case dropReply:
-			_, _ = r.Write(buf[:n])
-			// Wait for Redis to have run it (a PING on another connection answers
-			// after it), then close both sides before the reply is copied back.
-			c.(*net.TCPConn).SetLinger(0)
-			c.Close()
-			pingAfter(p.target)
-			return
+			dropping.Store(true)
 		}
 		if _, err := r.Write(buf[:n]); err != nil {
 			return
 		}
 	}
-}
-
-func pingAfter(addr string) {
-	c, _ := RedisClient(RedisConfig{Addrs: []string{addr}})
-	defer c.Close()
-	c.Ping(context.Background())
 }
 
 // armingSink arms the proxy before a batch of n records.
