@@ -9,6 +9,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/internal/httpbody"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -90,13 +91,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	out := req.Clone(ctx)
 	if req.Body != nil && req.Body != http.NoBody {
-		body, err := io.ReadAll(io.LimitReader(req.Body, maxRequestBody+1))
+		body, err := httpbody.Read(req.Body, maxRequestBody, "request body")
 		req.Body.Close()
 		if err != nil {
 			return nil, err
-		}
-		if len(body) > maxRequestBody {
-			return nil, errcode.New(errcode.BodyTooLarge, "request body over %d octets", maxRequestBody)
 		}
 		out.Body = io.NopCloser(bytes.NewReader(body))
 		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }

@@ -11,6 +11,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/hostproto"
+	"github.com/dialogtrust/dialogtrust/internal/httpbody"
 	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/problem"
 )
@@ -206,16 +207,10 @@ func readBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxHandoffBody+1))
+	body, err := httpbody.Read(r.Body, MaxHandoffBody, "request body")
 	r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err != nil {
-		return nil, errcode.Wrap(errcode.InvalidRequest, err, "the request body could not be read") // the client's broken body: a failed check
-	}
-	if len(body) > MaxHandoffBody {
-		return nil, errcode.New(errcode.BodyTooLarge, "body over %d octets", MaxHandoffBody)
-	}
-	return body, nil
+	return body, err
 }
 
 // receiveHandoff runs after the proof, the dialog and the Txn-Token are verified, on

@@ -15,6 +15,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/httpbody"
 	"github.com/dialogtrust/dialogtrust/proof"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -335,7 +336,7 @@ func (b *boundaryLink) entry(dc *dialog.Context) *link {
 // removed. linked says whether D2 exists (a refused first request leaves none), and
 // established whether this request started it.
 func writeLinked(w http.ResponseWriter, res *http.Response, d1, d2 *dialog.Context, linked, established bool, note refusalNote) error {
-	body, err := readBounded(res.Body, "upstream response")
+	body, err := httpbody.Read(res.Body, MaxBody, "upstream response")
 	if err != nil {
 		return errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream's response is not usable")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/httpbody"
 	"github.com/dialogtrust/dialogtrust/internal/loopback"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/problem"
@@ -393,7 +394,7 @@ func (e *Egress) admit(r *http.Request, x *egressExchange) error {
 	if err := x.readDialog(r.Header); err != nil {
 		return err
 	}
-	body, err := readBounded(r.Body, "request body")
+	body, err := httpbody.Read(r.Body, MaxBody, "request body")
 	if err != nil {
 		return err
 	}
@@ -544,7 +545,7 @@ func (e *Egress) answer(w http.ResponseWriter, r *http.Request, x *egressExchang
 		e.stream.pass(w, r, res, x.cancel)
 		return nil
 	}
-	resBody, err := readBounded(res.Body, "upstream response")
+	resBody, err := httpbody.Read(res.Body, MaxBody, "upstream response")
 	if err != nil {
 		return x.wait.refusal(errcode.Unavailable(errcode.UpstreamUnavailable, err, "the upstream's response is not usable"))
 	}

@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"net/http"
 	"net/textproto"
 	"slices"
@@ -11,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/dialogtrust/dialogtrust/dialog"
-	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
 	"github.com/dialogtrust/dialogtrust/wpt"
@@ -159,25 +156,6 @@ func removePrefixed(h http.Header) {
 			delete(h, name)
 		}
 	}
-}
-
-// readBounded reads a body of at most MaxBody octets.
-func readBounded(r io.Reader, what string) ([]byte, error) {
-	if r == nil || r == http.NoBody {
-		return nil, nil
-	}
-	b, err := io.ReadAll(io.LimitReader(r, MaxBody+1))
-	var tooLarge *http.MaxBytesError // an ingress request's bound (boundBody)
-	if errors.As(err, &tooLarge) {
-		return nil, errcode.New(errcode.BodyTooLarge, "the %s is over %d octets", what, MaxBody)
-	}
-	if err != nil {
-		return nil, errcode.Wrap(errcode.InvalidRequest, err, "the %s could not be read", what)
-	}
-	if len(b) > MaxBody {
-		return nil, errcode.New(errcode.BodyTooLarge, "the %s is over %d octets", what, MaxBody)
-	}
-	return b, nil
 }
 
 // writeResponse sends res, whose body is already read, to w: its fields but the

@@ -13,6 +13,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/dialog"
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
+	"github.com/dialogtrust/dialogtrust/internal/httpbody"
 	"github.com/dialogtrust/dialogtrust/internal/reqid"
 	"github.com/dialogtrust/dialogtrust/txntoken"
 	"github.com/dialogtrust/dialogtrust/wit"
@@ -214,7 +215,7 @@ func connController(w http.ResponseWriter, r *http.Request) *http.ResponseContro
 // the body as it comes, read only now that the request is verified (bounded by
 // boundBody).
 func forwardBody(r *http.Request) ([]byte, error) {
-	return readBounded(r.Body, "request body")
+	return httpbody.Read(r.Body, MaxBody, "request body")
 }
 
 // forward runs after the receiver verified r; a refusal at any of its steps
@@ -336,7 +337,7 @@ func (in *Ingress) answer(w http.ResponseWriter, r *http.Request, v *dialog.Veri
 		in.stream.pass(w, r, res, cancel)
 		return nil
 	}
-	resBody, err := readBounded(res.Body, "application's response")
+	resBody, err := httpbody.Read(res.Body, MaxBody, "application's response")
 	if err != nil {
 		return wait.refusal(errcode.Unavailable(errcode.UpstreamUnavailable, err, "the application's response is not usable"))
 	}

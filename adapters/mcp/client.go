@@ -13,6 +13,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/handoff"
 	"github.com/dialogtrust/dialogtrust/hostproto"
+	"github.com/dialogtrust/dialogtrust/internal/httpbody"
 )
 
 // maxCallBody bounds a request body the client reads to find an offer or a cancel.
@@ -40,13 +41,10 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	out := req.Clone(rt.cfg.InDialog(req.Context()))
 	var key callKey
 	if rt.cfg.Delegator != nil && req.Method == http.MethodPost && req.Body != nil && req.Body != http.NoBody {
-		body, err := io.ReadAll(io.LimitReader(req.Body, maxCallBody+1))
+		body, err := httpbody.Read(req.Body, maxCallBody, "request body")
 		req.Body.Close()
 		if err != nil {
 			return nil, err
-		}
-		if len(body) > maxCallBody {
-			return nil, errcode.New(errcode.BodyTooLarge, "request body over %d octets", maxCallBody)
 		}
 		if body, key, err = rt.inspect(out, body); err != nil {
 			return nil, err

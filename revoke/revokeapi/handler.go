@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"github.com/dialogtrust/dialogtrust/errcode"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/httpbody"
 	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/internal/reqid"
 	"github.com/dialogtrust/dialogtrust/problem"
@@ -302,17 +302,7 @@ func (h *Handler) authenticate(r *http.Request) (identifier.ID, func() ([]byte, 
 }
 
 func readBody(r *http.Request) ([]byte, error) {
-	if r.Body == nil {
-		return nil, nil
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
-	if err != nil {
-		return nil, errcode.New(errcode.InvalidRequest, "the body could not be read")
-	}
-	if len(b) > MaxBody {
-		return nil, errcode.New(errcode.BodyTooLarge, "the body is over %d octets", MaxBody)
-	}
-	return b, nil
+	return httpbody.Read(r.Body, MaxBody, "body")
 }
 
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, admin identifier.ID) {
