@@ -379,6 +379,12 @@ func (c *Console) dialogAction(w http.ResponseWriter, r *http.Request, act func(
 // login spends a one-time code and opens a new session: a cookie the browser brought is
 // never adopted (session fixation). It 303-redirects, so the code leaves the address bar.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	// The route's GET pattern also serves HEAD, a safe method: a link checker's HEAD
+	// must neither spend the code nor receive a session.
+	if r.Method != http.MethodGet {
+		c.fail(w, r, errcode.New(errcode.NoRoute, "a login link is opened with GET"))
+		return
+	}
 	for _, s := range r.Header.Values("Sec-Fetch-Site") {
 		if s != "none" && s != "same-origin" {
 			c.fail(w, r, errcode.New(errcode.OriginNotAllowed, "a login link is opened directly, not from another site"))
