@@ -84,12 +84,30 @@ func NewLogins(base string, opts ...Option) (*Logins, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, errcode.New(errcode.InvalidRequest, "console: the page's base URL must be http(s)://host[:port]")
 	}
-	l := &Logins{base: u.Scheme + "://" + u.Host, secure: u.Scheme == "https", ttl: DefaultSessionTTL, now: time.Now,
+	l := &Logins{base: origin(u), secure: u.Scheme == "https", ttl: DefaultSessionTTL, now: time.Now,
 		codes: map[[32]byte]login{}, sessions: map[[32]byte]*session{}}
 	for _, o := range opts {
 		o(l)
 	}
 	return l, nil
+}
+
+// origin is u's origin as a browser serializes it in an Origin header (the WHATWG URL
+// standard): the host in lower case, no port when it is the scheme's default. Kept
+// as written, https://Admin.Example:443 is an origin no browser sends, and every form
+// post of the page would be refused.
+func origin(u *url.URL) string {
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "443" && u.Scheme == "https" || port == "80" && u.Scheme == "http" {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return u.Scheme + "://" + host
 }
 
 // Origin is the page's origin: the only one whose form posts are taken.
