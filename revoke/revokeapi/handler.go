@@ -170,13 +170,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case sessions && r.Method == http.MethodPost:
 	case sessions:
-		w.Header().Set("Allow", "POST")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		h.refuseMethod(w, r, "POST")
 		return
 	case r.Method == http.MethodGet, r.Method == http.MethodPost, r.Method == http.MethodDelete:
 	default:
-		w.Header().Set("Allow", "GET, POST, DELETE")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		h.refuseMethod(w, r, "GET, POST, DELETE")
 		return
 	}
 	if err := h.checkOrigin(r); err != nil {
@@ -463,6 +461,18 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, caller string, 
 	h.cfg.Logger.Log(r.Context(), errcode.LogLevel(err), "admin request refused", "code", string(errcode.CodeOf(err)),
 		"kind", errcode.KindOf(err).String(), "method", r.Method, "caller", caller, "remote", r.RemoteAddr)
 	problem.Write(w, err)
+}
+
+// refuseMethod answers a method the path does not serve: 405 with Allow, as a problem
+// document with its code (invalid_request), like every other refusal.
+func (h *Handler) refuseMethod(w http.ResponseWriter, r *http.Request, allow string) {
+	err := errcode.New(errcode.InvalidRequest, "this path takes %s", allow)
+	h.cfg.Logger.Log(r.Context(), errcode.LogLevel(err), "admin request refused", "code", string(errcode.CodeOf(err)),
+		"kind", errcode.KindOf(err).String(), "method", r.Method, "caller", "", "remote", r.RemoteAddr)
+	w.Header().Set("Allow", allow)
+	d := problem.From(err)
+	d.Status, d.Title = http.StatusMethodNotAllowed, http.StatusText(http.StatusMethodNotAllowed)
+	problem.WriteDetails(w, d)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
