@@ -88,7 +88,7 @@ func atkBrowser(t *testing.T) *http.Client {
 func (w *atkWorld) signedIn(t *testing.T, wl *testkit.Workload) (*http.Client, string) {
 	t.Helper()
 	b := atkBrowser(t)
-	r := do(t, b, atkReq(t, http.MethodGet, w.loginURL(t, wl), nil, nil))
+	r := openLink(t, b, w.loginURL(t, wl), nil)
 	if r.status != http.StatusSeeOther {
 		t.Fatalf("login: %d %s", r.status, r.code)
 	}
@@ -222,39 +222,42 @@ func TestAttackPage_EveryRouteWithoutAValidSession(t *testing.T) {
 	}
 }
 
-// The login link: used twice, after its minute (injected clock), with another
-// administrator's cookie present (the new session is the link's administrator's, the
-// old one stays the other's), with a parameter added (?next= open redirect), over HEAD
-// and OPTIONS (an OPTIONS spends nothing), from another site, and with the session
-// cookie planted beforehand (fixation). It always redirects to /admin/ only, and its
-// answer carries Referrer-Policy: no-referrer so the code never leaves in a Referer.
+// The login link (its GET, then its Sign in post): used twice, after its minute
+// (injected clock), with another administrator's cookie present (the new session is the
+// link's administrator's, the old one stays the other's), with a parameter added
+// (?next= open redirect), over HEAD and OPTIONS (an OPTIONS spends nothing), from
+// another site, and with the session cookie planted beforehand (fixation). It always
+// redirects to /admin/ only, and its answer carries a Referrer-Policy that keeps the
+// code on the page's origin.
 func TestAttackPage_LoginLink(t *testing.T) {
 	w := newAtkWorld(t)
 	get := func(b *http.Client, u string, hdr map[string]string) answer {
 		return do(t, b, atkReq(t, http.MethodGet, u, nil, hdr))
 	}
+	// open follows a link and presses its Sign in button.
+	open := func(b *http.Client, link string, hdr map[string]string) answer { return openLink(t, b, link, hdr) }
 	// Reuse.
 	link := w.loginURL(t, w.admin)
-	if a := get(atkBrowser(t), link, nil); a.status != 303 || a.header.Get("Location") != "/admin/" || (a.header.Get("Referrer-Policy") != "no-referrer" && a.header.Get("Referrer-Policy") != "same-origin") {
+	if a := open(atkBrowser(t), link, nil); a.status != 303 || a.header.Get("Location") != "/admin/" || (a.header.Get("Referrer-Policy") != "no-referrer" && a.header.Get("Referrer-Policy") != "same-origin") {
 		t.Fatalf("first use: %d %q %q", a.status, a.header.Get("Location"), a.header.Get("Referrer-Policy"))
 	}
-	if a := get(atkBrowser(t), link, nil); a.status != 401 || a.code != "login_code_invalid" {
+	if a := open(atkBrowser(t), link, nil); a.status != 401 || a.code != "login_code_invalid" {
 		t.Errorf("second use: %d %s", a.status, a.code)
 	}
 	// Expiry, one second before and at the end of the minute.
 	link = w.loginURL(t, w.admin)
 	w.clock.Advance(console.LoginTTL - time.Second)
-	if a := get(atkBrowser(t), link, nil); a.status != 303 {
+	if a := open(atkBrowser(t), link, nil); a.status != 303 {
 		t.Errorf("within the minute: %d %s", a.status, a.code)
 	}
 	link = w.loginURL(t, w.admin)
 	w.clock.Advance(console.LoginTTL)
-	if a := get(atkBrowser(t), link, nil); a.status != 401 || a.code != "login_code_invalid" {
+	if a := open(atkBrowser(t), link, nil); a.status != 401 || a.code != "login_code_invalid" {
 		t.Errorf("after the minute: %d %s", a.status, a.code)
 	}
 	// Bob's link opened in a browser that holds Alice's session.
 	b, aliceCookie := w.signedIn(t, w.admin)
-	if a := get(b, w.loginURL(t, w.bob), nil); a.status != 303 {
+	if a := open(b, w.loginURL(t, w.bob), nil); a.status != 303 {
 		t.Fatalf("bob's link: %d %s", a.status, a.code)
 	}
 	if a := get(b, w.base+"/admin/", nil); !strings.Contains(a.body, w.bob.ID.String()) || strings.Contains(a.body, w.admin.ID.String()) {
@@ -266,7 +269,7 @@ func TestAttackPage_LoginLink(t *testing.T) {
 	// Open redirects and smuggled parameters.
 	for _, extra := range []string{"&next=https://evil.example/", "&next=//evil.example/", "&redirect_uri=https://evil.example", "&code=x", "&return=%2F%2Fevil.example"} {
 		link := w.loginURL(t, w.admin)
-		a := get(atkBrowser(t), link+extra, nil)
+		a := open(atkBrowser(t), link+extra, nil)
 		if loc := a.header.Get("Location"); loc != "" && loc != "/admin/" {
 			t.Errorf("%s: redirected to %q", extra, loc)
 		}
@@ -282,7 +285,7 @@ func TestAttackPage_LoginLink(t *testing.T) {
 		t.Errorf("OPTIONS on the login link: %d %q", opt.status, opt.header.Get("Set-Cookie"))
 	}
 	pageHeaders(t, "OPTIONS login", opt.header)
-	if a := get(atkBrowser(t), link, nil); a.status != 303 {
+	if a := open(atkBrowser(t), link, nil); a.status != 303 {
 		t.Errorf("the link after an OPTIONS: %d %s", a.status, a.code)
 	}
 	link = w.loginURL(t, w.admin)
@@ -290,20 +293,20 @@ func TestAttackPage_LoginLink(t *testing.T) {
 	if head.status < 400 || head.header.Get("Set-Cookie") != "" || head.body != "" {
 		t.Errorf("HEAD on the login link: %d %q", head.status, head.header.Get("Set-Cookie"))
 	}
-	if a := get(atkBrowser(t), link, nil); a.status != 303 {
+	if a := open(atkBrowser(t), link, nil); a.status != 303 {
 		t.Errorf("the link after a HEAD: %d %s", a.status, a.code)
 	}
 	// From another site (a link on a page), or same-site (a sibling port).
 	for _, site := range []string{"cross-site", "same-site"} {
 		link := w.loginURL(t, w.admin)
-		if a := get(atkBrowser(t), link, map[string]string{"Sec-Fetch-Site": site}); a.status != 403 || a.header.Get("Set-Cookie") != "" {
+		if a := open(atkBrowser(t), link, map[string]string{"Sec-Fetch-Site": site}); a.status != 403 || a.header.Get("Set-Cookie") != "" {
 			t.Errorf("a login link opened %s: %d %s", site, a.status, a.code)
 		}
 	}
 	// Fixation with a planted cookie: never adopted.
 	link = w.loginURL(t, w.admin)
 	planted := "dialogtrust-session=planted-by-the-attacker-0123456789abcdefghijk"
-	a := get(atkBrowser(t), link, map[string]string{"Cookie": planted})
+	a := open(atkBrowser(t), link, map[string]string{"Cookie": planted})
 	if a.status != 303 || strings.Contains(a.header.Get("Set-Cookie"), "planted-by-the-attacker") {
 		t.Errorf("fixation: %d %q", a.status, a.header.Get("Set-Cookie"))
 	}
@@ -775,7 +778,7 @@ func TestAttackPage_Bounds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := do(t, atkBrowser(t), atkReq(t, http.MethodGet, l.LoginURL, nil, nil)); a.status != 303 {
+		if a := openLink(t, atkBrowser(t), l.LoginURL, nil); a.status != 303 {
 			t.Fatalf("login %d: %d", s, a.status)
 		}
 		if s > 0 && s%256 == 0 {
@@ -943,7 +946,7 @@ func TestAttackPage_MutualTLS(t *testing.T) {
 	if err := json.Unmarshal([]byte(a.body), &s); err != nil || s.LoginURL == "" {
 		t.Fatalf("a login link over mutual TLS: %d %s", a.status, a.body)
 	}
-	a = do(t, w.browser(t, nil, nil, ""), atkReq(t, http.MethodGet, s.LoginURL, nil, nil))
+	a = openLink(t, w.browser(t, nil, nil, ""), s.LoginURL, nil)
 	cs := (&http.Response{Header: a.header}).Cookies()
 	if a.status != 303 || len(cs) != 1 || cs[0].Name != "__Host-dialogtrust-session" || !cs[0].Secure || !cs[0].HttpOnly || cs[0].Path != "/" || cs[0].Domain != "" ||
 		cs[0].SameSite != http.SameSiteStrictMode {
@@ -952,33 +955,57 @@ func TestAttackPage_MutualTLS(t *testing.T) {
 }
 
 // One login link opened by many browsers at once (a link leaked to a chat whose
-// previews race the operator): exactly one session is opened.
+// previews race the operator): every GET only shows the Sign in page, and of the Sign in
+// posts that race, exactly one opens a session.
 func TestAttackPage_LoginLinkRace(t *testing.T) {
 	w := newAtkWorld(t)
 	for range 5 {
 		link := w.loginURL(t, w.admin)
+		code := ""
+		if u, err := url.Parse(link); err == nil {
+			code = u.Query().Get("code")
+		}
 		var wg sync.WaitGroup
 		var mu sync.Mutex
-		won := 0
+		won, shown := 0, 0
 		for range 24 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res, err := atkBrowser(t).Get(link)
+				b := atkBrowser(t)
+				res, err := b.Get(link)
 				if err != nil {
 					return
 				}
 				res.Body.Close()
+				opened := res.StatusCode == http.StatusOK && len(res.Cookies()) == 0
+				req, err := http.NewRequest(http.MethodPost, w.base+"/admin/login", strings.NewReader(url.Values{"code": {code}}.Encode()))
+				if err != nil {
+					return
+				}
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.Header.Set("Origin", w.base)
+				res, err = b.Do(req)
+				if err != nil {
+					return
+				}
+				res.Body.Close()
+				mu.Lock()
+				defer mu.Unlock()
+				if opened {
+					shown++
+				}
 				if res.StatusCode == http.StatusSeeOther && len(res.Cookies()) > 0 {
-					mu.Lock()
 					won++
-					mu.Unlock()
 				}
 			}()
 		}
 		wg.Wait()
 		if won != 1 {
 			t.Errorf("one login link opened %d sessions", won)
+		}
+		if shown == 0 {
+			t.Errorf("no GET of the link showed its Sign in page")
 		}
 	}
 }

@@ -97,7 +97,8 @@ func New(cfg Config) (*Console, error) {
 	m.HandleFunc("GET /admin/dialogs/{dlg}", c.dialog)
 	m.HandleFunc("POST /admin/dialogs/{dlg}/revoke", c.revoke)
 	m.HandleFunc("POST /admin/dialogs/{dlg}/lift", c.lift)
-	m.HandleFunc("GET /admin/login", c.login)
+	m.HandleFunc("GET /admin/login", c.confirm)
+	m.HandleFunc("POST /admin/login", c.login)
 	m.HandleFunc("POST /admin/logout", c.logout)
 	m.HandleFunc("GET /admin/assets/{file}", c.asset)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -127,8 +128,8 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	// same-origin, not no-referrer: under no-referrer a browser sends "Origin: null"
 	// with the page's own form posts, and the origin check needs the real one. No page
-	// links off the origin, and a login link's code is gone from the address by the
-	// time the page loads (303).
+	// links off the origin, and a login link's code leaves the address once its Sign in
+	// button is pressed (303).
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
@@ -194,36 +195,54 @@ func (c *Console) sameOrigin(r *http.Request) error {
 // form checks a form post in order: origin, media type and length, the operator, then
 // (only then) the body, bounded, and its CSRF token.
 func (c *Console) form(w http.ResponseWriter, r *http.Request) (*viewer, url.Values, error) {
-	if err := c.sameOrigin(r); err != nil {
+	if err := c.formHead(r); err != nil {
 		return nil, nil, err
-	}
-	cts := r.Header.Values("Content-Type")
-	if len(cts) != 1 {
-		return nil, nil, errcode.New(errcode.InvalidRequest, "a form post is application/x-www-form-urlencoded")
-	}
-	if mt, _, err := mime.ParseMediaType(cts[0]); err != nil || mt != "application/x-www-form-urlencoded" {
-		return nil, nil, errcode.New(errcode.InvalidRequest, "a form post is application/x-www-form-urlencoded")
-	}
-	if r.ContentLength > MaxForm {
-		return nil, nil, errcode.New(errcode.BodyTooLarge, "the form is over %d octets", MaxForm)
 	}
 	v, err := c.who(r)
 	if err != nil {
 		return nil, nil, err
 	}
+	f, err := readForm(w, r)
+	if err != nil {
+		return v, nil, err
+	}
+	tok := f["csrf"]
+	if len(tok) != 1 || subtle.ConstantTimeCompare([]byte(tok[0]), []byte(v.CSRF)) != 1 {
+		return v, nil, errcode.New(errcode.CSRFTokenInvalid, "the form's token is not this session's")
+	}
+	return v, f, nil
+}
+
+// formHead checks what a form post says before its body is read: the page's own
+// origin, the media type, the declared length.
+func (c *Console) formHead(r *http.Request) error {
+	if err := c.sameOrigin(r); err != nil {
+		return err
+	}
+	cts := r.Header.Values("Content-Type")
+	if len(cts) != 1 {
+		return errcode.New(errcode.InvalidRequest, "a form post is application/x-www-form-urlencoded")
+	}
+	if mt, _, err := mime.ParseMediaType(cts[0]); err != nil || mt != "application/x-www-form-urlencoded" {
+		return errcode.New(errcode.InvalidRequest, "a form post is application/x-www-form-urlencoded")
+	}
+	if r.ContentLength > MaxForm {
+		return errcode.New(errcode.BodyTooLarge, "the form is over %d octets", MaxForm)
+	}
+	return nil
+}
+
+// readForm reads a form post's body, bounded (MaxForm): its fields, never the query's.
+func readForm(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	r.Body = http.MaxBytesReader(w, r.Body, MaxForm)
 	if err := r.ParseForm(); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return v, nil, errcode.New(errcode.BodyTooLarge, "the form is over %d octets", MaxForm)
+			return nil, errcode.New(errcode.BodyTooLarge, "the form is over %d octets", MaxForm)
 		}
-		return v, nil, errcode.New(errcode.InvalidRequest, "the form could not be read")
+		return nil, errcode.New(errcode.InvalidRequest, "the form could not be read")
 	}
-	tok := r.PostForm["csrf"]
-	if len(tok) != 1 || subtle.ConstantTimeCompare([]byte(tok[0]), []byte(v.CSRF)) != 1 {
-		return v, nil, errcode.New(errcode.CSRFTokenInvalid, "the form's token is not this session's")
-	}
-	return v, r.PostForm, nil
+	return r.PostForm, nil
 }
 
 // recent reads the trail and the live revocations.
@@ -376,11 +395,13 @@ func (c *Console) dialogAction(w http.ResponseWriter, r *http.Request, act func(
 	http.Redirect(w, r, dialogURL(id), http.StatusSeeOther)
 }
 
-// login spends a one-time code and opens a new session: a cookie the browser brought is
-// never adopted (session fixation). It 303-redirects, so the code leaves the address bar.
-func (c *Console) login(w http.ResponseWriter, r *http.Request) {
-	// The route's GET pattern also serves HEAD, a safe method: a link checker's HEAD
-	// must neither spend the code nor receive a session.
+// confirm is a login link opened: GET /admin/login?code=... checks the code is known
+// and unexpired, spends nothing, sets no cookie, and answers a page whose one button
+// posts the code (login). A GET is safe (RFC 9110 section 9.2.1): a chat's link
+// preview, a link checker or a proxy's prefetch sends it too, and must get no session
+// nor use up the operator's code.
+func (c *Console) confirm(w http.ResponseWriter, r *http.Request) {
+	// The route's GET pattern also serves HEAD: refused, as it always was (no_route).
 	if r.Method != http.MethodGet {
 		c.fail(w, r, errcode.New(errcode.NoRoute, "a login link is opened with GET"))
 		return
@@ -395,6 +416,51 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	codes := q["code"]
 	if len(codes) != 1 || len(q) != 1 {
 		c.fail(w, r, errcode.New(errcode.LoginCodeInvalid, "a login link has one code"))
+		return
+	}
+	admin, err := c.cfg.Logins.check(codes[0])
+	if err == nil {
+		err = c.cfg.API.Admit(r.Context(), admin)
+	}
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, http.StatusOK, "login.html", struct {
+		Viewer *viewer
+		Title  string
+		Code   string
+	}{nil, "Sign in", codes[0]})
+}
+
+// login is the login page's Sign in button: POST /admin/login, a form from the page's
+// own origin (there is no session yet, so no CSRF token: the origin and Sec-Fetch-Site
+// are the check) with exactly one code field, never the query's. It spends the code and
+// opens a new session: a cookie the browser brought is never adopted (session
+// fixation). It 303-redirects to the page.
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	if err := c.formHead(r); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if r.URL.RawQuery != "" {
+		c.fail(w, r, errcode.New(errcode.InvalidRequest, "a sign-in posts its code in the form, not in the address"))
+		return
+	}
+	f, err := readForm(w, r)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	for k, vs := range f {
+		if k != "code" || len(vs) != 1 {
+			c.fail(w, r, errcode.New(errcode.InvalidRequest, "a sign-in form has one field, code, once"))
+			return
+		}
+	}
+	codes := f["code"]
+	if len(codes) != 1 {
+		c.fail(w, r, errcode.New(errcode.LoginCodeInvalid, "a sign-in form has one code"))
 		return
 	}
 	admin, err := c.cfg.Logins.consume(codes[0])

@@ -108,10 +108,10 @@ func TestIssue26Point5_LoginCodeOnceAndShortLived(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := get(t, browser(t), s.LoginURL, nil); a.status != http.StatusSeeOther {
+	if a := openLink(t, browser(t), s.LoginURL, nil); a.status != http.StatusSeeOther {
 		t.Fatalf("first use: %d %s", a.status, a.code)
 	}
-	if a := get(t, browser(t), s.LoginURL, nil); a.status != 401 || a.code != "login_code_invalid" {
+	if a := openLink(t, browser(t), s.LoginURL, nil); a.status != 401 || a.code != "login_code_invalid" {
 		t.Errorf("second use: %d %s", a.status, a.code)
 	}
 	s, _ = w.client(w.admin).NewSession(t.Context())
@@ -167,7 +167,7 @@ func TestIssue26Point5_SessionFixation(t *testing.T) {
 		t.Fatal(err)
 	}
 	const planted = "attacker-chosen-session-id"
-	a := get(t, browser(t), s.LoginURL, map[string]string{"Cookie": "dialogtrust-session=" + planted})
+	a := openLink(t, browser(t), s.LoginURL, map[string]string{"Cookie": "dialogtrust-session=" + planted})
 	if a.status != http.StatusSeeOther {
 		t.Fatalf("login: %d", a.status)
 	}
@@ -203,6 +203,10 @@ func TestIssue26Point5_CSRFRefused(t *testing.T) {
 		t.Fatal("two sessions share a CSRF token")
 	}
 	good := url.Values{"csrf": {tok}, "reason": {"r"}}
+	wrong := "x" + tok[1:] // one character off (never tok itself: tok may begin with x)
+	if wrong == tok {
+		wrong = "y" + tok[1:]
+	}
 	for _, c := range []struct {
 		name   string
 		form   url.Values
@@ -216,7 +220,7 @@ func TestIssue26Point5_CSRFRefused(t *testing.T) {
 		{"cross-site", good, map[string]string{"Origin": w.base, "Sec-Fetch-Site": "cross-site"}, 403, "origin_not_allowed"},
 		{"same-site", good, map[string]string{"Origin": w.base, "Sec-Fetch-Site": "same-site"}, 403, "origin_not_allowed"},
 		{"no token", url.Values{"reason": {"r"}}, map[string]string{"Origin": w.base}, 403, "csrf_token_invalid"},
-		{"wrong token", url.Values{"csrf": {"x" + tok[1:]}, "reason": {"r"}}, map[string]string{"Origin": w.base}, 403, "csrf_token_invalid"},
+		{"wrong token", url.Values{"csrf": {wrong}, "reason": {"r"}}, map[string]string{"Origin": w.base}, 403, "csrf_token_invalid"},
 		{"another session's token", url.Values{"csrf": {otherTok}, "reason": {"r"}}, map[string]string{"Origin": w.base}, 403, "csrf_token_invalid"},
 		{"two tokens", url.Values{"csrf": {tok, tok}, "reason": {"r"}}, map[string]string{"Origin": w.base}, 403, "csrf_token_invalid"},
 		{"text/plain", good, map[string]string{"Origin": w.base, "Content-Type": "text/plain"}, 400, "invalid_request"},

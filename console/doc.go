@@ -14,9 +14,11 @@
 //   - The operator signs in with an administrator's client certificate (mutual TLS,
 //     checked by revokeapi as for the API) or with a one-time login link that an
 //     administrator, authenticated at the API, asked for (POST /admin/sessions,
-//     `dialogtrust revoke page`): a 256-bit code, kept hashed, good once within a minute,
-//     exchanged for a fresh server-side session (never one the browser brought) in an
-//     HttpOnly, SameSite=Strict cookie (__Host- and Secure under TLS).
+//     `dialogtrust revoke page`): a 256-bit code, kept hashed, good once within a minute.
+//     The link's GET spends nothing (a chat's preview or a link checker fetches it too):
+//     it answers a page whose Sign in button posts the code from the page's own origin,
+//     and that post exchanges it for a fresh server-side session (never one the browser
+//     brought) in an HttpOnly, SameSite=Strict cookie (__Host- and Secure under TLS).
 //   - The cookie is accepted on the page's routes only; the JSON API never reads it.
 //   - A form POST needs the request's Origin to be the page's own (and Sec-Fetch-Site,
 //     when sent, same-origin) and the session's synchronizer token (compared in constant

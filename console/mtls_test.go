@@ -64,12 +64,8 @@ func TestIssue26Point3_MutualTLSAndHostCookie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := client().Get(s.LoginURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	cks := res.Cookies()
+	a = openLink(t, client(), s.LoginURL, nil)
+	cks := (&http.Response{Header: a.header}).Cookies()
 	if len(cks) != 1 || cks[0].Name != "__Host-dialogtrust-session" || !cks[0].Secure || !cks[0].HttpOnly || cks[0].Path != "/" || cks[0].Domain != "" || cks[0].SameSite != http.SameSiteStrictMode {
 		t.Errorf("the session cookie under TLS: %+v", cks)
 	}

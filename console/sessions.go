@@ -132,15 +132,30 @@ func (l *Logins) NewLogin(admin identifier.ID) (revokeapi.Session, error) {
 	return revokeapi.Session{LoginURL: l.base + loginPath + "?" + url.Values{"code": {code}}.Encode(), ExpiresAt: exp.UTC()}, nil
 }
 
+// check is the administrator of code, known and unexpired, without spending it: what
+// the login link's GET shows its confirmation for (a GET is safe: a link checker, a
+// chat's preview or a proxy's prefetch may send it).
+func (l *Logins) check(code string) (identifier.ID, error) {
+	return l.take(code, false)
+}
+
 // consume spends code: whatever happens, it works at most once.
 func (l *Logins) consume(code string) (identifier.ID, error) {
+	return l.take(code, true)
+}
+
+// take looks code up and, when spend, deletes it (under the lock: of two concurrent
+// spends of one code, one wins).
+func (l *Logins) take(code string, spend bool) (identifier.ID, error) {
 	if len(code) == 0 || len(code) > 128 {
 		return identifier.ID{}, errcode.New(errcode.LoginCodeInvalid, "no valid login code")
 	}
 	k := sha256.Sum256([]byte(code))
 	l.mu.Lock()
 	c, ok := l.codes[k]
-	delete(l.codes, k)
+	if spend {
+		delete(l.codes, k)
+	}
 	l.mu.Unlock()
 	if !ok {
 		return identifier.ID{}, errcode.New(errcode.LoginCodeInvalid, "the login code is unknown or was used: ask for a new link (dialogtrust revoke page)")

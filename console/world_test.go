@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/html"
+
 	"github.com/dialogtrust/dialogtrust/audit"
 	"github.com/dialogtrust/dialogtrust/console"
 	"github.com/dialogtrust/dialogtrust/httpsig"
@@ -151,11 +153,40 @@ func (w *world) signIn(t *testing.T, wl *testkit.Workload) *http.Client {
 		t.Fatal(err)
 	}
 	b := browser(t)
-	res := get(t, b, s.LoginURL, nil)
+	res := openLink(t, b, s.LoginURL, nil)
 	if res.status != http.StatusSeeOther || res.header.Get("Location") != "/admin/" {
 		t.Fatalf("login: %d %s %s", res.status, res.header.Get("Location"), res.code)
 	}
 	return b
+}
+
+var codeFieldRE = regexp.MustCompile(`name="code" value="([^"]+)"`)
+
+// openLink is a browser following a login link and pressing its Sign in button: the GET
+// of the link (the confirmation page: 200 and no cookie, else its answer is returned),
+// then a form post of the page's code to /admin/login from the link's origin. hdr is
+// sent with both requests (over the Origin and Sec-Fetch-Site of the post). It returns
+// the post's answer.
+func openLink(t *testing.T, c *http.Client, link string, hdr map[string]string) answer {
+	t.Helper()
+	a := get(t, c, link, hdr)
+	if a.status != http.StatusOK {
+		return a
+	}
+	m := codeFieldRE.FindStringSubmatch(a.body)
+	if m == nil || len(a.header.Values("Set-Cookie")) != 0 {
+		t.Fatalf("the login link's page: no code field, or %d cookies set", len(a.header.Values("Set-Cookie")))
+	}
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin := u.Scheme + "://" + u.Host
+	h := map[string]string{"Origin": origin, "Sec-Fetch-Site": "same-origin"}
+	for k, v := range hdr {
+		h[k] = v
+	}
+	return post(t, c, origin+"/admin/login", url.Values{"code": {html.UnescapeString(m[1])}}, h)
 }
 
 // answer is what a test reads of a response: the code is the page's data-code or the
