@@ -46,7 +46,11 @@ func attackerTrail(t *testing.T, ctx context.Context, cancel context.CancelFunc,
 	}
 	b := openChromium(t, ctx, cancel, chromium, w.dir)
 	p := &attackPage{pageBrowser: b, base: w.base, browser: b.ctx}
-	p.open(t, login.LoginURL, "#dialogs")
+	c, stop := context.WithTimeout(p.browser, 30*time.Second)
+	defer stop()
+	if err := chromedp.Do(c, signIn(login.LoginURL)...); err != nil {
+		t.Fatalf("chromium: signing in: %v", err)
+	}
 	return p
 }
 

@@ -225,7 +225,9 @@ ingress:
 		}
 		return d
 	}
-	open(login.LoginURL, "#dialogs")
+	if err := chromedp.Do(step(), signIn(login.LoginURL)...); err != nil {
+		t.Fatalf("chromium: signing in: %v", err)
+	}
 	idx, err := chromedp.Run(browser, chromedp.Evaluate[pageDOM](readPage))
 	if err != nil || !slices.Contains(idx.Dialogs, dlg) {
 		t.Fatalf("the list: %+v, %v", idx, err)

@@ -46,6 +46,7 @@ type pageDOM struct {
 	Scripts  int      `json:"scripts"`
 	Pwned    bool     `json:"pwned"`
 	Admin    string   `json:"admin"`
+	Code     string   `json:"code"`
 }
 
 const readPage = `(() => {
@@ -64,6 +65,7 @@ const readPage = `(() => {
     scripts: document.scripts.length,
     pwned: !!window.__pwned,
     admin: (document.getElementById('admin') || {}).textContent || '',
+    code: (document.getElementById('error') || {dataset: {}}).dataset.code || '',
   };
 })()`
 
@@ -146,8 +148,22 @@ func TestIssue26_OperatorPageInChromium(t *testing.T) {
 		return dom
 	}
 
-	// The login link lands on the list, which shows the dialog.
-	idx := read(login.LoginURL, "#dialogs")
+	// The login link shows its Sign in button and spends nothing: the browser has no
+	// session yet (the list is 401), and the link opened again still shows the button.
+	if got := read(login.LoginURL, "#sign-in"); got.Code != "" || got.Admin != "" || got.Scripts != 0 {
+		t.Fatalf("the login link's page: %+v", got)
+	}
+	if got := read(base+"/admin/", "#error"); got.Code != "missing_credential" {
+		t.Errorf("after opening the login link, before its Sign in button, the list answers %q", got.Code)
+	}
+	// Its Sign in button lands on the list, which shows the dialog.
+	if err := chromedp.Do(step(), signIn(login.LoginURL)...); err != nil {
+		t.Fatalf("chromium: signing in: %v", err)
+	}
+	idx, err := chromedp.Run(browser, chromedp.Evaluate[pageDOM](readPage))
+	if err != nil {
+		t.Fatalf("chromium: reading the list: %v", err)
+	}
 	if loc, _ := chromedp.Run(browser, chromedp.Location()); loc != base+"/admin/" {
 		t.Errorf("after the login link, the browser is at %s", loc)
 	}

@@ -125,6 +125,12 @@ func openChromium(t *testing.T, ctx context.Context, cancel context.CancelFunc, 
 	return b
 }
 
+// signIn is the operator's sign-in in chromium: open the login link (its page shows
+// the Sign in button; opening it spends nothing), press the button, land on the list.
+func signIn(link string) []chromedp.Action[chromedp.Void] {
+	return []chromedp.Action[chromedp.Void]{chromedp.Navigate(link), chromedp.WaitVisible("#sign-in"), chromedp.Click("#sign-in"), chromedp.WaitVisible("#dialogs")}
+}
+
 // ranNothing: no JavaScript dialog opened, nothing was written to the console, and
 // every request stayed under base's /admin/; at least min requests were seen, so
 // that the listener saw enough for this to prove anything.

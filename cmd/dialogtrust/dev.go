@@ -60,7 +60,7 @@ func devRun(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	peerAddr := fs.String("peer-addr", "127.0.0.1:0", "loopback host:port of the peer domain's TTS, AS B of identity chaining (port 0: a free one)")
 	peerWITAddr := fs.String("peer-wit-addr", "127.0.0.1:0", "loopback host:port of the peer domain's WIT issuer (port 0: a free one)")
 	adminAddr := fs.String("admin-addr", "127.0.0.1:0", "loopback host:port of the TTS's revocations admin API and operator's page (port 0: a free one)")
-	openPage := fs.Bool("open", false, "open the operator's page in the browser (with "+devBrowserCommand()+"), signed in with the one-time link")
+	openPage := fs.Bool("open", false, "open the operator's page's one-time login link in the browser (with "+devBrowserCommand()+"): its Sign in button signs in")
 	logFormat := fs.String("log-format", "", "the services' logs on standard error: text or json (default: text on a terminal, else json)")
 	proxies := fs.Bool("proxies", false, "also run a proxy pair on free loopback ports: an egress for "+devWorkload+" routing to an ingress in front of an echo application")
 	app := fs.String("app", "", "with --proxies: the URL of your own HTTP application (such as http://127.0.0.1:8000), put behind the ingress in place of the echo application")

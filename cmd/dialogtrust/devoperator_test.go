@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"html"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -81,8 +83,8 @@ func TestIssue26DevOperator(t *testing.T) {
 	}
 	// The printed link signs in, once; the page lists D1.
 	cookie := devPageLogin(t, login)
-	if again := devPageGet(t, login, nil); again.StatusCode == http.StatusSeeOther {
-		t.Fatalf("the one-time link signed in twice")
+	if again := devPageGet(t, login, nil); again.StatusCode != http.StatusUnauthorized || !strings.Contains(again.body, "login_code_invalid") {
+		t.Fatalf("the one-time link after signing in: %s", again.Status)
 	}
 	if page := devPageGet(t, pageURL, cookie); page.StatusCode != http.StatusOK || !strings.Contains(page.body, ">"+devDialog+"<") {
 		t.Fatalf("the operator's page: %d, D1 not listed:\n%s", page.StatusCode, page.body)
@@ -290,15 +292,38 @@ func devPageGet(t *testing.T, u string, cookie *http.Cookie) devPageAnswer {
 	return devPageAnswer{resp, string(b)}
 }
 
-// devPageLogin opens a one-time login link: 303 to the page and a session cookie,
-// which it returns.
+// devPageLogin opens a one-time login link and presses its Sign in button: the link's
+// GET answers the button's page (no cookie), the button's post of the code 303 to the
+// page and a session cookie, which it returns.
 func devPageLogin(t *testing.T, link string) *http.Cookie {
 	t.Helper()
 	a := devPageGet(t, link, nil)
-	if a.StatusCode != http.StatusSeeOther || len(a.Cookies()) == 0 || !a.Cookies()[0].HttpOnly {
+	m := regexp.MustCompile(`name="code" value="([^"]+)"`).FindStringSubmatch(a.body)
+	if a.StatusCode != http.StatusOK || m == nil || len(a.Cookies()) != 0 {
 		t.Fatalf("GET %s: %s %v\n%s", link, a.Status, a.Cookies(), a.body)
 	}
-	return a.Cookies()[0]
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin := u.Scheme + "://" + u.Host
+	req, err := http.NewRequest(http.MethodPost, origin+"/admin/login", strings.NewReader(url.Values{"code": {html.UnescapeString(m[1])}}.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", origin)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	hc := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/admin/" || len(resp.Cookies()) == 0 || !resp.Cookies()[0].HttpOnly {
+		t.Fatalf("POST the code of %s: %s %v", link, resp.Status, resp.Cookies())
+	}
+	return resp.Cookies()[0]
 }
 
 // dev --open hands the operator's page's one-time link, the one it printed, to the

@@ -165,7 +165,7 @@ func printJSON(w io.Writer, v any) error {
 
 // revokePage: dialogtrust revoke page. It asks the admin API for a one-time login link
 // to the operator's page (POST /admin/sessions, signed like every revoke command) and
-// prints it: open it in a browser within a minute; it works once.
+// prints it: open it in a browser within a minute and press Sign in; it works once.
 func revokePage(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("revoke page", stderr)
 	a := addAdminFlags(fs)
@@ -180,7 +180,7 @@ func revokePage(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		if _, err := io.WriteString(stdout, s.LoginURL+"\n"); err != nil {
 			return err
 		}
-		_, err = io.WriteString(stderr, "Open this link in your browser before "+s.ExpiresAt.Local().Format(time.TimeOnly)+": it works once.\n")
+		_, err = io.WriteString(stderr, "Open this link in your browser before "+s.ExpiresAt.Local().Format(time.TimeOnly)+" and press Sign in: it works once.\n")
 		return err
 	})
 }

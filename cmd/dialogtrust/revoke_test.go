@@ -112,7 +112,7 @@ func TestIssue26RevokePagePrintsLoginLink(t *testing.T) {
 		return code, out.String(), errb.String()
 	}
 	code, out, errs := cli(ops)
-	if code != 0 || !strings.HasPrefix(out, base+"/admin/login?code=") || strings.Count(out, "\n") != 1 || !strings.Contains(errs, "works once") {
+	if code != 0 || !strings.HasPrefix(out, base+"/admin/login?code=") || strings.Count(out, "\n") != 1 || !strings.Contains(errs, "works once") || !strings.Contains(errs, "press Sign in") {
 		t.Fatalf("revoke page: %d %q %q", code, out, errs)
 	}
 	if code, out, errs := cli(a1); code == 0 || out != "" || !strings.Contains(errs, "not_authorized") {

@@ -52,7 +52,7 @@ func (c *Client) List(ctx context.Context) ([]revoke.Revocation, error) {
 // NewSession asks for a one-time login link to the operator's page (POST
 // SessionsPath beside the API's URL, signed with the API's URL as its audience, like
 // every request of this client). The link works once, within a minute: open it in the
-// browser at once.
+// browser at once and press its Sign in button (opening it spends nothing).
 func (c *Client) NewSession(ctx context.Context) (*Session, error) {
 	base, ok := strings.CutSuffix(c.URL, Path)
 	if !ok {

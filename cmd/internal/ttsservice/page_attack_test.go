@@ -98,7 +98,7 @@ func TestAttackTTSPage_HostileRecordsThroughTheTokenEndpoint(t *testing.T) {
 		bb, _ := io.ReadAll(res.Body)
 		return res.StatusCode, res.Header, string(bb)
 	}
-	st, _, idx := page(b, s.LoginURL)
+	st, idx := pressSignIn(t, b, base, s.LoginURL)
 	if st != 200 || !strings.Contains(idx, `data-dialog="Dscope"`) || !strings.Contains(idx, `data-dialog="Daud"`) {
 		t.Fatalf("the index: %d\n%s", st, idx)
 	}
