@@ -1,6 +1,9 @@
 package console_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +14,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/dialogtrust/dialogtrust/audit"
 	"github.com/dialogtrust/dialogtrust/console"
 	"github.com/dialogtrust/dialogtrust/httpsig"
 	"github.com/dialogtrust/dialogtrust/identifier"
@@ -131,5 +135,116 @@ func TestAttackPage2_DefaultPortOriginIsThePagesOwn(t *testing.T) {
 			}
 			t.Errorf("%s: the revoke button, posted with Origin %s: %d %s", tc.base, tc.origin, res.StatusCode, code)
 		}
+	}
+}
+
+// A dialog's "linked to" list was bounded only by the records read: 5000 records of
+// dialogs linked from one made its page 1.3 MB (red team 10). Both lists of a dialog's
+// page, linked from and linked to, are capped as the index is, saying how many more
+// there are (distinct dialogs, counted once).
+func TestAttackPage2_LinkedDialogListsAreCapped(t *testing.T) {
+	w := newAtkWorld(t)
+	const children, parents = 4500, 250
+	var es []audit.Entry
+	es = append(es, audit.Entry{Decision: audit.Issued, Handler: "tts", Dialog: "P", Requester: "wimse://a.example/agent/a1", Audience: []string{"a.example"}})
+	for i := range children {
+		es = append(es, audit.Entry{Decision: audit.Issued, Handler: "tts", Dialog: fmt.Sprintf("C%04d", i), LinkedFrom: "P", Requester: "wimse://a.example/agent/a1", Audience: []string{"a.example"}})
+	}
+	es = append(es, audit.Entry{Decision: audit.Issued, Handler: "tts", Dialog: "C0001", LinkedFrom: "P", Requester: "wimse://a.example/agent/a1"}) // counted once
+	for i := range parents {
+		es = append(es, audit.Entry{Decision: audit.Issued, Handler: "tts", Dialog: "Q", LinkedFrom: fmt.Sprintf("R%04d", i), Requester: "wimse://a.example/agent/a1"})
+	}
+	w.writeEntries(t, es...)
+	b, _ := w.signedIn(t, w.admin)
+	a := do(t, b, atkReq(t, http.MethodGet, w.base+"/admin/dialogs/P", nil, nil))
+	if a.status != 200 {
+		t.Fatalf("the dialog's page: %d %s", a.status, a.code)
+	}
+	if n := strings.Count(a.body, `<li class="child">`); n != 200 || !strings.Contains(a.body, fmt.Sprintf("and %d more dialogs linked to", children-200)) {
+		t.Errorf("the linked-to list: %d listed, more: %v", n, strings.Contains(a.body, `id="more-children"`))
+	}
+	if len(a.body) > 128<<10 {
+		t.Errorf("the dialog's page is %d octets", len(a.body))
+	}
+	a = do(t, b, atkReq(t, http.MethodGet, w.base+"/admin/dialogs/Q", nil, nil))
+	if n := strings.Count(a.body, `<li class="parent">`); a.status != 200 || n != 200 || !strings.Contains(a.body, fmt.Sprintf("and %d more dialogs it was linked from", parents-200)) {
+		t.Errorf("the linked-from list: %d, %d listed", a.status, n)
+	}
+}
+
+// The page's forms took the first of a repeated field (two reasons, two ttls: the
+// revocation recorded one, the operator or a log reader may have seen the other); the
+// JSON API refuses a repeated member. A repeated field is invalid_request, and nothing
+// is revoked.
+func TestAttackPage2_RepeatedFormFieldIsRefused(t *testing.T) {
+	w := newAtkWorld(t)
+	w.writeEntries(t, atkDialog("D1")...)
+	b, _ := w.signedIn(t, w.admin)
+	tok := w.csrfOf(t, b, "/admin/dialogs/D1")
+	urlenc := map[string]string{"Origin": w.base, "Content-Type": "application/x-www-form-urlencoded"}
+	for name, f := range map[string]url.Values{
+		"two reasons":           {"csrf": {tok}, "reason": {"routine check", "runaway agent"}},
+		"two ttls":              {"csrf": {tok}, "reason": {"r"}, "ttl": {"1s", "720h"}},
+		"two linked":            {"csrf": {tok}, "reason": {"r"}, "linked": {"off", "on"}},
+		"a reason and an empty": {"csrf": {tok}, "reason": {"r", ""}},
+	} {
+		a := do(t, b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke", strings.NewReader(f.Encode()), urlenc))
+		if a.status != 400 || a.code != "invalid_request" {
+			t.Errorf("%s: %d %s, want 400 invalid_request", name, a.status, a.code)
+		}
+	}
+	if l, _ := w.store.List(context.Background()); len(l) != 0 {
+		t.Fatalf("revoked with a repeated field: %+v", l)
+	}
+	f := url.Values{"csrf": {tok}, "reason": {"runaway agent"}, "ttl": {"2h"}}
+	if a := do(t, b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/revoke", strings.NewReader(f.Encode()), urlenc)); a.status != 303 {
+		t.Fatalf("the revoke form: %d %s", a.status, a.code)
+	}
+	tok = w.csrfOf(t, b, "/admin/dialogs/D1")
+	if a := do(t, b, atkReq(t, http.MethodPost, w.base+"/admin/dialogs/D1/lift", strings.NewReader(url.Values{"csrf": {tok}, "x": {"1", "2"}}.Encode()), urlenc)); a.status != 400 || a.code != "invalid_request" {
+		t.Errorf("lift with a repeated field: %d %s", a.status, a.code)
+	}
+	if l, _ := w.store.List(context.Background()); len(l) != 1 {
+		t.Errorf("lifted with a repeated field: %+v", l)
+	}
+}
+
+// An operator whose browser presents an administrator's client certificate and also
+// holds a session cookie (signed in with a login link before): the page takes the
+// certificate, and Sign out cleared the cookie in the browser but left its session on
+// the server, where the cookie's value (copied before, or in a proxy's log) still opened
+// the page for its 8 hours. Sign out ends the server's session in every case.
+func TestAttackPage2_SignOutWithACertificateEndsTheCookiesSession(t *testing.T) {
+	w := newTLSAtkWorld(t)
+	admin := w.browser(t, w.caKey, w.caDER, "wimse://a.example/ops/alice")
+	a := do(t, admin, atkReq(t, http.MethodPost, w.base+revokeapi.SessionsPath, strings.NewReader("{}"), map[string]string{"Content-Type": "application/json"}))
+	var s revokeapi.Session
+	if err := json.Unmarshal([]byte(a.body), &s); err != nil || s.LoginURL == "" {
+		t.Fatalf("a login link over mutual TLS: %d %s", a.status, a.body)
+	}
+	a = openLink(t, admin, s.LoginURL, nil)
+	cs := (&http.Response{Header: a.header}).Cookies()
+	if a.status != http.StatusSeeOther || len(cs) != 1 {
+		t.Fatalf("sign in: %d %s", a.status, a.code)
+	}
+	cookie := cs[0].Name + "=" + cs[0].Value
+	alone := func() answer { // the cookie without the certificate
+		return do(t, w.browser(t, nil, nil, ""), atkReq(t, http.MethodGet, w.base+"/admin/", nil, map[string]string{"Cookie": cookie}))
+	}
+	if a := alone(); a.status != 200 {
+		t.Fatalf("the session's cookie alone: %d %s", a.status, a.code)
+	}
+	a = do(t, admin, atkReq(t, http.MethodGet, w.base+"/admin/dialogs/D1", nil, nil)) // its revoke form's token
+	m := csrfRE.FindStringSubmatch(a.body)
+	if a.status != 200 || !strings.Contains(a.body, "(client certificate)") || m == nil {
+		t.Fatalf("the page with the certificate and the cookie: %d, certificate viewer %v", a.status, strings.Contains(a.body, "(client certificate)"))
+	}
+	out := do(t, admin, atkReq(t, http.MethodPost, w.base+"/admin/logout", strings.NewReader(url.Values{"csrf": {html.UnescapeString(m[1])}}.Encode()),
+		map[string]string{"Origin": w.base, "Content-Type": "application/x-www-form-urlencoded"}))
+	if out.status != 200 || !strings.Contains(strings.Join(out.header.Values("Set-Cookie"), ";"), "Max-Age=0") {
+		t.Fatalf("sign out: %d %s", out.status, out.code)
+	}
+	if a := alone(); a.status != 401 || a.code != "missing_credential" {
+		t.Errorf("the cookie after signing out: %d %s, want 401 missing_credential (the session is still on the server)", a.status, a.code)
 	}
 }

@@ -193,7 +193,8 @@ func (c *Console) sameOrigin(r *http.Request) error {
 }
 
 // form checks a form post in order: origin, media type and length, the operator, then
-// (only then) the body, bounded, and its CSRF token.
+// (only then) the body, bounded, its CSRF token, and that no field is repeated (which
+// of two reasons would be meant? the JSON API refuses a repeated member too).
 func (c *Console) form(w http.ResponseWriter, r *http.Request) (*viewer, url.Values, error) {
 	if err := c.formHead(r); err != nil {
 		return nil, nil, err
@@ -209,6 +210,11 @@ func (c *Console) form(w http.ResponseWriter, r *http.Request) (*viewer, url.Val
 	tok := f["csrf"]
 	if len(tok) != 1 || subtle.ConstantTimeCompare([]byte(tok[0]), []byte(v.CSRF)) != 1 {
 		return v, nil, errcode.New(errcode.CSRFTokenInvalid, "the form's token is not this session's")
+	}
+	for k, vs := range f {
+		if len(vs) > 1 {
+			return v, nil, errcode.New(errcode.InvalidRequest, "the form's field %q is repeated", cut(k, 32))
+		}
 	}
 	return v, f, nil
 }
@@ -484,8 +490,14 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
+	// Every session cookie the browser sent ends on the server, not only the one that
+	// signed this request in: an operator signed in with a client certificate may hold
+	// one too, and the cookie cleared below must not leave its session alive.
 	if v.Cookie {
 		c.cfg.Logins.end(v.cookie)
+	}
+	for _, ck := range r.CookiesNamed(c.cfg.Logins.cookieName()) {
+		c.cfg.Logins.end(ck.Value)
 	}
 	http.SetCookie(w, &http.Cookie{Name: c.cfg.Logins.cookieName(), Value: "", Path: c.cfg.Logins.cookiePath(), MaxAge: -1,
 		HttpOnly: true, Secure: c.cfg.Logins.secure, SameSite: http.SameSiteStrictMode})

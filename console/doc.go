@@ -29,5 +29,6 @@
 //     that allows nothing else (default-src 'none'), frame-ancestors 'none', nosniff,
 //     no-store, and a same-origin referrer policy (no referrer leaves the origin).
 //   - Everything read is bounded: the records read from the trail, the dialog id, the
-//     dialogs and records drawn, a form's body.
+//     dialogs and records drawn, the dialogs listed as linked, a form's body (whose
+//     fields are never repeated).
 package console

@@ -20,6 +20,7 @@ const (
 	maxRows     = 300 // records of one dialog drawn and listed
 	maxNodes    = 12  // workloads drawn; the rest share one column
 	maxListed   = 16  // workloads, domains and linked dialogs listed per dialog on the index
+	maxLinked   = 200 // dialogs linked from and to one dialog, listed on its page
 )
 
 // Summary is one dialog on the index.
@@ -65,13 +66,14 @@ type TokenLink struct {
 // Dialog is one dialog's page.
 type Dialog struct {
 	Summary
-	Rows       []Row
-	More       int // records beyond maxRows, not shown
-	Picture    Picture
-	Parents    []string // dialogs it was linked from
-	Children   []string // dialogs linked from it
-	Tokens     []TokenLink
-	Revocation *revoke.Revocation
+	Rows                      []Row
+	More                      int // records beyond maxRows, not shown
+	Picture                   Picture
+	Parents                   []string // dialogs it was linked from (at most maxLinked)
+	Children                  []string // dialogs linked from it (at most maxLinked)
+	MoreParents, MoreChildren int      // the other dialogs linked from and to it, not listed
+	Tokens                    []TokenLink
+	Revocation                *revoke.Revocation
 }
 
 func shortHash(h string) string {
@@ -153,6 +155,34 @@ func addBounded(s []string, more *int, v ...string) []string {
 		s = append(s, x)
 	}
 	return s
+}
+
+// capped collects distinct values, keeping the first max: more counts the distinct
+// others (exactly: seen holds every value met, bounded as the records read are).
+type capped struct {
+	max  int
+	list []string
+	more int
+	seen map[string]bool
+}
+
+// newCapped is a capped list of at most max values that never takes skip.
+func newCapped(max int, skip string) *capped {
+	return &capped{max: max, seen: map[string]bool{"": true, skip: true}}
+}
+
+func (c *capped) add(v ...string) {
+	for _, x := range v {
+		if c.seen[x] {
+			continue
+		}
+		c.seen[x] = true
+		if len(c.list) < c.max {
+			c.list = append(c.list, x)
+		} else {
+			c.more++
+		}
+	}
 }
 
 // revokedSet is the dialogs a live revocation covers directly, and those whose
@@ -259,6 +289,9 @@ func dialog(id string, entries []audit.Entry, revs []revoke.Revocation) (Dialog,
 	}
 	issued := map[string]at{}
 	rowOfEntry := map[int]int{}
+	// A dialog may be linked to thousands (an agent's loop, an attacker's): both lists
+	// are capped, as the index is.
+	parents, children := newCapped(maxLinked, id), newCapped(maxLinked, id)
 	for i := range entries {
 		e := &entries[i]
 		if dialogOf(e) == id {
@@ -269,9 +302,9 @@ func dialog(id string, entries []audit.Entry, revs []revoke.Revocation) (Dialog,
 			r := rowOf(len(d.Rows)+1, e)
 			rowOfEntry[i] = r.N
 			d.Rows = append(d.Rows, r)
-			d.Parents = addUnique(d.Parents, e.LinkedFrom)
+			parents.add(e.LinkedFrom)
 		} else if e.LinkedFrom == id {
-			d.Children = addUnique(d.Children, e.Dialog)
+			children.add(e.Dialog)
 		}
 	}
 	for i := range entries {
@@ -284,10 +317,10 @@ func dialog(id string, entries []audit.Entry, revs []revoke.Revocation) (Dialog,
 				if (l.FromHere || l.ToHere) && len(d.Tokens) < maxRows {
 					d.Tokens = append(d.Tokens, l)
 					if l.FromHere && !l.ToHere {
-						d.Children = addUnique(d.Children, to)
+						children.add(to)
 					}
 					if l.ToHere && !l.FromHere {
-						d.Parents = addUnique(d.Parents, from.dialog)
+						parents.add(from.dialog)
 					}
 				}
 			}
@@ -296,8 +329,8 @@ func dialog(id string, entries []audit.Entry, revs []revoke.Revocation) (Dialog,
 			issued[e.IssuedSHA256] = at{dialog: dialogOf(e), row: rowOfEntry[i]}
 		}
 	}
-	d.Parents = slices.DeleteFunc(d.Parents, func(s string) bool { return s == "" || s == id })
-	d.Children = slices.DeleteFunc(d.Children, func(s string) bool { return s == "" || s == id })
+	d.Parents, d.MoreParents = parents.list, parents.more
+	d.Children, d.MoreChildren = children.list, children.more
 	d.Revocation = revokedFor(id, d.Parents, revokedSet(revs))
 	d.Revoked = d.Revocation != nil
 	d.Picture = draw(d.Rows)
