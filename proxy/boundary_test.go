@@ -112,7 +112,7 @@ func newChainDomain(t *testing.T, name string, rec *recorder) *chainDomain {
 	mustOK(t, err)
 	rot, err := keys.NewStaticRotator(wk, keys.RotationConfig{Retain: 2 * time.Hour})
 	mustOK(t, err)
-	dev, err := witissuer.NewDev(nil, []string{"wimse://" + name + "/"})
+	dev, err := witissuer.NewDev(nil, []string{"wimse://" + name + "/"}, witissuer.DevOptions{})
 	mustOK(t, err)
 	ws, err := witissuer.New(witissuer.Config{Issuer: d.witURL, Keys: rot, Replay: store.NewMemory(),
 		Policy: witissuer.Policy{TrustDomains: []string{name}}, Routes: []witissuer.Route{{Path: witissuer.PathWIT, Methods: []witissuer.Authenticator{dev}}}})

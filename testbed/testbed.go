@@ -168,7 +168,7 @@ func (d *Domain) startWITIssuer() error {
 	if err != nil {
 		return err
 	}
-	dev, err := witissuer.NewDev(nil, []string{"wimse://" + d.Name + "/"})
+	dev, err := witissuer.NewDev(nil, []string{"wimse://" + d.Name + "/"}, witissuer.DevOptions{})
 	if err != nil {
 		return err
 	}

@@ -133,19 +133,34 @@ func replayKey(kind, sender, jti string) string {
 }
 
 // Dev is development mode: it authenticates nothing. The request's sub is taken as the
-// identity when it is listed, exactly or under a listed prefix. Never enable it where a
-// workload could be impersonated; the issuer logs a warning on every issuance through it.
+// identity when it is listed, exactly or under a listed prefix, and not registered with
+// a key (DevOptions.Registered). Never enable it where a workload could be
+// impersonated; the issuer logs a warning on every issuance through it.
 type Dev struct {
-	ids      map[string]bool
-	prefixes []string
+	ids        map[string]bool
+	prefixes   []string
+	registered map[string]bool
+}
+
+// DevOptions tune the dev method.
+type DevOptions struct {
+	// Registered are identities that prove a key of their own (the assertion method's
+	// registered workloads). The dev method never issues them, even under a listed
+	// prefix: it authenticates nobody, so it would hand what only the key's holder may
+	// have to whoever can reach the issuer. `dialogtrust dev` registers its operator,
+	// the administrator of revocations, this way.
+	Registered []identifier.ID
 }
 
 // NewDev allows the identifiers ids and every identifier under prefixes (each a
-// scheme://trust-domain/ prefix ending in "/").
-func NewDev(ids []identifier.ID, prefixes []string) (*Dev, error) {
-	d := &Dev{ids: map[string]bool{}}
+// scheme://trust-domain/ prefix ending in "/"), except o.Registered.
+func NewDev(ids []identifier.ID, prefixes []string, o DevOptions) (*Dev, error) {
+	d := &Dev{ids: map[string]bool{}, registered: map[string]bool{}}
 	for _, id := range ids {
 		d.ids[id.String()] = true
+	}
+	for _, id := range o.Registered {
+		d.registered[id.String()] = true
 	}
 	for _, p := range prefixes {
 		if err := checkPrefix(p); err != nil {
@@ -169,6 +184,9 @@ func (d *Dev) Authenticate(_ *http.Request, req *Request) (identifier.ID, error)
 		return identifier.ID{}, errcode.New(errcode.Unauthenticated, "development mode names the workload by the request's sub, and there is none")
 	}
 	s := req.Sub.String()
+	if d.registered[s] {
+		return identifier.ID{}, errcode.New(errcode.Unauthenticated, "%s is registered with a key: development mode does not issue it (prove the key with a client assertion)", s)
+	}
 	if d.ids[s] {
 		return req.Sub, nil
 	}

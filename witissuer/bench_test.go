@@ -29,7 +29,7 @@ func BenchmarkIssuanceVsCryptoFloor(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dev, _ := witissuer.NewDev(nil, []string{"wimse://example.org/dev/"})
+	dev, _ := witissuer.NewDev(nil, []string{"wimse://example.org/dev/"}, witissuer.DevOptions{})
 	srv, err := witissuer.New(witissuer.Config{Issuer: issuerID, Keys: rot, Replay: store.NewMemory(),
 		Policy: witissuer.Policy{TrustDomains: []string{td}},
 		Routes: []witissuer.Route{{Path: witissuer.PathWIT, Methods: []witissuer.Authenticator{dev}}}})

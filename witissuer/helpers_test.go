@@ -140,7 +140,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := witissuer.NewDev(nil, []string{"wimse://example.org/dev/"})
+	d, err := witissuer.NewDev(nil, []string{"wimse://example.org/dev/"}, witissuer.DevOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

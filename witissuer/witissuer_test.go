@@ -323,7 +323,7 @@ func TestWITIssuerDevMethod(t *testing.T) {
 	wantRefused(t, h.post(c, h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{Subject: "wimse://example.org/prod/agent"})), 401, errcode.Unauthenticated)
 	wantRefused(t, h.post(c, h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{})), 401, errcode.Unauthenticated)
 	// A prefix that does not end in "/" would match across a segment boundary.
-	if _, err := witissuer.NewDev(nil, []string{"wimse://example.org/dev"}); err == nil {
+	if _, err := witissuer.NewDev(nil, []string{"wimse://example.org/dev"}, witissuer.DevOptions{}); err == nil {
 		t.Fatal("prefix without a trailing slash accepted")
 	}
 	// dev must come last in a route: it is always "present".
@@ -333,8 +333,36 @@ func TestWITIssuerDevMethod(t *testing.T) {
 	}
 }
 
+// A workload registered with a key (the assertion method's) is never issued through the
+// dev method, even under one of its prefixes and in a route that offers both: whoever
+// reaches the issuer would get what only the key's holder may have. Its key still gets
+// it; other identities under the prefix still come for the asking.
+func TestWITIssuerDevMethodSkipsRegisteredWorkloads(t *testing.T) {
+	h := newHarness(t, harnessOpts{routes: func(h *harness, _, a, _ witissuer.Authenticator) []witissuer.Route {
+		d, err := witissuer.NewDev(nil, []string{"wimse://example.org/"}, witissuer.DevOptions{Registered: []identifier.ID{h.assertID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []witissuer.Route{{Path: witissuer.PathWIT, Methods: []witissuer.Authenticator{a, d}}}
+	}})
+	c := h.client(nil)
+	wantRefused(t, h.post(c, h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{Subject: h.assertID.String()})), 401, errcode.Unauthenticated)
+	if r := h.post(c, h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{Subject: "wimse://example.org/dev/agent"})); r.status != 200 {
+		t.Fatalf("an unregistered identity under the prefix: %d %s", r.status, r.code)
+	}
+	now := h.clock.Now()
+	a := handMade(t, map[string]any{"typ": witissuer.AssertionType, "alg": h.assertKey.Alg(), "kid": h.assertKey.KID()},
+		map[string]any{"iss": h.assertID.String(), "sub": h.assertID.String(), "aud": issuerID,
+			"iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": "registered"}, h.assertKey)
+	b := h.request(testkit.NewKey(t, keys.ES256), witissuer.RequestParams{})
+	b.ClientAssertionType, b.ClientAssertion = witissuer.ClientAssertionTypeJWTBearer, a
+	if r := h.post(c, b); r.status != 200 || r.resp.Sub != h.assertID.String() {
+		t.Fatalf("the registered workload with its key: %d %s", r.status, r.code)
+	}
+}
+
 func mustDev(t *testing.T) *witissuer.Dev {
-	d, err := witissuer.NewDev(nil, []string{"wimse://example.org/dev/"})
+	d, err := witissuer.NewDev(nil, []string{"wimse://example.org/dev/"}, witissuer.DevOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

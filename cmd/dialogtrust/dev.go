@@ -161,7 +161,15 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	done := make(chan devResult, 7) // the four services and, with proxies, the pair's three
 	// The services' own lines (the start log, the DEVELOPMENT banners, "listening on")
 	// go to stderr: stdout is what this command prints.
+	// The operator's key is made first: dev.local's WIT issuer registers it, so that
+	// the operator's identity is had only with it (devoperator.go).
+	opKey, opJWK, err := newDevOperatorKey(dir)
+	if err != nil {
+		_ = removeDir()
+		return err
+	}
 	wp := devProgram(witissuerservice.Program, o.logFormat)
+	wp.Config.Default = devWITConfig(witAddr, devTrustDomain, opJWK)
 	go func() {
 		done <- devResult{"--wit-addr", kit.Run(ctx, wp, devArgs(witAddr, o.logFormat), nil, stderr, stderr, nil)}
 	}()
@@ -183,7 +191,7 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	// program with peer.local in place of dev.local: a dialog and the identities in it
 	// stay within their trust domain (dialog-binding section 11).
 	pwp := devProgram(witissuerservice.Program, o.logFormat)
-	pwp.Config.Default = devPeerWITConfig(peerWITAddr)
+	pwp.Config.Default = devWITConfig(peerWITAddr, devPeerDomain, nil)
 	go func() {
 		done <- devResult{"--peer-wit-addr", kit.Run(ctx, pwp, devArgs(peerWITAddr, o.logFormat), nil, stderr, stderr, nil)}
 	}()
@@ -257,7 +265,7 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	}
 	// The operator's WIT comes from the WIT issuer, ready now; the admin API and the
 	// page share the TTS's readiness.
-	login, err := startDevOperator(ctx, witURL, devAdminURL(adminAddr), dir, stderr)
+	login, err := startDevOperator(ctx, witURL, devAdminURL(adminAddr), dir, opKey, stderr)
 	if err != nil {
 		return stopAll(err)
 	}
@@ -336,21 +344,29 @@ chaining:
 		ttsURL, ttsURL+tts.PathJWKS, devPeerDomain, ttsURL, devScope, devAuditConfig(auditPath, "peer"))
 }
 
-// devPeerWITConfig is the configuration of the peer domain's WIT issuer: wit-issuer's
-// embedded development default for peer.local, whose dev method, like dev.local's,
-// authenticates nobody.
-func devPeerWITConfig(addr string) []byte {
+// devWITConfig is the configuration of domain's WIT issuer on addr: wit-issuer's
+// embedded development default for that domain, whose dev method authenticates nobody.
+// With operatorJWK (dev.local's), the operator is a registered workload of the
+// assertion method with that public key: only a client assertion made with its key gets
+// the operator's WIT, and the dev method refuses it (witissuer.DevOptions.Registered),
+// so another local process cannot become the administrator of revocations.
+func devWITConfig(addr, domain string, operatorJWK []byte) []byte {
+	methods, assertion := "dev", ""
+	if operatorJWK != nil {
+		methods = "assertion, dev"
+		assertion = fmt.Sprintf("  assertion:\n    workloads:\n      - {id: %q, jwk: %s}\n", devOperator, operatorJWK)
+	}
 	return fmt.Appendf(nil, `listen: %q
 issuer: ""
 trust_domains: [%s]
 keys: {alg: ES256}
 store: {type: memory}
 auth:
-  dev:
+%s  dev:
     prefixes: ["wimse://%s/"]
 routes:
-  - {path: %s, methods: [dev]}
-`, addr, devPeerDomain, devPeerDomain, witissuer.PathWIT)
+  - {path: %s, methods: [%s]}
+`, addr, domain, assertion, domain, witissuer.PathWIT, methods)
 }
 
 // devResult is how one service's run ended; flag names its address.

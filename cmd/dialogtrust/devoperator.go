@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/dialogtrust/dialogtrust/console"
 	"github.com/dialogtrust/dialogtrust/httpsig"
+	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/keys"
 	"github.com/dialogtrust/dialogtrust/revoke/revokeapi"
 	"github.com/dialogtrust/dialogtrust/witissuer"
@@ -24,7 +26,9 @@ import (
 
 // The operator of dev (issue 26): the one administrator of dev.local's revocations
 // admin API, whose WIT dev gets from its own WIT issuer and keeps, with its key, in the
-// run's directory, so that `dialogtrust revoke` works against dev as printed.
+// run's directory, so that `dialogtrust revoke` works against dev as printed. The WIT
+// issuer registers the operator with that key (the assertion method): its dev method,
+// which gives any other dev.local identity to whoever asks, does not give this one.
 const (
 	devOperator        = "wimse://" + devTrustDomain + "/operator"
 	devOperatorWITFile = "operator.wit"
@@ -66,16 +70,37 @@ func devOperatorConfig(def []byte, adminAddr, auditPath string) []byte {
 `, devAuditConfig(auditPath, "tts"), adminAddr, devOperator)
 }
 
-// devOperatorCredential gets the operator's WIT from the WIT issuer at witURL (whose
-// dev method authenticates nobody) for key, and writes it to dir/operator.wit (mode
-// 0600); it returns the WIT's expiry.
+// devOperatorLifetime is how long each client assertion of the operator lives.
+const devOperatorLifetime = time.Minute
+
+// newDevOperatorKey makes the operator's key and writes it to dir/operator.jwk (mode
+// 0600); it returns the key and its public JWK, which dev.local's WIT issuer registers
+// (devWITConfig).
+func newDevOperatorKey(dir string) (*keys.PrivateKey, []byte, error) {
+	key, err := keys.Generate(keys.ES256)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := writePrivateJWK(filepath.Join(dir, devOperatorKeyFile), key); err != nil {
+		return nil, nil, err
+	}
+	pub, err := json.Marshal(key.Public())
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, pub, nil
+}
+
+// devOperatorCredential gets the operator's WIT for key from the WIT issuer at witURL
+// with a client assertion made with key (the assertion method, where dev registered the
+// operator), and writes it to dir/operator.wit (mode 0600); it returns the WIT's expiry.
 func devOperatorCredential(ctx context.Context, witURL, dir string, key *keys.PrivateKey) (time.Time, error) {
 	hc := &http.Client{Timeout: 10 * time.Second}
 	cl, _, err := witissuer.NewClient(ctx, hc, witURL)
 	if err != nil {
 		return time.Time{}, err
 	}
-	cl.Subject = devOperator
+	cl.Assertion = witissuer.AssertionFunc(key, cl, identifier.MustParse(devOperator), devOperatorLifetime)
 	res, err := cl.Request(ctx, key)
 	if err != nil {
 		return time.Time{}, err
@@ -86,18 +111,11 @@ func devOperatorCredential(ctx context.Context, witURL, dir string, key *keys.Pr
 	return time.Unix(res.ExpiresAt, 0), nil
 }
 
-// startDevOperator makes the operator's key, writes it to dir/operator.jwk (mode
-// 0600), gets its first WIT, and keeps the WIT fresh until ctx ends (refreshDevOperator).
-// It returns the operator's first one-time login link to the page of the admin API at
-// adminURL, asked for as `dialogtrust revoke page` does, with the operator's WIT and key.
-func startDevOperator(ctx context.Context, witURL, adminURL, dir string, stderr io.Writer) (*revokeapi.Session, error) {
-	key, err := keys.Generate(keys.ES256)
-	if err != nil {
-		return nil, err
-	}
-	if err := writePrivateJWK(filepath.Join(dir, devOperatorKeyFile), key); err != nil {
-		return nil, err
-	}
+// startDevOperator gets the first WIT of the operator, whose key newDevOperatorKey
+// made, and keeps the WIT fresh until ctx ends (refreshDevOperator). It returns the
+// operator's first one-time login link to the page of the admin API at adminURL, asked
+// for as `dialogtrust revoke page` does, with the operator's WIT and key.
+func startDevOperator(ctx context.Context, witURL, adminURL, dir string, key *keys.PrivateKey, stderr io.Writer) (*revokeapi.Session, error) {
 	exp, err := devOperatorCredential(ctx, witURL, dir, key)
 	if err != nil {
 		return nil, fmt.Errorf("the operator's WIT: %w", err)

@@ -26,7 +26,7 @@ import (
 // TestIssue26DevOperator: dev runs what the operator needs (issue 26). Its TTS serves
 // the revocations admin API on the printed loopback URL, which refuses a caller
 // without credentials; the operator's WIT and key are in the run's directory, mode
-// 0600. The printed one-time link signs in to the operator's page (303 and a session
+// 0600, and the WIT issuer gives the operator's identity to no other local process. The printed one-time link signs in to the operator's page (303 and a session
 // cookie) once only, and the page then lists dialog D1 that the printed commands made;
 // the tenth command, run as printed, prints another link that signs in. The eleventh,
 // run as printed with the operator's files, revokes D1 (a workload that is not the
@@ -76,6 +76,17 @@ func TestIssue26DevOperator(t *testing.T) {
 		t.Fatalf("want %d commands, got %q", devCommandCount, cmds)
 	}
 	t.Chdir(t.TempDir())
+	// Another local process asks the WIT issuer for the operator's identity as the first
+	// command asks for a1's: refused, for the operator is registered with its key
+	// (witissuer.DevOptions.Registered); a1's identity is still had for the asking.
+	asOperator := strings.Fields(strings.Replace(strings.Split(cmds[0], " > ")[0], devWorkload, devOperator, 1))[1:]
+	asOperator[len(asOperator)-1] = filepath.Join(t.TempDir(), "op.jwk") // --key-out
+	if asOperator[len(asOperator)-2] != "--key-out" {
+		t.Fatalf("the first command does not end in --key-out: %q", cmds[0])
+	}
+	if o, e, code := dt(t, "", asOperator...); code == 0 || !strings.Contains(e, "unauthenticated") || o != "" {
+		t.Fatalf("a WIT for %s by the dev method: exit %d: %s%s", devOperator, code, o, e)
+	}
 	runDevCommands(t, cmds[:3], dir) // a1's WIT, verified, and a Txn-Token in D1
 	issued, err := os.ReadFile(filepath.Join(dir, "a1.txn"))
 	if err != nil {

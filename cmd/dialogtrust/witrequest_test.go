@@ -78,7 +78,7 @@ func devIssuer(t *testing.T) string {
 	srv := httptest.NewUnstartedServer(nil)
 	url := "http://" + srv.Listener.Addr().String()
 	srv.Config.Handler = issuerFor(t, url, func(store.Replay) []witissuer.Authenticator {
-		d, _ := witissuer.NewDev(nil, []string{"wimse://dev.local/"})
+		d, _ := witissuer.NewDev(nil, []string{"wimse://dev.local/"}, witissuer.DevOptions{})
 		return []witissuer.Authenticator{d}
 	})
 	srv.Start()

@@ -45,7 +45,7 @@ func newIssuer(alg string) (*witissuer.Client, string, func(), error) {
 	if err != nil {
 		return nil, "", nil, err
 	}
-	dev, err := witissuer.NewDev(nil, []string{"spiffe://example.org/agents/"})
+	dev, err := witissuer.NewDev(nil, []string{"spiffe://example.org/agents/"}, witissuer.DevOptions{})
 	if err != nil {
 		return nil, "", nil, err
 	}

@@ -47,7 +47,7 @@ func proxyDomain(t *testing.T) (witURL, ttsURL string) {
 	must(err)
 	rot, err := keys.NewStaticRotator(witKey, keys.RotationConfig{Retain: 2 * time.Hour})
 	must(err)
-	dev, err := witissuer.NewDev(nil, []string{"wimse://a.example/"})
+	dev, err := witissuer.NewDev(nil, []string{"wimse://a.example/"}, witissuer.DevOptions{})
 	must(err)
 	ws, err := witissuer.New(witissuer.Config{Issuer: witURL, Keys: rot, Replay: store.NewMemory(),
 		Policy: witissuer.Policy{TrustDomains: []string{"a.example"}}, Routes: []witissuer.Route{{Path: "/v1/wit", Methods: []witissuer.Authenticator{dev}}}})

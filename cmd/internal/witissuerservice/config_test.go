@@ -2,13 +2,18 @@ package witissuerservice
 
 import (
 	"encoding/json"
-	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dialogtrust/dialogtrust/errcode"
+	"github.com/dialogtrust/dialogtrust/identifier"
+	"github.com/dialogtrust/dialogtrust/internal/testkit"
 	"github.com/dialogtrust/dialogtrust/keys"
+	"github.com/dialogtrust/dialogtrust/witissuer"
 )
 
 // The embedded default is development mode on loopback with an in-memory store.
@@ -206,5 +211,33 @@ func TestConfigRedisEnv(t *testing.T) {
 	inline := testkit.WriteTemp(t, "inline.yaml", "store: {type: redis, redis: {addrs: [\"r:6379\"], password: hunter2}}\n")
 	if _, _, err := configSpec.Load([]string{"--config", inline}, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "password_file") {
 		t.Fatalf("inline password: %v", err)
+	}
+}
+
+// A workload auth.assertion registers is never issued through auth.dev, whether or not a
+// route names assertion (witissuer.DevOptions.Registered): the configuration said that it
+// proves a key. An identity auth.assertion does not name still is.
+func TestDevSkipsAssertionWorkloads(t *testing.T) {
+	auth := AuthConfig{
+		Dev:       &DevConfig{Prefixes: []string{"wimse://a.example/"}},
+		Assertion: &AssertionConfig{Workloads: []WorkloadConfig{{ID: "wimse://a.example/operator", JWKFile: "unread.jwk"}}},
+	}
+	d, err := buildDev(auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(sub string) error {
+		_, err := d.Authenticate(httptest.NewRequest(http.MethodPost, "/v1/wit", nil), &witissuer.Request{Sub: identifier.MustParse(sub)})
+		return err
+	}
+	if err := ask("wimse://a.example/operator"); errcode.CodeOf(err) != errcode.Unauthenticated {
+		t.Fatalf("the registered workload by the dev method: %v", err)
+	}
+	if err := ask("wimse://a.example/agent"); err != nil {
+		t.Fatalf("an identity under the prefix: %v", err)
+	}
+	auth.Assertion.Workloads[0].ID = "not an identifier"
+	if _, err := buildDev(auth); err == nil {
+		t.Fatal("a malformed registered workload accepted")
 	}
 }

@@ -266,7 +266,7 @@ func buildMethods(ctx context.Context, cfg *Config, issuer string, replay store.
 			}
 			out[m] = a
 		case witissuer.MethodDev:
-			d, err := buildDev(cfg.Auth.Dev)
+			d, err := buildDev(cfg.Auth)
 			if err != nil {
 				return nil, err
 			}
@@ -309,7 +309,21 @@ func buildAssertion(cfg *Config, issuer string, replay store.Replay) (*witissuer
 	return witissuer.NewAssertion(issuer, ws, replay, witissuer.AssertionOptions{Skew: cfg.Skew, MaxLifetime: cfg.Auth.Assertion.MaxLifetime})
 }
 
-func buildDev(dc *DevConfig) (*witissuer.Dev, error) {
+// buildDev builds the dev method of auth.dev. A workload auth.assertion registers with
+// its key is never issued through it (witissuer.DevOptions.Registered), whether or not a
+// route names assertion: the operator wrote that it proves a key.
+func buildDev(auth AuthConfig) (*witissuer.Dev, error) {
+	dc := auth.Dev
+	var registered []identifier.ID
+	if auth.Assertion != nil {
+		for _, w := range auth.Assertion.Workloads {
+			id, err := identifier.Parse(w.ID)
+			if err != nil {
+				return nil, fmt.Errorf("auth.assertion workload %q: %w", w.ID, err)
+			}
+			registered = append(registered, id)
+		}
+	}
 	ids := slices.Clone(dc.Workloads)
 	prefixes := slices.Clone(dc.Prefixes)
 	if dc.WorkloadsFile != "" {
@@ -332,7 +346,7 @@ func buildDev(dc *DevConfig) (*witissuer.Dev, error) {
 		}
 		parsed = append(parsed, id)
 	}
-	return witissuer.NewDev(parsed, prefixes)
+	return witissuer.NewDev(parsed, prefixes, witissuer.DevOptions{Registered: registered})
 }
 
 // watch calls f every d until ctx ends.
