@@ -29,7 +29,8 @@ func NewDialogID() string { return rand.Text() }
 // refuses a successful unsigned answer that echoes another context or none, but for
 // the receiver's refusal of a JSON-RPC request (a JSON-RPC error on 200 that echoes
 // none, since the dialog was not established), which is returned as the error it
-// carries: the receiver's code and kind, with UnverifiedRefusal in the chain.
+// carries: the receiver's code and kind, with SignedRefusal in the chain when the
+// Transport verified its signature, UnverifiedRefusal otherwise.
 // dlg "" picks a fresh one.
 func (a *Agent) Start(ctx context.Context, req *http.Request, dlg string) (*http.Response, *dialog.Context, error) {
 	if dlg == "" {

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -65,22 +67,62 @@ func unverifiedRefusal(res *http.Response, cause error) error {
 		Detail: fmt.Sprintf("refused by the upstream, HTTP %d, unsigned and so not verified: %s", res.StatusCode, e.Detail)}
 }
 
+// SignedRefusal marks the error Agent.Start returns for a dialog's first request that
+// the receiver refused with a JSON-RPC error on HTTP 200 echoing no Dialog-Context, signed:
+// the Transport verified the signature (made by a workload of Transport.ResponseSigners,
+// bound to the request's nonce), so the code and kind are the receiver's own. A receiver
+// with a response signer signs its refusals of requests whose HTTP signature verified
+// (dialog.Receiver.Middleware).
+type SignedRefusal struct {
+	// Status is the HTTP status the receiver answered with (200 for a JSON-RPC error).
+	Status int
+	// Signer is the workload that signed the refusal.
+	Signer identifier.ID
+}
+
+func (s *SignedRefusal) Error() string {
+	return fmt.Sprintf("a refusal signed by %s, HTTP %d", s.Signer, s.Status)
+}
+
 // firstRequestRefusal reads res, a 2xx answer to a dialog's first request that echoes
-// no Dialog-Context, as the receiver's refusal of that request: a JSON-RPC error
-// response on HTTP 200, application/json, with no result, whose error data carries a
-// code and kind (hostproto.WriteError, the one form of a receiver's refusal of a
-// JSON-RPC request). Nil when res is anything else: the caller refuses it then as it
-// did (dialog_context_mismatch), so an answer that is not a refusal never passes
-// without the echo. At most maxRefusalBody octets of res.Body are read.
+// no Dialog-Context, as the receiver's refusal of that request (jsonrpcRefusal): its
+// code and kind with SignedRefusal in the chain when the Transport verified res's
+// signature (verifiedSigner), UnverifiedRefusal otherwise. Nil when res is not such a
+// refusal: the caller refuses it then as it did (dialog_context_mismatch), so an answer
+// that is not a refusal never passes without the echo. At most maxRefusalBody octets of
+// res.Body are read.
 func firstRequestRefusal(res *http.Response) error {
+	body, ok := peekBody(res)
+	if !ok {
+		return nil
+	}
+	e := jsonrpcRefusal(res, body)
+	if e == nil {
+		return nil
+	}
+	if signer, ok := verifiedSigner(res); ok {
+		e.Err = &SignedRefusal{Status: res.StatusCode, Signer: signer}
+		e.Detail = fmt.Sprintf("the dialog's first request was refused by the upstream (a JSON-RPC error on HTTP 200 that echoes no Dialog-Context: the dialog was not established), signed by %s: remote: %s", signer, e.Detail)
+		return e
+	}
+	e.Err = &UnverifiedRefusal{Status: res.StatusCode}
+	e.Detail = fmt.Sprintf("the dialog's first request was refused by the upstream (a JSON-RPC error on HTTP 200 that echoes no Dialog-Context: the dialog was not established), unsigned and so not verified: remote: %s", e.Detail)
+	return e
+}
+
+// jsonrpcRefusal reads body, all of res's, as a receiver's refusal of a JSON-RPC
+// request: HTTP 200, application/json, a JSON-RPC error response with no result whose
+// error data carries a code and kind (hostproto.WriteError, the one form of a
+// receiver's refusal of a JSON-RPC request). It returns that code and kind, with the
+// remote detail, or nil when res is anything else.
+func jsonrpcRefusal(res *http.Response, body []byte) *errcode.Error {
 	if res.StatusCode != http.StatusOK {
 		return nil
 	}
 	if mt, _, err := mime.ParseMediaType(res.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return nil
 	}
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxRefusalBody+1))
-	if err != nil || len(body) > maxRefusalBody || hostproto.IsResult(body) {
+	if hostproto.IsResult(body) {
 		return nil
 	}
 	var env struct {
@@ -104,8 +146,43 @@ func firstRequestRefusal(res *http.Response) error {
 	if d.Code == "" || errcode.Code(d.Code) == errcode.Unmapped {
 		return nil
 	}
-	return &errcode.Error{Code: errcode.Code(d.Code), Kind: kind, Err: &UnverifiedRefusal{Status: res.StatusCode},
-		Detail: fmt.Sprintf("the dialog's first request was refused by the upstream (a JSON-RPC error on HTTP 200 that echoes no Dialog-Context: the dialog was not established), unsigned and so not verified: remote: %s", d.Detail)}
+	return &errcode.Error{Code: errcode.Code(d.Code), Kind: kind, Detail: d.Detail}
+}
+
+// peekBody reads res.Body whole when it has at most maxRefusalBody octets, and puts
+// what it read back, so that the caller of the response still reads all of it; ok is
+// false (and nothing is lost) when it is longer or cannot be read.
+func peekBody(res *http.Response) ([]byte, bool) {
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxRefusalBody+1))
+	res.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), res.Body), res.Body}
+	return body, err == nil && len(body) <= maxRefusalBody
+}
+
+// verifiedKey is the context key under which Transport records, on the request of a
+// response whose signature it verified (res.Request), the workload that signed it.
+type verifiedKey struct{}
+
+// markVerified records on res that its signature verified, made by signer. Only the
+// Transport sets it: nothing received can.
+func markVerified(res *http.Response, out *http.Request, signer identifier.ID) {
+	req := res.Request
+	if req == nil {
+		req = out
+	}
+	res.Request = req.WithContext(context.WithValue(req.Context(), verifiedKey{}, signer))
+}
+
+// verifiedSigner is the workload whose signature of res the Transport verified; ok is
+// false for a response it did not verify (unsigned, to a WPT, or not through it).
+func verifiedSigner(res *http.Response) (identifier.ID, bool) {
+	if res.Request == nil {
+		return identifier.ID{}, false
+	}
+	id, ok := res.Request.Context().Value(verifiedKey{}).(identifier.ID)
+	return id, ok
 }
 
 // ownSigners is the default of Transport.ResponseSigners: the trust domain of the

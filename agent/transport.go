@@ -175,14 +175,31 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if vr != nil && dc != nil {
 		// Section 7: the requester MUST check that the response's Dialog-Context
-		// matches its request's.
+		// matches its request's. A signed refusal echoes none: the receiver refused
+		// the request after its proof verified, and a refused request takes no dialog
+		// (section 5). It is passed on as the server's answer, verified; any other
+		// signed response without the echo is refused.
 		got, err := dialog.FromHeader(res.Header)
-		if err != nil || got == nil || !got.Equal(dc) {
+		if err != nil || got == nil && !signedRefusal(res) || got != nil && !got.Equal(dc) {
 			res.Body.Close()
 			return nil, errcode.New(errcode.DialogContextMismatch, "the signed response does not echo the request's Dialog-Context")
 		}
 	}
+	if vr != nil {
+		markVerified(res, out, vr.WIT.Subject)
+	}
 	return res, nil
+}
+
+// signedRefusal reports whether res, signed and verified, is a refusal as a receiver
+// signs one (dialog.Receiver.Middleware): HTTP status 400 or more, or a JSON-RPC error
+// on 200 carrying a code (jsonrpcRefusal). Its body stays whole for the caller.
+func signedRefusal(res *http.Response) bool {
+	if res.StatusCode >= 400 {
+		return true
+	}
+	body, ok := peekBody(res)
+	return ok && jsonrpcRefusal(res, body) != nil
 }
 
 // audienceOf is the default recipient name: the target URI without query and fragment

@@ -150,6 +150,68 @@ func TestIssue25_ReceiverAllowsOnlyTheToolsOfItsRules(t *testing.T) {
 	}
 }
 
+// Dialog-binding section 7 and http-signature-07 section 3.5: a receiver with a
+// response signer signs its refusal of a request whose HTTP signature verified (the
+// authorization's, here), bound to that request and echoing no Dialog-Context, so that
+// an agent that requires signed responses reads the receiver's code, verified: a
+// dialog's first tool call refused is not_authorized signed by the receiver
+// (agent.SignedRefusal); the same refusal within the dialog is the signed JSON-RPC
+// error; a plain request's is the signed problem document. A refusal before the proof
+// verified (a Txn-Token of another dialog) goes unsigned: the agent gets its code marked
+// unverified.
+func TestDialogBindingSec7_ReceiverSignsItsRefusalsOnceTheProofVerified(t *testing.T) {
+	f := newFigure3(t)
+	ctx := context.Background()
+	rules, err := authz.NewRules([]authz.Rule{{Name: "book-only", Allow: `operation == "tools/call" && name == "book"`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, _, _ := f.authzServer(t, rules)
+	url := f.a2Srv.URL + "/mcp"
+	a1 := f.agentOpts(f.a1, agent.Forwarded(f.txnToken(t, "D1", "a.example")), proof.HTTPSig, true)
+	refused := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"delete","arguments":{}}}`
+	allowed := `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"book","arguments":{}}}`
+
+	_, _, err = a1.Start(ctx, rpc(t, url, refused), "D1")
+	var sr *agent.SignedRefusal
+	var ur *agent.UnverifiedRefusal
+	if errcode.CodeOf(err) != errcode.NotAuthorized || !errors.As(err, &sr) || sr.Signer != f.a2.ID || errors.As(err, &ur) {
+		t.Fatalf("the first request refused: %v, want not_authorized signed by %s", err, f.a2.ID)
+	}
+	res, _, err := a1.Start(ctx, rpc(t, url, allowed), "D1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	res, err = inDialog(t, a1, rpc(t, url, refused), "D1")
+	if err != nil {
+		t.Fatalf("a refusal within the dialog: %v", err)
+	}
+	if res.Header.Get("Signature-Input") == "" || res.Header.Get(dialog.HeaderName) != "" {
+		t.Fatalf("the refusal within the dialog is not signed, or echoes a Dialog-Context: %v", res.Header)
+	}
+	if _, _, c := rpcError(t, res); c != errcode.NotAuthorized {
+		t.Fatal(c)
+	}
+
+	t1 := f.agentOpts(f.t1, agent.Forwarded(f.txnToken(t, "D3", "a.example")), proof.HTTPSig, true)
+	res, _, err = t1.Start(ctx, post(t, url), "D3")
+	if err != nil || res.Header.Get("Signature-Input") == "" || res.StatusCode != http.StatusForbidden {
+		t.Fatalf("a plain request refused: %v %v", res, err)
+	}
+	testkit.WantProblem(t, res, err, errcode.NotAuthorized)
+
+	// The Txn-Token records D4, the request is in D5: refused before the proof's body
+	// and nonce are checked, so unsigned.
+	_, _, err = f.agentOpts(f.a1, agent.Forwarded(f.txnToken(t, "D4", "a.example")), proof.HTTPSig, true).Start(ctx, rpc(t, url, allowed), "D5")
+	if errcode.CodeOf(err) != errcode.DialogMismatch || !errors.As(err, &ur) || errors.As(err, &sr) {
+		t.Fatalf("a refusal before the proof verified: %v, want dialog_mismatch marked unverified", err)
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("%d requests reached the handler, want the one allowed", calls.Load())
+	}
+}
+
 // Issue 25: a decision that could not be made refuses (decision_unavailable, could not
 // be completed: a JSON-RPC internal error), and nothing reaches the handler.
 func TestIssue25_ReceiverUndecidedRefuses(t *testing.T) {

@@ -32,7 +32,10 @@
 // With WithResponseSigner the Middleware signs its response to every HTTP-signed
 // request, covering the Dialog-Context it echoes (section 7), and so holds the response
 // until the handler has ended: the signature covers the status, the fields and the
-// body's Content-Digest. That is the draft's "server policy requires" signing: a
+// body's Content-Digest. Its refusal of a request whose signature verified (body and
+// nonce too: the revocation check, the authorization, the handoff step) is signed the
+// same way and echoes no Dialog-Context, as a refused request takes no dialog; a
+// refusal before that goes unsigned, with no verified request to bind it to. That is the draft's "server policy requires" signing: a
 // response that cannot be signed (over MaxSignedResponseBody) is never sent unsigned
 // but answered with response_not_signable (501), as is a request that asked for a
 // signed response (wimse-sign-response) of a receiver without a signer.

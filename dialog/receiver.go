@@ -256,9 +256,14 @@ func (rc *Receiver) verifyRequest(ctx context.Context, r *http.Request, v *Verif
 		}
 		v.Sender, v.SenderWIT, v.Proof = p.WIT().Subject, p.WIT(), proof.HTTPSig
 		finish = func(ctx context.Context) error {
+			// Set only once the whole proof verified and its nonce is claimed: a refusal
+			// after that is signed (Middleware), one before it never.
 			res, err := p.Finish(ctx)
+			if err != nil {
+				return err
+			}
 			v.Signature = res
-			return err
+			return nil
 		}
 	case hasWPT(r.Header):
 		if rc.wpt == nil {
@@ -443,6 +448,10 @@ func hasWPT(h http.Header) bool {
 // to have signed with WithStreamingUnsigned; when a signed response is required (the
 // client demanded one, or the signer signs every response) and none can be made, no
 // unsigned success is sent (http-signature-07 section 3.5): response_not_signable.
+// A refusal after the request's HTTP signature verified (its body and nonce too: the
+// revocation check, the authorization, the handoff step) is signed the same way, and
+// echoes no Dialog-Context; a refusal before that goes unsigned, as there is no
+// verified request to bind it to.
 // A refused handoff that has a signed status to send back is answered in place of the
 // handler, as WithHandoffs says. Any other refusal at the handoff step of a JSON-RPC
 // request (MCP, A2A) is a JSON-RPC error response on 200 with the code and kind in its
@@ -466,6 +475,18 @@ func (rc *Receiver) Middleware(next http.Handler) http.Handler {
 			next = reply
 		case err != nil:
 			rc.refused(r, id, seen, err)
+			if seen.Signature != nil && rc.responseSigner != nil {
+				// The HTTP signature verified, body and nonce and all: the refusal is this
+				// receiver's answer to that request, signed and bound to it (its method,
+				// path and nonce) like any other answer, so that a requester that
+				// requires signed responses reads the receiver's code verified. It echoes
+				// no Dialog-Context: a refused request takes no dialog (section 5). Without
+				// a signer at hand it goes unsigned, its code kept, as before.
+				if signer, serr := rc.responseSigner(r.Context()); serr == nil {
+					rc.writeSigned(w, r, signer, seen.Signature.Nonce, "", false, func(w http.ResponseWriter) { reply.writeError(rc.challenged(w), err) })
+					return
+				}
+			}
 			reply.writeError(rc.challenged(w), err)
 			return
 		default:
@@ -494,46 +515,57 @@ func (rc *Receiver) Middleware(next http.Handler) http.Handler {
 			problem.Write(w, err)
 			return
 		}
+		var dlg string
+		if v.Context != nil {
+			dlg = v.Context.Value()
+		}
 		signer, err := rc.responseSigner(r.Context())
 		if err != nil {
 			noteRefusal(r, err)
 			problem.Write(w, err)
 			return
 		}
-		buf := &signedResponse{w: w, header: http.Header{}, mayPass: rc.streamUnsigned && !v.Signature.SignResponse}
-		if v.Context != nil {
-			buf.dialogContext = v.Context.Value()
-		}
-		if buf.mayPass {
-			next.ServeHTTP(streamableResponse{buf}, r)
-		} else {
-			next.ServeHTTP(buf, r)
-		}
-		if buf.passing || buf.refused != nil {
-			noteRefusal(r, buf.refused)
-			return // passed through unsigned as it was written, or refused over the bound
-		}
-		h := buf.header
-		if v.Context != nil {
-			h.Set(HeaderName, v.Context.Value())
-		}
-		status := buf.status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		body := buf.body.Bytes()
-		if err := signer.SignResponse(status, h, body, r, v.Signature.Nonce); err != nil {
-			noteRefusal(r, err)
-			problem.Write(w, err)
-			return
-		}
-		for k, vals := range h {
-			w.Header()[k] = vals
-		}
-		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		w.WriteHeader(status)
-		_, _ = w.Write(body)
+		rc.writeSigned(w, r, signer, v.Signature.Nonce, dlg, rc.streamUnsigned && !v.Signature.SignResponse, func(w http.ResponseWriter) { next.ServeHTTP(w, r) })
 	})
+}
+
+// writeSigned answers r, whose HTTP signature verified with nonce, with what serve
+// writes, signed with signer (the receiver's response signer) and echoing dlg as the
+// Dialog-Context (none when ""). What serve writes is held within MaxSignedResponseBody
+// and then signed; with mayPass (WithStreamingUnsigned, and the request did not ask for
+// a signed response) an event stream passes unsigned as it is written. A response that
+// cannot be signed is not sent: its problem document is.
+func (rc *Receiver) writeSigned(w http.ResponseWriter, r *http.Request, signer *httpsig.Signer, nonce, dlg string, mayPass bool, serve func(http.ResponseWriter)) {
+	buf := &signedResponse{w: w, header: http.Header{}, mayPass: mayPass, dialogContext: dlg}
+	if mayPass {
+		serve(streamableResponse{buf})
+	} else {
+		serve(buf)
+	}
+	if buf.passing || buf.refused != nil {
+		noteRefusal(r, buf.refused)
+		return // passed through unsigned as it was written, or refused over the bound
+	}
+	h := buf.header
+	if dlg != "" {
+		h.Set(HeaderName, dlg)
+	}
+	status := buf.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	body := buf.body.Bytes()
+	if err := signer.SignResponse(status, h, body, r, nonce); err != nil {
+		noteRefusal(r, err)
+		problem.Write(w, err)
+		return
+	}
+	for k, vals := range h {
+		w.Header()[k] = vals
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 // MaxSignedResponseBody bounds a response that is buffered to be signed.

@@ -24,6 +24,13 @@ func (r plainRoute) routeYAML() string {
 	return fmt.Sprintf("{prefix: %s, upstream: %s, audience: dev.local, scope: trip.book, recipient: %q}", r.prefix, r.upstream, jsHotelAudience)
 }
 
+// signedPlainRoute is a plainRoute with require_signed_response.
+type signedPlainRoute struct{ plainRoute }
+
+func (r signedPlainRoute) routeYAML() string {
+	return strings.TrimSuffix(r.plainRoute.routeYAML(), "}") + ", require_signed_response: true}"
+}
+
 // toolAllowList is the hotel's allow list: the MCP session's own requests, and the
 // book_hotel tool for the planner only.
 const toolAllowList = `  authorize:

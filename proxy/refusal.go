@@ -46,18 +46,19 @@ func refusalLevel(err error) slog.Level {
 // (agent.UnverifiedRefusal), never as a response. An unsigned refusal on a route
 // requiring a signed response has the upstream's status and code and refused_by
 // "upstream". The upstream's refusal of a dialog's first JSON-RPC request (a JSON-RPC
-// error on 200 echoing no Dialog-Context, which agent.Start returns as its code) is
-// answered as the receiver answered it: a JSON-RPC error naming the agent's request
+// error on 200 echoing no Dialog-Context, which agent.Start returns as its code, signed
+// (agent.SignedRefusal) or not) is answered as the receiver answered it: a JSON-RPC error naming the agent's request
 // (dialog.WriteRefusal), or, for a request that is not one, the problem document with
 // refused_by "upstream"; RefusedByField says "upstream" on either.
 func (e *Egress) refuse(w http.ResponseWriter, r *http.Request, body []byte, err error) {
 	d := problem.From(err)
 	d.RefusedBy = refusedByEgress
 	var ur *agent.UnverifiedRefusal
+	var sr *agent.SignedRefusal
 	switch {
 	case errors.As(err, &ur) && ur.Status >= 400 && ur.Status <= 599:
 		d.RefusedBy, d.Status, d.Title = refusedByUpstream, ur.Status, http.StatusText(ur.Status)
-	case errors.As(err, &ur):
+	case errors.As(err, &ur), errors.As(err, &sr):
 		d.RefusedBy = refusedByUpstream
 		if isJSONRPCRequest(body) {
 			e.logRefusal(r, err, http.StatusOK, d.RefusedBy)
