@@ -11,12 +11,19 @@ import (
 // fails the test.
 func Get(t testing.TB, url string) (int, []byte) {
 	t.Helper()
+	res, b := GetWith(t, http.DefaultClient, url)
+	return res.StatusCode, b
+}
+
+// GetWith fetches url with c (its cookies, its TLS) and returns the response with its
+// body read and closed; a failed request or body read fails the test.
+func GetWith(t testing.TB, c *http.Client, url string) (*http.Response, []byte) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, b := Do(t, http.DefaultClient, req)
-	return res.StatusCode, b
+	return Do(t, c, req)
 }
 
 // Do sends req with c and returns the response with its body read and closed; a

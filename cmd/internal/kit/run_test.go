@@ -151,13 +151,7 @@ func startRun(t *testing.T, p Program[testConfig], stdout, stderr io.Writer) (ur
 // wantBody GETs url with c and fails unless the body is want.
 func wantBody(t *testing.T, c *http.Client, url, want string) {
 	t.Helper()
-	res, err := c.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if string(b) != want {
+	if _, b := testkit.GetWith(t, c, url); string(b) != want {
 		t.Fatalf("%q", b)
 	}
 }

@@ -39,12 +39,7 @@ audit:
 // redirect lands, the page's index.
 func pressSignIn(t *testing.T, b *http.Client, base, link string) (int, string) {
 	t.Helper()
-	res, err := b.Get(link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bb, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	res, bb := testkit.GetWith(t, b, link)
 	m := regexp.MustCompile(`name="code" value="([^"]+)"`).FindStringSubmatch(string(bb))
 	if res.StatusCode != http.StatusOK || m == nil || len(res.Cookies()) != 0 {
 		t.Fatalf("the login link's page: %d, %d cookies\n%s", res.StatusCode, len(res.Cookies()), bb)
@@ -53,12 +48,7 @@ func pressSignIn(t *testing.T, b *http.Client, base, link string) (int, string) 
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", base)
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	res, err = b.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	bb, _ = io.ReadAll(res.Body)
+	res, bb = testkit.Do(t, b, req)
 	return res.StatusCode, string(bb)
 }
 
