@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -125,13 +126,19 @@ func jsonrpcRefusal(res *http.Response, body []byte) *errcode.Error {
 	if hostproto.IsResult(body) {
 		return nil
 	}
+	// Result has a place so that DecodeObject refuses it named twice or in another
+	// case: a refusal has no result member at all, not even null (hostproto.WriteError
+	// writes none; JSON-RPC 2.0 section 5), so no reader of the same octets, first-wins
+	// or case-folding (Go's encoding/json, as SDKs decode), finds a result beside the
+	// error (red team 11).
 	var env struct {
-		JSONRPC string `json:"jsonrpc"`
+		JSONRPC string          `json:"jsonrpc"`
+		Result  json.RawMessage `json:"result"`
 		Error   *struct {
 			Data *problem.Details `json:"data"`
 		} `json:"error"`
 	}
-	if netjson.DecodeObject(body, &env) != nil || env.JSONRPC != "2.0" || env.Error == nil || env.Error.Data == nil {
+	if netjson.DecodeObject(body, &env) != nil || env.JSONRPC != "2.0" || env.Result != nil || env.Error == nil || env.Error.Data == nil {
 		return nil
 	}
 	d := env.Error.Data
