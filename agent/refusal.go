@@ -172,6 +172,15 @@ func peekBody(res *http.Response) ([]byte, bool) {
 // response whose signature it verified (res.Request), the workload that signed it.
 type verifiedKey struct{}
 
+// verifiedMark is what verifiedKey holds: the signer, and the very response it was
+// verified on. A context carries its parent's values, so a request sent with the
+// context of a verified response's request (res.Request.Context()) carries the mark
+// too: only the response it was set on is verified by it (red team 11).
+type verifiedMark struct {
+	res    *http.Response
+	signer identifier.ID
+}
+
 // markVerified records on res that its signature verified, made by signer. Only the
 // Transport sets it: nothing received can.
 func markVerified(res *http.Response, out *http.Request, signer identifier.ID) {
@@ -179,17 +188,21 @@ func markVerified(res *http.Response, out *http.Request, signer identifier.ID) {
 	if req == nil {
 		req = out
 	}
-	res.Request = req.WithContext(context.WithValue(req.Context(), verifiedKey{}, signer))
+	res.Request = req.WithContext(context.WithValue(req.Context(), verifiedKey{}, &verifiedMark{res: res, signer: signer}))
 }
 
 // verifiedSigner is the workload whose signature of res the Transport verified; ok is
-// false for a response it did not verify (unsigned, to a WPT, or not through it).
+// false for a response it did not verify (unsigned, to a WPT, or not through it), also
+// when res's request inherited another response's mark through its context.
 func verifiedSigner(res *http.Response) (identifier.ID, bool) {
 	if res.Request == nil {
 		return identifier.ID{}, false
 	}
-	id, ok := res.Request.Context().Value(verifiedKey{}).(identifier.ID)
-	return id, ok
+	m, ok := res.Request.Context().Value(verifiedKey{}).(*verifiedMark)
+	if !ok || m.res != res {
+		return identifier.ID{}, false
+	}
+	return m.signer, true
 }
 
 // ownSigners is the default of Transport.ResponseSigners: the trust domain of the
