@@ -112,7 +112,8 @@ func firstRequestRefusal(res *http.Response) error {
 }
 
 // jsonrpcRefusal reads body, all of res's, as a receiver's refusal of a JSON-RPC
-// request: HTTP 200, application/json, a JSON-RPC error response with no result whose
+// request: HTTP 200, application/json, a JSON-RPC error response with no result member
+// (not null, not in another case, not named twice) whose
 // error data carries a code and kind (hostproto.WriteError, the one form of a
 // receiver's refusal of a JSON-RPC request). It returns that code and kind, with the
 // remote detail, or nil when res is anything else.
