@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -111,7 +112,8 @@ func firstRequestRefusal(res *http.Response) error {
 }
 
 // jsonrpcRefusal reads body, all of res's, as a receiver's refusal of a JSON-RPC
-// request: HTTP 200, application/json, a JSON-RPC error response with no result whose
+// request: HTTP 200, application/json, a JSON-RPC error response with no result member
+// (not null, not in another case, not named twice) whose
 // error data carries a code and kind (hostproto.WriteError, the one form of a
 // receiver's refusal of a JSON-RPC request). It returns that code and kind, with the
 // remote detail, or nil when res is anything else.
@@ -125,13 +127,19 @@ func jsonrpcRefusal(res *http.Response, body []byte) *errcode.Error {
 	if hostproto.IsResult(body) {
 		return nil
 	}
+	// Result has a place so that DecodeObject refuses it named twice or in another
+	// case: a refusal has no result member at all, not even null (hostproto.WriteError
+	// writes none; JSON-RPC 2.0 section 5), so no reader of the same octets, first-wins
+	// or case-folding (Go's encoding/json, as SDKs decode), finds a result beside the
+	// error (red team 11).
 	var env struct {
-		JSONRPC string `json:"jsonrpc"`
+		JSONRPC string          `json:"jsonrpc"`
+		Result  json.RawMessage `json:"result"`
 		Error   *struct {
 			Data *problem.Details `json:"data"`
 		} `json:"error"`
 	}
-	if netjson.DecodeObject(body, &env) != nil || env.JSONRPC != "2.0" || env.Error == nil || env.Error.Data == nil {
+	if netjson.DecodeObject(body, &env) != nil || env.JSONRPC != "2.0" || env.Result != nil || env.Error == nil || env.Error.Data == nil {
 		return nil
 	}
 	d := env.Error.Data
@@ -165,6 +173,15 @@ func peekBody(res *http.Response) ([]byte, bool) {
 // response whose signature it verified (res.Request), the workload that signed it.
 type verifiedKey struct{}
 
+// verifiedMark is what verifiedKey holds: the signer, and the very response it was
+// verified on. A context carries its parent's values, so a request sent with the
+// context of a verified response's request (res.Request.Context()) carries the mark
+// too: only the response it was set on is verified by it (red team 11).
+type verifiedMark struct {
+	res    *http.Response
+	signer identifier.ID
+}
+
 // markVerified records on res that its signature verified, made by signer. Only the
 // Transport sets it: nothing received can.
 func markVerified(res *http.Response, out *http.Request, signer identifier.ID) {
@@ -172,17 +189,21 @@ func markVerified(res *http.Response, out *http.Request, signer identifier.ID) {
 	if req == nil {
 		req = out
 	}
-	res.Request = req.WithContext(context.WithValue(req.Context(), verifiedKey{}, signer))
+	res.Request = req.WithContext(context.WithValue(req.Context(), verifiedKey{}, &verifiedMark{res: res, signer: signer}))
 }
 
 // verifiedSigner is the workload whose signature of res the Transport verified; ok is
-// false for a response it did not verify (unsigned, to a WPT, or not through it).
+// false for a response it did not verify (unsigned, to a WPT, or not through it), also
+// when res's request inherited another response's mark through its context.
 func verifiedSigner(res *http.Response) (identifier.ID, bool) {
 	if res.Request == nil {
 		return identifier.ID{}, false
 	}
-	id, ok := res.Request.Context().Value(verifiedKey{}).(identifier.ID)
-	return id, ok
+	m, ok := res.Request.Context().Value(verifiedKey{}).(*verifiedMark)
+	if !ok || m.res != res {
+		return identifier.ID{}, false
+	}
+	return m.signer, true
 }
 
 // ownSigners is the default of Transport.ResponseSigners: the trust domain of the
