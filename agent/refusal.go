@@ -93,11 +93,7 @@ func (s *SignedRefusal) Error() string {
 // that is not a refusal never passes without the echo. At most maxRefusalBody octets of
 // res.Body are read.
 func firstRequestRefusal(res *http.Response) error {
-	body, ok := peekBody(res)
-	if !ok {
-		return nil
-	}
-	e := jsonrpcRefusal(res, body)
+	e := jsonrpcRefusal(res)
 	if e == nil {
 		return nil
 	}
@@ -111,20 +107,24 @@ func firstRequestRefusal(res *http.Response) error {
 	return e
 }
 
-// jsonrpcRefusal reads body, all of res's, as a receiver's refusal of a JSON-RPC
-// request: HTTP 200, application/json, a JSON-RPC error response with no result member
-// (not null, not in another case, not named twice) whose
-// error data carries a code and kind (hostproto.WriteError, the one form of a
-// receiver's refusal of a JSON-RPC request). It returns that code and kind, with the
-// remote detail, or nil when res is anything else.
-func jsonrpcRefusal(res *http.Response, body []byte) *errcode.Error {
+// jsonrpcRefusal reads res as a receiver's refusal of a JSON-RPC request: HTTP 200,
+// application/json, and a body of at most maxRefusalBody octets that is a JSON-RPC
+// error response with no result member (not null, not in another case, not named
+// twice) whose error data carries a code and kind (hostproto.WriteError, the one form
+// of a receiver's refusal of a JSON-RPC request). It returns that code and kind, with
+// the remote detail, or nil when res is anything else. The body is read only when the
+// status and content type fit, and is put back whole (peekBody).
+func jsonrpcRefusal(res *http.Response) *errcode.Error {
 	if res.StatusCode != http.StatusOK {
 		return nil
 	}
 	if mt, _, err := mime.ParseMediaType(res.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return nil
 	}
-	if hostproto.IsResult(body) {
+	// Only now, the fields fitting, is the body read: an event stream or any other
+	// answer is not held up waiting for octets it may send late or never.
+	body, ok := peekBody(res)
+	if !ok || hostproto.IsResult(body) {
 		return nil
 	}
 	// Result has a place so that DecodeObject refuses it named twice or in another

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dialogtrust/dialogtrust/agent"
 	"github.com/dialogtrust/dialogtrust/dialog"
@@ -79,6 +80,27 @@ func TestIssue25_StartPassesOnTheReceiversRefusal(t *testing.T) {
 			t.Errorf("%s: %v, want dialog_context_mismatch", c.name, err)
 		}
 	}
+
+	// An event stream that stays open: its content type already says it is no refusal,
+	// so Start reads none of it and does not wait for octets that come late or never.
+	release := make(chan struct{})
+	answer = func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {}\n\n")
+		w.(http.Flusher).Flush()
+		<-release
+	}
+	got := make(chan error, 1)
+	go func() { got <- start() }()
+	select {
+	case err := <-got:
+		if errcode.CodeOf(err) != errcode.DialogContextMismatch {
+			t.Errorf("an open event stream: %v, want dialog_context_mismatch", err)
+		}
+	case <-time.After(time.Minute): // a watchdog, not a timing: Start must not wait on the stream
+		t.Error("Start waited on an open event stream that echoes no Dialog-Context")
+	}
+	close(release)
 
 	// The refusal with the echo is not one the receiver sends for a dialog it did not
 	// establish; Start leaves it to the caller as the answer it is, as before.

@@ -198,8 +198,7 @@ func signedRefusal(res *http.Response) bool {
 	if res.StatusCode >= 400 {
 		return true
 	}
-	body, ok := peekBody(res)
-	return ok && jsonrpcRefusal(res, body) != nil
+	return jsonrpcRefusal(res) != nil
 }
 
 // audienceOf is the default recipient name: the target URI without query and fragment
