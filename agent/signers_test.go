@@ -200,6 +200,23 @@ func (sw *signerWorld) signingServer(t *testing.T, signer *testkit.Workload, sta
 	return srv.URL
 }
 
+// newStrictCaller is a signer world with a1 of a.example calling through a Transport
+// that requires signed responses, and t1, the tool whose signatures it believes.
+func newStrictCaller(t *testing.T) (sw *signerWorld, a1, t1 *testkit.Workload, a *agent.Agent) {
+	sw = newSignerWorld(t)
+	a1 = sw.a.Workload(t, "/agent/a1", keys.EdDSA)
+	t1 = sw.a.Workload(t, "/tool/t1", keys.EdDSA)
+	tr := &agent.Transport{Source: credOf(a1), Responses: httpsig.NewVerifier(sw.wits), RequireSignedResponse: true}
+	return sw, a1, t1, &agent.Agent{Self: a1.ID, Client: &http.Client{Transport: tr}}
+}
+
+// toolCall is a JSON-RPC tools/call of "delete" to url.
+func toolCall(url string) *http.Request {
+	req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	return req
+}
+
 // Dialog-binding sections 5 and 7: a signed response must echo the request's
 // Dialog-Context, but for a signed refusal, which echoes none (the refused request
 // took no dialog). To an agent that requires signed responses, the receiver's signed
@@ -210,19 +227,10 @@ func (sw *signerWorld) signingServer(t *testing.T, signer *testkit.Workload, sta
 // dialog_context_mismatch, and so is a signed answer that only looks like a refusal
 // (a result beside the error, an error without a code).
 func TestDialogBindingSec7_SignedRefusalEchoesNoContext(t *testing.T) {
-	sw := newSignerWorld(t)
-	a1 := sw.a.Workload(t, "/agent/a1", keys.EdDSA)
-	t1 := sw.a.Workload(t, "/tool/t1", keys.EdDSA)
-	tr := &agent.Transport{Source: credOf(a1), Responses: httpsig.NewVerifier(sw.wits), RequireSignedResponse: true}
-	a := &agent.Agent{Self: a1.ID, Client: &http.Client{Transport: tr}}
-	call := func(url string) *http.Request {
-		req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete"}}`))
-		req.Header.Set("Content-Type", "application/json")
-		return req
-	}
+	sw, a1, t1, a := newStrictCaller(t)
 	rpcRefusal := `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"not authorized","data":{"code":"not_authorized","kind":"failed","detail":"no rule allows it"}}}`
 
-	_, _, err := a.Start(context.Background(), call(sw.signingServer(t, t1, 200, "application/json", rpcRefusal)), "")
+	_, _, err := a.Start(context.Background(), toolCall(sw.signingServer(t, t1, 200, "application/json", rpcRefusal)), "")
 	var sr *agent.SignedRefusal
 	var ur *agent.UnverifiedRefusal
 	if errcode.CodeOf(err) != errcode.NotAuthorized || !errors.As(err, &sr) || sr.Signer != t1.ID || sr.Status != 200 || errors.As(err, &ur) ||
@@ -232,7 +240,7 @@ func TestDialogBindingSec7_SignedRefusalEchoesNoContext(t *testing.T) {
 
 	rec := httptest.NewRecorder()
 	problem.Write(rec, errcode.New(errcode.DialogRevoked, "the dialog is revoked"))
-	res, _, err := a.Start(context.Background(), call(sw.signingServer(t, t1, 403, "application/problem+json", rec.Body.String())), "")
+	res, _, err := a.Start(context.Background(), toolCall(sw.signingServer(t, t1, 403, "application/problem+json", rec.Body.String())), "")
 	if err != nil || res.StatusCode != 403 {
 		t.Fatalf("a signed refusal on 403: %v %v", res, err)
 	}
@@ -243,7 +251,7 @@ func TestDialogBindingSec7_SignedRefusalEchoesNoContext(t *testing.T) {
 	}
 
 	dc, _ := dialog.New("D1", a1.ID)
-	res, err = a.Continue(context.Background(), call(sw.signingServer(t, t1, 200, "application/json", rpcRefusal)), dc, nil)
+	res, err = a.Continue(context.Background(), toolCall(sw.signingServer(t, t1, 200, "application/json", rpcRefusal)), dc, nil)
 	if err != nil {
 		t.Fatalf("a signed JSON-RPC refusal within a dialog: %v", err)
 	}
@@ -259,7 +267,7 @@ func TestDialogBindingSec7_SignedRefusalEchoesNoContext(t *testing.T) {
 		{"application/json", `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x"}}`},
 		{"text/plain", rpcRefusal},
 	} {
-		_, _, err := a.Start(context.Background(), call(sw.signingServer(t, t1, 200, c.ct, c.body)), "")
+		_, _, err := a.Start(context.Background(), toolCall(sw.signingServer(t, t1, 200, c.ct, c.body)), "")
 		if errcode.CodeOf(err) != errcode.DialogContextMismatch {
 			t.Errorf("a signed %s answer %s that echoes no Dialog-Context: %v, want dialog_context_mismatch", c.ct, c.body, err)
 		}
@@ -274,16 +282,7 @@ func TestDialogBindingSec7_SignedRefusalEchoesNoContext(t *testing.T) {
 // beside the error, is a result beside the error to some reader of the same octets: the
 // answer is not a refusal, and without the echo it is dialog_context_mismatch.
 func TestRedTeam11_SignedAnswerWithHiddenResultIsNoRefusal(t *testing.T) {
-	sw := newSignerWorld(t)
-	a1 := sw.a.Workload(t, "/agent/a1", keys.EdDSA)
-	t1 := sw.a.Workload(t, "/tool/t1", keys.EdDSA)
-	tr := &agent.Transport{Source: credOf(a1), Responses: httpsig.NewVerifier(sw.wits), RequireSignedResponse: true}
-	a := &agent.Agent{Self: a1.ID, Client: &http.Client{Transport: tr}}
-	call := func(url string) *http.Request {
-		req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete"}}`))
-		req.Header.Set("Content-Type", "application/json")
-		return req
-	}
+	sw, _, t1, a := newStrictCaller(t)
 	const e = `"error":{"code":-32602,"message":"x","data":{"code":"not_authorized","kind":"failed"}}`
 	for _, body := range []string{
 		`{"jsonrpc":"2.0","id":1,"result":{"content":[]},"result":null,` + e + `}`,
@@ -291,7 +290,7 @@ func TestRedTeam11_SignedAnswerWithHiddenResultIsNoRefusal(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"RESULT":{"content":[]},` + e + `}`,
 		`{"jsonrpc":"2.0","id":1,"result":null,` + e + `}`,
 	} {
-		_, _, err := a.Start(context.Background(), call(sw.signingServer(t, t1, 200, "application/json", body)), "")
+		_, _, err := a.Start(context.Background(), toolCall(sw.signingServer(t, t1, 200, "application/json", body)), "")
 		if errcode.CodeOf(err) != errcode.DialogContextMismatch {
 			t.Errorf("a signed answer %s that echoes no Dialog-Context: %v, want dialog_context_mismatch", body, err)
 		}
@@ -312,12 +311,7 @@ func TestRedTeam11_VerifiedMarkDoesNotCarryToTheNextRequest(t *testing.T) {
 	t1 := sw.a.Workload(t, "/tool/t1", keys.EdDSA)
 	tr := &agent.Transport{Source: credOf(a1), Responses: httpsig.NewVerifier(sw.wits)}
 	a := &agent.Agent{Self: a1.ID, Client: &http.Client{Transport: tr}}
-	call := func(url string) *http.Request {
-		req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete"}}`))
-		req.Header.Set("Content-Type", "application/json")
-		return req
-	}
-	res, err := tr.RoundTrip(call(sw.signingServer(t, t1, 403, "application/problem+json", `{"code":"not_authorized"}`)))
+	res, err := tr.RoundTrip(toolCall(sw.signingServer(t, t1, 403, "application/problem+json", `{"code":"not_authorized"}`)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +321,7 @@ func TestRedTeam11_VerifiedMarkDoesNotCarryToTheNextRequest(t *testing.T) {
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x","data":{"code":"dialog_revoked","kind":"failed"}}}`)
 	}))
 	defer forged.Close()
-	_, _, err = a.Start(res.Request.Context(), call(forged.URL), "")
+	_, _, err = a.Start(res.Request.Context(), toolCall(forged.URL), "")
 	var sr *agent.SignedRefusal
 	var ur *agent.UnverifiedRefusal
 	if errors.As(err, &sr) || !errors.As(err, &ur) {
