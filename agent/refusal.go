@@ -11,7 +11,6 @@ import (
 	"net/http"
 
 	"github.com/dialogtrust/dialogtrust/errcode"
-	"github.com/dialogtrust/dialogtrust/hostproto"
 	"github.com/dialogtrust/dialogtrust/identifier"
 	"github.com/dialogtrust/dialogtrust/internal/netjson"
 	"github.com/dialogtrust/dialogtrust/jose"
@@ -124,7 +123,7 @@ func jsonrpcRefusal(res *http.Response) *errcode.Error {
 	// Only now, the fields fitting, is the body read: an event stream or any other
 	// answer is not held up waiting for octets it may send late or never.
 	body, ok := peekBody(res)
-	if !ok || hostproto.IsResult(body) {
+	if !ok {
 		return nil
 	}
 	// Result has a place so that DecodeObject refuses it named twice or in another

@@ -47,9 +47,10 @@ func refusalLevel(err error) slog.Level {
 // requiring a signed response has the upstream's status and code and refused_by
 // "upstream". The upstream's refusal of a dialog's first JSON-RPC request (a JSON-RPC
 // error on 200 echoing no Dialog-Context, which agent.Start returns as its code, signed
-// (agent.SignedRefusal) or not) is answered as the receiver answered it: a JSON-RPC error naming the agent's request
-// (dialog.WriteRefusal), or, for a request that is not one, the problem document with
-// refused_by "upstream"; RefusedByField says "upstream" on either.
+// (agent.SignedRefusal) or not) is answered as the receiver answered it: a JSON-RPC
+// error naming the agent's request (dialog.WriteRefusal), or, for a request that is not
+// one, the problem document with refused_by "upstream"; RefusedByField says "upstream"
+// on either.
 func (e *Egress) refuse(w http.ResponseWriter, r *http.Request, body []byte, err error) {
 	d := problem.From(err)
 	d.RefusedBy = refusedByEgress

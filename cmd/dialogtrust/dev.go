@@ -159,8 +159,6 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan devResult, 7) // the four services and, with proxies, the pair's three
-	// The services' own lines (the start log, the DEVELOPMENT banners, "listening on")
-	// go to stderr: stdout is what this command prints.
 	// The operator's key is made first: dev.local's WIT issuer registers it, so that
 	// the operator's identity is had only with it (devoperator.go).
 	opKey, opJWK, err := newDevOperatorKey(dir)
@@ -168,6 +166,8 @@ func runDev(ctx context.Context, o devOptions, stdout, stderr io.Writer) error {
 		_ = removeDir()
 		return err
 	}
+	// The services' own lines (the start log, the DEVELOPMENT banners, "listening on")
+	// go to stderr: stdout is what this command prints.
 	wp := devProgram(witissuerservice.Program, o.logFormat)
 	wp.Config.Default = devWITConfig(witAddr, devTrustDomain, opJWK)
 	go func() {
